@@ -1,0 +1,460 @@
+//! Experiment configuration: TOML in `configs/`, parsed into serde-only raw
+//! structs (unknown keys are errors) and converted to a validated `Experiment`.
+//! Every error names the file and the key path. `configs/README.md` documents
+//! every key.
+
+use crate::digest;
+use crate::error::{InputError, parse_toml_str};
+use crate::harness::{Components, EditFormat, Instructions};
+use crate::matrix::{self, Arm, Comparison, RawMatrix};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    experiment: RawExperiment,
+    budget: Budget,
+    #[serde(default)]
+    harness: HarnessSettings,
+    models: Vec<RawModel>,
+    arms: IndexMap<String, RawArm>,
+    #[serde(default)]
+    matrix: RawMatrix,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    name: String,
+    #[serde(default)]
+    description: String,
+    /// Suite folder, relative to the config file's folder.
+    suite: String,
+    /// Subset of task ids; empty means every task of the suite.
+    #[serde(default)]
+    tasks: Vec<String>,
+    /// Trials per (task, arm, model).
+    trials: u32,
+    seed: u64,
+    #[serde(default = "default_alpha")]
+    alpha: f64,
+}
+
+fn default_alpha() -> f64 {
+    0.05
+}
+
+/// The experiment-level budget. Every arm gets exactly this; an arm cannot
+/// override it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Model calls per trial.
+    pub max_steps: u32,
+    /// max_tokens of each model call.
+    pub max_output_tokens_per_step: u32,
+    /// Input + output tokens over the whole trial.
+    pub max_total_tokens: u64,
+    /// Working time of a trial (model calls, checks, tools), excluding time
+    /// spent waiting on rate limits.
+    pub max_working_seconds: f64,
+    /// Money per trial, from the model's prices; absent means no money limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+}
+
+pub const BUDGET_KEYS: [&str; 5] =
+    ["max_steps", "max_output_tokens_per_step", "max_total_tokens", "max_working_seconds", "max_cost_usd"];
+
+/// Harness constants shared by every arm (they are outside any component, so
+/// they stay fixed across the matrix).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HarnessSettings {
+    /// Steps per session; at a boundary the conversation is reset (progress_handoff
+    /// decides whether a progress file crosses it).
+    pub session_steps: u32,
+    /// Bytes of check output tail that feedback and run_tests show the model.
+    pub feedback_tail_bytes: usize,
+}
+
+impl Default for HarnessSettings {
+    fn default() -> Self {
+        HarnessSettings { session_steps: 4, feedback_tail_bytes: 1500 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// Any OpenAI-compatible `/v1/chat/completions` endpoint.
+    Openai,
+    /// Ollama's `/api/chat`.
+    Ollama,
+    /// In-process llama.cpp on a GGUF file.
+    Local,
+}
+
+/// Prices in USD per million tokens, for the money budget and cost columns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+/// How failed model requests are retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, tag = "backoff", rename_all = "snake_case")]
+pub enum RetryPolicy {
+    /// No retries.
+    None,
+    /// Exponential backoff with full jitter; Retry-After wins when given.
+    Exponential { max_attempts: u32, base_ms: u64, max_ms: u64 },
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy::Exponential { max_attempts: 4, base_ms: 500, max_ms: 30_000 }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    /// Label in plans and reports; defaults to `model`.
+    name: Option<String>,
+    provider: Provider,
+    model: String,
+    endpoint: Option<String>,
+    api_key_env: Option<String>,
+    /// GGUF file for the local provider, relative to the config's folder.
+    path: Option<String>,
+    temperature: f64,
+    #[serde(default = "default_top_p")]
+    top_p: f64,
+    context_tokens: Option<u32>,
+    #[serde(default = "default_request_timeout")]
+    request_timeout_seconds: f64,
+    price: Option<Price>,
+    #[serde(default)]
+    retry: RetryPolicy,
+}
+
+fn default_top_p() -> f64 {
+    1.0
+}
+fn default_request_timeout() -> f64 {
+    300.0
+}
+
+/// A fixed model: everything needed to call it the same way in every arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    pub name: String,
+    pub provider: Provider,
+    pub model: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub endpoint: Option<String>,
+    /// Name of the environment variable holding the API key (never its value).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub api_key_env: Option<String>,
+    /// GGUF path as written in the config.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub path: Option<String>,
+    /// GGUF path resolved against the config's folder.
+    #[serde(skip)]
+    pub resolved_path: Option<PathBuf>,
+    pub temperature: f64,
+    pub top_p: f64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub context_tokens: Option<u32>,
+    pub request_timeout_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub price: Option<Price>,
+    pub retry: RetryPolicy,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawArm {
+    /// Preset the arm starts from: `bare` (default) or `full`.
+    #[serde(default)]
+    base: Preset,
+    #[serde(default)]
+    description: String,
+    feedback: Option<bool>,
+    loop_guard: Option<bool>,
+    tools: Option<bool>,
+    acceptance: Option<bool>,
+    progress_handoff: Option<bool>,
+    edit_format: Option<EditFormat>,
+    /// System prompt file, relative to the config's folder; absent: builtin.
+    instructions: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Preset {
+    #[default]
+    Bare,
+    Full,
+}
+
+/// A validated experiment: what `plan` expands and `run` executes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    /// Suite folder as written in the config.
+    pub suite: String,
+    #[serde(skip)]
+    pub suite_path: PathBuf,
+    pub tasks: Vec<String>,
+    pub trials: u32,
+    pub seed: u64,
+    pub alpha: f64,
+    pub budget: Budget,
+    pub harness: HarnessSettings,
+    pub models: Vec<ModelSpec>,
+    pub arms: Vec<Arm>,
+    pub comparisons: Vec<Comparison>,
+    /// sha256 of every instructions file the arms use, by path as written.
+    pub prompt_digests: IndexMap<String, String>,
+    #[serde(skip)]
+    pub config_path: PathBuf,
+    #[serde(skip)]
+    pub config_dir: PathBuf,
+    /// sha256 of the config file's bytes.
+    #[serde(skip)]
+    pub file_digest: String,
+}
+
+impl Experiment {
+    /// sha256 of the resolved experiment (canonical JSON of this struct): the
+    /// part of trial ids that pins them to this exact experiment. Comments and
+    /// key order in the file do not change it; any setting does.
+    pub fn config_digest(&self) -> String {
+        let json = serde_json::to_string(self).expect("experiment serializes");
+        digest::sha256_hex(json.as_bytes())
+    }
+
+    pub fn arm(&self, name: &str) -> Option<&Arm> {
+        self.arms.iter().find(|a| a.name == name)
+    }
+
+    pub fn model(&self, name: &str) -> Option<&ModelSpec> {
+        self.models.iter().find(|m| m.name == name)
+    }
+
+    /// Resolve a path written in the config against the config's folder.
+    pub fn resolve(&self, rel: &str) -> PathBuf {
+        self.config_dir.join(rel)
+    }
+}
+
+/// Read, parse and validate a config file.
+pub fn load(path: &Path) -> Result<Experiment, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read config: {e}")))?;
+    load_str(path, &text)
+}
+
+pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
+    reject_arm_budget_keys(path, text)?;
+    let raw: RawConfig = parse_toml_str(path, text)?;
+    let config_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let config_dir = if config_dir.as_os_str().is_empty() { PathBuf::from(".") } else { config_dir };
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+
+    let e = &raw.experiment;
+    if e.name.trim().is_empty() {
+        return Err(at("experiment.name", "must not be empty".into()));
+    }
+    if e.trials == 0 {
+        return Err(at("experiment.trials", "must be at least 1".into()));
+    }
+    if !(e.alpha > 0.0 && e.alpha < 0.5) {
+        return Err(at("experiment.alpha", format!("{} is not in (0, 0.5)", e.alpha)));
+    }
+    let b = &raw.budget;
+    if b.max_steps == 0 {
+        return Err(at("budget.max_steps", "must be at least 1".into()));
+    }
+    if b.max_output_tokens_per_step == 0 {
+        return Err(at("budget.max_output_tokens_per_step", "must be at least 1".into()));
+    }
+    if b.max_total_tokens == 0 {
+        return Err(at("budget.max_total_tokens", "must be at least 1".into()));
+    }
+    if !(b.max_working_seconds > 0.0) {
+        return Err(at("budget.max_working_seconds", "must be above 0".into()));
+    }
+    if let Some(c) = b.max_cost_usd {
+        if !(c > 0.0) {
+            return Err(at("budget.max_cost_usd", "must be above 0 (leave it out for no money limit)".into()));
+        }
+    }
+    if raw.harness.session_steps == 0 {
+        return Err(at("harness.session_steps", "must be at least 1".into()));
+    }
+
+    let models = validate_models(path, &config_dir, raw.models)?;
+    if b.max_cost_usd.is_some() {
+        if let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none()) {
+            return Err(at(&format!("models[{i}].price"), format!("model `{}` has no price, but budget.max_cost_usd is set", m.name)));
+        }
+    }
+
+    let mut prompt_digests = IndexMap::new();
+    let mut arms = Vec::new();
+    for (name, raw_arm) in raw.arms {
+        let key = format!("arms.{name}");
+        if !matrix::is_arm_name(&name) {
+            return Err(at(&key, "arm names use lowercase letters, digits, '-' and '_'".into()));
+        }
+        let mut c = match raw_arm.base {
+            Preset::Bare => Components::bare(),
+            Preset::Full => Components::full(),
+        };
+        if let Some(v) = raw_arm.feedback {
+            c.feedback = v;
+        }
+        if let Some(v) = raw_arm.loop_guard {
+            c.loop_guard = v;
+        }
+        if let Some(v) = raw_arm.tools {
+            c.tools = v;
+        }
+        if let Some(v) = raw_arm.acceptance {
+            c.acceptance = v;
+        }
+        if let Some(v) = raw_arm.progress_handoff {
+            c.progress_handoff = v;
+        }
+        if let Some(v) = raw_arm.edit_format {
+            c.edit_format = v;
+        }
+        if let Some(file) = raw_arm.instructions {
+            let full = config_dir.join(&file);
+            let bytes = std::fs::read(&full)
+                .map_err(|e| at(&format!("{key}.instructions"), format!("cannot read `{}`: {e}", full.display())))?;
+            prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
+            c.instructions = Instructions::File(file);
+        }
+        arms.push(Arm { name, description: raw_arm.description, components: c, origin: matrix::ArmOrigin::Declared });
+    }
+    if arms.is_empty() {
+        return Err(at("arms", "declare at least one arm".into()));
+    }
+
+    let (arms, comparisons) = matrix::expand(path, arms, &raw.matrix)?;
+
+    Ok(Experiment {
+        name: raw.experiment.name,
+        description: raw.experiment.description,
+        suite_path: config_dir.join(&raw.experiment.suite),
+        suite: raw.experiment.suite,
+        tasks: raw.experiment.tasks,
+        trials: raw.experiment.trials,
+        seed: raw.experiment.seed,
+        alpha: raw.experiment.alpha,
+        budget: raw.budget,
+        harness: raw.harness,
+        models,
+        arms,
+        comparisons,
+        prompt_digests,
+        config_path: path.to_path_buf(),
+        config_dir,
+        file_digest: digest::sha256_hex(text.as_bytes()),
+    })
+}
+
+/// A budget key inside an arm gets its own message: the budget is
+/// experiment-level by design, not a typo.
+fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
+    let Ok(table) = text.parse::<toml::Table>() else { return Ok(()) };
+    let Some(toml::Value::Table(arms)) = table.get("arms") else { return Ok(()) };
+    for (name, arm) in arms {
+        if let toml::Value::Table(arm) = arm {
+            for key in arm.keys() {
+                if BUDGET_KEYS.contains(&key.as_str()) {
+                    return Err(InputError::at(
+                        path,
+                        format!("arms.{name}.{key}"),
+                        "the budget is experiment-level ([budget]); an arm cannot override it",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_models(path: &Path, config_dir: &Path, raw: Vec<RawModel>) -> Result<Vec<ModelSpec>, InputError> {
+    if raw.is_empty() {
+        return Err(InputError::at(path, "models", "declare at least one [[models]] entry"));
+    }
+    let mut out: Vec<ModelSpec> = Vec::new();
+    for (i, m) in raw.into_iter().enumerate() {
+        let key = |k: &str| format!("models[{i}].{k}");
+        let name = m.name.unwrap_or_else(|| m.model.clone());
+        if name.trim().is_empty() || m.model.trim().is_empty() {
+            return Err(InputError::at(path, key("model"), "must not be empty"));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(InputError::at(path, key("name"), format!("model name `{name}` is used twice; give each a distinct `name`")));
+        }
+        if !(0.0..=2.0).contains(&m.temperature) {
+            return Err(InputError::at(path, key("temperature"), format!("{} is not in [0, 2]", m.temperature)));
+        }
+        if !(m.top_p > 0.0 && m.top_p <= 1.0) {
+            return Err(InputError::at(path, key("top_p"), format!("{} is not in (0, 1]", m.top_p)));
+        }
+        if !(m.request_timeout_seconds > 0.0) {
+            return Err(InputError::at(path, key("request_timeout_seconds"), "must be above 0"));
+        }
+        if let RetryPolicy::Exponential { max_attempts, base_ms, max_ms } = m.retry {
+            if max_attempts == 0 || base_ms == 0 || max_ms < base_ms {
+                return Err(InputError::at(path, key("retry"), "need max_attempts >= 1 and 0 < base_ms <= max_ms"));
+            }
+        }
+        let mut resolved_path = None;
+        match m.provider {
+            Provider::Openai | Provider::Ollama => {
+                let Some(endpoint) = &m.endpoint else {
+                    return Err(InputError::at(path, key("endpoint"), "an HTTP provider needs an endpoint (base URL)"));
+                };
+                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                    return Err(InputError::at(path, key("endpoint"), format!("`{endpoint}` is not an http(s) URL")));
+                }
+            }
+            Provider::Local => {
+                let Some(p) = &m.path else {
+                    return Err(InputError::at(path, key("path"), "the local provider needs the GGUF file's path"));
+                };
+                resolved_path = Some(config_dir.join(p));
+            }
+        }
+        out.push(ModelSpec {
+            name,
+            provider: m.provider,
+            model: m.model,
+            endpoint: m.endpoint.map(|e| e.trim_end_matches('/').to_string()),
+            api_key_env: m.api_key_env,
+            path: m.path,
+            resolved_path,
+            temperature: m.temperature,
+            top_p: m.top_p,
+            context_tokens: m.context_tokens,
+            request_timeout_seconds: m.request_timeout_seconds,
+            price: m.price,
+            retry: m.retry,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,95 @@
+//! Content digests: sha256 over bytes and over directory trees.
+
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Files skipped by tree digests and sandbox copies: interpreter caches that
+/// appear when someone runs a task's tests in place.
+pub fn is_ignored(name: &str) -> bool {
+    name == "__pycache__" || name.ends_with(".pyc") || name == ".pytest_cache"
+}
+
+/// Every regular file under `root`, relative to it, sorted (ignored names skipped).
+pub fn list_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    walk(root, Path::new(""), &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(root.join(rel))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if is_ignored(&name.to_string_lossy()) {
+            continue;
+        }
+        let rel_child = rel.join(&name);
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            walk(root, &rel_child, out)?;
+        } else {
+            out.push(rel_child);
+        }
+    }
+    Ok(())
+}
+
+/// sha256 over a tree: each file contributes its relative path and the sha256
+/// of its bytes, in sorted path order. Renaming or editing any file changes it.
+pub fn tree_digest(root: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    for rel in list_files(root)? {
+        let bytes = std::fs::read(root.join(&rel))?;
+        hasher.update(rel.to_string_lossy().replace('\\', "/").as_bytes());
+        hasher.update([0u8]);
+        hasher.update(sha256_hex(&bytes).as_bytes());
+        hasher.update([b'\n']);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// sha256 over a list of named parts, order preserved.
+pub fn digest_parts<'a>(parts: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut hasher = Sha256::new();
+    for (name, value) in parts {
+        hasher.update(name.as_bytes());
+        hasher.update([0u8]);
+        hasher.update(value.as_bytes());
+        hasher.update([b'\n']);
+    }
+    hex::encode(hasher.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_digest_changes_with_content_and_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("a/x.py"), "1").unwrap();
+        let d1 = tree_digest(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a/x.py"), "2").unwrap();
+        let d2 = tree_digest(dir.path()).unwrap();
+        assert_ne!(d1, d2);
+        std::fs::rename(dir.path().join("a/x.py"), dir.path().join("a/y.py")).unwrap();
+        assert_ne!(d2, tree_digest(dir.path()).unwrap());
+        // caches do not count
+        std::fs::create_dir(dir.path().join("a/__pycache__")).unwrap();
+        std::fs::write(dir.path().join("a/__pycache__/y.pyc"), "zz").unwrap();
+        let d3 = tree_digest(dir.path()).unwrap();
+        std::fs::remove_dir_all(dir.path().join("a/__pycache__")).unwrap();
+        assert_eq!(d3, tree_digest(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn sha256_known_value() {
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+}

@@ -1,0 +1,122 @@
+//! Errors of bad input (config, task files): they name the file and the key path.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A problem with a file the user wrote: a config, a task or a suite file.
+/// The CLI maps it to exit code 2 (usage error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputError {
+    pub file: PathBuf,
+    /// Dotted key path inside the file (`arms.full.feedback`), when known.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(file: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        InputError { file: file.as_ref().to_path_buf(), key: None, message: message.into() }
+    }
+
+    pub fn at(file: impl AsRef<Path>, key: impl Into<String>, message: impl Into<String>) -> Self {
+        InputError { file: file.as_ref().to_path_buf(), key: Some(key.into()), message: message.into() }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.key {
+            Some(key) if !key.is_empty() => {
+                write!(f, "{}: key `{}`: {}", self.file.display(), key, self.message)
+            }
+            _ => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Parse a TOML file into `T`, reporting syntax errors with line and column and
+/// type errors with the dotted key path, both naming the file.
+pub fn parse_toml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read file: {e}")))?;
+    parse_toml_str(path, &text)
+}
+
+pub fn parse_toml_str<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, InputError> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| {
+        let message = e.message().to_string();
+        match e.span() {
+            Some(span) => {
+                let (line, col) = line_col(text, span.start);
+                InputError::new(path, format!("invalid TOML at line {line}, column {col}: {message}"))
+            }
+            None => InputError::new(path, format!("invalid TOML: {message}")),
+        }
+    })?;
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        let key = if key == "." { String::new() } else { key };
+        InputError { file: path.to_path_buf(), key: Some(key), message: e.into_inner().to_string() }
+    })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Named exit codes of the CLI, in one place.
+pub mod exit {
+    /// Success (and `gate` PASS).
+    pub const OK: i32 = 0;
+    /// The command ran and found a failure: `suite check` found a broken task,
+    /// a run could not complete, `gate` FAIL.
+    pub const FAILURE: i32 = 1;
+    /// Bad input: a config, task or flag error. Nothing was run.
+    pub const USAGE: i32 = 2;
+    /// `gate` INCONCLUSIVE: neither a regression nor non-inferiority is shown.
+    pub const INCONCLUSIVE: i32 = 3;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        inner: Inner,
+    }
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        count: u32,
+    }
+
+    #[test]
+    fn type_error_names_file_and_key_path() {
+        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = \"three\"\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("inner.count"));
+        assert!(err.to_string().starts_with("x.toml: key `inner.count`:"), "{err}");
+    }
+
+    #[test]
+    fn syntax_error_gives_line() {
+        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = = 3\n").unwrap_err();
+        assert!(err.message.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn unknown_key_is_an_error() {
+        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = 3\ncuont = 4\n").unwrap_err();
+        assert!(err.message.contains("cuont"), "{err}");
+        assert_eq!(err.key.as_deref(), Some("inner.cuont"));
+    }
+}

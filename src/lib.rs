@@ -1,0 +1,18 @@
+//! ablate: ablation benchmarking for LLM agent harnesses.
+//!
+//! The crate mirrors the pipeline of DESIGN.md, one module per stage:
+//! `suite` -> `config` -> `matrix` -> `plan` -> `runner` (with `harness`,
+//! `model`, `sandbox`, `grader`) -> `record` -> `report` -> `gate`.
+
+pub mod config;
+pub mod digest;
+pub mod error;
+pub mod grader;
+pub mod harness;
+pub mod matrix;
+pub mod plan;
+pub mod record;
+pub mod sandbox;
+pub mod suite;
+
+pub use error::InputError;

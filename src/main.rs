@@ -1,0 +1,123 @@
+//! The `ablate` command line. clap lives here only; each subcommand converts
+//! its flags into core types and runs the pipeline of DESIGN.md.
+
+use ablate::error::exit;
+use ablate::plan::Shard;
+use ablate::{InputError, config, plan, suite};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "ablate", version, about = "Does this harness component help this model on these tasks, and by how much?")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Task suites.
+    Suite {
+        #[command(subcommand)]
+        command: SuiteCommand,
+    },
+    /// Print the arms, comparisons and trial plan of a config, without running.
+    Plan {
+        /// Experiment config (TOML).
+        config: PathBuf,
+        /// Show only shard K of N (K/N).
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<Shard>,
+        /// Print the plan as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum SuiteCommand {
+    /// Prove every task: the stub fails every test, the solution passes every test.
+    Check {
+        /// Suite folder (holds suite.toml).
+        dir: PathBuf,
+    },
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    s.parse()
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if let Some(input) = err.downcast_ref::<InputError>() {
+                eprintln!("error: {input}");
+                exit::USAGE
+            } else {
+                eprintln!("error: {err:#}");
+                exit::FAILURE
+            }
+        }
+    };
+    ExitCode::from(code as u8)
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir),
+        Command::Plan { config, shard, json } => plan_cmd(config, shard, json),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+fn suite_check(dir: PathBuf) -> anyhow::Result<i32> {
+    let report = runtime()?.block_on(suite::check::check_suite(&dir));
+    for p in &report.problems {
+        println!("error: {p}");
+    }
+    for t in &report.tasks {
+        let status = if t.problems.is_empty() { "ok  " } else { "FAIL" };
+        let stub = t.stub.as_ref().map(|r| format!("stub {}/{}", r.passed, r.total)).unwrap_or_else(|| "stub -".into());
+        let sol = t.solution.as_ref().map(|r| format!("solution {}/{}", r.passed, r.total)).unwrap_or_else(|| "solution -".into());
+        println!("{status} {:<24} {stub:<14} {sol}", t.id);
+        for p in &t.problems {
+            println!("     {}: {p}", t.id);
+        }
+    }
+    let failed: Vec<&str> = report.tasks.iter().filter(|t| !t.problems.is_empty()).map(|t| t.id.as_str()).collect();
+    match (&report.suite, report.ok()) {
+        (Some(s), true) => {
+            println!("{} tasks ok; suite {} {} digest {}", s.tasks.len(), s.name, s.version, s.digest);
+            Ok(exit::OK)
+        }
+        _ => {
+            println!("{} of {} tasks have problems: {}", failed.len(), report.tasks.len(), failed.join(", "));
+            Ok(exit::FAILURE)
+        }
+    }
+}
+
+fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::Result<i32> {
+    let exp = config::load(&config_path)?;
+    let suite = suite::load(&exp.suite_path)?;
+    let plan = plan::build(&exp, &suite)?;
+    if json {
+        let out = serde_json::json!({
+            "experiment": exp,
+            "suite": { "name": suite.name, "version": suite.version, "digest": suite.digest },
+            "config_digest": plan.config_digest,
+            "shard": shard,
+            "trials": plan.shard(shard),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", plan::render::render(&exp, &suite, &plan, shard));
+    }
+    Ok(exit::OK)
+}

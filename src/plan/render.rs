@@ -1,0 +1,90 @@
+//! Text rendering of a plan for `ablate plan`.
+
+use super::{Plan, Shard};
+use crate::config::{Experiment, Provider};
+use crate::matrix::{ArmOrigin, ComparisonKind};
+use crate::suite::Suite;
+use std::fmt::Write;
+
+pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>) -> String {
+    let mut s = String::new();
+    let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
+    let _ = writeln!(s, "experiment {} ({}), config digest {}", exp.name, exp.config_path.display(), &plan.config_digest[..12]);
+    let _ = writeln!(s, "suite {} {} at {}: {} of {} tasks, digest {}", suite.name, suite.version, exp.suite, tasks, suite.tasks.len(), &suite.digest[..12]);
+    let _ = writeln!(s, "models:");
+    for m in &exp.models {
+        let place = match m.provider {
+            Provider::Local => m.path.clone().unwrap_or_default(),
+            _ => m.endpoint.clone().unwrap_or_default(),
+        };
+        let provider = match m.provider {
+            Provider::Openai => "openai",
+            Provider::Ollama => "ollama",
+            Provider::Local => "local",
+        };
+        let _ = writeln!(s, "  {:<20} {provider} {} at {place}, temperature {}, top_p {}", m.name, m.model, m.temperature, m.top_p);
+    }
+    let b = &exp.budget;
+    let money = b.max_cost_usd.map(|c| format!("${c} per trial")).unwrap_or_else(|| "no money limit".into());
+    let _ = writeln!(
+        s,
+        "budget (every arm): {} steps, {} output tokens per step, {} total tokens, {} s working time, {money}",
+        b.max_steps, b.max_output_tokens_per_step, b.max_total_tokens, b.max_working_seconds
+    );
+    let _ = writeln!(s, "\narms ({}):", exp.arms.len());
+    let width = exp.arms.iter().map(|a| a.name.len()).max().unwrap_or(4).max(4);
+    for arm in &exp.arms {
+        let origin = match &arm.origin {
+            ArmOrigin::Declared => String::new(),
+            ArmOrigin::LeaveOneOut { from, component } => format!("  [leave-one-out: {from} without {component}]"),
+            ArmOrigin::AddOneIn { from, component } => format!("  [add-one-in: {from} with {component}]"),
+        };
+        let _ = writeln!(s, "  {:<width$}  {}{origin}", arm.name, arm.components.summary());
+    }
+    let _ = writeln!(s, "\ncomparisons ({}), effect = treatment - control:", exp.comparisons.len());
+    for c in &exp.comparisons {
+        match &c.kind {
+            ComparisonKind::Ablation { component } => {
+                let d = &c.differs[0];
+                let _ = writeln!(
+                    s,
+                    "  ablation  {:<18} {} vs {}  ({component}: {} vs {})",
+                    component.name(),
+                    c.treatment,
+                    c.control,
+                    d.treatment,
+                    d.control
+                );
+            }
+            ComparisonKind::Combined => {
+                let list = c.differs.iter().map(|d| d.component.name()).collect::<Vec<_>>().join(", ");
+                let _ = writeln!(
+                    s,
+                    "  combined  {:<18} {} vs {}  (differs in {}: {list}; not attributable to one component)",
+                    "-",
+                    c.treatment,
+                    c.control,
+                    c.differs.len()
+                );
+            }
+        }
+    }
+    let total = tasks * exp.arms.len() * exp.models.len() * exp.trials as usize;
+    let _ = writeln!(
+        s,
+        "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}",
+        exp.arms.len(),
+        exp.models.len(),
+        exp.trials
+    );
+    if let Some(shard) = shard {
+        let n = plan.shard(Some(shard)).len();
+        let _ = writeln!(s, "shard {shard}: {n} trials");
+    }
+    let shown = plan.shard(shard);
+    let _ = writeln!(s, "order (first {} of {}):", shown.len().min(8), shown.len());
+    for t in shown.iter().take(8) {
+        let _ = writeln!(s, "  #{:<5} {}  {} / {} / {} / repeat {}  seed {}", t.order, t.id, t.task, t.arm, t.model, t.repeat, t.seed);
+    }
+    s
+}

@@ -1,0 +1,345 @@
+//! The record format of a run (`results/<run-id>/`), documented field by field
+//! in `docs/records.md`:
+//!
+//! - `manifest.json`: everything fixed for the run (config as resolved, digests,
+//!   model identities, budget, seeds, the plan).
+//! - `attempts.jsonl`: one line when an attempt starts (lets resume find
+//!   attempts that started and never finished).
+//! - `trials.jsonl`: one line per finished attempt.
+//! - `traces/<trial-id>.jsonl`: one line per step of that trial.
+
+pub mod jsonl;
+
+use crate::config::{Budget, Experiment};
+use crate::grader::{CheckResult, Grade};
+use crate::plan::{Shard, TrialSpec};
+use serde::{Deserialize, Serialize};
+
+/// Version of the record format; bumped on incompatible changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How an attempt ended. Every started attempt gets exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialStatus {
+    /// Final grading: every test passed.
+    Passed,
+    /// Final grading: some test failed.
+    Failed,
+    /// The working-time limit or a model request timed out.
+    Timeout,
+    /// A budget limit other than time (steps, tokens, money) stopped the trial.
+    BudgetExhausted,
+    /// The model endpoint failed beyond the retry policy, or replied with a
+    /// body that cannot be read.
+    ProviderError,
+    /// ablate itself failed during the trial (a bug or a local I/O error).
+    HarnessError,
+    /// The final checks could not be run.
+    GraderError,
+    /// The trial changed a test file (restored before grading).
+    PolicyViolation,
+    /// The attempt started and never finished (the run was killed).
+    Interrupted,
+}
+
+impl TrialStatus {
+    pub const ALL: [TrialStatus; 9] = [
+        TrialStatus::Passed,
+        TrialStatus::Failed,
+        TrialStatus::Timeout,
+        TrialStatus::BudgetExhausted,
+        TrialStatus::ProviderError,
+        TrialStatus::HarnessError,
+        TrialStatus::GraderError,
+        TrialStatus::PolicyViolation,
+        TrialStatus::Interrupted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TrialStatus::Passed => "passed",
+            TrialStatus::Failed => "failed",
+            TrialStatus::Timeout => "timeout",
+            TrialStatus::BudgetExhausted => "budget_exhausted",
+            TrialStatus::ProviderError => "provider_error",
+            TrialStatus::HarnessError => "harness_error",
+            TrialStatus::GraderError => "grader_error",
+            TrialStatus::PolicyViolation => "policy_violation",
+            TrialStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Infrastructure errors: excluded from the second denominator.
+    pub fn is_infrastructure_error(self) -> bool {
+        matches!(self, TrialStatus::ProviderError | TrialStatus::HarnessError | TrialStatus::GraderError | TrialStatus::Interrupted)
+    }
+
+    /// A final record ends the trial; an interrupted attempt is re-run on resume.
+    pub fn is_final(self) -> bool {
+        self != TrialStatus::Interrupted
+    }
+}
+
+/// The budget limit that stopped a trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetLimit {
+    Steps,
+    TotalTokens,
+    WorkingSeconds,
+    Cost,
+}
+
+/// What ended the agent loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum EndReason {
+    /// Checks run by the harness (feedback, acceptance, run_tests) passed.
+    ChecksPassed,
+    /// The model said it was done and the acceptance setting allowed it.
+    ModelDone,
+    /// A budget limit was reached.
+    Budget { limit: BudgetLimit },
+    /// A model request failed for good.
+    ProviderError,
+    /// A model request timed out.
+    RequestTimeout,
+    /// ablate failed.
+    HarnessError,
+    /// The run was killed before the attempt finished.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens served from a prompt cache, when the provider says.
+    pub cached: u64,
+}
+
+impl Tokens {
+    pub fn total(&self) -> u64 {
+        self.input + self.output
+    }
+    pub fn add(&mut self, other: Tokens) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cached += other.cached;
+    }
+}
+
+/// Counters of things the harness refused or caught during a trial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Incidents {
+    pub loop_guard_hits: u32,
+    pub invalid_tool_calls: u32,
+    pub unparsed_replies: u32,
+    pub path_refusals: u32,
+    pub refused_done: u32,
+}
+
+/// One line of trials.jsonl: a finished attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    pub format: u32,
+    pub run_id: String,
+    pub trial_id: String,
+    pub task: String,
+    pub arm: String,
+    pub model: String,
+    pub repeat: u32,
+    pub seed: u64,
+    /// 1 for the first attempt of this trial, 2 after an interrupted one, ...
+    pub attempt: u32,
+    pub status: TrialStatus,
+    pub end_reason: EndReason,
+    /// Tests passed / total in the final grading (0 / declared when ungraded).
+    pub tests_passed: u32,
+    pub tests_total: u32,
+    /// The harness's final grading of the final snapshot.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub grade: Option<Grade>,
+    pub steps: u32,
+    pub sessions: u32,
+    pub tokens: Tokens,
+    /// Trial time excluding rate-limit waits: what the working-time budget counts.
+    pub working_seconds: f64,
+    /// Wall-clock time of the attempt, waits included.
+    pub wall_seconds: f64,
+    /// Time spent waiting on 429/503 Retry-After and backoff.
+    pub rate_limit_wait_seconds: f64,
+    /// From the model's prices; None when it has none.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cost_usd: Option<f64>,
+    pub incidents: Incidents,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    pub started_at: String,
+    pub finished_at: String,
+}
+
+/// One line of attempts.jsonl: an attempt started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptStart {
+    pub trial_id: String,
+    pub attempt: u32,
+    pub started_at: String,
+}
+
+/// A tool call and what the harness answered; ids match the model's call ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub name: String,
+    /// Arguments as the model sent them (raw text when they were not JSON).
+    pub arguments: serde_json::Value,
+    pub ok: bool,
+    pub result: String,
+}
+
+/// A loop-guard hit: the submission repeats an earlier step's code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopGuardHit {
+    pub repeats_step: u32,
+    pub fingerprint: String,
+    /// passed/total that step scored, when it was checked.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub scored: Option<(u32, u32)>,
+}
+
+/// One line of traces/<trial-id>.jsonl: one model call and what followed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub trial_id: String,
+    pub attempt: u32,
+    pub step: u32,
+    pub session: u32,
+    /// Kept across the retries of this logical call.
+    pub operation_id: String,
+    /// HTTP attempts made (1 without retries).
+    pub request_attempts: u32,
+    /// The exact request body as sent (after every transformation; no API key).
+    pub request: serde_json::Value,
+    /// The reply body as received (the parsed JSON, or the raw text).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reply: Option<serde_json::Value>,
+    /// The assistant text of the reply.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reply_text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Files written from this reply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<String>,
+    /// Checks run by the harness after this step (feedback / acceptance).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub check: Option<CheckResult>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub loop_guard: Option<LoopGuardHit>,
+    /// What the harness noticed: refusals, unparsed replies, refused "done".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub tokens: Tokens,
+    pub latency_ms: u64,
+    pub rate_limit_wait_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
+/// Host facts recorded in the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+    pub hostname: String,
+    pub python: String,
+}
+
+impl HostFacts {
+    pub fn read() -> HostFacts {
+        HostFacts {
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            hostname: std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
+            python: crate::grader::python().to_string(),
+        }
+    }
+}
+
+/// The identity of a fixed model, read at run start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelIdentity {
+    pub name: String,
+    /// `gguf-sha256:<hex>`, `ollama-digest:<digest>`, `system-fingerprint:<fp>`
+    /// (OpenAI: filled from the first reply), or None when the provider gives none.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub identity: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteFacts {
+    pub name: String,
+    pub version: String,
+    pub path: String,
+    pub digest: String,
+    /// Task id -> digest of its folder.
+    pub tasks: Vec<(String, String)>,
+}
+
+/// manifest.json: everything fixed for the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub run_id: String,
+    pub tool: String,
+    pub tool_version: String,
+    pub created_at: String,
+    pub config_path: String,
+    /// sha256 of the config file's bytes.
+    pub config_file_digest: String,
+    /// sha256 of the resolved experiment (part of every trial id).
+    pub config_digest: String,
+    /// The experiment as resolved: arms with all component values,
+    /// comparisons, models, budget, harness settings.
+    pub experiment: serde_json::Value,
+    pub suite: SuiteFacts,
+    /// Prompt file (as written) -> sha256; the builtin prompt under "builtin".
+    pub prompt_digests: Vec<(String, String)>,
+    pub host: HostFacts,
+    pub models: Vec<ModelIdentity>,
+    pub budget: Budget,
+    pub experiment_seed: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub shard: Option<Shard>,
+    /// Trials of this run (after sharding), in execution order.
+    pub planned_trials: usize,
+    pub plan: Vec<TrialSpec>,
+}
+
+impl Manifest {
+    /// The experiment back from the manifest (for analysis-time checks).
+    pub fn arms(&self) -> Vec<crate::matrix::Arm> {
+        serde_json::from_value(self.experiment.get("arms").cloned().unwrap_or_default()).unwrap_or_default()
+    }
+
+    pub fn comparisons(&self) -> Vec<crate::matrix::Comparison> {
+        serde_json::from_value(self.experiment.get("comparisons").cloned().unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+/// Resolved-experiment JSON as stored in the manifest.
+pub fn experiment_json(exp: &Experiment) -> serde_json::Value {
+    serde_json::to_value(exp).expect("experiment serializes")
+}
+
+/// RFC 3339 UTC timestamp, second precision.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}

@@ -1,0 +1,251 @@
+//! Each trial works in its own temporary copy of the task workspace.
+//!
+//! The harness writes only the task's editable files. Every path that comes
+//! from a model (tool arguments, file names in replies) is resolved here; an
+//! absolute path, a `..`, or a symlink on the way is refused. The tests are put
+//! back from the suite before final grading, and a changed test file is reported.
+
+pub mod process;
+
+use crate::digest;
+use crate::suite::Task;
+use sha2::{Digest, Sha256};
+use std::path::{Component, Path, PathBuf};
+
+/// Why a path from the model was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathRefusal {
+    #[error("`{0}` is an absolute path; use a path relative to the workspace")]
+    Absolute(String),
+    #[error("`{0}` leaves the workspace")]
+    Escapes(String),
+    #[error("`{0}` goes through a symbolic link")]
+    Symlink(String),
+    #[error("`{0}` is not an editable file of this task (editable: {1})")]
+    NotEditable(String, String),
+    #[error("`{0}` does not exist")]
+    Missing(String),
+    #[error("the path is empty")]
+    Empty,
+}
+
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+    /// Canonical path of `dir`, for containment checks.
+    root: PathBuf,
+    editable: Vec<String>,
+    tests_src: PathBuf,
+}
+
+impl Sandbox {
+    /// A fresh copy of the task's workspace with its tests under `tests/`.
+    pub fn create(task: &Task) -> std::io::Result<Sandbox> {
+        let dir = tempfile::Builder::new().prefix(&format!("ablate-{}-", task.id)).tempdir()?;
+        copy_tree(&task.workspace_dir(), dir.path())?;
+        copy_tree(&task.tests_dir(), &dir.path().join("tests"))?;
+        let root = dir.path().canonicalize()?;
+        Ok(Sandbox { dir, root, editable: task.editable.clone(), tests_src: task.tests_dir() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// Overlay the reference solution (used by `suite check`).
+    pub fn apply_solution(&self, task: &Task) -> std::io::Result<()> {
+        copy_tree(&task.solution_dir(), &self.root)
+    }
+
+    /// Resolve a model-supplied path for reading; it must stay inside the sandbox.
+    pub fn resolve(&self, rel: &str) -> Result<PathBuf, PathRefusal> {
+        let rel = rel.trim();
+        if rel.is_empty() {
+            return Err(PathRefusal::Empty);
+        }
+        let path = Path::new(rel);
+        if path.is_absolute() {
+            return Err(PathRefusal::Absolute(rel.to_string()));
+        }
+        let mut current = self.root.clone();
+        for comp in path.components() {
+            match comp {
+                Component::Normal(part) => {
+                    current.push(part);
+                    if let Ok(meta) = std::fs::symlink_metadata(&current) {
+                        if meta.file_type().is_symlink() {
+                            return Err(PathRefusal::Symlink(rel.to_string()));
+                        }
+                    }
+                }
+                Component::CurDir => {}
+                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                    return Err(PathRefusal::Escapes(rel.to_string()));
+                }
+            }
+        }
+        if !current.starts_with(&self.root) {
+            return Err(PathRefusal::Escapes(rel.to_string()));
+        }
+        Ok(current)
+    }
+
+    /// Normalise a path to its editable name (`./a.py` -> `a.py`) if it is one.
+    pub fn editable_name(&self, rel: &str) -> Result<String, PathRefusal> {
+        let resolved = self.resolve(rel)?;
+        let name = resolved.strip_prefix(&self.root).unwrap_or(&resolved).to_string_lossy().replace('\\', "/");
+        if self.editable.iter().any(|e| *e == name) {
+            Ok(name)
+        } else {
+            Err(PathRefusal::NotEditable(rel.to_string(), self.editable.join(", ")))
+        }
+    }
+
+    /// Write one editable file. Only the task's editable files can be written.
+    pub fn write_editable(&self, rel: &str, content: &str) -> Result<String, PathRefusal> {
+        let name = self.editable_name(rel)?;
+        let path = self.root.join(&name);
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        std::fs::write(&path, content).map_err(|_| PathRefusal::Escapes(rel.to_string()))?;
+        Ok(name)
+    }
+
+    pub fn read(&self, rel: &str) -> Result<String, PathRefusal> {
+        let path = self.resolve(rel)?;
+        std::fs::read(&path)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|_| PathRefusal::Missing(rel.to_string()))
+    }
+
+    pub fn editable(&self) -> &[String] {
+        &self.editable
+    }
+
+    /// Files in the sandbox, relative, sorted (caches skipped).
+    pub fn list(&self) -> Vec<String> {
+        digest::list_files(&self.root)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .collect()
+    }
+
+    /// sha256 over the editable files (name and bytes, in declared order): the
+    /// identity of the graded snapshot.
+    pub fn snapshot_sha256(&self) -> String {
+        let mut hasher = Sha256::new();
+        for name in &self.editable {
+            let bytes = std::fs::read(self.root.join(name)).unwrap_or_default();
+            hasher.update(name.as_bytes());
+            hasher.update([0u8]);
+            hasher.update(digest::sha256_hex(&bytes).as_bytes());
+            hasher.update([b'\n']);
+        }
+        hex::encode(hasher.finalize())
+    }
+
+    /// Put the suite's tests back; returns the test files that had changed,
+    /// been removed, or been added.
+    pub fn restore_tests(&self) -> std::io::Result<Vec<String>> {
+        let tests_dir = self.root.join("tests");
+        let mut changed = Vec::new();
+        let original = digest::list_files(&self.tests_src)?;
+        let current = if tests_dir.is_dir() { digest::list_files(&tests_dir)? } else { Vec::new() };
+        for rel in &original {
+            let a = std::fs::read(self.tests_src.join(rel))?;
+            let b = std::fs::read(tests_dir.join(rel)).ok();
+            if b.as_deref() != Some(a.as_slice()) {
+                changed.push(format!("tests/{}", rel.display()));
+            }
+        }
+        for rel in &current {
+            if !original.contains(rel) {
+                changed.push(format!("tests/{}", rel.display()));
+            }
+        }
+        if tests_dir.exists() {
+            std::fs::remove_dir_all(&tests_dir)?;
+        }
+        copy_tree(&self.tests_src, &tests_dir)?;
+        Ok(changed)
+    }
+
+    /// Keep the directory (for debugging) instead of deleting it on drop.
+    pub fn keep(self) -> PathBuf {
+        self.dir.keep()
+    }
+}
+
+/// Copy a tree of regular files (symlinks and caches are not copied).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for rel in digest::list_files(from)? {
+        let src = from.join(&rel);
+        if std::fs::symlink_metadata(&src)?.file_type().is_symlink() {
+            continue;
+        }
+        let dst = to.join(&rel);
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(&src, &dst)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::{CheckSpec, Difficulty, OutputParser};
+    use std::time::Duration;
+
+    fn task(dir: &Path) -> Task {
+        for sub in ["workspace", "tests", "solution"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        std::fs::write(dir.join("workspace/m.py"), "stub").unwrap();
+        std::fs::write(dir.join("solution/m.py"), "solved").unwrap();
+        std::fs::write(dir.join("tests/test_m.py"), "tests").unwrap();
+        Task {
+            id: "t".into(),
+            difficulty: Difficulty::Easy,
+            prompt: "p".into(),
+            editable: vec!["m.py".into()],
+            check: CheckSpec { command: vec!["true".into()], timeout: Duration::from_secs(1), parser: OutputParser::Unittest, tests: 1 },
+            dir: dir.to_path_buf(),
+            digest: String::new(),
+        }
+    }
+
+    #[test]
+    fn refuses_escapes_absolute_symlinks_and_non_editable() {
+        let src = tempfile::tempdir().unwrap();
+        let sb = Sandbox::create(&task(src.path())).unwrap();
+        assert!(matches!(sb.resolve("../etc/passwd"), Err(PathRefusal::Escapes(_))));
+        assert!(matches!(sb.resolve("/etc/passwd"), Err(PathRefusal::Absolute(_))));
+        assert!(matches!(sb.write_editable("tests/test_m.py", "x"), Err(PathRefusal::NotEditable(..))));
+        std::os::unix::fs::symlink("/etc", sb.path().join("link")).unwrap();
+        assert!(matches!(sb.resolve("link/passwd"), Err(PathRefusal::Symlink(_))));
+        assert_eq!(sb.write_editable("./m.py", "new").unwrap(), "m.py");
+        assert_eq!(sb.read("m.py").unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(src.path().join("workspace/m.py")).unwrap(), "stub");
+    }
+
+    #[test]
+    fn restore_reports_changed_tests_and_snapshot_tracks_edits() {
+        let src = tempfile::tempdir().unwrap();
+        let t = task(src.path());
+        let sb = Sandbox::create(&t).unwrap();
+        assert!(sb.restore_tests().unwrap().is_empty());
+        std::fs::write(sb.path().join("tests/test_m.py"), "def test(): pass").unwrap();
+        std::fs::write(sb.path().join("tests/extra.py"), "x").unwrap();
+        let changed = sb.restore_tests().unwrap();
+        assert_eq!(changed, vec!["tests/test_m.py".to_string(), "tests/extra.py".to_string()]);
+        assert_eq!(std::fs::read_to_string(sb.path().join("tests/test_m.py")).unwrap(), "tests");
+        assert!(!sb.path().join("tests/extra.py").exists());
+        let before = sb.snapshot_sha256();
+        sb.apply_solution(&t).unwrap();
+        assert_ne!(before, sb.snapshot_sha256());
+    }
+}

@@ -1,0 +1,192 @@
+//! Running a check as its own process group, with a timeout and capped output.
+//!
+//! A candidate solution may loop forever, fork children or print without end;
+//! none of that may stall the run. The child leads a new process group, the
+//! whole group is killed on timeout (and after a normal exit, to reap strays),
+//! and each output stream keeps at most `cap` bytes (head and tail).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+/// Bounded capture of one output stream: the first and last `cap / 2` bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Capture {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    cap: usize,
+    pub total_bytes: u64,
+}
+
+impl Capture {
+    pub fn new(cap: usize) -> Self {
+        Capture { cap: cap.max(2), ..Default::default() }
+    }
+
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        self.total_bytes += bytes.len() as u64;
+        let half = self.cap / 2;
+        if self.head.len() < half {
+            let take = (half - self.head.len()).min(bytes.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(self.cap - half);
+        self.tail.drain(..excess);
+    }
+
+    pub fn truncated(&self) -> bool {
+        self.total_bytes > (self.head.len() + self.tail.len()) as u64
+    }
+
+    /// The kept text; an omission marker stands where bytes were dropped.
+    pub fn text(&self) -> String {
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if self.truncated() {
+            let omitted = self.total_bytes - (self.head.len() + self.tail.len()) as u64;
+            out.push_str(&format!("\n[... {omitted} bytes omitted ...]\n"));
+        }
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        out.push_str(&String::from_utf8_lossy(&tail));
+        out
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ProcessOutcome {
+    /// Exit code, or None when killed by a signal (including our timeout kill).
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: Capture,
+    pub stderr: Capture,
+    pub duration: Duration,
+}
+
+/// Spawn `argv` in `cwd` as a new process group and wait at most `timeout`.
+/// Returns Err only when the process cannot be started at all.
+pub async fn run_limited(
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    timeout: Duration,
+    cap: usize,
+) -> std::io::Result<ProcessOutcome> {
+    let (program, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pgid = child.id().map(|id| id as i32);
+    let out_task = tokio::spawn(read_capped(child.stdout.take(), cap));
+    let err_task = tokio::spawn(read_capped(child.stderr.take(), cap));
+
+    let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => (status?.code(), false),
+        Err(_) => {
+            kill_group(pgid);
+            let _ = child.wait().await;
+            (None, true)
+        }
+    };
+    // Reap anything the check left behind in its group.
+    kill_group(pgid);
+    let duration = start.elapsed();
+    // Pipes close once the group is dead; a process that escaped the group could
+    // hold them open, so the wait for EOF is bounded.
+    let grace = Duration::from_secs(2);
+    let stdout = tokio::time::timeout(grace, out_task).await.ok().and_then(|r| r.ok()).unwrap_or_else(|| Capture::new(cap));
+    let stderr = tokio::time::timeout(grace, err_task).await.ok().and_then(|r| r.ok()).unwrap_or_else(|| Capture::new(cap));
+    Ok(ProcessOutcome { exit_code, timed_out, stdout, stderr, duration })
+}
+
+fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid {
+        if pgid > 0 {
+            // SAFETY: plain syscall; a group that no longer exists gives ESRCH, which is fine.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>, cap: usize) -> Capture {
+    let mut capture = Capture::new(cap);
+    let Some(mut stream) = stream else { return capture };
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => capture.push(&buf[..n]),
+        }
+    }
+    capture
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["sh".into(), "-c".into(), script.into()]
+    }
+
+    #[test]
+    fn capture_keeps_head_and_tail() {
+        let mut c = Capture::new(10);
+        c.push(b"0123456789abcdefghij");
+        assert!(c.truncated());
+        let t = c.text();
+        assert!(t.starts_with("01234"), "{t}");
+        assert!(t.ends_with("fghij"), "{t}");
+        assert!(t.contains("10 bytes omitted"), "{t}");
+    }
+
+    #[tokio::test]
+    async fn exit_code_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000)
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(3));
+        assert!(!out.timed_out);
+        assert_eq!(out.stdout.text(), "hi\n");
+        assert_eq!(out.stderr.text(), "err\n");
+    }
+
+    #[tokio::test]
+    async fn hanging_group_is_killed_at_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        // The child forks a grandchild that also sleeps; both must die.
+        let start = Instant::now();
+        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000)
+            .await
+            .unwrap();
+        assert!(out.timed_out);
+        assert_eq!(out.exit_code, None);
+        assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+        assert!(!out.stdout.text().contains("never"));
+    }
+
+    #[tokio::test]
+    async fn flooding_output_is_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[], Duration::from_secs(20), 4096)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout.total_bytes, 5_000_000);
+        assert!(out.stdout.text().len() < 4200);
+    }
+}

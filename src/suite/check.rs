@@ -1,0 +1,122 @@
+//! `ablate suite check DIR`: prove every task of a suite.
+//!
+//! For each task: the stub fails every test, the reference solution passes
+//! every test, and the parsed passed/total agrees with the declared test count
+//! and with the runner's exit code. A problem names the task.
+
+use super::{Suite, Task, load_task};
+use crate::grader::{CheckResult, run_checks};
+use crate::sandbox::Sandbox;
+use std::path::Path;
+
+#[derive(Debug, Clone)]
+pub struct TaskReport {
+    pub id: String,
+    pub tests: u32,
+    pub stub: Option<CheckResult>,
+    pub solution: Option<CheckResult>,
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SuiteReport {
+    pub tasks: Vec<TaskReport>,
+    /// Present when the whole suite loaded.
+    pub suite: Option<Suite>,
+    /// Problems not tied to one task (suite.toml).
+    pub problems: Vec<String>,
+}
+
+impl SuiteReport {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty() && self.tasks.iter().all(|t| t.problems.is_empty())
+    }
+}
+
+/// Check every task folder under `root`. Tasks that fail to load are reported
+/// like tasks that fail their checks; the others are still checked.
+pub async fn check_suite(root: &Path) -> SuiteReport {
+    let mut report = SuiteReport { tasks: Vec::new(), suite: None, problems: Vec::new() };
+    match super::load(root) {
+        Ok(suite) => {
+            for task in &suite.tasks {
+                report.tasks.push(check_task(task).await);
+            }
+            report.suite = Some(suite);
+        }
+        Err(err) => {
+            // Fall back to a per-folder load so that every task gets a verdict.
+            let suite_toml = root.join("suite.toml");
+            if !suite_toml.is_file() || err.file == suite_toml {
+                report.problems.push(err.to_string());
+                return report;
+            }
+            let mut dirs: Vec<_> = std::fs::read_dir(root)
+                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect())
+                .unwrap_or_default();
+            dirs.sort();
+            for dir in dirs {
+                let id = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
+                if crate::digest::is_ignored(&id) {
+                    continue;
+                }
+                match load_task(&dir) {
+                    Ok(task) => report.tasks.push(check_task(&task).await),
+                    Err(e) => report.tasks.push(TaskReport { id, tests: 0, stub: None, solution: None, problems: vec![e.to_string()] }),
+                }
+            }
+        }
+    }
+    report
+}
+
+pub async fn check_task(task: &Task) -> TaskReport {
+    let declared = task.check.tests;
+    let mut report = TaskReport { id: task.id.clone(), tests: declared, stub: None, solution: None, problems: Vec::new() };
+
+    match run_variant(task, false).await {
+        Ok(stub) => {
+            if !stub.summary_found {
+                report.problems.push("stub: no test summary found in the check output".into());
+            } else if stub.passed > 0 {
+                report.problems.push(format!(
+                    "stub passes {} of {} tests; it must fail every test",
+                    stub.passed, stub.total
+                ));
+            }
+            if stub.exit_code == Some(0) {
+                report.problems.push("stub: the check exited 0; it must fail".into());
+            }
+            report.stub = Some(stub);
+        }
+        Err(e) => report.problems.push(format!("stub: cannot run the check: {e}")),
+    }
+
+    match run_variant(task, true).await {
+        Ok(sol) => {
+            if sol.timed_out {
+                report.problems.push(format!("solution: the check timed out after {:?}", task.check.timeout));
+            } else if !sol.summary_found {
+                report.problems.push("solution: no test summary found in the check output".into());
+            } else if sol.passed != sol.total {
+                let names = if sol.failed_tests.is_empty() { String::new() } else { format!(" (failing: {})", sol.failed_tests.join(", ")) };
+                report.problems.push(format!("solution passes {} of {} tests; it must pass every test{names}", sol.passed, sol.total));
+            } else if sol.total != declared {
+                report.problems.push(format!("task.toml declares tests = {declared} but the checks ran {}", sol.total));
+            } else if sol.exit_code != Some(0) {
+                report.problems.push(format!("solution: parsed {}/{} passed but the check exited {:?}", sol.passed, sol.total, sol.exit_code));
+            }
+            report.solution = Some(sol);
+        }
+        Err(e) => report.problems.push(format!("solution: cannot run the check: {e}")),
+    }
+    report
+}
+
+async fn run_variant(task: &Task, solution: bool) -> std::io::Result<CheckResult> {
+    let sandbox = Sandbox::create(task)?;
+    if solution {
+        sandbox.apply_solution(task)?;
+    }
+    run_checks(sandbox.path(), &task.check).await
+}

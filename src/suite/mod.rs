@@ -1,0 +1,313 @@
+//! Task suites: `suite.toml` plus one folder per task (DESIGN.md, "Task format").
+//!
+//! ```text
+//! tasks/core/suite.toml                 name, version, description
+//! tasks/core/<id>/task.toml             id, difficulty, tests, prompt, editable, [check]
+//! tasks/core/<id>/workspace/            what the agent starts with (stub)
+//! tasks/core/<id>/tests/                the checks; never writable by the agent
+//! tasks/core/<id>/solution/             reference versions of the editable files
+//! ```
+
+pub mod check;
+
+use crate::digest;
+use crate::error::{InputError, parse_toml_file};
+use serde::{Deserialize, Serialize};
+use std::path::{Component as PathComponent, Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    name: String,
+    version: String,
+    #[serde(default)]
+    description: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    id: String,
+    difficulty: Difficulty,
+    /// Exact number of test cases the checks hold.
+    tests: u32,
+    prompt: String,
+    editable: Vec<String>,
+    check: RawCheck,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    command: Vec<String>,
+    timeout_seconds: f64,
+    parser: OutputParser,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Difficulty {
+    Easy,
+    Medium,
+    Hard,
+}
+
+/// How passed/total is read from a check's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputParser {
+    /// Python `unittest -v`: per-test lines, `Ran N tests`, `OK` / `FAILED (...)`.
+    Unittest,
+    /// pytest: the final `=== 3 failed, 10 passed in 0.1s ===` line.
+    Pytest,
+}
+
+/// The checks of a task: an argv list run in the sandbox root.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckSpec {
+    pub command: Vec<String>,
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    pub parser: OutputParser,
+    /// Number of test cases declared in task.toml; the grader never reports a
+    /// smaller denominator (a candidate that breaks the import runs "1 test").
+    pub tests: u32,
+}
+
+mod secs {
+    use serde::Serializer;
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Task {
+    pub id: String,
+    pub difficulty: Difficulty,
+    pub prompt: String,
+    /// Paths, relative to the workspace, that the agent may write.
+    pub editable: Vec<String>,
+    pub check: CheckSpec,
+    #[serde(skip)]
+    pub dir: PathBuf,
+    /// sha256 over every file of the task folder.
+    pub digest: String,
+}
+
+impl Task {
+    pub fn workspace_dir(&self) -> PathBuf {
+        self.dir.join("workspace")
+    }
+    pub fn tests_dir(&self) -> PathBuf {
+        self.dir.join("tests")
+    }
+    pub fn solution_dir(&self) -> PathBuf {
+        self.dir.join("solution")
+    }
+    pub fn toml_path(&self) -> PathBuf {
+        self.dir.join("task.toml")
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Suite {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    #[serde(skip)]
+    pub root: PathBuf,
+    pub tasks: Vec<Task>,
+    /// sha256 over `suite.toml` and every file of every task.
+    pub digest: String,
+}
+
+impl Suite {
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+}
+
+/// Load and validate a suite folder. Tasks are sorted by id.
+pub fn load(root: &Path) -> Result<Suite, InputError> {
+    let suite_toml = root.join("suite.toml");
+    if !suite_toml.is_file() {
+        return Err(InputError::new(&suite_toml, "no suite.toml here: is this a task suite folder?"));
+    }
+    let raw: RawSuite = parse_toml_file(&suite_toml)?;
+    let mut task_dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .map_err(|e| InputError::new(root, format!("cannot list suite folder: {e}")))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !digest::is_ignored(&p.file_name().unwrap_or_default().to_string_lossy()))
+        .collect();
+    task_dirs.sort();
+    let mut tasks = Vec::new();
+    for dir in task_dirs {
+        if !dir.join("task.toml").is_file() {
+            return Err(InputError::new(&dir, "task folder has no task.toml"));
+        }
+        tasks.push(load_task(&dir)?);
+    }
+    if tasks.is_empty() {
+        return Err(InputError::new(root, "suite holds no tasks"));
+    }
+    let suite_bytes = std::fs::read(&suite_toml).map_err(|e| InputError::new(&suite_toml, e.to_string()))?;
+    let suite_file_digest = digest::sha256_hex(&suite_bytes);
+    let mut parts = vec![("suite.toml", suite_file_digest.as_str())];
+    parts.extend(tasks.iter().map(|t| (t.id.as_str(), t.digest.as_str())));
+    let digest = digest::digest_parts(parts);
+    Ok(Suite {
+        name: raw.name,
+        version: raw.version,
+        description: raw.description,
+        root: root.to_path_buf(),
+        tasks,
+        digest,
+    })
+}
+
+/// Load one task folder and check its shape (not its behaviour: see `check`).
+pub fn load_task(dir: &Path) -> Result<Task, InputError> {
+    let file = dir.join("task.toml");
+    let raw: RawTask = parse_toml_file(&file)?;
+    let dir_name = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
+    if raw.id != dir_name {
+        return Err(InputError::at(&file, "id", format!("id `{}` differs from its folder name `{dir_name}`", raw.id)));
+    }
+    if !is_slug(&raw.id) {
+        return Err(InputError::at(&file, "id", "use lowercase letters, digits and '-' only"));
+    }
+    if raw.tests == 0 {
+        return Err(InputError::at(&file, "tests", "a task needs at least one test"));
+    }
+    if raw.prompt.trim().is_empty() {
+        return Err(InputError::at(&file, "prompt", "the prompt is empty"));
+    }
+    if raw.editable.is_empty() {
+        return Err(InputError::at(&file, "editable", "name at least one editable file"));
+    }
+    for (i, rel) in raw.editable.iter().enumerate() {
+        let key = format!("editable[{i}]");
+        if !is_plain_relative(rel) {
+            return Err(InputError::at(&file, key, format!("`{rel}` must be a relative path inside the workspace")));
+        }
+        if rel.starts_with("tests/") || rel == "tests" {
+            return Err(InputError::at(&file, key, "tests are never editable"));
+        }
+        if !dir.join("workspace").join(rel).is_file() {
+            return Err(InputError::at(&file, key, format!("`{rel}` is not in workspace/")));
+        }
+        if !dir.join("solution").join(rel).is_file() {
+            return Err(InputError::at(&file, key, format!("`{rel}` has no reference version in solution/")));
+        }
+    }
+    if raw.check.command.is_empty() {
+        return Err(InputError::at(&file, "check.command", "the check command is empty"));
+    }
+    if !(raw.check.timeout_seconds > 0.0 && raw.check.timeout_seconds <= 3600.0) {
+        return Err(InputError::at(&file, "check.timeout_seconds", "must be in (0, 3600]"));
+    }
+    if !dir.join("tests").is_dir() {
+        return Err(InputError::new(dir, "task has no tests/ folder"));
+    }
+    let digest = digest::tree_digest(dir).map_err(|e| InputError::new(dir, format!("cannot read task files: {e}")))?;
+    Ok(Task {
+        id: raw.id,
+        difficulty: raw.difficulty,
+        prompt: raw.prompt,
+        editable: raw.editable,
+        check: CheckSpec {
+            command: raw.check.command,
+            timeout: Duration::from_secs_f64(raw.check.timeout_seconds),
+            parser: raw.check.parser,
+            tests: raw.tests,
+        },
+        dir: dir.to_path_buf(),
+        digest,
+    })
+}
+
+pub fn is_slug(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// A relative path with only normal components (no `..`, no root, no `.`).
+pub fn is_plain_relative(p: &str) -> bool {
+    let path = Path::new(p);
+    !p.is_empty() && path.components().all(|c| matches!(c, PathComponent::Normal(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_task(root: &Path, id: &str, toml_text: &str) {
+        let dir = root.join(id);
+        for sub in ["workspace", "tests", "solution"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        std::fs::write(dir.join("task.toml"), toml_text).unwrap();
+        std::fs::write(dir.join("workspace/m.py"), "def f():\n    raise NotImplementedError\n").unwrap();
+        std::fs::write(dir.join("solution/m.py"), "def f():\n    return 1\n").unwrap();
+        std::fs::write(dir.join("tests/test_m.py"), "").unwrap();
+    }
+
+    const GOOD: &str = r#"
+id = "t1"
+difficulty = "easy"
+tests = 1
+prompt = "write f"
+editable = ["m.py"]
+[check]
+command = ["python3", "-m", "unittest"]
+timeout_seconds = 5
+parser = "unittest"
+"#;
+
+    #[test]
+    fn loads_a_task_and_digest_tracks_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("suite.toml"), "name = \"s\"\nversion = \"1\"\n").unwrap();
+        write_task(dir.path(), "t1", GOOD);
+        let s1 = load(dir.path()).unwrap();
+        assert_eq!(s1.tasks.len(), 1);
+        assert_eq!(s1.tasks[0].check.tests, 1);
+        std::fs::write(dir.path().join("t1/tests/test_m.py"), "# changed").unwrap();
+        let s2 = load(dir.path()).unwrap();
+        assert_ne!(s1.digest, s2.digest);
+        assert_ne!(s1.tasks[0].digest, s2.tasks[0].digest);
+    }
+
+    #[test]
+    fn task_errors_name_file_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        write_task(dir.path(), "t1", &GOOD.replace("\"m.py\"", "\"../m.py\""));
+        let err = load_task(&dir.path().join("t1")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("editable[0]"));
+        assert!(err.file.ends_with("t1/task.toml"));
+
+        write_task(dir.path(), "t1", &GOOD.replace("parser = \"unittest\"", "parser = \"junit\""));
+        let err = load_task(&dir.path().join("t1")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("check.parser"), "{err}");
+
+        write_task(dir.path(), "t1", &GOOD.replace("id = \"t1\"", "id = \"t2\""));
+        let err = load_task(&dir.path().join("t1")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("id"));
+
+        write_task(dir.path(), "t1", &format!("{GOOD}\nextra = 1\n"));
+        let err = load_task(&dir.path().join("t1")).unwrap_err();
+        assert!(err.to_string().contains("extra"), "{err}");
+    }
+
+    #[test]
+    fn plain_relative_paths() {
+        assert!(is_plain_relative("a/b.py"));
+        assert!(!is_plain_relative("../b.py"));
+        assert!(!is_plain_relative("/etc/passwd"));
+        assert!(!is_plain_relative("./b.py"));
+        assert!(!is_plain_relative(""));
+    }
+}

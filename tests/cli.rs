@@ -1,0 +1,76 @@
+//! The real binary, run as a user would.
+
+use std::path::Path;
+use std::process::Command;
+
+fn ablate(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ablate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run ablate");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn suite_check_passes_on_a_good_suite_and_prints_count_and_digest() {
+    let (code, out, err) = ablate(&["suite", "check", "tests/fixtures/suites/tiny"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let digest = ablate::suite::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/suites/tiny"))).unwrap().digest;
+    assert!(out.contains(&format!("2 tasks ok; suite tiny")), "{out}");
+    assert!(out.contains(&digest), "{out}");
+    assert!(out.contains("add-two") && out.contains("stub 0/6") && out.contains("solution 6/6"), "{out}");
+}
+
+#[test]
+fn suite_check_names_each_broken_task_and_fails() {
+    let (code, out, _) = ablate(&["suite", "check", "tests/fixtures/suites/broken"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL bad-solution") && out.contains("solution passes 5 of 6") && out.contains("test_zero"), "{out}");
+    assert!(out.contains("FAIL stub-passes") && out.contains("stub passes 1 of 6"), "{out}");
+    assert!(out.contains("ok   good-add"), "{out}");
+    assert!(out.contains("2 of 3 tasks have problems: bad-solution, stub-passes"), "{out}");
+}
+
+#[test]
+fn suite_check_on_a_broken_task_file_names_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    ablate::sandbox::copy_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/suites/tiny")), dir.path()).unwrap();
+    let toml = dir.path().join("is-even/task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap().replace("parser = \"unittest\"", "parser = \"nose\"");
+    std::fs::write(&toml, text).unwrap();
+    let (code, out, _) = ablate(&["suite", "check", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("is-even/task.toml: key `check.parser`"), "{out}");
+    assert!(out.contains("ok   add-two"), "the other task is still checked: {out}");
+}
+
+#[test]
+fn plan_prints_arms_comparisons_and_count() {
+    let (code, out, err) = ablate(&["plan", "configs/seed-demo.toml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("trials: 1 tasks x 2 arms x 2 models x 5 trials = 20"), "{out}");
+    assert!(out.contains("combined") && out.contains("not attributable"), "{out}");
+    let (code, out, err) = ablate(&["plan", "configs/ablate.toml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ablation  feedback"), "{out}");
+    assert!(out.contains("full-minus-tools"), "{out}");
+}
+
+#[test]
+fn plan_json_shard_and_usage_errors() {
+    let (code, out, _) = ablate(&["plan", "configs/seed-demo.toml", "--json", "--shard", "1/4"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["trials"].as_array().unwrap().len(), 5);
+    let (code, _, err) = ablate(&["plan", "configs/seed-demo.toml", "--shard", "5/4"]);
+    assert_eq!(code, 2, "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.toml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/seed-demo.toml")).unwrap();
+    std::fs::write(&cfg, text.replace("[arms.harness]", "[arms.harness]\nfeedbak = true")).unwrap();
+    let (code, _, err) = ablate(&["plan", cfg.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.toml: key `arms.harness.feedbak`"), "{err}");
+}

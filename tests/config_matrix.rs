@@ -1,0 +1,142 @@
+//! Config errors name the file and key; the single-factor guard; sweeps.
+
+use ablate::config::load_str;
+use ablate::harness::Component;
+use ablate::matrix::{ComparisonKind, ComparisonOrigin};
+use std::path::Path;
+
+const BASE: &str = r#"
+[experiment]
+name = "t"
+suite = "../tasks/core"
+trials = 2
+seed = 7
+
+[budget]
+max_steps = 4
+max_output_tokens_per_step = 100
+max_total_tokens = 1000
+max_working_seconds = 30
+
+[[models]]
+provider = "openai"
+model = "m"
+endpoint = "http://127.0.0.1:1"
+temperature = 0.5
+"#;
+
+fn load(extra: &str) -> Result<ablate::config::Experiment, ablate::InputError> {
+    load_str(Path::new("configs/x.toml"), &format!("{BASE}\n{extra}"))
+}
+
+#[test]
+fn guard_rejects_two_differing_components_and_names_them() {
+    let err = load(
+        r#"
+[arms.a]
+[arms.b]
+feedback = true
+tools = true
+[[matrix.pairs]]
+control = "a"
+treatment = "b"
+"#,
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(err.key.as_deref(), Some("matrix.pairs[0]"));
+    assert!(msg.starts_with("configs/x.toml: key `matrix.pairs[0]`"), "{msg}");
+    assert!(msg.contains("differ in 2 components"), "{msg}");
+    assert!(msg.contains("feedback (false vs true)") && msg.contains("tools (false vs true)"), "{msg}");
+    assert!(msg.contains("`b vs a`"), "names the comparison: {msg}");
+}
+
+#[test]
+fn guard_rejects_no_differing_component() {
+    let err = load("[arms.a]\n[arms.b]\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n").unwrap_err();
+    assert!(err.to_string().contains("no component differs"), "{err}");
+}
+
+#[test]
+fn guard_accepts_exactly_one_differing_component() {
+    let exp = load("[arms.a]\n[arms.b]\nloop_guard = true\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n").unwrap();
+    assert_eq!(exp.comparisons.len(), 1);
+    assert_eq!(exp.comparisons[0].kind, ComparisonKind::Ablation { component: Component::LoopGuard });
+}
+
+#[test]
+fn combined_comparison_may_differ_in_several() {
+    let exp = load("[arms.bare]\n[arms.full]\nbase = \"full\"\n[[matrix.combined]]\ncontrol = \"bare\"\ntreatment = \"full\"\n").unwrap();
+    assert_eq!(exp.comparisons[0].kind, ComparisonKind::Combined);
+    assert_eq!(exp.comparisons[0].differs.len(), 5);
+}
+
+#[test]
+fn leave_one_out_switches_each_component_off_in_turn() {
+    let exp = load("[arms.full]\nbase = \"full\"\n[matrix.leave_one_out]\nfrom = \"full\"\n").unwrap();
+    assert_eq!(exp.arms.len(), 6);
+    assert_eq!(exp.comparisons.len(), 5);
+    for c in &exp.comparisons {
+        assert_eq!(c.treatment, "full");
+        assert_eq!(c.origin, ComparisonOrigin::LeaveOneOut);
+        let ComparisonKind::Ablation { component } = c.kind else { panic!("not an ablation") };
+        let control = exp.arm(&c.control).unwrap();
+        assert_eq!(control.components.value(component), "false");
+        assert_eq!(control.components.diff(&exp.arm("full").unwrap().components).len(), 1);
+    }
+}
+
+#[test]
+fn add_one_in_switches_each_component_on_and_reuses_identical_arms() {
+    let exp = load(
+        "[arms.bare]\n[arms.fb]\nfeedback = true\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedback\", \"tools\"]\n",
+    )
+    .unwrap();
+    let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, vec!["bare", "fb", "bare-plus-tools"], "the feedback arm is reused");
+    assert_eq!(exp.comparisons[0].treatment, "fb");
+    assert_eq!(exp.comparisons[1].treatment, "bare-plus-tools");
+    assert!(exp.comparisons.iter().all(|c| c.control == "bare"));
+}
+
+#[test]
+fn unknown_component_lists_the_valid_names() {
+    let err = load("[arms.bare]\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedbak\"]\n").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("matrix.add_one_in.components[0]"));
+    let msg = err.to_string();
+    assert!(msg.contains("feedbak") && msg.contains("feedback, loop_guard, tools, acceptance, progress_handoff, edit_format, instructions"), "{msg}");
+
+    let err = load("[arms.a]\nfeedbak = true\n").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("arms.a.feedbak"));
+    assert!(err.to_string().contains("loop_guard"), "lists valid keys: {err}");
+}
+
+#[test]
+fn an_arm_cannot_override_the_budget() {
+    let err = load("[arms.a]\nmax_steps = 20\n").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("arms.a.max_steps"));
+    assert!(err.to_string().contains("experiment-level"), "{err}");
+}
+
+#[test]
+fn type_and_value_errors_name_the_key() {
+    let err = load_str(Path::new("c.toml"), &BASE.replace("trials = 2", "trials = \"two\"")).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("experiment.trials"));
+    assert!(err.file.ends_with("c.toml"));
+    let err = load_str(Path::new("c.toml"), &format!("{}\n[arms.a]\n", BASE.replace("temperature = 0.5", "temperature = 5.0"))).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("models[0].temperature"));
+    let err = load_str(Path::new("c.toml"), &format!("{}\nbogus = 1\n[arms.a]\n", BASE.replace("[budget]", "[budget]\nmax_stepz = 1"))).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("budget.max_stepz"), "{err}");
+    let err = load("[arms.a]\n[matrix.leave_one_out]\nfrom = \"nope\"\n").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("matrix.leave_one_out.from"));
+    assert!(err.to_string().contains("arms: a"), "{err}");
+}
+
+#[test]
+fn shipped_configs_load() {
+    for cfg in ["configs/ablate.toml", "configs/seed-demo.toml"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(cfg);
+        let exp = ablate::config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!exp.comparisons.is_empty(), "{cfg}");
+    }
+}

@@ -1,0 +1,118 @@
+//! Plan counts, id stability, seed pairing, interleaving, shard partition.
+
+use ablate::config::{Experiment, load_str};
+use ablate::plan::{self, Shard};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+fn tiny_suite() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny")
+}
+
+fn experiment(trials: u32, seed: u64, models: usize) -> Experiment {
+    let mut text = format!(
+        "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = {trials}\nseed = {seed}\n\n[budget]\nmax_steps = 3\nmax_output_tokens_per_step = 10\nmax_total_tokens = 100\nmax_working_seconds = 5\n",
+        tiny_suite().display()
+    );
+    for i in 0..models {
+        text.push_str(&format!("\n[[models]]\nname = \"m{i}\"\nprovider = \"ollama\"\nmodel = \"x\"\nendpoint = \"http://127.0.0.1:9\"\ntemperature = 0.3\n"));
+    }
+    text.push_str("\n[arms.bare]\n[arms.full]\nbase = \"full\"\n[matrix.leave_one_out]\nfrom = \"full\"\n");
+    load_str(Path::new("/tmp/p.toml"), &text).unwrap()
+}
+
+fn build(exp: &Experiment) -> plan::Plan {
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    plan::build(exp, &suite).unwrap()
+}
+
+#[test]
+fn count_is_tasks_times_arms_times_models_times_trials() {
+    let exp = experiment(3, 1, 2);
+    let p = build(&exp);
+    assert_eq!(exp.arms.len(), 7);
+    assert_eq!(p.trials.len(), 2 * 7 * 2 * 3);
+    let ids: HashSet<_> = p.trials.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(ids.len(), p.trials.len(), "ids are unique");
+    let orders: Vec<u32> = p.trials.iter().map(|t| t.order).collect();
+    assert_eq!(orders, (0..p.trials.len() as u32).collect::<Vec<_>>());
+}
+
+#[test]
+fn ids_are_stable_and_change_with_the_experiment() {
+    let a = build(&experiment(2, 1, 1));
+    let b = build(&experiment(2, 1, 1));
+    assert_eq!(a, b, "same config, same plan");
+    let key = |p: &plan::Plan| p.trials.iter().map(|t| ((t.task.clone(), t.arm.clone(), t.repeat), t.id.clone())).collect::<HashMap<_, _>>();
+    let c = build(&experiment(2, 2, 1));
+    let (ka, kc) = (key(&a), key(&c));
+    assert!(ka.iter().all(|(k, id)| kc[k] != *id), "a different experiment gives different ids");
+    assert_eq!(plan::trial_id("d", "t", "a", "m", 0), plan::trial_id("d", "t", "a", "m", 0));
+    assert_ne!(plan::trial_id("d", "t", "a", "m", 0), plan::trial_id("d", "t", "a", "m", 1));
+}
+
+#[test]
+fn seed_depends_only_on_task_and_repeat() {
+    let p = build(&experiment(3, 42, 2));
+    let mut by_pair: HashMap<(String, u32), HashSet<u64>> = HashMap::new();
+    for t in &p.trials {
+        by_pair.entry((t.task.clone(), t.repeat)).or_default().insert(t.seed);
+    }
+    assert_eq!(by_pair.len(), 2 * 3);
+    assert!(by_pair.values().all(|s| s.len() == 1), "same seed in every arm and model");
+    let distinct: HashSet<u64> = by_pair.values().flatten().copied().collect();
+    assert_eq!(distinct.len(), 6, "different (task, repeat) get different seeds");
+    assert_ne!(plan::trial_seed(1, "t", 0), plan::trial_seed(2, "t", 0));
+}
+
+#[test]
+fn order_interleaves_arms_in_a_seeded_random_order() {
+    let exp = experiment(4, 5, 1);
+    let p = build(&exp);
+    let arms = exp.arms.len();
+    // Every consecutive block of `arms` trials holds each arm once.
+    for block in p.trials.chunks(arms) {
+        let set: HashSet<_> = block.iter().map(|t| t.arm.as_str()).collect();
+        assert_eq!(set.len(), arms);
+    }
+    // Not the declaration order everywhere, and a different seed reorders.
+    let declared: Vec<_> = exp.arms.iter().map(|a| a.name.clone()).collect();
+    assert!(p.trials.chunks(arms).any(|b| b.iter().map(|t| t.arm.clone()).collect::<Vec<_>>() != declared));
+    let q = build(&experiment(4, 6, 1));
+    assert_ne!(
+        p.trials.iter().map(|t| (&t.task, &t.arm, t.repeat)).collect::<Vec<_>>(),
+        q.trials.iter().map(|t| (&t.task, &t.arm, t.repeat)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn shards_partition_the_plan() {
+    let p = build(&experiment(3, 9, 2));
+    for n in 1..=5u32 {
+        let mut seen: HashMap<String, u32> = HashMap::new();
+        for k in 1..=n {
+            let shard: Shard = format!("{k}/{n}").parse().unwrap();
+            let part = p.shard(Some(shard));
+            let expect = p.trials.len() / n as usize;
+            assert!(part.len() == expect || part.len() == expect + 1, "balanced");
+            for t in part {
+                *seen.entry(t.id).or_default() += 1;
+            }
+        }
+        assert_eq!(seen.len(), p.trials.len(), "every trial in some shard (n={n})");
+        assert!(seen.values().all(|&c| c == 1), "no trial in two shards (n={n})");
+    }
+    for bad in ["0/3", "4/3", "x/2", "3", "1/0"] {
+        assert!(bad.parse::<Shard>().is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn unknown_task_in_config_names_the_key() {
+    let mut exp = experiment(1, 1, 1);
+    exp.tasks = vec!["add-two".into(), "nope".into()];
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let err = plan::build(&exp, &suite).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("experiment.tasks[1]"));
+    assert!(err.to_string().contains("add-two, is-even"), "{err}");
+}
