@@ -10,8 +10,10 @@ pub mod error;
 pub mod grader;
 pub mod harness;
 pub mod matrix;
+pub mod model;
 pub mod plan;
 pub mod record;
+pub mod runner;
 pub mod sandbox;
 pub mod suite;
 

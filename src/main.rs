@@ -3,6 +3,8 @@
 
 use ablate::error::exit;
 use ablate::plan::Shard;
+use ablate::runner::progress::ProgressMode;
+use ablate::runner::{RunError, RunOptions};
 use ablate::{InputError, config, plan, suite};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -21,6 +23,26 @@ enum Command {
     Suite {
         #[command(subcommand)]
         command: SuiteCommand,
+    },
+    /// Run an experiment: every planned trial, recorded in results/<run-id>/.
+    Run {
+        /// Experiment config (TOML).
+        config: PathBuf,
+        /// Trials at once.
+        #[arg(long, short = 'j', default_value_t = 1)]
+        jobs: usize,
+        /// Run only shard K of N (K/N).
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<Shard>,
+        /// Continue a run folder: run only planned trials without a final record.
+        #[arg(long, value_name = "DIR")]
+        resume: Option<PathBuf>,
+        /// Parent folder of new run folders.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// One line per trial on stderr, even on a terminal.
+        #[arg(long)]
+        plain: bool,
     },
     /// Print the arms, comparisons and trial plan of a config, without running.
     Plan {
@@ -69,6 +91,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir),
         Command::Plan { config, shard, json } => plan_cmd(config, shard, json),
+        Command::Run { config, jobs, shard, resume, results, plain } => {
+            let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
+            run_cmd(config, RunOptions { jobs, shard, results_dir: results, resume, progress })
+        }
     }
 }
 
@@ -119,5 +145,23 @@ fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::R
     } else {
         print!("{}", plan::render::render(&exp, &suite, &plan, shard));
     }
+    Ok(exit::OK)
+}
+
+fn run_cmd(config_path: PathBuf, opts: RunOptions) -> anyhow::Result<i32> {
+    let exp = config::load(&config_path)?;
+    let suite = suite::load(&exp.suite_path)?;
+    let result = runtime()?.block_on(ablate::runner::run(exp, suite, opts));
+    let summary = match result {
+        Ok(s) => s,
+        Err(RunError::Input(e)) => return Err(e.into()),
+        Err(RunError::Interrupted { .. }) => {
+            eprintln!("{}", result.unwrap_err());
+            return Ok(130);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    eprintln!("recorded in {}", summary.dir.display());
+    print!("{}", ablate::runner::summary::render(&summary));
     Ok(exit::OK)
 }

@@ -1,0 +1,402 @@
+//! The agent loop: model calls under the budget, with each harness component
+//! applied as the arm sets it.
+//!
+//! A step is one model call. After it the harness applies the reply (edit,
+//! tool calls), then decides what to send back: tool results, feedback
+//! (`feedback`), a loop-guard note (`loop_guard`). When it has nothing to send,
+//! or the model says DONE, the model is ending the trial: with `acceptance`
+//! on, the checks must pass or the "done" is refused; off, it ends.
+//! Bare (everything off) is therefore one call.
+
+use super::edit::{self, Extracted};
+use super::{Components, prompts, tools};
+use crate::config::{Budget, HarnessSettings, ModelSpec, Price};
+use crate::grader::{self, CheckResult};
+use crate::model::{ChatRequest, Message, ModelClient, ModelError};
+use crate::record::{BudgetLimit, EndReason, Incidents, LoopGuardHit, Tokens, ToolCallRecord, TraceStep};
+use crate::sandbox::Sandbox;
+use crate::suite::Task;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+pub struct TrialContext<'a> {
+    pub trial_id: &'a str,
+    pub attempt: u32,
+    pub task: &'a Task,
+    pub components: &'a Components,
+    /// The system prompt text (builtin or the arm's file).
+    pub instructions: &'a str,
+    pub budget: &'a Budget,
+    pub settings: &'a HarnessSettings,
+    pub model: &'a ModelSpec,
+    pub client: &'a dyn ModelClient,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentOutcome {
+    pub end_reason: EndReason,
+    pub steps: u32,
+    pub sessions: u32,
+    pub tokens: Tokens,
+    /// Time of the loop minus rate-limit waits.
+    pub working: Duration,
+    pub wait: Duration,
+    pub cost_usd: Option<f64>,
+    pub incidents: Incidents,
+    pub error: Option<String>,
+    /// OpenAI system fingerprints seen in replies.
+    pub fingerprints: Vec<String>,
+}
+
+pub fn cost(price: Option<&Price>, t: &Tokens) -> Option<f64> {
+    let p = price?;
+    let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
+    let uncached = t.input.saturating_sub(t.cached) as f64;
+    Some((uncached * p.input_per_mtok + t.cached as f64 * cached_price + t.output as f64 * p.output_per_mtok) / 1e6)
+}
+
+struct Loop<'a> {
+    ctx: &'a TrialContext<'a>,
+    sandbox: &'a Sandbox,
+    start: Instant,
+    wait: Duration,
+    tokens: Tokens,
+    incidents: Incidents,
+    /// fingerprint -> (step, score when checked)
+    seen: HashMap<String, (u32, Option<(u32, u32)>)>,
+    /// (step, score) of each submission, for the progress file.
+    results: Vec<(u32, Option<(u32, u32)>)>,
+    last_check: Option<(String, CheckResult)>,
+    fingerprints: Vec<String>,
+}
+
+impl<'a> Loop<'a> {
+    fn working(&self) -> Duration {
+        self.start.elapsed().saturating_sub(self.wait)
+    }
+
+    fn budget_stop(&self, steps: u32) -> Option<BudgetLimit> {
+        let b = self.ctx.budget;
+        if steps >= b.max_steps {
+            return Some(BudgetLimit::Steps);
+        }
+        if self.tokens.total() >= b.max_total_tokens {
+            return Some(BudgetLimit::TotalTokens);
+        }
+        if self.working().as_secs_f64() >= b.max_working_seconds {
+            return Some(BudgetLimit::WorkingSeconds);
+        }
+        if let (Some(max), Some(c)) = (b.max_cost_usd, cost(self.ctx.model.price.as_ref(), &self.tokens)) {
+            if c >= max {
+                return Some(BudgetLimit::Cost);
+            }
+        }
+        None
+    }
+
+    fn files(&self) -> Vec<(String, String)> {
+        self.sandbox
+            .list()
+            .into_iter()
+            .map(|name| {
+                let content = self.sandbox.read(&name).unwrap_or_default();
+                (name, content)
+            })
+            .collect()
+    }
+
+    fn session_start(&self, progress: Option<String>) -> Vec<Message> {
+        let c = self.ctx.components;
+        let mut first = prompts::task_message(self.ctx.task, &self.files(), c.tools);
+        if let Some(p) = progress {
+            first.push_str("\n\n");
+            first.push_str(&p);
+        }
+        vec![Message::system(prompts::system_prompt(self.ctx.instructions, c.tools)), Message::user(first)]
+    }
+
+    /// Run the checks on the current snapshot (cached per snapshot).
+    async fn check(&mut self) -> Result<CheckResult, String> {
+        let snap = self.sandbox.snapshot_sha256();
+        if let Some((s, r)) = &self.last_check {
+            if *s == snap {
+                return Ok(r.clone());
+            }
+        }
+        let r = grader::run_checks(self.sandbox.path(), &self.ctx.task.check).await.map_err(|e| format!("cannot run the checks: {e}"))?;
+        self.last_check = Some((snap, r.clone()));
+        Ok(r)
+    }
+}
+
+/// For the trace: a check result with its output trimmed to the tail shown.
+fn traced(check: &CheckResult, tail: usize) -> CheckResult {
+    let mut c = check.clone();
+    c.output = check.output_tail(tail.max(4096)).to_string();
+    c
+}
+
+pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut (dyn FnMut(TraceStep) + Send)) -> AgentOutcome {
+    let c = ctx.components;
+    let tail = ctx.settings.feedback_tail_bytes;
+    let mut lp = Loop {
+        ctx,
+        sandbox,
+        start: Instant::now(),
+        wait: Duration::ZERO,
+        tokens: Tokens::default(),
+        incidents: Incidents::default(),
+        seen: HashMap::new(),
+        results: Vec::new(),
+        last_check: None,
+        fingerprints: Vec::new(),
+    };
+    let tool_specs = if c.tools { tools::specs() } else { Vec::new() };
+    let mut messages = lp.session_start(None);
+    let mut steps = 0u32;
+    let mut sessions = 1u32;
+    let mut error = None;
+
+    let end_reason = 'trial: loop {
+        if let Some(limit) = lp.budget_stop(steps) {
+            break EndReason::Budget { limit };
+        }
+        // Session boundary: reset the conversation; carry the progress file if on.
+        if steps > 0 && steps % ctx.settings.session_steps == 0 && messages.len() > 2 {
+            sessions += 1;
+            let progress = c.progress_handoff.then(|| {
+                let failed = lp.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
+                prompts::progress_note(steps, &lp.results, &failed)
+            });
+            messages = lp.session_start(progress);
+        }
+        let remaining_time = Duration::from_secs_f64((ctx.budget.max_working_seconds - lp.working().as_secs_f64()).max(0.0));
+        let model_timeout = Duration::from_secs_f64(ctx.model.request_timeout_seconds);
+        let limited_by_budget = remaining_time < model_timeout;
+        let remaining_tokens = ctx.budget.max_total_tokens.saturating_sub(lp.tokens.total());
+        let request = ChatRequest {
+            messages: messages.clone(),
+            tools: tool_specs.clone(),
+            max_tokens: (ctx.budget.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32,
+            temperature: ctx.model.temperature,
+            top_p: ctx.model.top_p,
+            seed: ctx.seed,
+            timeout: remaining_time.min(model_timeout),
+        };
+        steps += 1;
+        let operation_id = format!("{}-{}-s{}", ctx.trial_id, ctx.attempt, steps);
+        let outcome = ctx.client.chat(&request, operation_id).await;
+        lp.wait += outcome.wait;
+        let mut step = TraceStep {
+            trial_id: ctx.trial_id.to_string(),
+            attempt: ctx.attempt,
+            step: steps,
+            session: sessions,
+            operation_id: outcome.operation_id.clone(),
+            request_attempts: outcome.attempts,
+            request: outcome.request_body.clone(),
+            reply: outcome.reply_body.clone(),
+            reply_text: None,
+            finish_reason: None,
+            tool_calls: Vec::new(),
+            edits: Vec::new(),
+            check: None,
+            loop_guard: None,
+            notes: Vec::new(),
+            tokens: Tokens::default(),
+            latency_ms: outcome.latency.as_millis() as u64,
+            rate_limit_wait_ms: outcome.wait.as_millis() as u64,
+            error: None,
+        };
+        let reply = match outcome.result {
+            Ok(r) => r,
+            Err(e) => {
+                step.error = Some(e.to_string());
+                on_step(step);
+                error = Some(e.to_string());
+                break match e {
+                    ModelError::Timeout(_) if limited_by_budget => EndReason::Budget { limit: BudgetLimit::WorkingSeconds },
+                    ModelError::Timeout(_) => EndReason::RequestTimeout,
+                    _ => EndReason::ProviderError,
+                };
+            }
+        };
+        lp.tokens.add(reply.usage);
+        step.tokens = reply.usage;
+        step.reply_text = Some(reply.text.clone());
+        step.finish_reason = reply.finish_reason.clone();
+        if let Some(fp) = &reply.fingerprint {
+            if !lp.fingerprints.contains(fp) {
+                lp.fingerprints.push(fp.clone());
+            }
+        }
+        messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
+
+        // 1. The edit, unless the loop guard catches a repeat.
+        let mut to_send: Vec<Message> = Vec::new();
+        let mut user_notes: Vec<String> = Vec::new();
+        let mut edited = false;
+        match edit::extract(&reply.text, c.edit_format, sandbox.editable()) {
+            Extracted::Edit { file, content } => {
+                let fp = edit::fingerprint(&content);
+                match lp.seen.get(&fp).copied().filter(|_| c.loop_guard) {
+                    Some((earlier, scored)) => {
+                        lp.incidents.loop_guard_hits += 1;
+                        step.loop_guard = Some(LoopGuardHit { repeats_step: earlier, fingerprint: fp, scored });
+                        user_notes.push(prompts::loop_guard_message(earlier, scored));
+                    }
+                    None => match sandbox.write_editable(&file, &content) {
+                        Ok(name) => {
+                            step.edits.push(name);
+                            edited = true;
+                            lp.seen.entry(fp.clone()).or_insert((steps, None));
+                            lp.results.push((steps, None));
+                        }
+                        Err(refusal) => {
+                            lp.incidents.path_refusals += 1;
+                            step.notes.push(format!("edit refused: {refusal}"));
+                            user_notes.push(format!("Your edit was refused: {refusal}."));
+                        }
+                    },
+                }
+            }
+            Extracted::Ambiguous(info) => {
+                lp.incidents.unparsed_replies += 1;
+                step.notes.push(format!("code block `{info}` names no editable file"));
+                user_notes.push(format!(
+                    "Your code block does not say which file it is for. Put the file name after the language: ```python {}",
+                    sandbox.editable()[0]
+                ));
+            }
+            Extracted::None => {}
+        }
+
+        // 2. Tool calls, each answered with a result carrying its id.
+        for call in &reply.tool_calls {
+            let args_value = serde_json::from_str(&call.arguments).unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+            let (ok, result) = if !c.tools {
+                lp.incidents.invalid_tool_calls += 1;
+                (false, tools::CallError { kind: "tools_unavailable", message: "no tools are offered in this setting".into() }.to_result())
+            } else {
+                match tools::validate(&call.name, &call.arguments) {
+                    Err(e) => {
+                        lp.incidents.invalid_tool_calls += 1;
+                        (false, e.to_result())
+                    }
+                    Ok(tools::Call::ListFiles) => (true, sandbox.list().join("\n")),
+                    Ok(tools::Call::ReadFile { path }) => match sandbox.read(&path) {
+                        Ok(text) => (true, text),
+                        Err(refusal) => {
+                            lp.incidents.path_refusals += 1;
+                            (false, tools::CallError { kind: "path_refused", message: refusal.to_string() }.to_result())
+                        }
+                    },
+                    Ok(tools::Call::RunTests) => match lp.check().await {
+                        Ok(r) => {
+                            step.check = Some(traced(&r, tail));
+                            (true, prompts::check_summary(&r, tail))
+                        }
+                        Err(e) => (false, tools::CallError { kind: "check_failed", message: e }.to_result()),
+                    },
+                }
+            };
+            step.tool_calls.push(ToolCallRecord { id: call.id.clone(), name: call.name.clone(), arguments: args_value, ok, result: result.clone() });
+            to_send.push(Message::tool(call, result));
+        }
+        if !reply.unparsed_tool_calls.is_empty() {
+            lp.incidents.invalid_tool_calls += reply.unparsed_tool_calls.len() as u32;
+            step.notes.push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
+            user_notes.push(prompts::unparsed_tool_call_message(&reply.unparsed_tool_calls));
+        }
+
+        // 3. Feedback: the harness runs the checks after each edit.
+        if edited && c.feedback {
+            match lp.check().await {
+                Ok(r) => {
+                    record_score(&mut lp, steps, &r);
+                    step.check = Some(traced(&r, tail));
+                    if r.all_passed() {
+                        on_step(step);
+                        break 'trial EndReason::ChecksPassed;
+                    }
+                    user_notes.push(prompts::feedback_message(&r, tail));
+                }
+                Err(e) => {
+                    step.error = Some(e.clone());
+                    on_step(step);
+                    error = Some(e);
+                    break 'trial EndReason::HarnessError;
+                }
+            }
+        }
+
+        // 4. Is the model ending the trial?
+        let done = edit::says_done(&reply.text);
+        let nothing_to_send = to_send.is_empty() && user_notes.is_empty();
+        if !edited && reply.tool_calls.is_empty() && !done && reply.unparsed_tool_calls.is_empty() && step.loop_guard.is_none() {
+            lp.incidents.unparsed_replies += 1;
+            step.notes.push("reply holds no code, no tool call and no DONE".into());
+        }
+        if (done && reply.tool_calls.is_empty()) || nothing_to_send {
+            if c.acceptance {
+                match lp.check().await {
+                    Ok(r) => {
+                        record_score(&mut lp, steps, &r);
+                        step.check = Some(traced(&r, tail));
+                        if r.all_passed() {
+                            on_step(step);
+                            break 'trial EndReason::ChecksPassed;
+                        }
+                        lp.incidents.refused_done += 1;
+                        step.notes.push(format!("done refused: {}/{} tests pass", r.passed, r.total));
+                        user_notes.push(prompts::acceptance_refusal(&r));
+                    }
+                    Err(e) => {
+                        step.error = Some(e.clone());
+                        on_step(step);
+                        error = Some(e);
+                        break 'trial EndReason::HarnessError;
+                    }
+                }
+            } else {
+                on_step(step);
+                break 'trial EndReason::ModelDone;
+            }
+        }
+        messages.extend(to_send);
+        if !user_notes.is_empty() {
+            messages.push(Message::user(user_notes.join("\n\n")));
+        }
+        on_step(step);
+    };
+
+    AgentOutcome {
+        end_reason,
+        steps,
+        sessions,
+        tokens: lp.tokens,
+        working: lp.working(),
+        wait: lp.wait,
+        cost_usd: cost(ctx.model.price.as_ref(), &lp.tokens),
+        incidents: lp.incidents,
+        error,
+        fingerprints: lp.fingerprints,
+    }
+}
+
+/// Remember the score of the current snapshot for the loop guard and the
+/// progress file.
+fn record_score(lp: &mut Loop<'_>, step: u32, r: &CheckResult) {
+    let score = Some((r.passed, r.total));
+    if let Some(last) = lp.results.last_mut() {
+        if last.0 == step {
+            last.1 = score;
+        }
+    }
+    for v in lp.seen.values_mut() {
+        if v.0 == step {
+            v.1 = score;
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! HTTP with a typed retry policy: bounded attempts, exponential backoff with
+//! full jitter, Retry-After honoured on 429/503. Time asleep is reported
+//! apart from time in requests, so rate limits do not eat the working budget.
+
+use super::ModelError;
+use crate::config::RetryPolicy;
+use rand::RngExt;
+use std::time::{Duration, Instant};
+
+pub struct HttpOutcome {
+    pub result: Result<(u16, String), ModelError>,
+    pub attempts: u32,
+    pub latency: Duration,
+    pub wait: Duration,
+}
+
+/// Statuses worth another attempt.
+fn retryable(status: u16) -> bool {
+    status == 429 || status == 408 || (500..=599).contains(&status)
+}
+
+/// Retry-After in seconds (the HTTP-date form falls back to backoff).
+fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
+    let v = resp.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let secs: f64 = v.trim().parse().ok()?;
+    (secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(600.0)))
+}
+
+fn backoff(policy: &RetryPolicy, retry_index: u32) -> Duration {
+    match policy {
+        RetryPolicy::None => Duration::ZERO,
+        RetryPolicy::Exponential { base_ms, max_ms, .. } => {
+            let cap = (*base_ms as f64 * 2f64.powi(retry_index as i32)).min(*max_ms as f64);
+            let ms = rand::rng().random_range(0.0..=cap.max(1.0));
+            Duration::from_millis(ms as u64)
+        }
+    }
+}
+
+fn max_attempts(policy: &RetryPolicy) -> u32 {
+    match policy {
+        RetryPolicy::None => 1,
+        RetryPolicy::Exponential { max_attempts, .. } => (*max_attempts).max(1),
+    }
+}
+
+/// POST `body` (or GET when None) to `url`. Timeouts are not retried: a
+/// hanging endpoint would otherwise hold a trial for attempts x timeout.
+pub async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    body: Option<&serde_json::Value>,
+    bearer: Option<&str>,
+    timeout: Duration,
+    policy: &RetryPolicy,
+) -> HttpOutcome {
+    let mut latency = Duration::ZERO;
+    let mut wait = Duration::ZERO;
+    let attempts_max = max_attempts(policy);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut req = match body {
+            Some(b) => client.post(url).json(b),
+            None => client.get(url),
+        };
+        req = req.timeout(timeout);
+        if let Some(key) = bearer {
+            req = req.bearer_auth(key);
+        }
+        let start = Instant::now();
+        let sent = req.send().await;
+        let (err, pause) = match sent {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let after = retry_after(&resp);
+                let text = resp.text().await;
+                latency += start.elapsed();
+                match text {
+                    Err(e) if e.is_timeout() => {
+                        return HttpOutcome { result: Err(ModelError::Timeout(timeout.as_secs_f64())), attempts: attempt, latency, wait };
+                    }
+                    Err(e) => (ModelError::Connect(e.to_string()), None),
+                    Ok(text) if (200..300).contains(&status) => {
+                        return HttpOutcome { result: Ok((status, text)), attempts: attempt, latency, wait };
+                    }
+                    Ok(text) if retryable(status) => (ModelError::Status { status, body: truncate(&text, 2000) }, after),
+                    Ok(text) => {
+                        return HttpOutcome {
+                            result: Err(ModelError::Status { status, body: truncate(&text, 2000) }),
+                            attempts: attempt,
+                            latency,
+                            wait,
+                        };
+                    }
+                }
+            }
+            Err(e) => {
+                latency += start.elapsed();
+                if e.is_timeout() {
+                    return HttpOutcome { result: Err(ModelError::Timeout(timeout.as_secs_f64())), attempts: attempt, latency, wait };
+                }
+                (ModelError::Connect(format!("{e}")), None)
+            }
+        };
+        if attempt >= attempts_max {
+            return HttpOutcome { result: Err(err), attempts: attempt, latency, wait };
+        }
+        let sleep = pause.unwrap_or_else(|| backoff(policy, attempt - 1));
+        tokio::time::sleep(sleep).await;
+        wait += sleep;
+    }
+}
+
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... [{} bytes]", &s[..end], s.len())
+}
+
+/// Parse a reply body; the raw text is kept for the trace either way.
+pub fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, ModelError>) {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) => (v.clone(), Ok(v)),
+        Err(e) => (
+            serde_json::Value::String(text.to_string()),
+            Err(ModelError::Malformed { error: format!("body is not JSON: {e}"), body: truncate(text, 2000) }),
+        ),
+    }
+}

@@ -1,0 +1,147 @@
+//! Model clients: one trait, one implementation per provider.
+//!
+//! A client turns a provider-neutral `ChatRequest` into the provider's request
+//! body, sends it (with the retry policy), and reads the reply back into a
+//! `ChatReply`. The exact body sent is returned for the trace.
+
+pub mod http;
+pub mod ollama;
+pub mod openai;
+
+use crate::config::{ModelSpec, Provider};
+use crate::record::Tokens;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call as the model made it. `arguments` is the raw JSON text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For role Tool: the id of the call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For role Tool: the tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Message {
+    pub fn system(text: impl Into<String>) -> Message {
+        Message { role: Role::System, content: text.into(), tool_calls: vec![], tool_call_id: None, name: None }
+    }
+    pub fn user(text: impl Into<String>) -> Message {
+        Message { role: Role::User, content: text.into(), tool_calls: vec![], tool_call_id: None, name: None }
+    }
+    pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Message {
+        Message { role: Role::Assistant, content: text.into(), tool_calls, tool_call_id: None, name: None }
+    }
+    pub fn tool(call: &ToolCall, result: impl Into<String>) -> Message {
+        Message { role: Role::Tool, content: result.into(), tool_calls: vec![], tool_call_id: Some(call.id.clone()), name: Some(call.name.clone()) }
+    }
+}
+
+/// A tool offered to the model, with a JSON Schema for its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub seed: u64,
+    /// Per-request timeout (the smaller of the model's and the time left).
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatReply {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    /// Tool calls present in the reply that could not be read (kept raw).
+    pub unparsed_tool_calls: Vec<String>,
+    pub finish_reason: Option<String>,
+    pub usage: Tokens,
+    /// OpenAI's system_fingerprint, when given.
+    pub fingerprint: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("request timed out after {0:.1} s")]
+    Timeout(f64),
+    #[error("HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("malformed reply: {error}")]
+    Malformed { error: String, body: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One logical model call, across its retries.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub operation_id: String,
+    /// The exact request body as sent (no credentials).
+    pub request_body: serde_json::Value,
+    /// The reply body as received: JSON, or a string of the raw text.
+    pub reply_body: Option<serde_json::Value>,
+    pub result: Result<ChatReply, ModelError>,
+    pub attempts: u32,
+    /// Time in requests (working time).
+    pub latency: Duration,
+    /// Time sleeping for Retry-After and backoff (not working time).
+    pub wait: Duration,
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+pub trait ModelClient: Send + Sync {
+    /// Send one logical chat call (with retries).
+    fn chat<'a>(&'a self, request: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome>;
+
+    /// The model's identity for the manifest (digest, file hash), read at
+    /// setup; an Err means the endpoint is not usable and the run must not start.
+    fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>>;
+}
+
+/// Build the client for a model spec.
+pub fn client_for(spec: &ModelSpec) -> Result<Box<dyn ModelClient>, String> {
+    match spec.provider {
+        Provider::Openai => Ok(Box::new(openai::OpenAiClient::new(spec)?)),
+        Provider::Ollama => Ok(Box::new(ollama::OllamaClient::new(spec)?)),
+        Provider::Local => Err(format!(
+            "model `{}`: the local provider is not in this build (enable the `local` feature)",
+            spec.name
+        )),
+    }
+}

@@ -1,0 +1,161 @@
+//! Ollama's `/api/chat`; the model digest (from `/api/show`, else `/api/tags`)
+//! is the model's identity.
+
+use super::http::{self, parse_body};
+use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, Role, ToolCall};
+use crate::config::{ModelSpec, RetryPolicy};
+use crate::record::Tokens;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub struct OllamaClient {
+    http: reqwest::Client,
+    base: String,
+    model: String,
+    num_ctx: Option<u32>,
+    retry: RetryPolicy,
+}
+
+impl OllamaClient {
+    pub fn new(spec: &ModelSpec) -> Result<Self, String> {
+        Ok(OllamaClient {
+            http: reqwest::Client::new(),
+            base: spec.endpoint.clone().unwrap_or_default(),
+            model: spec.model.clone(),
+            num_ctx: spec.context_tokens,
+            retry: spec.retry.clone(),
+        })
+    }
+
+    pub fn body(&self, req: &ChatRequest) -> Value {
+        let messages: Vec<Value> = req.messages.iter().map(message_json).collect();
+        let mut options = json!({
+            "num_predict": req.max_tokens,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+            "seed": req.seed,
+        });
+        if let Some(n) = self.num_ctx {
+            options["num_ctx"] = json!(n);
+        }
+        let mut body = json!({"model": self.model, "messages": messages, "stream": false, "options": options});
+        if !req.tools.is_empty() {
+            body["tools"] = req
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                .collect();
+        }
+        body
+    }
+}
+
+fn message_json(m: &Message) -> Value {
+    let role = match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut v = json!({"role": role, "content": m.content});
+    if !m.tool_calls.is_empty() {
+        v["tool_calls"] = m
+            .tool_calls
+            .iter()
+            .map(|c| {
+                let args: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!(c.arguments));
+                json!({"function": {"name": c.name, "arguments": args}})
+            })
+            .collect();
+    }
+    if let Some(name) = &m.name {
+        v["tool_name"] = json!(name);
+    }
+    v
+}
+
+/// Read an `/api/chat` body. Ollama gives calls no ids; they get `call_<i>`.
+pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
+    let malformed = |what: &str| ModelError::Malformed { error: what.to_string(), body: http::truncate(&v.to_string(), 2000) };
+    if let Some(err) = v.get("error").and_then(Value::as_str) {
+        return Err(ModelError::Other(format!("ollama: {err}")));
+    }
+    let message = v.get("message").ok_or_else(|| malformed("no message in the reply"))?;
+    let text = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(_) => return Err(malformed("message.content is not a string")),
+    };
+    let mut tool_calls = Vec::new();
+    let mut unparsed = Vec::new();
+    if let Some(Value::Array(calls)) = message.get("tool_calls") {
+        for (i, c) in calls.iter().enumerate() {
+            match (c.pointer("/function/name").and_then(Value::as_str), c.pointer("/function/arguments")) {
+                (Some(name), Some(args)) => tool_calls.push(ToolCall {
+                    id: c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{i}")),
+                    name: name.to_string(),
+                    arguments: match args {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                }),
+                _ => unparsed.push(c.to_string()),
+            }
+        }
+    }
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Ok(ChatReply {
+        text,
+        tool_calls,
+        unparsed_tool_calls: unparsed,
+        finish_reason: v.get("done_reason").and_then(Value::as_str).map(str::to_string),
+        usage: Tokens { input: n("prompt_eval_count"), output: n("eval_count"), cached: 0 },
+        fingerprint: None,
+    })
+}
+
+impl ModelClient for OllamaClient {
+    fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let body = self.body(req);
+            let url = format!("{}/api/chat", self.base);
+            let out = http::send(&self.http, &url, Some(&body), None, req.timeout, &self.retry).await;
+            let (reply_body, result) = match out.result {
+                Ok((_, text)) => {
+                    let (raw, parsed) = parse_body(&text);
+                    (Some(raw), parsed.and_then(|v| parse_reply(&v)))
+                }
+                Err(e) => (None, Err(e)),
+            };
+            CallOutcome { operation_id, request_body: body, reply_body, result, attempts: out.attempts, latency: out.latency, wait: out.wait }
+        })
+    }
+
+    fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
+        Box::pin(async move {
+            let t = Duration::from_secs(30);
+            let show = http::send(&self.http, &format!("{}/api/show", self.base), Some(&json!({"model": self.model})), None, t, &RetryPolicy::None).await;
+            let (_, text) = show.result?;
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                if let Some(d) = v.get("digest").and_then(Value::as_str) {
+                    return Ok(Some(format!("ollama-digest:{d}")));
+                }
+            }
+            let tags = http::send(&self.http, &format!("{}/api/tags", self.base), None, None, t, &RetryPolicy::None).await;
+            if let Ok((_, text)) = tags.result {
+                if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                    let found = v.get("models").and_then(Value::as_array).and_then(|ms| {
+                        ms.iter().find(|m| {
+                            let name = m.get("name").or_else(|| m.get("model")).and_then(Value::as_str).unwrap_or("");
+                            name == self.model || name == format!("{}:latest", self.model)
+                        })
+                    });
+                    if let Some(d) = found.and_then(|m| m.get("digest")).and_then(Value::as_str) {
+                        return Ok(Some(format!("ollama-digest:{d}")));
+                    }
+                }
+            }
+            Ok(None)
+        })
+    }
+}

@@ -1,0 +1,143 @@
+//! OpenAI-compatible `/v1/chat/completions` (vLLM, llama.cpp server, LM Studio,
+//! OpenAI and others).
+
+use super::http::{self, parse_body};
+use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, Role, ToolCall};
+use crate::config::{ModelSpec, RetryPolicy};
+use crate::record::Tokens;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    base: String,
+    model: String,
+    api_key: Option<String>,
+    retry: RetryPolicy,
+}
+
+impl OpenAiClient {
+    pub fn new(spec: &ModelSpec) -> Result<Self, String> {
+        let api_key = match &spec.api_key_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| format!("model `{}`: environment variable {var} (api_key_env) is not set", spec.name))?),
+            None => None,
+        };
+        let base = spec.endpoint.clone().unwrap_or_default();
+        // Accept both `http://host:port` and `http://host:port/v1`.
+        let base = base.strip_suffix("/v1").unwrap_or(&base).to_string();
+        Ok(OpenAiClient { http: reqwest::Client::new(), base, model: spec.model.clone(), api_key, retry: spec.retry.clone() })
+    }
+
+    pub fn body(&self, req: &ChatRequest) -> Value {
+        let messages: Vec<Value> = req.messages.iter().map(message_json).collect();
+        let mut body = json!({
+            "model": self.model,
+            "messages": messages,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+            "seed": req.seed,
+            "max_tokens": req.max_tokens,
+            "stream": false,
+        });
+        if !req.tools.is_empty() {
+            body["tools"] = req
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                .collect();
+        }
+        body
+    }
+}
+
+fn message_json(m: &Message) -> Value {
+    let role = match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut v = json!({"role": role, "content": m.content});
+    if !m.tool_calls.is_empty() {
+        v["tool_calls"] = m
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+/// Read a chat completion body.
+pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
+    let malformed = |what: &str| ModelError::Malformed { error: what.to_string(), body: http::truncate(&v.to_string(), 2000) };
+    let choice = v.get("choices").and_then(|c| c.get(0)).ok_or_else(|| malformed("no choices[0] in the reply"))?;
+    let message = choice.get("message").ok_or_else(|| malformed("no choices[0].message in the reply"))?;
+    let text = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(_) => return Err(malformed("choices[0].message.content is not a string")),
+    };
+    let mut tool_calls = Vec::new();
+    let mut unparsed = Vec::new();
+    if let Some(Value::Array(calls)) = message.get("tool_calls") {
+        for (i, c) in calls.iter().enumerate() {
+            let name = c.pointer("/function/name").and_then(Value::as_str);
+            let args = c.pointer("/function/arguments");
+            match (name, args) {
+                (Some(name), Some(args)) => tool_calls.push(ToolCall {
+                    id: c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{i}")),
+                    name: name.to_string(),
+                    arguments: match args {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                }),
+                _ => unparsed.push(c.to_string()),
+            }
+        }
+    }
+    let usage = v.get("usage");
+    let n = |p: &str| usage.and_then(|u| u.pointer(p)).and_then(Value::as_u64).unwrap_or(0);
+    Ok(ChatReply {
+        text,
+        tool_calls,
+        unparsed_tool_calls: unparsed,
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+        usage: Tokens { input: n("/prompt_tokens"), output: n("/completion_tokens"), cached: n("/prompt_tokens_details/cached_tokens") },
+        fingerprint: v.get("system_fingerprint").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+impl ModelClient for OpenAiClient {
+    fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let body = self.body(req);
+            let url = format!("{}/v1/chat/completions", self.base);
+            let out = http::send(&self.http, &url, Some(&body), self.api_key.as_deref(), req.timeout, &self.retry).await;
+            let (reply_body, result) = match out.result {
+                Ok((_, text)) => {
+                    let (raw, parsed) = parse_body(&text);
+                    (Some(raw), parsed.and_then(|v| parse_reply(&v)))
+                }
+                Err(e) => (None, Err(e)),
+            };
+            CallOutcome { operation_id, request_body: body, reply_body, result, attempts: out.attempts, latency: out.latency, wait: out.wait }
+        })
+    }
+
+    fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
+        Box::pin(async move {
+            // Reachability: any HTTP answer will do (some servers have no /v1/models).
+            let url = format!("{}/v1/models", self.base);
+            let out = http::send(&self.http, &url, None, self.api_key.as_deref(), Duration::from_secs(10), &RetryPolicy::None).await;
+            match out.result {
+                Ok(_) | Err(ModelError::Status { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
