@@ -1,0 +1,227 @@
+//! Scripted model servers on loopback, and experiment helpers, for tests.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    pub delay: Duration,
+}
+
+impl Reply {
+    pub fn json(v: Value) -> Reply {
+        Reply { status: 200, headers: vec![], body: v.to_string(), delay: Duration::ZERO }
+    }
+    pub fn status(status: u16, body: &str) -> Reply {
+        Reply { status, headers: vec![], body: body.to_string(), delay: Duration::ZERO }
+    }
+    pub fn header(mut self, k: &str, v: &str) -> Reply {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+    pub fn delayed(mut self, d: Duration) -> Reply {
+        self.delay = d;
+        self
+    }
+}
+
+/// What a handler sees: path, parsed body (Null for GET), and the index of
+/// this request among the requests to chat endpoints.
+pub type Handler = Arc<dyn Fn(&str, &Value, usize) -> Reply + Send + Sync>;
+
+pub struct Server {
+    pub url: String,
+    /// Bodies of chat requests, in arrival order.
+    pub chats: Arc<Mutex<Vec<Value>>>,
+}
+
+pub async fn start(handler: Handler) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let chats = Arc::new(Mutex::new(Vec::new()));
+    let chats2 = chats.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let handler = handler.clone();
+            let chats = chats2.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut tmp = [0u8; 8192];
+                let (head_end, content_len) = loop {
+                    let Ok(n) = sock.read(&mut tmp).await else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&tmp[..n]);
+                    if let Some(i) = find(&buf, b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                            .unwrap_or(0);
+                        break (i + 4, len);
+                    }
+                };
+                while buf.len() < head_end + content_len {
+                    let Ok(n) = sock.read(&mut tmp).await else { return };
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&tmp[..n]);
+                }
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+                let index = if path.ends_with("/chat/completions") || path == "/api/chat" {
+                    let mut c = chats.lock().unwrap();
+                    c.push(body.clone());
+                    c.len() - 1
+                } else {
+                    usize::MAX
+                };
+                let reply = handler(&path, &body, index);
+                if !reply.delay.is_zero() {
+                    tokio::time::sleep(reply.delay).await;
+                }
+                let mut out = format!(
+                    "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    reply.status,
+                    reply.body.len()
+                );
+                for (k, v) in &reply.headers {
+                    out.push_str(&format!("{k}: {v}\r\n"));
+                }
+                out.push_str("\r\n");
+                out.push_str(&reply.body);
+                let _ = sock.write_all(out.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    Server { url, chats }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+pub fn openai_text(text: &str) -> Reply {
+    Reply::json(json!({
+        "id": "x", "object": "chat.completion", "system_fingerprint": "fp_test",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "prompt_tokens_details": {"cached_tokens": 10}}
+    }))
+}
+
+pub fn openai_tool(id: &str, name: &str, args: &str) -> Reply {
+    Reply::json(json!({
+        "id": "x", "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    }))
+}
+
+pub fn ollama_text(text: &str) -> Reply {
+    Reply::json(json!({
+        "model": "m", "message": {"role": "assistant", "content": text}, "done": true, "done_reason": "stop",
+        "prompt_eval_count": 90, "eval_count": 15
+    }))
+}
+
+/// Reachability and identity endpoints of both providers.
+pub fn meta(path: &str) -> Option<Reply> {
+    match path {
+        "/v1/models" => Some(Reply::json(json!({"data": [{"id": "m"}]}))),
+        "/api/show" => Some(Reply::json(json!({"digest": "sha256:feedface", "details": {}}))),
+        "/api/tags" => Some(Reply::json(json!({"models": []}))),
+        _ => None,
+    }
+}
+
+pub const WRONG_ADD: &str = "Here it is:\n```python add.py\ndef add(a, b):\n    return a - b\n```\n";
+pub const RIGHT_ADD: &str = "Fixed:\n```python add.py\ndef add(a, b):\n    return a + b\n```\nDONE";
+
+/// Messages of a chat request whose content contains `needle`.
+pub fn count_messages(body: &Value, needle: &str) -> usize {
+    body["messages"].as_array().map(|ms| ms.iter().filter(|m| m["content"].as_str().unwrap_or("").contains(needle)).count()).unwrap_or(0)
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites").join(name)
+}
+
+/// A copy of the tiny suite with every check timeout set to `secs`.
+pub fn tiny_with_timeout(dir: &Path, secs: f64) -> PathBuf {
+    let dst = dir.join("tiny");
+    ablate::sandbox::copy_tree(&fixture("tiny"), &dst).unwrap();
+    for task in ["add-two", "is-even"] {
+        let p = dst.join(task).join("task.toml");
+        let t = std::fs::read_to_string(&p).unwrap().replace("timeout_seconds = 10", &format!("timeout_seconds = {secs}"));
+        std::fs::write(p, t).unwrap();
+    }
+    dst
+}
+
+pub struct Cfg<'a> {
+    pub suite: &'a Path,
+    pub tasks: &'a [&'a str],
+    pub provider: &'a str,
+    pub url: &'a str,
+    pub trials: u32,
+    pub arms: &'a str,
+    pub max_steps: u32,
+    pub max_total_tokens: u64,
+    pub max_working_seconds: f64,
+    pub model_extra: &'a str,
+}
+
+impl<'a> Cfg<'a> {
+    pub fn new(suite: &'a Path, provider: &'a str, url: &'a str, arms: &'a str) -> Cfg<'a> {
+        Cfg { suite, tasks: &["add-two"], provider, url, trials: 1, arms, max_steps: 4, max_total_tokens: 100_000, max_working_seconds: 60.0, model_extra: "" }
+    }
+
+    pub fn write(&self, dir: &Path) -> PathBuf {
+        let tasks = self.tasks.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ");
+        let text = format!(
+            "[experiment]\nname = \"t\"\nsuite = \"{}\"\ntasks = [{tasks}]\ntrials = {}\nseed = 3\n\n[budget]\nmax_steps = {}\nmax_output_tokens_per_step = 200\nmax_total_tokens = {}\nmax_working_seconds = {}\n\n[[models]]\nname = \"m\"\nprovider = \"{}\"\nmodel = \"m\"\nendpoint = \"{}\"\ntemperature = 0.0\nretry = {{ backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 50 }}\n{}\n\n{}\n",
+            self.suite.display(),
+            self.trials,
+            self.max_steps,
+            self.max_total_tokens,
+            self.max_working_seconds,
+            self.provider,
+            self.url,
+            self.model_extra,
+            self.arms
+        );
+        let p = dir.join("exp.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+pub async fn run(config: &Path, results: &Path) -> ablate::runner::RunSummary {
+    let exp = ablate::config::load(config).unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let opts = ablate::runner::RunOptions {
+        jobs: 2,
+        shard: None,
+        results_dir: results.to_path_buf(),
+        resume: None,
+        progress: ablate::runner::progress::ProgressMode::Quiet,
+    };
+    ablate::runner::run(exp, suite, opts).await.unwrap()
+}
+
+pub fn traces(dir: &Path, trial_id: &str) -> Vec<ablate::record::TraceStep> {
+    ablate::record::jsonl::read(&dir.join("traces").join(format!("{trial_id}.jsonl"))).unwrap().records
+}

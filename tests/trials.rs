@@ -1,0 +1,270 @@
+//! Real trials against scripted OpenAI-compatible and Ollama servers on loopback.
+
+mod common;
+
+use ablate::record::{BudgetLimit, EndReason, TrialStatus};
+use common::*;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const FEEDBACK_ARMS: &str = "[arms.nofb]\n[arms.fb]\nfeedback = true\n[[matrix.pairs]]\ncontrol = \"nofb\"\ntreatment = \"fb\"\n";
+
+/// Wrong code first; correct code once the harness has shown failing checks.
+fn fixer() -> Handler {
+    Arc::new(|path, body, _| {
+        if let Some(r) = meta(path) {
+            return r;
+        }
+        let saw_feedback = count_messages(body, "The harness ran the checks") > 0;
+        let text = if saw_feedback { RIGHT_ADD } else { WRONG_ADD };
+        if path == "/api/chat" { ollama_text(text) } else { openai_text(text) }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feedback_lets_a_fixing_model_pass_openai() {
+    let server = start(fixer()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, FEEDBACK_ARMS);
+    cfg.trials = 2;
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    assert_eq!(summary.records.len(), 4);
+    for r in &summary.records {
+        match r.arm.as_str() {
+            "fb" => {
+                assert_eq!(r.status, TrialStatus::Passed, "{r:?}");
+                assert_eq!(r.end_reason, EndReason::ChecksPassed);
+                assert_eq!(r.steps, 2);
+                assert_eq!((r.tests_passed, r.tests_total), (6, 6));
+            }
+            _ => {
+                assert_eq!(r.status, TrialStatus::Failed, "{r:?}");
+                assert_eq!(r.end_reason, EndReason::ModelDone);
+                assert_eq!(r.steps, 1, "without feedback the bare loop is one call");
+                assert!(r.tests_passed < 6);
+            }
+        }
+        assert_eq!(r.tokens.input, 100 * r.steps as u64);
+        assert_eq!(r.tokens.cached, 10 * r.steps as u64);
+        let g = r.grade.as_ref().expect("final grading recorded");
+        assert_eq!(g.snapshot_sha256.len(), 64);
+        assert!(g.check.command.iter().any(|a| a == "unittest"));
+        let steps = traces(&summary.dir, &r.trial_id);
+        assert_eq!(steps.len() as u32, r.steps);
+        assert_eq!(steps[0].request["seed"], json!(r.seed), "the plan's seed is sent");
+        assert_eq!(steps[0].request["max_tokens"], json!(200));
+    }
+    // The request as sent after feedback carries the check summary.
+    let fb = summary.records.iter().find(|r| r.arm == "fb").unwrap();
+    let steps = traces(&summary.dir, &fb.trial_id);
+    assert!(steps[0].check.as_ref().unwrap().passed < 6);
+    assert!(steps[1].request.to_string().contains("Checks: "), "{}", steps[1].request);
+    // Manifest written with the plan and digests.
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["planned_trials"], json!(4));
+    assert_eq!(m["suite"]["name"], json!("tiny"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feedback_lets_a_fixing_model_pass_ollama_and_records_digest() {
+    let server = start(fixer()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let cfg = Cfg::new(&suite, "ollama", &server.url, FEEDBACK_ARMS);
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    let by_arm = |a: &str| summary.records.iter().find(|r| r.arm == a).unwrap().clone();
+    assert_eq!(by_arm("fb").status, TrialStatus::Passed);
+    assert_eq!(by_arm("nofb").status, TrialStatus::Failed);
+    assert_eq!(by_arm("fb").tokens.input, 180);
+    let body = &server.chats.lock().unwrap()[0];
+    assert_eq!(body["options"]["num_predict"], json!(200));
+    assert_eq!(body["stream"], json!(false));
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["models"][0]["identity"], json!("ollama-digest:sha256:feedface"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loop_guard_catches_a_repeated_submission() {
+    // Always the same wrong code, in new clothes the second time.
+    let server = start(Arc::new(|path, _body, n| {
+        meta(path).unwrap_or_else(|| {
+            if n % 2 == 0 { openai_text(WRONG_ADD) } else { openai_text("```python add.py\n# retry\ndef add(a, b):\n        return a - b\n```") }
+        })
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.g]\nfeedback = true\nloop_guard = true\n");
+    cfg.max_steps = 3;
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::BudgetExhausted);
+    assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::Steps });
+    assert_eq!(r.incidents.loop_guard_hits, 2);
+    let steps = traces(&summary.dir, &r.trial_id);
+    let hit = steps[1].loop_guard.as_ref().expect("step 2 repeats step 1");
+    assert_eq!(hit.repeats_step, 1);
+    let (passed, total) = hit.scored.expect("the repeated step's score is recorded");
+    assert_eq!(total, 6);
+    assert_eq!(Some(passed), steps[0].check.as_ref().map(|c| c.passed));
+    assert!(steps[1].check.is_none(), "a repeat is not re-run");
+    assert!(steps[2].request.to_string().contains("repeats the code you sent at step 1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_tool_call_and_path_escape_get_error_results() {
+    let server = start(Arc::new(|path, _body, n| {
+        meta(path).unwrap_or_else(|| match n {
+            0 => openai_tool("call_a", "read_file", r#"{"file": "add.py"}"#),
+            1 => openai_tool("call_b", "read_file", r#"{"path": "../../../etc/passwd"}"#),
+            2 => openai_tool("call_c", "read_file", "{not json"),
+            3 => openai_tool("call_d", "read_file", r#"{"path": "add.py"}"#),
+            _ => openai_text(RIGHT_ADD),
+        })
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.t]\ntools = true\n");
+    cfg.max_steps = 6;
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::Passed, "{r:?}");
+    assert_eq!(r.incidents.invalid_tool_calls, 2);
+    assert_eq!(r.incidents.path_refusals, 1);
+    let steps = traces(&summary.dir, &r.trial_id);
+    let call = |i: usize| steps[i].tool_calls[0].clone();
+    assert_eq!(call(0).id, "call_a");
+    assert!(!call(0).ok && call(0).result.contains("invalid_arguments") && call(0).result.contains("unknown argument `file`"));
+    assert!(!call(1).ok && call(1).result.contains("path_refused") && call(1).result.contains("leaves the workspace"));
+    assert!(!call(2).ok && call(2).result.contains("not valid JSON"));
+    assert_eq!(call(2).arguments, json!("{not json"), "raw arguments kept");
+    assert!(call(3).ok && call(3).result.contains("raise NotImplementedError"));
+    // The answer goes back with the matching id, and the tools were offered with strict schemas.
+    let next = &steps[1].request["messages"];
+    let tool_msg = next.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool_msg["tool_call_id"], json!("call_a"));
+    assert_eq!(steps[0].request["tools"][0]["function"]["parameters"]["additionalProperties"], json!(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_that_loops_forever_is_killed_at_the_check_timeout() {
+    let server = start(Arc::new(|path, _b, _n| {
+        meta(path).unwrap_or_else(|| openai_text("```python add.py\ndef add(a, b):\n    while True:\n        pass\n```\nDONE"))
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = tiny_with_timeout(dir.path(), 1.0);
+    let cfg = Cfg::new(&suite, "openai", &server.url, "[arms.b]\n");
+    let start = std::time::Instant::now();
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::Failed);
+    let g = r.grade.as_ref().unwrap();
+    assert!(g.check.timed_out);
+    assert_eq!(g.check.exit_code, None);
+    assert_eq!((r.tests_passed, r.tests_total), (0, 6));
+    assert!(start.elapsed() < Duration::from_secs(15), "took {:?}", start.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_with_retry_after_is_retried_and_not_counted_as_work() {
+    let server = start(Arc::new(|path, _b, n| {
+        meta(path).unwrap_or_else(|| if n == 0 { Reply::status(429, "{\"error\":\"slow down\"}").header("Retry-After", "1") } else { openai_text(RIGHT_ADD) })
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let summary = run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\n").write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::Passed);
+    assert!(r.rate_limit_wait_seconds >= 1.0, "{}", r.rate_limit_wait_seconds);
+    assert!(r.working_seconds < r.wall_seconds - 0.9, "working {} wall {}", r.working_seconds, r.wall_seconds);
+    let steps = traces(&summary.dir, &r.trial_id);
+    assert_eq!(steps[0].request_attempts, 2);
+    assert!(steps[0].rate_limit_wait_ms >= 1000);
+    assert_eq!(server.chats.lock().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_beyond_the_retry_limit_give_provider_error() {
+    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| Reply::status(500, "boom")))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let summary = run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\n").write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::ProviderError);
+    assert!(r.error.as_deref().unwrap().contains("HTTP 500"));
+    assert_eq!(server.chats.lock().unwrap().len(), 3, "max_attempts = 3");
+    let steps = traces(&summary.dir, &r.trial_id);
+    assert_eq!(steps[0].request_attempts, 3);
+    assert!(r.grade.is_some(), "the snapshot is still graded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_endpoint_gives_timeout() {
+    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD).delayed(Duration::from_secs(30))))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.b]\n");
+    cfg.model_extra = "request_timeout_seconds = 1";
+    let start = std::time::Instant::now();
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::Timeout);
+    assert_eq!(r.end_reason, EndReason::RequestTimeout);
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_body_gives_a_recorded_error() {
+    let server = start(Arc::new(|path, _b, n| {
+        meta(path).unwrap_or_else(|| if n == 0 { Reply::status(200, "<html>not json") } else { Reply::json(json!({"choices": []})) })
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.b]\n");
+    cfg.trials = 2;
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    for r in &summary.records {
+        assert_eq!(r.status, TrialStatus::ProviderError);
+        let e = r.error.as_deref().unwrap();
+        assert!(e.contains("malformed reply"), "{e}");
+        let steps = traces(&summary.dir, &r.trial_id);
+        assert!(steps[0].reply.is_some(), "the body received is in the trace");
+        assert!(steps[0].error.is_some());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_budget_stops_a_trial_with_budget_exhausted() {
+    // A model that lists files forever: only the budget ends it.
+    let server = start(Arc::new(|path, _b, n| meta(path).unwrap_or_else(|| openai_tool(&format!("c{n}"), "list_files", "{}")))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.t]\ntools = true\n");
+    cfg.max_steps = 50;
+    cfg.max_total_tokens = 300; // 120 per step
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::BudgetExhausted);
+    assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::TotalTokens });
+    assert_eq!(r.steps, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_that_rewrites_the_tests_is_a_policy_violation() {
+    let cheat = "```python add.py\nimport pathlib\np = pathlib.Path(__file__).parent / 'tests' / 'test_add.py'\np.write_text(p.read_text() + '\\n# tampered\\n')\ndef add(a, b):\n    return a + b\n```\nDONE";
+    let server = start(Arc::new(move |path, _b, _n| meta(path).unwrap_or_else(|| openai_text(cheat)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let summary = run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\nacceptance = true\n").write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!(r.status, TrialStatus::PolicyViolation, "{r:?}");
+    assert_eq!(r.grade.as_ref().unwrap().tampered_tests, vec!["tests/test_add.py".to_string()]);
+    // The suite's own files are untouched.
+    assert!(!std::fs::read_to_string(suite.join("add-two/tests/test_add.py")).unwrap().contains("tampered"));
+}
