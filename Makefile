@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate build release check-suite plan
+.PHONY: test ablate build release check-suite plan model model-small
 
 ## make test: the whole test suite (unit, integration, CLI) and the suite proof.
 test:
@@ -24,3 +24,11 @@ check-suite: build
 
 plan: build
 	target/debug/ablate plan configs/ablate.toml
+
+## make model: fetch and verify the default GGUF model into models/ (no-op when present).
+model:
+	bash scripts/fetch-model.sh default
+
+## make model-small: the small SmolLM2-135M model used by tests.
+model-small:
+	bash scripts/fetch-model.sh small

@@ -74,3 +74,19 @@ fn plan_json_shard_and_usage_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("bad.toml: key `arms.harness.feedbak`"), "{err}");
 }
+
+#[test]
+fn run_with_an_unreachable_endpoint_stops_before_any_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("x.toml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/seed-demo.toml"))
+        .unwrap()
+        .replace("../tasks/core", concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core"))
+        .replace("http://localhost:11434", "http://127.0.0.1:9");
+    std::fs::write(&cfg, text).unwrap();
+    let results = dir.path().join("results");
+    let (code, _, err) = ablate(&["run", cfg.to_str().unwrap(), "--results", results.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("setup failed: model `qwen2.5:7b`: cannot reach http://127.0.0.1:9"), "{err}");
+    assert!(!results.exists() || std::fs::read_dir(&results).unwrap().next().is_none(), "no run folder is left");
+}

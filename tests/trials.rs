@@ -268,3 +268,77 @@ async fn a_candidate_that_rewrites_the_tests_is_a_policy_violation() {
     // The suite's own files are untouched.
     assert!(!std::fs::read_to_string(suite.join("add-two/tests/test_add.py")).unwrap().contains("tampered"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_key_is_sent_but_never_recorded_and_operation_id_survives_retries() {
+    // SAFETY: set before any thread reads it; the name is unique to this test.
+    unsafe { std::env::set_var("ABLATE_TEST_KEY_7", "sk-secret-777") };
+    let server = start(Arc::new(|path, _b, n| {
+        meta(path).unwrap_or_else(|| if n == 0 { Reply::status(503, "busy").header("Retry-After", "0") } else { openai_text(RIGHT_ADD) })
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.b]\n");
+    cfg.model_extra = "api_key_env = \"ABLATE_TEST_KEY_7\"";
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    assert_eq!(summary.records[0].status, TrialStatus::Passed);
+    let heads = server.heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 2);
+    assert!(heads.iter().all(|h| h.contains("authorization: Bearer sk-secret-777") || h.contains("Authorization: Bearer sk-secret-777")), "{heads:?}");
+    let op = |h: &str| h.lines().find(|l| l.to_lowercase().starts_with("x-ablate-operation-id")).map(|l| l.to_string());
+    assert!(op(&heads[0]).is_some());
+    assert_eq!(op(&heads[0]), op(&heads[1]), "one operation id across retries");
+    let steps = traces(&summary.dir, &summary.records[0].trial_id);
+    assert!(op(&heads[0]).unwrap().ends_with(&steps[0].operation_id));
+    for entry in ablate::digest::list_files(&summary.dir).unwrap() {
+        let text = std::fs::read_to_string(summary.dir.join(&entry)).unwrap();
+        assert!(!text.contains("sk-secret-777"), "key leaked into {}", entry.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acceptance_refuses_a_false_done() {
+    // Says DONE with wrong code; fixes it once refused.
+    let server = start(Arc::new(|path, body, _n| {
+        meta(path).unwrap_or_else(|| {
+            let refused = count_messages(body, "Not accepted") > 0;
+            openai_text(if refused { RIGHT_ADD } else { &"```python add.py\ndef add(a, b):\n    return 0\n```\nDONE" })
+        })
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let arms = "[arms.off]\n[arms.on]\nacceptance = true\n[[matrix.pairs]]\ncontrol = \"off\"\ntreatment = \"on\"\n";
+    let summary = run(&Cfg::new(&suite, "openai", &server.url, arms).write(dir.path()), dir.path()).await;
+    let on = summary.records.iter().find(|r| r.arm == "on").unwrap();
+    let off = summary.records.iter().find(|r| r.arm == "off").unwrap();
+    assert_eq!((off.status, off.end_reason.clone(), off.steps), (TrialStatus::Failed, EndReason::ModelDone, 1));
+    assert_eq!((on.status, on.end_reason.clone(), on.steps), (TrialStatus::Passed, EndReason::ChecksPassed, 2));
+    assert_eq!(on.incidents.refused_done, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_reset_the_conversation_and_handoff_carries_progress() {
+    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(WRONG_ADD)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let arms = "[arms.plain]\nfeedback = true\n[arms.handoff]\nfeedback = true\nprogress_handoff = true\n";
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, arms);
+    cfg.max_steps = 3;
+    cfg.top_extra = "[harness]\nsession_steps = 2";
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    for r in &summary.records {
+        assert_eq!(r.sessions, 2, "{r:?}");
+        let steps = traces(&summary.dir, &r.trial_id);
+        assert_eq!(steps[2].session, 2);
+        let first_of_session = steps[2].request["messages"].as_array().unwrap();
+        assert_eq!(first_of_session.len(), 2, "reset to system + task message");
+        let has_progress = first_of_session[1]["content"].as_str().unwrap().contains("Progress file from your previous session");
+        assert_eq!(has_progress, r.arm == "handoff");
+        if has_progress {
+            assert!(first_of_session[1]["content"].as_str().unwrap().contains("- step 1: submitted code"));
+        }
+        assert!(steps[1].request["messages"].as_array().unwrap().len() > 2, "within a session the conversation grows");
+    }
+}

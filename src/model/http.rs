@@ -51,6 +51,7 @@ pub async fn send(
     url: &str,
     body: Option<&serde_json::Value>,
     bearer: Option<&str>,
+    operation_id: Option<&str>,
     timeout: Duration,
     policy: &RetryPolicy,
 ) -> HttpOutcome {
@@ -65,6 +66,10 @@ pub async fn send(
             None => client.get(url),
         };
         req = req.timeout(timeout);
+        // The same id on every retry lets a server (or a proxy log) tie them together.
+        if let Some(id) = operation_id {
+            req = req.header("X-Ablate-Operation-Id", id);
+        }
         if let Some(key) = bearer {
             req = req.bearer_auth(key);
         }

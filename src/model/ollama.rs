@@ -119,7 +119,7 @@ impl ModelClient for OllamaClient {
         Box::pin(async move {
             let body = self.body(req);
             let url = format!("{}/api/chat", self.base);
-            let out = http::send(&self.http, &url, Some(&body), None, req.timeout, &self.retry).await;
+            let out = http::send(&self.http, &url, Some(&body), None, Some(&operation_id), req.timeout, &self.retry).await;
             let (reply_body, result) = match out.result {
                 Ok((_, text)) => {
                     let (raw, parsed) = parse_body(&text);
@@ -134,14 +134,14 @@ impl ModelClient for OllamaClient {
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
         Box::pin(async move {
             let t = Duration::from_secs(30);
-            let show = http::send(&self.http, &format!("{}/api/show", self.base), Some(&json!({"model": self.model})), None, t, &RetryPolicy::None).await;
+            let show = http::send(&self.http, &format!("{}/api/show", self.base), Some(&json!({"model": self.model})), None, None, t, &RetryPolicy::None).await;
             let (_, text) = show.result?;
             if let Ok(v) = serde_json::from_str::<Value>(&text) {
                 if let Some(d) = v.get("digest").and_then(Value::as_str) {
                     return Ok(Some(format!("ollama-digest:{d}")));
                 }
             }
-            let tags = http::send(&self.http, &format!("{}/api/tags", self.base), None, None, t, &RetryPolicy::None).await;
+            let tags = http::send(&self.http, &format!("{}/api/tags", self.base), None, None, None, t, &RetryPolicy::None).await;
             if let Ok((_, text)) = tags.result {
                 if let Ok(v) = serde_json::from_str::<Value>(&text) {
                     let found = v.get("models").and_then(Value::as_array).and_then(|ms| {

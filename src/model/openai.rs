@@ -117,7 +117,7 @@ impl ModelClient for OpenAiClient {
         Box::pin(async move {
             let body = self.body(req);
             let url = format!("{}/v1/chat/completions", self.base);
-            let out = http::send(&self.http, &url, Some(&body), self.api_key.as_deref(), req.timeout, &self.retry).await;
+            let out = http::send(&self.http, &url, Some(&body), self.api_key.as_deref(), Some(&operation_id), req.timeout, &self.retry).await;
             let (reply_body, result) = match out.result {
                 Ok((_, text)) => {
                     let (raw, parsed) = parse_body(&text);
@@ -133,7 +133,7 @@ impl ModelClient for OpenAiClient {
         Box::pin(async move {
             // Reachability: any HTTP answer will do (some servers have no /v1/models).
             let url = format!("{}/v1/models", self.base);
-            let out = http::send(&self.http, &url, None, self.api_key.as_deref(), Duration::from_secs(10), &RetryPolicy::None).await;
+            let out = http::send(&self.http, &url, None, self.api_key.as_deref(), None, Duration::from_secs(10), &RetryPolicy::None).await;
             match out.result {
                 Ok(_) | Err(ModelError::Status { .. }) => Ok(None),
                 Err(e) => Err(e),

@@ -40,6 +40,8 @@ pub struct Server {
     pub url: String,
     /// Bodies of chat requests, in arrival order.
     pub chats: Arc<Mutex<Vec<Value>>>,
+    /// Request heads (request line and headers) of chat requests.
+    pub heads: Arc<Mutex<Vec<String>>>,
 }
 
 pub async fn start(handler: Handler) -> Server {
@@ -47,11 +49,14 @@ pub async fn start(handler: Handler) -> Server {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let chats = Arc::new(Mutex::new(Vec::new()));
     let chats2 = chats.clone();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let heads2 = heads.clone();
     tokio::spawn(async move {
         loop {
             let Ok((mut sock, _)) = listener.accept().await else { return };
             let handler = handler.clone();
             let chats = chats2.clone();
+            let heads = heads2.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut tmp = [0u8; 8192];
@@ -83,6 +88,7 @@ pub async fn start(handler: Handler) -> Server {
                 let index = if path.ends_with("/chat/completions") || path == "/api/chat" {
                     let mut c = chats.lock().unwrap();
                     c.push(body.clone());
+                    heads.lock().unwrap().push(head.clone());
                     c.len() - 1
                 } else {
                     usize::MAX
@@ -106,7 +112,7 @@ pub async fn start(handler: Handler) -> Server {
             });
         }
     });
-    Server { url, chats }
+    Server { url, chats, heads }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -182,22 +188,25 @@ pub struct Cfg<'a> {
     pub max_total_tokens: u64,
     pub max_working_seconds: f64,
     pub model_extra: &'a str,
+    /// Extra top-level TOML (e.g. a [harness] table).
+    pub top_extra: &'a str,
 }
 
 impl<'a> Cfg<'a> {
     pub fn new(suite: &'a Path, provider: &'a str, url: &'a str, arms: &'a str) -> Cfg<'a> {
-        Cfg { suite, tasks: &["add-two"], provider, url, trials: 1, arms, max_steps: 4, max_total_tokens: 100_000, max_working_seconds: 60.0, model_extra: "" }
+        Cfg { suite, tasks: &["add-two"], provider, url, trials: 1, arms, max_steps: 4, max_total_tokens: 100_000, max_working_seconds: 60.0, model_extra: "", top_extra: "" }
     }
 
     pub fn write(&self, dir: &Path) -> PathBuf {
         let tasks = self.tasks.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ");
         let text = format!(
-            "[experiment]\nname = \"t\"\nsuite = \"{}\"\ntasks = [{tasks}]\ntrials = {}\nseed = 3\n\n[budget]\nmax_steps = {}\nmax_output_tokens_per_step = 200\nmax_total_tokens = {}\nmax_working_seconds = {}\n\n[[models]]\nname = \"m\"\nprovider = \"{}\"\nmodel = \"m\"\nendpoint = \"{}\"\ntemperature = 0.0\nretry = {{ backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 50 }}\n{}\n\n{}\n",
+            "[experiment]\nname = \"t\"\nsuite = \"{}\"\ntasks = [{tasks}]\ntrials = {}\nseed = 3\n\n[budget]\nmax_steps = {}\nmax_output_tokens_per_step = 200\nmax_total_tokens = {}\nmax_working_seconds = {}\n{}\n\n[[models]]\nname = \"m\"\nprovider = \"{}\"\nmodel = \"m\"\nendpoint = \"{}\"\ntemperature = 0.0\nretry = {{ backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 50 }}\n{}\n\n{}\n",
             self.suite.display(),
             self.trials,
             self.max_steps,
             self.max_total_tokens,
             self.max_working_seconds,
+            self.top_extra,
             self.provider,
             self.url,
             self.model_extra,
