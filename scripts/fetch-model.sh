@@ -21,7 +21,7 @@ set -euo pipefail
 
 PYTHON=${PYTHON:-python3}
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-MODELS_DIR=${MODELS_DIR:-"$SCRIPT_DIR/../models"}
+MODELS_DIR=${MODELS_DIR:-"$(cd -- "$SCRIPT_DIR/.." && pwd)/models"}
 
 # --- pinned models -----------------------------------------------------------
 

@@ -13,6 +13,7 @@ pub mod matrix;
 pub mod model;
 pub mod plan;
 pub mod record;
+pub mod report;
 pub mod runner;
 pub mod sandbox;
 pub mod suite;

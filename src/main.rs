@@ -44,6 +44,15 @@ enum Command {
         #[arg(long)]
         plain: bool,
     },
+    /// Analyse a run folder: print the report and write trials.csv, arms.csv,
+    /// effects.csv, report.json, report.md and report.html into it.
+    Report {
+        /// Run folder (results/<run-id>).
+        run: PathBuf,
+        /// No colour, even on a terminal (NO_COLOR is honoured too).
+        #[arg(long)]
+        no_color: bool,
+    },
     /// Print the arms, comparisons and trial plan of a config, without running.
     Plan {
         /// Experiment config (TOML).
@@ -91,6 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir),
         Command::Plan { config, shard, json } => plan_cmd(config, shard, json),
+        Command::Report { run, no_color } => report_cmd(&run, no_color),
         Command::Run { config, jobs, shard, resume, results, plain } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
             run_cmd(config, RunOptions { jobs, shard, results_dir: results, resume, progress })
@@ -162,6 +172,18 @@ fn run_cmd(config_path: PathBuf, opts: RunOptions) -> anyhow::Result<i32> {
         Err(e) => return Err(e.into()),
     };
     eprintln!("recorded in {}", summary.dir.display());
-    print!("{}", ablate::runner::summary::render(&summary));
+    eprint!("{}", ablate::runner::summary::render(&summary));
+    report_cmd(&summary.dir, false)
+}
+
+fn colour(no_color: bool) -> bool {
+    use std::io::IsTerminal;
+    !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
+    let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
+    print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+    eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());
     Ok(exit::OK)
 }

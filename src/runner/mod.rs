@@ -93,6 +93,32 @@ struct Shared {
     dir: PathBuf,
     trials_writer: Mutex<JsonlWriter>,
     attempts_writer: Mutex<JsonlWriter>,
+    exports: Mutex<ExportClock>,
+}
+
+/// When the exports were last rewritten and how long that took: they are
+/// rewritten after a trial once at least max(2 s, 10 x the last rewrite) has
+/// passed, so a long run costs little and a crash loses at most that window.
+struct ExportClock {
+    last: Option<Instant>,
+    took: std::time::Duration,
+}
+
+impl Shared {
+    fn maybe_export(&self, force: bool) {
+        let mut clock = self.exports.lock().unwrap();
+        let wait = (clock.took * 10).max(std::time::Duration::from_secs(2));
+        if !force && clock.last.is_some_and(|t| t.elapsed() < wait) {
+            return;
+        }
+        let start = Instant::now();
+        if let Err(e) = crate::report::report_dir(&self.dir) {
+            // Records are intact; only the derived files are stale.
+            eprintln!("warning: {e}");
+        }
+        clock.took = start.elapsed();
+        clock.last = Some(Instant::now());
+    }
 }
 
 pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunSummary, RunError> {
@@ -230,6 +256,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         dir: dir.clone(),
         trials_writer: Mutex::new(trials_writer),
         attempts_writer: Mutex::new(attempts_writer),
+        exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
     });
     let progress = Arc::new(Progress::new(opts.progress, manifest.plan.len() as u64, done.len() as u64));
     let semaphore = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
@@ -243,6 +270,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             let rec = run_trial(&shared, &spec, attempt).await?;
             progress.trial_done(&rec);
             new_records.lock().unwrap().push(rec);
+            let s = shared.clone();
+            let _ = tokio::task::spawn_blocking(move || s.maybe_export(false)).await;
             Ok::<(), std::io::Error>(())
         });
     }
@@ -266,6 +295,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         }
     };
     progress.finish();
+    let s = shared.clone();
+    let _ = tokio::task::spawn_blocking(move || s.maybe_export(true)).await;
     outcome?;
     records.extend(new_records.lock().unwrap().drain(..));
     Ok(RunSummary { dir, planned: manifest.plan.len(), ran_now, records })

@@ -1,0 +1,301 @@
+//! From rows to the report: per arm and model, and per comparison. The
+//! statistics themselves are in `stats`; this module only groups and labels.
+
+use super::load::{RunData, Row};
+use super::stats;
+use crate::matrix::{self, ComparisonKind};
+use crate::record::TrialStatus;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// An interval estimate, for export (NaN becomes null in JSON).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Interval {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub se: f64,
+    pub n_tasks: usize,
+}
+
+impl From<stats::Estimate> for Interval {
+    fn from(e: stats::Estimate) -> Self {
+        Interval { mean: e.mean, lo: e.lo, hi: e.hi, se: e.se, n_tasks: e.n_tasks }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmReport {
+    pub arm: String,
+    pub model: String,
+    pub trials: usize,
+    pub tasks: usize,
+    /// Every started trial counts; errors count as failures.
+    pub pass_rate: Interval,
+    /// Infrastructure errors (provider, harness, grader) left out.
+    pub pass_rate_excl_infra: Interval,
+    pub trials_excl_infra: usize,
+    /// Mean fraction of tests passed.
+    pub tests_passed: Interval,
+    /// Final attempts by status; `interrupted` counts interrupted attempts.
+    pub statuses: BTreeMap<String, usize>,
+    pub min_task_rate: f64,
+    pub max_task_rate: f64,
+    pub tokens_per_trial: f64,
+    pub working_seconds_per_trial: f64,
+    pub steps_per_trial: f64,
+    pub cost_per_trial: Option<f64>,
+    pub tokens_per_solved: Option<f64>,
+    pub working_seconds_per_solved: Option<f64>,
+    pub cost_per_solved: Option<f64>,
+    /// (k, pass@k, pass^k), averaged over tasks, for k = 1..=trials per task.
+    pub pass_at_k: Vec<(u64, f64, f64)>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EffectReport {
+    pub name: String,
+    pub model: String,
+    pub control: String,
+    pub treatment: String,
+    /// `ablation` or `combined`.
+    pub kind: String,
+    /// The component of an ablation; the differing components of a combined one.
+    pub components: Vec<String>,
+    pub delta: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub se: f64,
+    pub p_value: f64,
+    /// Holm-adjusted over every ablation of the run (null for combined).
+    pub p_holm: Option<f64>,
+    /// McNemar mid-p, when every task has one trial in each arm.
+    pub mcnemar_mid_p: Option<f64>,
+    pub n_tasks: usize,
+    /// Smallest effect this sample would detect with 80% power.
+    pub mde: f64,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub run_id: String,
+    pub experiment: String,
+    pub suite: String,
+    pub suite_digest: String,
+    pub alpha: f64,
+    pub planned_trials: usize,
+    pub recorded_trials: usize,
+    pub interrupted_attempts: usize,
+    pub unreadable_lines: Vec<usize>,
+    pub arms: Vec<ArmReport>,
+    pub ablations: Vec<EffectReport>,
+    pub combined: Vec<EffectReport>,
+    /// Comparisons labelled ablations that the analysis-time guard refused.
+    pub refused: Vec<String>,
+}
+
+/// Per-task outcome vectors for one (arm, model), in task-table order.
+fn by_task(rows: &[&Row], n_tasks: usize, f: impl Fn(&Row) -> f64) -> Vec<Vec<f64>> {
+    let mut v = vec![Vec::new(); n_tasks];
+    for r in rows {
+        v[r.task as usize].push(f(r));
+    }
+    v
+}
+
+fn mean_of(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 { f64::NAN } else { s / n as f64 }
+}
+
+pub fn analyse(data: &RunData) -> Report {
+    let alpha = data.manifest.experiment.get("alpha").and_then(|a| a.as_f64()).unwrap_or(0.05);
+    let conf = 1.0 - alpha;
+    let n_tasks = data.tasks.list.len();
+    let mut groups: BTreeMap<(u32, u32), Vec<&Row>> = BTreeMap::new();
+    for r in &data.trials {
+        groups.entry((r.model, r.arm)).or_default().push(r);
+    }
+    let mut interrupted_by: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+    for r in data.attempts.iter().filter(|r| r.status == TrialStatus::Interrupted) {
+        *interrupted_by.entry((r.model, r.arm)).or_default() += 1;
+    }
+
+    let mut arms = Vec::new();
+    for ((model, arm), rows) in &groups {
+        let outcomes = by_task(rows, n_tasks, Row::passed);
+        let pass = stats::pass_rate(&outcomes, conf);
+        let kept: Vec<&Row> = rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect();
+        let pass_excl = stats::pass_rate(&by_task(&kept, n_tasks, Row::passed), conf);
+        let tests = stats::pass_rate(&by_task(rows, n_tasks, Row::test_fraction), conf);
+        let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+        for r in rows {
+            *statuses.entry(r.status.name().to_string()).or_default() += 1;
+        }
+        if let Some(&n) = interrupted_by.get(&(*model, *arm)) {
+            statuses.insert("interrupted".into(), n);
+        }
+        let task_rates: Vec<f64> = outcomes.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+        let solved = rows.iter().filter(|r| r.status == TrialStatus::Passed).count();
+        let tokens: f64 = rows.iter().map(|r| (r.tokens_input + r.tokens_output) as f64).sum();
+        let working: f64 = rows.iter().map(|r| r.working_seconds).sum();
+        let cost: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
+        let n = rows.len() as f64;
+        let per_solved = |total: f64| (solved > 0).then(|| total / solved as f64);
+        let min_trials = outcomes.iter().filter(|t| !t.is_empty()).map(Vec::len).min().unwrap_or(0) as u64;
+        let pass_at_k = (1..=min_trials)
+            .filter(|_| min_trials > 1)
+            .map(|k| {
+                let per_task = outcomes.iter().filter(|t| !t.is_empty()).map(|t| {
+                    let c = t.iter().filter(|&&x| x >= 1.0).count() as u64;
+                    (stats::pass_at_k(t.len() as u64, c, k), stats::pass_hat_k(t.len() as u64, c, k))
+                });
+                let v: Vec<(f64, f64)> = per_task.collect();
+                (k, mean_of(v.iter().map(|x| x.0)), mean_of(v.iter().map(|x| x.1)))
+            })
+            .collect();
+        let troubled = rows.iter().filter(|r| r.status.is_infrastructure_error() || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)).count();
+        let mut warnings = Vec::new();
+        if troubled as f64 > 0.1 * n {
+            warnings.push(format!(
+                "{troubled} of {} trials ({:.0}%) ended in an error, a timeout or a budget stop: the pass rate measures the budget and the infrastructure as much as the harness",
+                rows.len(),
+                100.0 * troubled as f64 / n
+            ));
+        }
+        if pass.n_tasks < 2 {
+            warnings.push("fewer than 2 tasks: no interval can be given".into());
+        }
+        arms.push(ArmReport {
+            arm: data.arms.name(*arm).to_string(),
+            model: data.models.name(*model).to_string(),
+            trials: rows.len(),
+            tasks: pass.n_tasks,
+            pass_rate: pass.into(),
+            pass_rate_excl_infra: pass_excl.into(),
+            trials_excl_infra: kept.len(),
+            tests_passed: tests.into(),
+            statuses,
+            min_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::min),
+            max_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::max),
+            tokens_per_trial: tokens / n,
+            working_seconds_per_trial: working / n,
+            steps_per_trial: rows.iter().map(|r| r.steps as f64).sum::<f64>() / n,
+            cost_per_trial: cost.map(|c| c / n),
+            tokens_per_solved: per_solved(tokens),
+            working_seconds_per_solved: per_solved(working),
+            cost_per_solved: cost.and_then(per_solved),
+            pass_at_k,
+            warnings,
+        });
+    }
+
+    // Effects: each comparison of the manifest, per model, re-checked by the guard.
+    let manifest_arms = data.manifest.arms();
+    let mut ablations = Vec::new();
+    let mut combined = Vec::new();
+    let mut refused = Vec::new();
+    for c in data.manifest.comparisons() {
+        let (Some(ca), Some(ta)) = (manifest_arms.iter().find(|a| a.name == c.control), manifest_arms.iter().find(|a| a.name == c.treatment)) else {
+            refused.push(format!("{}: an arm is missing from the manifest", c.name));
+            continue;
+        };
+        let guard = matrix::guard(&c.name, ca, ta);
+        let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
+        if is_ablation {
+            if let Err(e) = &guard {
+                refused.push(format!("not shown as an ablation: {e}"));
+                continue;
+            }
+        }
+        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else { continue };
+        for model in 0..data.models.list.len() as u32 {
+            let empty = Vec::new();
+            let crow = groups.get(&(model, ci)).unwrap_or(&empty);
+            let trow = groups.get(&(model, ti)).unwrap_or(&empty);
+            if crow.is_empty() && trow.is_empty() {
+                continue;
+            }
+            let mut cv = by_task(crow, n_tasks, Row::passed);
+            let mut tv = by_task(trow, n_tasks, Row::passed);
+            // Pair only tasks present in both arms.
+            for t in 0..n_tasks {
+                if cv[t].is_empty() || tv[t].is_empty() {
+                    cv[t].clear();
+                    tv[t].clear();
+                }
+            }
+            let p = stats::paired_effect(&cv, &tv, conf);
+            let diffs: Vec<f64> = cv.iter().zip(&tv).filter(|(a, _)| !a.is_empty()).map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
+            let var_d = stats::sample_sd(&diffs).powi(2);
+            let mde = stats::min_detectable_effect(var_d, diffs.len() as u64, alpha, 0.8);
+            let one_each = cv.iter().zip(&tv).filter(|(a, _)| !a.is_empty()).all(|(a, b)| a.len() == 1 && b.len() == 1) && !diffs.is_empty();
+            let mcnemar = one_each.then(|| {
+                let b = diffs.iter().filter(|&&d| d < 0.0).count() as u64;
+                let cc = diffs.iter().filter(|&&d| d > 0.0).count() as u64;
+                stats::mcnemar_mid_p(b, cc)
+            });
+            let components = c.differs.iter().map(|d| d.component.name().to_string()).collect();
+            let e = EffectReport {
+                name: c.name.clone(),
+                model: data.models.name(model).to_string(),
+                control: c.control.clone(),
+                treatment: c.treatment.clone(),
+                kind: if is_ablation { "ablation".into() } else { "combined".into() },
+                components,
+                delta: p.mean_diff,
+                lo: p.lo,
+                hi: p.hi,
+                se: p.se,
+                p_value: p.p_value,
+                p_holm: None,
+                mcnemar_mid_p: mcnemar,
+                n_tasks: p.n_tasks,
+                mde,
+                verdict: String::new(),
+            };
+            if is_ablation { ablations.push(e) } else { combined.push(e) }
+        }
+    }
+    let adjusted = stats::holm(&ablations.iter().map(|e| e.p_value).collect::<Vec<_>>());
+    for (e, p) in ablations.iter_mut().zip(adjusted) {
+        e.p_holm = Some(p);
+        e.verdict = verdict(e.delta, p, e.mde, alpha);
+    }
+    for e in combined.iter_mut() {
+        e.verdict = verdict(e.delta, e.p_value, e.mde, alpha);
+    }
+    Report {
+        run_id: data.manifest.run_id.clone(),
+        experiment: data.manifest.experiment.get("name").and_then(|n| n.as_str()).unwrap_or("").to_string(),
+        suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),
+        suite_digest: data.manifest.suite.digest.clone(),
+        alpha,
+        planned_trials: data.manifest.planned_trials,
+        recorded_trials: data.trials.len(),
+        interrupted_attempts: data.attempts.iter().filter(|r| r.status == TrialStatus::Interrupted).count(),
+        unreadable_lines: data.unreadable_lines.clone(),
+        arms,
+        ablations,
+        combined,
+        refused,
+    }
+}
+
+/// helps / hurts / no detectable effect, from the (adjusted) p-value.
+pub fn verdict(delta: f64, p: f64, mde: f64, alpha: f64) -> String {
+    if p.is_nan() {
+        return "not enough tasks to tell".into();
+    }
+    if p < alpha && delta > 0.0 {
+        "helps".into()
+    } else if p < alpha && delta < 0.0 {
+        "hurts".into()
+    } else if mde.is_finite() && mde > 0.0 {
+        format!("no detectable effect (could detect ±{:.0} pp at 80% power)", mde * 100.0)
+    } else {
+        "no detectable effect".into()
+    }
+}

@@ -1,0 +1,255 @@
+//! Files written next to the records: trials.csv, arms.csv, effects.csv,
+//! report.json, report.md, report.html. Each is written to a temporary file
+//! and renamed, so a reader never sees half a file and a crash loses nothing.
+
+use super::analysis::{EffectReport, Report};
+use super::terminal::{p, pct, pp};
+use super::{html, load};
+use crate::record::{EndReason, TrialRecord};
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(tmp, dir.join(name))
+}
+
+fn num(x: f64) -> String {
+    if x.is_finite() { format!("{x}") } else { String::new() }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(num).unwrap_or_default()
+}
+
+/// Columns of trials.csv, documented in docs/records.md.
+pub const TRIALS_COLUMNS: [&str; 28] = [
+    "run_id", "trial_id", "task", "arm", "model", "repeat", "seed", "attempt", "status", "end_reason", "budget_limit",
+    "tests_passed", "tests_total", "steps", "sessions", "tokens_input", "tokens_output", "tokens_cached", "working_seconds",
+    "wall_seconds", "rate_limit_wait_seconds", "cost_usd", "loop_guard_hits", "invalid_tool_calls", "unparsed_replies",
+    "path_refusals", "snapshot_sha256", "finished_at",
+];
+
+fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
+    use crate::record::BudgetLimit::*;
+    match e {
+        EndReason::ChecksPassed => ("checks_passed", ""),
+        EndReason::ModelDone => ("model_done", ""),
+        EndReason::Budget { limit } => (
+            "budget",
+            match limit {
+                Steps => "steps",
+                TotalTokens => "total_tokens",
+                WorkingSeconds => "working_seconds",
+                Cost => "cost",
+            },
+        ),
+        EndReason::ProviderError => ("provider_error", ""),
+        EndReason::RequestTimeout => ("request_timeout", ""),
+        EndReason::HarnessError => ("harness_error", ""),
+        EndReason::Interrupted => ("interrupted", ""),
+    }
+}
+
+fn trial_row(r: &TrialRecord) -> Vec<String> {
+    let (reason, limit) = end_reason(&r.end_reason);
+    vec![
+        r.run_id.clone(),
+        r.trial_id.clone(),
+        r.task.clone(),
+        r.arm.clone(),
+        r.model.clone(),
+        r.repeat.to_string(),
+        r.seed.to_string(),
+        r.attempt.to_string(),
+        r.status.name().to_string(),
+        reason.to_string(),
+        limit.to_string(),
+        r.tests_passed.to_string(),
+        r.tests_total.to_string(),
+        r.steps.to_string(),
+        r.sessions.to_string(),
+        r.tokens.input.to_string(),
+        r.tokens.output.to_string(),
+        r.tokens.cached.to_string(),
+        num(r.working_seconds),
+        num(r.wall_seconds),
+        num(r.rate_limit_wait_seconds),
+        opt(r.cost_usd),
+        r.incidents.loop_guard_hits.to_string(),
+        r.incidents.invalid_tool_calls.to_string(),
+        r.incidents.unparsed_replies.to_string(),
+        r.incidents.path_refusals.to_string(),
+        r.grade.as_ref().map(|g| g.snapshot_sha256.clone()).unwrap_or_default(),
+        r.finished_at.clone(),
+    ]
+}
+
+/// trials.csv: one row per recorded attempt, streamed from trials.jsonl.
+pub fn write_trials_csv(dir: &Path) -> std::io::Result<()> {
+    let tmp = dir.join(".trials.csv.tmp");
+    let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
+    w.write_record(TRIALS_COLUMNS).map_err(std::io::Error::other)?;
+    let mut err = None;
+    load::for_each_record(dir, |r| {
+        if err.is_none() {
+            if let Err(e) = w.write_record(trial_row(&r)) {
+                err = Some(e);
+            }
+        }
+    })?;
+    if let Some(e) = err {
+        return Err(std::io::Error::other(e));
+    }
+    w.flush()?;
+    drop(w);
+    std::fs::rename(tmp, dir.join("trials.csv"))
+}
+
+pub fn arms_csv(r: &Report) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record([
+        "arm", "model", "trials", "tasks", "pass_rate", "pass_rate_lo", "pass_rate_hi", "pass_rate_excl_infra", "pass_rate_excl_infra_lo",
+        "pass_rate_excl_infra_hi", "trials_excl_infra", "tests_passed", "tests_passed_lo", "tests_passed_hi", "passed", "failed", "timeout",
+        "budget_exhausted", "provider_error", "harness_error", "grader_error", "policy_violation", "interrupted", "tokens_per_trial",
+        "working_seconds_per_trial", "steps_per_trial", "cost_per_trial", "tokens_per_solved", "working_seconds_per_solved", "cost_per_solved",
+    ]);
+    for a in &r.arms {
+        let s = |k: &str| a.statuses.get(k).copied().unwrap_or(0).to_string();
+        let _ = w.write_record([
+            a.arm.clone(),
+            a.model.clone(),
+            a.trials.to_string(),
+            a.tasks.to_string(),
+            num(a.pass_rate.mean),
+            num(a.pass_rate.lo),
+            num(a.pass_rate.hi),
+            num(a.pass_rate_excl_infra.mean),
+            num(a.pass_rate_excl_infra.lo),
+            num(a.pass_rate_excl_infra.hi),
+            a.trials_excl_infra.to_string(),
+            num(a.tests_passed.mean),
+            num(a.tests_passed.lo),
+            num(a.tests_passed.hi),
+            s("passed"),
+            s("failed"),
+            s("timeout"),
+            s("budget_exhausted"),
+            s("provider_error"),
+            s("harness_error"),
+            s("grader_error"),
+            s("policy_violation"),
+            s("interrupted"),
+            num(a.tokens_per_trial),
+            num(a.working_seconds_per_trial),
+            num(a.steps_per_trial),
+            opt(a.cost_per_trial),
+            opt(a.tokens_per_solved),
+            opt(a.working_seconds_per_solved),
+            opt(a.cost_per_solved),
+        ]);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+pub fn effects_csv(r: &Report) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record([
+        "name", "kind", "components", "model", "control", "treatment", "delta", "lo", "hi", "se", "p_value", "p_holm", "mcnemar_mid_p", "n_tasks",
+        "mde", "verdict",
+    ]);
+    for e in r.ablations.iter().chain(&r.combined) {
+        let _ = w.write_record([
+            e.name.clone(),
+            e.kind.clone(),
+            e.components.join(";"),
+            e.model.clone(),
+            e.control.clone(),
+            e.treatment.clone(),
+            num(e.delta),
+            num(e.lo),
+            num(e.hi),
+            num(e.se),
+            num(e.p_value),
+            opt(e.p_holm),
+            opt(e.mcnemar_mid_p),
+            e.n_tasks.to_string(),
+            num(e.mde),
+            e.verdict.clone(),
+        ]);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+fn md_effect(s: &mut String, e: &EffectReport) {
+    let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
+    let _ = writeln!(
+        s,
+        "| {} | {} vs {} | {} | {} pp | {ci} | {} | {} | {} |",
+        if e.kind == "ablation" { e.components.join(", ") } else { format!("combined ({})", e.components.join(", ")) },
+        e.treatment,
+        e.control,
+        e.model,
+        pp(e.delta),
+        p(e.p_value),
+        e.p_holm.map(p).unwrap_or_else(|| "-".into()),
+        e.verdict
+    );
+}
+
+pub fn markdown(r: &Report) -> String {
+    let mut s = format!("# {}\n\nRun `{}`, suite {} (`{}`), {} of {} trials recorded.\n\n", r.experiment, r.run_id, r.suite, &r.suite_digest[..12.min(r.suite_digest.len())], r.recorded_trials, r.planned_trials);
+    let level = (1.0 - r.alpha) * 100.0;
+    let _ = writeln!(s, "## Arms\n\n| arm | model | trials | tasks | pass rate ({level:.0}% CI) | excl. infra errors | tests passed | statuses | tokens/trial |\n|---|---|---|---|---|---|---|---|---|");
+    for a in &r.arms {
+        let ci = |i: &super::analysis::Interval| {
+            if i.lo.is_finite() { format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0))) } else { pct(i.mean) }
+        };
+        let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {statuses} | {:.0} |",
+            a.arm,
+            a.model,
+            a.trials,
+            a.tasks,
+            ci(&a.pass_rate),
+            ci(&a.pass_rate_excl_infra),
+            ci(&a.tests_passed),
+            a.tokens_per_trial
+        );
+    }
+    for a in r.arms.iter().filter(|a| !a.warnings.is_empty()) {
+        for w in &a.warnings {
+            let _ = writeln!(s, "\n> **Warning** ({} / {}): {w}", a.arm, a.model);
+        }
+    }
+    let header = "| component | treatment vs control | model | delta | CI | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|";
+    if !r.ablations.is_empty() {
+        let _ = writeln!(s, "\n## Ablations\n\nDelta = treatment - control, paired over tasks.\n\n{header}");
+        for e in &r.ablations {
+            md_effect(&mut s, e);
+        }
+    }
+    if !r.combined.is_empty() {
+        let _ = writeln!(s, "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component.\n\n{header}");
+        for e in &r.combined {
+            md_effect(&mut s, e);
+        }
+    }
+    for x in &r.refused {
+        let _ = writeln!(s, "\n> **Refused**: {x}");
+    }
+    s
+}
+
+/// Write every export of a run folder.
+pub fn write_all(dir: &Path, r: &Report) -> std::io::Result<()> {
+    write_trials_csv(dir)?;
+    atomic_write(dir, "arms.csv", &arms_csv(r))?;
+    atomic_write(dir, "effects.csv", &effects_csv(r))?;
+    atomic_write(dir, "report.json", &serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?)?;
+    atomic_write(dir, "report.md", markdown(r).as_bytes())?;
+    atomic_write(dir, "report.html", html::render(r).as_bytes())
+}

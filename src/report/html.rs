@@ -1,0 +1,141 @@
+//! report.html: one self-contained file (inline CSS and SVG, no scripts, no
+//! external resources) with the tables and a forest plot of every effect.
+
+use super::analysis::{EffectReport, Interval, Report};
+use super::terminal::{p, pct, pp};
+use std::fmt::Write;
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn ci(i: &Interval) -> String {
+    if i.lo.is_finite() { format!("{} <span class=ci>[{}, {}]</span>", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0))) } else { pct(i.mean) }
+}
+
+/// Forest plot: one row per effect, a dot at the delta, a bar for its CI,
+/// a line at zero. The x range covers every interval (at least ±10 pp).
+pub fn forest_svg(effects: &[&EffectReport]) -> String {
+    let row_h = 26.0;
+    let label_w = 330.0;
+    let plot_w = 420.0;
+    let right_w = 150.0;
+    let top = 30.0;
+    let h = top + row_h * effects.len() as f64 + 30.0;
+    let w = label_w + plot_w + right_w;
+    let mut extent: f64 = 0.1;
+    for e in effects {
+        for v in [e.lo, e.hi, e.delta] {
+            if v.is_finite() {
+                extent = extent.max(v.abs());
+            }
+        }
+    }
+    let extent = (extent * 10.0).ceil() / 10.0;
+    let x = |v: f64| label_w + (v + extent) / (2.0 * extent) * plot_w;
+    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="forest plot of effects">"#);
+    let _ = write!(s, r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#888" stroke-dasharray="4 3"/>"##, x(0.0), top - 10.0, h - 25.0);
+    for tick in [-extent, -extent / 2.0, 0.0, extent / 2.0, extent] {
+        let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">{} pp</text>"##, x(tick), h - 8.0, pp(tick));
+    }
+    let _ = write!(s, r##"<text x="{}" y="16" text-anchor="middle" fill="#333">effect = treatment − control (pp)</text>"##, x(0.0));
+    for (i, e) in effects.iter().enumerate() {
+        let y = top + row_h * i as f64 + row_h / 2.0;
+        let colour = match e.verdict.as_str() {
+            "helps" => "#1a7f37",
+            "hurts" => "#cf222e",
+            _ => "#444",
+        };
+        let label = if e.kind == "ablation" { format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control) } else { format!("combined: {} vs {}", e.treatment, e.control) };
+        let _ = write!(s, r#"<text x="6" y="{}" fill="{colour}">{} · {}</text>"#, y + 4.0, esc(&label), esc(&e.model));
+        if e.lo.is_finite() && e.hi.is_finite() {
+            let _ = write!(s, r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{colour}" stroke-width="2"/>"#, x(e.lo.max(-extent)), x(e.hi.min(extent)));
+        }
+        if e.delta.is_finite() {
+            let _ = write!(s, r#"<circle cx="{}" cy="{y}" r="5" fill="{colour}"><title>{} pp, p {}</title></circle>"#, x(e.delta), pp(e.delta), p(e.p_value));
+        }
+        let _ = write!(s, r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#, label_w + plot_w + 10.0, y + 4.0, pp(e.delta), esc(&e.verdict.split(' ').next().unwrap_or("").to_string()));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn effect_rows(s: &mut String, effects: &[EffectReport]) {
+    for e in effects {
+        let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{} vs {}</td><td>{}</td><td class=num>{} pp</td><td class=num>{ci}</td><td class=num>{}</td><td class=num>{}</td><td>{}</td></tr>",
+            esc(&e.components.join(", ")),
+            esc(&e.treatment),
+            esc(&e.control),
+            esc(&e.model),
+            pp(e.delta),
+            p(e.p_value),
+            e.p_holm.map(p).unwrap_or_else(|| "-".into()),
+            esc(&e.verdict)
+        );
+    }
+}
+
+pub fn render(r: &Report) -> String {
+    let level = (1.0 - r.alpha) * 100.0;
+    let mut s = String::from("<!doctype html>\n<html lang=en><head><meta charset=utf-8>");
+    let _ = write!(s, "<title>{} — ablate report</title>", esc(&r.experiment));
+    s.push_str("<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}table{border-collapse:collapse;margin:1em 0}th,td{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}.ci{color:#666}.warn{color:#9a6700}h1{font-size:1.5em}</style></head><body>\n");
+    let _ = writeln!(
+        s,
+        "<h1>{}</h1><p>Run <code>{}</code>, suite {} (<code>{}</code>), {} of {} trials recorded{}.</p>",
+        esc(&r.experiment),
+        esc(&r.run_id),
+        esc(&r.suite),
+        esc(&r.suite_digest[..12.min(r.suite_digest.len())]),
+        r.recorded_trials,
+        r.planned_trials,
+        if r.interrupted_attempts > 0 { format!(", {} interrupted attempts", r.interrupted_attempts) } else { String::new() }
+    );
+    let effects: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).collect();
+    if !effects.is_empty() {
+        let _ = writeln!(s, "<h2>Effects ({level:.0}% CI)</h2>{}", forest_svg(&effects));
+    }
+    let _ = writeln!(s, "<h2>Arms</h2><table><tr><th>arm</th><th>model</th><th>trials</th><th>tasks</th><th>pass rate ({level:.0}% CI)</th><th>excl. infra errors</th><th>tests passed</th><th>statuses</th><th>tokens / trial</th><th>s / trial</th></tr>");
+    for a in &r.arms {
+        let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td>{}</td><td class=num>{:.0}</td><td class=num>{:.1}</td></tr>",
+            esc(&a.arm),
+            esc(&a.model),
+            a.trials,
+            a.tasks,
+            ci(&a.pass_rate),
+            ci(&a.pass_rate_excl_infra),
+            ci(&a.tests_passed),
+            esc(&statuses),
+            a.tokens_per_trial,
+            a.working_seconds_per_trial
+        );
+    }
+    s.push_str("</table>\n");
+    for a in &r.arms {
+        for w in &a.warnings {
+            let _ = writeln!(s, "<p class=warn>Warning ({} / {}): {}</p>", esc(&a.arm), esc(&a.model), esc(w));
+        }
+    }
+    let head = "<tr><th>component</th><th>treatment vs control</th><th>model</th><th>delta</th><th>CI</th><th>p</th><th>Holm p</th><th>verdict</th></tr>";
+    if !r.ablations.is_empty() {
+        let _ = writeln!(s, "<h2>Ablations</h2><p>Delta = treatment − control, paired over tasks.</p><table>{head}");
+        effect_rows(&mut s, &r.ablations);
+        s.push_str("</table>\n");
+    }
+    if !r.combined.is_empty() {
+        let _ = writeln!(s, "<h2>Combined comparisons</h2><p>Several components differ: not attributable to one component.</p><table>{head}");
+        effect_rows(&mut s, &r.combined);
+        s.push_str("</table>\n");
+    }
+    for x in &r.refused {
+        let _ = writeln!(s, "<p class=warn>Refused: {}</p>", esc(x));
+    }
+    s.push_str("</body></html>\n");
+    s
+}

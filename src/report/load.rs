@@ -1,0 +1,198 @@
+//! Reading a run folder for analysis: the manifest and a compact row per
+//! attempt, streamed from trials.jsonl so that a million records fit in a
+//! little memory. The last final attempt of each trial is the one analysed.
+
+use crate::record::{Manifest, TrialRecord, TrialStatus};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// One attempt, as the analysis needs it. Names are indices into `RunData`'s tables.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    pub trial: u64,
+    pub task: u32,
+    pub arm: u32,
+    pub model: u32,
+    pub repeat: u32,
+    pub attempt: u32,
+    pub status: TrialStatus,
+    pub tests_passed: u32,
+    pub tests_total: u32,
+    pub steps: u32,
+    pub tokens_input: u64,
+    pub tokens_output: u64,
+    pub working_seconds: f64,
+    pub cost_usd: Option<f64>,
+}
+
+impl Row {
+    pub fn passed(&self) -> f64 {
+        if self.status == TrialStatus::Passed { 1.0 } else { 0.0 }
+    }
+    pub fn test_fraction(&self) -> f64 {
+        if self.tests_total == 0 { 0.0 } else { self.tests_passed as f64 / self.tests_total as f64 }
+    }
+}
+
+/// The fields of a trial record the analysis reads; the rest of each line
+/// is skipped by serde without being kept.
+#[derive(Deserialize)]
+struct LightRecord {
+    trial_id: String,
+    task: String,
+    arm: String,
+    model: String,
+    repeat: u32,
+    attempt: u32,
+    status: TrialStatus,
+    tests_passed: u32,
+    tests_total: u32,
+    steps: u32,
+    tokens: crate::record::Tokens,
+    working_seconds: f64,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Default)]
+pub struct Names {
+    pub list: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Names {
+    pub fn id(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        i
+    }
+    pub fn get(&self, name: &str) -> Option<u32> {
+        self.index.get(name).copied()
+    }
+    pub fn name(&self, i: u32) -> &str {
+        &self.list[i as usize]
+    }
+}
+
+pub struct RunData {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub tasks: Names,
+    pub arms: Names,
+    pub models: Names,
+    /// Every attempt, in file order.
+    pub attempts: Vec<Row>,
+    /// The last final attempt of each trial: what the statistics use.
+    pub trials: Vec<Row>,
+    /// Lines that could not be read (a torn last line included).
+    pub unreadable_lines: Vec<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {message}")]
+    Bad { path: PathBuf, message: String },
+}
+
+pub fn load(dir: &Path) -> Result<RunData, LoadError> {
+    let mpath = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&mpath).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("cannot read: {e} (is this a run folder?)") })?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
+    let mut data = RunData {
+        dir: dir.to_path_buf(),
+        manifest,
+        tasks: Names::default(),
+        arms: Names::default(),
+        models: Names::default(),
+        attempts: Vec::new(),
+        trials: Vec::new(),
+        unreadable_lines: Vec::new(),
+    };
+    // Names in plan order first, so tables list them as the experiment does.
+    let plan = std::mem::take(&mut data.manifest.plan);
+    for t in &plan {
+        data.tasks.id(&t.task);
+        data.models.id(&t.model);
+    }
+    for a in data.manifest.arms() {
+        data.arms.id(&a.name);
+    }
+    data.manifest.plan = plan;
+
+    let tpath = dir.join("trials.jsonl");
+    let file = match std::fs::File::open(&tpath) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(LoadError::Bad { path: tpath, message: e.to_string() }),
+    };
+    if let Some(file) = file {
+        let reader = BufReader::with_capacity(1 << 20, file);
+        for (i, line) in reader.split(b'\n').enumerate() {
+            let line = line.map_err(|e| LoadError::Bad { path: tpath.clone(), message: e.to_string() })?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<LightRecord>(&line) {
+                Ok(r) => {
+                    let row = Row {
+                        trial: u64::from_str_radix(&r.trial_id, 16).unwrap_or_else(|_| hash64(&r.trial_id)),
+                        task: data.tasks.id(&r.task),
+                        arm: data.arms.id(&r.arm),
+                        model: data.models.id(&r.model),
+                        repeat: r.repeat,
+                        attempt: r.attempt,
+                        status: r.status,
+                        tests_passed: r.tests_passed,
+                        tests_total: r.tests_total,
+                        steps: r.steps,
+                        tokens_input: r.tokens.input,
+                        tokens_output: r.tokens.output,
+                        working_seconds: r.working_seconds,
+                        cost_usd: r.cost_usd,
+                    };
+                    data.attempts.push(row);
+                }
+                Err(_) => data.unreadable_lines.push(i + 1),
+            }
+        }
+    }
+    let mut last: HashMap<u64, usize> = HashMap::with_capacity(data.attempts.len());
+    for (i, r) in data.attempts.iter().enumerate() {
+        if !r.status.is_final() {
+            continue;
+        }
+        match last.get(&r.trial) {
+            Some(&j) if data.attempts[j].attempt >= r.attempt => {}
+            _ => {
+                last.insert(r.trial, i);
+            }
+        }
+    }
+    let mut idx: Vec<usize> = last.into_values().collect();
+    idx.sort_unstable();
+    data.trials = idx.into_iter().map(|i| data.attempts[i]).collect();
+    Ok(data)
+}
+
+fn hash64(s: &str) -> u64 {
+    let d = crate::digest::sha256_hex(s.as_bytes());
+    u64::from_str_radix(&d[..16], 16).unwrap_or(0)
+}
+
+/// Stream every full record (for the tidy trials.csv).
+pub fn for_each_record(dir: &Path, mut f: impl FnMut(TrialRecord)) -> std::io::Result<()> {
+    let path = dir.join("trials.jsonl");
+    let Ok(file) = std::fs::File::open(&path) else { return Ok(()) };
+    for line in BufReader::with_capacity(1 << 20, file).split(b'\n') {
+        if let Ok(r) = serde_json::from_slice::<TrialRecord>(&line?) {
+            f(r);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,19 @@
+//! Reports: statistics (`stats`, pure functions), the analysis of a run
+//! (`analysis`), and its renderings (`terminal`, `export`, `html`).
+
+pub mod analysis;
+pub mod export;
+pub mod html;
+pub mod load;
+pub mod stats;
+pub mod terminal;
+
+use std::path::Path;
+
+/// Load a run folder, analyse it and write every export into it.
+pub fn report_dir(dir: &Path) -> Result<analysis::Report, String> {
+    let data = load::load(dir).map_err(|e| e.to_string())?;
+    let report = analysis::analyse(&data);
+    export::write_all(dir, &report).map_err(|e| format!("cannot write the exports in {}: {e}", dir.display()))?;
+    Ok(report)
+}

@@ -1,0 +1,157 @@
+//! The terminal report, in the spirit of hyperfine: one block per arm, then
+//! one line per effect. Colour only when asked (a terminal without NO_COLOR).
+
+use super::analysis::{ArmReport, EffectReport, Interval, Report};
+use std::fmt::Write;
+
+pub fn pct(x: f64) -> String {
+    if x.is_finite() { format!("{:.1}%", x * 100.0) } else { "n/a".into() }
+}
+
+pub fn pp(x: f64) -> String {
+    if x.is_finite() { format!("{:+.1}", x * 100.0) } else { "n/a".into() }
+}
+
+pub fn interval(i: &Interval) -> String {
+    if i.lo.is_finite() {
+        format!("{} ± {:.1} pp  [{}, {}]", pct(i.mean), (i.hi - i.mean) * 100.0, pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+    } else {
+        format!("{}  [no interval]", pct(i.mean))
+    }
+}
+
+pub fn p(x: f64) -> String {
+    if !x.is_finite() {
+        "n/a".into()
+    } else if x < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+struct Paint(bool);
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.0 { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_string() }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    fn red(&self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+}
+
+fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
+    let _ = writeln!(s, "{} {}", c.bold(&format!("Arm {}", a.arm)), c.dim(&format!("({}, {} trials over {} tasks)", a.model, a.trials, a.tasks)));
+    let _ = writeln!(s, "  Pass rate:       {}  {:.0}% CI", c.green(&interval(&a.pass_rate)), level * 100.0);
+    let _ = writeln!(
+        s,
+        "  Excl. infra:     {}  ({} trials)",
+        interval(&a.pass_rate_excl_infra),
+        a.trials_excl_infra
+    );
+    let _ = writeln!(s, "  Tests passed:    {}", interval(&a.tests_passed));
+    let _ = writeln!(s, "  Task range:      {} … {}", pct(a.min_task_rate), pct(a.max_task_rate));
+    let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+    let _ = writeln!(s, "  Statuses:        {statuses}");
+    let mut per = format!("{:.0} tokens, {:.1} steps, {:.1} s", a.tokens_per_trial, a.steps_per_trial, a.working_seconds_per_trial);
+    if let Some(cost) = a.cost_per_trial {
+        per.push_str(&format!(", ${cost:.4}"));
+    }
+    let _ = writeln!(s, "  Per trial:       {per}");
+    match (a.tokens_per_solved, a.working_seconds_per_solved) {
+        (Some(t), Some(w)) => {
+            let mut line = format!("{t:.0} tokens, {w:.1} s");
+            if let Some(cost) = a.cost_per_solved {
+                line.push_str(&format!(", ${cost:.4}"));
+            }
+            let _ = writeln!(s, "  Per solved task: {line}");
+        }
+        _ => {
+            let _ = writeln!(s, "  Per solved task: none solved");
+        }
+    }
+    if !a.pass_at_k.is_empty() {
+        let at = a.pass_at_k.iter().map(|(k, v, _)| format!("@{k} {}", pct(*v))).collect::<Vec<_>>().join("  ");
+        let hat = a.pass_at_k.iter().map(|(k, _, v)| format!("^{k} {}", pct(*v))).collect::<Vec<_>>().join("  ");
+        let _ = writeln!(s, "  pass@k:          {at}");
+        let _ = writeln!(s, "  pass^k:          {hat}");
+    }
+    for w in &a.warnings {
+        let _ = writeln!(s, "  {} {w}", c.yellow("warning:"));
+    }
+    s.push('\n');
+}
+
+fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
+    let verdict = match e.verdict.as_str() {
+        "helps" => c.green("helps"),
+        "hurts" => c.red("hurts"),
+        v => v.to_string(),
+    };
+    let label = if e.kind == "ablation" { e.components.join(",") } else { "combined".into() };
+    let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "[n/a]".into() };
+    let holm = e.p_holm.map(|h| format!(" (Holm {})", p(h))).unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "  {:<16} {:<width$} {:>7} pp {:<18} p {}{holm}  {}",
+        label,
+        format!("{} vs {} [{}]", e.treatment, e.control, e.model),
+        pp(e.delta),
+        ci,
+        p(e.p_value),
+        verdict,
+    );
+}
+
+pub fn render(r: &Report, colour: bool) -> String {
+    let c = Paint(colour);
+    let level = 1.0 - r.alpha;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}  run {}  suite {}  {} of {} trials recorded{}\n",
+        c.bold(&r.experiment),
+        r.run_id,
+        r.suite,
+        r.recorded_trials,
+        r.planned_trials,
+        if r.interrupted_attempts > 0 { format!(", {} interrupted attempts", r.interrupted_attempts) } else { String::new() }
+    );
+    for a in &r.arms {
+        arm_block(&mut s, a, &c, level);
+    }
+    let width = r.ablations.iter().chain(&r.combined).map(|e| e.treatment.len() + e.control.len() + e.model.len() + 7).max().unwrap_or(20);
+    if !r.ablations.is_empty() {
+        let _ = writeln!(s, "{}", c.bold(&format!("Ablations (treatment - control, paired over tasks, {:.0}% CI, Holm-adjusted over {}):", level * 100.0, r.ablations.len())));
+        for e in &r.ablations {
+            effect_line(&mut s, e, &c, width);
+        }
+        s.push('\n');
+    }
+    if !r.combined.is_empty() {
+        let _ = writeln!(s, "{}", c.bold("Combined comparisons (several components differ: not attributable to one component):"));
+        for e in &r.combined {
+            effect_line(&mut s, e, &c, width);
+        }
+        s.push('\n');
+    }
+    for refused in &r.refused {
+        let _ = writeln!(s, "{} {refused}", c.yellow("refused:"));
+    }
+    if !r.unreadable_lines.is_empty() {
+        let _ = writeln!(s, "{} unreadable lines in trials.jsonl: {:?} (kept everything else)", c.yellow("warning:"), r.unreadable_lines);
+    }
+    s
+}
