@@ -6,6 +6,7 @@ pub mod export;
 pub mod html;
 pub mod load;
 pub mod stats;
+pub mod synth;
 pub mod terminal;
 
 use std::path::Path;

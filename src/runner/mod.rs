@@ -155,35 +155,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
                 run_id = format!("{stamp}-{}-{n}", exp.name);
                 dir = opts.results_dir.join(&run_id);
             }
-            let trials = plan.shard(opts.shard);
-            let m = Manifest {
-                format: FORMAT_VERSION,
-                run_id,
-                tool: "ablate".into(),
-                tool_version: env!("CARGO_PKG_VERSION").into(),
-                created_at: now_rfc3339(),
-                config_path: exp.config_path.display().to_string(),
-                config_file_digest: exp.file_digest.clone(),
-                config_digest: plan.config_digest.clone(),
-                experiment: experiment_json(&exp),
-                suite: SuiteFacts {
-                    name: suite.name.clone(),
-                    version: suite.version.clone(),
-                    path: exp.suite.clone(),
-                    digest: suite.digest.clone(),
-                    tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
-                },
-                prompt_digests: std::iter::once(("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())))
-                    .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
-                    .collect(),
-                host: HostFacts::read(),
-                models: Vec::new(),
-                budget: exp.budget.clone(),
-                experiment_seed: exp.seed,
-                shard: opts.shard,
-                planned_trials: trials.len(),
-                plan: trials,
-            };
+            let m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
             (dir, m)
         }
     };
@@ -302,7 +274,40 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     Ok(RunSummary { dir, planned: manifest.plan.len(), ran_now, records })
 }
 
-fn write_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
+/// The manifest of a new run: everything fixed for it (identities are added at setup).
+pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan::Plan, shard: Option<Shard>) -> Manifest {
+    let trials = plan.shard(shard);
+    Manifest {
+        format: FORMAT_VERSION,
+        run_id,
+        tool: "ablate".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        created_at: now_rfc3339(),
+        config_path: exp.config_path.display().to_string(),
+        config_file_digest: exp.file_digest.clone(),
+        config_digest: plan.config_digest.clone(),
+        experiment: experiment_json(exp),
+        suite: SuiteFacts {
+            name: suite.name.clone(),
+            version: suite.version.clone(),
+            path: exp.suite.clone(),
+            digest: suite.digest.clone(),
+            tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
+        },
+        prompt_digests: std::iter::once(("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())))
+            .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect(),
+        host: HostFacts::read(),
+        models: Vec::new(),
+        budget: exp.budget.clone(),
+        experiment_seed: exp.seed,
+        shard,
+        planned_trials: trials.len(),
+        plan: trials,
+    }
+}
+
+pub fn write_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
     let tmp = dir.join("manifest.json.tmp");
     std::fs::write(&tmp, serde_json::to_vec_pretty(m).map_err(std::io::Error::other)?)?;
     std::fs::rename(tmp, dir.join("manifest.json"))

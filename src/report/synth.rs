@@ -1,0 +1,89 @@
+//! Synthetic runs: a real manifest and plan, with trial records drawn from
+//! chosen per-(task, arm) pass probabilities. For tests of the report and
+//! for benchmarks of `ablate report` at 10k-1M records; never used by a run.
+
+use crate::config::Experiment;
+use crate::grader::{CheckResult, Grade};
+use crate::plan::Plan;
+use crate::record::{EndReason, Incidents, Tokens, TrialRecord, TrialStatus, FORMAT_VERSION};
+use crate::runner::{new_manifest, write_manifest};
+use crate::suite::Suite;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Write `dir/manifest.json` and `dir/trials.jsonl` for every trial of the
+/// plan; `rate(task, arm)` is the pass probability. Returns the record count.
+pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed: u64, rate: impl Fn(&str, &str) -> f64) -> std::io::Result<usize> {
+    std::fs::create_dir_all(dir)?;
+    let run_id = format!("synthetic-{}", exp.name);
+    let mut manifest = new_manifest(run_id.clone(), exp, suite, plan, None);
+    // The plan can be large; the report does not need it in the manifest beyond names.
+    manifest.planned_trials = plan.trials.len();
+    write_manifest(dir, &manifest)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(dir.join("trials.jsonl"))?);
+    for t in &plan.trials {
+        let task = suite.task(&t.task).expect("planned task");
+        let total = task.check.tests;
+        let passed = rng.random_bool(rate(&t.task, &t.arm).clamp(0.0, 1.0));
+        let tests_passed = if passed { total } else { rng.random_range(0..total) };
+        let status = if passed {
+            TrialStatus::Passed
+        } else {
+            match rng.random_range(0..100) {
+                0..=2 => TrialStatus::BudgetExhausted,
+                3 => TrialStatus::ProviderError,
+                _ => TrialStatus::Failed,
+            }
+        };
+        let steps = rng.random_range(1..=exp.budget.max_steps);
+        let rec = TrialRecord {
+            format: FORMAT_VERSION,
+            run_id: run_id.clone(),
+            trial_id: t.id.clone(),
+            task: t.task.clone(),
+            arm: t.arm.clone(),
+            model: t.model.clone(),
+            repeat: t.repeat,
+            seed: t.seed,
+            attempt: 1,
+            status,
+            end_reason: if passed { EndReason::ChecksPassed } else { EndReason::ModelDone },
+            tests_passed,
+            tests_total: total,
+            grade: Some(Grade {
+                check: CheckResult {
+                    command: task.check.command.clone(),
+                    exit_code: Some(if passed { 0 } else { 1 }),
+                    timed_out: false,
+                    passed: tests_passed,
+                    total,
+                    summary_found: true,
+                    failed_tests: Vec::new(),
+                    duration_ms: 120,
+                    output: String::new(),
+                    output_truncated: false,
+                },
+                snapshot_sha256: format!("{:064x}", rng.random::<u64>()),
+                tampered_tests: Vec::new(),
+            }),
+            steps,
+            sessions: 1,
+            tokens: Tokens { input: 600 * steps as u64, output: 150 * steps as u64, cached: 0 },
+            working_seconds: 3.0 * steps as f64,
+            wall_seconds: 3.1 * steps as f64,
+            rate_limit_wait_seconds: 0.0,
+            cost_usd: None,
+            incidents: Incidents::default(),
+            error: None,
+            started_at: "2026-11-30T00:00:00Z".into(),
+            finished_at: "2026-11-30T00:00:03Z".into(),
+        };
+        serde_json::to_writer(&mut out, &rec)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(plan.trials.len())
+}

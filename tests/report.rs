@@ -1,0 +1,131 @@
+//! `ablate report` on generated run folders: files, key numbers, the guard.
+
+use ablate::report::synth;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn generate(dir: &Path, trials: u32, rate: impl Fn(&str, &str) -> f64) -> PathBuf {
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let mut exp = ablate::config::load(&cfg).unwrap();
+    exp.trials = trials;
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let run = dir.join("run");
+    synth::write_run(&run, &exp, &suite, &plan, 11, rate).unwrap();
+    run
+}
+
+fn rate(_task: &str, arm: &str) -> f64 {
+    match arm {
+        "full" => 0.9,
+        "full-minus-feedback" => 0.1,
+        "bare" => 0.2,
+        _ => 0.85,
+    }
+}
+
+fn ablate(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1").output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let headers = r.headers().unwrap().clone();
+    r.records().map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect()).collect()
+}
+
+#[test]
+fn report_writes_every_file_with_the_right_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 4, rate);
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    for f in ["trials.csv", "arms.csv", "effects.csv", "report.json", "report.md", "report.html"] {
+        assert!(run.join(f).is_file(), "{f} written");
+    }
+    let trials = csv_rows(&run.join("trials.csv"));
+    assert_eq!(trials.len(), 6 * 7 * 4);
+    assert_eq!(trials[0].len(), ablate::report::export::TRIALS_COLUMNS.len());
+
+    // The pass rate of an arm is the mean of its per-task means, recomputed here from trials.csv.
+    let mut per_task: HashMap<(String, String), (f64, f64)> = HashMap::new();
+    for t in &trials {
+        let e = per_task.entry((t["arm"].clone(), t["task"].clone())).or_default();
+        e.0 += if t["status"] == "passed" { 1.0 } else { 0.0 };
+        e.1 += 1.0;
+    }
+    let arms = csv_rows(&run.join("arms.csv"));
+    assert_eq!(arms.len(), 7);
+    for a in &arms {
+        let means: Vec<f64> = per_task.iter().filter(|((arm, _), _)| *arm == a["arm"]).map(|(_, (p, n))| p / n).collect();
+        let expect = means.iter().sum::<f64>() / means.len() as f64;
+        let got: f64 = a["pass_rate"].parse().unwrap();
+        assert!((got - expect).abs() < 1e-9, "{}: {got} vs {expect}", a["arm"]);
+        let (lo, hi): (f64, f64) = (a["pass_rate_lo"].parse().unwrap(), a["pass_rate_hi"].parse().unwrap());
+        assert!(lo <= got && got <= hi);
+        assert_eq!(a["trials"], "24");
+    }
+
+    let effects = csv_rows(&run.join("effects.csv"));
+    assert_eq!(effects.len(), 6, "5 ablations + 1 combined");
+    let fb = effects.iter().find(|e| e["components"] == "feedback").unwrap();
+    assert_eq!(fb["kind"], "ablation");
+    assert_eq!((fb["treatment"].as_str(), fb["control"].as_str()), ("full", "full-minus-feedback"));
+    let delta: f64 = fb["delta"].parse().unwrap();
+    assert!(delta > 0.5, "{delta}");
+    assert_eq!(fb["verdict"], "helps");
+    assert!(fb["p_holm"].parse::<f64>().unwrap() >= fb["p_value"].parse::<f64>().unwrap());
+    let combined = effects.iter().find(|e| e["kind"] == "combined").unwrap();
+    assert_eq!(combined["p_holm"], "", "combined comparisons are not in the Holm family");
+
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["ablations"].as_array().unwrap().len(), 5);
+    assert_eq!(json["arms"][0]["pass_at_k"].as_array().unwrap().len(), 4, "pass@k for k = 1..4");
+
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("forest plot") && !html.contains("<script"));
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(md.contains("## Ablations") && md.contains("## Combined comparisons"));
+
+    assert!(out.contains("Arm full "), "{out}");
+    assert!(out.contains("Ablations (treatment - control"), "{out}");
+    assert!(out.contains("helps"), "{out}");
+    assert!(out.contains("not attributable"), "{out}");
+    assert!(!out.contains("\x1b["), "no colour when NO_COLOR is set");
+}
+
+#[test]
+fn analysis_refuses_an_ablation_whose_arms_differ_in_two_components() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 1, rate);
+    let mpath = run.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
+    // Edit the recorded arm so that the feedback ablation's control differs in tools too.
+    for arm in m["experiment"]["arms"].as_array_mut().unwrap() {
+        if arm["name"] == "full-minus-feedback" {
+            arm["components"]["tools"] = serde_json::json!(false);
+        }
+    }
+    std::fs::write(&mpath, serde_json::to_string(&m).unwrap()).unwrap();
+    let (code, out, _) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("refused: not shown as an ablation") && out.contains("differ in 2 components"), "{out}");
+    let effects = csv_rows(&run.join("effects.csv"));
+    assert!(effects.iter().all(|e| e["components"] != "feedback"), "not reported as an ablation");
+}
+
+#[test]
+fn one_trial_per_task_adds_mcnemar_and_a_torn_line_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 1, rate);
+    let mut f = std::fs::OpenOptions::new().append(true).open(run.join("trials.jsonl")).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"trial_id\":\"ab").unwrap();
+    let (code, out, _) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("unreadable lines in trials.jsonl: [43]"), "{out}");
+    let effects = csv_rows(&run.join("effects.csv"));
+    assert!(effects.iter().all(|e| !e["mcnemar_mid_p"].is_empty()));
+    assert_eq!(csv_rows(&run.join("trials.csv")).len(), 42);
+}
