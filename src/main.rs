@@ -56,13 +56,21 @@ enum Command {
     /// Print the arms, comparisons and trial plan of a config, without running.
     Plan {
         /// Experiment config (TOML).
-        config: PathBuf,
+        #[arg(required_unless_present = "pilot")]
+        config: Option<PathBuf>,
         /// Show only shard K of N (K/N).
         #[arg(long, value_parser = parse_shard)]
         shard: Option<Shard>,
         /// Print the plan as JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Size the experiment from a pilot run folder instead: trials per
+        /// task (or tasks) needed for 80% power on each ablation.
+        #[arg(long, value_name = "RUN", requires = "mde")]
+        pilot: Option<PathBuf>,
+        /// Smallest effect worth detecting, as a fraction (0.10 = 10 pp).
+        #[arg(long)]
+        mde: Option<f64>,
     },
 }
 
@@ -99,7 +107,8 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir),
-        Command::Plan { config, shard, json } => plan_cmd(config, shard, json),
+        Command::Plan { pilot: Some(run), mde, .. } => pilot_cmd(&run, mde.unwrap_or(0.1)),
+        Command::Plan { config, shard, json, .. } => plan_cmd(config.expect("clap requires it"), shard, json),
         Command::Report { run, no_color } => report_cmd(&run, no_color),
         Command::Run { config, jobs, shard, resume, results, plain } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
@@ -185,5 +194,16 @@ fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
     let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());
+    Ok(exit::OK)
+}
+
+fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<i32> {
+    if !(mde > 0.0 && mde <= 1.0) {
+        return Err(InputError::at(run, "--mde", format!("{mde} is not in (0, 1]; give a fraction such as 0.10")).into());
+    }
+    let data = ablate::report::load::load(run).map_err(|e| InputError::new(run, e.to_string()))?;
+    let alpha = data.manifest.experiment.get("alpha").and_then(|a| a.as_f64()).unwrap_or(0.05);
+    let rows = ablate::report::power::plan(&data, mde, alpha, 0.8);
+    print!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
     Ok(exit::OK)
 }

@@ -129,3 +129,20 @@ fn one_trial_per_task_adds_mcnemar_and_a_torn_line_is_reported() {
     assert!(effects.iter().all(|e| !e["mcnemar_mid_p"].is_empty()));
     assert_eq!(csv_rows(&run.join("trials.csv")).len(), 42);
 }
+
+#[test]
+fn plan_from_a_pilot_sizes_each_ablation() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 3, |task, arm| if arm == "full" { 0.7 } else if task.len() % 2 == 0 { 0.2 } else { 0.6 });
+    let (code, out, err) = ablate(&["plan", "--pilot", run.to_str().unwrap(), "--mde", "0.10"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("80% power to detect a paired effect of 10.0 pp"), "{out}");
+    assert_eq!(out.matches("var(d)").count(), 5, "one line per ablation: {out}");
+    assert!(out.contains("tasks at 3.0 trials per task"), "{out}");
+    // A larger effect needs fewer tasks.
+    let needed = |o: &str| -> u64 { o.lines().find(|l| l.contains("tasks at")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap() };
+    let (_, out2, _) = ablate(&["plan", "--pilot", run.to_str().unwrap(), "--mde", "0.30"]);
+    assert!(needed(&out2) < needed(&out), "{out2}");
+    let (code, _, _) = ablate(&["plan", "--pilot", run.to_str().unwrap(), "--mde", "0"]);
+    assert_eq!(code, 2);
+}

@@ -5,6 +5,7 @@ pub mod analysis;
 pub mod export;
 pub mod html;
 pub mod load;
+pub mod power;
 pub mod stats;
 pub mod synth;
 pub mod terminal;

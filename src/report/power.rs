@@ -1,0 +1,117 @@
+//! `ablate plan --pilot RUN --mde D`: how many tasks, or trials per task,
+//! each ablation needs for 80% power, from the variances a pilot run shows.
+//!
+//! The variance of a per-task difference d_t with r trials per task and arm
+//! splits into a between-task part and trial noise:
+//! `var(d_t) = s2_between + 2 * s2_within / r`. Adding tasks shrinks both;
+//! adding trials shrinks only the second (Miller 2024, arXiv:2411.00640).
+
+use super::load::{RunData, Row};
+use super::stats;
+use crate::matrix::ComparisonKind;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerRow {
+    pub comparison: String,
+    pub model: String,
+    pub tasks: usize,
+    pub trials_per_task: f64,
+    pub var_d: f64,
+    pub var_within: f64,
+    pub var_between: f64,
+    /// Tasks needed at the pilot's trials per task.
+    pub tasks_needed: Option<u64>,
+    /// Trials per task and arm needed with the pilot's tasks; None when no
+    /// number of trials suffices (then more tasks are needed).
+    pub trials_needed: Option<u64>,
+}
+
+pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
+    let n_tasks = data.tasks.list.len();
+    let z = stats::normal_quantile(1.0 - alpha / 2.0) + stats::normal_quantile(power);
+    let mut out = Vec::new();
+    for c in data.manifest.comparisons().into_iter().filter(|c| matches!(c.kind, ComparisonKind::Ablation { .. })) {
+        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else { continue };
+        for model in 0..data.models.list.len() as u32 {
+            let collect = |arm: u32| {
+                let mut v = vec![Vec::new(); n_tasks];
+                for r in data.trials.iter().filter(|r: &&Row| r.arm == arm && r.model == model) {
+                    v[r.task as usize].push(r.passed());
+                }
+                v
+            };
+            let (cv, tv) = (collect(ci), collect(ti));
+            let pairs: Vec<(&Vec<f64>, &Vec<f64>)> = cv.iter().zip(&tv).filter(|(a, b)| !a.is_empty() && !b.is_empty()).collect();
+            if pairs.len() < 2 {
+                continue;
+            }
+            let diffs: Vec<f64> = pairs.iter().map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
+            let var_d = stats::sample_sd(&diffs).powi(2);
+            let within: Vec<f64> = pairs.iter().flat_map(|(a, b)| [*a, *b]).filter(|v| v.len() >= 2).map(|v| stats::sample_sd(v).powi(2)).collect();
+            let var_within = if within.is_empty() { 0.0 } else { stats::mean(&within) };
+            let r = pairs.iter().map(|(a, b)| (a.len() + b.len()) as f64 / 2.0).sum::<f64>() / pairs.len() as f64;
+            let var_between = (var_d - 2.0 * var_within / r).max(0.0);
+            let t = pairs.len() as f64;
+            let room = t * mde * mde / (z * z) - var_between;
+            let trials_needed = if var_within == 0.0 {
+                (room >= 0.0).then_some(1)
+            } else if room > 0.0 {
+                Some(((2.0 * var_within / room).ceil() as u64).max(1))
+            } else {
+                None
+            };
+            out.push(PowerRow {
+                comparison: c.name.clone(),
+                model: data.models.name(model).to_string(),
+                tasks: pairs.len(),
+                trials_per_task: r,
+                var_d,
+                var_within,
+                var_between,
+                tasks_needed: stats::sample_size_paired(var_d, mde, alpha, power),
+                trials_needed,
+            });
+        }
+    }
+    out
+}
+
+pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
+    let mut s = format!(
+        "Sample size for {:.0}% power to detect a paired effect of {:.1} pp at alpha {alpha} (two-sided):\n",
+        power * 100.0,
+        mde * 100.0
+    );
+    if rows.is_empty() {
+        s.push_str("  no ablation with at least 2 tasks in the pilot\n");
+    }
+    for r in rows {
+        let tasks = r.tasks_needed.map(|n| format!("{n} tasks at {:.1} trials per task", r.trials_per_task)).unwrap_or_else(|| "n/a".into());
+        let trials = match r.trials_needed {
+            Some(n) => format!("{n} trials per task and arm on the pilot's {} tasks", r.tasks),
+            None => format!(
+                "more tasks needed: the between-task variance alone needs {} tasks",
+                ((stats::normal_quantile(1.0 - alpha / 2.0) + stats::normal_quantile(power)).powi(2) * r.var_between / (mde * mde)).ceil()
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "  {} [{}]: var(d) {:.4} (between {:.4}, within {:.4})\n    -> {tasks}; or {trials}",
+            r.comparison, r.model, r.var_d, r.var_between, r.var_within
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn trials_formula_matches_the_decomposition() {
+        // With s2_b = 0.01, s2_w = 0.2, T = 20, delta = 0.1, z = 2.8016:
+        // need 0.01 + 0.4 / r <= 20 * 0.01 / 7.849 = 0.02548 -> r >= 25.83 -> 26.
+        let z: f64 = super::stats::normal_quantile(0.975) + super::stats::normal_quantile(0.8);
+        let room = 20.0 * 0.1 * 0.1 / (z * z) - 0.01;
+        assert_eq!((2.0 * 0.2 / room).ceil() as u64, 26);
+    }
+}
