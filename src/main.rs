@@ -53,6 +53,16 @@ enum Command {
         #[arg(long)]
         no_color: bool,
     },
+    /// Write a synthetic run folder (for benchmarks and tests of `report`).
+    #[command(hide = true)]
+    SynthRun {
+        config: PathBuf,
+        /// At least this many trial records.
+        #[arg(long)]
+        records: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print the arms, comparisons and trial plan of a config, without running.
     Plan {
         /// Experiment config (TOML).
@@ -110,6 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Plan { pilot: Some(run), mde, .. } => pilot_cmd(&run, mde.unwrap_or(0.1)),
         Command::Plan { config, shard, json, .. } => plan_cmd(config.expect("clap requires it"), shard, json),
         Command::Report { run, no_color } => report_cmd(&run, no_color),
+        Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
         Command::Run { config, jobs, shard, resume, results, plain } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
             run_cmd(config, RunOptions { jobs, shard, results_dir: results, resume, progress })
@@ -205,5 +216,21 @@ fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<i32> {
     let alpha = data.manifest.experiment.get("alpha").and_then(|a| a.as_f64()).unwrap_or(0.05);
     let rows = ablate::report::power::plan(&data, mde, alpha, 0.8);
     print!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
+    Ok(exit::OK)
+}
+
+fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path) -> anyhow::Result<i32> {
+    let mut exp = config::load(config_path)?;
+    let suite = suite::load(&exp.suite_path)?;
+    let per_repeat = plan::build(&exp, &suite)?.trials.len() / exp.trials as usize;
+    exp.trials = records.div_ceil(per_repeat.max(1)) as u32;
+    let plan = plan::build(&exp, &suite)?;
+    // Arms get distinct rates so that the report has effects to find.
+    let n = ablate::report::synth::write_run(out, &exp, &suite, &plan, 1, |task, arm| {
+        let t = (task.len() % 5) as f64 / 10.0;
+        let a = (arm.len() % 4) as f64 / 10.0;
+        (0.2 + t + a).min(0.95)
+    })?;
+    eprintln!("wrote {n} records to {}", out.display());
     Ok(exit::OK)
 }

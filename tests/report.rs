@@ -82,7 +82,11 @@ fn report_writes_every_file_with_the_right_numbers() {
 
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["ablations"].as_array().unwrap().len(), 5);
-    assert_eq!(json["arms"][0]["pass_at_k"].as_array().unwrap().len(), 4, "pass@k for k = 1..4");
+    let ks: Vec<u64> = json["arms"][0]["pass_at_k"].as_array().unwrap().iter().map(|t| t[0].as_u64().unwrap()).collect();
+    assert_eq!(ks, vec![1, 2, 3], "pass@k for k in 1, 2, 3 with 4 trials per task");
+    let (at1, hat1) = (json["arms"][0]["pass_at_k"][0][1].as_f64().unwrap(), json["arms"][0]["pass_at_k"][0][2].as_f64().unwrap());
+    assert!((at1 - hat1).abs() < 1e-12, "pass@1 = pass^1");
+    assert!((at1 - json["arms"][0]["pass_rate"]["mean"].as_f64().unwrap()).abs() < 1e-12, "pass@1 is the pass rate");
 
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("forest plot") && !html.contains("<script"));

@@ -48,7 +48,7 @@ pub struct ArmReport {
     pub tokens_per_solved: Option<f64>,
     pub working_seconds_per_solved: Option<f64>,
     pub cost_per_solved: Option<f64>,
-    /// (k, pass@k, pass^k), averaged over tasks, for k = 1..=trials per task.
+    /// (k, pass@k, pass^k), averaged over tasks, for k in PASS_AT_K up to the trials per task.
     pub pass_at_k: Vec<(u64, f64, f64)>,
     pub warnings: Vec<String>,
 }
@@ -95,6 +95,9 @@ pub struct Report {
     /// Comparisons labelled ablations that the analysis-time guard refused.
     pub refused: Vec<String>,
 }
+
+/// The k of pass@k and pass^k reported (those up to the trials per task).
+pub const PASS_AT_K: [u64; 6] = [1, 2, 3, 5, 10, 20];
 
 /// Per-task outcome vectors for one (arm, model), in task-table order.
 fn by_task(rows: &[&Row], n_tasks: usize, f: impl Fn(&Row) -> f64) -> Vec<Vec<f64>> {
@@ -145,8 +148,9 @@ pub fn analyse(data: &RunData) -> Report {
         let n = rows.len() as f64;
         let per_solved = |total: f64| (solved > 0).then(|| total / solved as f64);
         let min_trials = outcomes.iter().filter(|t| !t.is_empty()).map(Vec::len).min().unwrap_or(0) as u64;
-        let pass_at_k = (1..=min_trials)
-            .filter(|_| min_trials > 1)
+        let pass_at_k = PASS_AT_K
+            .into_iter()
+            .filter(|&k| min_trials > 1 && k <= min_trials)
             .map(|k| {
                 let per_task = outcomes.iter().filter(|t| !t.is_empty()).map(|t| {
                     let c = t.iter().filter(|&&x| x >= 1.0).count() as u64;
