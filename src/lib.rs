@@ -7,6 +7,7 @@
 pub mod config;
 pub mod digest;
 pub mod error;
+pub mod gate;
 pub mod grader;
 pub mod harness;
 pub mod matrix;

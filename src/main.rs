@@ -5,7 +5,7 @@ use ablate::error::exit;
 use ablate::plan::Shard;
 use ablate::runner::progress::ProgressMode;
 use ablate::runner::{RunError, RunOptions};
-use ablate::{InputError, config, plan, suite};
+use ablate::{InputError, config, gate, plan, suite};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +53,41 @@ enum Command {
         #[arg(long)]
         no_color: bool,
     },
+    /// Per-task baselines for `ablate gate`.
+    Baseline {
+        #[command(subcommand)]
+        command: BaselineCommand,
+    },
+    /// CI regression gate on pass rate: PASS (exit 0), FAIL (1), INCONCLUSIVE (3); usage error or drift (2).
+    Gate {
+        /// A baseline file (`ablate baseline save`) or a run folder.
+        #[arg(long)]
+        baseline: PathBuf,
+        /// The run folder to judge.
+        #[arg(long)]
+        candidate: PathBuf,
+        /// Largest drop in pass rate accepted as non-inferior (0.05 = 5 pp).
+        #[arg(long, default_value_t = 0.05)]
+        margin: f64,
+        /// One-sided level of the bounds.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        /// Arm of the candidate (default: the baseline's arm).
+        #[arg(long)]
+        arm: Option<String>,
+        /// Model of the candidate (default: the baseline's model).
+        #[arg(long)]
+        model: Option<String>,
+        /// Compare despite a different suite, task set, model or budget (each drift is printed).
+        #[arg(long)]
+        allow_drift: bool,
+        /// Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).
+        #[arg(long, value_name = "FILE")]
+        markdown: Option<PathBuf>,
+        /// Write JUnit XML here: one test case per task, failed when its pass rate fell.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
     /// Write a synthetic run folder (for benchmarks and tests of `report`).
     #[command(hide = true)]
     SynthRun {
@@ -93,6 +128,24 @@ enum SuiteCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum BaselineCommand {
+    /// Save the per-task pass counts of one arm and model of a run (commit the file).
+    Save {
+        /// Run folder.
+        run: PathBuf,
+        /// Output CSV, e.g. results/baseline/NAME.csv.
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+        /// Arm to save (needed when the run has several).
+        #[arg(long)]
+        arm: Option<String>,
+        /// Model to save (needed when the run has several).
+        #[arg(long)]
+        model: Option<String>,
+    },
+}
+
 fn parse_shard(s: &str) -> Result<Shard, String> {
     s.parse()
 }
@@ -120,6 +173,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Plan { pilot: Some(run), mde, .. } => pilot_cmd(&run, mde.unwrap_or(0.1)),
         Command::Plan { config, shard, json, .. } => plan_cmd(config.expect("clap requires it"), shard, json),
         Command::Report { run, no_color } => report_cmd(&run, no_color),
+        Command::Baseline { command: BaselineCommand::Save { run, output, arm, model } } => baseline_save(&run, &output, arm, model),
+        Command::Gate { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit } => {
+            gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
+        }
         Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
         Command::Run { config, jobs, shard, resume, results, plain } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
@@ -233,4 +290,72 @@ fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Pat
     })?;
     eprintln!("wrote {n} records to {}", out.display());
     Ok(exit::OK)
+}
+
+fn load_run(run: &std::path::Path) -> anyhow::Result<ablate::report::load::RunData> {
+    Ok(ablate::report::load::load(run).map_err(|e| InputError::new(run, e.to_string()))?)
+}
+
+fn baseline_save(run: &std::path::Path, output: &std::path::Path, arm: Option<String>, model: Option<String>) -> anyhow::Result<i32> {
+    let data = load_run(run)?;
+    let rows = gate::baseline_of_run(&data, arm.as_deref(), model.as_deref()).map_err(|e| InputError::new(run, e))?;
+    gate::write_baseline(output, &rows)?;
+    let (n, p): (u32, u32) = rows.iter().fold((0, 0), |(n, p), r| (n + r.trials, p + r.passes));
+    println!("saved {} tasks ({p}/{n} trials passed) of arm `{}`, model `{}` to {}", rows.len(), rows[0].arm, rows[0].model, output.display());
+    Ok(exit::OK)
+}
+
+struct GateArgs {
+    baseline: PathBuf,
+    candidate: PathBuf,
+    margin: f64,
+    alpha: f64,
+    arm: Option<String>,
+    model: Option<String>,
+    allow_drift: bool,
+    markdown: Option<PathBuf>,
+    junit: Option<PathBuf>,
+}
+
+fn gate_cmd(a: GateArgs) -> anyhow::Result<i32> {
+    if !(a.margin >= 0.0 && a.margin < 1.0) {
+        return Err(InputError::at(&a.candidate, "--margin", format!("{} is not in [0, 1)", a.margin)).into());
+    }
+    if !(a.alpha > 0.0 && a.alpha < 0.5) {
+        return Err(InputError::at(&a.candidate, "--alpha", format!("{} is not in (0, 0.5)", a.alpha)).into());
+    }
+    let base = if a.baseline.is_dir() {
+        gate::baseline_of_run(&load_run(&a.baseline)?, a.arm.as_deref(), a.model.as_deref()).map_err(|e| InputError::new(&a.baseline, e))?
+    } else {
+        gate::read_baseline(&a.baseline).map_err(|e| InputError::new(&a.baseline, e))?
+    };
+    let cand_data = load_run(&a.candidate)?;
+    let arm = a.arm.clone().or_else(|| Some(base[0].arm.clone()));
+    let model = a.model.clone().or_else(|| Some(base[0].model.clone()));
+    let cand = gate::baseline_of_run(&cand_data, arm.as_deref(), model.as_deref()).map_err(|e| InputError::new(&a.candidate, e))?;
+    let drifts = gate::drifts(&base, &cand);
+    if !drifts.is_empty() {
+        for d in &drifts {
+            eprintln!("drift: {d}");
+        }
+        if !a.allow_drift {
+            eprintln!("error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)");
+            return Ok(gate::exit::USAGE);
+        }
+    }
+    let pairs = gate::pair(&base, &cand);
+    let diffs: Vec<f64> = pairs.iter().map(|(b, c)| c.pass_rate - b.pass_rate).collect();
+    let decision = gate::decide(&diffs, a.alpha, a.margin);
+    let trials = cand.iter().map(|r| r.trials as f64).sum::<f64>() / cand.len() as f64;
+    let hint = gate::trials_hint(&decision, trials);
+    print!("{}", gate::render(&decision, &pairs, hint));
+    if let Some(path) = &a.markdown {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        f.write_all(gate::markdown(&decision, &pairs, hint).as_bytes())?;
+    }
+    if let Some(path) = &a.junit {
+        std::fs::write(path, gate::junit(&decision, &pairs))?;
+    }
+    Ok(decision.verdict.exit_code())
 }

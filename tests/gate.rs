@@ -1,0 +1,88 @@
+//! `ablate baseline save` and `ablate gate`: verdicts, exit codes, drift refusal, CI outputs.
+
+use ablate::report::synth;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A synthetic run of the full suite, arm `full` only, `trials` per task.
+fn run(dir: &Path, name: &str, trials: u32, seed: u64, max_steps: u32, rate: impl Fn(&str) -> f64) -> PathBuf {
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let mut exp = ablate::config::load(&cfg).unwrap();
+    exp.trials = trials;
+    exp.tasks.clear();
+    exp.budget.max_steps = max_steps;
+    exp.arms.retain(|a| a.name == "full");
+    exp.comparisons.clear();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let out = dir.join(name);
+    synth::write_run(&out, &exp, &suite, &plan, seed, |task, _| rate(task)).unwrap();
+    out
+}
+
+fn task_rate(task: &str) -> f64 {
+    0.15 + (task.len() % 7) as f64 * 0.1
+}
+
+fn ablate(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn pass_fail_and_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_run = run(dir.path(), "base", 40, 1, 4, task_rate);
+    let baseline = dir.path().join("baseline/core.csv");
+    let (code, out, err) = ablate(&["baseline", "save", base_run.to_str().unwrap(), "-o", baseline.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("saved 14 tasks"), "{out}");
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    assert!(text.starts_with("task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id"), "{text}");
+
+    // Same true rates, many trials: non-inferior.
+    let same = run(dir.path(), "same", 40, 2, 4, task_rate);
+    let md = dir.path().join("summary.md");
+    let junit = dir.path().join("junit.xml");
+    let (code, out, _) = ablate(&[
+        "gate", "--baseline", baseline.to_str().unwrap(), "--candidate", same.to_str().unwrap(), "--markdown", md.to_str().unwrap(), "--junit", junit.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("gate: PASS"), "{out}");
+    let mdtext = std::fs::read_to_string(&md).unwrap();
+    assert!(mdtext.contains("## ablate gate: ✅ PASS") && mdtext.contains("| parse-duration |"), "{mdtext}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), 14);
+
+    // A 40 pp drop everywhere: a significant regression, and the JUnit cases fail.
+    let worse = run(dir.path(), "worse", 40, 3, 4, |t| (task_rate(t) - 0.4).max(0.0));
+    let (code, out, _) = ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", worse.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("gate: FAIL") && out.contains("tasks whose pass rate fell"), "{out}");
+    assert!(std::fs::read_to_string(&junit).unwrap().matches("<failure ").count() >= 10);
+
+    // A run folder works as the baseline too; one trial per task is too little to decide.
+    let few = run(dir.path(), "few", 1, 4, 4, task_rate);
+    let (code, out, _) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", few.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.starts_with("gate: INCONCLUSIVE") && out.contains("trials per task would likely decide it"), "{out}");
+}
+
+#[test]
+fn drift_is_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_run = run(dir.path(), "base", 5, 1, 4, task_rate);
+    let other_budget = run(dir.path(), "other", 5, 2, 6, task_rate);
+    let (code, _, err) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", other_budget.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("drift: budget") && err.contains("\"max_steps\":4") && err.contains("refusing to compare"), "{err}");
+    let (code, out, err) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", other_budget.to_str().unwrap(), "--allow-drift"]);
+    assert_ne!(code, 2, "{err}");
+    assert!(err.contains("drift: budget") && out.starts_with("gate: "), "{out}{err}");
+
+    let (code, _, err) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", base_run.to_str().unwrap(), "--margin", "2"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = ablate(&["gate", "--baseline", "/nonexistent.csv", "--candidate", base_run.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/nonexistent.csv"), "{err}");
+}
