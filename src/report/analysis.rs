@@ -16,12 +16,31 @@ pub struct Interval {
     pub hi: f64,
     pub se: f64,
     pub n_tasks: usize,
+    /// `clustered_t` (tasks as the unit) or `wilson` (one task: its trials).
+    pub method: &'static str,
 }
 
 impl From<stats::Estimate> for Interval {
     fn from(e: stats::Estimate) -> Self {
-        Interval { mean: e.mean, lo: e.lo, hi: e.hi, se: e.se, n_tasks: e.n_tasks }
+        Interval { mean: e.mean, lo: e.lo, hi: e.hi, se: e.se, n_tasks: e.n_tasks, method: "clustered_t" }
     }
+}
+
+/// The interval of a pass rate: clustered over tasks; with a single task,
+/// Wilson's score interval over that task's trials (DESIGN.md: "Wilson for a
+/// single task's rate"), which speaks for that task only.
+fn rate_interval(outcomes: &[Vec<f64>], conf: f64) -> Interval {
+    let e = stats::pass_rate(outcomes, conf);
+    if e.n_tasks != 1 {
+        return e.into();
+    }
+    let trials: Vec<f64> = outcomes.iter().flatten().copied().collect();
+    let successes = trials.iter().filter(|&&x| x >= 1.0).count() as u64;
+    if trials.iter().any(|&x| x > 0.0 && x < 1.0) {
+        return e.into(); // fractions (tests passed): no binomial interval
+    }
+    let (lo, hi) = stats::wilson(successes, trials.len() as u64, conf);
+    Interval { mean: e.mean, lo, hi, se: f64::NAN, n_tasks: 1, method: "wilson" }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -130,8 +149,9 @@ pub fn analyse(data: &RunData) -> Report {
     for ((model, arm), rows) in &groups {
         let outcomes = by_task(rows, n_tasks, Row::passed);
         let pass = stats::pass_rate(&outcomes, conf);
+        let pass_interval = rate_interval(&outcomes, conf);
         let kept: Vec<&Row> = rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect();
-        let pass_excl = stats::pass_rate(&by_task(&kept, n_tasks, Row::passed), conf);
+        let pass_excl = rate_interval(&by_task(&kept, n_tasks, Row::passed), conf);
         let tests = stats::pass_rate(&by_task(rows, n_tasks, Row::test_fraction), conf);
         let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
         for r in rows {
@@ -169,16 +189,16 @@ pub fn analyse(data: &RunData) -> Report {
                 100.0 * troubled as f64 / n
             ));
         }
-        if pass.n_tasks < 2 {
-            warnings.push("fewer than 2 tasks: no interval can be given".into());
+        if pass.n_tasks == 1 {
+            warnings.push("one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite".into());
         }
         arms.push(ArmReport {
             arm: data.arms.name(*arm).to_string(),
             model: data.models.name(*model).to_string(),
             trials: rows.len(),
             tasks: pass.n_tasks,
-            pass_rate: pass.into(),
-            pass_rate_excl_infra: pass_excl.into(),
+            pass_rate: pass_interval,
+            pass_rate_excl_infra: pass_excl,
             trials_excl_infra: kept.len(),
             tests_passed: tests.into(),
             statuses,
