@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate build release check-suite plan model model-small
+.PHONY: test ablate build release check-suite plan model model-small screenshot bench-report
 
 ## make test: the whole test suite (unit, integration, CLI) and the suite proof.
 test:
@@ -32,3 +32,11 @@ model:
 ## make model-small: the small SmolLM2-135M model used by tests.
 model-small:
 	bash scripts/fetch-model.sh small
+
+## make screenshot RUN=results/<run>: render report.html in headless Chromium to report.png.
+screenshot:
+	bash scripts/screenshot.sh $(RUN)
+
+## make bench-report: time and peak memory of `ablate report` on 10k, 100k and 1M records.
+bench-report:
+	bash benches/report.sh

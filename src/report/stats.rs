@@ -171,8 +171,16 @@ pub fn wilson(successes: u64, n: u64, conf: f64) -> (f64, f64) {
     let z2n = z * z / nf;
     let center = (p + z2n / 2.0) / (1.0 + z2n);
     let half = z / (1.0 + z2n) * (p * (1.0 - p) / nf + z2n / (4.0 * nf)).sqrt();
-    let lo = if successes == 0 { 0.0 } else { (center - half).max(0.0) };
-    let hi = if successes == n { 1.0 } else { (center + half).min(1.0) };
+    let lo = if successes == 0 {
+        0.0
+    } else {
+        (center - half).max(0.0)
+    };
+    let hi = if successes == n {
+        1.0
+    } else {
+        (center + half).min(1.0)
+    };
     (lo, hi)
 }
 
@@ -235,7 +243,11 @@ pub struct Estimate {
 
 /// Per-task means of the tasks that have at least one trial.
 fn task_means(tasks: &[Vec<f64>]) -> Vec<f64> {
-    tasks.iter().filter(|t| !t.is_empty()).map(|t| mean(t)).collect()
+    tasks
+        .iter()
+        .filter(|t| !t.is_empty())
+        .map(|t| mean(t))
+        .collect()
 }
 
 /// Clustered pass rate: the mean over tasks of the per-task mean outcome,
@@ -427,9 +439,20 @@ fn clustered_wilson(means: &[f64], n_trials: usize, conf: f64) -> (f64, f64) {
     let n_star = n_eff * (z / t).powi(2);
     let z2n = z * z / n_star;
     let center = (p + z2n / 2.0) / (1.0 + z2n);
-    let half = z / (1.0 + z2n) * (p * (1.0 - p) / n_star + z2n / (4.0 * n_star)).max(0.0).sqrt();
-    let lo = if p <= 0.0 { 0.0 } else { (center - half).max(0.0) };
-    let hi = if p >= 1.0 { 1.0 } else { (center + half).min(1.0) };
+    let half = z / (1.0 + z2n)
+        * (p * (1.0 - p) / n_star + z2n / (4.0 * n_star))
+            .max(0.0)
+            .sqrt();
+    let lo = if p <= 0.0 {
+        0.0
+    } else {
+        (center - half).max(0.0)
+    };
+    let hi = if p >= 1.0 {
+        1.0
+    } else {
+        (center + half).min(1.0)
+    };
     (lo, hi)
 }
 
@@ -715,7 +738,11 @@ mod tests {
     macro_rules! assert_close {
         ($a:expr, $b:expr, $tol:expr) => {{
             let (a, b, tol) = ($a as f64, $b as f64, $tol as f64);
-            assert!(close(a, b, tol), "{} = {a}, expected {b} ± {tol}", stringify!($a));
+            assert!(
+                close(a, b, tol),
+                "{} = {a}, expected {b} ± {tol}",
+                stringify!($a)
+            );
         }};
     }
 
@@ -744,7 +771,11 @@ mod tests {
     fn mean_and_sd() {
         assert_close!(mean(&[1.0, 2.0, 3.0, 4.0]), 2.5, 1e-12);
         assert!(mean(&[]).is_nan());
-        assert_close!(sample_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 2.138090, 1e-6);
+        assert_close!(
+            sample_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
+            2.138090,
+            1e-6
+        );
         assert!(sample_sd(&[1.0]).is_nan());
         assert!(sample_sd(&[]).is_nan());
         assert_eq!(sample_sd(&[3.0, 3.0, 3.0]), 0.0);
@@ -812,8 +843,18 @@ mod tests {
 
     #[test]
     fn paired_effect_basic() {
-        let control = vec![vec![0.0, 0.0], vec![1.0, 0.0], vec![1.0, 1.0], vec![0.0, 1.0]];
-        let treatment = vec![vec![1.0, 0.0], vec![1.0, 1.0], vec![1.0, 1.0], vec![1.0, 1.0]];
+        let control = vec![
+            vec![0.0, 0.0],
+            vec![1.0, 0.0],
+            vec![1.0, 1.0],
+            vec![0.0, 1.0],
+        ];
+        let treatment = vec![
+            vec![1.0, 0.0],
+            vec![1.0, 1.0],
+            vec![1.0, 1.0],
+            vec![1.0, 1.0],
+        ];
         // d = 0.5, 0.5, 0, 0.5
         let p = paired_effect(&control, &treatment, 0.95);
         let d = [0.5, 0.5, 0.0, 0.5];
@@ -834,12 +875,19 @@ mod tests {
 
         // All differences zero.
         let z = paired_effect(&vec![vec![0.0]; 6], &vec![vec![0.0]; 6], 0.95);
-        assert_eq!((z.mean_diff, z.se, z.lo, z.hi, z.p_value), (0.0, 0.0, 0.0, 0.0, 1.0));
+        assert_eq!(
+            (z.mean_diff, z.se, z.lo, z.hi, z.p_value),
+            (0.0, 0.0, 0.0, 0.0, 1.0)
+        );
         // All differences equal and non-zero.
         let z = paired_effect(&vec![vec![0.0]; 6], &vec![vec![1.0]; 6], 0.95);
         assert_eq!((z.lo, z.hi, z.p_value), (1.0, 1.0, 0.0));
         // Tasks empty in either arm are dropped from both.
-        let z = paired_effect(&[vec![], vec![0.0], vec![1.0]], &[vec![1.0], vec![1.0], vec![]], 0.95);
+        let z = paired_effect(
+            &[vec![], vec![0.0], vec![1.0]],
+            &[vec![1.0], vec![1.0], vec![]],
+            0.95,
+        );
         assert_eq!(z.n_tasks, 1);
         assert!(z.p_value.is_nan());
     }
@@ -903,7 +951,10 @@ mod tests {
         // 1 - C(7,2)/C(10,2) = 1 - 21/45.
         assert_close!(pass_at_k(10, 3, 2), 1.0 - 21.0 / 45.0, 1e-12);
         // Large n stays finite and exact enough: 1 - C(190,10)/C(200,10).
-        let direct = 1.0 - (0..10).map(|i| (190 - i) as f64 / (200 - i) as f64).product::<f64>();
+        let direct = 1.0
+            - (0..10)
+                .map(|i| (190 - i) as f64 / (200 - i) as f64)
+                .product::<f64>();
         assert_close!(pass_at_k(200, 10, 10), direct, 1e-12);
         assert!(pass_at_k(5, 6, 1).is_nan());
         assert!(pass_at_k(5, 2, 6).is_nan());
@@ -926,7 +977,11 @@ mod tests {
         assert_eq!(sample_size_paired(0.25, 0.0, 0.05, 0.8), None);
         assert_eq!(sample_size_paired(0.25, 0.1, 1.5, 0.8), None);
         // MDE inverts the sample size: at n = 196.22 the MDE is 0.1.
-        assert_close!(min_detectable_effect(0.25, 197, 0.05, 0.8), 0.1 * (196.222_f64 / 197.0).sqrt(), 1e-5);
+        assert_close!(
+            min_detectable_effect(0.25, 197, 0.05, 0.8),
+            0.1 * (196.222_f64 / 197.0).sqrt(),
+            1e-5
+        );
         assert!(min_detectable_effect(0.25, 0, 0.05, 0.8).is_nan());
     }
 
@@ -958,7 +1013,9 @@ mod tests {
         assert_eq!(e.hi, 1.0);
         assert!(e.lo > 0.8 && e.lo < 1.0);
         // Away from the boundary with many tasks it is close to the t interval.
-        let tasks: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64, ((i / 2) % 2) as f64]).collect();
+        let tasks: Vec<Vec<f64>> = (0..200)
+            .map(|i| vec![(i % 2) as f64, ((i / 2) % 2) as f64])
+            .collect();
         let (t, w) = (pass_rate(&tasks, 0.95), pass_rate_wilson(&tasks, 0.95));
         assert_close!(w.lo, t.lo, 0.01);
         assert_close!(w.hi, t.hi, 0.01);
@@ -971,8 +1028,13 @@ mod tests {
         assert_close!(m.hi, e_hi_all_fail(), 1e-12);
         // Many tasks, away from the boundary: close to the paired t interval.
         let control: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64]).collect();
-        let treatment: Vec<Vec<f64>> = (0..200).map(|i| vec![((i % 2 == 1) || i % 3 == 0) as u8 as f64]).collect();
-        let (t, m) = (paired_effect(&control, &treatment, 0.95), paired_effect_mover(&control, &treatment, 0.95));
+        let treatment: Vec<Vec<f64>> = (0..200)
+            .map(|i| vec![((i % 2 == 1) || i % 3 == 0) as u8 as f64])
+            .collect();
+        let (t, m) = (
+            paired_effect(&control, &treatment, 0.95),
+            paired_effect_mover(&control, &treatment, 0.95),
+        );
         assert_eq!((t.mean_diff, t.p_value), (m.mean_diff, m.p_value));
         assert_close!(m.lo, t.lo, 0.01);
         assert_close!(m.hi, t.hi, 0.01);
@@ -1072,8 +1134,14 @@ mod tests {
 
     fn simulate(rng: &mut SplitMix64, tasks: usize, repeats: usize, base: f64) -> Row {
         let pop_rate = logit_normal_mean(logit(base), SIGMA_TASK);
-        let pop_diff = logit_normal_mean(logit(base) + EFFECT, SIGMA_TASK.hypot(SIGMA_EFFECT)) - pop_rate;
-        let mut row = Row { base, tasks, repeats, ..Row::default() };
+        let pop_diff =
+            logit_normal_mean(logit(base) + EFFECT, SIGMA_TASK.hypot(SIGMA_EFFECT)) - pop_rate;
+        let mut row = Row {
+            base,
+            tasks,
+            repeats,
+            ..Row::default()
+        };
         let mut control = vec![Vec::with_capacity(repeats); tasks];
         let mut treatment = vec![Vec::with_capacity(repeats); tasks];
         let mut control2 = vec![Vec::with_capacity(repeats); tasks];
@@ -1102,9 +1170,18 @@ mod tests {
             let w_rate = pass_rate_wilson(&control, 0.95);
             let t_diff = paired_effect(&control, &treatment, 0.95);
             let m_diff = paired_effect_mover(&control, &treatment, 0.95);
-            let bounds = [(t_rate.lo, t_rate.hi), (w_rate.lo, w_rate.hi), (t_diff.lo, t_diff.hi), (m_diff.lo, m_diff.hi)];
+            let bounds = [
+                (t_rate.lo, t_rate.hi),
+                (w_rate.lo, w_rate.hi),
+                (t_diff.lo, t_diff.hi),
+                (m_diff.lo, m_diff.hi),
+            ];
             for (i, &(lo, hi)) in bounds.iter().enumerate() {
-                let (truth, pop) = if i < 2 { (true_rate, pop_rate) } else { (true_diff, pop_diff) };
+                let (truth, pop) = if i < 2 {
+                    (true_rate, pop_rate)
+                } else {
+                    (true_diff, pop_diff)
+                };
                 row.cover[i] += inside(lo, hi, truth);
                 row.cover_pop[i] += inside(lo, hi, pop);
             }
@@ -1116,7 +1193,10 @@ mod tests {
             row.aa_mover += 1.0 - inside(aa_m.lo, aa_m.hi, 0.0);
         }
         let r = REPS as f64;
-        row.cover.iter_mut().chain(row.cover_pop.iter_mut()).for_each(|c| *c /= r);
+        row.cover
+            .iter_mut()
+            .chain(row.cover_pop.iter_mut())
+            .for_each(|c| *c /= r);
         row.aa_t /= r;
         row.aa_mover /= r;
         row.zero_se /= r;
@@ -1152,17 +1232,44 @@ mod tests {
             "coverage_simulation: {REPS} replications per row; task rates logit-normal \
              (logit(base) + N(0, {SIGMA_TASK}^2)); treatment +{EFFECT} logit (task sd {SIGMA_EFFECT})"
         );
-        println!("coverage of 95% intervals: conditional estimand (mean over the drawn tasks) [population estimand]");
+        println!(
+            "coverage of 95% intervals: conditional estimand (mean over the drawn tasks) [population estimand]"
+        );
         println!(
             "{:>4} {:>5} {:>3} | {:^13} {:^13} | {:^13} {:^13} | {:>6} {:>7} | {:>6}",
-            "base", "tasks", "rep", "rate t", "rate Wilson", "diff t", "diff MOVER", "A/A t", "A/A MOV", "P(se=0)"
+            "base",
+            "tasks",
+            "rep",
+            "rate t",
+            "rate Wilson",
+            "diff t",
+            "diff MOVER",
+            "A/A t",
+            "A/A MOV",
+            "P(se=0)"
         );
         let mark = |c: f64| if c < 0.93 { '<' } else { ' ' };
         for r in &rows {
-            let cell = |i: usize| format!("{:.3}{}[{:.3}]", r.cover[i], mark(r.cover[i]), r.cover_pop[i]);
+            let cell = |i: usize| {
+                format!(
+                    "{:.3}{}[{:.3}]",
+                    r.cover[i],
+                    mark(r.cover[i]),
+                    r.cover_pop[i]
+                )
+            };
             println!(
                 "{:4.2} {:5} {:3} | {} {} | {} {} | {:6.3} {:7.3} | {:6.3}",
-                r.base, r.tasks, r.repeats, cell(0), cell(1), cell(2), cell(3), r.aa_t, r.aa_mover, r.zero_se
+                r.base,
+                r.tasks,
+                r.repeats,
+                cell(0),
+                cell(1),
+                cell(2),
+                cell(3),
+                r.aa_t,
+                r.aa_mover,
+                r.zero_se
             );
         }
         println!("'<' marks conditional coverage below 0.93; A/A limit {aa_limit:.4}");
@@ -1170,14 +1277,21 @@ mod tests {
         let mut failures = Vec::new();
         for r in &rows {
             let name = format!("base {} T {} r {}", r.base, r.tasks, r.repeats);
-            let asserted: &[usize] = if r.base == 0.5 { &[0, 1, 2, 3] } else { &[1, 3] };
+            let asserted: &[usize] = if r.base == 0.5 {
+                &[0, 1, 2, 3]
+            } else {
+                &[1, 3]
+            };
             for &i in asserted {
                 if r.cover[i] < 0.93 {
                     failures.push(format!("{name}: coverage[{i}] = {:.3}", r.cover[i]));
                 }
             }
             if r.aa_t > aa_limit || r.aa_mover > aa_limit {
-                failures.push(format!("{name}: A/A rejections t {:.3}, MOVER {:.3}", r.aa_t, r.aa_mover));
+                failures.push(format!(
+                    "{name}: A/A rejections t {:.3}, MOVER {:.3}",
+                    r.aa_t, r.aa_mover
+                ));
             }
         }
         assert!(failures.is_empty(), "scenarios failing: {failures:#?}");
