@@ -43,6 +43,10 @@ enum Command {
         /// One line per trial on stderr, even on a terminal.
         #[arg(long)]
         plain: bool,
+        /// Trials per (task, arm, model), instead of the config's
+        /// (a different experiment: its trial ids differ).
+        #[arg(long)]
+        trials: Option<u32>,
     },
     /// Analyse a run folder: print the report and write trials.csv, arms.csv,
     /// effects.csv, report.json, report.md and report.html into it.
@@ -178,9 +182,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
         }
         Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
-        Command::Run { config, jobs, shard, resume, results, plain } => {
+        Command::Run { config, jobs, shard, resume, results, plain, trials } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
-            run_cmd(config, RunOptions { jobs, shard, results_dir: results, resume, progress })
+            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress })
         }
     }
 }
@@ -235,8 +239,14 @@ fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::R
     Ok(exit::OK)
 }
 
-fn run_cmd(config_path: PathBuf, opts: RunOptions) -> anyhow::Result<i32> {
-    let exp = config::load(&config_path)?;
+fn run_cmd(config_path: PathBuf, trials: Option<u32>, opts: RunOptions) -> anyhow::Result<i32> {
+    let mut exp = config::load(&config_path)?;
+    if let Some(n) = trials {
+        if n == 0 {
+            return Err(InputError::at(&config_path, "--trials", "must be at least 1").into());
+        }
+        exp.trials = n;
+    }
     let suite = suite::load(&exp.suite_path)?;
     let result = runtime()?.block_on(ablate::runner::run(exp, suite, opts));
     let summary = match result {

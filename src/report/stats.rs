@@ -22,6 +22,12 @@
 //!   in [`paired_effect`].
 //! * Trial outcomes are numbers in `[0, 1]` (1 = pass). Fractional scores work
 //!   too: all task-level functions only average them.
+//! * Two interval families: the t intervals of [`pass_rate`] and
+//!   [`paired_effect`] (Miller 2024), and the score-type intervals of
+//!   [`pass_rate_wilson`] and [`paired_effect_mover`], which keep their
+//!   coverage at rates near 0 or 1 where the t intervals collapse to zero
+//!   width. The test `coverage_simulation` compares them (run it with
+//!   `--nocapture` for the table).
 
 use statrs::distribution::{Beta, ContinuousCDF, Normal, StudentsT};
 use statrs::function::factorial::ln_binomial;
@@ -692,7 +698,7 @@ pub fn sample_size_paired(var_d: f64, delta: f64, alpha: f64, power: f64) -> Opt
 /// (the inverse of [`sample_size_paired`], Normal approximation).
 /// Returns `NaN` for `n == 0`, negative `var_d`, or levels outside `(0, 1)`.
 pub fn min_detectable_effect(var_d: f64, n: u64, alpha: f64, power: f64) -> f64 {
-    if n == 0 || !(var_d >= 0.0) {
+    if n == 0 || var_d.is_nan() || var_d < 0.0 {
         return f64::NAN;
     }
     z_sum(alpha, power) * (var_d / n as f64).sqrt()
