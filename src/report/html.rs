@@ -17,7 +17,12 @@ fn ci(i: &Interval) -> String {
 /// a line at zero. The x range covers every interval (at least ±10 pp).
 pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let row_h = 26.0;
-    let label_w = 330.0;
+    let label = |e: &EffectReport| {
+        let l = if e.kind == "ablation" { format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control) } else { format!("combined: {} vs {}", e.treatment, e.control) };
+        format!("{l} · {}", e.model)
+    };
+    // About 6.6 px per character at 12 px sans-serif.
+    let label_w = effects.iter().map(|e| label(e).chars().count()).max().unwrap_or(20) as f64 * 6.6 + 20.0;
     let plot_w = 420.0;
     let right_w = 150.0;
     let top = 30.0;
@@ -46,18 +51,26 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
             "hurts" => "#cf222e",
             _ => "#444",
         };
-        let label = if e.kind == "ablation" { format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control) } else { format!("combined: {} vs {}", e.treatment, e.control) };
-        let _ = write!(s, r#"<text x="6" y="{}" fill="{colour}">{} · {}</text>"#, y + 4.0, esc(&label), esc(&e.model));
+        let _ = write!(s, r#"<text x="6" y="{}" fill="{colour}">{}</text>"#, y + 4.0, esc(&label(e)));
         if e.lo.is_finite() && e.hi.is_finite() {
             let _ = write!(s, r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{colour}" stroke-width="2"/>"#, x(e.lo.max(-extent)), x(e.hi.min(extent)));
         }
         if e.delta.is_finite() {
             let _ = write!(s, r#"<circle cx="{}" cy="{y}" r="5" fill="{colour}"><title>{} pp, p {}</title></circle>"#, x(e.delta), pp(e.delta), p(e.p_value));
         }
-        let _ = write!(s, r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#, label_w + plot_w + 10.0, y + 4.0, pp(e.delta), esc(&e.verdict.split(' ').next().unwrap_or("").to_string()));
+        let _ = write!(s, r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#, label_w + plot_w + 10.0, y + 4.0, pp(e.delta), short_verdict(&e.verdict));
     }
     s.push_str("</svg>");
     s
+}
+
+fn short_verdict(v: &str) -> &'static str {
+    match v {
+        "helps" => "helps",
+        "hurts" => "hurts",
+        v if v.starts_with("no detectable") => "n.s.",
+        _ => "n/a",
+    }
 }
 
 fn effect_rows(s: &mut String, effects: &[EffectReport]) {
