@@ -322,6 +322,61 @@ pub struct Manifest {
     pub plan: Vec<TrialSpec>,
 }
 
+/// The manifest without its plan, for analysis: a run of a million trials
+/// has a plan of a million specs that a report does not need.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ManifestHead {
+    pub format: u32,
+    pub run_id: String,
+    pub tool: String,
+    pub tool_version: String,
+    pub created_at: String,
+    pub config_path: String,
+    pub config_file_digest: String,
+    pub config_digest: String,
+    pub experiment: serde_json::Value,
+    pub suite: SuiteFacts,
+    pub prompt_digests: Vec<(String, String)>,
+    pub host: HostFacts,
+    pub models: Vec<ModelIdentity>,
+    pub budget: Budget,
+    pub experiment_seed: u64,
+    #[serde(default)]
+    pub shard: Option<Shard>,
+    pub planned_trials: usize,
+    #[serde(default, rename = "plan", deserialize_with = "skip_plan")]
+    _plan: (),
+}
+
+fn skip_plan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| ())
+}
+
+impl From<ManifestHead> for Manifest {
+    fn from(h: ManifestHead) -> Manifest {
+        Manifest {
+            format: h.format,
+            run_id: h.run_id,
+            tool: h.tool,
+            tool_version: h.tool_version,
+            created_at: h.created_at,
+            config_path: h.config_path,
+            config_file_digest: h.config_file_digest,
+            config_digest: h.config_digest,
+            experiment: h.experiment,
+            suite: h.suite,
+            prompt_digests: h.prompt_digests,
+            host: h.host,
+            models: h.models,
+            budget: h.budget,
+            experiment_seed: h.experiment_seed,
+            shard: h.shard,
+            planned_trials: h.planned_trials,
+            plan: Vec::new(),
+        }
+    }
+}
+
 impl Manifest {
     /// The experiment back from the manifest (for analysis-time checks).
     pub fn arms(&self) -> Vec<crate::matrix::Arm> {

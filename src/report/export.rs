@@ -4,7 +4,7 @@
 
 use super::analysis::{EffectReport, Report};
 use super::terminal::{p, pct, pp};
-use super::{html, load};
+use super::html;
 use crate::record::{EndReason, TrialRecord};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -86,25 +86,38 @@ fn trial_row(r: &TrialRecord) -> Vec<String> {
     ]
 }
 
-/// trials.csv: one row per recorded attempt, streamed from trials.jsonl.
-pub fn write_trials_csv(dir: &Path) -> std::io::Result<()> {
-    let tmp = dir.join(".trials.csv.tmp");
-    let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
-    w.write_record(TRIALS_COLUMNS).map_err(std::io::Error::other)?;
-    let mut err = None;
-    load::for_each_record(dir, |r| {
-        if err.is_none() {
-            if let Err(e) = w.write_record(trial_row(&r)) {
-                err = Some(e);
+/// trials.csv: one row per recorded attempt, written while the run is loaded
+/// (see `report_dir`) to a temporary file that `finish` renames.
+pub struct TrialsCsv {
+    writer: csv::Writer<std::fs::File>,
+    tmp: std::path::PathBuf,
+    error: Option<csv::Error>,
+}
+
+impl TrialsCsv {
+    pub fn create(dir: &Path) -> std::io::Result<TrialsCsv> {
+        let tmp = dir.join(".trials.csv.tmp");
+        let mut writer = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
+        writer.write_record(TRIALS_COLUMNS).map_err(std::io::Error::other)?;
+        Ok(TrialsCsv { writer, tmp, error: None })
+    }
+
+    pub fn push(&mut self, r: &TrialRecord) {
+        if self.error.is_none() {
+            if let Err(e) = self.writer.write_record(trial_row(r)) {
+                self.error = Some(e);
             }
         }
-    })?;
-    if let Some(e) = err {
-        return Err(std::io::Error::other(e));
     }
-    w.flush()?;
-    drop(w);
-    std::fs::rename(tmp, dir.join("trials.csv"))
+
+    pub fn finish(mut self, dir: &Path) -> std::io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(std::io::Error::other(e));
+        }
+        self.writer.flush()?;
+        drop(self.writer);
+        std::fs::rename(&self.tmp, dir.join("trials.csv"))
+    }
 }
 
 pub fn arms_csv(r: &Report) -> Vec<u8> {
@@ -244,9 +257,8 @@ pub fn markdown(r: &Report) -> String {
     s
 }
 
-/// Write every export of a run folder.
-pub fn write_all(dir: &Path, r: &Report) -> std::io::Result<()> {
-    write_trials_csv(dir)?;
+/// Write the exports derived from the analysis (trials.csv is streamed apart).
+pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
     atomic_write(dir, "arms.csv", &arms_csv(r))?;
     atomic_write(dir, "effects.csv", &effects_csv(r))?;
     atomic_write(dir, "report.json", &serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?)?;

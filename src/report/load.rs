@@ -101,9 +101,38 @@ pub enum LoadError {
 }
 
 pub fn load(dir: &Path) -> Result<RunData, LoadError> {
+    load_with(dir, None)
+}
+
+impl From<&TrialRecord> for LightRecord {
+    fn from(r: &TrialRecord) -> Self {
+        LightRecord {
+            trial_id: r.trial_id.clone(),
+            task: r.task.clone(),
+            arm: r.arm.clone(),
+            model: r.model.clone(),
+            repeat: r.repeat,
+            attempt: r.attempt,
+            status: r.status,
+            tests_passed: r.tests_passed,
+            tests_total: r.tests_total,
+            steps: r.steps,
+            tokens: r.tokens,
+            working_seconds: r.working_seconds,
+            cost_usd: r.cost_usd,
+        }
+    }
+}
+
+/// Load a run; when `sink` is given, every full record is also handed to it
+/// (one parse of trials.jsonl serves the analysis and the tidy CSV).
+pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> Result<RunData, LoadError> {
     let mpath = dir.join("manifest.json");
     let text = std::fs::read_to_string(&mpath).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("cannot read: {e} (is this a run folder?)") })?;
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
+    let head: crate::record::ManifestHead =
+        serde_json::from_str(&text).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
+    drop(text);
+    let manifest: Manifest = head.into();
     let mut data = RunData {
         dir: dir.to_path_buf(),
         manifest,
@@ -114,16 +143,19 @@ pub fn load(dir: &Path) -> Result<RunData, LoadError> {
         trials: Vec::new(),
         unreadable_lines: Vec::new(),
     };
-    // Names in plan order first, so tables list them as the experiment does.
-    let plan = std::mem::take(&mut data.manifest.plan);
-    for t in &plan {
-        data.tasks.id(&t.task);
-        data.models.id(&t.model);
+    // Names in the experiment's order first, so tables list them as it does.
+    let selected: Vec<String> = data.manifest.experiment.get("tasks").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or_default();
+    for (task, _) in &data.manifest.suite.tasks {
+        if selected.is_empty() || selected.contains(task) {
+            data.tasks.id(task);
+        }
+    }
+    for m in &data.manifest.models {
+        data.models.id(&m.name);
     }
     for a in data.manifest.arms() {
         data.arms.id(&a.name);
     }
-    data.manifest.plan = plan;
 
     let tpath = dir.join("trials.jsonl");
     let file = match std::fs::File::open(&tpath) {
@@ -138,7 +170,14 @@ pub fn load(dir: &Path) -> Result<RunData, LoadError> {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<LightRecord>(&line) {
+            let parsed = match sink.as_mut() {
+                Some(sink) => serde_json::from_slice::<TrialRecord>(&line).map(|full| {
+                    sink(&full);
+                    LightRecord::from(&full)
+                }),
+                None => serde_json::from_slice::<LightRecord>(&line),
+            };
+            match parsed {
                 Ok(r) => {
                     let row = Row {
                         trial: u64::from_str_radix(&r.trial_id, 16).unwrap_or_else(|_| hash64(&r.trial_id)),
@@ -183,16 +222,4 @@ pub fn load(dir: &Path) -> Result<RunData, LoadError> {
 fn hash64(s: &str) -> u64 {
     let d = crate::digest::sha256_hex(s.as_bytes());
     u64::from_str_radix(&d[..16], 16).unwrap_or(0)
-}
-
-/// Stream every full record (for the tidy trials.csv).
-pub fn for_each_record(dir: &Path, mut f: impl FnMut(TrialRecord)) -> std::io::Result<()> {
-    let path = dir.join("trials.jsonl");
-    let Ok(file) = std::fs::File::open(&path) else { return Ok(()) };
-    for line in BufReader::with_capacity(1 << 20, file).split(b'\n') {
-        if let Ok(r) = serde_json::from_slice::<TrialRecord>(&line?) {
-            f(r);
-        }
-    }
-    Ok(())
 }

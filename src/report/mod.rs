@@ -14,8 +14,11 @@ use std::path::Path;
 
 /// Load a run folder, analyse it and write every export into it.
 pub fn report_dir(dir: &Path) -> Result<analysis::Report, String> {
-    let data = load::load(dir).map_err(|e| e.to_string())?;
+    let failed = |e: std::io::Error| format!("cannot write the exports in {}: {e}", dir.display());
+    let mut csv = export::TrialsCsv::create(dir).map_err(failed)?;
+    let data = load::load_with(dir, Some(&mut |r| csv.push(r))).map_err(|e| e.to_string())?;
+    csv.finish(dir).map_err(failed)?;
     let report = analysis::analyse(&data);
-    export::write_all(dir, &report).map_err(|e| format!("cannot write the exports in {}: {e}", dir.display()))?;
+    export::write_derived(dir, &report).map_err(failed)?;
     Ok(report)
 }
