@@ -8,6 +8,8 @@ ABLATE := target/release/ablate
 test:
 	$(CARGO) test --all-targets
 	$(CARGO) run --quiet -- suite check tasks/core
+	@echo "--- statistics simulations (coverage, A/A and regression gates) ---"
+	$(CARGO) test --quiet --lib simulation -- --nocapture
 
 ## make ablate: bare vs full harness and leave-one-out on tasks/core.
 ablate: release

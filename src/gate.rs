@@ -335,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn aa_comparison_fails_at_most_alpha() {
+    fn simulation_aa_gate_fails_at_most_alpha() {
         let reps = 2000;
         // alpha plus three simulation standard errors.
         let bound = 0.05 + 3.0 * (0.05f64 * 0.95 / reps as f64).sqrt();
@@ -347,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn a_regression_larger_than_the_margin_fails() {
+    fn simulation_regression_beyond_margin_fails() {
         let (fail, pass) = simulate(14, 10, 0.25, 500, 99);
         println!("drop 25 pp, 14 tasks x 10 trials: FAIL {:.1}%, PASS {:.1}%", fail * 100.0, pass * 100.0);
         assert!(fail >= 0.9, "FAIL in only {fail}");

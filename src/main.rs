@@ -43,6 +43,9 @@ enum Command {
         /// One line per trial on stderr, even on a terminal.
         #[arg(long)]
         plain: bool,
+        /// Name of the run folder under --results (default: <UTC time>-<experiment>).
+        #[arg(long, conflicts_with = "resume")]
+        run_id: Option<String>,
         /// Trials per (task, arm, model), instead of the config's
         /// (a different experiment: its trial ids differ).
         #[arg(long)]
@@ -182,9 +185,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
         }
         Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
-        Command::Run { config, jobs, shard, resume, results, plain, trials } => {
+        Command::Run { config, jobs, shard, resume, results, plain, trials, run_id } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
-            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress })
+            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress, run_id })
         }
     }
 }

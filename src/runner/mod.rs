@@ -38,6 +38,8 @@ pub struct RunOptions {
     /// Continue this run folder instead of starting a new one.
     pub resume: Option<PathBuf>,
     pub progress: ProgressMode,
+    /// Name of a new run folder; it must not exist yet.
+    pub run_id: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -144,6 +146,18 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
                 return Err(InputError::at(&path, "suite.digest", "the task suite changed since the run started; resuming would mix two suites").into());
             }
             (dir.clone(), m)
+        }
+        None if opts.run_id.is_some() => {
+            let run_id = opts.run_id.clone().unwrap_or_default();
+            if run_id.is_empty() || run_id.contains('/') || run_id.starts_with('.') {
+                return Err(RunError::Setup(format!("invalid --run-id `{run_id}`: use a plain folder name")));
+            }
+            let dir = opts.results_dir.join(&run_id);
+            if dir.exists() {
+                return Err(RunError::Setup(format!("{} exists; continue it with --resume or choose another --run-id", dir.display())));
+            }
+            let m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
+            (dir, m)
         }
         None => {
             let stamp = time::OffsetDateTime::now_utc().format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z")).unwrap_or_default();

@@ -227,6 +227,7 @@ pub async fn run(config: &Path, results: &Path) -> ablate::runner::RunSummary {
         results_dir: results.to_path_buf(),
         resume: None,
         progress: ablate::runner::progress::ProgressMode::Quiet,
+        run_id: None,
     };
     ablate::runner::run(exp, suite, opts).await.unwrap()
 }
