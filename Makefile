@@ -2,18 +2,24 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate build release check-suite plan model model-small screenshot bench-report
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local
 
-## make test: the whole test suite (unit, integration, CLI) and the suite proof.
-test:
-	$(CARGO) test --all-targets
+## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
+## small local model) and the suite proof.
+test: deps model-small
+	$(CARGO) test
 	$(CARGO) run --quiet -- suite check tasks/core
 	@echo "--- statistics simulations (coverage, A/A and regression gates) ---"
 	$(CARGO) test --quiet --lib simulation -- --nocapture
 
-## make ablate: bare vs full harness and leave-one-out on tasks/core.
-ablate: release
-	$(ABLATE) run configs/ablate.toml
+## make ablate: bare vs full harness and leave-one-out on tasks/core, with the
+## embedded default model; installs what is missing, builds, fetches the model.
+ablate: deps model release
+	$(ABLATE) run configs/ablate.toml -j 2
+
+## make deps: the system packages the build and the checks need (Debian).
+deps:
+	bash scripts/install-deps.sh
 
 release:
 	$(CARGO) build --release
@@ -42,3 +48,7 @@ screenshot:
 ## make bench-report: time and peak memory of `ablate report` on 10k, 100k and 1M records.
 bench-report:
 	bash benches/report.sh
+
+## make bench-local: prompt and generation tokens/s of the embedded model, prefix reuse per step.
+bench-local: model
+	$(CARGO) bench --bench local

@@ -5,6 +5,8 @@
 //! `ChatReply`. The exact body sent is returned for the trace.
 
 pub mod http;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod ollama;
 pub mod openai;
 
@@ -139,8 +141,11 @@ pub fn client_for(spec: &ModelSpec) -> Result<Box<dyn ModelClient>, String> {
     match spec.provider {
         Provider::Openai => Ok(Box::new(openai::OpenAiClient::new(spec)?)),
         Provider::Ollama => Ok(Box::new(ollama::OllamaClient::new(spec)?)),
+        #[cfg(feature = "local")]
+        Provider::Local => Ok(Box::new(local::LocalClient::new(spec)?)),
+        #[cfg(not(feature = "local"))]
         Provider::Local => Err(format!(
-            "model `{}`: the local provider is not in this build (enable the `local` feature)",
+            "model `{}`: the local provider is not in this build (build with the `local` feature)",
             spec.name
         )),
     }

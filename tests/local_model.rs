@@ -1,0 +1,101 @@
+//! End to end with the embedded llama.cpp provider and the small SmolLM2-135M
+//! model (`make model-small` fetches it): every trial is recorded with a valid
+//! status, real token counts and a trace.
+#![cfg(feature = "local")]
+
+use ablate::record::{TraceStep, TrialRecord, TrialStatus};
+use std::path::Path;
+
+const SMALL_MODEL: &str = "models/smollm2-135m-instruct-q4_1.gguf";
+const SMALL_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_local_model_runs_two_arms_end_to_end() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let model = root.join(SMALL_MODEL);
+    assert!(model.is_file(), "{} is missing: run `make model-small`", model.display());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("local.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[experiment]
+name = "local-e2e"
+suite = "{suite}"
+tasks = ["count-vowels", "parse-duration"]
+trials = 2
+seed = 5
+
+[budget]
+max_steps = 3
+max_output_tokens_per_step = 128
+max_total_tokens = 12000
+max_working_seconds = 120
+
+[[models]]
+name = "smollm2-135m"
+provider = "local"
+model = "SmolLM2-135M-Instruct-Q4_1"
+path = "{model}"
+temperature = 0.7
+top_p = 0.95
+context_tokens = 4096
+
+[arms.bare]
+[arms.harness]
+feedback = true
+tools = true
+
+[[matrix.combined]]
+control = "bare"
+treatment = "harness"
+"#,
+            suite = root.join("tasks/core").display(),
+            model = model.display()
+        ),
+    )
+    .unwrap();
+    let exp = ablate::config::load(&config).unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let opts = ablate::runner::RunOptions {
+        jobs: 2,
+        shard: None,
+        results_dir: dir.path().join("results"),
+        resume: None,
+        progress: ablate::runner::progress::ProgressMode::Lines,
+        run_id: Some("e2e".into()),
+    };
+    let summary = ablate::runner::run(exp, suite, opts).await.expect("the run completes");
+    let records: Vec<TrialRecord> = ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;
+    assert_eq!(records.len(), 8, "2 tasks x 2 arms x 2 trials");
+    let mut saw_reuse = false;
+    for r in &records {
+        assert!(
+            matches!(r.status, TrialStatus::Passed | TrialStatus::Failed | TrialStatus::BudgetExhausted | TrialStatus::Timeout),
+            "{}: {:?} {:?}",
+            r.trial_id,
+            r.status,
+            r.error
+        );
+        assert!(r.steps >= 1);
+        assert!(r.tokens.input > 100 && r.tokens.output > 0, "real token counts: {:?}", r.tokens);
+        assert!(r.grade.as_ref().is_some_and(|g| g.check.total > 0), "graded");
+        let steps: Vec<TraceStep> = ablate::record::jsonl::read(&summary.dir.join("traces").join(format!("{}.jsonl", r.trial_id))).unwrap().records;
+        assert_eq!(steps.len() as u32, r.steps, "one trace line per step");
+        assert_eq!(steps.iter().map(|s| s.tokens.output).sum::<u64>(), r.tokens.output);
+        assert!(steps[0].request["prompt"].as_str().is_some_and(|p| p.contains("<|im_start|>")), "the prompt as rendered by the chat template");
+        if r.arm == "bare" {
+            assert_eq!(r.steps, 1, "bare is one call");
+        }
+        if steps.len() >= 2 {
+            // The second call continues the first conversation: its prefix is reused.
+            assert!(steps[1].tokens.cached >= steps[0].tokens.input / 2, "prefix reuse: {:?} then {:?}", steps[0].tokens, steps[1].tokens);
+            saw_reuse = true;
+        }
+    }
+    assert!(saw_reuse, "some harness trial took a second step");
+    let manifest: ablate::record::Manifest = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest.models[0].identity.as_deref(), Some(format!("gguf-sha256:{SMALL_SHA256}").as_str()));
+    assert!(summary.dir.join("report.html").is_file(), "exports written at the end of the run");
+}
