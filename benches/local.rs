@@ -6,7 +6,7 @@
 //! - generation tokens/s (256 tokens, greedy),
 //! - a 4-step trial conversation with and without prefix reuse: prompt tokens
 //!   evaluated per step, against the tokens the conversation actually added.
-//! Threads: ABLATE_LOCAL_THREADS (default: all cores). Run on an idle machine.
+//! Threads: ABLATE_LOCAL_THREADS (see model::local). Run on an idle machine.
 
 use ablate::config::{ModelSpec, Provider, RetryPolicy};
 use ablate::model::local::{GenParams, LocalClient, LocalOptions};

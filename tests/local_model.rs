@@ -31,7 +31,7 @@ seed = 5
 max_steps = 3
 max_output_tokens_per_step = 128
 max_total_tokens = 12000
-max_working_seconds = 120
+max_working_seconds = 300
 
 [[models]]
 name = "smollm2-135m"
@@ -46,6 +46,7 @@ context_tokens = 4096
 [arms.harness]
 feedback = true
 tools = true
+acceptance = true
 
 [[matrix.combined]]
 control = "bare"

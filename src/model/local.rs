@@ -16,7 +16,8 @@
 //! the `<tool_call>` instruction); assistant tool calls are rendered back as
 //! `<tool_call>` blocks and consecutive tool results become one user turn of
 //! `<tool_response>` blocks. For a ChatML model (Qwen2.5) the prompt is then
-//! byte for byte what Qwen2.5's Jinja template gives (JSON key order aside:
+//! byte for byte what Qwen2.5's Jinja template gives (checked against the
+//! GGUF's template rendered by jinja2; JSON key order aside:
 //! tool parameter schemas come out with sorted keys). Other model families get
 //! the same Hermes-style tool text in their own turn markup. Without tools, no
 //! default system prompt is added (Qwen's "You are Qwen ..." is not).
@@ -49,7 +50,9 @@
 //! the time the model worked on the request, and the request's timeout counts
 //! from when the worker starts on it.
 //!
-//! Environment: ABLATE_LOCAL_THREADS (default: the available cores),
+//! Environment: ABLATE_LOCAL_THREADS (generation and, unless
+//! ABLATE_LOCAL_BATCH_THREADS is set, prompt evaluation; default: one core
+//! less than available for generation, all for prompts; see `LocalOptions`),
 //! ABLATE_LOCAL_SLOTS (default 4), ABLATE_LOCAL_PREFIX_CACHE (default on),
 //! ABLATE_LOCAL_FENCED_TOOL_CALLS (default off; see `LocalOptions`),
 //! ABLATE_LOCAL_TEMPLATE (a llama.cpp template name such as `chatml`, instead
@@ -88,8 +91,10 @@ const MIN_COPY_TOKENS: usize = 32;
 /// Settings of the in-process engine that are not part of the model spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalOptions {
-    /// CPU threads for evaluation and generation.
+    /// CPU threads while generating (one token per llama_decode).
     pub threads: usize,
+    /// CPU threads while evaluating a prompt (batches of tokens).
+    pub batch_threads: usize,
     /// Conversations kept in the KV cache at once.
     pub slots: usize,
     /// Reuse the KV cache of a common prompt prefix.
@@ -105,9 +110,16 @@ pub struct LocalOptions {
 }
 
 impl Default for LocalOptions {
+    /// Generation leaves one core free: it synchronizes threads hundreds of
+    /// times per token, and with every core busy any other process (a trial's
+    /// test run) stalls it badly (measured on 2 cores with one competing
+    /// process: 2 threads 0.5-8 tokens/s, 1 thread 15-19). Prompt evaluation
+    /// does far more work per synchronization and uses every core.
     fn default() -> Self {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         LocalOptions {
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            threads: cores.saturating_sub(1).max(1),
+            batch_threads: cores,
             slots: DEFAULT_SLOTS,
             prefix_cache: true,
             fenced_tool_calls: false,
@@ -133,6 +145,10 @@ impl LocalOptions {
         };
         if let Some(v) = var("ABLATE_LOCAL_THREADS") {
             o.threads = count("ABLATE_LOCAL_THREADS", v)?;
+            o.batch_threads = o.threads;
+        }
+        if let Some(v) = var("ABLATE_LOCAL_BATCH_THREADS") {
+            o.batch_threads = count("ABLATE_LOCAL_BATCH_THREADS", v)?;
         }
         if let Some(v) = var("ABLATE_LOCAL_SLOTS") {
             o.slots = count("ABLATE_LOCAL_SLOTS", v)?;
@@ -243,6 +259,7 @@ pub struct LocalInfo {
     pub context_tokens: u32,
     pub slots: usize,
     pub threads: usize,
+    pub batch_threads: usize,
     pub prefix_cache: bool,
     pub n_params: u64,
     pub size_bytes: u64,
@@ -304,7 +321,7 @@ impl LocalClient {
         if context_tokens < 16 {
             return Err(format!("model `{name}`: context_tokens {context_tokens} is too small"));
         }
-        let opts = LocalOptions { threads: opts.threads.max(1), slots: opts.slots.max(1), ..opts };
+        let opts = LocalOptions { threads: opts.threads.max(1), batch_threads: opts.batch_threads.max(1), slots: opts.slots.max(1), ..opts };
         let fenced_tool_calls = opts.fenced_tool_calls;
         let stats = Arc::new(Mutex::new(LocalStats::default()));
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalInfo, String>>(1);
@@ -855,7 +872,7 @@ fn worker_main(
         .with_n_batch(n_batch)
         .with_n_ubatch(n_batch)
         .with_n_threads(opts.threads as i32)
-        .with_n_threads_batch(opts.threads as i32);
+        .with_n_threads_batch(opts.batch_threads as i32);
     let ctx = match model.new_context(backend, params) {
         Ok(c) => c,
         Err(e) => return fail(format!("cannot create a llama.cpp context of {slots} x {per_slot} tokens: {e}")),
@@ -865,6 +882,7 @@ fn worker_main(
         context_tokens,
         slots,
         threads: opts.threads,
+        batch_threads: opts.batch_threads,
         prefix_cache: opts.prefix_cache,
         n_params: model.n_params(),
         size_bytes: model.size(),
