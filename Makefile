@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local gate
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model) and the suite proof.
@@ -52,3 +52,10 @@ bench-report:
 ## make bench-local: prompt and generation tokens/s of the embedded model, prefix reuse per step.
 bench-local: model
 	$(CARGO) bench --bench local
+
+## make gate: run configs/gate.toml as a candidate and gate it against the committed
+## baseline results/baseline/gate.csv (the README's CI example).
+gate: deps model release
+	rm -rf results/gate-candidate
+	$(ABLATE) run configs/gate.toml --run-id gate-candidate -j 2 --plain
+	$(ABLATE) gate --baseline results/baseline/gate.csv --candidate results/gate-candidate
