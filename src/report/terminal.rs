@@ -16,7 +16,7 @@ pub fn interval(i: &Interval) -> String {
     if i.method == "wilson" && i.lo.is_finite() {
         format!("{}  [{}, {}] (Wilson, one task)", pct(i.mean), pct(i.lo), pct(i.hi))
     } else if i.lo.is_finite() {
-        format!("{} ± {:.1} pp  [{}, {}]", pct(i.mean), (i.hi - i.mean) * 100.0, pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+        format!("{}  [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
     } else {
         format!("{}  [no interval]", pct(i.mean))
     }
