@@ -2,7 +2,7 @@
 //! full jitter, Retry-After honoured on 429/503. Time asleep is reported
 //! apart from time in requests, so rate limits do not eat the working budget.
 
-use super::ModelError;
+use super::{CallOutcome, ChatReply, ModelError, ToolSpec};
 use crate::config::RetryPolicy;
 use rand::RngExt;
 use std::time::{Duration, Instant};
@@ -137,4 +137,37 @@ pub fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, M
             Err(ModelError::Malformed { error: format!("body is not JSON: {e}"), body: truncate(text, 2000) }),
         ),
     }
+}
+
+/// Tools in the `{"type": "function", "function": {...}}` form both HTTP
+/// providers take.
+pub fn tools_json(tools: &[ToolSpec]) -> serde_json::Value {
+    tools
+        .iter()
+        .map(|t| serde_json::json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+        .collect()
+}
+
+/// One logical chat call: send `body` with the retry policy, keep the reply
+/// body for the trace, and read it with the provider's `parse`.
+#[allow(clippy::too_many_arguments)]
+pub async fn chat_call(
+    client: &reqwest::Client,
+    url: &str,
+    body: serde_json::Value,
+    bearer: Option<&str>,
+    operation_id: String,
+    timeout: Duration,
+    policy: &RetryPolicy,
+    parse: fn(&serde_json::Value) -> Result<ChatReply, ModelError>,
+) -> CallOutcome {
+    let out = send(client, url, Some(&body), bearer, Some(&operation_id), timeout, policy).await;
+    let (reply_body, result) = match out.result {
+        Ok((_, text)) => {
+            let (raw, parsed) = parse_body(&text);
+            (Some(raw), parsed.and_then(|v| parse(&v)))
+        }
+        Err(e) => (None, Err(e)),
+    };
+    CallOutcome { operation_id, request_body: body, reply_body, result, attempts: out.attempts, latency: out.latency, wait: out.wait }
 }

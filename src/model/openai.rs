@@ -1,7 +1,7 @@
 //! OpenAI-compatible `/v1/chat/completions` (vLLM, llama.cpp server, LM Studio,
 //! OpenAI and others).
 
-use super::http::{self, parse_body};
+use super::http;
 use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, Role, ToolCall};
 use crate::config::{ModelSpec, RetryPolicy};
 use crate::record::Tokens;
@@ -40,11 +40,7 @@ impl OpenAiClient {
             "stream": false,
         });
         if !req.tools.is_empty() {
-            body["tools"] = req
-                .tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-                .collect();
+            body["tools"] = http::tools_json(&req.tools);
         }
         body
     }
@@ -115,17 +111,8 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
 impl ModelClient for OpenAiClient {
     fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
-            let body = self.body(req);
             let url = format!("{}/v1/chat/completions", self.base);
-            let out = http::send(&self.http, &url, Some(&body), self.api_key.as_deref(), Some(&operation_id), req.timeout, &self.retry).await;
-            let (reply_body, result) = match out.result {
-                Ok((_, text)) => {
-                    let (raw, parsed) = parse_body(&text);
-                    (Some(raw), parsed.and_then(|v| parse_reply(&v)))
-                }
-                Err(e) => (None, Err(e)),
-            };
-            CallOutcome { operation_id, request_body: body, reply_body, result, attempts: out.attempts, latency: out.latency, wait: out.wait }
+            http::chat_call(&self.http, &url, self.body(req), self.api_key.as_deref(), operation_id, req.timeout, &self.retry, parse_reply).await
         })
     }
 
