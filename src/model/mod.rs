@@ -26,6 +26,18 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// The role's name in chat APIs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
 /// A tool call as the model made it. `arguments` is the raw JSON text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {

@@ -2,7 +2,7 @@
 //! is the model's identity.
 
 use super::http;
-use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, Role, ToolCall};
+use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall};
 use crate::config::{ModelSpec, RetryPolicy};
 use crate::record::Tokens;
 use serde_json::{Value, json};
@@ -47,13 +47,7 @@ impl OllamaClient {
 }
 
 fn message_json(m: &Message) -> Value {
-    let role = match m.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
-    let mut v = json!({"role": role, "content": m.content});
+    let mut v = json!({"role": m.role.as_str(), "content": m.content});
     if !m.tool_calls.is_empty() {
         v["tool_calls"] = m
             .tool_calls

@@ -180,6 +180,40 @@ pub struct TrialRecord {
     pub finished_at: String,
 }
 
+impl TrialRecord {
+    /// A record of `spec`'s attempt with nothing measured yet: the runner
+    /// fills in what the attempt did.
+    pub fn blank(run_id: &str, spec: &TrialSpec, attempt: u32, status: TrialStatus, end_reason: EndReason, started_at: String) -> TrialRecord {
+        TrialRecord {
+            format: FORMAT_VERSION,
+            run_id: run_id.to_string(),
+            trial_id: spec.id.clone(),
+            task: spec.task.clone(),
+            arm: spec.arm.clone(),
+            model: spec.model.clone(),
+            repeat: spec.repeat,
+            seed: spec.seed,
+            attempt,
+            status,
+            end_reason,
+            tests_passed: 0,
+            tests_total: 0,
+            grade: None,
+            steps: 0,
+            sessions: 0,
+            tokens: Tokens::default(),
+            working_seconds: 0.0,
+            wall_seconds: 0.0,
+            rate_limit_wait_seconds: 0.0,
+            cost_usd: None,
+            incidents: Incidents::default(),
+            error: None,
+            started_at,
+            finished_at: String::new(),
+        }
+    }
+}
+
 /// One line of attempts.jsonl: an attempt started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptStart {

@@ -19,7 +19,7 @@ use crate::model::{self, ModelClient};
 use crate::plan::{self, Shard, TrialSpec};
 use crate::record::jsonl::{self, JsonlWriter};
 use crate::record::{
-    AttemptStart, EndReason, HostFacts, Incidents, Manifest, ModelIdentity, SuiteFacts, Tokens, TrialRecord, TrialStatus, FORMAT_VERSION,
+    AttemptStart, EndReason, HostFacts, Manifest, ModelIdentity, SuiteFacts, TrialRecord, TrialStatus, FORMAT_VERSION,
     experiment_json, now_rfc3339,
 };
 use crate::sandbox::Sandbox;
@@ -328,33 +328,10 @@ pub fn write_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
 }
 
 fn interrupted_record(run_id: &str, spec: &TrialSpec, a: &AttemptStart) -> TrialRecord {
-    TrialRecord {
-        format: FORMAT_VERSION,
-        run_id: run_id.to_string(),
-        trial_id: spec.id.clone(),
-        task: spec.task.clone(),
-        arm: spec.arm.clone(),
-        model: spec.model.clone(),
-        repeat: spec.repeat,
-        seed: spec.seed,
-        attempt: a.attempt,
-        status: TrialStatus::Interrupted,
-        end_reason: EndReason::Interrupted,
-        tests_passed: 0,
-        tests_total: 0,
-        grade: None,
-        steps: 0,
-        sessions: 0,
-        tokens: Tokens::default(),
-        working_seconds: 0.0,
-        wall_seconds: 0.0,
-        rate_limit_wait_seconds: 0.0,
-        cost_usd: None,
-        incidents: Incidents::default(),
-        error: Some("the attempt started and never finished (the run was stopped)".into()),
-        started_at: a.started_at.clone(),
-        finished_at: now_rfc3339(),
-    }
+    let mut r = TrialRecord::blank(run_id, spec, a.attempt, TrialStatus::Interrupted, EndReason::Interrupted, a.started_at.clone());
+    r.error = Some("the attempt started and never finished (the run was stopped)".into());
+    r.finished_at = now_rfc3339();
+    r
 }
 
 /// One attempt of one trial, from start line to record. Errors returned are
@@ -369,33 +346,8 @@ async fn run_trial(shared: &Shared, spec: &TrialSpec, attempt: u32) -> std::io::
     let model_spec = exp.model(&spec.model).expect("planned model exists");
     let declared = task.check.tests;
 
-    let mut record = TrialRecord {
-        format: FORMAT_VERSION,
-        run_id: shared.run_id.clone(),
-        trial_id: spec.id.clone(),
-        task: spec.task.clone(),
-        arm: spec.arm.clone(),
-        model: spec.model.clone(),
-        repeat: spec.repeat,
-        seed: spec.seed,
-        attempt,
-        status: TrialStatus::HarnessError,
-        end_reason: EndReason::HarnessError,
-        tests_passed: 0,
-        tests_total: declared,
-        grade: None,
-        steps: 0,
-        sessions: 0,
-        tokens: Tokens::default(),
-        working_seconds: 0.0,
-        wall_seconds: 0.0,
-        rate_limit_wait_seconds: 0.0,
-        cost_usd: None,
-        incidents: Incidents::default(),
-        error: None,
-        started_at,
-        finished_at: String::new(),
-    };
+    let mut record = TrialRecord::blank(&shared.run_id, spec, attempt, TrialStatus::HarnessError, EndReason::HarnessError, started_at);
+    record.tests_total = declared;
 
     match Sandbox::create(task) {
         Err(e) => record.error = Some(format!("cannot create the sandbox: {e}")),
