@@ -49,9 +49,11 @@ screenshot:
 bench-report:
 	bash benches/report.sh
 
-## make bench-local: prompt and generation tokens/s of the embedded model, prefix reuse per step.
-bench-local: model
-	$(CARGO) bench --bench local
+## make bench-local: prompt and generation tokens/s of the embedded model against llama.cpp's
+## own speed (same file, build and threads), and prompt tokens evaluated per step with and
+## without prefix reuse. Needs g++ (scripts/install-deps.sh).
+bench-local: deps model
+	bash benches/local.sh
 
 ## make gate: run configs/gate.toml as a candidate and gate it against the committed
 ## baseline results/baseline/gate.csv (the README's CI example).

@@ -1,12 +1,17 @@
 //! Speed of the embedded llama.cpp provider on this machine.
 //!
-//! `cargo bench --bench local` (or `make bench-local`) with the default model
-//! in models/ (`make model`). Measures:
-//! - prompt evaluation tokens/s (a ~600-token prompt, no cache),
-//! - generation tokens/s (256 tokens, greedy),
+//! `cargo bench --bench local` with the default model in models/ (`make
+//! model`); `make bench-local` (benches/local.sh) alternates it with
+//! llama.cpp's own speed (benches/llama_ref.cpp) and prints the ratio. Measures:
+//! - prompt evaluation tokens/s (an 850-token prompt, no cache),
+//! - generation tokens/s (128 single-token decodes, greedy),
 //! - a 4-step trial conversation with and without prefix reuse: prompt tokens
-//!   evaluated per step, against the tokens the conversation actually added.
-//! Threads: ABLATE_LOCAL_THREADS (see model::local). Run on an idle machine.
+//!   evaluated per step, against the tokens the conversation actually added,
+//! - (part `sampling`) time per token of top-p sampling, llama.cpp's chain
+//!   against ablate's.
+//! Settings: ABLATE_LOCAL_* (see model::local); ABLATE_BENCH_REPS (5),
+//! ABLATE_BENCH_GEN (128), ABLATE_BENCH_PARTS (`speed,reuse`; also `sampling`),
+//! ABLATE_BENCH_MODEL. Run on an idle machine.
 
 use ablate::config::{ModelSpec, Provider, RetryPolicy};
 use ablate::model::local::{GenParams, LocalClient, LocalOptions};
@@ -45,35 +50,145 @@ fn main() {
         std::process::exit(2);
     }
     let opts = LocalOptions::from_env().expect("ABLATE_LOCAL_* settings");
-    println!("model {} ({} threads)", path.display(), opts.threads);
+    let reps: usize = std::env::var("ABLATE_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
+    let gen_tokens: u32 = std::env::var("ABLATE_BENCH_GEN").ok().and_then(|v| v.parse().ok()).unwrap_or(128);
+    let parts = std::env::var("ABLATE_BENCH_PARTS").unwrap_or_else(|_| "speed,reuse".into());
+    println!("model {}", path.display());
+    if parts.split(',').any(|p| p == "speed") {
+        speed(&path, &opts, reps, gen_tokens);
+    }
+    if parts.split(',').any(|p| p == "reuse") {
+        reuse(&path, &opts);
+    }
+    if parts.split(',').any(|p| p == "sampling") {
+        sampling(&path, reps);
+    }
+}
 
-    // Prompt and generation speed, cache off so every prompt token is evaluated.
-    let cold = LocalClient::with_options(&spec(path.clone()), LocalOptions { prefix_cache: false, ..opts.clone() }).expect("load");
+/// Time per token of choosing a token at temperature 0.7 and top_p 0.95 (the
+/// settings of configs/ablate.toml) from real logits: llama.cpp's sampler
+/// chain (temp, top_p, dist; it sorts the whole vocabulary) against
+/// ablate's `TokenSampler`, which sorts only the nucleus candidates.
+fn sampling(path: &std::path::Path, reps: usize) {
+    use ablate::model::sampling::TokenSampler;
+    use llama_cpp_2::context::params::LlamaContextParams;
+    use llama_cpp_2::llama_batch::LlamaBatch;
+    use llama_cpp_2::model::params::LlamaModelParams;
+    use llama_cpp_2::model::LlamaModel;
+    use llama_cpp_2::sampling::LlamaSampler;
+    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+    use llama_cpp_2::token::LlamaToken;
+
+    let backend = ablate::model::local::backend(false).expect("backend");
+    let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).expect("load");
+    let mut ctx = model.new_context(backend, LlamaContextParams::default().with_n_ctx(std::num::NonZeroU32::new(1024))).expect("context");
+    // Logits after a few prompts, so that peaked and flat distributions are both in.
+    let prompts = [
+        "<|im_start|>user\nWrite a Python function that parses durations like 1h30m.<|im_end|>\n<|im_start|>assistant\n",
+        "<|im_start|>user\nTell me a story.<|im_end|>\n<|im_start|>assistant\nOnce",
+        "def parse_duration(text):\n    total = 0\n    for",
+        "import",
+    ];
+    let mut all_logits = Vec::new();
+    for p in prompts {
+        let tokens = model.vocab().tokenize(p.as_bytes(), false, true);
+        let mut batch = LlamaBatch::new(1024, 1);
+        for (i, t) in tokens.iter().enumerate() {
+            batch.add(*t, i as i32, &[0], i + 1 == tokens.len()).unwrap();
+        }
+        ctx.clear_kv_cache();
+        ctx.decode(&mut batch).expect("decode");
+        all_logits.push(ctx.get_logits_ith(batch.n_tokens() - 1).to_vec());
+    }
+    let rounds = 40 * reps;
+    let t0 = Instant::now();
+    let mut sink = 0i64;
+    for r in 0..rounds {
+        let logits = &all_logits[r % all_logits.len()];
+        // What llama_sampler_sample does: a candidate per vocabulary entry, then the chain.
+        let mut arr = LlamaTokenDataArray::from_iter(
+            logits.iter().enumerate().map(|(i, &l)| llama_cpp_2::token::data::LlamaTokenData::new(LlamaToken::new(i as i32), l, 0.0)),
+            false,
+        );
+        let mut chain = LlamaSampler::chain_simple([LlamaSampler::temp(0.7), LlamaSampler::top_p(0.95, 1), LlamaSampler::dist(r as u32)]);
+        arr.apply_sampler(&mut chain);
+        sink += arr.selected_token().map(|t| t.0 as i64).unwrap_or(0);
+    }
+    let llama_ms = t0.elapsed().as_secs_f64() * 1000.0 / rounds as f64;
+    let t0 = Instant::now();
+    for r in 0..rounds {
+        let mut s = TokenSampler::new(0.7, 0.95, r as u64);
+        sink += s.pick(&all_logits[r % all_logits.len()]) as i64;
+    }
+    let ours_ms = t0.elapsed().as_secs_f64() * 1000.0 / rounds as f64;
+    println!(
+        "sampling at temperature 0.7, top_p 0.95 over {} tokens: llama.cpp chain {:.2} ms per token, ablate TokenSampler {:.2} ms per token ({} draws each; {})",
+        all_logits[0].len(),
+        llama_ms,
+        ours_ms,
+        rounds,
+        sink % 2
+    );
+}
+
+/// Prompt evaluation and generation tokens/s, alternated and averaged over
+/// `reps` the way llama.cpp's llama-bench does, with the prefix cache off so
+/// every prompt token is evaluated.
+fn speed(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u32) {
+    let cold = LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { prefix_cache: false, ..opts.clone() }).expect("load");
     let task = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/task.toml")).unwrap();
     let tests = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/tests/test_duration.py")).unwrap();
     let long_prompt = format!("<|im_start|>user\n{task}\n{tests}<|im_end|>\n<|im_start|>assistant\n");
+    let gen_prompt = "<|im_start|>user\nWrite a long Python module with many small utility functions.<|im_end|>\n<|im_start|>assistant\n";
     let _ = cold.generate_blocking("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", &params(8)); // warm-up
-    let mut pp = Vec::new();
-    for _ in 0..3 {
+    let (mut pp, mut tg) = (Vec::new(), Vec::new());
+    let (mut n_prompt, mut n_gen, mut depth) = (0, 0, 0);
+    for _ in 0..reps {
         let g = cold.generate_blocking(&long_prompt, &params(1)).expect("prompt");
+        n_prompt = g.prompt_tokens;
         pp.push(g.prompt_tokens as f64 / g.prompt_seconds);
+        // The first token comes from the prompt's logits: gen_tokens + 1 samples
+        // take gen_tokens single-token decodes, llama-bench's tg measure.
+        let g = cold.generate_blocking(gen_prompt, &params(gen_tokens + 1)).expect("gen");
+        n_gen = g.generated_tokens.saturating_sub(1);
+        depth = g.prompt_tokens;
+        tg.push(n_gen as f64 / g.generation_seconds);
     }
-    let mut tg = Vec::new();
-    for _ in 0..3 {
-        let g = cold.generate_blocking("<|im_start|>user\nWrite a long Python module with many small utility functions.<|im_end|>\n<|im_start|>assistant\n", &params(256)).expect("gen");
-        tg.push(g.generated_tokens as f64 / g.generation_seconds);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    println!(
+        "ablate local provider, {} threads (batch {}), {} slots: pp{} {:.1} tokens/s, tg{} @ d{} {:.1} tokens/s (mean of {})",
+        opts.threads,
+        opts.batch_threads,
+        opts.slots,
+        n_prompt,
+        mean(&pp),
+        n_gen,
+        depth,
+        mean(&tg),
+        reps
+    );
+    // Generation as configs/ablate.toml samples it (temperature 0.7, top_p 0.95).
+    let mut sampled = Vec::new();
+    for r in 0..reps {
+        let p = GenParams { temperature: 0.7, top_p: 0.95, seed: r as u64, ..params(gen_tokens + 1) };
+        let g = cold.generate_blocking(gen_prompt, &p).expect("gen");
+        if g.generated_tokens > 1 {
+            sampled.push((g.generated_tokens - 1) as f64 / g.generation_seconds);
+        }
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
-    println!("prompt evaluation: {:.1} tokens/s (median of 3, {} tokens)", median(&mut pp), cold.stats().evaluated_tokens / 4);
-    println!("generation:        {:.1} tokens/s (median of 3, 256 tokens)", median(&mut tg));
-    drop(cold);
+    if !sampled.is_empty() {
+        println!("sampled generation (temperature 0.7, top_p 0.95): {:.1} tokens/s (mean of {})", mean(&sampled), sampled.len());
+    }
+}
 
+/// A 4-step trial conversation with and without prefix reuse: prompt tokens
+/// evaluated per step against the tokens the conversation added.
+fn reuse(path: &std::path::Path, opts: &LocalOptions) {
+    let task = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/task.toml")).unwrap();
+    let tests = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/tests/test_duration.py")).unwrap();
     // A multi-step trial: each step resends the conversation plus the reply and new feedback.
     for cache in [false, true] {
-        let client = LocalClient::with_options(&spec(path.clone()), LocalOptions { prefix_cache: cache, ..opts.clone() }).expect("load");
+        let client = LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { prefix_cache: cache, ..opts.clone() }).expect("load");
         let mut messages = vec![
             Message::system(ablate::harness::prompts::DEFAULT_SYSTEM),
             Message::user(format!("{task}\n\nThe tests:\n```python\n{tests}\n```")),

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Install the system packages ablate needs when they are missing (Debian):
-# cmake and libclang for the embedded llama.cpp, python3 for task checks.
+# cmake, libclang and g++ for the embedded llama.cpp, python3 for task checks.
 # Does nothing when everything is present.
 set -euo pipefail
 need=()
 command -v cmake >/dev/null || need+=(cmake)
 command -v python3 >/dev/null || need+=(python3)
 command -v make >/dev/null || need+=(make)
+# llama.cpp (and benches/llama_ref.cpp) need a C++ compiler.
+command -v g++ >/dev/null || need+=(g++)
 # libclang is found by bindgen through the libclang.so* of any installed LLVM.
 if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; then
   need+=(libclang-dev)

@@ -98,5 +98,10 @@ treatment = "harness"
     assert!(saw_reuse, "some harness trial took a second step");
     let manifest: ablate::record::Manifest = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest.models[0].identity.as_deref(), Some(format!("gguf-sha256:{SMALL_SHA256}").as_str()));
+    let engine = manifest.models[0].engine.as_ref().expect("the local engine's settings are recorded");
+    assert!(engine["threads"].as_u64().is_some_and(|t| t >= 1), "{engine}");
+    assert!(engine["slots"].as_u64().is_some_and(|s| s >= 1), "{engine}");
+    assert_eq!(engine["prefix_cache"], true, "{engine}");
+    assert_eq!(engine["template"], "gguf", "{engine}");
     assert!(summary.dir.join("report.html").is_file(), "exports written at the end of the run");
 }

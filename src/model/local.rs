@@ -58,6 +58,7 @@
 //! ABLATE_LOCAL_TEMPLATE (a llama.cpp template name such as `chatml`, instead
 //! of the GGUF's), ABLATE_LOCAL_LOG=1 (keep llama.cpp's own log on stderr).
 
+use super::sampling::TokenSampler;
 use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, Role, ToolCall, ToolSpec};
 use crate::config::ModelSpec;
 use crate::record::Tokens;
@@ -67,7 +68,6 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -110,15 +110,16 @@ pub struct LocalOptions {
 }
 
 impl Default for LocalOptions {
-    /// Generation leaves one core free: it synchronizes threads hundreds of
-    /// times per token, and with every core busy any other process (a trial's
-    /// test run) stalls it badly (measured on 2 cores with one competing
-    /// process: 2 threads 0.5-8 tokens/s, 1 thread 15-19). Prompt evaluation
-    /// does far more work per synchronization and uses every core.
+    /// Every core, for prompts and for generation. Measured on 2 cores
+    /// (benches/llama_ref.cpp, Qwen2.5-Coder-0.5B): idle, generation ran at
+    /// about 27 tokens/s on 2 threads against 16 on 1; with one other process
+    /// busy on a core, 11 against 16. A trial's checks keep a core busy for
+    /// well under 5% of a run's time, so all cores win. Set
+    /// ABLATE_LOCAL_THREADS=1 when something else keeps a core busy.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         LocalOptions {
-            threads: cores.saturating_sub(1).max(1),
+            threads: cores,
             batch_threads: cores,
             slots: DEFAULT_SLOTS,
             prefix_cache: true,
@@ -266,6 +267,8 @@ pub struct LocalInfo {
     pub n_ctx_train: u32,
     /// The chat template given to llama.cpp (a name or the GGUF's Jinja text).
     pub template: String,
+    /// ABLATE_LOCAL_TEMPLATE, when it replaced the GGUF's template.
+    pub template_name: Option<String>,
 }
 
 enum PromptInput {
@@ -401,6 +404,24 @@ impl ModelClient for LocalClient {
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
         Box::pin(async move { Ok(Some(format!("gguf-sha256:{}", self.sha256))) })
     }
+
+    fn engine(&self) -> Option<Value> {
+        let i = &self.info;
+        Some(json!({
+            "engine": "llama.cpp (llama-cpp-2, in process)",
+            "path": i.path.display().to_string(),
+            "size_bytes": i.size_bytes,
+            "n_params": i.n_params,
+            "context_tokens": i.context_tokens,
+            "slots": i.slots,
+            "threads": i.threads,
+            "batch_threads": i.batch_threads,
+            "prefix_cache": i.prefix_cache,
+            "fenced_tool_calls": self.fenced_tool_calls,
+            "template": i.template_name.as_deref().unwrap_or("gguf"),
+            "template_sha256": crate::digest::sha256_hex(i.template.as_bytes()),
+        }))
+    }
 }
 
 fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, ModelError>, fenced: bool) -> CallOutcome {
@@ -414,7 +435,7 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
         "temperature": req.temperature,
         "top_p": req.top_p,
         "seed": req.seed,
-        "sampler_seed": sampler_seed(req.seed),
+        "sampler": if req.temperature > 0.0 && req.top_p > 0.0 { "temperature, top_p, ChaCha8 draw from seed" } else { "greedy" },
     });
     let reply_body = res.generation.as_ref().map(|g| {
         json!({
@@ -444,13 +465,6 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
         (None, None) => Err(ModelError::Other("the llama.cpp worker gave no result".into())),
     };
     CallOutcome { operation_id, request_body, reply_body, result, attempts: 1, latency: res.compute, wait: res.queued }
-}
-
-/// The u32 seed given to llama.cpp's sampler. 0xFFFFFFFF would mean "random"
-/// to llama.cpp, so it is moved to 0xFFFFFFFE.
-pub fn sampler_seed(seed: u64) -> u32 {
-    let s = (seed ^ (seed >> 32)) as u32;
-    if s == u32::MAX { u32::MAX - 1 } else { s }
 }
 
 fn sha256_file(path: &Path) -> std::io::Result<String> {
@@ -786,8 +800,9 @@ fn skip_value(b: &[u8], mut i: usize) -> Option<usize> {
 // ---------------------------------------------------------------------------
 // The worker
 
-/// llama.cpp's backend can be initialized once per process; every client shares it.
-fn backend(log: bool) -> Result<&'static LlamaBackend, String> {
+/// llama.cpp's backend can be initialized once per process; every client (and the
+/// benchmarks) share it.
+pub fn backend(log: bool) -> Result<&'static LlamaBackend, String> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -888,6 +903,7 @@ fn worker_main(
         size_bytes: model.size(),
         n_ctx_train: model.n_ctx_train(),
         template: template_text,
+        template_name: opts.template.clone(),
     };
     let mut engine = Engine {
         model: &model,
@@ -1089,14 +1105,14 @@ impl Engine<'_> {
         // Generate.
         let model = self.model;
         let vocab = model.vocab();
-        let mut sampler = make_sampler(p);
+        let mut sampler = TokenSampler::new(p.temperature, p.top_p, p.seed);
         let mut out: Vec<LlamaToken> = Vec::new();
         let mut idx = self.batch.n_tokens() - 1;
         let stop = loop {
             if g.generated_tokens >= p.max_tokens {
                 break Stop::Length;
             }
-            let tok = sampler.sample(&self.ctx, idx);
+            let tok = LlamaToken::new(sampler.pick(self.ctx.get_logits_ith(idx)) as i32);
             g.generated_tokens += 1;
             if vocab.is_eog(tok) {
                 break Stop::Eos;
@@ -1139,21 +1155,6 @@ impl Engine<'_> {
 
 fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-/// Temperature 0: greedy. Otherwise temperature, then top-p on the tempered
-/// distribution (the order of OpenAI and Hugging Face), then a seeded draw.
-/// No top-k, min-p or penalties (llama.cpp's own defaults are not applied).
-fn make_sampler(p: &GenParams) -> LlamaSampler {
-    if p.temperature <= 0.0 {
-        return LlamaSampler::greedy();
-    }
-    let mut chain = vec![LlamaSampler::temp(p.temperature as f32)];
-    if p.top_p < 1.0 {
-        chain.push(LlamaSampler::top_p(p.top_p as f32, 1));
-    }
-    chain.push(LlamaSampler::dist(sampler_seed(p.seed)));
-    LlamaSampler::chain_simple(chain)
 }
 
 fn detokenize(model: &LlamaModel, tokens: &[LlamaToken]) -> String {
@@ -1276,12 +1277,5 @@ mod tests {
         assert!(calls.is_empty());
         let (text, calls) = parse_fenced_tool_calls("unterminated ```json\n{", &tools);
         assert_eq!((text.as_str(), calls.len()), ("unterminated ```json\n{", 0));
-    }
-
-    #[test]
-    fn sampler_seed_avoids_llama_random_seed() {
-        assert_eq!(sampler_seed(7), 7);
-        assert_eq!(sampler_seed(u32::MAX as u64), u32::MAX - 1);
-        assert_eq!(sampler_seed(1 << 32), 1);
     }
 }

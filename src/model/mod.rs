@@ -9,6 +9,7 @@ pub mod http;
 pub mod local;
 pub mod ollama;
 pub mod openai;
+pub mod sampling;
 
 use crate::config::{ModelSpec, Provider};
 use crate::record::Tokens;
@@ -146,6 +147,12 @@ pub trait ModelClient: Send + Sync {
     /// The model's identity for the manifest (digest, file hash), read at
     /// setup; an Err means the endpoint is not usable and the run must not start.
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>>;
+
+    /// Settings of an in-process engine that shape speed but are not part of
+    /// the experiment (threads, cache slots, ...), for the manifest.
+    fn engine(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Build the client for a model spec.

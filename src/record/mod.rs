@@ -314,6 +314,10 @@ pub struct ModelIdentity {
     /// (OpenAI: filled from the first reply), or None when the provider gives none.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub identity: Option<String>,
+    /// Engine settings of a `local` model (threads, slots, prefix cache,
+    /// template); recorded, not compared on resume.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub engine: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

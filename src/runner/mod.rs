@@ -182,7 +182,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         let identity = client.identity().await.map_err(|e| {
             RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?")))
         })?;
-        identities.push(ModelIdentity { name: spec.name.clone(), identity });
+        identities.push(ModelIdentity { name: spec.name.clone(), identity, engine: client.engine() });
         clients.insert(spec.name.clone(), client);
     }
     let mut instructions = HashMap::new();

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Speed of ablate's embedded model against llama.cpp's own speed on the same
+# GGUF file, the same llama.cpp build and the same threads.
+#
+# The reference (benches/llama_ref.cpp) is compiled against the libllama and
+# libggml that the llama-cpp-sys-2 crate built for the bench binary, and it
+# measures the way llama-bench does. The two run alternately, `rounds` times,
+# so that drift of the machine's speed hits both; each run is the mean of
+# ABLATE_BENCH_REPS (5) repetitions. Then the prefix-reuse part runs once.
+#
+# Usage: benches/local.sh [rounds=3]    (make bench-local; run on an idle machine)
+# Environment: ABLATE_LOCAL_THREADS (default: every core), ABLATE_LOCAL_SLOTS,
+# ABLATE_BENCH_MODEL (default: the Qwen2.5-Coder-0.5B file from `make model`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+model=${ABLATE_BENCH_MODEL:-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}
+threads=${ABLATE_LOCAL_THREADS:-$(nproc)}
+slots=${ABLATE_LOCAL_SLOTS:-4}
+context=4096 # tokens per slot, the default of a `local` model
+[ -f "$model" ] || { echo "$model is missing: run make model" >&2; exit 2; }
+
+bench=$(cargo bench --bench local --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
+[ -x "$bench" ] || { echo "cannot find the bench binary" >&2; exit 1; }
+profile_dir=$(dirname "$(dirname "$bench")")
+out=$(ls -td "$profile_dir"/build/llama-cpp-sys-2-*/out 2>/dev/null | while read -r d; do
+  [ -f "$d/lib/libllama.a" ] && echo "$d"; done | head -1)
+[ -n "$out" ] || { echo "no llama.cpp build under $profile_dir/build" >&2; exit 1; }
+openmp=
+grep -q '^GGML_OPENMP:BOOL=ON' "$out/build/CMakeCache.txt" 2>/dev/null && openmp=-fopenmp
+ref=$(mktemp -d)/llama_ref
+trap 'rm -rf "$(dirname "$ref")"' EXIT
+g++ -O2 -std=c++17 -I"$out/include" benches/llama_ref.cpp \
+  "$out/lib/libllama.a" "$out/lib/libggml.a" "$out/lib/libggml-cpu.a" "$out/lib/libggml-base.a" \
+  $openmp -lpthread -ldl -lm -o "$ref"
+echo "llama.cpp build: $out"
+echo "model $model, $threads threads, $slots slots x $context tokens"
+
+results=$(mktemp)
+for r in $(seq 1 "$rounds"); do
+  line=$(ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=speed "$bench" --bench | grep '^ablate local provider')
+  echo "round $r: $line"
+  n_prompt=$(sed -n 's/.* pp\([0-9]*\) .*/\1/p' <<<"$line")
+  n_gen=$(sed -n 's/.* tg\([0-9]*\) .*/\1/p' <<<"$line")
+  depth=$(sed -n 's/.* @ d\([0-9]*\) .*/\1/p' <<<"$line")
+  ours_pp=$(sed -n 's/.* pp[0-9]* \([0-9.]*\) tokens.*/\1/p' <<<"$line")
+  ours_tg=$(sed -n 's/.* tg[0-9]* @ d[0-9]* \([0-9.]*\) tokens.*/\1/p' <<<"$line")
+  line=$("$ref" "$model" "$threads" "$n_prompt" "$n_gen" "$depth" 5 $((context * slots)) "$slots")
+  echo "round $r: $line"
+  ref_pp=$(sed -n 's/.* pp[0-9]* \([0-9.]*\) tokens.*/\1/p' <<<"$line")
+  ref_tg=$(sed -n 's/.* tg[0-9]* @ d[0-9]* \([0-9.]*\) tokens.*/\1/p' <<<"$line")
+  echo "$ours_pp $ref_pp $ours_tg $ref_tg" >>"$results"
+done
+python3 - "$results" <<'PY'
+import statistics as st, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+def show(name, i):
+    ours = [r[i] for r in rows]; ref = [r[i + 1] for r in rows]
+    ratios = [o / f for o, f in zip(ours, ref)]
+    print(f"{name:<10} ablate {st.mean(ours):6.1f} tokens/s  llama.cpp {st.mean(ref):6.1f} tokens/s  "
+          f"ratio {st.mean(ours) / st.mean(ref):6.1%} (per round {', '.join(f'{x:.0%}' for x in ratios)})")
+show("prompt", 0)
+show("generation", 2)
+PY
+rm -f "$results"
+ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=reuse "$bench" --bench | grep '^4-step'
