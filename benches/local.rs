@@ -129,6 +129,27 @@ fn sampling(path: &std::path::Path, reps: usize) {
         rounds,
         sink % 2
     );
+    // Both must draw from the same distribution: total variation distance
+    // between their empirical distributions, per set of logits.
+    let draws: usize = std::env::var("ABLATE_BENCH_DRAWS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    for (k, logits) in all_logits.iter().enumerate() {
+        let mut a = std::collections::HashMap::<i64, f64>::new();
+        let mut b = std::collections::HashMap::<i64, f64>::new();
+        let mut s = TokenSampler::new(0.7, 0.95, 99);
+        for r in 0..draws {
+            let mut arr = LlamaTokenDataArray::from_iter(
+                logits.iter().enumerate().map(|(i, &l)| llama_cpp_2::token::data::LlamaTokenData::new(LlamaToken::new(i as i32), l, 0.0)),
+                false,
+            );
+            let mut chain = LlamaSampler::chain_simple([LlamaSampler::temp(0.7), LlamaSampler::top_p(0.95, 1), LlamaSampler::dist(r as u32)]);
+            arr.apply_sampler(&mut chain);
+            *a.entry(arr.selected_token().map(|t| t.0 as i64).unwrap_or(-1)).or_default() += 1.0 / draws as f64;
+            *b.entry(s.pick(logits) as i64).or_default() += 1.0 / draws as f64;
+        }
+        let keys: std::collections::HashSet<i64> = a.keys().chain(b.keys()).copied().collect();
+        let tv: f64 = keys.iter().map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs()).sum::<f64>() / 2.0;
+        println!("  logits set {k}: {} and {} distinct tokens drawn, total variation distance {tv:.3} ({draws} draws each)", a.len(), b.len());
+    }
 }
 
 /// Prompt evaluation and generation tokens/s, alternated and averaged over

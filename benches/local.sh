@@ -6,7 +6,7 @@
 # libggml that the llama-cpp-sys-2 crate built for the bench binary, and it
 # measures the way llama-bench does. The two run alternately, `rounds` times,
 # so that drift of the machine's speed hits both; each run is the mean of
-# ABLATE_BENCH_REPS (5) repetitions. Then the prefix-reuse part runs once.
+# ABLATE_BENCH_REPS (5) repetitions. Then the prefix-reuse and sampling parts run once.
 #
 # Usage: benches/local.sh [rounds=3]    (make bench-local; run on an idle machine)
 # Environment: ABLATE_LOCAL_THREADS (default: every core), ABLATE_LOCAL_SLOTS,
@@ -38,8 +38,10 @@ echo "model $model, $threads threads, $slots slots x $context tokens"
 
 results=$(mktemp)
 for r in $(seq 1 "$rounds"); do
-  line=$(ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=speed "$bench" --bench | grep '^ablate local provider')
+  out_r=$(ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=speed "$bench" --bench)
+  line=$(grep '^ablate local provider' <<<"$out_r")
   echo "round $r: $line"
+  echo "round $r: $(grep '^sampled generation' <<<"$out_r")"
   n_prompt=$(sed -n 's/.* pp\([0-9]*\) .*/\1/p' <<<"$line")
   n_gen=$(sed -n 's/.* tg\([0-9]*\) .*/\1/p' <<<"$line")
   depth=$(sed -n 's/.* @ d\([0-9]*\) .*/\1/p' <<<"$line")
@@ -63,4 +65,4 @@ show("prompt", 0)
 show("generation", 2)
 PY
 rm -f "$results"
-ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=reuse "$bench" --bench | grep '^4-step'
+ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=reuse,sampling "$bench" --bench | grep -E '^(4-step|sampling|  logits)'
