@@ -50,9 +50,13 @@
 //! the time the model worked on the request, and the request's timeout counts
 //! from when the worker starts on it.
 //!
+//! Sampling: `model::sampling::TokenSampler` (greedy, or temperature, top-p
+//! and a ChaCha8 draw from the request's seed), on the logits llama.cpp
+//! returns; llama.cpp's own top-p sampler sorts the whole vocabulary.
+//!
 //! Environment: ABLATE_LOCAL_THREADS (generation and, unless
-//! ABLATE_LOCAL_BATCH_THREADS is set, prompt evaluation; default: one core
-//! less than available for generation, all for prompts; see `LocalOptions`),
+//! ABLATE_LOCAL_BATCH_THREADS is set, prompt evaluation; default: every core;
+//! see `LocalOptions`),
 //! ABLATE_LOCAL_SLOTS (default 4), ABLATE_LOCAL_PREFIX_CACHE (default on),
 //! ABLATE_LOCAL_FENCED_TOOL_CALLS (default off; see `LocalOptions`),
 //! ABLATE_LOCAL_TEMPLATE (a llama.cpp template name such as `chatml`, instead
@@ -113,8 +117,8 @@ impl Default for LocalOptions {
     /// Every core, for prompts and for generation. Measured on 2 cores
     /// (benches/llama_ref.cpp, Qwen2.5-Coder-0.5B): idle, generation ran at
     /// about 27 tokens/s on 2 threads against 16 on 1; with one other process
-    /// busy on a core, 11 against 16. A trial's checks keep a core busy for
-    /// well under 5% of a run's time, so all cores win. Set
+    /// busy on a core, 11 against 16. In a 715 s run of configs/ablate.toml the
+    /// trials' checks kept a core busy for 27 s, so all cores win. Set
     /// ABLATE_LOCAL_THREADS=1 when something else keeps a core busy.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
