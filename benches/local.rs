@@ -37,6 +37,12 @@ fn spec(path: PathBuf) -> ModelSpec {
     }
 }
 
+/// The parse-duration task's text and its tests: a long, realistic prompt.
+fn parse_duration_texts() -> (String, String) {
+    let read = |rel: &str| std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)).expect(rel);
+    (read("tasks/core/parse-duration/task.toml"), read("tasks/core/parse-duration/tests/test_duration.py"))
+}
+
 fn params(max_tokens: u32) -> GenParams {
     GenParams { max_tokens, temperature: 0.0, top_p: 1.0, seed: 1, timeout: Duration::from_secs(600) }
 }
@@ -100,19 +106,21 @@ fn sampling(path: &std::path::Path, reps: usize) {
         ctx.decode(&mut batch).expect("decode");
         all_logits.push(ctx.get_logits_ith(batch.n_tokens() - 1).to_vec());
     }
-    let rounds = 40 * reps;
-    let t0 = Instant::now();
-    let mut sink = 0i64;
-    for r in 0..rounds {
-        let logits = &all_logits[r % all_logits.len()];
-        // What llama_sampler_sample does: a candidate per vocabulary entry, then the chain.
+    // What llama_sampler_sample does: a candidate per vocabulary entry, then the chain.
+    let llama_draw = |logits: &[f32], seed: u32| -> i64 {
         let mut arr = LlamaTokenDataArray::from_iter(
             logits.iter().enumerate().map(|(i, &l)| llama_cpp_2::token::data::LlamaTokenData::new(LlamaToken::new(i as i32), l, 0.0)),
             false,
         );
-        let mut chain = LlamaSampler::chain_simple([LlamaSampler::temp(0.7), LlamaSampler::top_p(0.95, 1), LlamaSampler::dist(r as u32)]);
+        let mut chain = LlamaSampler::chain_simple([LlamaSampler::temp(0.7), LlamaSampler::top_p(0.95, 1), LlamaSampler::dist(seed)]);
         arr.apply_sampler(&mut chain);
-        sink += arr.selected_token().map(|t| t.0 as i64).unwrap_or(0);
+        arr.selected_token().map(|t| t.0 as i64).unwrap_or(-1)
+    };
+    let rounds = 40 * reps;
+    let t0 = Instant::now();
+    let mut sink = 0i64;
+    for r in 0..rounds {
+        sink += llama_draw(&all_logits[r % all_logits.len()], r as u32);
     }
     let llama_ms = t0.elapsed().as_secs_f64() * 1000.0 / rounds as f64;
     let t0 = Instant::now();
@@ -137,13 +145,7 @@ fn sampling(path: &std::path::Path, reps: usize) {
         let mut b = std::collections::HashMap::<i64, f64>::new();
         let mut s = TokenSampler::new(0.7, 0.95, 99);
         for r in 0..draws {
-            let mut arr = LlamaTokenDataArray::from_iter(
-                logits.iter().enumerate().map(|(i, &l)| llama_cpp_2::token::data::LlamaTokenData::new(LlamaToken::new(i as i32), l, 0.0)),
-                false,
-            );
-            let mut chain = LlamaSampler::chain_simple([LlamaSampler::temp(0.7), LlamaSampler::top_p(0.95, 1), LlamaSampler::dist(r as u32)]);
-            arr.apply_sampler(&mut chain);
-            *a.entry(arr.selected_token().map(|t| t.0 as i64).unwrap_or(-1)).or_default() += 1.0 / draws as f64;
+            *a.entry(llama_draw(logits, r as u32)).or_default() += 1.0 / draws as f64;
             *b.entry(s.pick(logits) as i64).or_default() += 1.0 / draws as f64;
         }
         let keys: std::collections::HashSet<i64> = a.keys().chain(b.keys()).copied().collect();
@@ -157,8 +159,7 @@ fn sampling(path: &std::path::Path, reps: usize) {
 /// every prompt token is evaluated.
 fn speed(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u32) {
     let cold = LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { prefix_cache: false, ..opts.clone() }).expect("load");
-    let task = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/task.toml")).unwrap();
-    let tests = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/tests/test_duration.py")).unwrap();
+    let (task, tests) = parse_duration_texts();
     let long_prompt = format!("<|im_start|>user\n{task}\n{tests}<|im_end|>\n<|im_start|>assistant\n");
     let gen_prompt = "<|im_start|>user\nWrite a long Python module with many small utility functions.<|im_end|>\n<|im_start|>assistant\n";
     let _ = cold.generate_blocking("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", &params(8)); // warm-up
@@ -205,8 +206,7 @@ fn speed(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u
 /// A 4-step trial conversation with and without prefix reuse: prompt tokens
 /// evaluated per step against the tokens the conversation added.
 fn reuse(path: &std::path::Path, opts: &LocalOptions) {
-    let task = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/task.toml")).unwrap();
-    let tests = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/core/parse-duration/tests/test_duration.py")).unwrap();
+    let (task, tests) = parse_duration_texts();
     // A multi-step trial: each step resends the conversation plus the reply and new feedback.
     for cache in [false, true] {
         let client = LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { prefix_cache: cache, ..opts.clone() }).expect("load");

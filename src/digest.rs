@@ -7,6 +7,22 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// sha256 of a file, hex, read in 1 MiB pieces (model files are hundreds of MB).
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
 /// Files skipped by tree digests and sandbox copies: interpreter caches that
 /// appear when someone runs a task's tests in place.
 pub fn is_ignored(name: &str) -> bool {

@@ -62,7 +62,7 @@
 //! ABLATE_LOCAL_TEMPLATE (a llama.cpp template name such as `chatml`, instead
 //! of the GGUF's), ABLATE_LOCAL_LOG=1 (keep llama.cpp's own log on stderr).
 
-use super::sampling::TokenSampler;
+use super::sampling::{self, TokenSampler};
 use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, Role, ToolCall, ToolSpec};
 use crate::config::ModelSpec;
 use crate::record::Tokens;
@@ -75,11 +75,9 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
-use std::io::Read;
 use std::num::NonZeroU32;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -262,17 +260,13 @@ pub struct LocalInfo {
     pub path: PathBuf,
     /// Context size of each slot (the limit of prompt + generation).
     pub context_tokens: u32,
-    pub slots: usize,
-    pub threads: usize,
-    pub batch_threads: usize,
-    pub prefix_cache: bool,
+    /// The engine settings in force (threads, slots, prefix cache, ...).
+    pub options: LocalOptions,
     pub n_params: u64,
     pub size_bytes: u64,
     pub n_ctx_train: u32,
     /// The chat template given to llama.cpp (a name or the GGUF's Jinja text).
     pub template: String,
-    /// ABLATE_LOCAL_TEMPLATE, when it replaced the GGUF's template.
-    pub template_name: Option<String>,
 }
 
 enum PromptInput {
@@ -301,7 +295,6 @@ struct JobResult {
 pub struct LocalClient {
     name: String,
     jobs: mpsc::Sender<Job>,
-    fenced_tool_calls: bool,
     sha256: String,
     info: LocalInfo,
     stats: Arc<Mutex<LocalStats>>,
@@ -329,7 +322,6 @@ impl LocalClient {
             return Err(format!("model `{name}`: context_tokens {context_tokens} is too small"));
         }
         let opts = LocalOptions { threads: opts.threads.max(1), batch_threads: opts.batch_threads.max(1), slots: opts.slots.max(1), ..opts };
-        let fenced_tool_calls = opts.fenced_tool_calls;
         let stats = Arc::new(Mutex::new(LocalStats::default()));
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalInfo, String>>(1);
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
@@ -340,13 +332,13 @@ impl LocalClient {
             .spawn(move || worker_main(worker_path, context_tokens, opts, ready_tx, jobs_rx, worker_stats))
             .map_err(|e| format!("model `{name}`: cannot start the llama.cpp worker: {e}"))?;
         // Hash the file while the worker loads it.
-        let sha256 = sha256_file(&path).map_err(|e| format!("model `{name}`: cannot read `{}`: {e}", path.display()))?;
+        let sha256 = crate::digest::sha256_file(&path).map_err(|e| format!("model `{name}`: cannot read `{}`: {e}", path.display()))?;
         let info = match ready_rx.recv() {
             Ok(Ok(info)) => info,
             Ok(Err(e)) => return Err(format!("model `{name}`: {e}")),
             Err(_) => return Err(format!("model `{name}`: the llama.cpp worker stopped while loading")),
         };
-        Ok(LocalClient { name, jobs: jobs_tx, fenced_tool_calls, sha256, info, stats })
+        Ok(LocalClient { name, jobs: jobs_tx, sha256, info, stats })
     }
 
     /// sha256 of the GGUF file, hex.
@@ -368,7 +360,7 @@ impl LocalClient {
     pub fn chat_blocking(&self, req: &ChatRequest, operation_id: String) -> CallOutcome {
         let rx = self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: req.tools.clone() }, GenParams::of(req));
         let res = rx.and_then(|rx| rx.blocking_recv().map_err(|_| self.stopped()));
-        outcome(req, operation_id, res, self.fenced_tool_calls)
+        outcome(req, operation_id, res, self.info.options.fenced_tool_calls)
     }
 
     /// Generate from a prompt text that is given to the tokenizer as is (no
@@ -401,7 +393,7 @@ impl ModelClient for LocalClient {
                 Ok(rx) => rx.await.map_err(|_| self.stopped()),
                 Err(e) => Err(e),
             };
-            outcome(req, operation_id, res, self.fenced_tool_calls)
+            outcome(req, operation_id, res, self.info.options.fenced_tool_calls)
         })
     }
 
@@ -410,19 +402,19 @@ impl ModelClient for LocalClient {
     }
 
     fn engine(&self) -> Option<Value> {
-        let i = &self.info;
+        let (i, o) = (&self.info, &self.info.options);
         Some(json!({
             "engine": "llama.cpp (llama-cpp-2, in process)",
             "path": i.path.display().to_string(),
             "size_bytes": i.size_bytes,
             "n_params": i.n_params,
             "context_tokens": i.context_tokens,
-            "slots": i.slots,
-            "threads": i.threads,
-            "batch_threads": i.batch_threads,
-            "prefix_cache": i.prefix_cache,
-            "fenced_tool_calls": self.fenced_tool_calls,
-            "template": i.template_name.as_deref().unwrap_or("gguf"),
+            "slots": o.slots,
+            "threads": o.threads,
+            "batch_threads": o.batch_threads,
+            "prefix_cache": o.prefix_cache,
+            "fenced_tool_calls": o.fenced_tool_calls,
+            "template": o.template.as_deref().unwrap_or("gguf"),
             "template_sha256": crate::digest::sha256_hex(i.template.as_bytes()),
         }))
     }
@@ -439,7 +431,7 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
         "temperature": req.temperature,
         "top_p": req.top_p,
         "seed": req.seed,
-        "sampler": if req.temperature > 0.0 && req.top_p > 0.0 { "temperature, top_p, ChaCha8 draw from seed" } else { "greedy" },
+        "sampler": if sampling::is_greedy(req.temperature, req.top_p) { "greedy" } else { "temperature, top_p, ChaCha8 draw from seed" },
     });
     let reply_body = res.generation.as_ref().map(|g| {
         json!({
@@ -469,20 +461,6 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
         (None, None) => Err(ModelError::Other("the llama.cpp worker gave no result".into())),
     };
     CallOutcome { operation_id, request_body, reply_body, result, attempts: 1, latency: res.compute, wait: res.queued }
-}
-
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex::encode(hasher.finalize()))
 }
 
 // ---------------------------------------------------------------------------
@@ -899,15 +877,11 @@ fn worker_main(
     let info = LocalInfo {
         path: path.clone(),
         context_tokens,
-        slots,
-        threads: opts.threads,
-        batch_threads: opts.batch_threads,
-        prefix_cache: opts.prefix_cache,
+        options: opts.clone(),
         n_params: model.n_params(),
         size_bytes: model.size(),
         n_ctx_train: model.n_ctx_train(),
         template: template_text,
-        template_name: opts.template.clone(),
     };
     let mut engine = Engine {
         model: &model,

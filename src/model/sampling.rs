@@ -31,6 +31,12 @@ pub fn argmax(logits: &[f32]) -> usize {
     best
 }
 
+/// Greedy: temperature 0 (or below, or NaN), or a top_p whose nucleus can
+/// only hold the best token.
+pub fn is_greedy(temperature: f64, top_p: f64) -> bool {
+    !(temperature > 0.0) || !(top_p > 0.0)
+}
+
 /// One generation's sampler: its settings, its random stream and scratch space.
 pub struct TokenSampler {
     temperature: f64,
@@ -47,9 +53,8 @@ impl TokenSampler {
         TokenSampler { temperature, top_p, rng: ChaCha8Rng::seed_from_u64(seed), weights: Vec::new(), nucleus: Vec::new() }
     }
 
-    /// Greedy: temperature 0, or a nucleus that can only hold the best token.
     pub fn is_greedy(&self) -> bool {
-        !(self.temperature > 0.0) || !(self.top_p > 0.0)
+        is_greedy(self.temperature, self.top_p)
     }
 
     /// The next token.
