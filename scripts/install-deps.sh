@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Install the system packages ablate needs when they are missing (Debian):
 # cmake, libclang and g++ for the embedded llama.cpp, python3 for task checks,
-# pip for fetching the models.
+# pip for fetching the models, bubblewrap for the trial sandbox.
+# Packages are detected by the package manager (dpkg) or by the exact program
+# that is run, never by a file-name glob: libclang-cpp.so.* (present on a new
+# machine) is not the libclang.so that bindgen loads.
 # Does nothing when everything is present.
 set -euo pipefail
 need=()
+has_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 command -v cmake >/dev/null || need+=(cmake)
 command -v python3 >/dev/null || need+=(python3 python3-pip)
 command -v make >/dev/null || need+=(make)
@@ -12,10 +16,11 @@ command -v make >/dev/null || need+=(make)
 if command -v python3 >/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then need+=(python3-pip); fi
 # llama.cpp (and benches/llama_ref.cpp) need a C++ compiler.
 command -v g++ >/dev/null || need+=(g++)
-# libclang is found by bindgen through the libclang.so* of any installed LLVM.
-if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; then
-  need+=(libclang-dev)
-fi
+# bindgen (llama-cpp-sys-2) loads libclang.so, which libclang-dev provides;
+# LIBCLANG_PATH set by the user means they point bindgen at their own.
+if [ -z "${LIBCLANG_PATH:-}" ] && ! has_pkg libclang-dev; then need+=(libclang-dev); fi
+# Every process that runs candidate code runs under bubblewrap (docs/sandbox.md).
+if ! command -v bwrap >/dev/null || ! has_pkg bubblewrap; then need+=(bubblewrap); fi
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
