@@ -15,6 +15,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Run candidate code without the bubblewrap sandbox when it is not available
+    /// (recorded in the manifest as isolation: none). Never needed on Linux with bubblewrap.
+    #[arg(long, global = true)]
+    unsandboxed: bool,
 }
 
 #[derive(Subcommand)]
@@ -175,6 +179,13 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
+    if matches!(cli.command, Command::Suite { .. } | Command::Run { .. }) {
+        // Candidate code runs only under the sandbox, or where the user opted out.
+        if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed) {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+    }
     match cli.command {
         Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir),
         Command::Plan { pilot: Some(run), mde, .. } => pilot_cmd(&run, mde.unwrap_or(0.1)),

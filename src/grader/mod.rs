@@ -6,12 +6,16 @@
 
 pub mod parse;
 
-use crate::sandbox::process::run_limited;
+use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
+use crate::sandbox::process::{Confinement, run_limited};
 use crate::sandbox::Sandbox;
-use crate::suite::CheckSpec;
+use crate::suite::{CheckSpec, OutputParser};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
+pub mod channel;
 
 /// Bytes kept of each output stream of a check.
 pub const OUTPUT_CAP: usize = 64 * 1024;
@@ -19,16 +23,27 @@ pub const OUTPUT_CAP: usize = 64 * 1024;
 /// The result of one run of a task's checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
-    /// The argv as run (after interpreter resolution).
+    /// The argv as run inside the sandbox (the grader's runner, then the task's arguments).
     pub command: Vec<String>,
     /// None when killed (timeout) or ended by a signal.
     pub exit_code: Option<i32>,
     pub timed_out: bool,
+    /// Tests the grader's runner saw pass.
     pub passed: u32,
-    /// Never below the task's declared test count.
+    /// The task's declared test count.
     pub total: u32,
-    /// Whether the runner's own summary line was found.
+    /// Whether the runner's printed summary line was found.
     pub summary_found: bool,
+    /// The test count of the printed summary (`Ran N tests`), when found.
+    #[serde(default)]
+    pub reported_total: Option<u32>,
+    /// What the grader's runner reported on its own result file.
+    #[serde(default)]
+    pub runner: Option<channel::RunnerReport>,
+    /// Set when the outcome was forged (a patched framework, a summary that
+    /// contradicts the runner, an early exit 0): the trial is a policy violation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forgery: Option<String>,
     pub failed_tests: Vec<String>,
     pub duration_ms: u64,
     /// Captured output (stdout then stderr), capped; see OUTPUT_CAP.
@@ -38,8 +53,17 @@ pub struct CheckResult {
 }
 
 impl CheckResult {
+    /// Passed: the process exited 0 in time, the runner reported every declared
+    /// test as passed and finished, the printed summary agrees, nothing forged.
     pub fn all_passed(&self) -> bool {
-        self.total > 0 && self.passed == self.total && !self.timed_out
+        let runner_ok = self.runner.as_ref().is_some_and(|r| r.finished && r.tests == self.total && r.passed == self.total);
+        self.total > 0
+            && self.passed == self.total
+            && !self.timed_out
+            && self.exit_code == Some(0)
+            && self.forgery.is_none()
+            && runner_ok
+            && self.reported_total == Some(self.total)
     }
 
     /// The last `max_bytes` bytes of output, on a char boundary.
@@ -56,46 +80,122 @@ impl CheckResult {
     }
 }
 
-/// The Python interpreter behind `python3` on PATH, resolved once: on machines
-/// where `python3` is a pyenv shim each call through it costs ~55 ms extra.
-/// `ABLATE_PYTHON` overrides it.
-pub fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
+/// The Python interpreter behind `python3` on PATH, resolved once, with the
+/// installation folders the sandbox must show it. On machines where `python3`
+/// is a pyenv shim each call through it costs ~55 ms extra. `ABLATE_PYTHON`
+/// overrides it.
+pub struct Python {
+    pub executable: String,
+    /// sys.prefix, sys.base_prefix, sys.exec_prefix (deduplicated).
+    pub prefixes: Vec<PathBuf>,
+}
+
+pub fn python_info() -> &'static Python {
+    static PYTHON: OnceLock<Python> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        if let Ok(p) = std::env::var("ABLATE_PYTHON") {
-            return p;
-        }
-        std::process::Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
+        let exe = std::env::var("ABLATE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+        let out = std::process::Command::new(&exe)
+            .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix)"])
             .output()
             .ok()
             .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "python3".to_string())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
+        let executable = lines.next().map(str::to_string).unwrap_or(exe);
+        let mut prefixes: Vec<PathBuf> = Vec::new();
+        for l in lines {
+            let p = PathBuf::from(l);
+            if !prefixes.contains(&p) {
+                prefixes.push(p);
+            }
+        }
+        Python { executable, prefixes }
     })
 }
 
-fn resolve_argv(command: &[String]) -> Vec<String> {
-    let mut argv = command.to_vec();
-    if let Some(first) = argv.first_mut() {
-        if first == "python3" || first == "python" {
-            *first = python().to_string();
-        }
-    }
-    argv
+pub fn python() -> &'static str {
+    &python_info().executable
 }
 
-/// Run the checks in `dir`. An error is returned only when the command cannot
-/// be started at all (a grader error); a failing or hanging check is a result.
-pub async fn run_checks(dir: &Path, spec: &CheckSpec) -> std::io::Result<CheckResult> {
-    let argv = resolve_argv(&spec.command);
-    let env = vec![
-        ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
-        ("PYTHONHASHSEED".to_string(), "0".to_string()),
-        ("PYTHONUNBUFFERED".to_string(), "1".to_string()),
-    ];
-    let out = run_limited(&argv, dir, &env, spec.timeout, OUTPUT_CAP).await?;
+/// Which of the grader's runner modes a task's command is: the command must be
+/// `python3 -m unittest ...` (parser unittest) or `python3 -m pytest ...`
+/// (parser pytest); the grader runs it through its own runner. Returns the
+/// mode and the arguments after the module name.
+pub fn runner_mode(command: &[String], parser: OutputParser) -> Result<(&'static str, &[String]), String> {
+    let want = match parser {
+        OutputParser::Unittest => "unittest",
+        OutputParser::Pytest => "pytest",
+    };
+    let ok_python = command.first().is_some_and(|p| p == "python3" || p == "python");
+    if !ok_python || command.len() < 3 || command[1] != "-m" || command[2] != want {
+        return Err(format!(
+            "with parser = \"{want}\" the command must be [\"python3\", \"-m\", \"{want}\", ...]: the grader runs the tests through its own runner (docs/sandbox.md)"
+        ));
+    }
+    Ok((want, &command[3..]))
+}
+
+/// The runner script, written once per process into a folder the jail shows
+/// read-only.
+fn runner_dir() -> std::io::Result<&'static Path> {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    if let Some(d) = DIR.get() {
+        return Ok(d.path());
+    }
+    let dir = tempfile::Builder::new().prefix("ablate-runner-").tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    let file = dir.path().join("runner.py");
+    std::fs::write(&file, RUNNER_PY)?;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+    Ok(DIR.get_or_init(|| dir).path())
+}
+
+/// The grader's test runner (src/grader/runner.py).
+pub const RUNNER_PY: &str = include_str!("runner.py");
+
+/// Bytes of the runner's result file read back (a file that large is forged).
+const CHANNEL_CAP: u64 = 4 << 20;
+
+/// Run the checks in the sandbox, under its isolation. An error is returned
+/// only when the command cannot be started at all (a grader error); a
+/// failing, hanging or forging check is a result.
+pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<CheckResult> {
+    let isolation = isolation::current().map_err(std::io::Error::other)?;
+    let (mode, args) = runner_mode(&spec.command, spec.parser).map_err(std::io::Error::other)?;
+    let py = python_info();
+    let runner = runner_dir()?;
+    let out_dir = tempfile::Builder::new().prefix("ablate-out-").tempdir()?;
+    let jailed = isolation.is_isolated();
+    if jailed {
+        sandbox.hand_over()?;
+        if isolation::is_root() {
+            std::os::unix::fs::lchown(out_dir.path(), Some(sandbox.uid()), Some(sandbox.uid()))?;
+        }
+    }
+    let (runner_path, result_path) = if jailed {
+        (format!("{JAIL_RUNNER_DIR}/runner.py"), format!("{JAIL_OUT_DIR}/results.jsonl"))
+    } else {
+        (runner.join("runner.py").display().to_string(), out_dir.path().join("results.jsonl").display().to_string())
+    };
+    let mut argv = vec![py.executable.clone(), "-s".to_string(), runner_path, result_path, mode.to_string()];
+    argv.extend(args.iter().cloned());
+    let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);
+    let env = isolation::check_env(bin_dir.as_deref());
+    let tests = sandbox.path().join("tests");
+    let confine = Confinement {
+        isolation,
+        jail: Jail {
+            workspace: sandbox.path(),
+            tests: tests.is_dir().then_some(tests.as_path()),
+            runner_dir: Some(runner),
+            out_dir: Some(out_dir.path()),
+            uid: sandbox.uid(),
+            python_prefixes: &py.prefixes,
+        },
+        limits: spec.limits,
+    };
+    let out = run_limited(&argv, sandbox.path(), &env, spec.timeout, OUTPUT_CAP, Some(&confine)).await?;
     let mut output = out.stdout.text();
     let err_text = out.stderr.text();
     if !err_text.is_empty() {
@@ -104,17 +204,22 @@ pub async fn run_checks(dir: &Path, spec: &CheckSpec) -> std::io::Result<CheckRe
         }
         output.push_str(&err_text);
     }
-    let parsed = parse::parse(spec.parser, &output);
-    let total = parsed.total.unwrap_or(0).max(spec.tests);
-    let passed = if out.timed_out { 0 } else { parsed.passed.min(total) };
+    let channel_bytes = crate::sandbox::read_regular(&out_dir.path().join("results.jsonl"), CHANNEL_CAP).unwrap_or_default();
+    let report = channel::read(&channel_bytes, CHANNEL_CAP);
+    let text = parse::parse(spec.parser, &output);
+    let verdict = channel::judge(spec.tests, out.exit_code, out.timed_out, &text, &report);
+    let failed_tests = if report.tests > 0 || report.finished { report.failed.clone() } else { text.failed_tests.clone() };
     Ok(CheckResult {
         command: argv,
         exit_code: out.exit_code,
         timed_out: out.timed_out,
-        passed,
-        total,
-        summary_found: parsed.total.is_some(),
-        failed_tests: parsed.failed_tests,
+        passed: if out.timed_out { 0 } else { report.passed.min(spec.tests) },
+        total: spec.tests,
+        summary_found: text.total.is_some(),
+        reported_total: text.total,
+        runner: Some(report),
+        forgery: verdict,
+        failed_tests,
         duration_ms: out.duration.as_millis() as u64,
         output,
         output_truncated: out.stdout.truncated() || out.stderr.truncated(),
@@ -135,7 +240,7 @@ pub struct Grade {
 pub async fn grade(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<Grade> {
     let tampered_tests = sandbox.restore_tests()?;
     let snapshot_sha256 = sandbox.snapshot_sha256();
-    let mut check = run_checks(sandbox.path(), spec).await?;
+    let mut check = run_checks(sandbox, spec).await?;
     // The record keeps a bounded tail; traces hold the step-level outputs.
     let tail = check.output_tail(4096).to_string();
     check.output = tail;

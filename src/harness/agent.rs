@@ -56,6 +56,9 @@ pub fn cost(price: Option<&Price>, t: &Tokens) -> Option<f64> {
     Some((uncached * p.input_per_mtok + t.cached as f64 * cached_price + t.output as f64 * p.output_per_mtok) / 1e6)
 }
 
+/// Bytes of one file inlined into a prompt.
+pub const FILE_CAP: u64 = 64 * 1024;
+
 struct Loop<'a> {
     ctx: &'a TrialContext<'a>,
     sandbox: &'a Sandbox,
@@ -95,15 +98,10 @@ impl<'a> Loop<'a> {
         None
     }
 
+    /// The task's own files for the first message: only files the task ships
+    /// (never ones the candidate created), each cut at FILE_CAP bytes.
     fn files(&self) -> Vec<(String, String)> {
-        self.sandbox
-            .list()
-            .into_iter()
-            .map(|name| {
-                let content = self.sandbox.read(&name).unwrap_or_default();
-                (name, content)
-            })
-            .collect()
+        self.sandbox.task_files(FILE_CAP)
     }
 
     fn session_start(&self, progress: Option<String>) -> Vec<Message> {
@@ -124,7 +122,7 @@ impl<'a> Loop<'a> {
                 return Ok(r.clone());
             }
         }
-        let r = grader::run_checks(self.sandbox.path(), &self.ctx.task.check).await.map_err(|e| format!("cannot run the checks: {e}"))?;
+        let r = grader::run_checks(self.sandbox, &self.ctx.task.check).await.map_err(|e| format!("cannot run the checks: {e}"))?;
         self.last_check = Some((snap, r.clone()));
         Ok(r)
     }

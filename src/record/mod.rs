@@ -292,6 +292,9 @@ pub struct HostFacts {
     pub cpus: usize,
     pub hostname: String,
     pub python: String,
+    /// The sandbox candidate code ran in (absent in runs made before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<crate::sandbox::isolation::Isolation>,
 }
 
 impl HostFacts {
@@ -302,6 +305,7 @@ impl HostFacts {
             cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             hostname: std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
             python: crate::grader::python().to_string(),
+            isolation: crate::sandbox::isolation::current().ok().cloned(),
         }
     }
 }

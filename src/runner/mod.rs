@@ -66,7 +66,7 @@ pub struct RunSummary {
 /// infrastructure failure; then the final grading (passed wins over a budget
 /// stop: the snapshot solves the task); then how the loop ended.
 pub fn status_of(end: &EndReason, grade: Option<&Grade>) -> TrialStatus {
-    if grade.is_some_and(|g| !g.tampered_tests.is_empty()) {
+    if grade.is_some_and(|g| !g.tampered_tests.is_empty() || g.check.forgery.is_some()) {
         return TrialStatus::PolicyViolation;
     }
     match end {
@@ -174,6 +174,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         }
     };
 
+    // Setup: candidate code runs only in the sandbox (or where the user opted out).
+    crate::sandbox::isolation::current().map_err(RunError::Setup)?;
     // Setup: every model must be reachable before any trial starts.
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
@@ -392,6 +394,9 @@ async fn run_trial(shared: &Shared, spec: &TrialSpec, attempt: u32) -> std::io::
                     record.tests_total = g.check.total;
                     if !g.tampered_tests.is_empty() {
                         record.error.get_or_insert(format!("test files changed during the trial: {}", g.tampered_tests.join(", ")));
+                    }
+                    if let Some(f) = &g.check.forgery {
+                        record.error.get_or_insert(format!("grade forgery: {f}"));
                     }
                     record.grade = Some(g);
                 }

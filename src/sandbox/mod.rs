@@ -2,9 +2,13 @@
 //!
 //! The harness writes only the task's editable files. Every path that comes
 //! from a model (tool arguments, file names in replies) is resolved here; an
-//! absolute path, a `..`, or a symlink on the way is refused. The tests are put
-//! back from the suite before final grading, and a changed test file is reported.
+//! absolute path, a `..`, or a symlink on the way is refused, and only regular
+//! files are read (a FIFO or a device the candidate left would block or never
+//! end). The tests are put back from the suite before final grading, and a
+//! changed or replaced test folder is reported. Candidate code itself runs in
+//! the jail of isolation.rs, under the sandbox's own uid.
 
+pub mod isolation;
 pub mod process;
 
 use crate::digest;
@@ -35,6 +39,30 @@ pub struct Sandbox {
     root: PathBuf,
     editable: Vec<String>,
     tests_src: PathBuf,
+    /// The task's own files (workspace and tests as shipped): what may be shown to a model.
+    task_files: Vec<String>,
+    /// The uid candidate code runs under in the jail.
+    uid: u32,
+}
+
+/// Bytes of one file read for a model or a digest; more is cut (reads) or refused.
+pub const READ_CAP: u64 = 1 << 20;
+
+/// Read a regular file, not following a final symlink, at most `cap` bytes
+/// (a longer file gives its first `cap` bytes). A FIFO, socket or device is refused.
+pub fn read_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut buf = Vec::new();
+    file.take(cap).read_to_end(&mut buf)?;
+    Ok(buf)
 }
 
 impl Sandbox {
@@ -44,7 +72,45 @@ impl Sandbox {
         copy_tree(&task.workspace_dir(), dir.path())?;
         copy_tree(&task.tests_dir(), &dir.path().join("tests"))?;
         let root = dir.path().canonicalize()?;
-        Ok(Sandbox { dir, root, editable: task.editable.clone(), tests_src: task.tests_dir() })
+        let mut task_files: Vec<String> = digest::list_files(&task.workspace_dir())?.iter().map(|p| p.to_string_lossy().replace('\\', "/")).collect();
+        task_files.extend(digest::list_files(&task.tests_dir())?.iter().map(|p| format!("tests/{}", p.to_string_lossy().replace('\\', "/"))));
+        for e in &task.editable {
+            if !task_files.contains(e) {
+                task_files.push(e.clone());
+            }
+        }
+        Ok(Sandbox { dir, root, editable: task.editable.clone(), tests_src: task.tests_dir(), task_files, uid: isolation::next_uid() })
+    }
+
+    /// The uid candidate code of this sandbox runs under.
+    pub fn uid(&self) -> u32 {
+        self.uid
+    }
+
+    /// Before candidate code runs: the workspace (but not its tests) belongs to
+    /// the sandbox's uid, so that the candidate can write there and nowhere else.
+    pub fn hand_over(&self) -> std::io::Result<()> {
+        if !isolation::is_root() {
+            return Ok(());
+        }
+        isolation::chown_tree(&self.root, self.uid, Some(&self.root.join("tests")))
+    }
+
+    /// The task's own files as they are now, for showing to a model: regular
+    /// files only, each cut at `cap` bytes. Files the candidate created are not shown.
+    pub fn task_files(&self, cap: u64) -> Vec<(String, String)> {
+        self.task_files
+            .iter()
+            .filter_map(|name| {
+                let path = self.resolve(name).ok()?;
+                let bytes = read_regular(&path, cap + 1).ok()?;
+                let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(cap as usize)]).into_owned();
+                if bytes.len() as u64 > cap {
+                    text.push_str(&format!("\n[... cut at {cap} bytes ...]"));
+                }
+                Some((name.clone(), text))
+            })
+            .collect()
     }
 
     pub fn path(&self) -> &Path {
@@ -107,26 +173,31 @@ impl Sandbox {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        std::fs::write(&path, content).map_err(|_| PathRefusal::Escapes(rel.to_string()))?;
+        write_nofollow(&path, content.as_bytes()).map_err(|_| PathRefusal::Escapes(rel.to_string()))?;
         Ok(name)
     }
 
+    /// Read a file for the model: regular files only, cut at READ_CAP bytes.
     pub fn read(&self, rel: &str) -> Result<String, PathRefusal> {
         let path = self.resolve(rel)?;
-        std::fs::read(&path)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .map_err(|_| PathRefusal::Missing(rel.to_string()))
+        let bytes = read_regular(&path, READ_CAP + 1).map_err(|_| PathRefusal::Missing(rel.to_string()))?;
+        let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(READ_CAP as usize)]).into_owned();
+        if bytes.len() as u64 > READ_CAP {
+            text.push_str(&format!("\n[... cut at {READ_CAP} bytes ...]"));
+        }
+        Ok(text)
     }
 
     pub fn editable(&self) -> &[String] {
         &self.editable
     }
 
-    /// Files in the sandbox, relative, sorted (caches skipped).
+    /// Files in the sandbox, relative, sorted (caches skipped), at most 1,000.
     pub fn list(&self) -> Vec<String> {
         digest::list_files(&self.root)
             .unwrap_or_default()
             .into_iter()
+            .take(1000)
             .map(|p| p.to_string_lossy().replace('\\', "/"))
             .collect()
     }
@@ -136,7 +207,8 @@ impl Sandbox {
     pub fn snapshot_sha256(&self) -> String {
         let mut hasher = Sha256::new();
         for name in &self.editable {
-            let bytes = std::fs::read(self.root.join(name)).unwrap_or_default();
+            // A symlink, FIFO or device in place of the file counts as empty.
+            let bytes = read_regular(&self.root.join(name), u64::MAX).unwrap_or_default();
             hasher.update(name.as_bytes());
             hasher.update([0u8]);
             hasher.update(digest::sha256_hex(&bytes).as_bytes());
@@ -146,15 +218,21 @@ impl Sandbox {
     }
 
     /// Put the suite's tests back; returns the test files that had changed,
-    /// been removed, or been added.
+    /// been removed, or been added, and `tests/` itself when it was replaced
+    /// (by a file, a symlink, anything but a folder).
     pub fn restore_tests(&self) -> std::io::Result<Vec<String>> {
         let tests_dir = self.root.join("tests");
         let mut changed = Vec::new();
         let original = digest::list_files(&self.tests_src)?;
-        let current = if tests_dir.is_dir() { digest::list_files(&tests_dir)? } else { Vec::new() };
+        let kind = std::fs::symlink_metadata(&tests_dir).ok().map(|m| m.file_type());
+        if kind.is_some_and(|k| !k.is_dir()) {
+            changed.push("tests/ (replaced by something that is not a folder)".to_string());
+            std::fs::remove_file(&tests_dir)?;
+        }
+        let current = if kind.is_some_and(|k| k.is_dir()) { digest::list_files(&tests_dir)? } else { Vec::new() };
         for rel in &original {
             let a = std::fs::read(self.tests_src.join(rel))?;
-            let b = std::fs::read(tests_dir.join(rel)).ok();
+            let b = if current.contains(rel) { read_regular(&tests_dir.join(rel), a.len() as u64 + 1).ok() } else { None };
             if b.as_deref() != Some(a.as_slice()) {
                 changed.push(format!("tests/{}", rel.display()));
             }
@@ -164,7 +242,7 @@ impl Sandbox {
                 changed.push(format!("tests/{}", rel.display()));
             }
         }
-        if tests_dir.exists() {
+        if kind.is_some_and(|k| k.is_dir()) {
             std::fs::remove_dir_all(&tests_dir)?;
         }
         copy_tree(&self.tests_src, &tests_dir)?;
@@ -175,6 +253,22 @@ impl Sandbox {
     pub fn keep(self) -> PathBuf {
         self.dir.keep()
     }
+}
+
+/// Write a file without following a symlink in its place.
+fn write_nofollow(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    f.write_all(bytes)
 }
 
 /// Copy a tree of regular files (symlinks and caches are not copied).
@@ -212,7 +306,7 @@ mod tests {
             difficulty: Difficulty::Easy,
             prompt: "p".into(),
             editable: vec!["m.py".into()],
-            check: CheckSpec { command: vec!["true".into()], timeout: Duration::from_secs(1), parser: OutputParser::Unittest, tests: 1 },
+            check: CheckSpec { command: vec!["true".into()], timeout: Duration::from_secs(1), parser: OutputParser::Unittest, tests: 1, limits: Default::default() },
             dir: dir.to_path_buf(),
             digest: String::new(),
         }

@@ -3,13 +3,25 @@
 //! A candidate solution may loop forever, fork children or print without end;
 //! none of that may stall the run. The child leads a new process group, the
 //! whole group is killed on timeout (and after a normal exit, to reap strays),
-//! and each output stream keeps at most `cap` bytes (head and tail).
+//! and each output stream keeps at most `cap` bytes (head and tail). With a
+//! `Confinement` the child is the bubblewrap jail of isolation.rs: killing its
+//! leader ends the jail's pid namespace, so nothing inside survives.
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
+
+use super::isolation::{Isolation, Jail, Limits, apply_rlimits};
+
+/// How a candidate process is confined: the isolation in force, what it sees,
+/// and its limits.
+pub struct Confinement<'a> {
+    pub isolation: &'a Isolation,
+    pub jail: Jail<'a>,
+    pub limits: Limits,
+}
 
 /// Bounded capture of one output stream: the first and last `cap / 2` bytes.
 #[derive(Debug, Clone, Default)]
@@ -66,25 +78,47 @@ pub struct ProcessOutcome {
 }
 
 /// Spawn `argv` in `cwd` as a new process group and wait at most `timeout`.
-/// Returns Err only when the process cannot be started at all.
+/// Only the variables in `env` are set: nothing of ablate's environment passes.
+/// With `confine`, the command runs inside the jail (where `cwd` is its
+/// workspace) under the limits. Returns Err only when the process cannot be
+/// started at all.
 pub async fn run_limited(
     argv: &[String],
     cwd: &Path,
     env: &[(String, String)],
     timeout: Duration,
     cap: usize,
+    confine: Option<&Confinement<'_>>,
 ) -> std::io::Result<ProcessOutcome> {
-    let (program, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
+    if argv.is_empty() {
+        return Err(std::io::Error::other("empty command"));
+    }
+    let full: Vec<String> = match confine.map(|c| (c, c.isolation)) {
+        Some((c, Isolation::Bubblewrap { bwrap, uid_switch, .. })) => c.jail.argv(Path::new(bwrap), *uid_switch, argv, env),
+        _ => argv.to_vec(),
+    };
+    let (program, args) = full.split_first().expect("argv is not empty");
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
+        .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    for (k, v) in env {
-        cmd.env(k, v);
+    if !matches!(confine.map(|c| c.isolation), Some(Isolation::Bubblewrap { .. })) {
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+    }
+    if let Some(c) = confine {
+        let limits = c.limits;
+        let per_uid = matches!(c.isolation, Isolation::Bubblewrap { uid_switch: true, .. });
+        // SAFETY: the closure runs in the forked child and calls only setrlimit.
+        unsafe {
+            cmd.pre_exec(move || apply_rlimits(&limits, per_uid));
+        }
     }
     let start = Instant::now();
     let mut child = cmd.spawn()?;
@@ -157,7 +191,7 @@ mod tests {
     #[tokio::test]
     async fn exit_code_and_output() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000)
+        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000, None)
             .await
             .unwrap();
         assert_eq!(out.exit_code, Some(3));
@@ -171,7 +205,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // The child forks a grandchild that also sleeps; both must die.
         let start = Instant::now();
-        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000)
+        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000, None)
             .await
             .unwrap();
         assert!(out.timed_out);
@@ -183,7 +217,7 @@ mod tests {
     #[tokio::test]
     async fn flooding_output_is_capped() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[], Duration::from_secs(20), 4096)
+        let out = run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[("PATH".into(), "/usr/bin:/bin".into())], Duration::from_secs(20), 4096, None)
             .await
             .unwrap();
         assert_eq!(out.stdout.total_bytes, 5_000_000);

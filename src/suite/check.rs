@@ -101,10 +101,18 @@ pub async fn check_task(task: &Task) -> TaskReport {
             } else if sol.passed != sol.total {
                 let names = if sol.failed_tests.is_empty() { String::new() } else { format!(" (failing: {})", sol.failed_tests.join(", ")) };
                 report.problems.push(format!("solution passes {} of {} tests; it must pass every test{names}", sol.passed, sol.total));
-            } else if sol.total != declared {
-                report.problems.push(format!("task.toml declares tests = {declared} but the checks ran {}", sol.total));
+            } else if sol.reported_total != Some(declared) {
+                report.problems.push(format!("task.toml declares tests = {declared} but the checks ran {}", sol.reported_total.unwrap_or(0)));
             } else if sol.exit_code != Some(0) {
                 report.problems.push(format!("solution: parsed {}/{} passed but the check exited {:?}", sol.passed, sol.total, sol.exit_code));
+            } else if let Some(f) = &sol.forgery {
+                report.problems.push(format!("solution: {f}"));
+            } else if !sol.all_passed() {
+                let r = sol.runner.clone().unwrap_or_default();
+                report.problems.push(format!(
+                    "solution: the grader's runner reported {} of {} tests passed (collected {:?}, finished {}); task.toml declares {declared}",
+                    r.passed, r.tests, r.loaded, r.finished
+                ));
             }
             report.solution = Some(sol);
         }
@@ -118,5 +126,5 @@ async fn run_variant(task: &Task, solution: bool) -> std::io::Result<CheckResult
     if solution {
         sandbox.apply_solution(task)?;
     }
-    run_checks(sandbox.path(), &task.check).await
+    run_checks(&sandbox, &task.check).await
 }

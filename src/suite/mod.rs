@@ -12,6 +12,7 @@ pub mod check;
 
 use crate::digest;
 use crate::error::{InputError, parse_toml_file};
+use crate::sandbox::isolation::Limits;
 use serde::{Deserialize, Serialize};
 use std::path::{Component as PathComponent, Path, PathBuf};
 use std::time::Duration;
@@ -43,6 +44,12 @@ struct RawCheck {
     command: Vec<String>,
     timeout_seconds: f64,
     parser: OutputParser,
+    /// Sandbox limits (docs/sandbox.md); unset keys keep the defaults.
+    memory_mb: Option<u64>,
+    file_size_mb: Option<u64>,
+    cpu_seconds: Option<u64>,
+    processes: Option<u64>,
+    open_files: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +80,8 @@ pub struct CheckSpec {
     /// Number of test cases declared in task.toml; the grader never reports a
     /// smaller denominator (a candidate that breaks the import runs "1 test").
     pub tests: u32,
+    /// Resource limits of the check's process tree in the sandbox.
+    pub limits: Limits,
 }
 
 mod secs {
@@ -210,6 +219,22 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
     if !(raw.check.timeout_seconds > 0.0 && raw.check.timeout_seconds <= 3600.0) {
         return Err(InputError::at(&file, "check.timeout_seconds", "must be in (0, 3600]"));
     }
+    crate::grader::runner_mode(&raw.check.command, raw.check.parser).map_err(|m| InputError::at(&file, "check.command", m))?;
+    let mut limits = Limits::default();
+    for (key, value, slot, max) in [
+        ("check.memory_mb", raw.check.memory_mb, &mut limits.memory_mb, 65_536),
+        ("check.file_size_mb", raw.check.file_size_mb, &mut limits.file_size_mb, 65_536),
+        ("check.cpu_seconds", raw.check.cpu_seconds, &mut limits.cpu_seconds, 86_400),
+        ("check.processes", raw.check.processes, &mut limits.processes, 4_096),
+        ("check.open_files", raw.check.open_files, &mut limits.open_files, 65_536),
+    ] {
+        if let Some(v) = value {
+            if v == 0 || v > max {
+                return Err(InputError::at(&file, key, format!("must be in 1..={max}")));
+            }
+            *slot = v;
+        }
+    }
     if !dir.join("tests").is_dir() {
         return Err(InputError::new(dir, "task has no tests/ folder"));
     }
@@ -224,6 +249,7 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
             timeout: Duration::from_secs_f64(raw.check.timeout_seconds),
             parser: raw.check.parser,
             tests: raw.tests,
+            limits,
         },
         dir: dir.to_path_buf(),
         digest,

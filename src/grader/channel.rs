@@ -1,0 +1,230 @@
+//! The grader's runner reports each test on a result file of its own
+//! (runner.py); this module reads that file and judges it against the exit
+//! code and the printed summary. What a candidate can forge by printing,
+//! exiting early or patching the framework shows up as a contradiction here.
+
+use super::parse::Parsed;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+/// What the runner reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerReport {
+    /// Tests collected before any ran (`start`).
+    pub loaded: Option<u32>,
+    /// Test outcomes reported.
+    pub tests: u32,
+    pub passed: u32,
+    /// The runner got to its `end` line.
+    pub finished: bool,
+    /// Framework attributes that changed while the task's code ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tampered: Vec<String>,
+    /// Lines the runner cannot have written (bad JSON, duplicates, order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<String>,
+    /// Short names of failed or errored tests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
+enum Event {
+    Start { loaded: u32 },
+    Test { id: String, outcome: Outcome },
+    Subtest {
+        #[allow(dead_code)]
+        id: String,
+        #[allow(dead_code)]
+        outcome: Outcome,
+    },
+    End { ran: Option<u32>, tampered: Vec<String> },
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Outcome {
+    Passed,
+    Failed,
+    Error,
+    Skipped,
+    ExpectedFailure,
+    UnexpectedSuccess,
+}
+
+/// Read the result file; `cap` is the size it was read up to.
+pub fn read(bytes: &[u8], cap: u64) -> RunnerReport {
+    let mut r = RunnerReport::default();
+    if bytes.len() as u64 >= cap {
+        r.anomalies.push(format!("the result file reached {cap} bytes"));
+    }
+    let mut ids = HashSet::new();
+    let text = String::from_utf8_lossy(bytes);
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let event: Event = match serde_json::from_str(line) {
+            Ok(e) => e,
+            Err(_) => {
+                r.anomalies.push(format!("line {} is not a runner event", n + 1));
+                continue;
+            }
+        };
+        if r.finished {
+            r.anomalies.push(format!("line {} comes after the end", n + 1));
+            continue;
+        }
+        match event {
+            Event::Start { loaded } => {
+                if r.loaded.is_some() {
+                    r.anomalies.push(format!("line {}: a second start", n + 1));
+                }
+                r.loaded = Some(loaded);
+            }
+            Event::Test { id, outcome } => {
+                if r.loaded.is_none() {
+                    r.anomalies.push(format!("line {}: a test before the start", n + 1));
+                }
+                if !ids.insert(id.clone()) {
+                    r.anomalies.push(format!("line {}: test `{id}` reported twice", n + 1));
+                    continue;
+                }
+                r.tests += 1;
+                match outcome {
+                    Outcome::Passed => r.passed += 1,
+                    Outcome::Failed | Outcome::Error | Outcome::UnexpectedSuccess => {
+                        let short = id.rsplit(['.', ':']).next().unwrap_or(&id).to_string();
+                        r.failed.push(short);
+                    }
+                    Outcome::Skipped | Outcome::ExpectedFailure => {}
+                }
+            }
+            Event::Subtest { .. } => {}
+            Event::End { ran, tampered } => {
+                r.finished = true;
+                r.tampered = tampered;
+                if let Some(ran) = ran {
+                    if ran != r.tests {
+                        r.anomalies.push(format!("the end counts {ran} tests run, the file holds {}", r.tests));
+                    }
+                }
+            }
+        }
+    }
+    if r.finished && r.loaded.is_some_and(|l| l != r.tests) {
+        let loaded = r.loaded.unwrap_or(0);
+        r.anomalies.push(format!("{loaded} tests were collected and {} reported", r.tests));
+    }
+    r
+}
+
+/// The forgery a check shows, if any. `declared` is the task's test count;
+/// `text` is the printed summary as parsed.
+pub fn judge(declared: u32, exit_code: Option<i32>, timed_out: bool, text: &Parsed, runner: &RunnerReport) -> Option<String> {
+    if !runner.tampered.is_empty() {
+        return Some(format!("the test framework was changed while the tests ran: {}", runner.tampered.join(", ")));
+    }
+    if !runner.anomalies.is_empty() {
+        return Some(format!("the grader's result file was written by something other than its runner: {}", runner.anomalies.join("; ")));
+    }
+    let text_claims_pass = text.total.is_some_and(|t| t > 0 && text.passed == t);
+    let claims = exit_code == Some(0) || text_claims_pass;
+    if claims && !timed_out && !runner.finished {
+        let what = if exit_code == Some(0) { "exited 0" } else { "printed a passing summary" };
+        return Some(format!(
+            "the check {what} but ended before the grader's runner finished ({} of {declared} tests reported)",
+            runner.tests
+        ));
+    }
+    if runner.finished {
+        if exit_code == Some(0) && runner.passed < runner.tests {
+            return Some(format!("the check exited 0 though the runner saw {} of {} tests pass", runner.passed, runner.tests));
+        }
+        if let Some(t) = text.total {
+            if t != runner.tests || (text_claims_pass && runner.passed != runner.tests) {
+                return Some(format!(
+                    "the printed summary (Ran {t}, {} passed) contradicts the grader's runner ({} of {} passed)",
+                    text.passed, runner.passed, runner.tests
+                ));
+            }
+        }
+        if runner.tests > declared {
+            return Some(format!("the runner reported {} tests; the task declares {declared}", runner.tests));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(ls: &[&str]) -> Vec<u8> {
+        ls.join("\n").into_bytes()
+    }
+
+    const START2: &str = r#"{"event": "start", "loaded": 2}"#;
+    const A_OK: &str = r#"{"event": "test", "id": "tests.test_m.T.test_a", "outcome": "passed"}"#;
+    const B_OK: &str = r#"{"event": "test", "id": "tests.test_m.T.test_b", "outcome": "passed"}"#;
+    const B_FAIL: &str = r#"{"event": "test", "id": "tests.test_m.T.test_b", "outcome": "failed"}"#;
+    const END2: &str = r#"{"event": "end", "ran": 2, "tampered": []}"#;
+
+    fn text(total: Option<u32>, passed: u32) -> Parsed {
+        Parsed { total, passed, failed_tests: Vec::new() }
+    }
+
+    #[test]
+    fn honest_pass_and_honest_fail() {
+        let r = read(&lines(&[START2, A_OK, B_OK, END2]), 1 << 20);
+        assert_eq!((r.loaded, r.tests, r.passed, r.finished), (Some(2), 2, 2, true));
+        assert_eq!(judge(2, Some(0), false, &text(Some(2), 2), &r), None);
+        let r = read(&lines(&[START2, A_OK, B_FAIL, END2]), 1 << 20);
+        assert_eq!((r.passed, r.failed.clone()), (1, vec!["test_b".to_string()]));
+        assert_eq!(judge(2, Some(1), false, &text(Some(2), 1), &r), None);
+    }
+
+    #[test]
+    fn early_exit_after_printing_a_summary_is_forgery() {
+        // print("Ran 2 tests ... OK"); os._exit(0) while the tests load.
+        let r = read(b"", 1 << 20);
+        let v = judge(2, Some(0), false, &text(Some(2), 2), &r).unwrap();
+        assert!(v.contains("exited 0") && v.contains("0 of 2"), "{v}");
+        // A crash that claims nothing is a plain failure.
+        assert_eq!(judge(2, Some(1), false, &text(None, 0), &r), None);
+        // A hang is a timeout, not a forgery.
+        assert_eq!(judge(2, None, true, &text(None, 0), &r), None);
+    }
+
+    #[test]
+    fn summary_contradicting_the_runner_is_forgery() {
+        // atexit prints "Ran 1000 tests OK" after real failures.
+        let r = read(&lines(&[START2, A_OK, B_FAIL, END2]), 1 << 20);
+        let v = judge(2, Some(1), false, &text(Some(1000), 1000), &r).unwrap();
+        assert!(v.contains("Ran 1000") && v.contains("1 of 2"), "{v}");
+        let v = judge(2, Some(1), false, &text(Some(2), 2), &r).unwrap();
+        assert!(v.contains("contradicts"), "{v}");
+        // exit forced to 0 over failures
+        let v = judge(2, Some(0), false, &text(Some(2), 1), &r).unwrap();
+        assert!(v.contains("exited 0 though"), "{v}");
+    }
+
+    #[test]
+    fn tampering_and_written_lines_are_forgery() {
+        let end = r#"{"event": "end", "ran": 2, "tampered": ["unittest.TestCase.run"]}"#;
+        let r = read(&lines(&[START2, A_OK, B_OK, end]), 1 << 20);
+        assert!(judge(2, Some(1), false, &text(Some(2), 2), &r).unwrap().contains("unittest.TestCase.run"));
+        // the same test twice, and junk
+        let r = read(&lines(&[START2, A_OK, A_OK, "garbage", END2]), 1 << 20);
+        assert_eq!(r.anomalies.len(), 2, "{:?}", r.anomalies);
+        assert!(judge(2, Some(0), false, &text(Some(2), 2), &r).is_some());
+        // lines after the end
+        let r = read(&lines(&[START2, A_OK, B_OK, END2, A_OK]), 1 << 20);
+        assert!(judge(2, Some(0), false, &text(Some(2), 2), &r).is_some());
+        // more tests than declared
+        let c = r#"{"event": "test", "id": "c", "outcome": "passed"}"#;
+        let r = read(&lines(&[r#"{"event": "start", "loaded": 3}"#, A_OK, B_OK, c, r#"{"event": "end", "ran": 3, "tampered": []}"#]), 1 << 20);
+        assert!(judge(2, Some(0), false, &text(Some(3), 3), &r).unwrap().contains("declares 2"));
+    }
+}

@@ -1,0 +1,287 @@
+//! The isolation every process that runs candidate code gets: bubblewrap
+//! namespaces, a per-trial unprivileged uid, rlimits and a cleared environment.
+//!
+//! Inside the jail a check sees a read-only system (`/usr`, `/etc`, the Python
+//! installation), its own workspace at `/workspace` (the only writable place
+//! besides a private `/tmp`), its tests read-only at `/workspace/tests`, and the
+//! grader's runner read-only at `/ablate`. No network (a new, empty network
+//! namespace), no other process (a new pid namespace, so nothing outside can be
+//! seen or signalled), no suite, no results folder. When ablate dies, bwrap dies
+//! (`--die-with-parent`), and with it the pid namespace and everything in it.
+//! docs/sandbox.md holds the threat model.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Where the workspace, the runner and its result file appear inside the jail.
+pub const JAIL_WORKSPACE: &str = "/workspace";
+pub const JAIL_RUNNER_DIR: &str = "/ablate";
+pub const JAIL_OUT_DIR: &str = "/ablate-out";
+
+/// Resource limits of one check process tree. Defaults suit unit-test checks;
+/// a task can change them under `[check]` in task.toml.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Address space of each process (RLIMIT_AS), MiB.
+    pub memory_mb: u64,
+    /// Largest file a process may write (RLIMIT_FSIZE), MiB.
+    pub file_size_mb: u64,
+    /// CPU time of each process (RLIMIT_CPU), seconds.
+    pub cpu_seconds: u64,
+    /// Processes and threads of the jail's uid (RLIMIT_NPROC).
+    pub processes: u64,
+    /// Open file descriptors per process (RLIMIT_NOFILE).
+    pub open_files: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { memory_mb: 1024, file_size_mb: 64, cpu_seconds: 60, processes: 64, open_files: 256 }
+    }
+}
+
+/// Which isolation is in force; recorded in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Isolation {
+    /// bubblewrap namespaces; `uid_switch` when checks run under their own
+    /// unprivileged uid (ablate runs as root), which makes the process limit real.
+    Bubblewrap { bwrap: String, version: String, uid_switch: bool },
+    /// No isolation: the user opted in (`--unsandboxed`). Candidate code runs
+    /// as ablate's user with only rlimits and a cleared environment.
+    None { reason: String },
+}
+
+impl Isolation {
+    pub fn is_isolated(&self) -> bool {
+        matches!(self, Isolation::Bubblewrap { .. })
+    }
+}
+
+/// The variables a check gets (everything else of ablate's environment,
+/// API keys among them, stays out).
+pub fn check_env(python_bin_dir: Option<&Path>) -> Vec<(String, String)> {
+    let mut path = String::new();
+    if let Some(dir) = python_bin_dir {
+        path.push_str(&dir.to_string_lossy());
+        path.push(':');
+    }
+    path.push_str("/usr/local/bin:/usr/bin:/bin");
+    [
+        ("PATH", path.as_str()),
+        ("HOME", "/tmp"),
+        ("TMPDIR", "/tmp"),
+        ("LANG", "C.UTF-8"),
+        ("LC_ALL", "C.UTF-8"),
+        ("PYTHONDONTWRITEBYTECODE", "1"),
+        ("PYTHONHASHSEED", "0"),
+        ("PYTHONUNBUFFERED", "1"),
+        ("PYTHONNOUSERSITE", "1"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+static CHOSEN: OnceLock<Isolation> = OnceLock::new();
+
+/// Decide the isolation for this process, once: bubblewrap when it works here;
+/// otherwise an error that says how to get it, unless `allow_none`.
+pub fn init(allow_none: bool) -> Result<&'static Isolation, String> {
+    if let Some(i) = CHOSEN.get() {
+        return Ok(i);
+    }
+    let found = match probe() {
+        Ok(iso) => iso,
+        Err(reason) if allow_none => Isolation::None { reason },
+        Err(reason) => {
+            return Err(format!(
+                "no sandbox for candidate code: {reason}. Install bubblewrap (Debian: apt-get install bubblewrap), \
+                 or pass --unsandboxed to run candidate code without isolation (recorded as isolation: none)"
+            ));
+        }
+    };
+    if let Isolation::None { reason } = &found {
+        eprintln!("WARNING: candidate code runs WITHOUT a sandbox ({reason}); the manifest records isolation: none");
+    }
+    Ok(CHOSEN.get_or_init(|| found))
+}
+
+/// The isolation in force; bubblewrap is required unless `init(true)` ran first.
+pub fn current() -> Result<&'static Isolation, String> {
+    init(false)
+}
+
+fn bwrap_path() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("ABLATE_BWRAP") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|d| d.join("bwrap")).find(|p| p.is_file())
+    })
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: plain syscall without arguments.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Find bwrap and prove it can build the jail here (namespaces may be refused).
+fn probe() -> Result<Isolation, String> {
+    let bwrap = bwrap_path().ok_or_else(|| "bwrap (bubblewrap) is not on PATH".to_string())?;
+    let version = std::process::Command::new(&bwrap)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().trim_start_matches("bubblewrap ").to_string();
+    let uid_switch = is_root();
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let jail = Jail { workspace: dir.path(), tests: None, runner_dir: None, out_dir: None, uid: next_uid(), python_prefixes: &[] };
+    let argv = jail.argv(&bwrap, uid_switch, &["/bin/true".to_string()], &check_env(None));
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "bubblewrap cannot create the sandbox here ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(Isolation::Bubblewrap { bwrap: bwrap.display().to_string(), version, uid_switch })
+}
+
+/// A uid of its own for each sandbox, so that the process limit counts only
+/// that sandbox's processes. The range sits far above ordinary accounts.
+pub fn next_uid() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let salt = std::process::id().wrapping_mul(2654435761) % 40_000;
+    200_000 + (salt + n * 7) % 400_000
+}
+
+/// What one check sees: host paths bound into the jail.
+pub struct Jail<'a> {
+    /// Bound read-write at /workspace.
+    pub workspace: &'a Path,
+    /// Bound read-only over /workspace/tests.
+    pub tests: Option<&'a Path>,
+    /// The grader's runner, read-only at /ablate.
+    pub runner_dir: Option<&'a Path>,
+    /// The runner's result file lives here, read-write at /ablate-out.
+    pub out_dir: Option<&'a Path>,
+    pub uid: u32,
+    /// Python installations outside /usr (pyenv, a venv), bound read-only.
+    pub python_prefixes: &'a [PathBuf],
+}
+
+impl Jail<'_> {
+    /// The full argv: bwrap, its options, then (as root) setpriv to the jail's uid.
+    pub fn argv(&self, bwrap: &Path, uid_switch: bool, command: &[String], env: &[(String, String)]) -> Vec<String> {
+        let mut a: Vec<String> = vec![bwrap.display().to_string()];
+        let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+        push(&["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]);
+        if !uid_switch {
+            push(&["--unshare-user"]);
+        }
+        push(&["--die-with-parent", "--new-session", "--clearenv"]);
+        push(&["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]);
+        for top in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] {
+            match std::fs::symlink_metadata(top) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    if let Ok(target) = std::fs::read_link(top) {
+                        a.extend(["--symlink".to_string(), target.display().to_string(), top.to_string()]);
+                    }
+                }
+                Ok(m) if m.is_dir() => a.extend(["--ro-bind".to_string(), top.to_string(), top.to_string()]),
+                _ => {}
+            }
+        }
+        for prefix in self.python_prefixes {
+            if prefix.starts_with("/usr") || !prefix.is_dir() {
+                continue;
+            }
+            let p = prefix.display().to_string();
+            a.extend(["--ro-bind".to_string(), p.clone(), p]);
+        }
+        let s = |p: &Path| p.display().to_string();
+        a.extend(["--dev".into(), "/dev".into(), "--proc".into(), "/proc".into()]);
+        a.extend(["--perms".into(), "1777".into(), "--tmpfs".into(), "/tmp".into()]);
+        a.extend(["--bind".into(), s(self.workspace), JAIL_WORKSPACE.into()]);
+        if let Some(tests) = self.tests {
+            a.extend(["--ro-bind".into(), s(tests), format!("{JAIL_WORKSPACE}/tests")]);
+        }
+        if let Some(dir) = self.runner_dir {
+            a.extend(["--ro-bind".into(), s(dir), JAIL_RUNNER_DIR.into()]);
+        }
+        if let Some(dir) = self.out_dir {
+            a.extend(["--bind".into(), s(dir), JAIL_OUT_DIR.into()]);
+        }
+        a.extend(["--chdir".into(), JAIL_WORKSPACE.into()]);
+        for (k, v) in env {
+            a.extend(["--setenv".into(), k.clone(), v.clone()]);
+        }
+        a.push("--".into());
+        if uid_switch {
+            let uid = self.uid.to_string();
+            a.extend([
+                "setpriv".into(),
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+                "--no-new-privs".into(),
+                "--bounding-set=-all".into(),
+                "--inh-caps=-all".into(),
+                "--".into(),
+            ]);
+        }
+        a.extend(command.iter().cloned());
+        a
+    }
+}
+
+/// Give a tree to the jail's uid (symlinks themselves, never their targets),
+/// so that the candidate can write its workspace and nothing else.
+pub fn chown_tree(root: &Path, uid: u32, skip: Option<&Path>) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(root, Some(uid), Some(uid))?;
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let path = entry.path();
+        if skip == Some(path.as_path()) {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        std::os::unix::fs::lchown(&path, Some(uid), Some(uid))?;
+        if kind.is_dir() {
+            chown_tree(&path, uid, skip)?;
+        }
+    }
+    Ok(())
+}
+
+/// Set the limits in a forked child before exec (async-signal-safe calls only).
+/// `processes` is left out when the limit cannot be per-sandbox (no uid of its
+/// own): RLIMIT_NPROC counts every process of the user.
+pub fn apply_rlimits(l: &Limits, processes: bool) -> std::io::Result<()> {
+    let set = |res, value: u64| -> std::io::Result<()> {
+        let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+        // SAFETY: setrlimit with a valid pointer; async-signal-safe.
+        if unsafe { libc::setrlimit(res, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    set(libc::RLIMIT_AS, l.memory_mb.saturating_mul(1 << 20))?;
+    set(libc::RLIMIT_FSIZE, l.file_size_mb.saturating_mul(1 << 20))?;
+    set(libc::RLIMIT_CPU, l.cpu_seconds)?;
+    if processes {
+        set(libc::RLIMIT_NPROC, l.processes)?;
+    }
+    set(libc::RLIMIT_NOFILE, l.open_files)?;
+    set(libc::RLIMIT_CORE, 0)?;
+    Ok(())
+}
