@@ -217,7 +217,7 @@ mod tests {
         assert!(judge(2, Some(1), false, &text(Some(2), 2), &r).unwrap().contains("unittest.TestCase.run"));
         // the same test twice, and junk
         let r = read(&lines(&[START2, A_OK, A_OK, "garbage", END2]), 1 << 20);
-        assert_eq!(r.anomalies.len(), 2, "{:?}", r.anomalies);
+        assert!(r.anomalies[0].contains("reported twice") && r.anomalies[1].contains("not a runner event"), "{:?}", r.anomalies);
         assert!(judge(2, Some(0), false, &text(Some(2), 2), &r).is_some());
         // lines after the end
         let r = read(&lines(&[START2, A_OK, B_OK, END2, A_OK]), 1 << 20);
