@@ -177,10 +177,14 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // Setup: every model must be reachable before any trial starts.
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
-    for spec in &exp.models {
+    for (i, spec) in exp.models.iter().enumerate() {
         let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec).map_err(RunError::Setup)?);
-        let identity = client.identity().await.map_err(|e| {
-            RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?")))
+        let identity = client.identity().await.map_err(|e| match e {
+            // A name the endpoint does not serve is a config error: every trial would fail.
+            model::ModelError::UnknownModel { .. } => {
+                InputError::at(&exp.config_path, format!("models[{i}].model"), format!("{}: {e}", spec.endpoint.as_deref().unwrap_or("?"))).into()
+            }
+            _ => RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?"))),
         })?;
         identities.push(ModelIdentity { name: spec.name.clone(), identity, engine: client.engine() });
         clients.insert(spec.name.clone(), client);
