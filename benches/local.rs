@@ -34,6 +34,7 @@ fn spec(path: PathBuf) -> ModelSpec {
         request_timeout_seconds: 600.0,
         price: None,
         retry: RetryPolicy::None,
+        max_response_bytes: ablate::config::DEFAULT_MAX_RESPONSE_BYTES,
     }
 }
 

@@ -143,6 +143,13 @@ struct RawModel {
     price: Option<Price>,
     #[serde(default)]
     retry: RetryPolicy,
+    /// Largest reply body read from the endpoint; a larger one is a provider error.
+    #[serde(default = "default_max_response_bytes")]
+    max_response_bytes: u64,
+}
+
+fn default_max_response_bytes() -> u64 {
+    DEFAULT_MAX_RESPONSE_BYTES
 }
 
 fn default_top_p() -> f64 {
@@ -177,6 +184,9 @@ pub struct ModelSpec {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub price: Option<Price>,
     pub retry: RetryPolicy,
+    /// Largest reply body read from an HTTP endpoint.
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: u64,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -257,6 +267,25 @@ impl Experiment {
     }
 }
 
+/// Longest working-time budget of a trial: 7 days.
+pub const MAX_BUDGET_SECONDS: f64 = 7.0 * 86_400.0;
+/// Longest request timeout (and retry backoff): 1 day.
+pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+pub const MAX_RETRY_ATTEMPTS: u32 = 100;
+/// Default cap on a model reply body: 8 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 << 20;
+/// Largest cap a config may set: 256 MiB.
+pub const MAX_RESPONSE_BYTES_LIMIT: u64 = 256 << 20;
+
+/// A duration in seconds must be finite, above 0 and at most `max`: `inf`,
+/// `nan` and `1e300` are valid TOML floats but no usable time.
+fn check_seconds(path: &Path, key: &str, v: f64, max: f64) -> Result<(), InputError> {
+    if v.is_finite() && v > 0.0 && v <= max {
+        return Ok(());
+    }
+    Err(InputError::at(path, key, format!("{v} is not a duration in (0, {max}] seconds ({} days)", max / 86_400.0)))
+}
+
 /// Read, parse and validate a config file.
 pub fn load(path: &Path) -> Result<Experiment, InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read config: {e}")))?;
@@ -290,12 +319,10 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     if b.max_total_tokens == 0 {
         return Err(at("budget.max_total_tokens", "must be at least 1".into()));
     }
-    if !(b.max_working_seconds > 0.0) {
-        return Err(at("budget.max_working_seconds", "must be above 0".into()));
-    }
+    check_seconds(path, "budget.max_working_seconds", b.max_working_seconds, MAX_BUDGET_SECONDS)?;
     if let Some(c) = b.max_cost_usd {
-        if !(c > 0.0) {
-            return Err(at("budget.max_cost_usd", "must be above 0 (leave it out for no money limit)".into()));
+        if !(c.is_finite() && c > 0.0) {
+            return Err(at("budget.max_cost_usd", format!("{c} is not a positive finite amount (leave it out for no money limit)")));
         }
     }
     if raw.harness.session_steps == 0 {
@@ -415,13 +442,29 @@ fn validate_models(path: &Path, config_dir: &Path, raw: Vec<RawModel>) -> Result
         if !(m.top_p > 0.0 && m.top_p <= 1.0) {
             return Err(InputError::at(path, key("top_p"), format!("{} is not in (0, 1]", m.top_p)));
         }
-        if !(m.request_timeout_seconds > 0.0) {
-            return Err(InputError::at(path, key("request_timeout_seconds"), "must be above 0"));
-        }
+        check_seconds(path, &key("request_timeout_seconds"), m.request_timeout_seconds, MAX_TIMEOUT_SECONDS)?;
         if let RetryPolicy::Exponential { max_attempts, base_ms, max_ms } = m.retry {
             if max_attempts == 0 || base_ms == 0 || max_ms < base_ms {
                 return Err(InputError::at(path, key("retry"), "need max_attempts >= 1 and 0 < base_ms <= max_ms"));
             }
+            if max_attempts > MAX_RETRY_ATTEMPTS {
+                return Err(InputError::at(path, key("retry.max_attempts"), format!("{max_attempts} is above {MAX_RETRY_ATTEMPTS}")));
+            }
+            let max_backoff_ms = (MAX_TIMEOUT_SECONDS * 1000.0) as u64;
+            if max_ms > max_backoff_ms {
+                return Err(InputError::at(path, key("retry.max_ms"), format!("{max_ms} ms is above one day ({max_backoff_ms} ms)")));
+            }
+        }
+        if let Some(p) = &m.price {
+            let prices = [("input_per_mtok", Some(p.input_per_mtok)), ("output_per_mtok", Some(p.output_per_mtok)), ("cached_input_per_mtok", p.cached_input_per_mtok)];
+            for (k, v) in prices {
+                if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                    return Err(InputError::at(path, key(&format!("price.{k}")), format!("{v} is not a finite price of at least 0")));
+                }
+            }
+        }
+        if !(1..=MAX_RESPONSE_BYTES_LIMIT).contains(&m.max_response_bytes) {
+            return Err(InputError::at(path, key("max_response_bytes"), format!("{} is not in [1, {MAX_RESPONSE_BYTES_LIMIT}]", m.max_response_bytes)));
         }
         let mut resolved_path = None;
         match m.provider {
@@ -454,6 +497,7 @@ fn validate_models(path: &Path, config_dir: &Path, raw: Vec<RawModel>) -> Result
             request_timeout_seconds: m.request_timeout_seconds,
             price: m.price,
             retry: m.retry,
+            max_response_bytes: m.max_response_bytes,
         });
     }
     Ok(out)

@@ -7,6 +7,7 @@
 //! otherwise. A baseline is a per-task CSV (`ablate baseline save`) or a run
 //! folder; it must match the candidate's suite, tasks, model and budget.
 
+use crate::error::InputError;
 use crate::report::load::RunData;
 use crate::report::stats;
 use crate::record::TrialStatus;
@@ -163,12 +164,93 @@ pub fn write_baseline(path: &Path, rows: &[BaselineRow]) -> std::io::Result<()> 
     w.flush()
 }
 
-pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, String> {
-    let mut r = csv::Reader::from_path(path).map_err(|e| format!("cannot read: {e}"))?;
-    let rows: Result<Vec<BaselineRow>, _> = r.deserialize().collect();
-    let rows = rows.map_err(|e| format!("not a baseline file: {e}"))?;
+/// Columns of a baseline file, in the order `write_baseline` writes them.
+pub const BASELINE_COLUMNS: [&str; 10] =
+    ["task", "trials", "passes", "pass_rate", "arm", "model", "model_identity", "suite_digest", "budget", "run_id"];
+
+/// How far a baseline's `pass_rate` may stray from passes / trials: a
+/// hand-edited file may round it to two decimals.
+const PASS_RATE_TOLERANCE: f64 = 0.005;
+
+/// Read a baseline file and check it row by row: every column present, counts
+/// that are whole numbers with passes <= trials, a pass rate that agrees with
+/// them, each task once, and one arm, model, suite and budget throughout. An
+/// error names the file, the row (as a spreadsheet numbers it: the header is
+/// row 1) and the column. The pass rate used is passes / trials.
+pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
+    let bad = |row: u64, col: &str, msg: String| InputError::new(path, format!("row {row}, column `{col}`: {msg}"));
+    let mut r = csv::Reader::from_path(path).map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    let headers = r.headers().map_err(|e| InputError::new(path, format!("cannot read the header row: {e}")))?.clone();
+    for col in BASELINE_COLUMNS {
+        if !headers.iter().any(|h| h == col) {
+            return Err(bad(1, col, format!("missing; a baseline has the columns {}", BASELINE_COLUMNS.join(","))));
+        }
+    }
+    let mut rows: Vec<BaselineRow> = Vec::new();
+    let mut first_row_of: BTreeMap<String, u64> = BTreeMap::new();
+    for record in r.records() {
+        let record = record.map_err(|e| {
+            let row = e.position().map(|p| p.line()).unwrap_or(0);
+            InputError::new(path, format!("row {row}: {e}"))
+        })?;
+        let row = record.position().map(|p| p.line()).unwrap_or(rows.len() as u64 + 2);
+        let field = |col: &str| headers.iter().position(|h| h == col).and_then(|i| record.get(i)).unwrap_or("").trim();
+        let count = |col: &str| -> Result<u32, InputError> {
+            let v = field(col);
+            v.parse::<u32>().map_err(|_| bad(row, col, format!("`{v}` is not a whole number of at least 0")))
+        };
+        let task = field("task").to_string();
+        if task.is_empty() {
+            return Err(bad(row, "task", "empty".into()));
+        }
+        if let Some(first) = first_row_of.get(&task) {
+            return Err(bad(row, "task", format!("task `{task}` appears twice (first in row {first})")));
+        }
+        first_row_of.insert(task.clone(), row);
+        let trials = count("trials")?;
+        let passes = count("passes")?;
+        if trials == 0 {
+            return Err(bad(row, "trials", "0: a task of a baseline has at least one trial".into()));
+        }
+        if passes > trials {
+            return Err(bad(row, "passes", format!("{passes} passes of {trials} trials")));
+        }
+        let rate_text = field("pass_rate");
+        let rate: f64 = rate_text.parse().map_err(|_| bad(row, "pass_rate", format!("`{rate_text}` is not a number")))?;
+        let expected = passes as f64 / trials as f64;
+        if !rate.is_finite() || (rate - expected).abs() > PASS_RATE_TOLERANCE {
+            return Err(bad(row, "pass_rate", format!("{rate_text} contradicts passes / trials = {passes}/{trials} = {expected:.3}")));
+        }
+        let text = |col: &str| field(col).to_string();
+        let current = BaselineRow {
+            task,
+            trials,
+            passes,
+            pass_rate: expected,
+            arm: text("arm"),
+            model: text("model"),
+            model_identity: text("model_identity"),
+            suite_digest: text("suite_digest"),
+            budget: text("budget"),
+            run_id: text("run_id"),
+        };
+        if let Some(first) = rows.first() {
+            let same = [
+                ("arm", &first.arm, &current.arm),
+                ("model", &first.model, &current.model),
+                ("model_identity", &first.model_identity, &current.model_identity),
+                ("suite_digest", &first.suite_digest, &current.suite_digest),
+                ("budget", &first.budget, &current.budget),
+            ];
+            if let Some((col, a, b)) = same.iter().find(|(_, a, b)| a != b) {
+                let first_row = first_row_of[&first.task];
+                return Err(bad(row, col, format!("`{b}` differs from row {first_row}'s `{a}`: a baseline is one arm and model of one run")));
+            }
+        }
+        rows.push(current);
+    }
     if rows.is_empty() {
-        return Err("the baseline holds no task".into());
+        return Err(InputError::new(path, "the baseline holds no task"));
     }
     Ok(rows)
 }
@@ -352,6 +434,59 @@ mod tests {
         println!("drop 25 pp, 14 tasks x 10 trials: FAIL {:.1}%, PASS {:.1}%", fail * 100.0, pass * 100.0);
         assert!(fail >= 0.9, "FAIL in only {fail}");
         assert!(pass == 0.0);
+    }
+
+    const HEADER: &str = "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\n";
+
+    fn read(body: &str) -> Result<Vec<BaselineRow>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("base.csv");
+        std::fs::write(&path, body).unwrap();
+        read_baseline(&path).map_err(|e| {
+            let text = e.to_string();
+            let prefix = format!("{}: ", path.display());
+            assert!(text.starts_with(&prefix), "names the file: {text}");
+            text[prefix.len()..].to_string()
+        })
+    }
+
+    #[test]
+    fn a_sound_baseline_is_read_with_rates_from_the_counts() {
+        let rows = read(&format!("{HEADER}a,12,11,0.9166666666666666,full,m,,d1,\"{{\"\"max_steps\"\":4}}\",r\nb,4,1,0.25,full,m,,d1,\"{{\"\"max_steps\"\":4}}\",r\n")).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].task.as_str(), rows[0].trials, rows[0].passes), ("a", 12, 11));
+        assert_eq!(rows[0].budget, "{\"max_steps\":4}");
+        assert_eq!(rows[1].pass_rate, 0.25);
+        // Rounded to two decimals by hand: accepted, and 11/12 is what counts.
+        let rows = read(&format!("{HEADER}a,12,11,0.92,full,m,,d1,b,r\n")).unwrap();
+        assert_eq!(rows[0].pass_rate, 11.0 / 12.0);
+    }
+
+    #[test]
+    fn a_bad_baseline_row_is_refused_naming_row_and_column() {
+        let cases = [
+            // A zero rate against 11 passes of 12: the case that once gave PASS at +91.7 pp.
+            (format!("{HEADER}a,12,11,0,full,m,,d1,b,r\n"), "row 2, column `pass_rate`: 0 contradicts passes / trials = 11/12 = 0.917"),
+            (format!("{HEADER}a,12,11,0.9,full,m,,d1,b,r\n"), "row 2, column `pass_rate`: 0.9 contradicts passes / trials = 11/12 = 0.917"),
+            (format!("{HEADER}a,4,2,0.5,full,m,,d1,b,r\nb,4,1,0.25,full,m,,d1,b,r\na,4,3,0.75,full,m,,d1,b,r\n"), "row 4, column `task`: task `a` appears twice (first in row 2)"),
+            (format!("{HEADER}a,3,4,1.3333333333333333,full,m,,d1,b,r\n"), "row 2, column `passes`: 4 passes of 3 trials"),
+            (format!("{HEADER}a,-3,0,0,full,m,,d1,b,r\n"), "row 2, column `trials`: `-3` is not a whole number of at least 0"),
+            (format!("{HEADER}a,3,-1,0,full,m,,d1,b,r\n"), "row 2, column `passes`: `-1` is not a whole number of at least 0"),
+            (format!("{HEADER}a,3,1.5,0.5,full,m,,d1,b,r\n"), "row 2, column `passes`: `1.5` is not a whole number of at least 0"),
+            (format!("{HEADER}a,0,0,0,full,m,,d1,b,r\n"), "row 2, column `trials`: 0: a task of a baseline has at least one trial"),
+            (format!("{HEADER}a,2,1,NaN,full,m,,d1,b,r\n"), "row 2, column `pass_rate`: NaN contradicts passes / trials = 1/2 = 0.500"),
+            (format!("{HEADER}a,2,1,inf,full,m,,d1,b,r\n"), "row 2, column `pass_rate`: inf contradicts passes / trials = 1/2 = 0.500"),
+            (format!("{HEADER}a,2,1,half,full,m,,d1,b,r\n"), "row 2, column `pass_rate`: `half` is not a number"),
+            (format!("{HEADER},2,1,0.5,full,m,,d1,b,r\n"), "row 2, column `task`: empty"),
+            (format!("{HEADER}a,2,1,0.5,full,m,,d1,b,r\nb,2,1,0.5,full,m2,,d1,b,r\n"), "row 3, column `model`: `m2` differs from row 2's `m`"),
+            (format!("{HEADER}a,2,1,0.5,full,m,,d1,b,r\nb,2,1,0.5,full,m,,d1,b2,r\n"), "row 3, column `budget`: `b2` differs from row 2's `b`"),
+            ("task,trials,passes,arm,model,model_identity,suite_digest,budget,run_id\na,2,1,full,m,,d1,b,r\n".to_string(), "row 1, column `pass_rate`: missing"),
+            (HEADER.to_string(), "the baseline holds no task"),
+        ];
+        for (body, want) in cases {
+            let err = read(&body).expect_err(want);
+            assert!(err.starts_with(want), "want `{want}`, got `{err}`");
+        }
     }
 
     #[test]

@@ -351,7 +351,7 @@ fn gate_cmd(a: GateArgs) -> anyhow::Result<i32> {
     let base = if a.baseline.is_dir() {
         gate::baseline_of_run(&load_run(&a.baseline)?, a.arm.as_deref(), a.model.as_deref()).map_err(|e| InputError::new(&a.baseline, e))?
     } else {
-        gate::read_baseline(&a.baseline).map_err(|e| InputError::new(&a.baseline, e))?
+        gate::read_baseline(&a.baseline)?
     };
     let cand_data = load_run(&a.candidate)?;
     let arm = a.arm.clone().or_else(|| Some(base[0].arm.clone()));

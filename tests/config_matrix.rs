@@ -140,3 +140,50 @@ fn shipped_configs_load() {
         assert!(!exp.comparisons.is_empty(), "{cfg}");
     }
 }
+
+/// Every duration, amount and size is finite and in range: `inf`, `nan` and
+/// `1e300` are valid TOML floats that used to pass and then panic when turned
+/// into a Duration.
+#[test]
+fn durations_amounts_and_sizes_out_of_range_name_the_key() {
+    let budget = "max_working_seconds = 30";
+    let model = "temperature = 0.5";
+    let cases: &[(&str, &str, &str)] = &[
+        (budget, "max_working_seconds = inf", "budget.max_working_seconds"),
+        (budget, "max_working_seconds = nan", "budget.max_working_seconds"),
+        (budget, "max_working_seconds = 1e300", "budget.max_working_seconds"),
+        (budget, "max_working_seconds = -5", "budget.max_working_seconds"),
+        (budget, "max_working_seconds = 604801", "budget.max_working_seconds"),
+        (budget, "max_working_seconds = 30\nmax_cost_usd = inf", "budget.max_cost_usd"),
+        (budget, "max_working_seconds = 30\nmax_cost_usd = nan", "budget.max_cost_usd"),
+        (model, "temperature = 0.5\nrequest_timeout_seconds = inf", "models[0].request_timeout_seconds"),
+        (model, "temperature = 0.5\nrequest_timeout_seconds = nan", "models[0].request_timeout_seconds"),
+        (model, "temperature = 0.5\nrequest_timeout_seconds = 86401", "models[0].request_timeout_seconds"),
+        (model, "temperature = nan", "models[0].temperature"),
+        (model, "temperature = 0.5\ntop_p = nan", "models[0].top_p"),
+        (model, "temperature = 0.5\nretry = { backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 86400001 }", "models[0].retry.max_ms"),
+        (model, "temperature = 0.5\nretry = { backoff = \"exponential\", max_attempts = 101, base_ms = 10, max_ms = 20 }", "models[0].retry.max_attempts"),
+        (model, "temperature = 0.5\nprice = { input_per_mtok = nan, output_per_mtok = 1.0 }", "models[0].price.input_per_mtok"),
+        (model, "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = inf }", "models[0].price.output_per_mtok"),
+        (model, "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = 1.0, cached_input_per_mtok = -1.0 }", "models[0].price.cached_input_per_mtok"),
+        (model, "temperature = 0.5\nmax_response_bytes = 0", "models[0].max_response_bytes"),
+        (model, "temperature = 0.5\nmax_response_bytes = 268435457", "models[0].max_response_bytes"),
+    ];
+    for (from, to, key) in cases {
+        let text = format!("{}\n[arms.a]\n", BASE.replace(from, to));
+        let err = load_str(Path::new("c.toml"), &text).expect_err(to);
+        assert_eq!(err.key.as_deref(), Some(*key), "{to}: {err}");
+        assert!(err.to_string().starts_with("c.toml: key "), "{err}");
+    }
+    // The bounds themselves are accepted: 7 days, 1 day, 256 MiB.
+    let edge = BASE
+        .replace(budget, "max_working_seconds = 604800")
+        .replace(model, "temperature = 0.5\nrequest_timeout_seconds = 86400\nmax_response_bytes = 268435456");
+    let exp = load_str(Path::new("c.toml"), &format!("{edge}\n[arms.a]\n")).unwrap();
+    assert_eq!(exp.budget.max_working_seconds, 604800.0);
+    assert_eq!(exp.models[0].max_response_bytes, 268_435_456);
+    // Unset, the reply cap is 8 MiB, and it is part of the recorded experiment.
+    let exp = load("[arms.a]\n").unwrap();
+    assert_eq!(exp.models[0].max_response_bytes, 8 * 1024 * 1024);
+    assert_eq!(serde_json::to_value(&exp).unwrap()["models"][0]["max_response_bytes"], serde_json::json!(8388608));
+}

@@ -86,3 +86,20 @@ fn drift_is_refused_unless_allowed() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("/nonexistent.csv"), "{err}");
 }
+
+#[test]
+fn a_baseline_whose_rate_contradicts_its_counts_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cand = run(dir.path(), "cand", 3, 1, 4, task_rate);
+    // 11 passes of 12 with a pass rate of 0: once compared as 0 and gave PASS at +91.7 pp.
+    let baseline = dir.path().join("bad.csv");
+    std::fs::write(
+        &baseline,
+        "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\nparse-duration,12,11,0,full,m,,d,b,r\n",
+    )
+    .unwrap();
+    let (code, out, err) = ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", cand.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty(), "no verdict: {out}");
+    assert_eq!(err.trim(), format!("error: {}: row 2, column `pass_rate`: 0 contradicts passes / trials = 11/12 = 0.917", baseline.display()));
+}

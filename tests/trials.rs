@@ -143,10 +143,14 @@ async fn invalid_tool_call_and_path_escape_get_error_results() {
     assert_eq!(call(2).arguments, json!("{not json"), "raw arguments kept");
     assert!(call(3).ok && call(3).result.contains("raise NotImplementedError"));
     // The answer goes back with the matching id, and the tools were offered with strict schemas.
-    let next = &steps[1].request["messages"];
-    let tool_msg = next.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    let sent = server.chats.lock().unwrap()[1].clone();
+    let tool_msg = sent["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(tool_msg["tool_call_id"], json!("call_a"));
     assert_eq!(steps[0].request["tools"][0]["function"]["parameters"]["additionalProperties"], json!(false));
+    // The trace leaves out what step 1's line holds: system, task, the reply and its tool result.
+    let omits = steps[1].request_omits.as_ref().unwrap();
+    assert_eq!((omits.messages, omits.tools), (4, true));
+    assert!(steps[1].request.get("tools").is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,6 +343,71 @@ async fn sessions_reset_the_conversation_and_handoff_carries_progress() {
         if has_progress {
             assert!(first_of_session[1]["content"].as_str().unwrap().contains("- step 1: submitted code"));
         }
-        assert!(steps[1].request["messages"].as_array().unwrap().len() > 2, "within a session the conversation grows");
+        assert!(steps[2].request_omits.is_none(), "a new session's first request is whole");
+        // Within a session the conversation grows; the trace holds only the new feedback note.
+        let omits = steps[1].request_omits.as_ref().unwrap();
+        assert_eq!(omits.messages, 3, "system, task, the reply of step 1");
+        let new = steps[1].request["messages"].as_array().unwrap();
+        assert_eq!(new.len(), 1);
+        assert!(new[0]["content"].as_str().unwrap().contains("The harness ran the checks"), "{new:?}");
     }
+}
+
+/// A JSON string's escaped form, as it stands in a JSONL file.
+fn escaped(s: &str) -> String {
+    let q = serde_json::to_string(s).unwrap();
+    q[1..q.len() - 1].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_holds_each_message_once_and_the_conversation_can_be_rebuilt() {
+    // Step 1 reads the file (a tool result), step 2 sends wrong code (feedback), step 3 fixes it.
+    let server = start(Arc::new(|path, _b, n| {
+        meta(path).unwrap_or_else(|| match n {
+            0 => openai_tool("call_r", "read_file", r#"{"path": "add.py"}"#),
+            1 => openai_text(WRONG_ADD),
+            _ => openai_text(RIGHT_ADD),
+        })
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.t]\ntools = true\nfeedback = true\n");
+    cfg.max_steps = 3;
+    let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    let r = &summary.records[0];
+    assert_eq!((r.status, r.steps), (TrialStatus::Passed, 3), "{r:?}");
+    let text = std::fs::read_to_string(summary.dir.join("traces").join(format!("{}.jsonl", r.trial_id))).unwrap();
+    let steps = traces(&summary.dir, &r.trial_id);
+
+    // Every message of the last request as sent, and the last reply, stand once in the trace.
+    let sent = server.chats.lock().unwrap().clone();
+    let last = sent[2]["messages"].as_array().unwrap();
+    assert_eq!(last.len(), 6, "system, task, tool call, tool result, wrong code, feedback");
+    for m in last {
+        let content = m["content"].as_str().unwrap_or("");
+        if !content.is_empty() {
+            assert_eq!(text.matches(&escaped(content)).count(), 1, "{} message held {} times", m["role"], text.matches(&escaped(content)).count());
+        }
+    }
+    assert_eq!(text.matches(&escaped(RIGHT_ADD)).count(), 1);
+    assert!(steps.iter().all(|s| s.reply_text.is_none()), "the reply body holds the text");
+    assert_eq!(text.matches("\"tools\":[").count(), 1, "the tool list once");
+
+    // What each line leaves out is exactly the head of the body as sent.
+    let omitted: Vec<usize> = steps.iter().map(|s| s.request_omits.as_ref().map_or(0, |o| o.messages)).collect();
+    assert_eq!(omitted, vec![0, 4, 5]);
+    for (i, s) in steps.iter().enumerate().skip(1) {
+        let all = sent[i]["messages"].as_array().unwrap();
+        let n = omitted[i];
+        let head = serde_json::to_string(&all[..n].to_vec()).unwrap();
+        assert_eq!(s.request_omits.as_ref().unwrap().sha256.as_deref(), Some(ablate::digest::sha256_hex(head.as_bytes()).as_str()));
+        assert_eq!(s.request["messages"].as_array().unwrap(), &all[n..].to_vec());
+    }
+    // Rebuilt from the trace, top to bottom: step 1's messages, its reply and tool result, step 2's (none), its reply, step 3's feedback.
+    assert_eq!(steps[0].request["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(steps[0].tool_calls[0].result, last[3]["content"].as_str().unwrap());
+    assert_eq!(steps[1].reply.as_ref().unwrap()["choices"][0]["message"]["content"], json!(WRONG_ADD));
+    assert_eq!(last[4]["content"], json!(WRONG_ADD));
+    assert_eq!(steps[2].request["messages"][0], last[5]);
 }

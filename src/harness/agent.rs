@@ -13,7 +13,8 @@ use super::{Components, prompts, tools};
 use crate::config::{Budget, HarnessSettings, ModelSpec, Price};
 use crate::grader::{self, CheckResult};
 use crate::model::{ChatRequest, Message, ModelClient, ModelError};
-use crate::record::{BudgetLimit, EndReason, Incidents, LoopGuardHit, Tokens, ToolCallRecord, TraceStep};
+use crate::digest::sha256_hex;
+use crate::record::{BudgetLimit, EndReason, Incidents, LoopGuardHit, RequestOmits, Tokens, ToolCallRecord, TraceStep};
 use crate::sandbox::Sandbox;
 use crate::suite::Task;
 use std::collections::HashMap;
@@ -152,6 +153,8 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
     };
     let tool_specs = if c.tools { tools::specs() } else { Vec::new() };
     let mut messages = lp.session_start(None);
+    // What earlier trace lines already hold, left out of each step's `request`.
+    let mut in_trace = TracedSoFar::default();
     let mut steps = 0u32;
     let mut sessions = 1u32;
     let mut error = None;
@@ -168,6 +171,8 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
                 prompts::progress_note(steps, &lp.results, &failed)
             });
             messages = lp.session_start(progress);
+            in_trace.messages = 0;
+            in_trace.prompt = None;
         }
         let remaining_time = Duration::from_secs_f64((ctx.budget.max_working_seconds - lp.working().as_secs_f64()).max(0.0));
         let model_timeout = Duration::from_secs_f64(ctx.model.request_timeout_seconds);
@@ -193,7 +198,8 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
             session: sessions,
             operation_id: outcome.operation_id.clone(),
             request_attempts: outcome.attempts,
-            request: outcome.request_body.clone(),
+            request: serde_json::Value::Null,
+            request_omits: None,
             reply: outcome.reply_body.clone(),
             reply_text: None,
             finish_reason: None,
@@ -207,6 +213,7 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
             rate_limit_wait_ms: outcome.wait.as_millis() as u64,
             error: None,
         };
+        (step.request, step.request_omits) = in_trace.request(outcome.request_body);
         let reply = match outcome.result {
             Ok(r) => r,
             Err(e) => {
@@ -222,7 +229,10 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
         };
         lp.tokens.add(reply.usage);
         step.tokens = reply.usage;
-        step.reply_text = Some(reply.text.clone());
+        // The text is kept apart only when the reply body does not hold it as is.
+        if !reply.text.is_empty() && !step.reply.as_ref().is_some_and(|b| holds_string(b, &reply.text)) {
+            step.reply_text = Some(reply.text.clone());
+        }
         step.finish_reason = reply.finish_reason.clone();
         if let Some(fp) = &reply.fingerprint {
             if !lp.fingerprints.contains(fp) {
@@ -362,6 +372,9 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
                 break 'trial EndReason::ModelDone;
             }
         }
+        // The next request starts with these: this request's messages, the
+        // reply (in this line's `reply`) and the tool results (in `tool_calls`).
+        in_trace.messages = messages.len() + to_send.len();
         messages.extend(to_send);
         if !user_notes.is_empty() {
             messages.push(Message::user(user_notes.join("\n\n")));
@@ -380,6 +393,69 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
         incidents: lp.incidents,
         error,
         fingerprints: lp.fingerprints,
+    }
+}
+
+/// What the trace lines of the current session already hold.
+#[derive(Default)]
+struct TracedSoFar {
+    /// Leading messages of the next request that earlier lines hold.
+    messages: usize,
+    /// The previous request's `tools`.
+    tools: Option<serde_json::Value>,
+    /// The previous request's rendered prompt (local provider).
+    prompt: Option<String>,
+}
+
+impl TracedSoFar {
+    /// The request body for the trace and what it leaves out: the leading
+    /// messages earlier lines hold, `tools` equal to the previous step's, and
+    /// the previous step's prompt when this one extends it.
+    fn request(&mut self, mut body: serde_json::Value) -> (serde_json::Value, Option<RequestOmits>) {
+        use serde_json::Value;
+        let mut omits = RequestOmits::default();
+        if let Some(Value::Array(list)) = body.get_mut("messages") {
+            let n = self.messages.min(list.len());
+            if n > 0 {
+                let earlier: Vec<Value> = list.drain(..n).collect();
+                omits.messages = n;
+                omits.sha256 = Some(sha256_hex(serde_json::to_string(&earlier).unwrap_or_default().as_bytes()));
+            }
+        }
+        if let Some(Value::String(prompt)) = body.get_mut("prompt") {
+            let full = std::mem::take(prompt);
+            match self.prompt.as_deref() {
+                Some(prev) if !prev.is_empty() && full.starts_with(prev) => {
+                    omits.prompt_bytes = prev.len();
+                    omits.sha256 = Some(sha256_hex(prev.as_bytes()));
+                    *prompt = full[prev.len()..].to_string();
+                }
+                _ => *prompt = full.clone(),
+            }
+            self.prompt = Some(full);
+        }
+        if let Some(map) = body.as_object_mut() {
+            match map.get("tools") {
+                Some(t) if self.tools.as_ref() == Some(t) => {
+                    map.remove("tools");
+                    omits.tools = true;
+                }
+                Some(t) => self.tools = Some(t.clone()),
+                None => {}
+            }
+        }
+        let any = omits.messages > 0 || omits.prompt_bytes > 0 || omits.tools;
+        (body, any.then_some(omits))
+    }
+}
+
+/// Whether `v` holds the string `s` as one of its values.
+fn holds_string(v: &serde_json::Value, s: &str) -> bool {
+    match v {
+        serde_json::Value::String(x) => x == s,
+        serde_json::Value::Array(a) => a.iter().any(|x| holds_string(x, s)),
+        serde_json::Value::Object(o) => o.values().any(|x| holds_string(x, s)),
+        _ => false,
     }
 }
 

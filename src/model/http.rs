@@ -44,8 +44,32 @@ fn max_attempts(policy: &RetryPolicy) -> u32 {
     }
 }
 
-/// POST `body` (or GET when None) to `url`. Timeouts are not retried: a
-/// hanging endpoint would otherwise hold a trial for attempts x timeout.
+/// Why a body could not be read.
+enum ReadError {
+    TooLarge,
+    Http(reqwest::Error),
+}
+
+/// Read a response body chunk by chunk, never holding more than `max` bytes:
+/// a runaway endpoint must cost a trial, not the process's memory.
+async fn read_capped(mut resp: reqwest::Response, max: u64) -> Result<String, ReadError> {
+    if resp.content_length().is_some_and(|n| n > max) {
+        return Err(ReadError::TooLarge);
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(ReadError::Http)? {
+        if buf.len() as u64 + chunk.len() as u64 > max {
+            return Err(ReadError::TooLarge);
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// POST `body` (or GET when None) to `url`, reading at most `max_bytes` of
+/// the reply body. Timeouts and oversized bodies are not retried: a hanging
+/// endpoint would otherwise hold a trial for attempts x timeout.
+#[allow(clippy::too_many_arguments)]
 pub async fn send(
     client: &reqwest::Client,
     url: &str,
@@ -54,6 +78,7 @@ pub async fn send(
     operation_id: Option<&str>,
     timeout: Duration,
     policy: &RetryPolicy,
+    max_bytes: u64,
 ) -> HttpOutcome {
     let mut latency = Duration::ZERO;
     let mut wait = Duration::ZERO;
@@ -79,13 +104,16 @@ pub async fn send(
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 let after = retry_after(&resp);
-                let text = resp.text().await;
+                let text = read_capped(resp, max_bytes).await;
                 latency += start.elapsed();
                 match text {
-                    Err(e) if e.is_timeout() => {
+                    Err(ReadError::TooLarge) => {
+                        return HttpOutcome { result: Err(ModelError::TooLarge { limit: max_bytes }), attempts: attempt, latency, wait };
+                    }
+                    Err(ReadError::Http(e)) if e.is_timeout() => {
                         return HttpOutcome { result: Err(ModelError::Timeout(timeout.as_secs_f64())), attempts: attempt, latency, wait };
                     }
-                    Err(e) => (ModelError::Connect(e.to_string()), None),
+                    Err(ReadError::Http(e)) => (ModelError::Connect(e.to_string()), None),
                     Ok(text) if (200..300).contains(&status) => {
                         return HttpOutcome { result: Ok((status, text)), attempts: attempt, latency, wait };
                     }
@@ -159,9 +187,10 @@ pub async fn chat_call(
     operation_id: String,
     timeout: Duration,
     policy: &RetryPolicy,
+    max_bytes: u64,
     parse: fn(&serde_json::Value) -> Result<ChatReply, ModelError>,
 ) -> CallOutcome {
-    let out = send(client, url, Some(&body), bearer, Some(&operation_id), timeout, policy).await;
+    let out = send(client, url, Some(&body), bearer, Some(&operation_id), timeout, policy, max_bytes).await;
     let (reply_body, result) = match out.result {
         Ok((_, text)) => {
             let (raw, parsed) = parse_body(&text);

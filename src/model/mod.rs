@@ -116,6 +116,11 @@ pub enum ModelError {
     Status { status: u16, body: String },
     #[error("cannot connect: {0}")]
     Connect(String),
+    #[error("response body exceeds {limit} bytes (max_response_bytes)")]
+    TooLarge { limit: u64 },
+    /// The endpoint lists its models and `model` is not among them.
+    #[error("the endpoint does not serve model `{model}`; it serves: {}", if served.is_empty() { "no model".to_string() } else { served.join(", ") })]
+    UnknownModel { model: String, served: Vec<String> },
     #[error("malformed reply: {error}")]
     Malformed { error: String, body: String },
     #[error("{0}")]

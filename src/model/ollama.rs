@@ -14,6 +14,7 @@ pub struct OllamaClient {
     model: String,
     num_ctx: Option<u32>,
     retry: RetryPolicy,
+    max_bytes: u64,
 }
 
 impl OllamaClient {
@@ -24,6 +25,7 @@ impl OllamaClient {
             model: spec.model.clone(),
             num_ctx: spec.context_tokens,
             retry: spec.retry.clone(),
+            max_bytes: spec.max_response_bytes,
         })
     }
 
@@ -108,35 +110,50 @@ impl ModelClient for OllamaClient {
     fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             let url = format!("{}/api/chat", self.base);
-            http::chat_call(&self.http, &url, self.body(req), None, operation_id, req.timeout, &self.retry, parse_reply).await
+            http::chat_call(&self.http, &url, self.body(req), None, operation_id, req.timeout, &self.retry, self.max_bytes, parse_reply).await
         })
     }
 
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
         Box::pin(async move {
             let t = Duration::from_secs(30);
-            let show = http::send(&self.http, &format!("{}/api/show", self.base), Some(&json!({"model": self.model})), None, None, t, &RetryPolicy::None).await;
-            let (_, text) = show.result?;
-            if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                if let Some(d) = v.get("digest").and_then(Value::as_str) {
-                    return Ok(Some(format!("ollama-digest:{d}")));
-                }
-            }
-            let tags = http::send(&self.http, &format!("{}/api/tags", self.base), None, None, None, t, &RetryPolicy::None).await;
-            if let Ok((_, text)) = tags.result {
-                if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                    let found = v.get("models").and_then(Value::as_array).and_then(|ms| {
-                        ms.iter().find(|m| {
-                            let name = m.get("name").or_else(|| m.get("model")).and_then(Value::as_str).unwrap_or("");
+            // The local models first: an unknown name is refused with the list
+            // (a server without /api/tags is only warned about).
+            let tags_url = format!("{}/api/tags", self.base);
+            let tags = http::send(&self.http, &tags_url, None, None, None, t, &RetryPolicy::None, self.max_bytes).await;
+            let mut listed_digest = None;
+            match tags.result {
+                Ok((_, text)) => match serde_json::from_str::<Value>(&text).ok().as_ref().and_then(|v| v.get("models")).and_then(Value::as_array) {
+                    Some(models) => {
+                        let name_of = |m: &Value| m.get("name").or_else(|| m.get("model")).and_then(Value::as_str).unwrap_or("").to_string();
+                        let found = models.iter().find(|m| {
+                            let name = name_of(m);
                             name == self.model || name == format!("{}:latest", self.model)
-                        })
-                    });
-                    if let Some(d) = found.and_then(|m| m.get("digest")).and_then(Value::as_str) {
+                        });
+                        match found {
+                            Some(m) => listed_digest = m.get("digest").and_then(Value::as_str).map(str::to_string),
+                            None => return Err(ModelError::UnknownModel { model: self.model.clone(), served: models.iter().map(name_of).collect() }),
+                        }
+                    }
+                    None => eprintln!("warning: {tags_url} gave no model list ablate can read; model `{}` is not checked", self.model),
+                },
+                Err(ModelError::Status { status, .. }) => {
+                    eprintln!("warning: {tags_url} gave HTTP {status}; model `{}` is not checked", self.model)
+                }
+                Err(e) => return Err(e),
+            }
+            let show = http::send(&self.http, &format!("{}/api/show", self.base), Some(&json!({"model": self.model})), None, None, t, &RetryPolicy::None, self.max_bytes).await;
+            match show.result {
+                Ok((_, text)) => {
+                    if let Some(d) = serde_json::from_str::<Value>(&text).ok().as_ref().and_then(|v| v.get("digest")).and_then(Value::as_str) {
                         return Ok(Some(format!("ollama-digest:{d}")));
                     }
                 }
+                // The list showed the model: its digest there will do.
+                Err(_) if listed_digest.is_some() => {}
+                Err(e) => return Err(e),
             }
-            Ok(None)
+            Ok(listed_digest.map(|d| format!("ollama-digest:{d}")))
         })
     }
 }

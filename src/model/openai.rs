@@ -14,6 +14,7 @@ pub struct OpenAiClient {
     model: String,
     api_key: Option<String>,
     retry: RetryPolicy,
+    max_bytes: u64,
 }
 
 impl OpenAiClient {
@@ -25,7 +26,14 @@ impl OpenAiClient {
         let base = spec.endpoint.clone().unwrap_or_default();
         // Accept both `http://host:port` and `http://host:port/v1`.
         let base = base.strip_suffix("/v1").unwrap_or(&base).to_string();
-        Ok(OpenAiClient { http: reqwest::Client::new(), base, model: spec.model.clone(), api_key, retry: spec.retry.clone() })
+        Ok(OpenAiClient {
+            http: reqwest::Client::new(),
+            base,
+            model: spec.model.clone(),
+            api_key,
+            retry: spec.retry.clone(),
+            max_bytes: spec.max_response_bytes,
+        })
     }
 
     pub fn body(&self, req: &ChatRequest) -> Value {
@@ -102,21 +110,42 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
     })
 }
 
+/// Model ids of a `/v1/models` body (`{"data": [{"id": ...}]}`), None when
+/// the body is not such a list.
+pub fn served_models(body: &str) -> Option<Vec<String>> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let data = v.get("data")?.as_array()?;
+    Some(data.iter().filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string)).collect())
+}
+
 impl ModelClient for OpenAiClient {
     fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             let url = format!("{}/v1/chat/completions", self.base);
-            http::chat_call(&self.http, &url, self.body(req), self.api_key.as_deref(), operation_id, req.timeout, &self.retry, parse_reply).await
+            http::chat_call(&self.http, &url, self.body(req), self.api_key.as_deref(), operation_id, req.timeout, &self.retry, self.max_bytes, parse_reply)
+                .await
         })
     }
 
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
         Box::pin(async move {
-            // Reachability: any HTTP answer will do (some servers have no /v1/models).
+            // Reachability, and the model name against the endpoint's list;
+            // a server without /v1/models (or an unreadable list) is only warned about.
             let url = format!("{}/v1/models", self.base);
-            let out = http::send(&self.http, &url, None, self.api_key.as_deref(), None, Duration::from_secs(10), &RetryPolicy::None).await;
+            let out = http::send(&self.http, &url, None, self.api_key.as_deref(), None, Duration::from_secs(10), &RetryPolicy::None, self.max_bytes).await;
             match out.result {
-                Ok(_) | Err(ModelError::Status { .. }) => Ok(None),
+                Ok((_, text)) => match served_models(&text) {
+                    Some(served) if !served.contains(&self.model) => Err(ModelError::UnknownModel { model: self.model.clone(), served }),
+                    Some(_) => Ok(None),
+                    None => {
+                        eprintln!("warning: {url} gave no model list ablate can read; model `{}` is not checked", self.model);
+                        Ok(None)
+                    }
+                },
+                Err(ModelError::Status { status, .. }) => {
+                    eprintln!("warning: {url} gave HTTP {status}; model `{}` is not checked", self.model);
+                    Ok(None)
+                }
                 Err(e) => Err(e),
             }
         })

@@ -254,8 +254,12 @@ pub struct TraceStep {
     pub operation_id: String,
     /// HTTP attempts made (1 without retries).
     pub request_attempts: u32,
-    /// The exact request body as sent (after every transformation; no API key).
+    /// The request body as sent (after every transformation; no API key),
+    /// less what earlier lines of the trace hold: see `request_omits`.
     pub request: serde_json::Value,
+    /// What `request` leaves out; absent when it is the whole body.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub request_omits: Option<RequestOmits>,
     /// The reply body as received (the parsed JSON, or the raw text).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reply: Option<serde_json::Value>,
@@ -282,6 +286,34 @@ pub struct TraceStep {
     pub rate_limit_wait_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+}
+
+/// The parts of a step's request body left out of its trace line because
+/// earlier lines of the same session hold them: the body as sent is
+/// `messages` = the first `messages` messages (rebuilt from earlier lines)
+/// followed by `request.messages`, and `tools` = the previous step's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestOmits {
+    /// Leading messages left out: the earlier requests' messages of this
+    /// session, each followed by that step's reply (the assistant message)
+    /// and the results of its tool calls (in its `tool_calls`), in order.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages: usize,
+    /// Local provider: leading bytes of `request.prompt` left out, the
+    /// previous step's whole prompt (this one extends it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prompt_bytes: usize,
+    /// sha256 of what is left out: the omitted messages as a compact JSON
+    /// array, or the omitted prompt bytes; for checking a reconstruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// `tools` left out: the same list as the previous step's request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tools: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Host facts recorded in the manifest.

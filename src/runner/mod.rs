@@ -179,10 +179,14 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // Setup: every model must be reachable before any trial starts.
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
-    for spec in &exp.models {
+    for (i, spec) in exp.models.iter().enumerate() {
         let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec).map_err(RunError::Setup)?);
-        let identity = client.identity().await.map_err(|e| {
-            RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?")))
+        let identity = client.identity().await.map_err(|e| match e {
+            // A name the endpoint does not serve is a config error: every trial would fail.
+            model::ModelError::UnknownModel { .. } => {
+                InputError::at(&exp.config_path, format!("models[{i}].model"), format!("{}: {e}", spec.endpoint.as_deref().unwrap_or("?"))).into()
+            }
+            _ => RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?"))),
         })?;
         identities.push(ModelIdentity { name: spec.name.clone(), identity, engine: client.engine() });
         clients.insert(spec.name.clone(), client);
@@ -247,36 +251,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
     });
     let progress = Arc::new(Progress::new(opts.progress, manifest.plan.len() as u64, done.len() as u64));
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
     let new_records = Arc::new(Mutex::new(Vec::new()));
-    let mut set = tokio::task::JoinSet::new();
-    for spec in pending.iter().cloned() {
-        let attempt = next_attempt.get(&spec.id).copied().unwrap_or(1);
-        let (shared, semaphore, progress, new_records) = (shared.clone(), semaphore.clone(), progress.clone(), new_records.clone());
-        set.spawn(async move {
-            let _permit = semaphore.acquire_owned().await.expect("semaphore open");
-            let rec = run_trial(&shared, &spec, attempt).await?;
-            progress.trial_done(&rec);
-            new_records.lock().unwrap().push(rec);
-            let s = shared.clone();
-            let _ = tokio::task::spawn_blocking(move || s.maybe_export(false)).await;
-            Ok::<(), std::io::Error>(())
-        });
-    }
+    let work: Vec<(TrialSpec, u32)> = pending.iter().map(|spec| (spec.clone(), next_attempt.get(&spec.id).copied().unwrap_or(1))).collect();
     let ran_now = pending.len();
     let outcome = tokio::select! {
-        r = async {
-            while let Some(joined) = set.join_next().await {
-                match joined {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return Err(RunError::Io { dir: dir.clone(), source: e }),
-                    Err(e) => return Err(RunError::Io { dir: dir.clone(), source: std::io::Error::other(format!("trial task failed: {e}")) }),
-                }
-            }
-            Ok(())
-        } => r,
+        r = execute(shared.clone(), work, opts.jobs, progress.clone(), new_records.clone()) => r,
+        // Dropping `execute` drops its JoinSet, which aborts the trials under way.
         _ = tokio::signal::ctrl_c() => {
-            set.abort_all();
             progress.finish();
             let recorded = records.len() + new_records.lock().unwrap().len();
             return Err(RunError::Interrupted { recorded, config: shared.exp.config_path.display().to_string(), dir });
@@ -288,6 +269,43 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     outcome?;
     records.extend(new_records.lock().unwrap().drain(..));
     Ok(RunSummary { dir, planned: manifest.plan.len(), ran_now, records })
+}
+
+/// Run each (trial, attempt) of `work`, `jobs` at a time, collecting the
+/// records in `new_records`. Only a failure to write records stops it: a
+/// trial's own failure is its record, and a task that dies outside the trial
+/// (a bug in progress or export) is reported and the others go on.
+async fn execute(
+    shared: Arc<Shared>,
+    work: Vec<(TrialSpec, u32)>,
+    jobs: usize,
+    progress: Arc<Progress>,
+    new_records: Arc<Mutex<Vec<TrialRecord>>>,
+) -> Result<(), RunError> {
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    for (spec, attempt) in work {
+        let (shared, semaphore, progress, new_records) = (shared.clone(), semaphore.clone(), progress.clone(), new_records.clone());
+        set.spawn(async move {
+            let _permit = semaphore.acquire_owned().await.expect("semaphore open");
+            let rec = run_trial(&shared, &spec, attempt).await?;
+            progress.trial_done(&rec);
+            new_records.lock().unwrap().push(rec);
+            let s = shared.clone();
+            let _ = tokio::task::spawn_blocking(move || s.maybe_export(false)).await;
+            Ok::<(), std::io::Error>(())
+        });
+    }
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(RunError::Io { dir: shared.dir.clone(), source: e }),
+            Err(e) if e.is_cancelled() => {}
+            // run_trial catches panics of the attempt; this is one around it.
+            Err(e) => eprintln!("warning: a trial task failed outside its attempt: {e} (an attempt left without a record becomes `interrupted` on --resume)"),
+        }
+    }
+    Ok(())
 }
 
 /// The manifest of a new run: everything fixed for it (identities are added at setup).
@@ -336,79 +354,220 @@ fn interrupted_record(run_id: &str, spec: &TrialSpec, a: &AttemptStart) -> Trial
     r
 }
 
-/// One attempt of one trial, from start line to record. Errors returned are
-/// only failures to write records (the run cannot go on without them).
+/// One attempt of one trial, from start line to record. A panic or an error
+/// inside the attempt (sandbox, agent loop, grading) becomes this attempt's
+/// `harness_error` record; errors returned are only failures to write records
+/// (the run cannot go on without them).
 async fn run_trial(shared: &Shared, spec: &TrialSpec, attempt: u32) -> std::io::Result<TrialRecord> {
     let started_at = now_rfc3339();
     let wall = Instant::now();
     shared.attempts_writer.lock().unwrap().append(&AttemptStart { trial_id: spec.id.clone(), attempt, started_at: started_at.clone() })?;
-    let exp = &shared.exp;
-    let task = shared.suite.task(&spec.task).expect("planned task is in the suite");
-    let arm = exp.arm(&spec.arm).expect("planned arm exists");
-    let model_spec = exp.model(&spec.model).expect("planned model exists");
-    let declared = task.check.tests;
-
     let mut record = TrialRecord::blank(&shared.run_id, spec, attempt, TrialStatus::HarnessError, EndReason::HarnessError, started_at);
-    record.tests_total = declared;
-
-    match Sandbox::create(task) {
-        Err(e) => record.error = Some(format!("cannot create the sandbox: {e}")),
-        Ok(sandbox) => {
-            let trace_path = shared.dir.join("traces").join(format!("{}.jsonl", spec.id));
-            let mut trace = JsonlWriter::open(&trace_path)?;
-            let mut trace_error: Option<std::io::Error> = None;
-            let ctx = TrialContext {
-                trial_id: &spec.id,
-                attempt,
-                task,
-                components: &arm.components,
-                instructions: &shared.instructions[&arm.name],
-                budget: &exp.budget,
-                settings: &exp.harness,
-                model: model_spec,
-                client: shared.clients[&spec.model].as_ref(),
-                seed: spec.seed,
-            };
-            let mut on_step = |step: crate::record::TraceStep| {
-                if let Err(e) = trace.append(&step) {
-                    trace_error.get_or_insert(e);
-                }
-            };
-            let out = agent::run_agent(&ctx, &sandbox, &mut on_step).await;
-            record.end_reason = out.end_reason.clone();
-            record.steps = out.steps;
-            record.sessions = out.sessions;
-            record.tokens = out.tokens;
-            record.working_seconds = out.working.as_secs_f64();
-            record.rate_limit_wait_seconds = out.wait.as_secs_f64();
-            record.cost_usd = out.cost_usd;
-            record.incidents = out.incidents;
-            record.error = out.error;
-            if let Some(e) = trace_error {
-                record.error.get_or_insert(format!("cannot write the trace: {e}"));
-            }
-            // Final grading by the harness, whatever the components.
-            match grader::grade(&sandbox, &task.check).await {
-                Ok(g) => {
-                    record.tests_passed = g.check.passed;
-                    record.tests_total = g.check.total;
-                    if !g.tampered_tests.is_empty() {
-                        record.error.get_or_insert(format!("test files changed during the trial: {}", g.tampered_tests.join(", ")));
-                    }
-                    if let Some(f) = &g.check.forgery {
-                        record.error.get_or_insert(format!("grade forgery: {f}"));
-                    }
-                    record.grade = Some(g);
-                }
-                Err(e) => {
-                    record.error.get_or_insert(format!("final grading failed: {e}"));
-                }
-            }
-            record.status = status_of(&record.end_reason, record.grade.as_ref());
-        }
+    let outcome = CatchUnwind(Box::pin(attempt_body(shared, spec, attempt, &mut record))).await;
+    if let Err(panic) = outcome {
+        // What the attempt measured before the panic stays; it ends as ablate's failure.
+        record.status = TrialStatus::HarnessError;
+        record.end_reason = EndReason::HarnessError;
+        record.error = Some(format!("ablate panicked during the trial: {}", panic_message(panic.as_ref())));
     }
     record.wall_seconds = wall.elapsed().as_secs_f64();
     record.finished_at = now_rfc3339();
     shared.trials_writer.lock().unwrap().append(&record)?;
     Ok(record)
+}
+
+/// The attempt itself: sandbox, agent loop, final grading, filled into `record`.
+async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &mut TrialRecord) {
+    let exp = &shared.exp;
+    let task = shared.suite.task(&spec.task).expect("planned task is in the suite");
+    let arm = exp.arm(&spec.arm).expect("planned arm exists");
+    let model_spec = exp.model(&spec.model).expect("planned model exists");
+    record.tests_total = task.check.tests;
+
+    let sandbox = match Sandbox::create(task) {
+        Ok(s) => s,
+        Err(e) => {
+            record.error = Some(format!("cannot create the sandbox: {e}"));
+            return;
+        }
+    };
+    let trace_path = shared.dir.join("traces").join(format!("{}.jsonl", spec.id));
+    let mut trace = match JsonlWriter::open(&trace_path) {
+        Ok(t) => t,
+        Err(e) => {
+            record.error = Some(format!("cannot open the trace {}: {e}", trace_path.display()));
+            return;
+        }
+    };
+    let mut trace_error: Option<std::io::Error> = None;
+    let ctx = TrialContext {
+        trial_id: &spec.id,
+        attempt,
+        task,
+        components: &arm.components,
+        instructions: &shared.instructions[&arm.name],
+        budget: &exp.budget,
+        settings: &exp.harness,
+        model: model_spec,
+        client: shared.clients[&spec.model].as_ref(),
+        seed: spec.seed,
+    };
+    let mut on_step = |step: crate::record::TraceStep| {
+        if let Err(e) = trace.append(&step) {
+            trace_error.get_or_insert(e);
+        }
+    };
+    let out = agent::run_agent(&ctx, &sandbox, &mut on_step).await;
+    record.end_reason = out.end_reason.clone();
+    record.steps = out.steps;
+    record.sessions = out.sessions;
+    record.tokens = out.tokens;
+    record.working_seconds = out.working.as_secs_f64();
+    record.rate_limit_wait_seconds = out.wait.as_secs_f64();
+    record.cost_usd = out.cost_usd;
+    record.incidents = out.incidents;
+    record.error = out.error;
+    if let Some(e) = trace_error {
+        record.error.get_or_insert(format!("cannot write the trace: {e}"));
+    }
+    // Final grading by the harness, whatever the components.
+    match grader::grade(&sandbox, &task.check).await {
+        Ok(g) => {
+            record.tests_passed = g.check.passed;
+            record.tests_total = g.check.total;
+            if !g.tampered_tests.is_empty() {
+                record.error.get_or_insert(format!("test files changed during the trial: {}", g.tampered_tests.join(", ")));
+            }
+            if let Some(f) = &g.check.forgery {
+                record.error.get_or_insert(format!("grade forgery: {f}"));
+            }
+            record.grade = Some(g);
+        }
+        Err(e) => {
+            record.error.get_or_insert(format!("final grading failed: {e}"));
+        }
+    }
+    record.status = status_of(&record.end_reason, record.grade.as_ref());
+}
+
+/// A future that turns a panic while polling its inner future into `Err`
+/// with the panic's payload (what `FutureExt::catch_unwind` does).
+struct CatchUnwind<'a, T>(std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>);
+
+impl<T> std::future::Future for CatchUnwind<'_, T> {
+    type Output = Result<T, Box<dyn std::any::Any + Send>>;
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        // The inner future is dropped after a panic, never polled again.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(payload) => std::task::Poll::Ready(Err(payload)),
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{BoxFuture, CallOutcome, ChatReply, ChatRequest, ModelError};
+    use crate::record::Tokens;
+    use std::time::Duration;
+
+    /// Answers with a correct add.py, and panics on the is-even task's requests.
+    struct PanicsOnIsEven;
+
+    impl ModelClient for PanicsOnIsEven {
+        fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+            Box::pin(async move {
+                if req.messages.iter().any(|m| m.content.contains("is_even")) {
+                    panic!("scripted client panic on is-even");
+                }
+                let text = "```python add.py\ndef add(a, b):\n    return a + b\n```\nDONE";
+                CallOutcome {
+                    operation_id,
+                    request_body: serde_json::json!({"messages": req.messages}),
+                    reply_body: Some(serde_json::json!({"text": text})),
+                    result: Ok(ChatReply {
+                        text: text.into(),
+                        tool_calls: vec![],
+                        unparsed_tool_calls: vec![],
+                        finish_reason: Some("stop".into()),
+                        usage: Tokens { input: 10, output: 5, cached: 0 },
+                        fingerprint: None,
+                    }),
+                    attempts: 1,
+                    latency: Duration::ZERO,
+                    wait: Duration::ZERO,
+                }
+            })
+        }
+
+        fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
+            Box::pin(async { Ok(None) })
+        }
+    }
+
+    /// A run folder in `dir` for the tiny suite's two tasks, one bare arm, `client` as model `m`.
+    fn shared_with(client: Arc<dyn ModelClient>, dir: &Path) -> (Arc<Shared>, Vec<TrialSpec>) {
+        let suite_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny");
+        let text = format!(
+            "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
+            suite_dir.display()
+        );
+        let exp = crate::config::load_str(&dir.join("exp.toml"), &text).unwrap();
+        let suite = crate::suite::load(&exp.suite_path).unwrap();
+        let plan = plan::build(&exp, &suite).unwrap();
+        let manifest = new_manifest("r".into(), &exp, &suite, &plan, None);
+        std::fs::create_dir_all(dir.join("traces")).unwrap();
+        write_manifest(dir, &manifest).unwrap();
+        let shared = Shared {
+            exp,
+            suite,
+            clients: HashMap::from([("m".to_string(), client)]),
+            instructions: HashMap::from([("b".to_string(), prompts::DEFAULT_SYSTEM.to_string())]),
+            run_id: "r".into(),
+            dir: dir.to_path_buf(),
+            trials_writer: Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap()),
+            attempts_writer: Mutex::new(JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap()),
+            exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
+        };
+        (Arc::new(shared), manifest.plan)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_in_one_trial_is_its_harness_error_record_and_the_run_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shared, plan) = shared_with(Arc::new(PanicsOnIsEven), dir.path());
+        assert_eq!(plan.len(), 2);
+        let work = plan.iter().map(|s| (s.clone(), 1)).collect();
+        let progress = Arc::new(Progress::new(ProgressMode::Quiet, 2, 0));
+        let new_records = Arc::new(Mutex::new(Vec::new()));
+        execute(shared, work, 2, progress, new_records.clone()).await.expect("a panic does not stop the run");
+
+        let written = jsonl::read::<TrialRecord>(&dir.path().join("trials.jsonl")).unwrap().records;
+        assert_eq!(written.len(), 2, "one record per attempt, the panicked one included");
+        assert_eq!(new_records.lock().unwrap().len(), 2);
+        let even = written.iter().find(|r| r.task == "is-even").unwrap();
+        assert_eq!(even.status, TrialStatus::HarnessError);
+        assert_eq!(even.end_reason, EndReason::HarnessError);
+        assert_eq!(even.error.as_deref(), Some("ablate panicked during the trial: scripted client panic on is-even"));
+        assert_eq!(even.attempt, 1);
+        assert!(!even.finished_at.is_empty());
+        let add = written.iter().find(|r| r.task == "add-two").unwrap();
+        assert_eq!(add.status, TrialStatus::Passed, "{add:?}");
+        assert_eq!((add.tests_passed, add.tests_total), (6, 6));
+        let started = jsonl::read::<AttemptStart>(&dir.path().join("attempts.jsonl")).unwrap().records;
+        assert_eq!(started.len(), 2);
+    }
 }

@@ -13,17 +13,23 @@ pub struct Reply {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub delay: Duration,
+    /// Send no Content-Length: the body runs until the connection closes.
+    pub no_length: bool,
 }
 
 impl Reply {
     pub fn json(v: Value) -> Reply {
-        Reply { status: 200, headers: vec![], body: v.to_string(), delay: Duration::ZERO }
+        Reply { status: 200, headers: vec![], body: v.to_string(), delay: Duration::ZERO, no_length: false }
     }
     pub fn status(status: u16, body: &str) -> Reply {
-        Reply { status, headers: vec![], body: body.to_string(), delay: Duration::ZERO }
+        Reply { status, headers: vec![], body: body.to_string(), delay: Duration::ZERO, no_length: false }
     }
     pub fn header(mut self, k: &str, v: &str) -> Reply {
         self.headers.push((k.into(), v.into()));
+        self
+    }
+    pub fn without_length(mut self) -> Reply {
+        self.no_length = true;
         self
     }
     pub fn delayed(mut self, d: Duration) -> Reply {
@@ -97,11 +103,10 @@ pub async fn start(handler: Handler) -> Server {
                 if !reply.delay.is_zero() {
                     tokio::time::sleep(reply.delay).await;
                 }
-                let mut out = format!(
-                    "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-                    reply.status,
-                    reply.body.len()
-                );
+                let mut out = format!("HTTP/1.1 {} X\r\nContent-Type: application/json\r\nConnection: close\r\n", reply.status);
+                if !reply.no_length {
+                    out.push_str(&format!("Content-Length: {}\r\n", reply.body.len()));
+                }
                 for (k, v) in &reply.headers {
                     out.push_str(&format!("{k}: {v}\r\n"));
                 }
@@ -148,7 +153,7 @@ pub fn meta(path: &str) -> Option<Reply> {
     match path {
         "/v1/models" => Some(Reply::json(json!({"data": [{"id": "m"}]}))),
         "/api/show" => Some(Reply::json(json!({"digest": "sha256:feedface", "details": {}}))),
-        "/api/tags" => Some(Reply::json(json!({"models": []}))),
+        "/api/tags" => Some(Reply::json(json!({"models": [{"name": "m:latest", "model": "m:latest", "digest": "feedface"}]}))),
         _ => None,
     }
 }
