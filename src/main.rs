@@ -3,6 +3,7 @@
 
 use ablate::error::exit;
 use ablate::plan::Shard;
+use ablate::record::lock::LockError;
 use ablate::runner::progress::ProgressMode;
 use ablate::runner::{RunError, RunOptions};
 use ablate::{InputError, config, gate, plan, suite};
@@ -255,6 +256,10 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, opts: RunOptions) -> anyho
     let summary = match result {
         Ok(s) => s,
         Err(RunError::Input(e)) => return Err(e.into()),
+        Err(e @ RunError::Lock(LockError::InUse { .. })) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
         Err(RunError::Interrupted { .. }) => {
             eprintln!("{}", result.unwrap_err());
             return Ok(130);
@@ -263,7 +268,8 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, opts: RunOptions) -> anyho
     };
     eprintln!("recorded in {}", summary.dir.display());
     eprint!("{}", ablate::runner::summary::render(&summary));
-    report_cmd(&summary.dir, false)
+    // The run's lock (in `summary`) is still held while its exports are written.
+    write_report(&summary.dir, false)
 }
 
 fn colour(no_color: bool) -> bool {
@@ -272,6 +278,11 @@ fn colour(no_color: bool) -> bool {
 }
 
 fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
+    write_report(run, no_color)
+}
+
+/// Analyse `run` and write its exports.
+fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
     let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());

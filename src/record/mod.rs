@@ -7,8 +7,11 @@
 //!   attempts that started and never finished).
 //! - `trials.jsonl`: one line per finished attempt.
 //! - `traces/<trial-id>.jsonl`: one line per step of that trial.
+//! - `.lock`: held by the one process writing into the folder (`lock`).
 
+pub mod folder;
 pub mod jsonl;
+pub mod lock;
 
 use crate::config::{Budget, Experiment};
 use crate::grader::{CheckResult, Grade};
