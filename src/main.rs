@@ -3,7 +3,7 @@
 
 use ablate::error::exit;
 use ablate::plan::Shard;
-use ablate::record::lock::LockError;
+use ablate::record::lock::{LockError, RunLock};
 use ablate::runner::progress::ProgressMode;
 use ablate::runner::{RunError, RunOptions};
 use ablate::{InputError, config, gate, plan, suite};
@@ -277,11 +277,27 @@ fn colour(no_color: bool) -> bool {
     !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
+/// `ablate report`: nothing is written into a folder without a manifest; the
+/// exports are written under the folder's lock, and while a run holds it the
+/// report is printed only (the run rewrites the exports itself).
 fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
-    write_report(run, no_color)
+    if let Err(e) = ablate::report::require_manifest(run) {
+        eprintln!("error: {e}");
+        return Ok(exit::USAGE);
+    }
+    match RunLock::acquire(run) {
+        Ok(_lock) => write_report(run, no_color),
+        Err(LockError::InUse { holder, .. }) => {
+            let report = ablate::report::analyse_dir(run).map_err(|e| InputError::new(run, e))?;
+            print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+            eprintln!("note: {} is in use by {holder}; the exports were not written (that run rewrites them)", run.display());
+            Ok(exit::OK)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
-/// Analyse `run` and write its exports.
+/// Analyse `run` and write its exports; the caller holds the folder's lock.
 fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
     let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));

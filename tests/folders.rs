@@ -1,5 +1,6 @@
-//! One writer per run folder and folders that stay inside --results: the
-//! real binary, run as a user would, often two at once.
+//! One writer per run folder, folders that stay inside --results, and a
+//! report that trusts only the plan: the real binary, run as a user would,
+//! often two at once.
 
 mod common;
 
@@ -203,4 +204,101 @@ async fn an_experiment_name_with_dot_dot_stays_inside_results() {
     assert!(stderr(&out).contains("exists; continue it with --resume"), "{}", stderr(&out));
     assert_eq!(listing(&made[0]), before);
     assert_eq!(listing(tmp.path()), after, "nothing was created anywhere");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_outside_the_plan_are_refused_by_report_and_resume() {
+    let server = openai_server(0).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
+    cfg.trials = 2;
+    let config = cfg.write(tmp.path());
+    let results = tmp.path().join("results");
+    let out = ablate(&["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain", "--run-id", "r"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = results.join("r");
+    let d = dir.to_str().unwrap();
+    let out = ablate(&["report", d]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Foreign records: unknown trial ids, and a planned id under another arm.
+    let recs = records(&dir);
+    let mut extra = String::new();
+    for i in 0..3 {
+        let mut r = recs[0].clone();
+        r.trial_id = format!("{:016x}", 0xdead_0000u64 + i);
+        extra.push_str(&serde_json::to_string(&r).unwrap());
+        extra.push('\n');
+    }
+    let mut r = recs[1].clone();
+    r.arm = "b".into();
+    extra.push_str(&serde_json::to_string(&r).unwrap());
+    extra.push('\n');
+    let mut f = std::fs::OpenOptions::new().append(true).open(dir.join("trials.jsonl")).unwrap();
+    std::io::Write::write_all(&mut f, extra.as_bytes()).unwrap();
+    drop(f);
+
+    let before = listing(&dir);
+    let out = ablate(&["report", d]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let msg = stderr(&out);
+    assert!(msg.contains("trials.jsonl") && msg.contains("4 records are not in this run's plan"), "{msg}");
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "no report printed");
+    assert_eq!(listing(&dir), before, "the exports are left as they were, no temporary file");
+
+    // gate and baseline read the same way.
+    let out = ablate(&["baseline", "save", d, "-o", tmp.path().join("b.csv").to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("4 records are not in this run's plan"), "{}", stderr(&out));
+
+    // A resume does not add to a folder that mixes runs.
+    let out = ablate(&["run", config.to_str().unwrap(), "--resume", d, "--plain"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("4 records are not in this run's plan"), "{}", stderr(&out));
+    assert_eq!(records(&dir).len(), recs.len() + 4);
+}
+
+#[test]
+fn report_on_a_folder_without_a_manifest_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A task folder, say: a typo'd path must not change its digest.
+    let dir = tmp.path().join("add-two");
+    ablate::sandbox::copy_tree(&fixture("tiny").join("add-two"), &dir).unwrap();
+    std::fs::write(dir.join("trials.jsonl"), "").unwrap();
+    let before = listing(&dir);
+    let out = std::process::Command::new(BIN).args(["report", dir.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let msg = stderr(&out);
+    assert!(msg.contains(&format!("{} has no manifest.json", dir.display())), "{msg}");
+    assert_eq!(listing(&dir), before, "nothing written");
+    // A folder that does not exist is not created.
+    let missing = tmp.path().join("nope");
+    let out = std::process::Command::new(BIN).args(["report", missing.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn report_on_a_folder_in_use_prints_without_writing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let mut exp = ablate::config::load(&cfg).unwrap();
+    exp.trials = 2;
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let run = tmp.path().join("run");
+    ablate::report::synth::write_run(&run, &exp, &suite, &plan, 1, |_, _| 0.5).unwrap();
+    let held = ablate::record::lock::RunLock::acquire(&run).unwrap();
+    let before = listing(&run);
+    let out = std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!out.stdout.is_empty(), "the report is printed");
+    let msg = stderr(&out);
+    assert!(msg.contains(&format!("is in use by pid {}", std::process::id())) && msg.contains("not written"), "{msg}");
+    assert_eq!(listing(&run), before, "no export written while another process holds the folder");
+    drop(held);
+    let out = std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(run.join("report.json").is_file());
 }

@@ -226,6 +226,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
     let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
     let existing = jsonl::read::<TrialRecord>(&trials_path).map_err(io(&dir))?;
+    // Records of another plan would be counted as this run's: refuse them.
+    let planned: HashSet<u64> = manifest.plan.iter().map(TrialSpec::plan_key).collect();
+    let unplanned = existing.records.iter().filter(|r| !planned.contains(&r.plan_key())).count();
+    if unplanned > 0 {
+        let records = if unplanned == 1 { "record is" } else { "records are" };
+        return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
+    }
     let started = jsonl::read::<AttemptStart>(&attempts_path).map_err(io(&dir))?;
     let mut records = existing.records;
     let recorded: HashSet<(String, u32)> = records.iter().map(|r| (r.trial_id.clone(), r.attempt)).collect();
