@@ -51,6 +51,11 @@ enum Command {
         /// (a different experiment: its trial ids differ).
         #[arg(long)]
         trials: Option<u32>,
+        /// With --resume: go on when a model's identity (GGUF sha256, Ollama
+        /// digest) differs from the one the run started with, warning instead
+        /// of refusing.
+        #[arg(long, requires = "resume")]
+        allow_model_change: bool,
     },
     /// Analyse a run folder: print the report and write trials.csv, arms.csv,
     /// effects.csv, report.json, report.md and report.html into it.
@@ -186,9 +191,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
         }
         Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
-        Command::Run { config, jobs, shard, resume, results, plain, trials, run_id } => {
+        Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
-            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress, run_id })
+            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress, run_id, allow_model_change })
         }
     }
 }

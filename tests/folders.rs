@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ablate");
@@ -277,6 +278,55 @@ fn report_on_a_folder_without_a_manifest_writes_nothing() {
     let out = std::process::Command::new(BIN).args(["report", missing.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(!missing.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_refuses_a_changed_model_unless_allowed() {
+    let changed = Arc::new(AtomicBool::new(false));
+    let flag = changed.clone();
+    let server = start(Arc::new(move |path, _b, _n| match path {
+        "/api/show" => {
+            let digest = if flag.load(Ordering::SeqCst) { "sha256:beef" } else { "sha256:feedface" };
+            Reply::json(serde_json::json!({"digest": digest, "details": {}}))
+        }
+        "/api/tags" => Reply::json(serde_json::json!({"models": []})),
+        _ => ollama_text(RIGHT_ADD),
+    }))
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let cfg = Cfg::new(&suite, "ollama", &server.url, "[arms.a]\n");
+    let config = cfg.write(tmp.path());
+    let results = tmp.path().join("results");
+    let (c, r) = (config.to_str().unwrap(), results.to_str().unwrap());
+    let out = ablate(&["run", c, "--results", r, "--plain", "--run-id", "m"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = results.join("m");
+    assert_eq!(manifest(&dir).models[0].identity.as_deref(), Some("ollama-digest:sha256:feedface"));
+    std::fs::write(dir.join("trials.jsonl"), "").unwrap();
+    std::fs::write(dir.join("attempts.jsonl"), "").unwrap();
+    let d = dir.to_str().unwrap();
+
+    // Same model: resumes.
+    let out = ablate(&["run", c, "--resume", d, "--plain"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(records(&dir).len(), 1);
+    std::fs::write(dir.join("trials.jsonl"), "").unwrap();
+    std::fs::write(dir.join("attempts.jsonl"), "").unwrap();
+
+    changed.store(true, Ordering::SeqCst);
+    let before = listing(&dir);
+    let out = ablate(&["run", c, "--resume", d, "--plain"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let msg = stderr(&out);
+    assert!(msg.contains("model `m`") && msg.contains("ollama-digest:sha256:feedface") && msg.contains("ollama-digest:sha256:beef"), "{msg}");
+    assert!(msg.contains("--allow-model-change"), "{msg}");
+    assert_eq!(listing(&dir), before, "no trial ran");
+
+    let out = ablate(&["run", c, "--resume", d, "--plain", "--allow-model-change"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: model `m`"), "{}", stderr(&out));
+    assert_complete_once(&dir);
 }
 
 #[test]

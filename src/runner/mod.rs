@@ -42,6 +42,9 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// Name of a new run folder; it must not exist yet.
     pub run_id: Option<String>,
+    /// On resume, go on (with a warning) when a model's identity differs
+    /// from the one in the manifest, instead of refusing.
+    pub allow_model_change: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -189,6 +192,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
 
     let (dir, manifest, lock) = match resumed {
         Some((dir, m, lock)) => {
+            check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change)?;
             std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
             (dir, m, lock)
         }
@@ -310,6 +314,34 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     outcome?;
     records.extend(new_records.lock().unwrap().drain(..));
     Ok(RunSummary { dir, planned: manifest.plan.len(), ran_now, records, lock })
+}
+
+/// On resume, every model must be the one the run started with: its identity
+/// (`gguf-sha256:...`, `ollama-digest:...`) as read at setup must equal the
+/// manifest's. A difference is refused, or only warned of when `allow`.
+fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[ModelIdentity], allow: bool) -> Result<(), RunError> {
+    let show = |i: Option<&String>| i.map(|s| format!("`{s}`")).unwrap_or_else(|| "none".into());
+    let changes: Vec<String> = now
+        .iter()
+        .filter_map(|n| {
+            let before = recorded.iter().find(|r| r.name == n.name);
+            let was = before.and_then(|r| r.identity.as_ref());
+            (before.is_none() || was != n.identity.as_ref())
+                .then(|| format!("model `{}` was {} when the run started and is {} now", n.name, show(was), show(n.identity.as_ref())))
+        })
+        .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    if allow {
+        for c in &changes {
+            eprintln!("warning: {c}; resuming anyway (--allow-model-change): this run's records come from more than one model");
+        }
+        return Ok(());
+    }
+    Err(InputError::at(manifest_path, "models", format!(
+        "{}; resuming would mix two models in one run (--allow-model-change resumes anyway)", changes.join("; ")
+    )).into())
 }
 
 /// The manifest of a new run: everything fixed for it (identities are added at setup).
