@@ -3,6 +3,7 @@
 
 use ablate::error::exit;
 use ablate::plan::Shard;
+use ablate::record::lock::{LockError, RunLock};
 use ablate::runner::progress::ProgressMode;
 use ablate::runner::{RunError, RunOptions};
 use ablate::{InputError, config, gate, plan, suite};
@@ -54,6 +55,11 @@ enum Command {
         /// (a different experiment: its trial ids differ).
         #[arg(long)]
         trials: Option<u32>,
+        /// With --resume: go on when a model's identity (GGUF sha256, Ollama
+        /// digest) differs from the one the run started with, warning instead
+        /// of refusing.
+        #[arg(long, requires = "resume")]
+        allow_model_change: bool,
     },
     /// Analyse a run folder: print the report and write trials.csv, arms.csv,
     /// effects.csv, report.json, report.md and report.html into it.
@@ -196,9 +202,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
         }
         Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
-        Command::Run { config, jobs, shard, resume, results, plain, trials, run_id } => {
+        Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
-            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress, run_id })
+            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress, run_id, allow_model_change })
         }
     }
 }
@@ -266,6 +272,10 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, opts: RunOptions) -> anyho
     let summary = match result {
         Ok(s) => s,
         Err(RunError::Input(e)) => return Err(e.into()),
+        Err(e @ RunError::Lock(LockError::InUse { .. })) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
         Err(RunError::Interrupted { .. }) => {
             eprintln!("{}", result.unwrap_err());
             return Ok(130);
@@ -274,7 +284,8 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, opts: RunOptions) -> anyho
     };
     eprintln!("recorded in {}", summary.dir.display());
     eprint!("{}", ablate::runner::summary::render(&summary));
-    report_cmd(&summary.dir, false)
+    // The run's lock (in `summary`) is still held while its exports are written.
+    write_report(&summary.dir, false)
 }
 
 fn colour(no_color: bool) -> bool {
@@ -282,7 +293,28 @@ fn colour(no_color: bool) -> bool {
     !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
+/// `ablate report`: nothing is written into a folder without a manifest; the
+/// exports are written under the folder's lock, and while a run holds it the
+/// report is printed only (the run rewrites the exports itself).
 fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
+    if let Err(e) = ablate::report::require_manifest(run) {
+        eprintln!("error: {e}");
+        return Ok(exit::USAGE);
+    }
+    match RunLock::acquire(run) {
+        Ok(_lock) => write_report(run, no_color),
+        Err(LockError::InUse { holder, .. }) => {
+            let report = ablate::report::analyse_dir(run).map_err(|e| InputError::new(run, e))?;
+            print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+            eprintln!("note: {} is in use by {holder}; the exports were not written (that run rewrites them)", run.display());
+            Ok(exit::OK)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Analyse `run` and write its exports; the caller holds the folder's lock.
+fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
     let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());

@@ -66,6 +66,7 @@ treatment = "harness"
         resume: None,
         progress: ablate::runner::progress::ProgressMode::Lines,
         run_id: Some("e2e".into()),
+        allow_model_change: false,
     };
     let summary = ablate::runner::run(exp, suite, opts).await.expect("the run completes");
     let records: Vec<TrialRecord> = ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;

@@ -7,8 +7,11 @@
 //!   attempts that started and never finished).
 //! - `trials.jsonl`: one line per finished attempt.
 //! - `traces/<trial-id>.jsonl`: one line per step of that trial.
+//! - `.lock`: held by the one process writing into the folder (`lock`).
 
+pub mod folder;
 pub mod jsonl;
+pub mod lock;
 
 use crate::config::{Budget, Experiment};
 use crate::grader::{CheckResult, Grade};
@@ -418,12 +421,44 @@ pub struct ManifestHead {
     #[serde(default)]
     pub shard: Option<Shard>,
     pub planned_trials: usize,
-    #[serde(default, rename = "plan", deserialize_with = "skip_plan")]
-    _plan: (),
+    /// `plan_key` of every planned trial, sorted: 8 bytes a trial.
+    #[serde(rename = "plan", deserialize_with = "plan_keys")]
+    pub plan_keys: Vec<u64>,
 }
 
-fn skip_plan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
-    serde::de::IgnoredAny::deserialize(d).map(|_| ())
+impl ManifestHead {
+    /// Whether a record belongs to the plan.
+    pub fn plans(&self, key: u64) -> bool {
+        self.plan_keys.binary_search(&key).is_ok()
+    }
+}
+
+/// The plan read one spec at a time into its sorted keys.
+fn plan_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    #[derive(Deserialize)]
+    struct Spec {
+        id: String,
+        task: String,
+        arm: String,
+        model: String,
+        repeat: u32,
+    }
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Vec<u64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of trial specs")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
+            let mut keys = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            while let Some(s) = seq.next_element::<Spec>()? {
+                keys.push(plan_key(&s.id, &s.task, &s.arm, &s.model, s.repeat));
+            }
+            keys.sort_unstable();
+            Ok(keys)
+        }
+    }
+    d.deserialize_seq(Keys)
 }
 
 impl From<ManifestHead> for Manifest {
@@ -465,6 +500,30 @@ impl Manifest {
 /// Resolved-experiment JSON as stored in the manifest.
 pub fn experiment_json(exp: &Experiment) -> serde_json::Value {
     serde_json::to_value(exp).expect("experiment serializes")
+}
+
+/// A trial as the plan names it, reduced to 64 bits: a record belongs to the
+/// plan when its key is among the plan's keys. Over the trial id and the
+/// names that the analysis groups by, so a record whose id is planned but
+/// whose task, arm, model or repeat is not the planned one does not belong.
+pub fn plan_key(trial_id: &str, task: &str, arm: &str, model: &str, repeat: u32) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: equal within one build, which is all a check in one process needs.
+    let mut h = std::hash::DefaultHasher::new();
+    (trial_id, task, arm, model, repeat).hash(&mut h);
+    h.finish()
+}
+
+impl TrialSpec {
+    pub fn plan_key(&self) -> u64 {
+        plan_key(&self.id, &self.task, &self.arm, &self.model, self.repeat)
+    }
+}
+
+impl TrialRecord {
+    pub fn plan_key(&self) -> u64 {
+        plan_key(&self.trial_id, &self.task, &self.arm, &self.model, self.repeat)
+    }
 }
 
 /// RFC 3339 UTC timestamp, second precision.

@@ -110,6 +110,13 @@ impl TrialsCsv {
         }
     }
 
+    /// Remove the temporary file: nothing is left behind.
+    pub fn discard(self) {
+        let TrialsCsv { writer, tmp, .. } = self;
+        drop(writer);
+        let _ = std::fs::remove_file(tmp);
+    }
+
     pub fn finish(mut self, dir: &Path) -> std::io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(std::io::Error::other(e));

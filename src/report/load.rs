@@ -129,9 +129,11 @@ impl From<&TrialRecord> for LightRecord {
 pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> Result<RunData, LoadError> {
     let mpath = dir.join("manifest.json");
     let text = std::fs::read_to_string(&mpath).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("cannot read: {e} (is this a run folder?)") })?;
-    let head: crate::record::ManifestHead =
+    let mut head: crate::record::ManifestHead =
         serde_json::from_str(&text).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
     drop(text);
+    let plan_keys = std::mem::take(&mut head.plan_keys);
+    let plans = |key: u64| plan_keys.binary_search(&key).is_ok();
     let manifest: Manifest = head.into();
     let mut data = RunData {
         dir: dir.to_path_buf(),
@@ -163,6 +165,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(LoadError::Bad { path: tpath, message: e.to_string() }),
     };
+    let mut unplanned = Unplanned::default();
     if let Some(file) = file {
         let reader = BufReader::with_capacity(1 << 20, file);
         for (i, line) in reader.split(b'\n').enumerate() {
@@ -178,6 +181,10 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
                 None => serde_json::from_slice::<LightRecord>(&line),
             };
             match parsed {
+                Ok(r) if !plans(crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) => {
+                    unplanned.count += 1;
+                    unplanned.first.get_or_insert((i + 1, r.trial_id));
+                }
                 Ok(r) => {
                     let row = Row {
                         trial: u64::from_str_radix(&r.trial_id, 16).unwrap_or_else(|_| hash64(&r.trial_id)),
@@ -201,6 +208,16 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
             }
         }
     }
+    if let Some((line, id)) = unplanned.first {
+        let n = unplanned.count;
+        let records = if n == 1 { "record is" } else { "records are" };
+        return Err(LoadError::Bad {
+            path: tpath,
+            message: format!(
+                "{n} {records} not in this run's plan (the first at line {line}, trial id `{id}`): their trial id, task, arm, model or repeat matches no planned trial; refusing to analyse records of another run"
+            ),
+        });
+    }
     let mut last: HashMap<u64, usize> = HashMap::with_capacity(data.attempts.len());
     for (i, r) in data.attempts.iter().enumerate() {
         if !r.status.is_final() {
@@ -217,6 +234,13 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
     idx.sort_unstable();
     data.trials = idx.into_iter().map(|i| data.attempts[i]).collect();
     Ok(data)
+}
+
+/// Records that do not belong to the plan: how many, and the first (line, trial id).
+#[derive(Default)]
+struct Unplanned {
+    count: usize,
+    first: Option<(usize, String)>,
 }
 
 fn hash64(s: &str) -> u64 {

@@ -12,13 +12,39 @@ pub mod terminal;
 
 use std::path::Path;
 
-/// Load a run folder, analyse it and write every export into it.
+/// Load a run folder, analyse it and write every export into it. Writes
+/// nothing into a folder without a manifest.json, nor when the records do not
+/// load (records outside the plan among them). The caller holds the folder's
+/// lock (`record::lock`): the run that writes it, or `ablate report`.
 pub fn report_dir(dir: &Path) -> Result<analysis::Report, String> {
+    require_manifest(dir)?;
     let failed = |e: std::io::Error| format!("cannot write the exports in {}: {e}", dir.display());
     let mut csv = export::TrialsCsv::create(dir).map_err(failed)?;
-    let data = load::load_with(dir, Some(&mut |r| csv.push(r))).map_err(|e| e.to_string())?;
+    let data = match load::load_with(dir, Some(&mut |r| csv.push(r))) {
+        Ok(data) => data,
+        Err(e) => {
+            csv.discard();
+            return Err(e.to_string());
+        }
+    };
     csv.finish(dir).map_err(failed)?;
     let report = analysis::analyse(&data);
     export::write_derived(dir, &report).map_err(failed)?;
     Ok(report)
+}
+
+/// Load and analyse a run folder without writing anything into it.
+pub fn analyse_dir(dir: &Path) -> Result<analysis::Report, String> {
+    require_manifest(dir)?;
+    let data = load::load(dir).map_err(|e| e.to_string())?;
+    Ok(analysis::analyse(&data))
+}
+
+/// A run folder has a manifest.json; anything else is refused before a file is written.
+pub fn require_manifest(dir: &Path) -> Result<(), String> {
+    let path = dir.join("manifest.json");
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => Ok(()),
+        _ => Err(format!("{} has no manifest.json: not a run folder (nothing was written)", dir.display())),
+    }
 }

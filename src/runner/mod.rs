@@ -17,7 +17,9 @@ use crate::harness::agent::{self, TrialContext};
 use crate::harness::{Instructions, prompts};
 use crate::model::{self, ModelClient};
 use crate::plan::{self, Shard, TrialSpec};
+use crate::record::folder;
 use crate::record::jsonl::{self, JsonlWriter};
+use crate::record::lock::{LockError, RunLock};
 use crate::record::{
     AttemptStart, EndReason, HostFacts, Manifest, ModelIdentity, SuiteFacts, TrialRecord, TrialStatus, FORMAT_VERSION,
     experiment_json, now_rfc3339,
@@ -40,6 +42,9 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// Name of a new run folder; it must not exist yet.
     pub run_id: Option<String>,
+    /// On resume, go on (with a warning) when a model's identity differs
+    /// from the one in the manifest, instead of refusing.
+    pub allow_model_change: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +53,9 @@ pub enum RunError {
     Input(#[from] InputError),
     #[error("setup failed: {0}")]
     Setup(String),
+    /// Another process writes into the run folder.
+    #[error(transparent)]
+    Lock(#[from] LockError),
     #[error("cannot write records in {dir}: {source}")]
     Io { dir: PathBuf, source: std::io::Error },
     #[error("interrupted; {recorded} trials are recorded. Continue with: ablate run {config} --resume {dir}")]
@@ -60,6 +68,9 @@ pub struct RunSummary {
     pub planned: usize,
     pub ran_now: usize,
     pub records: Vec<TrialRecord>,
+    /// The run folder's lock, held until the summary is dropped (the caller
+    /// writes the final exports under it).
+    pub lock: RunLock,
 }
 
 /// Status of a finished attempt. Precedence: a changed test file; then an
@@ -130,12 +141,15 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         move |source| RunError::Io { dir: dir.clone(), source }
     };
 
-    // The run folder: new, or the one being resumed (same experiment only).
-    let (dir, manifest) = match &opts.resume {
+    // The folder being resumed (same experiment only) is locked before
+    // anything is read from it but its manifest; a new folder is made (and
+    // locked) after setup, so a setup failure leaves no folder behind.
+    let resumed = match &opts.resume {
         Some(dir) => {
             let path = dir.join("manifest.json");
             let text = std::fs::read_to_string(&path).map_err(|e| InputError::new(&path, format!("cannot read manifest: {e}")))?;
             let m: Manifest = serde_json::from_str(&text).map_err(|e| InputError::new(&path, format!("not a manifest: {e}")))?;
+            let lock = RunLock::acquire(dir)?;
             if m.config_digest != plan.config_digest {
                 return Err(InputError::at(&path, "config_digest", format!(
                     "the run was planned from another experiment ({}) than {} ({}); resume with the config it was started with",
@@ -145,32 +159,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             if m.suite.digest != suite.digest {
                 return Err(InputError::at(&path, "suite.digest", "the task suite changed since the run started; resuming would mix two suites").into());
             }
-            (dir.clone(), m)
-        }
-        None if opts.run_id.is_some() => {
-            let run_id = opts.run_id.clone().unwrap_or_default();
-            if run_id.is_empty() || run_id.contains('/') || run_id.starts_with('.') {
-                return Err(RunError::Setup(format!("invalid --run-id `{run_id}`: use a plain folder name")));
-            }
-            let dir = opts.results_dir.join(&run_id);
-            if dir.exists() {
-                return Err(RunError::Setup(format!("{} exists; continue it with --resume or choose another --run-id", dir.display())));
-            }
-            let m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
-            (dir, m)
+            Some((dir.clone(), m, lock))
         }
         None => {
-            let stamp = time::OffsetDateTime::now_utc().format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z")).unwrap_or_default();
-            let mut run_id = format!("{stamp}-{}", exp.name.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"));
-            let mut dir = opts.results_dir.join(&run_id);
-            let mut n = 1;
-            while dir.exists() {
-                n += 1;
-                run_id = format!("{stamp}-{}-{n}", exp.name);
-                dir = opts.results_dir.join(&run_id);
+            if let Some(id) = &opts.run_id {
+                folder::check_run_id(id).map_err(|e| InputError::at(&exp.config_path, "--run-id", e))?;
             }
-            let m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
-            (dir, m)
+            None
         }
     };
 
@@ -201,12 +196,38 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         instructions.insert(arm.name.clone(), text);
     }
 
-    std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
-    let mut manifest = manifest;
-    if opts.resume.is_none() {
-        manifest.models = identities;
-        write_manifest(&dir, &manifest).map_err(io(&dir))?;
-    }
+    let (dir, manifest, lock) = match resumed {
+        Some((dir, m, lock)) => {
+            check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change)?;
+            std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
+            (dir, m, lock)
+        }
+        None => {
+            // create_dir under the final name, then the lock, then the manifest.
+            let (run_id, dir) = match &opts.run_id {
+                Some(id) => match folder::create_named(&opts.results_dir, id) {
+                    Ok(dir) => (id.clone(), dir),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let taken = opts.results_dir.join(id);
+                        return Err(InputError::at(&exp.config_path, "--run-id", format!(
+                            "{} exists; continue it with --resume or choose another --run-id", taken.display()
+                        )).into());
+                    }
+                    Err(e) => return Err(io(&opts.results_dir)(e)),
+                },
+                None => {
+                    let stamp = time::OffsetDateTime::now_utc().format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z")).unwrap_or_default();
+                    folder::create_new(&opts.results_dir, &stamp, &exp.name).map_err(io(&opts.results_dir))?
+                }
+            };
+            let lock = RunLock::acquire(&dir)?;
+            let mut m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
+            m.models = identities;
+            write_manifest(&dir, &m).map_err(io(&dir))?;
+            std::fs::create_dir(dir.join("traces")).map_err(io(&dir))?;
+            (dir, m, lock)
+        }
+    };
 
     // What is already recorded; attempts that started and never finished
     // become `interrupted` records before anything runs.
@@ -215,6 +236,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
     let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
     let existing = jsonl::read::<TrialRecord>(&trials_path).map_err(io(&dir))?;
+    // Records of another plan would be counted as this run's: refuse them.
+    let planned: HashSet<u64> = manifest.plan.iter().map(TrialSpec::plan_key).collect();
+    let unplanned = existing.records.iter().filter(|r| !planned.contains(&r.plan_key())).count();
+    if unplanned > 0 {
+        let records = if unplanned == 1 { "record is" } else { "records are" };
+        return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
+    }
     let started = jsonl::read::<AttemptStart>(&attempts_path).map_err(io(&dir))?;
     let mut records = existing.records;
     let recorded: HashSet<(String, u32)> = records.iter().map(|r| (r.trial_id.clone(), r.attempt)).collect();
@@ -268,7 +296,35 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let _ = tokio::task::spawn_blocking(move || s.maybe_export(true)).await;
     outcome?;
     records.extend(new_records.lock().unwrap().drain(..));
-    Ok(RunSummary { dir, planned: manifest.plan.len(), ran_now, records })
+    Ok(RunSummary { dir, planned: manifest.plan.len(), ran_now, records, lock })
+}
+
+/// On resume, every model must be the one the run started with: its identity
+/// (`gguf-sha256:...`, `ollama-digest:...`) as read at setup must equal the
+/// manifest's. A difference is refused, or only warned of when `allow`.
+fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[ModelIdentity], allow: bool) -> Result<(), RunError> {
+    let show = |i: Option<&String>| i.map(|s| format!("`{s}`")).unwrap_or_else(|| "none".into());
+    let changes: Vec<String> = now
+        .iter()
+        .filter_map(|n| {
+            let before = recorded.iter().find(|r| r.name == n.name);
+            let was = before.and_then(|r| r.identity.as_ref());
+            (before.is_none() || was != n.identity.as_ref())
+                .then(|| format!("model `{}` was {} when the run started and is {} now", n.name, show(was), show(n.identity.as_ref())))
+        })
+        .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    if allow {
+        for c in &changes {
+            eprintln!("warning: {c}; resuming anyway (--allow-model-change): this run's records come from more than one model");
+        }
+        return Ok(());
+    }
+    Err(InputError::at(manifest_path, "models", format!(
+        "{}; resuming would mix two models in one run (--allow-model-change resumes anyway)", changes.join("; ")
+    )).into())
 }
 
 /// Run each (trial, attempt) of `work`, `jobs` at a time, collecting the

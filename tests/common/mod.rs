@@ -233,6 +233,7 @@ pub async fn run(config: &Path, results: &Path) -> ablate::runner::RunSummary {
         resume: None,
         progress: ablate::runner::progress::ProgressMode::Quiet,
         run_id: None,
+        allow_model_change: false,
     };
     ablate::runner::run(exp, suite, opts).await.unwrap()
 }

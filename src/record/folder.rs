@@ -1,0 +1,124 @@
+//! Run folder names and their creation. A new run folder is made with
+//! `create_dir` under its final name, so two runs started at once never share
+//! one: the second finds the name taken and takes the next suffix.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Longest experiment name kept in a folder name (in bytes, ASCII after sanitising).
+const MAX_NAME: usize = 100;
+
+/// An experiment name as a piece of a folder name: ASCII letters, digits,
+/// `-` and `_`; everything else (`/`, `\`, `.`, spaces, non-ASCII) becomes
+/// `-`. So no name can climb out of `--results` or hide the folder.
+pub fn sanitise(name: &str) -> String {
+    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).take(MAX_NAME).collect();
+    if s.is_empty() { "run".into() } else { s }
+}
+
+/// The default name of a new run folder: `<stamp>-<sanitised name>`; the
+/// n-th (n >= 2) candidate appends `-n`.
+pub fn candidate(stamp: &str, exp_name: &str, n: u32) -> String {
+    let base = format!("{stamp}-{}", sanitise(exp_name));
+    if n <= 1 { base } else { format!("{base}-{n}") }
+}
+
+/// A `--run-id` must be a plain folder name: not empty, no `/`, `\`, `..`,
+/// no leading `.`, no NUL or other control character, at most 200 bytes.
+pub fn check_run_id(id: &str) -> Result<(), String> {
+    let why = if id.is_empty() {
+        "it is empty"
+    } else if id.contains('/') || id.contains('\\') {
+        "it contains a path separator"
+    } else if id.contains("..") {
+        "it contains `..`"
+    } else if id.starts_with('.') {
+        "it starts with `.` (hidden)"
+    } else if id.chars().any(char::is_control) {
+        "it contains a control character"
+    } else if id.len() > 200 {
+        "it is longer than 200 bytes"
+    } else {
+        return Ok(());
+    };
+    Err(format!("`{}` is not a plain folder name: {why}", id.escape_debug()))
+}
+
+/// Create `parent/<name>` atomically (`create_dir`, never "check then
+/// create"); the parent is created when missing. `AlreadyExists` when the
+/// folder exists.
+pub fn create_named(parent: &Path, name: &str) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(parent)?;
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Create a new run folder under `parent` named `candidate(stamp, exp_name, n)`
+/// for the first n (1, 2, 3, ...) whose folder does not exist yet. Returns
+/// the run id (the folder name) and the folder.
+pub fn create_new(parent: &Path, stamp: &str, exp_name: &str) -> io::Result<(String, PathBuf)> {
+    for n in 1..=10_000 {
+        let name = candidate(stamp, exp_name, n);
+        match create_named(parent, &name) {
+            Ok(dir) => return Ok((name, dir)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("10000 run folders named {} exist", candidate(stamp, exp_name, 1))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cannot_leave_the_parent() {
+        assert_eq!(sanitise("../../etc"), "------etc");
+        assert_eq!(sanitise("a\\b c.d"), "a-b-c-d");
+        assert_eq!(sanitise(""), "run");
+        assert_eq!(sanitise("ok_name-1"), "ok_name-1");
+        assert_eq!(sanitise(&"x".repeat(300)).len(), MAX_NAME);
+        // Every candidate, suffixes included, is sanitised.
+        assert_eq!(candidate("S", "../x", 1), "S----x");
+        assert_eq!(candidate("S", "../x", 3), "S----x-3");
+    }
+
+    #[test]
+    fn run_ids_must_be_plain_names() {
+        for bad in ["", "a/b", "a\\b", "..", "../x", "x..y", ".hidden", "a\0b", "a\nb", "\u{7f}"] {
+            assert!(check_run_id(bad).is_err(), "{bad:?} refused");
+        }
+        for good in ["candidate", "2026-run_1", "a.b"] {
+            assert!(check_run_id(good).is_ok(), "{good:?} accepted");
+        }
+    }
+
+    #[test]
+    fn taken_names_get_the_next_suffix() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("results");
+        let (a, da) = create_new(&parent, "S", "exp").unwrap();
+        let (b, db) = create_new(&parent, "S", "exp").unwrap();
+        std::fs::create_dir(parent.join("S-exp-3")).unwrap();
+        let (c, _) = create_new(&parent, "S", "exp").unwrap();
+        assert_eq!((a.as_str(), b.as_str(), c.as_str()), ("S-exp", "S-exp-2", "S-exp-4"));
+        assert_ne!(da, db);
+        assert_eq!(create_named(&parent, "S-exp").unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+    }
+
+    #[test]
+    fn concurrent_creators_get_distinct_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().to_path_buf();
+        let handles: Vec<_> = (0..8).map(|_| {
+            let parent = parent.clone();
+            std::thread::spawn(move || create_new(&parent, "S", "exp").unwrap().0)
+        }).collect();
+        let mut names: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 8);
+    }
+}
