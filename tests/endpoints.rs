@@ -20,6 +20,7 @@ async fn try_run(config: &Path, results: &Path) -> Result<ablate::runner::RunSum
         resume: None,
         progress: ablate::runner::progress::ProgressMode::Quiet,
         run_id: None,
+        allow_model_change: false,
     };
     ablate::runner::run(exp, suite, opts).await
 }

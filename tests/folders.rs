@@ -289,7 +289,7 @@ async fn resume_refuses_a_changed_model_unless_allowed() {
             let digest = if flag.load(Ordering::SeqCst) { "sha256:beef" } else { "sha256:feedface" };
             Reply::json(serde_json::json!({"digest": digest, "details": {}}))
         }
-        "/api/tags" => Reply::json(serde_json::json!({"models": []})),
+        "/api/tags" => Reply::json(serde_json::json!({"models": [{"name": "m:latest", "model": "m:latest"}]})),
         _ => ollama_text(RIGHT_ADD),
     }))
     .await;

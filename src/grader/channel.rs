@@ -53,19 +53,43 @@ enum Outcome {
     UnexpectedSuccess,
 }
 
-/// Read the result file; `cap` is the size it was read up to.
-pub fn read(bytes: &[u8], cap: u64) -> RunnerReport {
+/// A fresh key for one check's result file (hex, given to the runner on stdin).
+pub fn new_key() -> String {
+    use rand::RngExt;
+    let bytes: [u8; 32] = rand::rng().random();
+    hex::encode(bytes)
+}
+
+/// The signature of a line: sha256(key + previous signature + payload), hex.
+pub fn sign(key: &str, prev: &str, payload: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(key.as_bytes());
+    h.update(prev.as_bytes());
+    h.update(payload.as_bytes());
+    hex::encode(h.finalize())
+}
+
+/// Read the result file, checking each line's signature with `key`; `cap`
+/// is the size it was read up to.
+pub fn read(bytes: &[u8], cap: u64, key: &str) -> RunnerReport {
     let mut r = RunnerReport::default();
     if bytes.len() as u64 >= cap {
         r.anomalies.push(format!("the result file reached {cap} bytes"));
     }
     let mut ids = HashSet::new();
+    let mut prev = String::new();
     let text = String::from_utf8_lossy(bytes);
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let event: Event = match serde_json::from_str(line) {
+        let Some((sig, payload)) = line.split_once(' ').filter(|(sig, payload)| *sig == sign(key, &prev, payload)) else {
+            r.anomalies.push(format!("line {} is not signed by the runner", n + 1));
+            continue;
+        };
+        prev = sig.to_string();
+        let event: Event = match serde_json::from_str(payload) {
             Ok(e) => e,
             Err(_) => {
                 r.anomalies.push(format!("line {} is not a runner event", n + 1));
@@ -161,8 +185,38 @@ pub fn judge(declared: u32, exit_code: Option<i32>, timed_out: bool, text: &Pars
 mod tests {
     use super::*;
 
+    const KEY: &str = "k3y";
+
+    /// The lines signed as the runner signs them (sha256 chain, checked by hand below).
     fn lines(ls: &[&str]) -> Vec<u8> {
-        ls.join("\n").into_bytes()
+        let mut prev = String::new();
+        let mut out = String::new();
+        for l in ls {
+            let sig = sign(KEY, &prev, l);
+            out.push_str(&format!("{sig} {l}\n"));
+            prev = sig;
+        }
+        out.into_bytes()
+    }
+
+    fn read(bytes: &[u8], cap: u64) -> RunnerReport {
+        super::read(bytes, cap, KEY)
+    }
+
+    #[test]
+    fn signature_is_sha256_of_key_previous_and_payload() {
+        // sha256("abc") from FIPS 180-2, appendix B.1.
+        assert_eq!(sign("a", "b", "c"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        // A line without the key, and a correct line moved out of order.
+        let good = lines(&[START2, A_OK]);
+        let text = String::from_utf8(good).unwrap();
+        let mut ls: Vec<&str> = text.lines().collect();
+        ls.swap(0, 1);
+        let r = read(ls.join("\n").as_bytes(), 1 << 20);
+        // The test line no longer follows its predecessor's signature.
+        assert_eq!(r.anomalies, vec!["line 1 is not signed by the runner".to_string()]);
+        let forged = format!("{} {}\n", sign("guess", "", START2), START2);
+        assert_eq!(read(forged.as_bytes(), 1 << 20).anomalies.len(), 1);
     }
 
     const START2: &str = r#"{"event": "start", "loaded": 2}"#;

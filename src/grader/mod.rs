@@ -195,7 +195,9 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
         },
         limits: spec.limits,
     };
-    let out = run_limited(&argv, sandbox.path(), &env, spec.timeout, OUTPUT_CAP, Some(&confine)).await?;
+    let key = channel::new_key();
+    let stdin = format!("{key}\n");
+    let out = run_limited(&argv, sandbox.path(), &env, spec.timeout, OUTPUT_CAP, Some(&confine), Some(stdin.as_bytes())).await?;
     let mut output = out.stdout.text();
     let err_text = out.stderr.text();
     if !err_text.is_empty() {
@@ -205,7 +207,7 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
         output.push_str(&err_text);
     }
     let channel_bytes = crate::sandbox::read_regular(&out_dir.path().join("results.jsonl"), CHANNEL_CAP).unwrap_or_default();
-    let report = channel::read(&channel_bytes, CHANNEL_CAP);
+    let report = channel::read(&channel_bytes, CHANNEL_CAP, &key);
     let text = parse::parse(spec.parser, &output);
     let verdict = channel::judge(spec.tests, out.exit_code, out.timed_out, &text, &report);
     let failed_tests = if report.tests > 0 || report.finished { report.failed.clone() } else { text.failed_tests.clone() };

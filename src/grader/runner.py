@@ -4,7 +4,12 @@ on a result file of its own, which the printed output does not touch.
 Usage: python3 runner.py RESULT_FILE unittest ARGS...   (ARGS as for `python3 -m unittest`)
        python3 runner.py RESULT_FILE pytest ARGS...     (ARGS as for `python3 -m pytest`)
 
-Result file, one JSON object a line:
+The first line of standard input is a secret key, read before any task code is
+imported; standard input is then closed. Each line of the result file is
+`SIG JSON`, where SIG is sha256(key + previous SIG + JSON) in hex: a line that
+task code writes into the file without the key breaks the chain.
+
+Result events, one a line:
   {"event": "start", "loaded": N}              after collection, before any test runs
   {"event": "test", "id": ..., "outcome": ...}  one per test: passed, failed, error,
                                                 skipped, expected_failure, unexpected_success
@@ -17,12 +22,14 @@ printed summary: a process that prints a summary and exits early leaves no
 "end"; one that patches the framework is named in "tampered".
 """
 import builtins
+import hashlib
 import json
 import os
 import sys
 
 _write = os.write
 _dumps = json.dumps
+_sha256 = hashlib.sha256
 _id = id
 
 
@@ -30,10 +37,24 @@ def _open_channel(path):
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
 
 
-def _emitter(fd):
+def _emitter(fd, key):
+    chain = [b""]
+
     def emit(obj):
-        _write(fd, (_dumps(obj) + "\n").encode())
+        payload = _dumps(obj).encode()
+        sig = _sha256(key + chain[0] + payload).hexdigest().encode()
+        chain[0] = sig
+        _write(fd, sig + b" " + payload + b"\n")
     return emit
+
+
+def _read_key():
+    key = sys.stdin.buffer.readline().strip()
+    # Nothing of the key stays reachable through file descriptors.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return key
 
 
 # Attributes of these modules that the task's code has no business replacing.
@@ -190,7 +211,7 @@ def main():
     # the runner's own folder not at all.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [os.getcwd()] + [p for p in sys.path[1:] if os.path.abspath(p or ".") != here]
-    emit = _emitter(_open_channel(out))
+    emit = _emitter(_open_channel(out), _read_key())
     if mode == "unittest":
         return run_unittest(emit, args)
     return run_pytest(emit, args)

@@ -89,6 +89,7 @@ pub async fn run_limited(
     timeout: Duration,
     cap: usize,
     confine: Option<&Confinement<'_>>,
+    stdin: Option<&[u8]>,
 ) -> std::io::Result<ProcessOutcome> {
     if argv.is_empty() {
         return Err(std::io::Error::other("empty command"));
@@ -102,7 +103,7 @@ pub async fn run_limited(
     cmd.args(args)
         .current_dir(cwd)
         .env_clear()
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -123,6 +124,12 @@ pub async fn run_limited(
     let start = Instant::now();
     let mut child = cmd.spawn()?;
     let pgid = child.id().map(|id| id as i32);
+    if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        use tokio::io::AsyncWriteExt;
+        // Small (a line); a child that never reads cannot block us past the pipe buffer.
+        let _ = tokio::time::timeout(Duration::from_secs(5), pipe.write_all(data)).await;
+        drop(pipe);
+    }
     let out_task = tokio::spawn(read_capped(child.stdout.take(), cap));
     let err_task = tokio::spawn(read_capped(child.stderr.take(), cap));
 
@@ -191,7 +198,7 @@ mod tests {
     #[tokio::test]
     async fn exit_code_and_output() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000, None)
+        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000, None, None)
             .await
             .unwrap();
         assert_eq!(out.exit_code, Some(3));
@@ -205,7 +212,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // The child forks a grandchild that also sleeps; both must die.
         let start = Instant::now();
-        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000, None)
+        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000, None, None)
             .await
             .unwrap();
         assert!(out.timed_out);
@@ -217,7 +224,7 @@ mod tests {
     #[tokio::test]
     async fn flooding_output_is_capped() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[("PATH".into(), "/usr/bin:/bin".into())], Duration::from_secs(20), 4096, None)
+        let out = run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[("PATH".into(), "/usr/bin:/bin".into())], Duration::from_secs(20), 4096, None, None)
             .await
             .unwrap();
         assert_eq!(out.stdout.total_bytes, 5_000_000);
