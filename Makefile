@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local gate
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox gate
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model) and the suite proof.
@@ -48,6 +48,10 @@ screenshot:
 ## make bench-report: time and peak memory of `ablate report` on 10k, 100k and 1M records.
 bench-report:
 	bash benches/report.sh
+
+## make bench-sandbox: wall time per check with the bubblewrap sandbox and without it.
+bench-sandbox: deps
+	bash benches/sandbox.sh
 
 ## make bench-local: prompt and generation tokens/s of the embedded model against llama.cpp's
 ## own speed (same file, build and threads), and prompt tokens evaluated per step with and

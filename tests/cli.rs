@@ -90,3 +90,37 @@ fn run_with_an_unreachable_endpoint_stops_before_any_trial() {
     assert!(err.contains("setup failed: model `qwen2.5:7b`: cannot reach http://127.0.0.1:9"), "{err}");
     assert!(!results.exists() || std::fs::read_dir(&results).unwrap().next().is_none(), "no run folder is left");
 }
+
+fn ablate_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ablate"))
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run ablate");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn without_bubblewrap_candidate_code_runs_only_when_the_user_opts_in() {
+    let missing = [("ABLATE_BWRAP", "/nonexistent/bwrap")];
+    let (code, out, err) = ablate_env(&["suite", "check", "tests/fixtures/suites/tiny"], &missing);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("no sandbox for candidate code") && err.contains("apt-get install bubblewrap") && err.contains("--unsandboxed"), "{err}");
+    let (code, out, err) = ablate_env(&["suite", "check", "tests/fixtures/suites/tiny", "--unsandboxed"], &missing);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("WITHOUT a sandbox"), "{err}");
+    assert!(out.contains("solution 6/6"), "{out}");
+}
+
+#[test]
+fn a_check_command_the_grader_cannot_run_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    ablate::sandbox::copy_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/suites/tiny")), dir.path()).unwrap();
+    let toml = dir.path().join("is-even/task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap().replace("command = [\"python3\", \"-m\", \"unittest\"", "command = [\"sh\", \"-c\", \"echo OK\"");
+    std::fs::write(&toml, text).unwrap();
+    let (code, out, _) = ablate(&["suite", "check", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("is-even/task.toml: key `check.command`") && out.contains("own runner"), "{out}");
+}

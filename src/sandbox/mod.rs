@@ -327,6 +327,47 @@ mod tests {
     }
 
     #[test]
+    fn tests_replaced_by_a_file_or_a_symlink_are_reported_and_restored() {
+        let src = tempfile::tempdir().unwrap();
+        let t = task(src.path());
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep.txt"), "host").unwrap();
+        for replace in ["file", "symlink"] {
+            let sb = Sandbox::create(&t).unwrap();
+            let tests = sb.path().join("tests");
+            std::fs::remove_dir_all(&tests).unwrap();
+            if replace == "file" {
+                std::fs::write(&tests, "not a folder").unwrap();
+            } else {
+                std::os::unix::fs::symlink(outside.path(), &tests).unwrap();
+            }
+            let changed = sb.restore_tests().unwrap();
+            assert_eq!(changed, vec!["tests/ (replaced by something that is not a folder)".to_string(), "tests/test_m.py".to_string()], "{replace}");
+            assert_eq!(std::fs::read_to_string(tests.join("test_m.py")).unwrap(), "tests");
+            // The link was removed, never followed.
+            assert_eq!(std::fs::read_to_string(outside.path().join("keep.txt")).unwrap(), "host");
+        }
+    }
+
+    #[test]
+    fn reads_refuse_fifos_and_cut_large_files() {
+        let src = tempfile::tempdir().unwrap();
+        let sb = Sandbox::create(&task(src.path())).unwrap();
+        let fifo = sb.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        assert!(matches!(sb.read("pipe"), Err(PathRefusal::Missing(_))));
+        std::fs::write(sb.path().join("big"), vec![b'x'; READ_CAP as usize + 10]).unwrap();
+        let text = sb.read("big").unwrap();
+        assert!(text.starts_with("xxx") && text.ends_with(&format!("[... cut at {READ_CAP} bytes ...]")));
+        assert_eq!(text.len(), READ_CAP as usize + format!("\n[... cut at {READ_CAP} bytes ...]").len());
+        // Only the task's own files are shown to a model.
+        let shown: Vec<String> = sb.task_files(3).into_iter().map(|(n, c)| format!("{n}={c}")).collect();
+        assert_eq!(shown, vec!["m.py=stu\n[... cut at 3 bytes ...]".to_string(), "tests/test_m.py=tes\n[... cut at 3 bytes ...]".to_string()]);
+    }
+
+    #[test]
     fn restore_reports_changed_tests_and_snapshot_tracks_edits() {
         let src = tempfile::tempdir().unwrap();
         let t = task(src.path());
