@@ -352,3 +352,32 @@ fn report_on_a_folder_in_use_prints_without_writing() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(run.join("report.json").is_file());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn isolation_is_recorded_and_resume_does_not_mix_it() {
+    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
+    cfg.trials = 2;
+    let config = cfg.write(tmp.path());
+    let results = tmp.path().join("results");
+    let (c, r) = (config.to_str().unwrap(), results.to_str().unwrap());
+    // Without bubblewrap, and opted in: recorded as none.
+    let mut run = cmd(&["run", c, "--results", r, "--plain", "--run-id", "u", "--unsandboxed"]);
+    let out = run.env("ABLATE_BWRAP", "/nonexistent/bwrap").output().await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("WITHOUT a sandbox"), "{}", stderr(&out));
+    let dir = results.join("u");
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["host"]["isolation"]["kind"], "none");
+    // Resumed with the sandbox: refused, naming the key.
+    let out = ablate(&["run", c, "--resume", dir.to_str().unwrap(), "--plain"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("key `host.isolation`") && stderr(&out).contains("isolation none"), "{}", stderr(&out));
+    // With the sandbox: recorded as bubblewrap.
+    let out = ablate(&["run", c, "--results", r, "--plain", "--run-id", "b"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(results.join("b/manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["host"]["isolation"]["kind"], "bubblewrap");
+}

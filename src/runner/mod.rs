@@ -159,6 +159,16 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             if m.suite.digest != suite.digest {
                 return Err(InputError::at(&path, "suite.digest", "the task suite changed since the run started; resuming would mix two suites").into());
             }
+            // Trials graded with and without the sandbox are not one run.
+            let now = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
+            if let Some(then) = &m.host.isolation {
+                if then.is_isolated() != now.is_isolated() {
+                    return Err(InputError::at(&path, "host.isolation", format!(
+                        "the run started with isolation {} and would resume with {}; resuming would mix sandboxed and unsandboxed trials",
+                        then.kind(), now.kind()
+                    )).into());
+                }
+            }
             Some((dir.clone(), m, lock))
         }
         None => {

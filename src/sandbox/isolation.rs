@@ -58,6 +58,14 @@ impl Isolation {
     pub fn is_isolated(&self) -> bool {
         matches!(self, Isolation::Bubblewrap { .. })
     }
+
+    /// The recorded name of the kind: `bubblewrap` or `none`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Isolation::Bubblewrap { .. } => "bubblewrap",
+            Isolation::None { .. } => "none",
+        }
+    }
 }
 
 /// The variables a check gets (everything else of ablate's environment,
