@@ -1,0 +1,47 @@
+//! scripts/install-deps.sh decides by the package manager, not by file names:
+//! with `libclang-cpp.so.*` on the machine but libclang-dev not installed (a
+//! new machine of this kind), it still installs libclang-dev. Run with stub
+//! `dpkg-query` and `apt-get` first on PATH, which record what is asked.
+
+use std::path::Path;
+use std::process::Command;
+
+fn run_with(installed: &[&str]) -> (bool, String) {
+    let stubs = tempfile::tempdir().unwrap();
+    let log = stubs.path().join("apt.log");
+    let dpkg = format!(
+        "#!/bin/sh\n# dpkg-query -W -f='${{Status}}' NAME\nfor p in {}; do [ \"$p\" = \"$3\" ] && printf 'install ok installed' && exit 0; done\nexit 1\n",
+        installed.join(" ")
+    );
+    let apt = format!("#!/bin/sh\necho \"$@\" >> {}\n", log.display());
+    for (name, body) in [("dpkg-query", dpkg), ("apt-get", apt)] {
+        let p = stubs.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", stubs.path().display(), std::env::var("PATH").unwrap());
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-deps.sh"))
+        .env("PATH", path)
+        .env_remove("LIBCLANG_PATH")
+        .output()
+        .unwrap();
+    (out.status.success(), std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+#[test]
+fn libclang_dev_and_bubblewrap_are_installed_when_the_package_manager_lacks_them() {
+    if unsafe { libc::geteuid() } != 0 {
+        // The script only prints the apt-get line when not root; it is run as root here and in CI.
+        return;
+    }
+    // A new machine: libclang-cpp14 (libclang-cpp.so.14) is there, libclang-dev and bubblewrap are not.
+    let (ok, log) = run_with(&["libclang-cpp14"]);
+    assert!(ok);
+    let install = log.lines().find(|l| l.starts_with("install")).unwrap_or_default();
+    assert!(install.contains("libclang-dev") && install.contains("bubblewrap"), "{log}");
+    // Both present: nothing is installed.
+    let (ok, log) = run_with(&["libclang-dev", "bubblewrap"]);
+    assert!(ok);
+    assert!(!log.contains("install"), "{log}");
+}
