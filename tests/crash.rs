@@ -14,24 +14,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// An endless CPU loop at import: the check runs until its timeout.
 const SPIN: &str = "```python add.py\nwhile True:\n    pass\n```\nDONE";
 
-/// Pids of processes running as a sandbox uid (200000 and up, isolation.rs).
-fn sandbox_pids() -> Vec<u32> {
-    let mut pids = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
-        let uid: u32 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if uid >= 200_000 {
-            pids.push(e.file_name().to_string_lossy().parse().unwrap_or(0));
-        }
-    }
-    pids
-}
-
 async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
@@ -68,11 +50,11 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     let dir = tempfile::tempdir().unwrap();
     let healed = Arc::new(AtomicBool::new(false));
     let (config, run_dir, mut child) = spinning_run(dir.path(), healed.clone()).await;
-    wait_for("the spinning check", Duration::from_secs(30), || !sandbox_pids().is_empty()).await;
+    wait_for("the spinning check", Duration::from_secs(30), || !sandbox_processes().is_empty()).await;
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGKILL) };
     let _ = child.wait().await;
-    wait_for("the sandbox to die with ablate", Duration::from_secs(5), || sandbox_pids().is_empty()).await;
+    wait_for("the sandbox to die with ablate", Duration::from_secs(5), || sandbox_processes().is_empty()).await;
 
     healed.store(true, Ordering::SeqCst);
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
@@ -84,7 +66,7 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     let records = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
     let statuses: Vec<TrialStatus> = records.iter().map(|r| r.status).collect();
     assert_eq!(statuses, vec![TrialStatus::Interrupted, TrialStatus::Passed]);
-    assert!(sandbox_pids().is_empty());
+    assert!(sandbox_processes().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,10 +74,10 @@ async fn ctrl_c_during_a_check_leaves_no_process() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let (_config, _run_dir, mut child) = spinning_run(dir.path(), Arc::new(AtomicBool::new(false))).await;
-    wait_for("the spinning check", Duration::from_secs(30), || !sandbox_pids().is_empty()).await;
+    wait_for("the spinning check", Duration::from_secs(30), || !sandbox_processes().is_empty()).await;
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
     let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("ablate stops on Ctrl-C").unwrap();
     assert!(!status.success());
-    wait_for("the sandbox to die with the run", Duration::from_secs(5), || sandbox_pids().is_empty()).await;
+    wait_for("the sandbox to die with the run", Duration::from_secs(5), || sandbox_processes().is_empty()).await;
 }

@@ -4,26 +4,10 @@
 mod common;
 
 use ablate::record::TrialStatus;
-use ablate::runner::{RunError, RunOptions};
+use ablate::runner::RunError;
 use common::*;
 use serde_json::json;
-use std::path::Path;
 use std::sync::Arc;
-
-async fn try_run(config: &Path, results: &Path) -> Result<ablate::runner::RunSummary, RunError> {
-    let exp = ablate::config::load(config).unwrap();
-    let suite = ablate::suite::load(&exp.suite_path).unwrap();
-    let opts = RunOptions {
-        jobs: 1,
-        shard: None,
-        results_dir: results.to_path_buf(),
-        resume: None,
-        progress: ablate::runner::progress::ProgressMode::Quiet,
-        run_id: None,
-        allow_model_change: false,
-    };
-    ablate::runner::run(exp, suite, opts).await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_the_configured_cap_is_a_provider_error_and_one_at_the_cap_is_read() {
@@ -87,7 +71,7 @@ async fn a_model_the_openai_endpoint_does_not_serve_is_refused_at_setup() {
     let dir = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
     let config = Cfg::new(&suite, "openai", &server.url, "[arms.b]\n").write(dir.path());
-    let err = try_run(&config, dir.path()).await.unwrap_err();
+    let err = try_run(&config, dir.path(), 1).await.unwrap_err();
     let RunError::Input(e) = err else { panic!("not an input error: {err}") };
     assert_eq!(e.key.as_deref(), Some("models[0].model"));
     assert!(e.message.ends_with("does not serve model `m`; it serves: gpt-a, gpt-b"), "{e}");
@@ -110,7 +94,7 @@ async fn a_model_the_ollama_endpoint_does_not_have_is_refused_at_setup() {
     let server = start(listing(None, Some(&["llama3:latest", "qwen2.5:7b"]))).await;
     let dir = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
-    let err = try_run(&Cfg::new(&suite, "ollama", &server.url, "[arms.b]\n").write(dir.path()), dir.path()).await.unwrap_err();
+    let err = try_run(&Cfg::new(&suite, "ollama", &server.url, "[arms.b]\n").write(dir.path()), dir.path(), 1).await.unwrap_err();
     let RunError::Input(e) = err else { panic!("not an input error: {err}") };
     assert_eq!(e.key.as_deref(), Some("models[0].model"));
     assert!(e.message.ends_with("does not serve model `m`; it serves: llama3:latest, qwen2.5:7b"), "{e}");
@@ -129,7 +113,7 @@ async fn listed_models_and_endpoints_without_a_list_both_run() {
     ] {
         let server = start(handler).await;
         let dir = tempfile::tempdir().unwrap();
-        let summary = try_run(&Cfg::new(&suite, provider, &server.url, "[arms.b]\n").write(dir.path()), dir.path()).await.unwrap();
+        let summary = try_run(&Cfg::new(&suite, provider, &server.url, "[arms.b]\n").write(dir.path()), dir.path(), 1).await.unwrap();
         assert_eq!(summary.records[0].status, TrialStatus::Passed, "{provider}: {:?}", summary.records[0]);
     }
 }

@@ -72,25 +72,6 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Processes running under a sandbox uid (200000 and up, see isolation.rs).
-fn sandbox_processes() -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
-        let uid: u32 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if uid >= 200_000 {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            found.push(format!("pid {} uid {uid}: {}", e.file_name().to_string_lossy(), String::from_utf8_lossy(&cmd).replace('\0', " ")));
-        }
-    }
-    found
-}
-
 fn assert_no_sandbox_process_left() {
     // The kill is immediate; the kernel may take a moment to reap.
     let start = Instant::now();

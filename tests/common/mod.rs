@@ -224,10 +224,15 @@ impl<'a> Cfg<'a> {
 }
 
 pub async fn run(config: &Path, results: &Path) -> ablate::runner::RunSummary {
+    try_run(config, results, 2).await.unwrap()
+}
+
+/// A run in process with `jobs` trials at once; setup errors come back.
+pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<ablate::runner::RunSummary, ablate::runner::RunError> {
     let exp = ablate::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let opts = ablate::runner::RunOptions {
-        jobs: 2,
+        jobs,
         shard: None,
         results_dir: results.to_path_buf(),
         resume: None,
@@ -235,7 +240,27 @@ pub async fn run(config: &Path, results: &Path) -> ablate::runner::RunSummary {
         run_id: None,
         allow_model_change: false,
     };
-    ablate::runner::run(exp, suite, opts).await.unwrap()
+    ablate::runner::run(exp, suite, opts).await
+}
+
+/// Processes running as a sandbox uid (200000 and up, see src/sandbox/isolation.rs),
+/// as "pid uid: command line".
+pub fn sandbox_processes() -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
+        let uid: u32 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if uid >= 200_000 {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            found.push(format!("pid {} uid {uid}: {}", e.file_name().to_string_lossy(), String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    found
 }
 
 pub fn traces(dir: &Path, trial_id: &str) -> Vec<ablate::record::TraceStep> {
