@@ -94,6 +94,21 @@ pub enum BudgetLimit {
     Cost,
 }
 
+/// What an external harness's command did (harness::external), for the record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandOutcome {
+    pub command: Vec<String>,
+    /// None when it was killed (stopped, timed out, or by a signal).
+    pub exit_code: Option<i32>,
+    /// Why ablate stopped it, when it did: `budget: <limit>` or `provider_error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+    pub wall_seconds: f64,
+    /// The last 4 KiB of each stream.
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+}
+
 /// What ended the agent loop.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -112,6 +127,9 @@ pub enum EndReason {
     HarnessError,
     /// The run was killed before the attempt finished.
     Interrupted,
+    /// An external harness's command ended by itself (its exit code is in
+    /// `harness_command`).
+    CommandExited,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +195,9 @@ pub struct TrialRecord {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cost_usd: Option<f64>,
     pub incidents: Incidents,
+    /// An external harness's command: exit code, why it was stopped, output tails.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub harness_command: Option<CommandOutcome>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
     pub started_at: String,
@@ -210,6 +231,7 @@ impl TrialRecord {
             rate_limit_wait_seconds: 0.0,
             cost_usd: None,
             incidents: Incidents::default(),
+            harness_command: None,
             error: None,
             started_at,
             finished_at: String::new(),

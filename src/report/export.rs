@@ -49,6 +49,7 @@ fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
         EndReason::RequestTimeout => ("request_timeout", ""),
         EndReason::HarnessError => ("harness_error", ""),
         EndReason::Interrupted => ("interrupted", ""),
+        EndReason::CommandExited => ("command_exited", ""),
     }
 }
 

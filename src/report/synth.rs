@@ -86,6 +86,7 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
             rate_limit_wait_seconds: 0.0,
             cost_usd: None,
             incidents: Incidents::default(),
+            harness_command: None,
             error: None,
             started_at: "2026-11-30T00:00:00Z".into(),
             finished_at: "2026-11-30T00:00:03Z".into(),

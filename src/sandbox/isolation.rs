@@ -146,7 +146,7 @@ fn probe() -> Result<Isolation, String> {
     let version = String::from_utf8_lossy(&version.stdout).trim().trim_start_matches("bubblewrap ").to_string();
     let uid_switch = is_root();
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let jail = Jail { workspace: dir.path(), tests: None, runner_dir: None, out_dir: None, uid: next_uid(), python_prefixes: &[] };
+    let jail = Jail { workspace: dir.path(), tests: None, runner_dir: None, out_dir: None, uid: next_uid(), python_prefixes: &[], ro_binds: &[], netns: None };
     let argv = jail.argv(&bwrap, uid_switch, &["/bin/true".to_string()], &check_env(None));
     let out = std::process::Command::new(&argv[0])
         .args(&argv[1..])
@@ -185,6 +185,10 @@ pub struct Jail<'a> {
     pub uid: u32,
     /// Python installations outside /usr (pyenv, a venv), bound read-only.
     pub python_prefixes: &'a [PathBuf],
+    /// More read-only binds: (host path, path in the jail).
+    pub ro_binds: &'a [(PathBuf, String)],
+    /// Join this network namespace (netns.rs) instead of an empty one of the jail's own.
+    pub netns: Option<std::os::fd::RawFd>,
 }
 
 impl Jail<'_> {
@@ -192,7 +196,10 @@ impl Jail<'_> {
     pub fn argv(&self, bwrap: &Path, uid_switch: bool, command: &[String], env: &[(String, String)]) -> Vec<String> {
         let mut a: Vec<String> = vec![bwrap.display().to_string()];
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
-        push(&["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]);
+        push(&["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]);
+        if self.netns.is_none() {
+            push(&["--unshare-net"]);
+        }
         if !uid_switch {
             push(&["--unshare-user"]);
         }
@@ -228,6 +235,9 @@ impl Jail<'_> {
         }
         if let Some(dir) = self.out_dir {
             a.extend(["--bind".into(), s(dir), JAIL_OUT_DIR.into()]);
+        }
+        for (host, jail) in self.ro_binds {
+            a.extend(["--ro-bind".into(), s(host), jail.clone()]);
         }
         a.extend(["--chdir".into(), JAIL_WORKSPACE.into()]);
         for (k, v) in env {

@@ -9,6 +9,7 @@
 //! the jail of isolation.rs, under the sandbox's own uid.
 
 pub mod isolation;
+pub mod netns;
 pub mod process;
 
 use crate::digest;

@@ -72,6 +72,8 @@ pub struct ProcessOutcome {
     /// Exit code, or None when killed by a signal (including our timeout kill).
     pub exit_code: Option<i32>,
     pub timed_out: bool,
+    /// Ended early because the caller's stop signal fired (see `run_until`).
+    pub stopped: bool,
     pub stdout: Capture,
     pub stderr: Capture,
     pub duration: Duration,
@@ -90,6 +92,22 @@ pub async fn run_limited(
     cap: usize,
     confine: Option<&Confinement<'_>>,
     stdin: Option<&[u8]>,
+) -> std::io::Result<ProcessOutcome> {
+    run_until(argv, cwd, env, timeout, cap, confine, stdin, std::future::pending()).await
+}
+
+/// `run_limited`, also ended (the whole group killed) as soon as `stop`
+/// completes: an external harness is stopped when its budget runs out.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_until(
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    timeout: Duration,
+    cap: usize,
+    confine: Option<&Confinement<'_>>,
+    stdin: Option<&[u8]>,
+    stop: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<ProcessOutcome> {
     if argv.is_empty() {
         return Err(std::io::Error::other("empty command"));
@@ -116,9 +134,15 @@ pub async fn run_limited(
     if let Some(c) = confine {
         let limits = c.limits;
         let per_uid = matches!(c.isolation, Isolation::Bubblewrap { uid_switch: true, .. });
-        // SAFETY: the closure runs in the forked child and calls only setrlimit.
+        let netns = c.jail.netns.filter(|_| c.isolation.is_isolated());
+        // SAFETY: the closure runs in the forked child and calls only setns and setrlimit.
         unsafe {
-            cmd.pre_exec(move || apply_rlimits(&limits, per_uid));
+            cmd.pre_exec(move || {
+                if let Some(fd) = netns {
+                    super::netns::join(fd)?;
+                }
+                apply_rlimits(&limits, per_uid)
+            });
         }
     }
     let start = Instant::now();
@@ -133,12 +157,19 @@ pub async fn run_limited(
     let out_task = tokio::spawn(read_capped(child.stdout.take(), cap));
     let err_task = tokio::spawn(read_capped(child.stderr.take(), cap));
 
-    let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(status) => (status?.code(), false),
-        Err(_) => {
+    let (exit_code, timed_out, stopped) = tokio::select! {
+        waited = tokio::time::timeout(timeout, child.wait()) => match waited {
+            Ok(status) => (status?.code(), false, false),
+            Err(_) => {
+                kill_group(pgid);
+                let _ = child.wait().await;
+                (None, true, false)
+            }
+        },
+        _ = stop => {
             kill_group(pgid);
             let _ = child.wait().await;
-            (None, true)
+            (None, false, true)
         }
     };
     // Reap anything the check left behind in its group.
@@ -149,7 +180,7 @@ pub async fn run_limited(
     let grace = Duration::from_secs(2);
     let stdout = tokio::time::timeout(grace, out_task).await.ok().and_then(|r| r.ok()).unwrap_or_else(|| Capture::new(cap));
     let stderr = tokio::time::timeout(grace, err_task).await.ok().and_then(|r| r.ok()).unwrap_or_else(|| Capture::new(cap));
-    Ok(ProcessOutcome { exit_code, timed_out, stdout, stderr, duration })
+    Ok(ProcessOutcome { exit_code, timed_out, stopped, stdout, stderr, duration })
 }
 
 fn kill_group(pgid: Option<i32>) {

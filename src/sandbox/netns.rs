@@ -1,0 +1,123 @@
+//! A network namespace of a trial's own, for an external harness: only a
+//! loopback, on which ablate's gateway listens. The jail joins this namespace
+//! instead of an empty one, so the harness reaches the gateway at
+//! 127.0.0.1:PORT and nothing else: not the model server, not the host's
+//! loopback, not the outside. Needs root (CAP_SYS_ADMIN) to create and join.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// The port the gateway listens on inside the namespace: Ollama's, so that
+/// Ollama clients with default settings find it.
+pub const GATEWAY_PORT: u16 = 11434;
+
+pub struct TrialNet {
+    ns: OwnedFd,
+    /// Bound to 127.0.0.1:GATEWAY_PORT inside the namespace (a socket keeps
+    /// the namespace it was made in).
+    pub listener: std::net::TcpListener,
+}
+
+impl TrialNet {
+    /// A new namespace with loopback up and the gateway's listener bound in it.
+    pub fn create() -> std::io::Result<TrialNet> {
+        // unshare(CLONE_NEWNET) changes the calling thread's namespace: do it on
+        // a thread of its own, which ends right after.
+        std::thread::spawn(|| -> std::io::Result<TrialNet> {
+            // SAFETY: plain syscall; affects only this short-lived thread.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let ns: OwnedFd = File::open("/proc/thread-self/ns/net")?.into();
+            loopback_up()?;
+            let listener = std::net::TcpListener::bind(("127.0.0.1", GATEWAY_PORT))?;
+            Ok(TrialNet { ns, listener })
+        })
+        .join()
+        .map_err(|_| std::io::Error::other("the namespace thread panicked"))?
+    }
+
+    /// For `setns` in the jail's child before exec.
+    pub fn fd(&self) -> RawFd {
+        self.ns.as_raw_fd()
+    }
+}
+
+/// `ip link set lo up`, by ioctl on a socket of the current namespace.
+fn loopback_up() -> std::io::Result<()> {
+    // struct ifreq: 16 bytes of name, then a union whose first member here is the flags (short).
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        flags: libc::c_short,
+        _pad: [u8; 22],
+    }
+    const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
+    const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
+    // SAFETY: a datagram socket used only for the two ioctls, closed below.
+    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if sock < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut req = IfReq { name: [0; 16], flags: 0, _pad: [0; 22] };
+    req.name[..2].copy_from_slice(b"lo");
+    // SAFETY: req is a valid ifreq-sized buffer for both ioctls.
+    let result = unsafe {
+        if libc::ioctl(sock, SIOCGIFFLAGS as _, &mut req) != 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            req.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            if libc::ioctl(sock, SIOCSIFFLAGS as _, &req) != 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+        }
+    };
+    // SAFETY: closing the socket opened above.
+    unsafe { libc::close(sock) };
+    result
+}
+
+/// Join the namespace `fd` (in a forked child before exec).
+pub fn join(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: setns is async-signal-safe.
+    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn the_listener_lives_in_a_namespace_of_its_own() {
+        if !crate::sandbox::isolation::is_root() {
+            return;
+        }
+        let net = TrialNet::create().unwrap();
+        assert_eq!(net.listener.local_addr().unwrap().port(), GATEWAY_PORT);
+        // From the host's namespace nothing listens there (or something else does).
+        let host = std::net::TcpStream::connect_timeout(&"127.0.0.1:11434".parse().unwrap(), std::time::Duration::from_millis(200));
+        if let Ok(mut s) = host {
+            // Something of the host's own: our listener must not see it.
+            let _ = s.write_all(b"x");
+        }
+        net.listener.set_nonblocking(true).unwrap();
+        assert!(net.listener.accept().is_err(), "a host connection reached the namespace's listener");
+        // A child that joins the namespace reaches it.
+        let fd = net.fd();
+        let mut child = std::process::Command::new("python3");
+        child.args(["-c", "import socket; s = socket.create_connection(('127.0.0.1', 11434)); s.sendall(b'hello')"]);
+        // SAFETY: pre_exec runs setns only.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut child, move || join(fd));
+        }
+        let status = child.status().unwrap();
+        assert!(status.success());
+        net.listener.set_nonblocking(false).unwrap();
+        let (mut conn, _) = net.listener.accept().unwrap();
+        let mut buf = String::new();
+        conn.read_to_string(&mut buf).unwrap();
+        assert_eq!(buf, "hello");
+    }
+}
