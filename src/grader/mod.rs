@@ -192,6 +192,8 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
             out_dir: Some(out_dir.path()),
             uid: sandbox.uid(),
             python_prefixes: &py.prefixes,
+            ro_binds: &[],
+            netns: None,
         },
         limits: spec.limits,
     };
