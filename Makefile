@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox gate
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox gate ablate-external
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model) and the suite proof.
@@ -16,6 +16,11 @@ test: deps model-small
 ## embedded default model; installs what is missing, builds, fetches the model.
 ablate: deps model release
 	$(ABLATE) run configs/ablate.toml -j 2
+
+## make ablate-external: an external harness (examples/harnesses/pyagent/agent.py) ablated
+## leave-one-out on the same tasks, with the embedded model behind ablate's gateway.
+ablate-external: deps model release
+	$(ABLATE) run examples/harnesses/pyagent.toml -j 2
 
 ## make deps: the system packages the build and the checks need (Debian).
 deps:

@@ -19,6 +19,9 @@ command -v g++ >/dev/null || need+=(g++)
 # bindgen (llama-cpp-sys-2) loads libclang.so, which libclang-dev provides;
 # LIBCLANG_PATH set by the user means they point bindgen at their own.
 if [ -z "${LIBCLANG_PATH:-}" ] && ! has_pkg libclang-dev; then need+=(libclang-dev); fi
+# The shell example harness (examples/harnesses/oneshot) uses curl and jq.
+command -v curl >/dev/null || need+=(curl)
+command -v jq >/dev/null || need+=(jq)
 # Every process that runs candidate code runs under bubblewrap (docs/sandbox.md).
 if ! command -v bwrap >/dev/null || ! has_pkg bubblewrap; then need+=(bubblewrap); fi
 if [ ${#need[@]} -eq 0 ]; then
