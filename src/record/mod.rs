@@ -387,7 +387,7 @@ pub struct Manifest {
     /// comparisons, models, budget, harness settings.
     pub experiment: serde_json::Value,
     pub suite: SuiteFacts,
-    /// Prompt file (as written) -> sha256; the builtin prompt under "builtin".
+    /// Prompt file (as written) -> sha256; the builtin prompt under "builtin" (builtin harness only).
     pub prompt_digests: Vec<(String, String)>,
     pub host: HostFacts,
     pub models: Vec<ModelIdentity>,

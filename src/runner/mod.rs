@@ -399,7 +399,12 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
             digest: suite.digest.clone(),
             tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
         },
-        prompt_digests: std::iter::once(("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())))
+        // The builtin prompt is recorded for the builtin harness only.
+        prompt_digests: exp
+            .harness_kind
+            .is_builtin()
+            .then(|| ("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())))
+            .into_iter()
             .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
             .collect(),
         host: HostFacts::read(),
