@@ -5,7 +5,7 @@
 
 use crate::digest;
 use crate::error::{InputError, parse_toml_str};
-use crate::harness::{Components, EditFormat, Instructions};
+use crate::harness::{ArmSettings, ComponentValue, Components, DeclaredComponent, EditFormat, ExternalHarness, HarnessKind, Instructions};
 use crate::matrix::{self, Arm, Comparison, RawMatrix};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -17,9 +17,10 @@ struct RawConfig {
     experiment: RawExperiment,
     budget: Budget,
     #[serde(default)]
-    harness: HarnessSettings,
+    harness: RawHarness,
     models: Vec<RawModel>,
-    arms: IndexMap<String, RawArm>,
+    /// Read as tables first: the keys an arm may have depend on the harness.
+    arms: IndexMap<String, toml::Table>,
     #[serde(default)]
     matrix: RawMatrix,
 }
@@ -85,6 +86,31 @@ impl Default for HarnessSettings {
         HarnessSettings { session_steps: 4, feedback_tail_bytes: 1500 }
     }
 }
+
+/// `[harness]` as written: the builtin loop's constants, or an external
+/// harness (`kind = "external"`) with its command, files and components.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHarness {
+    #[serde(default)]
+    kind: RawHarnessKind,
+    session_steps: Option<u32>,
+    feedback_tail_bytes: Option<usize>,
+    command: Option<Vec<String>>,
+    files: Option<Vec<String>>,
+    components: Option<IndexMap<String, Vec<toml::Value>>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawHarnessKind {
+    #[default]
+    Builtin,
+    External,
+}
+
+/// Keys of an external arm besides its components; no component may take these names.
+const EXTERNAL_ARM_KEYS: [&str; 2] = ["description", "base"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -230,6 +256,10 @@ pub struct Experiment {
     pub alpha: f64,
     pub budget: Budget,
     pub harness: HarnessSettings,
+    /// Builtin (left out of the recorded experiment, so builtin configs
+    /// keep their digests) or an external harness.
+    #[serde(skip_serializing_if = "HarnessKind::is_builtin")]
+    pub harness_kind: HarnessKind,
     pub models: Vec<ModelSpec>,
     pub arms: Vec<Arm>,
     pub comparisons: Vec<Comparison>,
@@ -325,7 +355,8 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             return Err(at("budget.max_cost_usd", format!("{c} is not a positive finite amount (leave it out for no money limit)")));
         }
     }
-    if raw.harness.session_steps == 0 {
+    let (harness, harness_kind) = validate_harness(path, &config_dir, raw.harness)?;
+    if harness.session_steps == 0 {
         return Err(at("harness.session_steps", "must be at least 1".into()));
     }
 
@@ -338,47 +369,22 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
 
     let mut prompt_digests = IndexMap::new();
     let mut arms = Vec::new();
-    for (name, raw_arm) in raw.arms {
+    for (name, table) in raw.arms {
         let key = format!("arms.{name}");
         if !matrix::is_arm_name(&name) {
             return Err(at(&key, "arm names use lowercase letters, digits, '-' and '_'".into()));
         }
-        let mut c = match raw_arm.base {
-            Preset::Bare => Components::bare(),
-            Preset::Full => Components::full(),
+        let (description, settings) = match &harness_kind {
+            HarnessKind::Builtin => builtin_arm(path, &config_dir, &key, table, &mut prompt_digests)?,
+            HarnessKind::External(ext) => external_arm(path, &key, table, ext)?,
         };
-        if let Some(v) = raw_arm.feedback {
-            c.feedback = v;
-        }
-        if let Some(v) = raw_arm.loop_guard {
-            c.loop_guard = v;
-        }
-        if let Some(v) = raw_arm.tools {
-            c.tools = v;
-        }
-        if let Some(v) = raw_arm.acceptance {
-            c.acceptance = v;
-        }
-        if let Some(v) = raw_arm.progress_handoff {
-            c.progress_handoff = v;
-        }
-        if let Some(v) = raw_arm.edit_format {
-            c.edit_format = v;
-        }
-        if let Some(file) = raw_arm.instructions {
-            let full = config_dir.join(&file);
-            let bytes = std::fs::read(&full)
-                .map_err(|e| at(&format!("{key}.instructions"), format!("cannot read `{}`: {e}", full.display())))?;
-            prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
-            c.instructions = Instructions::File(file);
-        }
-        arms.push(Arm { name, description: raw_arm.description, components: c, origin: matrix::ArmOrigin::Declared });
+        arms.push(Arm { name, description, settings, origin: matrix::ArmOrigin::Declared });
     }
     if arms.is_empty() {
         return Err(at("arms", "declare at least one arm".into()));
     }
 
-    let (arms, comparisons) = matrix::expand(path, arms, &raw.matrix)?;
+    let (arms, comparisons) = matrix::expand(path, arms, &raw.matrix, &harness_kind)?;
 
     Ok(Experiment {
         name: raw.experiment.name,
@@ -390,7 +396,8 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         seed: raw.experiment.seed,
         alpha: raw.experiment.alpha,
         budget: raw.budget,
-        harness: raw.harness,
+        harness,
+        harness_kind,
         models,
         arms,
         comparisons,
@@ -399,6 +406,185 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         config_dir,
         file_digest: digest::sha256_hex(text.as_bytes()),
     })
+}
+
+/// The builtin loop's constants and the harness kind from `[harness]`.
+fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(HarnessSettings, HarnessKind), InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    let defaults = HarnessSettings::default();
+    let settings = HarnessSettings {
+        session_steps: raw.session_steps.unwrap_or(defaults.session_steps),
+        feedback_tail_bytes: raw.feedback_tail_bytes.unwrap_or(defaults.feedback_tail_bytes),
+    };
+    if raw.kind == RawHarnessKind::Builtin {
+        for (k, given) in [("command", raw.command.is_some()), ("files", raw.files.is_some()), ("components", raw.components.is_some())] {
+            if given {
+                return Err(at(&format!("harness.{k}"), format!("`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)")));
+            }
+        }
+        return Ok((settings, HarnessKind::Builtin));
+    }
+    for (k, given) in [("session_steps", raw.session_steps.is_some()), ("feedback_tail_bytes", raw.feedback_tail_bytes.is_some())] {
+        if given {
+            return Err(at(&format!("harness.{k}"), format!("`{k}` is a setting of the builtin agent loop; an external harness does not use it")));
+        }
+    }
+    let Some(command) = raw.command else {
+        return Err(at("harness.command", "an external harness needs `command`: the argv run in the trial's workspace, e.g. [\"python3\", \"agent.py\"]".into()));
+    };
+    if command.is_empty() || command[0].trim().is_empty() {
+        return Err(at("harness.command", "must name a program: a non-empty argv whose first element is not empty".into()));
+    }
+    let files = raw.files.unwrap_or_default();
+    let mut parts: Vec<(String, String)> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let key = format!("harness.files[{i}]");
+        if f.trim().is_empty() {
+            return Err(at(&key, "must not be empty".into()));
+        }
+        let full = config_dir.join(f);
+        let meta = std::fs::metadata(&full).map_err(|e| at(&key, format!("cannot read `{}`: {e}", full.display())))?;
+        let d = if meta.is_dir() { digest::tree_digest(&full) } else { digest::sha256_file(&full) };
+        let d = d.map_err(|e| at(&key, format!("cannot read `{}`: {e}", full.display())))?;
+        parts.push((f.clone(), d));
+    }
+    let files_digest = digest::digest_parts(parts.iter().map(|(f, d)| (f.as_str(), d.as_str())));
+    let Some(raw_components) = raw.components else {
+        return Err(at("harness.components", "an external harness declares its components: components.<name> = [values], e.g. components.feedback = [true, false]".into()));
+    };
+    if raw_components.is_empty() {
+        return Err(at("harness.components", "declare at least one component".into()));
+    }
+    let mut components = Vec::new();
+    for (name, values) in raw_components {
+        let key = format!("harness.components.{name}");
+        if !is_component_name(&name) {
+            return Err(at(&key, "component names are snake_case: a lowercase letter, then lowercase letters, digits and '_'".into()));
+        }
+        if EXTERNAL_ARM_KEYS.contains(&name.as_str()) || BUDGET_KEYS.contains(&name.as_str()) {
+            return Err(at(&key, format!("`{name}` is an arm key of its own; name the component otherwise")));
+        }
+        let mut out: Vec<ComponentValue> = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            let vkey = format!("{key}[{i}]");
+            let Some(v) = component_value(v) else {
+                return Err(at(&vkey, format!("{v} is not a boolean, a string or an integer")));
+            };
+            if let Some(first) = out.first() {
+                if value_type(first) != value_type(&v) {
+                    return Err(at(&vkey, format!("{v} is a {} but {first} is a {}; the values of a component are of one type", value_type(&v), value_type(first))));
+                }
+            }
+            if out.contains(&v) {
+                return Err(at(&vkey, format!("{v} is listed twice")));
+            }
+            out.push(v);
+        }
+        if out.len() < 2 {
+            return Err(at(&key, "list at least two distinct values (the first is the value of an arm that does not set it)".into()));
+        }
+        components.push(DeclaredComponent { name, values: out });
+    }
+    Ok((settings, HarnessKind::External(ExternalHarness { command, files, files_digest, components })))
+}
+
+fn is_component_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase()) && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// A TOML value as a component value: booleans, strings and integers only.
+fn component_value(v: &toml::Value) -> Option<ComponentValue> {
+    match v {
+        toml::Value::Boolean(b) => Some(ComponentValue::Bool(*b)),
+        toml::Value::String(s) => Some(ComponentValue::String(s.clone())),
+        toml::Value::Integer(n) => Some(ComponentValue::from(*n)),
+        _ => None,
+    }
+}
+
+fn value_type(v: &ComponentValue) -> &'static str {
+    match v {
+        ComponentValue::Bool(_) => "boolean",
+        ComponentValue::String(_) => "string",
+        _ => "integer",
+    }
+}
+
+/// A builtin arm: a preset and the builtin components it sets.
+fn builtin_arm(
+    path: &Path,
+    config_dir: &Path,
+    key: &str,
+    table: toml::Table,
+    prompt_digests: &mut IndexMap<String, String>,
+) -> Result<(String, ArmSettings), InputError> {
+    let raw_arm: RawArm = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let sub = e.path().to_string();
+        let full = if sub == "." { key.to_string() } else { format!("{key}.{sub}") };
+        InputError::at(path, full, e.into_inner().to_string())
+    })?;
+    let mut c = match raw_arm.base {
+        Preset::Bare => Components::bare(),
+        Preset::Full => Components::full(),
+    };
+    if let Some(v) = raw_arm.feedback {
+        c.feedback = v;
+    }
+    if let Some(v) = raw_arm.loop_guard {
+        c.loop_guard = v;
+    }
+    if let Some(v) = raw_arm.tools {
+        c.tools = v;
+    }
+    if let Some(v) = raw_arm.acceptance {
+        c.acceptance = v;
+    }
+    if let Some(v) = raw_arm.progress_handoff {
+        c.progress_handoff = v;
+    }
+    if let Some(v) = raw_arm.edit_format {
+        c.edit_format = v;
+    }
+    if let Some(file) = raw_arm.instructions {
+        let full = config_dir.join(&file);
+        let bytes = std::fs::read(&full)
+            .map_err(|e| InputError::at(path, format!("{key}.instructions"), format!("cannot read `{}`: {e}", full.display())))?;
+        prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
+        c.instructions = Instructions::File(file);
+    }
+    Ok((raw_arm.description, ArmSettings::Builtin(c)))
+}
+
+/// An external arm: a value for each declared component (the first of its
+/// list when the arm does not set it), and a description.
+fn external_arm(path: &Path, key: &str, table: toml::Table, ext: &ExternalHarness) -> Result<(String, ArmSettings), InputError> {
+    let mut description = String::new();
+    let mut set: IndexMap<String, ComponentValue> = IndexMap::new();
+    for (k, v) in table {
+        let vkey = format!("{key}.{k}");
+        if k == "description" {
+            let toml::Value::String(d) = v else {
+                return Err(InputError::at(path, vkey, format!("invalid type: {v}, expected a string")));
+            };
+            description = d;
+            continue;
+        }
+        if k == "base" {
+            return Err(InputError::at(path, vkey, "the presets bare and full are for the builtin harness; an external arm sets its declared components (an unset one takes the first value of its list)"));
+        }
+        let Some(d) = ext.component(&k) else {
+            return Err(InputError::at(path, vkey, format!("`{k}` is not a component of this harness; declared components: {} (and `description`)", ext.names())));
+        };
+        match component_value(&v).filter(|cv| d.values.contains(cv)) {
+            Some(cv) => {
+                set.insert(k, cv);
+            }
+            None => return Err(InputError::at(path, vkey, format!("{v} is not a value of component `{k}`; allowed values: {}", d.allowed()))),
+        }
+    }
+    let values = ext.components.iter().map(|d| (d.name.clone(), set.get(&d.name).unwrap_or(d.default_value()).clone())).collect();
+    Ok((description, ArmSettings::External(values)))
 }
 
 /// A budget key inside an arm gets its own message: the budget is

@@ -8,7 +8,7 @@
 //! attributable to one component.
 
 use crate::error::InputError;
-use crate::harness::{Component, ComponentDiff, Components};
+use crate::harness::{ArmSettings, Component, ComponentDiff, ComponentValue, Components, HarnessKind, value_text};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -17,8 +17,23 @@ pub struct Arm {
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    pub components: Components,
+    /// `components` (builtin) or `values` (external) in the recorded experiment.
+    #[serde(flatten)]
+    pub settings: ArmSettings,
     pub origin: ArmOrigin,
+}
+
+impl Arm {
+    /// The builtin components of a builtin arm; None for an external arm.
+    pub fn builtin_components(&self) -> Option<&Components> {
+        self.settings.builtin()
+    }
+
+    /// (name, value as text) of every component, in the canonical (builtin)
+    /// or declared (external) order.
+    pub fn component_values(&self) -> Vec<(String, String)> {
+        self.settings.component_values()
+    }
 }
 
 /// Where an arm came from: the config, or a sweep of the matrix.
@@ -26,15 +41,15 @@ pub struct Arm {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum ArmOrigin {
     Declared,
-    LeaveOneOut { from: String, component: Component },
-    AddOneIn { from: String, component: Component },
+    LeaveOneOut { from: String, component: String },
+    AddOneIn { from: String, component: String },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum ComparisonKind {
     /// Exactly one component differs: the effect is attributable to it.
-    Ablation { component: Component },
+    Ablation { component: String },
     /// Several components differ: not attributable to one component.
     Combined,
 }
@@ -119,10 +134,10 @@ fn describe(d: &[ComponentDiff]) -> String {
 
 /// The single-factor guard: an ablation's arms differ in exactly one component.
 /// Used when the config is loaded and again when a run is analysed.
-pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<Component, GuardError> {
-    let differs = control.components.diff(&treatment.components);
+pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<String, GuardError> {
+    let differs = control.settings.diff(&treatment.settings);
     match differs.as_slice() {
-        [one] => Ok(one.component),
+        [one] => Ok(one.component.clone()),
         [] => Err(GuardError::NoneDiffer {
             name: name.to_string(),
             control: control.name.clone(),
@@ -139,7 +154,7 @@ pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<Component, Gu
 
 /// Expand sweeps into arms and comparisons, and apply the guard. Generated arms
 /// reuse an arm with identical settings when one exists.
-pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix) -> Result<(Vec<Arm>, Vec<Comparison>), InputError> {
+pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &HarnessKind) -> Result<(Vec<Arm>, Vec<Comparison>), InputError> {
     let mut comparisons: Vec<Comparison> = Vec::new();
     let arm_names = |arms: &[Arm]| arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
 
@@ -148,34 +163,15 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix) -> Result<(Vec<A
         let Some(from) = arms.iter().find(|a| a.name == sweep.from).cloned() else {
             return Err(InputError::at(file, format!("{key}.from"), format!("no arm named `{}`; arms: {}", sweep.from, arm_names(&arms))));
         };
-        // Leave-one-out switches to the bare value, add-one-in to the full one.
-        let target = if leave_out { Components::bare() } else { Components::full() };
-        let components: Vec<Component> = match &sweep.components {
-            Some(names) => {
-                let mut out = Vec::new();
-                for (i, n) in names.iter().enumerate() {
-                    let c = Component::parse(n).map_err(|m| InputError::at(file, format!("{key}.components[{i}]"), m))?;
-                    if from.components.value(c) == target.value(c) {
-                        return Err(InputError::at(
-                            file,
-                            format!("{key}.components[{i}]"),
-                            format!("`{c}` is already {} in arm `{}`; the sweep would not change it", target.value(c), from.name),
-                        ));
-                    }
-                    out.push(c);
-                }
-                out
-            }
-            None => Component::ALL.into_iter().filter(|&c| from.components.value(c) != target.value(c)).collect(),
+        let variants = match &from.settings {
+            ArmSettings::Builtin(c) => builtin_variants(file, key, &from.name, c, sweep, leave_out)?,
+            ArmSettings::External(values) => external_variants(file, key, &from.name, values, sweep, harness)?,
         };
-        if components.is_empty() {
+        if variants.is_empty() {
             return Err(InputError::at(file, key, format!("arm `{}` has no component to sweep", from.name)));
         }
-        for c in components {
-            let settings = from.components.with_from(c, &target);
-            let slug = c.name().replace('_', "-");
-            let generated_name = if leave_out { format!("{}-minus-{slug}", from.name) } else { format!("{}-plus-{slug}", from.name) };
-            let arm = match arms.iter().find(|a| a.components == settings) {
+        for Variant { component: c, settings, name: generated_name } in variants {
+            let arm = match arms.iter().find(|a| a.settings == settings) {
                 Some(existing) => existing.clone(),
                 None => {
                     if arms.iter().any(|a| a.name == generated_name) {
@@ -186,16 +182,17 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix) -> Result<(Vec<A
                         ));
                     }
                     let origin = if leave_out {
-                        ArmOrigin::LeaveOneOut { from: from.name.clone(), component: c }
+                        ArmOrigin::LeaveOneOut { from: from.name.clone(), component: c.clone() }
                     } else {
-                        ArmOrigin::AddOneIn { from: from.name.clone(), component: c }
+                        ArmOrigin::AddOneIn { from: from.name.clone(), component: c.clone() }
                     };
-                    let arm = Arm { name: generated_name, description: String::new(), components: settings, origin };
+                    let arm = Arm { name: generated_name, description: String::new(), settings, origin };
                     arms.push(arm.clone());
                     arm
                 }
             };
-            // The treatment holds the component at its full/"with" value.
+            // The treatment holds the component at its full/"with" value
+            // (external: leave-one-out's treatment is the arm swept from).
             let (control, treatment, origin) = if leave_out {
                 (arm, from.clone(), ComparisonOrigin::LeaveOneOut)
             } else {
@@ -216,7 +213,7 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix) -> Result<(Vec<A
     for (i, pair) in raw.combined.iter().enumerate() {
         let key = format!("matrix.combined[{i}]");
         let (control, treatment) = pair_arms(file, &key, &arms, pair)?;
-        let differs = control.components.diff(&treatment.components);
+        let differs = control.settings.diff(&treatment.settings);
         if differs.is_empty() {
             return Err(InputError::at(file, key, format!("`{}` and `{}` have identical settings; nothing to compare", control.name, treatment.name)));
         }
@@ -263,7 +260,116 @@ fn push_ablation(
         treatment: treatment.name.clone(),
         kind: ComparisonKind::Ablation { component },
         origin,
-        differs: control.components.diff(&treatment.components),
+        differs: control.settings.diff(&treatment.settings),
     });
     Ok(())
+}
+
+/// An arm a sweep generates: the arm swept from with one component changed.
+struct Variant {
+    component: String,
+    settings: ArmSettings,
+    name: String,
+}
+
+/// Builtin sweeps: leave-one-out switches each component to its bare value,
+/// add-one-in to its full value (components already there are skipped).
+fn builtin_variants(file: &Path, key: &str, from: &str, c0: &Components, sweep: &RawSweep, leave_out: bool) -> Result<Vec<Variant>, InputError> {
+    let target = if leave_out { Components::bare() } else { Components::full() };
+    let components: Vec<Component> = match &sweep.components {
+        Some(names) => {
+            let mut out = Vec::new();
+            for (i, n) in names.iter().enumerate() {
+                let c = Component::parse(n).map_err(|m| InputError::at(file, format!("{key}.components[{i}]"), m))?;
+                if c0.value(c) == target.value(c) {
+                    return Err(InputError::at(
+                        file,
+                        format!("{key}.components[{i}]"),
+                        format!("`{c}` is already {} in arm `{from}`; the sweep would not change it", target.value(c)),
+                    ));
+                }
+                out.push(c);
+            }
+            out
+        }
+        None => Component::ALL.into_iter().filter(|&c| c0.value(c) != target.value(c)).collect(),
+    };
+    Ok(components
+        .into_iter()
+        .map(|c| {
+            let slug = c.name().replace('_', "-");
+            let name = if leave_out { format!("{from}-minus-{slug}") } else { format!("{from}-plus-{slug}") };
+            Variant { component: c.name().to_string(), settings: ArmSettings::Builtin(c0.with_from(c, &target)), name }
+        })
+        .collect())
+}
+
+/// External sweeps: for each declared component (in the declared order, or
+/// the sweep's `components`) and each of its values other than the arm's, an
+/// arm differing only there. Both sweeps generate the same arms; they differ
+/// in which side is the control.
+fn external_variants(
+    file: &Path,
+    key: &str,
+    from: &str,
+    values: &indexmap::IndexMap<String, ComponentValue>,
+    sweep: &RawSweep,
+    harness: &HarnessKind,
+) -> Result<Vec<Variant>, InputError> {
+    let Some(ext) = harness.external() else {
+        return Err(InputError::at(file, key, format!("arm `{from}` sets external components but the harness is builtin")));
+    };
+    let declared: Vec<&crate::harness::DeclaredComponent> = match &sweep.components {
+        Some(names) => {
+            let mut out = Vec::new();
+            for (i, n) in names.iter().enumerate() {
+                let d = ext.component(n).ok_or_else(|| {
+                    InputError::at(file, format!("{key}.components[{i}]"), format!("no component named `{n}`; declared components: {}", ext.names()))
+                })?;
+                out.push(d);
+            }
+            out
+        }
+        None => ext.components.iter().collect(),
+    };
+    let mut out = Vec::new();
+    for d in declared {
+        let current = values.get(&d.name);
+        for v in d.values.iter().filter(|v| Some(*v) != current) {
+            let mut settings = values.clone();
+            settings.insert(d.name.clone(), v.clone());
+            let slug = d.name.replace('_', "-");
+            let name = match v {
+                ComponentValue::Bool(false) => format!("{from}-minus-{slug}"),
+                ComponentValue::Bool(true) => format!("{from}-plus-{slug}"),
+                other => format!("{from}-{slug}-{}", slugify(&value_text(other))),
+            };
+            out.push(Variant { component: d.name.clone(), settings: ArmSettings::External(settings), name });
+        }
+    }
+    Ok(out)
+}
+
+/// A value as part of an arm name: lowercase letters and digits, other runs
+/// of characters as one `-` (a leading minus sign as `neg`); `value` when
+/// nothing is left.
+pub fn slugify(text: &str) -> String {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(rest) if !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()) => (true, rest),
+        _ => (false, text),
+    };
+    let mut out = String::new();
+    for ch in body.chars().flat_map(char::to_lowercase) {
+        if ch.is_ascii_lowercase() || ch.is_ascii_digit() {
+            out.push(ch);
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-').to_string();
+    match (neg, out.is_empty()) {
+        (true, _) => format!("neg{out}"),
+        (false, true) => "value".to_string(),
+        (false, false) => out,
+    }
 }

@@ -61,7 +61,7 @@ fn guard_rejects_no_differing_component() {
 fn guard_accepts_exactly_one_differing_component() {
     let exp = load("[arms.a]\n[arms.b]\nloop_guard = true\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n").unwrap();
     assert_eq!(exp.comparisons.len(), 1);
-    assert_eq!(exp.comparisons[0].kind, ComparisonKind::Ablation { component: Component::LoopGuard });
+    assert_eq!(exp.comparisons[0].kind, ComparisonKind::Ablation { component: Component::LoopGuard.name().to_string() });
 }
 
 #[test]
@@ -79,10 +79,11 @@ fn leave_one_out_switches_each_component_off_in_turn() {
     for c in &exp.comparisons {
         assert_eq!(c.treatment, "full");
         assert_eq!(c.origin, ComparisonOrigin::LeaveOneOut);
-        let ComparisonKind::Ablation { component } = c.kind else { panic!("not an ablation") };
+        let ComparisonKind::Ablation { component } = &c.kind else { panic!("not an ablation") };
         let control = exp.arm(&c.control).unwrap();
-        assert_eq!(control.components.value(component), "false");
-        assert_eq!(control.components.diff(&exp.arm("full").unwrap().components).len(), 1);
+        let component = Component::parse(component).unwrap();
+        assert_eq!(control.builtin_components().unwrap().value(component), "false");
+        assert_eq!(control.settings.diff(&exp.arm("full").unwrap().settings).len(), 1);
     }
 }
 

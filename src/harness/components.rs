@@ -4,6 +4,7 @@
 //! the `full` preset. Leave-one-out switches a component to its bare value;
 //! add-one-in switches it to its full value.
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -120,7 +121,9 @@ pub struct Components {
 /// One component whose value differs between two arms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComponentDiff {
-    pub component: Component,
+    /// The component's name: a builtin one (`feedback`) or one an external
+    /// harness declares.
+    pub component: String,
     pub control: String,
     pub treatment: String,
 }
@@ -177,25 +180,121 @@ impl Components {
         Component::ALL
             .into_iter()
             .filter(|&c| self.value(c) != treatment.value(c))
-            .map(|c| ComponentDiff { component: c, control: self.value(c), treatment: treatment.value(c) })
+            .map(|c| ComponentDiff { component: c.name().to_string(), control: self.value(c), treatment: treatment.value(c) })
             .collect()
+    }
+
+    /// (name, value as text) of every component, in the canonical order.
+    pub fn values(&self) -> Vec<(String, String)> {
+        Component::ALL.iter().map(|&c| (c.name().to_string(), self.value(c))).collect()
     }
 
     /// `feedback=on loop_guard=off ...` for display.
     pub fn summary(&self) -> String {
-        Component::ALL
-            .iter()
-            .map(|&c| {
-                let v = self.value(c);
-                let v = match v.as_str() {
-                    "true" => "on".to_string(),
-                    "false" => "off".to_string(),
-                    _ => v,
-                };
-                format!("{}={}", c.name(), v)
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        summary(&self.values())
+    }
+}
+
+/// `name=value ...`, with `on`/`off` for true/false.
+fn summary(values: &[(String, String)]) -> String {
+    values
+        .iter()
+        .map(|(name, v)| {
+            let v = match v.as_str() {
+                "true" => "on",
+                "false" => "off",
+                _ => v,
+            };
+            format!("{name}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The value of a component an external harness declares: a boolean, a
+/// string or an integer (as written in the config).
+pub type ComponentValue = serde_json::Value;
+
+/// A component value as text: `true`, `map`, `3` (strings without quotes).
+pub fn value_text(v: &ComponentValue) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What defines an arm: the builtin components, or the values of the
+/// components an external harness declares (every declared component, in the
+/// declared order). In the recorded experiment the first is the arm's
+/// `components` object, the second its `values` object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ArmSettings {
+    #[serde(rename = "components")]
+    Builtin(Components),
+    #[serde(rename = "values")]
+    External(IndexMap<String, ComponentValue>),
+}
+
+impl ArmSettings {
+    pub fn builtin(&self) -> Option<&Components> {
+        match self {
+            ArmSettings::Builtin(c) => Some(c),
+            ArmSettings::External(_) => None,
+        }
+    }
+
+    pub fn external(&self) -> Option<&IndexMap<String, ComponentValue>> {
+        match self {
+            ArmSettings::Builtin(_) => None,
+            ArmSettings::External(v) => Some(v),
+        }
+    }
+
+    /// (name, value as text) of every component, in the canonical order
+    /// (builtin) or the declared order (external).
+    pub fn component_values(&self) -> Vec<(String, String)> {
+        match self {
+            ArmSettings::Builtin(c) => c.values(),
+            ArmSettings::External(v) => v.iter().map(|(k, v)| (k.clone(), value_text(v))).collect(),
+        }
+    }
+
+    /// The value of one component as text; None when the arm has no such component.
+    pub fn value_of(&self, name: &str) -> Option<String> {
+        match self {
+            ArmSettings::Builtin(c) => Component::parse(name).ok().map(|c2| c.value(c2)),
+            ArmSettings::External(v) => v.get(name).map(value_text),
+        }
+    }
+
+    /// Every component whose value differs, in this arm's order (then any
+    /// component only `treatment` has). A component one arm lacks differs,
+    /// shown as `unset`.
+    pub fn diff(&self, treatment: &ArmSettings) -> Vec<ComponentDiff> {
+        match (self, treatment) {
+            (ArmSettings::Builtin(a), ArmSettings::Builtin(b)) => a.diff(b),
+            (ArmSettings::External(a), ArmSettings::External(b)) => {
+                let names = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k)));
+                let text = |v: Option<&ComponentValue>| v.map(value_text).unwrap_or_else(|| "unset".into());
+                names
+                    .filter(|k| a.get(*k) != b.get(*k))
+                    .map(|k| ComponentDiff { component: k.clone(), control: text(a.get(k)), treatment: text(b.get(k)) })
+                    .collect()
+            }
+            _ => {
+                // A builtin arm against an external one: nothing is shared.
+                let (a, b) = (self.component_values(), treatment.component_values());
+                let get = |list: &[(String, String)], k: &str| list.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_else(|| "unset".into());
+                let mut names: Vec<&String> = a.iter().map(|(n, _)| n).collect();
+                names.extend(b.iter().map(|(n, _)| n).filter(|n| !a.iter().any(|(m, _)| m == *n)));
+                names.into_iter().map(|k| ComponentDiff { component: k.clone(), control: get(&a, k), treatment: get(&b, k) }).collect()
+            }
+        }
+    }
+
+    /// `feedback=on context=map ...` for display.
+    pub fn summary(&self) -> String {
+        summary(&self.component_values())
     }
 }
 
@@ -207,13 +306,13 @@ mod tests {
     fn diff_lists_every_differing_component() {
         let bare = Components::bare();
         let full = Components::full();
-        let names: Vec<_> = bare.diff(&full).iter().map(|d| d.component.name()).collect();
+        let names: Vec<_> = bare.diff(&full).iter().map(|d| d.component.clone()).collect();
         assert_eq!(names, vec!["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]);
         assert!(bare.diff(&bare).is_empty());
         let one = full.with_from(Component::Tools, &bare);
         let d = full.diff(&one);
         assert_eq!(d.len(), 1);
-        assert_eq!(d[0], ComponentDiff { component: Component::Tools, control: "true".into(), treatment: "false".into() });
+        assert_eq!(d[0], ComponentDiff { component: "tools".into(), control: "true".into(), treatment: "false".into() });
     }
 
     #[test]

@@ -31,15 +31,27 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         "budget (every arm): {} steps, {} output tokens per step, {} total tokens, {} s working time, {money}",
         b.max_steps, b.max_output_tokens_per_step, b.max_total_tokens, b.max_working_seconds
     );
+    if let Some(ext) = exp.harness_kind.external() {
+        let files = if ext.files.is_empty() { "no files".to_string() } else { format!("files {}", ext.files.join(", ")) };
+        let _ = writeln!(s, "harness: external, command {:?}, {files} (digest {})", ext.command, &ext.files_digest[..12]);
+        let _ = writeln!(s, "components (an arm that does not set one takes its first value):");
+        for d in &ext.components {
+            let _ = writeln!(s, "  {:<20} {}", d.name, d.display_values());
+        }
+    }
     let _ = writeln!(s, "\narms ({}):", exp.arms.len());
     let width = exp.arms.iter().map(|a| a.name.len()).max().unwrap_or(4).max(4);
     for arm in &exp.arms {
+        let external = arm.settings.external().is_some();
+        let value = |c: &str| arm.settings.value_of(c).unwrap_or_default();
         let origin = match &arm.origin {
             ArmOrigin::Declared => String::new(),
+            ArmOrigin::LeaveOneOut { from, component } if external => format!("  [leave-one-out: {from} with {component}={}]", value(component)),
+            ArmOrigin::AddOneIn { from, component } if external => format!("  [add-one-in: {from} with {component}={}]", value(component)),
             ArmOrigin::LeaveOneOut { from, component } => format!("  [leave-one-out: {from} without {component}]"),
             ArmOrigin::AddOneIn { from, component } => format!("  [add-one-in: {from} with {component}]"),
         };
-        let _ = writeln!(s, "  {:<width$}  {}{origin}", arm.name, arm.components.summary());
+        let _ = writeln!(s, "  {:<width$}  {}{origin}", arm.name, arm.settings.summary());
     }
     let _ = writeln!(s, "\ncomparisons ({}), effect = treatment - control:", exp.comparisons.len());
     for c in &exp.comparisons {
@@ -49,7 +61,7 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
                 let _ = writeln!(
                     s,
                     "  ablation  {:<18} {} vs {}  ({component}: {} vs {})",
-                    component.name(),
+                    component,
                     c.treatment,
                     c.control,
                     d.treatment,
@@ -57,7 +69,7 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
                 );
             }
             ComparisonKind::Combined => {
-                let list = c.differs.iter().map(|d| d.component.name()).collect::<Vec<_>>().join(", ");
+                let list = c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(", ");
                 let _ = writeln!(
                     s,
                     "  combined  {:<18} {} vs {}  (differs in {}: {list}; not attributable to one component)",

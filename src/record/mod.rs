@@ -15,6 +15,7 @@ pub mod lock;
 
 use crate::config::{Budget, Experiment};
 use crate::grader::{CheckResult, Grade};
+use crate::harness::{ArmSettings, HarnessKind};
 use crate::plan::{Shard, TrialSpec};
 use serde::{Deserialize, Serialize};
 
@@ -408,7 +409,7 @@ pub struct Manifest {
     /// comparisons, models, budget, harness settings.
     pub experiment: serde_json::Value,
     pub suite: SuiteFacts,
-    /// Prompt file (as written) -> sha256; the builtin prompt under "builtin".
+    /// Prompt file (as written) -> sha256; the builtin prompt under "builtin" (builtin harness only).
     pub prompt_digests: Vec<(String, String)>,
     pub host: HostFacts,
     pub models: Vec<ModelIdentity>,
@@ -510,8 +511,25 @@ impl From<ManifestHead> for Manifest {
 
 impl Manifest {
     /// The experiment back from the manifest (for analysis-time checks).
+    /// External arms list their values in the declared order.
     pub fn arms(&self) -> Vec<crate::matrix::Arm> {
-        serde_json::from_value(self.experiment.get("arms").cloned().unwrap_or_default()).unwrap_or_default()
+        let mut arms: Vec<crate::matrix::Arm> =
+            serde_json::from_value(self.experiment.get("arms").cloned().unwrap_or_default()).unwrap_or_default();
+        if let HarnessKind::External(ext) = self.harness_kind() {
+            let position = |name: &str| ext.components.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
+            for arm in &mut arms {
+                if let ArmSettings::External(values) = &mut arm.settings {
+                    values.sort_by(|a, _, b, _| position(a).cmp(&position(b)));
+                }
+            }
+        }
+        arms
+    }
+
+    /// The harness the run used: `harness_kind` of the recorded experiment,
+    /// absent for the builtin harness.
+    pub fn harness_kind(&self) -> HarnessKind {
+        self.experiment.get("harness_kind").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default()
     }
 
     pub fn comparisons(&self) -> Vec<crate::matrix::Comparison> {
@@ -519,7 +537,10 @@ impl Manifest {
     }
 }
 
-/// Resolved-experiment JSON as stored in the manifest.
+/// Resolved-experiment JSON as stored in the manifest: every arm with all its
+/// component values (`components` builtin, `values` external), the
+/// comparisons and, for an external harness, `harness_kind` (command, files
+/// and their digest, declared components).
 pub fn experiment_json(exp: &Experiment) -> serde_json::Value {
     serde_json::to_value(exp).expect("experiment serializes")
 }

@@ -267,7 +267,7 @@ pub fn analyse(data: &RunData) -> Report {
                 let cc = diffs.iter().filter(|&&d| d > 0.0).count() as u64;
                 stats::mcnemar_mid_p(b, cc)
             });
-            let components = c.differs.iter().map(|d| d.component.name().to_string()).collect();
+            let components = c.differs.iter().map(|d| d.component.clone()).collect();
             let e = EffectReport {
                 name: c.name.clone(),
                 model: data.models.name(model).to_string(),

@@ -135,6 +135,10 @@ impl Shared {
 }
 
 pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunSummary, RunError> {
+    // The one place that turns away an external harness: its trial path is not in this build.
+    if !exp.harness_kind.is_builtin() {
+        return Err(RunError::Setup("external harnesses are not runnable in this build yet".into()));
+    }
     let plan = plan::build(&exp, &suite)?;
     let io = |dir: &Path| {
         let dir = dir.to_path_buf();
@@ -198,7 +202,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     }
     let mut instructions = HashMap::new();
     for arm in &exp.arms {
-        let text = match &arm.components.instructions {
+        let Some(components) = arm.builtin_components() else { continue };
+        let text = match &components.instructions {
             Instructions::Builtin => prompts::DEFAULT_SYSTEM.to_string(),
             Instructions::File(p) => std::fs::read_to_string(exp.resolve(p))
                 .map_err(|e| InputError::at(&exp.config_path, format!("arms.{}.instructions", arm.name), format!("cannot read `{p}`: {e}")))?,
@@ -394,7 +399,12 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
             digest: suite.digest.clone(),
             tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
         },
-        prompt_digests: std::iter::once(("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())))
+        // The builtin prompt is recorded for the builtin harness only.
+        prompt_digests: exp
+            .harness_kind
+            .is_builtin()
+            .then(|| ("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())))
+            .into_iter()
             .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
             .collect(),
         host: HostFacts::read(),
@@ -449,6 +459,10 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
     let arm = exp.arm(&spec.arm).expect("planned arm exists");
     let model_spec = exp.model(&spec.model).expect("planned model exists");
     record.tests_total = task.check.tests;
+    let Some(components) = arm.builtin_components() else {
+        record.error = Some(format!("arm `{}` is not an arm of the builtin harness", arm.name));
+        return;
+    };
 
     let sandbox = match Sandbox::create(task) {
         Ok(s) => s,
@@ -470,7 +484,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
         trial_id: &spec.id,
         attempt,
         task,
-        components: &arm.components,
+        components,
         instructions: &shared.instructions[&arm.name],
         budget: &exp.budget,
         settings: &exp.harness,

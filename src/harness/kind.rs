@@ -1,0 +1,87 @@
+//! Which harness runs the trials: the builtin agent loop, or an external
+//! command (any agent) that declares its own components.
+
+use super::components::ComponentValue;
+use serde::{Deserialize, Serialize};
+
+/// The harness under test. Builtin arms set `Components`; external arms set
+/// the components the external harness declares.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HarnessKind {
+    /// ablate's own agent loop (`harness::agent`).
+    #[default]
+    Builtin,
+    /// A command run in the trial's workspace.
+    External(ExternalHarness),
+}
+
+impl HarnessKind {
+    pub fn is_builtin(&self) -> bool {
+        matches!(self, HarnessKind::Builtin)
+    }
+
+    pub fn external(&self) -> Option<&ExternalHarness> {
+        match self {
+            HarnessKind::Builtin => None,
+            HarnessKind::External(e) => Some(e),
+        }
+    }
+}
+
+/// An external harness as resolved from `[harness]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExternalHarness {
+    /// argv, run in the trial's workspace; never empty.
+    pub command: Vec<String>,
+    /// Files and folders that make up the harness, as written (relative to
+    /// the config's folder).
+    pub files: Vec<String>,
+    /// sha256 over `files`: each path as written and the sha256 of the file
+    /// or the tree digest of the folder.
+    pub files_digest: String,
+    /// The components the harness exposes, in the declared order.
+    pub components: Vec<DeclaredComponent>,
+}
+
+impl ExternalHarness {
+    pub fn component(&self, name: &str) -> Option<&DeclaredComponent> {
+        self.components.iter().find(|c| c.name == name)
+    }
+
+    /// `a, b, c`: the declared names, for messages.
+    pub fn names(&self) -> String {
+        self.components.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// One component an external harness declares, with the values an arm may give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeclaredComponent {
+    pub name: String,
+    /// At least two distinct values of one type (boolean, string or
+    /// integer); the first is the value of an arm that does not set it.
+    pub values: Vec<ComponentValue>,
+}
+
+impl DeclaredComponent {
+    /// The value an arm that does not set this component takes.
+    pub fn default_value(&self) -> &ComponentValue {
+        &self.values[0]
+    }
+
+    /// Whether every value is a boolean.
+    pub fn is_bool(&self) -> bool {
+        self.values.iter().all(ComponentValue::is_boolean)
+    }
+
+    /// `true, false` / `"map", "full"`: the allowed values, for messages.
+    pub fn allowed(&self) -> String {
+        self.values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// `[true, false]` / `["map", "full"]` for display.
+    pub fn display_values(&self) -> String {
+        format!("[{}]", self.allowed())
+    }
+}
