@@ -480,3 +480,26 @@ async fn model_lists_unknown_paths_bad_bodies() {
     assert!(steps[1].error.as_deref().unwrap().contains("image_url"));
     assert!(steps[2].error.as_deref().unwrap().contains("exceeds"));
 }
+
+#[tokio::test]
+async fn a_call_the_harness_hangs_up_on_is_still_counted_and_traced() {
+    let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| openai_text("slow").delayed(Duration::from_millis(400))))).await;
+    let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
+    let sent = gw
+        .http
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .bearer_auth(&gw.key)
+        .timeout(Duration::from_millis(100))
+        .json(&json!({"messages": [user("hi")]}))
+        .send()
+        .await;
+    assert!(sent.unwrap_err().is_timeout());
+    assert_eq!(gw.meter.in_flight(), 1);
+    assert!(gw.steps().is_empty());
+    tokio::time::timeout(Duration::from_secs(5), gw.meter.settled()).await.expect("the call finishes");
+    let steps = gw.steps();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].tokens.total(), 120);
+    assert_eq!(steps[0].reply.as_ref().unwrap()["choices"][0]["message"]["content"], "slow");
+    assert_eq!((gw.meter.summary().steps, gw.meter.summary().tokens.total()), (1, 120));
+}

@@ -462,46 +462,13 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
         (json_response(status, &v), v)
     };
     if let Route::Chat(api) = route {
-        let n = meter.next_call();
-        let mut step = meter.blank_step(n);
-        let (received, outcome) = match body {
-            Err(too_large) => {
-                let (status, msg) = if too_large {
-                    (StatusCode::PAYLOAD_TOO_LARGE, format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"))
-                } else {
-                    (StatusCode::BAD_REQUEST, "the request body could not be read".to_string())
-                };
-                (Value::Null, Err(refuse(status, if too_large { "request_too_large" } else { "invalid_request_error" }, msg)))
-            }
-            Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                Err(e) => {
-                    let raw = crate::model::http::truncate(&String::from_utf8_lossy(&bytes), 64 * 1024);
-                    let out = if authorized {
-                        Err(refuse(StatusCode::BAD_REQUEST, "invalid_request_error", format!("the request body is not JSON: {e}")))
-                    } else {
-                        Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))
-                    };
-                    (Value::String(raw), out)
-                }
-                Ok(v) if !authorized => (v, Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))),
-                Ok(v) => {
-                    let out = chat(&meter, api, &v, &mut step).await;
-                    (v, out)
-                }
-            },
-        };
-        let resp = match outcome {
+        // In its own task: a harness hanging up mid-call does not cancel a
+        // call the model is already answering; it is still counted and traced.
+        let m = meter.clone();
+        return match tokio::spawn(async move { chat_request(m, api, authorized, body).await }).await {
             Ok(resp) => resp,
-            Err((resp, reply)) => {
-                if step.error.is_none() {
-                    step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
-                }
-                step.reply = Some(reply);
-                resp
-            }
+            Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", format!("the gateway failed: {e}")).0,
         };
-        meter.trace(step, received);
-        return resp;
     }
     if !authorized {
         return refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()).0;
@@ -528,9 +495,64 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
     }
 }
 
+/// A chat request, whatever becomes of it: one trace line.
+async fn chat_request(meter: Arc<TrialMeter>, api: Api, authorized: bool, body: Result<Bytes, bool>) -> Resp {
+    let refuse = |status: StatusCode, kind: &str, message: String| -> (Resp, Value) {
+        let v = wire::error_body(api, kind, &message, None);
+        (json_response(status, &v), v)
+    };
+    let n = meter.next_call();
+    let mut step = meter.blank_step(n);
+    let mut forwarded = false;
+    let (received, outcome) = match body {
+        Err(too_large) => {
+            let (status, msg) = if too_large {
+                (StatusCode::PAYLOAD_TOO_LARGE, format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"))
+            } else {
+                (StatusCode::BAD_REQUEST, "the request body could not be read".to_string())
+            };
+            (Value::Null, Err(refuse(status, if too_large { "request_too_large" } else { "invalid_request_error" }, msg)))
+        }
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Err(e) => {
+                let raw = crate::model::http::truncate(&String::from_utf8_lossy(&bytes), 64 * 1024);
+                let out = if authorized {
+                    Err(refuse(StatusCode::BAD_REQUEST, "invalid_request_error", format!("the request body is not JSON: {e}")))
+                } else {
+                    Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))
+                };
+                (Value::String(raw), out)
+            }
+            Ok(v) if !authorized => (v, Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))),
+            Ok(v) => {
+                let out = chat(&meter, api, &v, &mut step, &mut forwarded).await;
+                (v, out)
+            }
+        },
+    };
+    let resp = match outcome {
+        Ok(resp) => resp,
+        Err((resp, reply)) => {
+            if step.error.is_none() {
+                step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
+            }
+            step.reply = Some(reply);
+            resp
+        }
+    };
+    meter.trace(step, received);
+    if forwarded {
+        let mut st = meter.state.lock().unwrap();
+        st.in_flight -= 1;
+        meter.in_flight.send_replace(st.in_flight);
+    }
+    resp
+}
+
 /// A chat call with a JSON body from an authorized harness: read, reserve,
 /// forward, answer. Err is a refusal (response, body) for the trace.
-async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceStep) -> Result<Resp, (Resp, Value)> {
+/// `forwarded` is set once a step is reserved (the call is in flight).
+async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceStep, forwarded: &mut bool) -> Result<Resp, (Resp, Value)> {
     let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
         let v = wire::error_body(api, kind, message, limit);
         (json_response(status, &v), v)
@@ -542,6 +564,7 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
         step.error = Some(msg.clone());
         refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &msg, Some(name))
     })?;
+    *forwarded = true;
     step.notes = meter.overrides(&asked, r.max_tokens);
     if !asked.ignored.is_empty() {
         step.notes.push(format!("not forwarded: {}", asked.ignored.join(", ")));
@@ -555,28 +578,7 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
         seed: meter.seed,
         timeout: r.timeout,
     };
-    // The call runs in its own task: a harness hanging up does not lose a
-    // call the model already answers (it is still counted and traced).
-    let m = meter.clone();
-    let op = step.operation_id.clone();
-    let outcome = tokio::spawn(async move { m.client.chat(&request, op).await }).await;
-    let finish = |st: &mut State| {
-        st.in_flight -= 1;
-        meter.in_flight.send_replace(st.in_flight);
-    };
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            let msg = format!("the model call failed: {e}");
-            let mut st = meter.state.lock().unwrap();
-            st.provider_error.get_or_insert(msg.clone());
-            finish(&mut st);
-            drop(st);
-            meter.request_stop(GatewayStop::ProviderError(msg.clone()));
-            step.error = Some(msg.clone());
-            return Err(refusal(StatusCode::BAD_GATEWAY, "provider_error", &msg, None));
-        }
-    };
+    let outcome = meter.client.chat(&request, step.operation_id.clone()).await;
     step.request_attempts = outcome.attempts;
     step.latency_ms = outcome.latency.as_millis() as u64;
     step.rate_limit_wait_ms = outcome.wait.as_millis() as u64;
@@ -594,7 +596,6 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
                     st.limit_reached.get_or_insert(BudgetLimit::Cost);
                 }
             }
-            finish(&mut st);
             reply
         }
         Err(e) => {
@@ -610,7 +611,6 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
                 st.request_timed_out |= matches!(e, ModelError::Timeout(_));
                 GatewayStop::ProviderError(msg.clone())
             };
-            finish(&mut st);
             drop(st);
             meter.request_stop(stop);
             return Err(if budget_timeout {
