@@ -8,7 +8,7 @@
 //! cargo bench --no-default-features --bench gateway [-- N]
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod common;
 
 use ablate::config::{Budget, ModelSpec, Provider, RetryPolicy};

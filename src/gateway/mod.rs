@@ -591,10 +591,10 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
             if st.tokens.total() >= b.max_total_tokens {
                 st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
             }
-            if let (Some(max), Some(c)) = (b.max_cost_usd, cost(meter.model.price.as_ref(), &st.tokens)) {
-                if c >= max {
-                    st.limit_reached.get_or_insert(BudgetLimit::Cost);
-                }
+            if let (Some(max), Some(c)) = (b.max_cost_usd, cost(meter.model.price.as_ref(), &st.tokens))
+                && c >= max
+            {
+                st.limit_reached.get_or_insert(BudgetLimit::Cost);
             }
             reply
         }
