@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox gate ablate-external
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway gate ablate-external
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model) and the suite proof.
@@ -63,6 +63,11 @@ bench-sandbox: deps
 ## without prefix reuse. Needs g++ (scripts/install-deps.sh).
 bench-local: deps model
 	bash benches/local.sh
+
+## make bench-gateway: the gateway's overhead per model call (external harnesses): mean latency of
+## 500 non-streaming calls straight to an instant-reply model server and through the gateway.
+bench-gateway:
+	$(CARGO) bench --no-default-features --bench gateway
 
 ## make gate: run configs/gate.toml as a candidate and gate it against the committed
 ## baseline results/baseline/gate.csv (the README's CI example).

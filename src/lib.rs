@@ -8,6 +8,7 @@ pub mod config;
 pub mod digest;
 pub mod error;
 pub mod gate;
+pub mod gateway;
 pub mod grader;
 pub mod harness;
 pub mod matrix;

@@ -12,6 +12,7 @@
 pub mod folder;
 pub mod jsonl;
 pub mod lock;
+pub mod omit;
 
 use crate::config::{Budget, Experiment};
 use crate::grader::{CheckResult, Grade};
@@ -336,6 +337,11 @@ pub struct RequestOmits {
     /// `tools` left out: the same list as the previous step's request.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tools: bool,
+    /// External harnesses (the gateway): the left-out `messages` are the
+    /// first `messages` messages of the previous trace line's request as
+    /// received, not the session's conversation as the builtin loop keeps it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub previous_request: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

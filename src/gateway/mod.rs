@@ -1,0 +1,658 @@
+//! The gateway of external harnesses: a per-trial HTTP server speaking the
+//! OpenAI and Ollama chat APIs, forwarding each call to the experiment's
+//! model (any `ModelClient`) under the trial's budget, and tracing each call.
+//!
+//! The harness holds one credential (`TrialMeter::key`), never the upstream
+//! endpoint or its key. The experiment fixes sampling (temperature, top_p,
+//! the trial seed) and the output cap of each call, whatever the harness
+//! asks; what it asked is noted in the trace. docs/external-harness.md,
+//! "The gateway", is the user-facing description.
+
+pub mod wire;
+
+use crate::config::{Budget, ModelSpec};
+use crate::harness::agent::cost;
+use crate::model::{ChatRequest, ModelClient, ModelError};
+use crate::record::omit::{TracedSoFar, holds_string};
+use crate::record::{BudgetLimit, Tokens, TraceStep};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+use wire::{Api, Asked, ReplyMeta};
+
+/// Largest request body accepted (413 beyond).
+pub const MAX_REQUEST_BYTES: usize = 8 << 20;
+
+/// The version `/api/version` reports, for Ollama clients that check it.
+pub const OLLAMA_VERSION: &str = "0.9.0";
+
+/// Why the gateway wants the harness stopped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayStop {
+    /// A call was refused past this limit (or the runner marked it).
+    Budget(BudgetLimit),
+    /// The model endpoint failed beyond its retry policy.
+    ProviderError(String),
+}
+
+/// A setting the experiment fixes that the harness asked otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overridden {
+    /// Calls that asked a different value.
+    pub count: u32,
+    /// The last value asked.
+    pub last: Value,
+}
+
+/// What a trial's calls through the gateway came to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeterSummary {
+    /// Model calls forwarded upstream (what `max_steps` counts).
+    pub steps: u32,
+    /// Chat requests traced: forwarded and refused.
+    pub calls: u32,
+    pub tokens: Tokens,
+    /// Rate-limit and queue waits reported by the client.
+    pub wait: Duration,
+    /// Time since the meter was made, less `wait`.
+    pub working: Duration,
+    pub cost_usd: Option<f64>,
+    /// The limit a call was refused at (or the runner marked with `exhaust`).
+    pub exhausted: Option<BudgetLimit>,
+    /// The first limit reached, refused at or not: `steps` after the
+    /// max_steps-th call, `total_tokens` / `cost` after the call crossing it.
+    pub limit_reached: Option<BudgetLimit>,
+    /// The error of the call that failed beyond the retry policy.
+    pub provider_error: Option<String>,
+    /// That error was a request timeout (not one the working-time budget caused).
+    pub request_timed_out: bool,
+    /// Settings asked and overridden, by key as the harness named it
+    /// (`model`, `temperature`, `top_p`, `max_tokens`, `max_completion_tokens`,
+    /// `num_predict`, `seed`).
+    pub requested: BTreeMap<String, Overridden>,
+}
+
+#[derive(Default)]
+struct State {
+    calls: u32,
+    forwarded: u32,
+    in_flight: u32,
+    tokens: Tokens,
+    wait: Duration,
+    exhausted: Option<BudgetLimit>,
+    limit_reached: Option<BudgetLimit>,
+    provider_error: Option<String>,
+    request_timed_out: bool,
+    requested: BTreeMap<String, Overridden>,
+}
+
+struct Tracer {
+    on_step: Box<dyn FnMut(TraceStep) + Send>,
+    so_far: TracedSoFar,
+    /// The previous line's request messages, as received.
+    previous: Vec<Value>,
+}
+
+/// One trial attempt's credential, budget, counters and trace.
+pub struct TrialMeter {
+    trial_id: String,
+    attempt: u32,
+    model: ModelSpec,
+    client: Arc<dyn ModelClient>,
+    budget: Budget,
+    seed: u64,
+    key: String,
+    start: Instant,
+    state: Mutex<State>,
+    tracer: Mutex<Tracer>,
+    stop: watch::Sender<Option<GatewayStop>>,
+    in_flight: watch::Sender<u32>,
+}
+
+impl TrialMeter {
+    pub fn new(
+        trial_id: String,
+        attempt: u32,
+        model: ModelSpec,
+        client: Arc<dyn ModelClient>,
+        budget: Budget,
+        seed: u64,
+        on_step: Box<dyn FnMut(TraceStep) + Send>,
+    ) -> Arc<TrialMeter> {
+        Arc::new(TrialMeter {
+            trial_id,
+            attempt,
+            model,
+            client,
+            budget,
+            seed,
+            key: format!("{:032x}", rand::random::<u128>()),
+            start: Instant::now(),
+            state: Mutex::new(State::default()),
+            tracer: Mutex::new(Tracer { on_step, so_far: TracedSoFar::default(), previous: Vec::new() }),
+            stop: watch::channel(None).0,
+            in_flight: watch::channel(0).0,
+        })
+    }
+
+    /// The credential the harness must present (32 hex characters).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn working_in(&self, st: &State) -> Duration {
+        self.start.elapsed().saturating_sub(st.wait)
+    }
+
+    /// Time since the meter was made, less the waits the client reported.
+    pub fn working(&self) -> Duration {
+        self.working_in(&self.state.lock().unwrap())
+    }
+
+    pub fn summary(&self) -> MeterSummary {
+        let st = self.state.lock().unwrap();
+        MeterSummary {
+            steps: st.forwarded,
+            calls: st.calls,
+            tokens: st.tokens,
+            wait: st.wait,
+            working: self.working_in(&st),
+            cost_usd: cost(self.model.price.as_ref(), &st.tokens),
+            exhausted: st.exhausted,
+            limit_reached: st.limit_reached,
+            provider_error: st.provider_error.clone(),
+            request_timed_out: st.request_timed_out,
+            requested: st.requested.clone(),
+        }
+    }
+
+    /// Resolves once the gateway wants the harness stopped; pending otherwise.
+    pub async fn stopped(&self) -> GatewayStop {
+        let mut rx = self.stop.subscribe();
+        match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.clone().expect("waited for Some"),
+            // The sender lives as long as self: unreachable, but never resolve wrongly.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Mark a limit the runner detected itself (the wall clock): later calls
+    /// are refused, and `stopped` resolves.
+    pub fn exhaust(&self, limit: BudgetLimit) {
+        let mut st = self.state.lock().unwrap();
+        st.exhausted.get_or_insert(limit);
+        st.limit_reached.get_or_insert(limit);
+        drop(st);
+        self.request_stop(GatewayStop::Budget(limit));
+    }
+
+    /// Calls forwarded and not yet answered.
+    pub fn in_flight(&self) -> u32 {
+        *self.in_flight.borrow()
+    }
+
+    /// Resolves when no call is in flight: every forwarded call has been traced.
+    pub async fn settled(&self) {
+        let mut rx = self.in_flight.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    fn request_stop(&self, why: GatewayStop) {
+        self.stop.send_if_modified(|s| {
+            if s.is_none() {
+                *s = Some(why);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    fn next_call(&self) -> u32 {
+        let mut st = self.state.lock().unwrap();
+        st.calls += 1;
+        st.calls
+    }
+
+    fn operation_id(&self, n: u32) -> String {
+        format!("{}-{}-s{}", self.trial_id, self.attempt, n)
+    }
+
+    fn blank_step(&self, n: u32) -> TraceStep {
+        TraceStep {
+            trial_id: self.trial_id.clone(),
+            attempt: self.attempt,
+            step: n,
+            session: 1,
+            operation_id: self.operation_id(n),
+            request_attempts: 0,
+            request: Value::Null,
+            request_omits: None,
+            reply: None,
+            reply_text: None,
+            finish_reason: None,
+            tool_calls: Vec::new(),
+            edits: Vec::new(),
+            check: None,
+            loop_guard: None,
+            notes: Vec::new(),
+            tokens: Tokens::default(),
+            latency_ms: 0,
+            rate_limit_wait_ms: 0,
+            error: None,
+        }
+    }
+
+    /// Hand a step to `on_step`, its request (the body as received) less the
+    /// leading messages the previous line's request held, and `tools` when
+    /// the previous traced list was the same.
+    fn trace(&self, mut step: TraceStep, received: Value) {
+        let mut t = self.tracer.lock().unwrap();
+        let current: Vec<Value> = received.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        t.so_far.messages = t.previous.iter().zip(&current).take_while(|(a, b)| a == b).count();
+        let (request, omits) = t.so_far.request(received);
+        step.request = request;
+        step.request_omits = omits.map(|mut o| {
+            o.previous_request = o.messages > 0;
+            o
+        });
+        t.previous = current;
+        (t.on_step)(step);
+    }
+
+    /// Check the budget and reserve a step; Err is the limit that refuses the call.
+    fn reserve(&self) -> Result<Reservation, BudgetLimit> {
+        let mut st = self.state.lock().unwrap();
+        let b = &self.budget;
+        let working = self.working_in(&st).as_secs_f64();
+        let limit = st.exhausted.or_else(|| {
+            if st.forwarded >= b.max_steps {
+                Some(BudgetLimit::Steps)
+            } else if st.tokens.total() >= b.max_total_tokens {
+                Some(BudgetLimit::TotalTokens)
+            } else if working >= b.max_working_seconds {
+                Some(BudgetLimit::WorkingSeconds)
+            } else if let (Some(max), Some(c)) = (b.max_cost_usd, cost(self.model.price.as_ref(), &st.tokens)) {
+                (c >= max).then_some(BudgetLimit::Cost)
+            } else {
+                None
+            }
+        });
+        if let Some(limit) = limit {
+            st.exhausted.get_or_insert(limit);
+            st.limit_reached.get_or_insert(limit);
+            drop(st);
+            self.request_stop(GatewayStop::Budget(limit));
+            return Err(limit);
+        }
+        st.forwarded += 1;
+        if st.forwarded >= b.max_steps {
+            st.limit_reached.get_or_insert(BudgetLimit::Steps);
+        }
+        st.in_flight += 1;
+        self.in_flight.send_replace(st.in_flight);
+        let remaining_time = Duration::from_secs_f64((b.max_working_seconds - working).max(0.0));
+        let model_timeout = Duration::from_secs_f64(self.model.request_timeout_seconds);
+        let remaining_tokens = b.max_total_tokens.saturating_sub(st.tokens.total());
+        Ok(Reservation {
+            max_tokens: (b.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32,
+            timeout: remaining_time.min(model_timeout),
+            limited_by_budget: remaining_time < model_timeout,
+        })
+    }
+
+    /// Notes of the settings asked otherwise than the experiment fixes, counted in the summary.
+    fn overrides(&self, asked: &Asked, max_tokens: u32) -> Vec<String> {
+        let m = &self.model;
+        let num = |v: &Value, fixed: f64| v.as_f64() == Some(fixed);
+        let mut found: Vec<(String, Value, String)> = Vec::new();
+        if let Some(v) = &asked.model {
+            let same = v.as_str().is_some_and(|s| {
+                let s = s.strip_suffix(":latest").unwrap_or(s);
+                s == m.name || s == m.model
+            });
+            if !same {
+                found.push(("model".into(), v.clone(), format!("`{}`", m.name)));
+            }
+        }
+        if let Some(v) = asked.temperature.as_ref().filter(|v| !num(v, m.temperature)) {
+            found.push(("temperature".into(), v.clone(), m.temperature.to_string()));
+        }
+        if let Some(v) = asked.top_p.as_ref().filter(|v| !num(v, m.top_p)) {
+            found.push(("top_p".into(), v.clone(), m.top_p.to_string()));
+        }
+        if let Some((k, v)) = asked.max_tokens.as_ref().filter(|(_, v)| v.as_u64() != Some(max_tokens as u64)) {
+            found.push((k.to_string(), v.clone(), max_tokens.to_string()));
+        }
+        if let Some(v) = asked.seed.as_ref().filter(|v| v.as_u64() != Some(self.seed)) {
+            found.push(("seed".into(), v.clone(), self.seed.to_string()));
+        }
+        let mut st = self.state.lock().unwrap();
+        found
+            .into_iter()
+            .map(|(k, v, sent)| {
+                let note = format!("{k}: asked {v}, sent {sent} (fixed by the experiment)");
+                let e = st.requested.entry(k).or_insert(Overridden { count: 0, last: Value::Null });
+                e.count += 1;
+                e.last = v;
+                note
+            })
+            .collect()
+    }
+}
+
+struct Reservation {
+    max_tokens: u32,
+    timeout: Duration,
+    limited_by_budget: bool,
+}
+
+type Resp = Response<Full<Bytes>>;
+
+fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Resp {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, content_type.parse().expect("a valid header value"));
+    r
+}
+
+fn json_response(status: StatusCode, v: &Value) -> Resp {
+    let mut r = respond(status, "application/json", v.to_string());
+    // OpenAI's SDKs retry 429 and 5xx unless told not to: a refusal is final.
+    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        r.headers_mut().insert("x-should-retry", "false".parse().expect("a valid header value"));
+    }
+    r
+}
+
+fn limit_name(l: BudgetLimit) -> &'static str {
+    match l {
+        BudgetLimit::Steps => "steps",
+        BudgetLimit::TotalTokens => "total_tokens",
+        BudgetLimit::WorkingSeconds => "working_seconds",
+        BudgetLimit::Cost => "cost",
+    }
+}
+
+/// Serve `meter`'s trial on `listener` until this future is dropped (or its
+/// task aborted); open connections end with it.
+pub async fn serve(listener: tokio::net::TcpListener, meter: Arc<TrialMeter>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            // Out of descriptors and the like: pause rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let meter = meter.clone();
+        connections.spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let meter = meter.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(meter, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc).await;
+        });
+    }
+}
+
+enum Route {
+    Chat(Api),
+    Models,
+    Tags,
+    Show,
+    Version,
+    Root,
+    NotFound,
+}
+
+/// `/k/<key>/rest` -> (Some(key), "/rest"); other paths are left as they are.
+fn split_key(path: &str) -> (Option<&str>, &str) {
+    if let Some(after) = path.strip_prefix("/k/") {
+        return match after.find('/') {
+            Some(i) => (Some(&after[..i]), &after[i..]),
+            None => (Some(after), "/"),
+        };
+    }
+    (None, path)
+}
+
+/// Equal strings, in time independent of where they differ.
+fn same_key(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
+    let full_path = req.uri().path().to_string();
+    let (path_key, path) = split_key(&full_path);
+    let api = if path.starts_with("/api/") { Api::Ollama } else { Api::OpenAi };
+    let bearer = req.headers().get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+    let authorized = path_key.is_some_and(|k| same_key(k, &meter.key)) || bearer.is_some_and(|k| same_key(k, &meter.key));
+    let route = match (req.method(), path) {
+        (&Method::POST, "/v1/chat/completions") => Route::Chat(Api::OpenAi),
+        (&Method::POST, "/api/chat") => Route::Chat(Api::Ollama),
+        (&Method::GET, "/v1/models") => Route::Models,
+        (&Method::GET, "/api/tags") => Route::Tags,
+        (&Method::POST, "/api/show") => Route::Show,
+        (&Method::GET, "/api/version") => Route::Version,
+        (&Method::GET | &Method::HEAD, "/") => Route::Root,
+        _ => Route::NotFound,
+    };
+    let (method, shown_path) = (req.method().clone(), path.to_string());
+    // Reading the body of a chat call even when refused: the trace holds it.
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(true),
+        Err(_) => Err(false),
+    };
+    let refuse = |status: StatusCode, kind: &str, message: String| -> (Resp, Value) {
+        let v = wire::error_body(api, kind, &message, None);
+        (json_response(status, &v), v)
+    };
+    if let Route::Chat(api) = route {
+        // In its own task: a harness hanging up mid-call does not cancel a
+        // call the model is already answering; it is still counted and traced.
+        let m = meter.clone();
+        return match tokio::spawn(async move { chat_request(m, api, authorized, body).await }).await {
+            Ok(resp) => resp,
+            Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", format!("the gateway failed: {e}")).0,
+        };
+    }
+    if !authorized {
+        return refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()).0;
+    }
+    let name = &meter.model.name;
+    match route {
+        Route::Models => json_response(
+            StatusCode::OK,
+            &json!({"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "ablate"}]}),
+        ),
+        Route::Tags => json_response(
+            StatusCode::OK,
+            &json!({"models": [{"name": name, "model": name, "modified_at": "1970-01-01T00:00:00Z", "size": 0, "digest": "",
+                "details": {"format": "", "family": "", "parameter_size": "", "quantization_level": ""}}]}),
+        ),
+        Route::Show => json_response(
+            StatusCode::OK,
+            &json!({"modelfile": "", "parameters": "", "template": "", "details": {"format": "", "family": "", "parameter_size": "", "quantization_level": ""},
+                "model_info": {}, "capabilities": ["completion", "tools"]}),
+        ),
+        Route::Version => json_response(StatusCode::OK, &json!({"version": OLLAMA_VERSION})),
+        Route::Root => respond(StatusCode::OK, "text/plain", "Ollama is running"),
+        Route::Chat(_) | Route::NotFound => refuse(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {method} {shown_path}")).0,
+    }
+}
+
+/// A chat request, whatever becomes of it: one trace line.
+async fn chat_request(meter: Arc<TrialMeter>, api: Api, authorized: bool, body: Result<Bytes, bool>) -> Resp {
+    let refuse = |status: StatusCode, kind: &str, message: String| -> (Resp, Value) {
+        let v = wire::error_body(api, kind, &message, None);
+        (json_response(status, &v), v)
+    };
+    let n = meter.next_call();
+    let mut step = meter.blank_step(n);
+    let mut forwarded = false;
+    let (received, outcome) = match body {
+        Err(too_large) => {
+            let (status, msg) = if too_large {
+                (StatusCode::PAYLOAD_TOO_LARGE, format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"))
+            } else {
+                (StatusCode::BAD_REQUEST, "the request body could not be read".to_string())
+            };
+            (Value::Null, Err(refuse(status, if too_large { "request_too_large" } else { "invalid_request_error" }, msg)))
+        }
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Err(e) => {
+                let raw = crate::model::http::truncate(&String::from_utf8_lossy(&bytes), 64 * 1024);
+                let out = if authorized {
+                    Err(refuse(StatusCode::BAD_REQUEST, "invalid_request_error", format!("the request body is not JSON: {e}")))
+                } else {
+                    Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))
+                };
+                (Value::String(raw), out)
+            }
+            Ok(v) if !authorized => (v, Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))),
+            Ok(v) => {
+                let out = chat(&meter, api, &v, &mut step, &mut forwarded).await;
+                (v, out)
+            }
+        },
+    };
+    let resp = match outcome {
+        Ok(resp) => resp,
+        Err((resp, reply)) => {
+            if step.error.is_none() {
+                step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
+            }
+            step.reply = Some(reply);
+            resp
+        }
+    };
+    meter.trace(step, received);
+    if forwarded {
+        let mut st = meter.state.lock().unwrap();
+        st.in_flight -= 1;
+        meter.in_flight.send_replace(st.in_flight);
+    }
+    resp
+}
+
+/// A chat call with a JSON body from an authorized harness: read, reserve,
+/// forward, answer. Err is a refusal (response, body) for the trace.
+/// `forwarded` is set once a step is reserved (the call is in flight).
+async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceStep, forwarded: &mut bool) -> Result<Resp, (Resp, Value)> {
+    let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
+        let v = wire::error_body(api, kind, message, limit);
+        (json_response(status, &v), v)
+    };
+    let asked = wire::read_request(api, body).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
+    let r = meter.reserve().map_err(|limit| {
+        let name = limit_name(limit);
+        let msg = format!("budget exhausted ({name}): the trial's {name} budget is spent; no further model calls are allowed");
+        step.error = Some(msg.clone());
+        refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &msg, Some(name))
+    })?;
+    *forwarded = true;
+    step.notes = meter.overrides(&asked, r.max_tokens);
+    if !asked.ignored.is_empty() {
+        step.notes.push(format!("not forwarded: {}", asked.ignored.join(", ")));
+    }
+    let request = ChatRequest {
+        messages: asked.messages.clone(),
+        tools: asked.tools.clone(),
+        max_tokens: r.max_tokens,
+        temperature: meter.model.temperature,
+        top_p: meter.model.top_p,
+        seed: meter.seed,
+        timeout: r.timeout,
+    };
+    let outcome = meter.client.chat(&request, step.operation_id.clone()).await;
+    step.request_attempts = outcome.attempts;
+    step.latency_ms = outcome.latency.as_millis() as u64;
+    step.rate_limit_wait_ms = outcome.wait.as_millis() as u64;
+    let mut st = meter.state.lock().unwrap();
+    st.wait += outcome.wait;
+    let reply = match outcome.result {
+        Ok(reply) => {
+            st.tokens.add(reply.usage);
+            let b = &meter.budget;
+            if st.tokens.total() >= b.max_total_tokens {
+                st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
+            }
+            if let (Some(max), Some(c)) = (b.max_cost_usd, cost(meter.model.price.as_ref(), &st.tokens))
+                && c >= max
+            {
+                st.limit_reached.get_or_insert(BudgetLimit::Cost);
+            }
+            reply
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            step.error = Some(msg.clone());
+            let budget_timeout = matches!(e, ModelError::Timeout(_)) && r.limited_by_budget;
+            let stop = if budget_timeout {
+                st.exhausted.get_or_insert(BudgetLimit::WorkingSeconds);
+                st.limit_reached.get_or_insert(BudgetLimit::WorkingSeconds);
+                GatewayStop::Budget(BudgetLimit::WorkingSeconds)
+            } else {
+                st.provider_error.get_or_insert(msg.clone());
+                st.request_timed_out |= matches!(e, ModelError::Timeout(_));
+                GatewayStop::ProviderError(msg.clone())
+            };
+            drop(st);
+            meter.request_stop(stop);
+            return Err(if budget_timeout {
+                let m = format!("budget exhausted (working_seconds): the model call timed out with the trial's working time ({msg})");
+                refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &m, Some("working_seconds"))
+            } else {
+                refusal(StatusCode::BAD_GATEWAY, "provider_error", &format!("the model endpoint failed: {msg}"), None)
+            });
+        }
+    };
+    drop(st);
+    step.tokens = reply.usage;
+    step.finish_reason = reply.finish_reason.clone();
+    if !reply.unparsed_tool_calls.is_empty() {
+        step.notes.push(format!("unparsed tool calls (not passed on): {}", reply.unparsed_tool_calls.join("; ")));
+    }
+    let now = SystemTime::now();
+    let created_at = time::OffsetDateTime::from(now).format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+    let id = format!("chatcmpl-{}", step.operation_id);
+    let meta = ReplyMeta { id: &id, model: &meter.model.name, created: now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), created_at: &created_at };
+    let (json_reply, streamed) = match api {
+        Api::OpenAi => {
+            let full = wire::openai_reply(&reply, &meta);
+            let streamed = asked.stream.then(|| ("sse", respond(StatusCode::OK, "text/event-stream", wire::openai_sse(&reply, &meta, asked.include_usage))));
+            (full, streamed)
+        }
+        Api::Ollama => {
+            let full = wire::ollama_reply(&reply, &meta);
+            let streamed = asked.stream.then(|| ("ndjson", respond(StatusCode::OK, "application/x-ndjson", wire::ollama_ndjson(&reply, &meta))));
+            (full, streamed)
+        }
+    };
+    if !reply.text.is_empty() && !holds_string(&json_reply, &reply.text) {
+        step.reply_text = Some(reply.text.clone());
+    }
+    let resp = match streamed {
+        Some((kind, resp)) => {
+            step.notes.push(format!("streamed ({kind})"));
+            resp
+        }
+        None => json_response(StatusCode::OK, &json_reply),
+    };
+    step.reply = Some(json_reply);
+    Ok(resp)
+}

@@ -1,0 +1,445 @@
+//! The two APIs the gateway speaks, read into one provider-neutral call and
+//! written back from one `ChatReply`: OpenAI's `/v1/chat/completions` and
+//! Ollama's `/api/chat`. Streams are emulated from the one complete reply.
+
+use crate::model::{ChatReply, Message, Role, ToolCall, ToolSpec};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    OpenAi,
+    Ollama,
+}
+
+/// A chat call as the harness asked it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub stream: bool,
+    /// OpenAI `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Settings the experiment fixes, as the harness asked them: (key as
+    /// named in the request, value).
+    pub model: Option<Value>,
+    pub temperature: Option<Value>,
+    pub top_p: Option<Value>,
+    pub max_tokens: Option<(&'static str, Value)>,
+    pub seed: Option<Value>,
+    /// Keys of the request the gateway does not forward.
+    pub ignored: Vec<String>,
+}
+
+fn bad(msg: impl Into<String>) -> String {
+    msg.into()
+}
+
+/// Read a request body of `api`; Err is the message of a 400.
+pub fn read_request(api: Api, body: &Value) -> Result<Asked, String> {
+    let obj = body.as_object().ok_or_else(|| bad("the request body is not a JSON object"))?;
+    let list = obj.get("messages").and_then(Value::as_array).ok_or_else(|| bad("`messages` is missing or not an array"))?;
+    let mut messages = Vec::with_capacity(list.len());
+    for (i, m) in list.iter().enumerate() {
+        messages.push(read_message(m, i).map_err(|e| format!("messages[{i}]: {e}"))?);
+    }
+    if messages.is_empty() {
+        return Err(bad("`messages` is empty"));
+    }
+    link_tool_results(&mut messages);
+    let tools = match obj.get("tools") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ts)) => ts.iter().enumerate().map(|(i, t)| read_tool(t).map_err(|e| format!("tools[{i}]: {e}"))).collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("`tools` is not an array")),
+    };
+    let mut asked = Asked {
+        messages,
+        tools,
+        stream: false,
+        include_usage: false,
+        model: obj.get("model").cloned(),
+        temperature: None,
+        top_p: None,
+        max_tokens: None,
+        seed: None,
+        ignored: Vec::new(),
+    };
+    let non_null = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+    match api {
+        Api::OpenAi => {
+            asked.stream = match obj.get("stream") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(bad("`stream` is not a boolean")),
+            };
+            asked.include_usage = obj.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
+            asked.temperature = non_null(obj.get("temperature"));
+            asked.top_p = non_null(obj.get("top_p"));
+            asked.seed = non_null(obj.get("seed"));
+            asked.max_tokens = non_null(obj.get("max_completion_tokens"))
+                .map(|v| ("max_completion_tokens", v))
+                .or_else(|| non_null(obj.get("max_tokens")).map(|v| ("max_tokens", v)));
+            const KNOWN: [&str; 10] =
+                ["model", "messages", "tools", "stream", "stream_options", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens"];
+            asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
+        }
+        Api::Ollama => {
+            // Ollama streams unless told not to.
+            asked.stream = match obj.get("stream") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(bad("`stream` is not a boolean")),
+            };
+            if let Some(options) = obj.get("options").filter(|o| !o.is_null()) {
+                let o = options.as_object().ok_or_else(|| bad("`options` is not an object"))?;
+                asked.temperature = non_null(o.get("temperature"));
+                asked.top_p = non_null(o.get("top_p"));
+                asked.seed = non_null(o.get("seed"));
+                asked.max_tokens = non_null(o.get("num_predict")).map(|v| ("num_predict", v));
+                const KNOWN: [&str; 4] = ["temperature", "top_p", "seed", "num_predict"];
+                asked.ignored.extend(o.keys().filter(|k| !KNOWN.contains(&k.as_str())).map(|k| format!("options.{k}")));
+            }
+            const KNOWN: [&str; 6] = ["model", "messages", "tools", "stream", "options", "keep_alive"];
+            asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
+        }
+    }
+    Ok(asked)
+}
+
+fn read_role(v: Option<&Value>) -> Result<Role, String> {
+    match v.and_then(Value::as_str) {
+        Some("system") | Some("developer") => Ok(Role::System),
+        Some("user") => Ok(Role::User),
+        Some("assistant") => Ok(Role::Assistant),
+        Some("tool") => Ok(Role::Tool),
+        Some(other) => Err(format!("role `{other}` is not supported (system, developer, user, assistant, tool)")),
+        None => Err(bad("`role` is missing or not a string")),
+    }
+}
+
+/// Message content: a string, null, or (OpenAI) a list of text parts.
+fn read_content(v: Option<&Value>) -> Result<String, String> {
+    match v {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for p in parts {
+                match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
+                    (Some("text"), Some(t)) => text.push_str(t),
+                    (t, _) => return Err(format!("content part of type `{}` is not supported: the gateway forwards text", t.unwrap_or("?"))),
+                }
+            }
+            Ok(text)
+        }
+        Some(_) => Err(bad("`content` is not a string or a list of text parts")),
+    }
+}
+
+fn read_message(m: &Value, index: usize) -> Result<Message, String> {
+    if !m.is_object() {
+        return Err(bad("not an object"));
+    }
+    let role = read_role(m.get("role"))?;
+    let content = read_content(m.get("content"))?;
+    if m.get("images").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+        return Err(bad("images are not supported: the gateway forwards text"));
+    }
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) {
+        let calls = calls.as_array().ok_or_else(|| bad("`tool_calls` is not an array"))?;
+        for (i, c) in calls.iter().enumerate() {
+            let name = c.pointer("/function/name").and_then(Value::as_str).ok_or_else(|| format!("tool_calls[{i}]: no function.name"))?;
+            let arguments = match c.pointer("/function/arguments") {
+                Some(Value::String(s)) => s.clone(),
+                None | Some(Value::Null) => "{}".to_string(),
+                Some(other) => other.to_string(),
+            };
+            // Ollama's calls carry no id: one is made up that tool results can point to.
+            let id = c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{index}_{i}"));
+            tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
+        }
+    }
+    let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
+    Ok(Message {
+        role,
+        content,
+        tool_calls,
+        tool_call_id: if role == Role::Tool { text("tool_call_id") } else { None },
+        name: if role == Role::Tool { text("tool_name").or_else(|| text("name")) } else { None },
+    })
+}
+
+/// Give each tool result both the id and the name of the call it answers,
+/// whichever the API left out: OpenAI results name the id, Ollama's the tool
+/// (or nothing, answering the calls in order). Each provider upstream needs its own.
+fn link_tool_results(messages: &mut [Message]) {
+    let mut calls: Vec<ToolCall> = Vec::new();
+    let mut answered: Vec<bool> = Vec::new();
+    for m in messages.iter_mut() {
+        match m.role {
+            Role::Assistant if !m.tool_calls.is_empty() => {
+                calls = m.tool_calls.clone();
+                answered = vec![false; calls.len()];
+            }
+            Role::Tool => {
+                let open = |i: &usize| !answered[*i];
+                let by_id = m.tool_call_id.as_ref().and_then(|id| (0..calls.len()).find(|&i| &calls[i].id == id));
+                let by_name = || m.name.as_ref().and_then(|n| (0..calls.len()).filter(open).find(|&i| &calls[i].name == n));
+                let first_open = || (0..calls.len()).find(open);
+                let found = if m.tool_call_id.is_some() { by_id } else { by_name().or_else(first_open) };
+                if let Some(i) = found {
+                    answered[i] = true;
+                    m.tool_call_id.get_or_insert(calls[i].id.clone());
+                    m.name.get_or_insert(calls[i].name.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn read_tool(t: &Value) -> Result<ToolSpec, String> {
+    match t.get("type").and_then(Value::as_str) {
+        None | Some("function") => {}
+        Some(other) => return Err(format!("tool type `{other}` is not supported (function)")),
+    }
+    let f = t.get("function").ok_or_else(|| bad("no `function`"))?;
+    let name = f.get("name").and_then(Value::as_str).ok_or_else(|| bad("no function.name"))?;
+    Ok(ToolSpec {
+        name: name.to_string(),
+        description: f.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
+        parameters: f.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+    })
+}
+
+/// What the reply says beyond the reply itself.
+pub struct ReplyMeta<'a> {
+    pub id: &'a str,
+    pub model: &'a str,
+    pub created: u64,
+    pub created_at: &'a str,
+}
+
+fn openai_finish(reply: &ChatReply) -> String {
+    if !reply.tool_calls.is_empty() {
+        return "tool_calls".into();
+    }
+    match reply.finish_reason.as_deref() {
+        Some("length") => "length".into(),
+        Some("tool_calls") | None | Some("") => "stop".into(),
+        Some(other) => other.into(),
+    }
+}
+
+fn openai_usage(reply: &ChatReply) -> Value {
+    let u = reply.usage;
+    let mut v = json!({"prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.total()});
+    if u.cached > 0 {
+        v["prompt_tokens_details"] = json!({"cached_tokens": u.cached});
+    }
+    v
+}
+
+fn openai_calls(reply: &ChatReply) -> Vec<Value> {
+    reply.tool_calls.iter().map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}})).collect()
+}
+
+/// The non-streaming chat completion.
+pub fn openai_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
+    let mut message = json!({"role": "assistant", "content": if reply.text.is_empty() && !reply.tool_calls.is_empty() { Value::Null } else { json!(reply.text) }});
+    if !reply.tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(openai_calls(reply));
+    }
+    let mut v = json!({
+        "id": meta.id, "object": "chat.completion", "created": meta.created, "model": meta.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": openai_finish(reply)}],
+        "usage": openai_usage(reply),
+    });
+    if let Some(fp) = &reply.fingerprint {
+        v["system_fingerprint"] = json!(fp);
+    }
+    v
+}
+
+/// The same reply as server-sent events: a role and content chunk, one chunk
+/// per tool call, a finish chunk, a usage chunk when asked, then `[DONE]`.
+pub fn openai_sse(reply: &ChatReply, meta: &ReplyMeta, include_usage: bool) -> String {
+    let chunk = |choices: Value| {
+        let mut c = json!({"id": meta.id, "object": "chat.completion.chunk", "created": meta.created, "model": meta.model, "choices": choices});
+        if let Some(fp) = &reply.fingerprint {
+            c["system_fingerprint"] = json!(fp);
+        }
+        if include_usage {
+            c["usage"] = Value::Null;
+        }
+        c
+    };
+    let mut chunks = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": reply.text}, "finish_reason": null}]))];
+    for (i, call) in openai_calls(reply).into_iter().enumerate() {
+        let mut call = call;
+        call["index"] = json!(i);
+        chunks.push(chunk(json!([{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}])));
+    }
+    chunks.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": openai_finish(reply)}])));
+    if include_usage {
+        let mut c = chunk(json!([]));
+        c["usage"] = openai_usage(reply);
+        chunks.push(c);
+    }
+    let mut out = String::new();
+    for c in chunks {
+        out.push_str("data: ");
+        out.push_str(&c.to_string());
+        out.push_str("\n\n");
+    }
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
+fn ollama_calls(reply: &ChatReply) -> Vec<Value> {
+    reply
+        .tool_calls
+        .iter()
+        .map(|c| {
+            // Ollama's arguments are an object; text that is not JSON stays text.
+            let args: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!(c.arguments));
+            json!({"function": {"name": c.name, "arguments": args}})
+        })
+        .collect()
+}
+
+fn ollama_done(reply: &ChatReply) -> &'static str {
+    match reply.finish_reason.as_deref() {
+        Some("length") => "length",
+        _ => "stop",
+    }
+}
+
+fn ollama_final(reply: &ChatReply, meta: &ReplyMeta, message: Value) -> Value {
+    json!({
+        "model": meta.model, "created_at": meta.created_at, "message": message, "done": true, "done_reason": ollama_done(reply),
+        "total_duration": 0, "load_duration": 0, "prompt_eval_count": reply.usage.input, "prompt_eval_duration": 0,
+        "eval_count": reply.usage.output, "eval_duration": 0,
+    })
+}
+
+/// The non-streaming `/api/chat` reply.
+pub fn ollama_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
+    let mut message = json!({"role": "assistant", "content": reply.text});
+    if !reply.tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(ollama_calls(reply));
+    }
+    ollama_final(reply, meta, message)
+}
+
+/// The same reply as Ollama streams it: newline-delimited JSON objects, the
+/// content, then the tool calls, then a `done` object with the counts.
+pub fn ollama_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
+    let part = |message: Value| json!({"model": meta.model, "created_at": meta.created_at, "message": message, "done": false});
+    let mut lines = Vec::new();
+    if !reply.text.is_empty() {
+        lines.push(part(json!({"role": "assistant", "content": reply.text})));
+    }
+    if !reply.tool_calls.is_empty() {
+        lines.push(part(json!({"role": "assistant", "content": "", "tool_calls": ollama_calls(reply)})));
+    }
+    lines.push(ollama_final(reply, meta, json!({"role": "assistant", "content": ""})));
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// An error body in the API's own form.
+pub fn error_body(api: Api, kind: &str, message: &str, limit: Option<&str>) -> Value {
+    match api {
+        Api::OpenAi => {
+            let mut e = json!({"type": kind, "message": message});
+            if let Some(l) = limit {
+                e["limit"] = json!(l);
+            }
+            json!({"error": e})
+        }
+        Api::Ollama => json!({"error": message}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Tokens;
+
+    fn reply(text: &str, calls: Vec<ToolCall>) -> ChatReply {
+        ChatReply {
+            text: text.into(),
+            tool_calls: calls,
+            unparsed_tool_calls: vec![],
+            finish_reason: Some("stop".into()),
+            usage: Tokens { input: 7, output: 3, cached: 0 },
+            fingerprint: None,
+        }
+    }
+
+    const META: ReplyMeta = ReplyMeta { id: "c1", model: "m", created: 5, created_at: "2025-01-01T00:00:00Z" };
+
+    #[test]
+    fn ollama_tool_results_get_the_ids_of_the_calls_they_answer() {
+        let body = json!({"model": "x", "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "read", "arguments": {"path": "a"}}},
+                {"function": {"name": "list", "arguments": {}}}]},
+            {"role": "tool", "tool_name": "list", "content": "a b"},
+            {"role": "tool", "content": "text of a"}]});
+        let a = read_request(Api::Ollama, &body).unwrap();
+        assert!(a.stream, "Ollama streams by default");
+        assert_eq!(a.messages[1].tool_calls[0].id, "call_1_0");
+        assert_eq!(a.messages[1].tool_calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!((a.messages[2].tool_call_id.as_deref(), a.messages[2].name.as_deref()), (Some("call_1_1"), Some("list")));
+        // Unnamed: the first call no earlier result answered.
+        assert_eq!((a.messages[3].tool_call_id.as_deref(), a.messages[3].name.as_deref()), (Some("call_1_0"), Some("read")));
+    }
+
+    #[test]
+    fn openai_tool_results_get_the_names_of_their_calls() {
+        let body = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "t9", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "t9", "content": "ok"}], "n": 2, "max_tokens": 5});
+        let a = read_request(Api::OpenAi, &body).unwrap();
+        assert_eq!(a.messages[0].content, "ab");
+        assert_eq!(a.messages[2].name.as_deref(), Some("run"));
+        assert_eq!(a.ignored, vec!["n".to_string()]);
+        assert_eq!(a.max_tokens, Some(("max_tokens", json!(5))));
+        assert!(!a.stream);
+    }
+
+    #[test]
+    fn requests_the_apis_do_not_accept_are_refused() {
+        for body in [
+            json!([]),
+            json!({"messages": []}),
+            json!({"messages": [{"role": "function", "content": "x"}]}),
+            json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}),
+            json!({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search"}]}),
+        ] {
+            assert!(read_request(Api::OpenAi, &body).is_err(), "{body}");
+        }
+    }
+
+    #[test]
+    fn sse_chunks_rebuild_the_reply() {
+        let r = reply("hi", vec![ToolCall { id: "c".into(), name: "f".into(), arguments: "{\"a\":1}".into() }]);
+        let sse = openai_sse(&r, &META, true);
+        let data: Vec<&str> = sse.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+        assert_eq!(data.len(), 5, "content, one call, finish, usage, [DONE]: {sse}");
+        assert_eq!(*data.last().unwrap(), "[DONE]");
+        let v: Vec<Value> = data[..4].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
+        assert_eq!(v[0]["choices"][0]["delta"]["content"], "hi");
+        assert_eq!(v[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "{\"a\":1}");
+        assert_eq!(v[2]["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(v[3]["usage"]["total_tokens"], 10);
+        let nd = ollama_ndjson(&r, &META);
+        let lines: Vec<Value> = nd.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1]["message"]["tool_calls"][0]["function"]["arguments"]["a"], 1);
+        assert_eq!((lines[2]["done"].clone(), lines[2]["eval_count"].clone()), (json!(true), json!(3)));
+    }
+}
