@@ -177,10 +177,12 @@ impl TrialMeter {
     /// Resolves once the gateway wants the harness stopped; pending otherwise.
     pub async fn stopped(&self) -> GatewayStop {
         let mut rx = self.stop.subscribe();
-        match rx.wait_for(Option::is_some).await {
-            Ok(v) => v.clone().expect("waited for Some"),
+        // The guard of `wait_for` must not live across the await below.
+        let got = rx.wait_for(Option::is_some).await.ok().and_then(|v| v.clone());
+        match got {
+            Some(why) => why,
             // The sender lives as long as self: unreachable, but never resolve wrongly.
-            Err(_) => std::future::pending().await,
+            None => std::future::pending().await,
         }
     }
 

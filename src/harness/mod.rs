@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod components;
 pub mod edit;
+pub mod external;
 pub mod kind;
 pub mod prompts;
 pub mod tools;

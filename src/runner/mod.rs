@@ -14,7 +14,8 @@ use crate::digest;
 use crate::error::InputError;
 use crate::grader::{self, Grade};
 use crate::harness::agent::{self, TrialContext};
-use crate::harness::{Instructions, prompts};
+use crate::harness::external::{self, ExternalContext};
+use crate::harness::{HarnessKind, Instructions, prompts};
 use crate::model::{self, ModelClient};
 use crate::plan::{self, Shard, TrialSpec};
 use crate::record::folder;
@@ -100,6 +101,8 @@ pub fn status_of(end: &EndReason, grade: Option<&Grade>) -> TrialStatus {
 struct Shared {
     exp: Experiment,
     suite: Suite,
+    /// An external harness's files, staged once for the run (shown read-only at /harness).
+    harness_dir: Option<tempfile::TempDir>,
     clients: HashMap<String, Arc<dyn ModelClient>>,
     instructions: HashMap<String, String>,
     run_id: String,
@@ -135,10 +138,6 @@ impl Shared {
 }
 
 pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunSummary, RunError> {
-    // The one place that turns away an external harness: its trial path is not in this build.
-    if !exp.harness_kind.is_builtin() {
-        return Err(RunError::Setup("external harnesses are not runnable in this build yet".into()));
-    }
     let plan = plan::build(&exp, &suite)?;
     let io = |dir: &Path| {
         let dir = dir.to_path_buf();
@@ -184,7 +183,22 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     };
 
     // Setup: candidate code runs only in the sandbox (or where the user opted out).
-    crate::sandbox::isolation::current().map_err(RunError::Setup)?;
+    let isolation = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
+    // Setup: an external harness's files, staged once; its sandbox needs root.
+    let harness_dir = match &exp.harness_kind {
+        HarnessKind::Builtin => None,
+        HarnessKind::External(ext) => {
+            if isolation.is_isolated() && !crate::sandbox::isolation::is_root() {
+                return Err(RunError::Setup(
+                    "an external harness runs in a network namespace of each trial's own, which needs root; run as root, or with --unsandboxed".into(),
+                ));
+            }
+            let dir = tempfile::Builder::new().prefix("ablate-harness-").tempdir().map_err(|e| RunError::Setup(e.to_string()))?;
+            let files: Vec<PathBuf> = ext.files.iter().map(|f| exp.resolve(f)).collect();
+            external::stage_files(&files, dir.path()).map_err(|e| RunError::Setup(format!("cannot stage the harness files: {e}")))?;
+            Some(dir)
+        }
+    };
     // Setup: every model must be reachable before any trial starts.
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
@@ -285,6 +299,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let shared = Arc::new(Shared {
         exp,
         suite,
+        harness_dir,
         clients,
         instructions,
         run_id: manifest.run_id.clone(),
@@ -459,10 +474,6 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
     let arm = exp.arm(&spec.arm).expect("planned arm exists");
     let model_spec = exp.model(&spec.model).expect("planned model exists");
     record.tests_total = task.check.tests;
-    let Some(components) = arm.builtin_components() else {
-        record.error = Some(format!("arm `{}` is not an arm of the builtin harness", arm.name));
-        return;
-    };
 
     let sandbox = match Sandbox::create(task) {
         Ok(s) => s,
@@ -479,35 +490,69 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
             return;
         }
     };
-    let mut trace_error: Option<std::io::Error> = None;
-    let ctx = TrialContext {
-        trial_id: &spec.id,
-        attempt,
-        task,
-        components,
-        instructions: &shared.instructions[&arm.name],
-        budget: &exp.budget,
-        settings: &exp.harness,
-        model: model_spec,
-        client: shared.clients[&spec.model].as_ref(),
-        seed: spec.seed,
-    };
-    let mut on_step = |step: crate::record::TraceStep| {
+    let trace_error: Arc<Mutex<Option<std::io::Error>>> = Arc::new(Mutex::new(None));
+    let on_trace_error = trace_error.clone();
+    let on_step = move |step: crate::record::TraceStep| {
         if let Err(e) = trace.append(&step) {
-            trace_error.get_or_insert(e);
+            on_trace_error.lock().unwrap().get_or_insert(e);
         }
     };
-    let out = agent::run_agent(&ctx, &sandbox, &mut on_step).await;
-    record.end_reason = out.end_reason.clone();
-    record.steps = out.steps;
-    record.sessions = out.sessions;
-    record.tokens = out.tokens;
-    record.working_seconds = out.working.as_secs_f64();
-    record.rate_limit_wait_seconds = out.wait.as_secs_f64();
-    record.cost_usd = out.cost_usd;
-    record.incidents = out.incidents;
-    record.error = out.error;
-    if let Some(e) = trace_error {
+    match (&exp.harness_kind, arm.builtin_components(), &shared.harness_dir) {
+        (HarnessKind::External(ext), _, Some(dir)) => {
+            let ctx = ExternalContext {
+                trial_id: &spec.id,
+                attempt,
+                task,
+                command: &ext.command,
+                harness_dir: dir.path(),
+                components: arm.component_values(),
+                budget: &exp.budget,
+                model: model_spec,
+                client: shared.clients[&spec.model].clone(),
+                seed: spec.seed,
+            };
+            let out = external::run_external(&ctx, &sandbox, Box::new(on_step)).await;
+            record.end_reason = out.end_reason;
+            record.steps = out.steps;
+            record.sessions = 1;
+            record.tokens = out.tokens;
+            record.working_seconds = out.working.as_secs_f64();
+            record.rate_limit_wait_seconds = out.wait.as_secs_f64();
+            record.cost_usd = out.cost_usd;
+            record.error = out.error;
+            record.harness_command = out.command;
+        }
+        (HarnessKind::Builtin, Some(components), _) => {
+            let ctx = TrialContext {
+                trial_id: &spec.id,
+                attempt,
+                task,
+                components,
+                instructions: &shared.instructions[&arm.name],
+                budget: &exp.budget,
+                settings: &exp.harness,
+                model: model_spec,
+                client: shared.clients[&spec.model].as_ref(),
+                seed: spec.seed,
+            };
+            let mut on_step = on_step;
+            let out = agent::run_agent(&ctx, &sandbox, &mut on_step).await;
+            record.end_reason = out.end_reason.clone();
+            record.steps = out.steps;
+            record.sessions = out.sessions;
+            record.tokens = out.tokens;
+            record.working_seconds = out.working.as_secs_f64();
+            record.rate_limit_wait_seconds = out.wait.as_secs_f64();
+            record.cost_usd = out.cost_usd;
+            record.incidents = out.incidents;
+            record.error = out.error;
+        }
+        _ => {
+            record.error = Some(format!("arm `{}` does not fit the experiment's harness", arm.name));
+            return;
+        }
+    }
+    if let Some(e) = trace_error.lock().unwrap().take() {
         record.error.get_or_insert(format!("cannot write the trace: {e}"));
     }
     // Final grading by the harness, whatever the components.

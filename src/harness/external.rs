@@ -1,0 +1,335 @@
+//! An external harness: the user's own agent command, run once per trial in
+//! the sandboxed workspace, its model calls metered by the trial's gateway.
+//!
+//! The command sees the task through environment variables and one JSON file
+//! (docs/external-harness.md), and the model through the conventional
+//! variables (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OLLAMA_HOST`), which point
+//! at the gateway: inside the jail at 127.0.0.1:11434 in a network namespace
+//! of the trial's own (sandbox::netns), where nothing else can be reached.
+//! The command ends by itself, or is stopped when the gateway says the budget
+//! is spent or the upstream failed, or when the working time runs out. The
+//! runner then grades the workspace exactly as for the builtin loop.
+
+use crate::config::{Budget, ModelSpec};
+use crate::gateway::{self, GatewayStop, TrialMeter};
+use crate::grader::{self, OUTPUT_CAP};
+use crate::model::ModelClient;
+use crate::record::{BudgetLimit, CommandOutcome, EndReason, Tokens, TraceStep};
+use crate::sandbox::isolation::{self, Isolation, JAIL_WORKSPACE, Jail, Limits};
+use crate::sandbox::netns::{GATEWAY_PORT, TrialNet};
+use crate::sandbox::process::{Confinement, run_until};
+use crate::sandbox::Sandbox;
+use crate::suite::Task;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where the harness's files and the trial file appear in the jail.
+pub const JAIL_HARNESS_DIR: &str = "/harness";
+pub const JAIL_TRIAL_DIR: &str = "/ablate-trial";
+
+/// Limits of an external harness's process tree: an agent (and the tests it
+/// runs) needs more room than one check.
+pub fn harness_limits(budget: &Budget) -> Limits {
+    Limits {
+        memory_mb: 4096,
+        file_size_mb: 64,
+        cpu_seconds: (budget.max_working_seconds.ceil() as u64).saturating_mul(2).max(60),
+        processes: 128,
+        open_files: 1024,
+    }
+}
+
+pub struct ExternalContext<'a> {
+    pub trial_id: &'a str,
+    pub attempt: u32,
+    pub task: &'a Task,
+    /// The harness command as configured (`{harness}`, `{workspace}` expanded here).
+    pub command: &'a [String],
+    /// The harness's files, staged in one folder (shown at /harness).
+    pub harness_dir: &'a Path,
+    /// The arm's component values, by declared name.
+    pub components: Vec<(String, String)>,
+    pub budget: &'a Budget,
+    pub model: &'a ModelSpec,
+    pub client: Arc<dyn ModelClient>,
+    pub seed: u64,
+}
+
+pub struct ExternalOutcome {
+    pub end_reason: EndReason,
+    pub steps: u32,
+    pub tokens: Tokens,
+    pub working: Duration,
+    pub wait: Duration,
+    pub cost_usd: Option<f64>,
+    pub error: Option<String>,
+    pub command: Option<CommandOutcome>,
+}
+
+/// Expand `{harness}` and `{workspace}` in the command; `python3`/`python`
+/// become the interpreter the sandbox shows.
+pub fn expand_command(command: &[String], harness: &str, workspace: &str) -> Vec<String> {
+    let mut argv: Vec<String> = command.iter().map(|a| a.replace("{harness}", harness).replace("{workspace}", workspace)).collect();
+    if let Some(first) = argv.first_mut() {
+        if first == "python3" || first == "python" {
+            *first = grader::python().to_string();
+        }
+    }
+    argv
+}
+
+/// The environment of the command: the check environment, the task, the
+/// budget, the arm's components and the gateway.
+fn environment(ctx: &ExternalContext<'_>, gateway_base: &str, key: &str, trial_file: &str, workspace: &str) -> Vec<(String, String)> {
+    let py_dir = Path::new(grader::python()).parent().map(Path::to_path_buf);
+    let mut env = isolation::check_env(py_dir.as_deref());
+    let b = ctx.budget;
+    let test_command = serde_json::to_string(&ctx.task.check.command).unwrap_or_default();
+    let mut add = |k: &str, v: String| env.push((k.to_string(), v));
+    add("ABLATE_TRIAL_ID", ctx.trial_id.to_string());
+    add("ABLATE_TRIAL_FILE", trial_file.to_string());
+    add("ABLATE_TASK_ID", ctx.task.id.clone());
+    add("ABLATE_TASK_PROMPT", ctx.task.prompt.trim().to_string());
+    add("ABLATE_EDITABLE", ctx.task.editable.join("\n"));
+    add("ABLATE_WORKSPACE", workspace.to_string());
+    add("ABLATE_TEST_COMMAND", test_command);
+    add("ABLATE_SEED", ctx.seed.to_string());
+    add("ABLATE_MAX_STEPS", b.max_steps.to_string());
+    add("ABLATE_MAX_OUTPUT_TOKENS", b.max_output_tokens_per_step.to_string());
+    add("ABLATE_MAX_TOTAL_TOKENS", b.max_total_tokens.to_string());
+    add("ABLATE_MAX_WORKING_SECONDS", b.max_working_seconds.to_string());
+    add("ABLATE_MODEL", ctx.model.name.clone());
+    add("OPENAI_BASE_URL", format!("{gateway_base}/v1"));
+    add("OPENAI_API_BASE", format!("{gateway_base}/v1"));
+    add("OPENAI_API_KEY", key.to_string());
+    add("OLLAMA_HOST", format!("{gateway_base}/k/{key}"));
+    for (name, value) in &ctx.components {
+        add(&format!("ABLATE_COMPONENT_{}", name.to_ascii_uppercase()), value.clone());
+    }
+    env
+}
+
+/// The same facts as one JSON file.
+fn trial_json(ctx: &ExternalContext<'_>, gateway_base: &str, key: &str, workspace: &str) -> serde_json::Value {
+    serde_json::json!({
+        "trial_id": ctx.trial_id,
+        "attempt": ctx.attempt,
+        "task": {
+            "id": ctx.task.id,
+            "prompt": ctx.task.prompt.trim(),
+            "editable": ctx.task.editable,
+            "tests": ctx.task.check.tests,
+            "test_command": ctx.task.check.command,
+        },
+        "workspace": workspace,
+        "seed": ctx.seed,
+        "budget": ctx.budget,
+        "components": ctx.components.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
+        "model": {
+            "name": ctx.model.name,
+            "openai_base_url": format!("{gateway_base}/v1"),
+            "ollama_host": format!("{gateway_base}/k/{key}"),
+            "api_key": key,
+        },
+    })
+}
+
+/// Run the harness command for one trial. Errors of ablate's own (cannot set
+/// up the namespace, cannot start the command) come back in `error` with
+/// end reason `harness_error`.
+pub async fn run_external(ctx: &ExternalContext<'_>, sandbox: &Sandbox, on_step: Box<dyn FnMut(TraceStep) + Send>) -> ExternalOutcome {
+    let meter = TrialMeter::new(
+        ctx.trial_id.to_string(),
+        ctx.attempt,
+        ctx.model.clone(),
+        ctx.client.clone(),
+        ctx.budget.clone(),
+        ctx.seed,
+        on_step,
+    );
+    let outcome = launch(ctx, sandbox, &meter).await;
+    let summary = meter.summary();
+    let (end_reason, error) = match (&outcome, summary.exhausted, &summary.provider_error) {
+        (Err(e), _, _) => (EndReason::HarnessError, Some(e.clone())),
+        (_, Some(limit), _) => (EndReason::Budget { limit }, None),
+        (_, _, Some(e)) if summary.request_timed_out => (EndReason::RequestTimeout, Some(e.clone())),
+        (_, _, Some(e)) => (EndReason::ProviderError, Some(e.clone())),
+        (Ok(_), None, None) => (EndReason::CommandExited, None),
+    };
+    ExternalOutcome {
+        end_reason,
+        steps: summary.steps,
+        tokens: summary.tokens,
+        working: summary.working,
+        wait: summary.wait,
+        cost_usd: summary.cost_usd,
+        error,
+        command: outcome.ok(),
+    }
+}
+
+async fn launch(ctx: &ExternalContext<'_>, sandbox: &Sandbox, meter: &Arc<TrialMeter>) -> Result<CommandOutcome, String> {
+    let iso = isolation::current()?;
+    let jailed = iso.is_isolated();
+    // The gateway's listener: inside the trial's own network namespace, or on
+    // the host's loopback when unsandboxed.
+    let (net, listener, base) = if jailed {
+        if !isolation::is_root() {
+            return Err("an external harness in the sandbox needs root (a network namespace of the trial's own, joined by the jail); run as root or with --unsandboxed".into());
+        }
+        let net = TrialNet::create().map_err(|e| format!("cannot create the trial's network namespace: {e}"))?;
+        let std_listener = net.listener.try_clone().map_err(|e| e.to_string())?;
+        (Some(net), std_listener, format!("http://127.0.0.1:{GATEWAY_PORT}"))
+    } else {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let port = l.local_addr().map_err(|e| e.to_string())?.port();
+        (None, l, format!("http://127.0.0.1:{port}"))
+    };
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+    let server = tokio::spawn(gateway::serve(listener, meter.clone()));
+    let result = command(ctx, sandbox, meter, iso, net.as_ref(), &base).await;
+    server.abort();
+    // Calls already forwarded finish and write their trace lines (bounded).
+    let _ = tokio::time::timeout(Duration::from_secs(10), meter.settled()).await;
+    result
+}
+
+async fn command(
+    ctx: &ExternalContext<'_>,
+    sandbox: &Sandbox,
+    meter: &Arc<TrialMeter>,
+    iso: &Isolation,
+    net: Option<&TrialNet>,
+    base: &str,
+) -> Result<CommandOutcome, String> {
+    let jailed = iso.is_isolated();
+    let trial_dir = tempfile::Builder::new().prefix("ablate-trial-").tempdir().map_err(|e| e.to_string())?;
+    let (harness, workspace, trial_file) = if jailed {
+        (JAIL_HARNESS_DIR.to_string(), JAIL_WORKSPACE.to_string(), format!("{JAIL_TRIAL_DIR}/trial.json"))
+    } else {
+        let ws = sandbox.path().display().to_string();
+        (ctx.harness_dir.display().to_string(), ws, trial_dir.path().join("trial.json").display().to_string())
+    };
+    let json = trial_json(ctx, base, meter.key(), &workspace);
+    let file = trial_dir.path().join("trial.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&json).unwrap_or_default()).map_err(|e| e.to_string())?;
+    set_mode(trial_dir.path(), 0o755)?;
+    set_mode(&file, 0o644)?;
+    let argv = expand_command(ctx.command, &harness, &workspace);
+    let env = environment(ctx, base, meter.key(), &trial_file, &workspace);
+    if jailed {
+        sandbox.hand_over().map_err(|e| format!("cannot hand the workspace over: {e}"))?;
+    }
+    let py = grader::python_info();
+    let tests = sandbox.path().join("tests");
+    let ro_binds: Vec<(PathBuf, String)> =
+        vec![(ctx.harness_dir.to_path_buf(), JAIL_HARNESS_DIR.to_string()), (trial_dir.path().to_path_buf(), JAIL_TRIAL_DIR.to_string())];
+    let confine = Confinement {
+        isolation: iso,
+        jail: Jail {
+            workspace: sandbox.path(),
+            tests: tests.is_dir().then_some(tests.as_path()),
+            runner_dir: None,
+            out_dir: None,
+            uid: sandbox.uid(),
+            python_prefixes: &py.prefixes,
+            ro_binds: &ro_binds,
+            netns: net.map(|n| n.fd()),
+        },
+        limits: harness_limits(ctx.budget),
+    };
+    let max = ctx.budget.max_working_seconds;
+    let stop = async {
+        tokio::select! {
+            _ = meter.stopped() => {}
+            _ = async {
+                loop {
+                    let left = max - meter.working().as_secs_f64();
+                    if left <= 0.0 {
+                        meter.exhaust(BudgetLimit::WorkingSeconds);
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_secs_f64(left.min(1.0))).await;
+                }
+            } => {}
+        }
+    };
+    // A backstop far beyond the working time (waits do not count against it).
+    let hard = Duration::from_secs_f64((max * 10.0 + 600.0).min(7.0 * 86_400.0));
+    let start = Instant::now();
+    let out = run_until(&argv, sandbox.path(), &env, hard, OUTPUT_CAP, Some(&confine), None, stop)
+        .await
+        .map_err(|e| format!("cannot start the harness command {:?}: {e}", argv))?;
+    let tail = |c: &crate::sandbox::process::Capture| {
+        let t = c.text();
+        let mut start = t.len().saturating_sub(4096);
+        while !t.is_char_boundary(start) {
+            start += 1;
+        }
+        t[start..].to_string()
+    };
+    let summary = meter.summary();
+    let stopped_by = if out.stopped || out.timed_out {
+        Some(match (summary.exhausted, &summary.provider_error) {
+            (Some(limit), _) => format!("budget: {}", limit_name(limit)),
+            (None, Some(_)) => "provider_error".to_string(),
+            _ => "timeout".to_string(),
+        })
+    } else {
+        None
+    };
+    Ok(CommandOutcome {
+        command: argv,
+        exit_code: out.exit_code,
+        stopped_by,
+        wall_seconds: start.elapsed().as_secs_f64(),
+        stdout_tail: tail(&out.stdout),
+        stderr_tail: tail(&out.stderr),
+    })
+}
+
+fn limit_name(limit: BudgetLimit) -> String {
+    serde_json::to_value(limit).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{limit:?}"))
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| e.to_string())
+}
+
+/// Why the gateway stopped a harness, as text.
+pub fn describe(stop: &GatewayStop) -> String {
+    match stop {
+        GatewayStop::Budget(limit) => format!("budget: {}", limit_name(*limit)),
+        GatewayStop::ProviderError(e) => format!("provider_error: {e}"),
+    }
+}
+
+/// Stage the harness's files (config `files`, resolved) into one folder: a
+/// folder's contents at its root, a file under its own name.
+pub fn stage_files(files: &[PathBuf], into: &Path) -> std::io::Result<()> {
+    for f in files {
+        let meta = std::fs::metadata(f).map_err(|e| std::io::Error::other(format!("{}: {e}", f.display())))?;
+        if meta.is_dir() {
+            crate::sandbox::copy_tree(f, into)?;
+        } else {
+            let name = f.file_name().ok_or_else(|| std::io::Error::other(format!("{}: no file name", f.display())))?;
+            std::fs::copy(f, into.join(name))?;
+        }
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(into, std::fs::Permissions::from_mode(0o755))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_expand() {
+        let cmd = vec!["sh".to_string(), "{harness}/run.sh".to_string(), "--in={workspace}".to_string()];
+        assert_eq!(expand_command(&cmd, "/harness", "/workspace"), vec!["sh", "/harness/run.sh", "--in=/workspace"]);
+    }
+}

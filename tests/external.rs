@@ -1,0 +1,116 @@
+//! External harnesses end to end: a probe harness (tests/fixtures/harnesses/probe)
+//! runs in the sandbox, its model calls go through the trial's gateway to a
+//! scripted model server, and the workspace is graded as for builtin trials.
+
+mod common;
+
+use ablate::record::{BudgetLimit, EndReason, TrialRecord, TrialStatus};
+use common::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const MODES: [&str; 7] = ["echo", "stream", "greedy", "settings", "direct", "crash", "hang"];
+
+fn harness_toml(url: &str) -> String {
+    let probe = fixture_dir().join("harnesses/probe");
+    format!(
+        "[harness]\nkind = \"external\"\ncommand = [\"python3\", \"{{harness}}/probe.py\", \"{url}\"]\nfiles = [\"{}\"]\ncomponents.mode = [{}]\ncomponents.color = [\"red\", \"blue\"]\n",
+        probe.display(),
+        MODES.iter().map(|m| format!("\"{m}\"")).collect::<Vec<_>>().join(", ")
+    )
+}
+
+fn fixture_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn record<'a>(records: &'a [TrialRecord], arm: &str) -> &'a TrialRecord {
+    records.iter().find(|r| r.arm == arm).unwrap_or_else(|| panic!("no record of arm {arm}"))
+}
+
+fn chats_with(server: &Server, needle: &str) -> Vec<serde_json::Value> {
+    server.chats.lock().unwrap().iter().filter(|b| b.to_string().contains(needle)).cloned().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_harness_is_metered_graded_and_contained() {
+    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let top = harness_toml(&server.url);
+    let mut arms = String::new();
+    for m in MODES {
+        arms.push_str(&format!("[arms.{m}]\nmode = \"{m}\"\n"));
+    }
+    arms.push_str("[arms.echo-blue]\nmode = \"echo\"\ncolor = \"blue\"\n[[matrix.pairs]]\ncontrol = \"echo\"\ntreatment = \"echo-blue\"\n");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, &arms);
+    cfg.top_extra = &top;
+    cfg.max_steps = 3;
+    cfg.max_working_seconds = 4.0;
+    let config = cfg.write(dir.path());
+    let start_time = Instant::now();
+    let summary = run(&config, &dir.path().join("results")).await;
+    let rs = &summary.records;
+    assert_eq!(rs.len(), 8);
+
+    // Components reach the harness and change what it sends; its edit is graded.
+    for (arm, color) in [("echo", "red"), ("echo-blue", "blue")] {
+        let r = record(rs, arm);
+        assert_eq!(r.status, TrialStatus::Passed, "{arm}: {r:?}");
+        assert_eq!(r.end_reason, EndReason::CommandExited);
+        assert_eq!(r.harness_command.as_ref().unwrap().exit_code, Some(0));
+        assert_eq!((r.steps, r.tokens.output), (1, 20), "one call of 20 output tokens (the scripted usage)");
+        assert_eq!(chats_with(&server, &format!("mode=echo color={color}")).len(), 1);
+        let trace = traces(&summary.dir, &r.trial_id);
+        assert_eq!(trace.len(), 1);
+        assert!(trace[0].request.to_string().contains(&format!("color={color}")), "{:?}", trace[0].request);
+    }
+    // Streaming is answered and traced the same way.
+    let r = record(rs, "stream");
+    assert_eq!(r.status, TrialStatus::Passed, "{r:?}");
+    let trace = traces(&summary.dir, &r.trial_id);
+    assert!(trace[0].notes.iter().any(|n| n.contains("sse")), "{:?}", trace[0].notes);
+
+    // A greedy harness is stopped at max_steps: exactly 3 calls reached the model.
+    let r = record(rs, "greedy");
+    assert_eq!(r.status, TrialStatus::BudgetExhausted, "{r:?}");
+    assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::Steps });
+    assert_eq!(chats_with(&server, "mode=greedy").len(), 3);
+    assert_eq!(r.steps, 3);
+    assert_eq!(r.harness_command.as_ref().unwrap().stopped_by.as_deref(), Some("budget: steps"));
+    assert!(r.harness_command.as_ref().unwrap().stdout_tail.contains("REFUSED 429"), "{:?}", r.harness_command);
+
+    // Asked temperature 1.5 and 10,000 tokens: the model got the experiment's.
+    let sent = chats_with(&server, "mode=settings");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["temperature"], 0.0);
+    assert_eq!(sent[0]["max_tokens"], 200);
+    let r = record(rs, "settings");
+    let notes = traces(&summary.dir, &r.trial_id)[0].notes.join(" ");
+    assert!(notes.contains("temperature") && notes.contains("1.5") && notes.contains("10000"), "{notes}");
+
+    // The upstream URL is not reachable from the sandbox.
+    let r = record(rs, "direct");
+    let out = &r.harness_command.as_ref().unwrap().stdout_tail;
+    assert!(out.contains("DIRECT ") && !out.contains("CONNECTED"), "{out}");
+    assert!(chats_with(&server, "mode=direct").is_empty());
+
+    // A crash is the arm's outcome, graded as usual.
+    let r = record(rs, "crash");
+    assert_eq!(r.status, TrialStatus::Failed, "{r:?}");
+    assert_eq!(r.harness_command.as_ref().unwrap().exit_code, Some(3));
+
+    // A hang (with a daemon and a forked child) is stopped at the working time, and nothing is left.
+    let r = record(rs, "hang");
+    assert_eq!(r.status, TrialStatus::Timeout, "{r:?}");
+    assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::WorkingSeconds });
+    assert_eq!(r.harness_command.as_ref().unwrap().stopped_by.as_deref(), Some("budget: working_seconds"));
+    assert!(r.working_seconds >= 4.0 && r.working_seconds < 8.0, "{}", r.working_seconds);
+    assert!(sandbox_processes().is_empty(), "{:?}", sandbox_processes());
+    assert!(start_time.elapsed() < Duration::from_secs(60));
+
+    // The manifest records the harness, its files' digest and the declared components.
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
+    let text = m["experiment"].to_string();
+    assert!(text.contains("probe.py") && text.contains("files_digest"), "{text}");
+}
