@@ -78,7 +78,10 @@ async fn an_external_harness_is_metered_graded_and_contained() {
     assert_eq!(chats_with(&server, "mode=greedy").len(), 3);
     assert_eq!(r.steps, 3);
     assert_eq!(r.harness_command.as_ref().unwrap().stopped_by.as_deref(), Some("budget: steps"));
-    assert!(r.harness_command.as_ref().unwrap().stdout_tail.contains("REFUSED 429"), "{:?}", r.harness_command);
+    // The fourth call was refused (and traced), which stopped the harness.
+    let trace = traces(&summary.dir, &r.trial_id);
+    assert_eq!(trace.len(), 4);
+    assert!(trace[3].error.as_deref().unwrap_or("").contains("steps"), "{:?}", trace[3].error);
 
     // Asked temperature 1.5 and 10,000 tokens: the model got the experiment's.
     let sent = chats_with(&server, "mode=settings");
