@@ -67,7 +67,7 @@ bench-local: deps model
 ## make bench-gateway: the gateway's overhead per model call (external harnesses): mean latency of
 ## 500 non-streaming calls straight to an instant-reply model server and through the gateway.
 bench-gateway:
-	$(CARGO) bench --no-default-features --bench gateway
+	$(CARGO) bench --bench gateway
 
 ## make gate: run configs/gate.toml as a candidate and gate it against the committed
 ## baseline results/baseline/gate.csv (the README's CI example).
