@@ -33,9 +33,10 @@ enum Command {
     Run {
         /// Experiment config (TOML).
         config: PathBuf,
-        /// Trials at once.
-        #[arg(long, short = 'j', default_value_t = 1)]
-        jobs: usize,
+        /// Trials at once (default: what the embedded model decodes together, 4, when the
+        /// experiment uses the local provider; otherwise 1).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
         /// Run only shard K of N (K/N).
         #[arg(long, value_parser = parse_shard)]
         shard: Option<Shard>,
@@ -204,7 +205,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
         Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
-            run_cmd(config, trials, RunOptions { jobs, shard, results_dir: results, resume, progress, run_id, allow_model_change })
+            run_cmd(config, trials, jobs, RunOptions { jobs: 1, shard, results_dir: results, resume, progress, run_id, allow_model_change })
         }
     }
 }
@@ -259,7 +260,7 @@ fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::R
     Ok(exit::OK)
 }
 
-fn run_cmd(config_path: PathBuf, trials: Option<u32>, opts: RunOptions) -> anyhow::Result<i32> {
+fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut opts: RunOptions) -> anyhow::Result<i32> {
     let mut exp = config::load(&config_path)?;
     if let Some(n) = trials {
         if n == 0 {
@@ -267,6 +268,11 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, opts: RunOptions) -> anyho
         }
         exp.trials = n;
     }
+    opts.jobs = match jobs {
+        Some(0) => return Err(InputError::at(&config_path, "--jobs", "must be at least 1").into()),
+        Some(n) => n,
+        None => ablate::runner::default_jobs(&exp),
+    };
     let suite = suite::load(&exp.suite_path)?;
     let result = runtime()?.block_on(ablate::runner::run(exp, suite, opts));
     let summary = match result {

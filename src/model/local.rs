@@ -99,6 +99,10 @@ pub struct LocalOptions {
     pub batch_threads: usize,
     /// Conversations kept in the KV cache at once.
     pub slots: usize,
+    /// Sequences decoded together, one `llama_decode` per step (continuous
+    /// batching; at most `slots`). 1 serves one request at a time, as llama.cpp
+    /// computes each sequence alone: bit-reproducible across concurrency.
+    pub batch: usize,
     /// Reuse the KV cache of a common prompt prefix.
     pub prefix_cache: bool,
     /// When a reply has no `<tool_call>` block, also read a call written as a
@@ -124,6 +128,7 @@ impl Default for LocalOptions {
             threads: cores,
             batch_threads: cores,
             slots: DEFAULT_SLOTS,
+            batch: DEFAULT_SLOTS,
             prefix_cache: true,
             fenced_tool_calls: false,
             template: None,
@@ -155,6 +160,10 @@ impl LocalOptions {
         }
         if let Some(v) = var("ABLATE_LOCAL_SLOTS") {
             o.slots = count("ABLATE_LOCAL_SLOTS", v)?;
+            o.batch = o.slots;
+        }
+        if let Some(v) = var("ABLATE_LOCAL_BATCH") {
+            o.batch = count("ABLATE_LOCAL_BATCH", v)?;
         }
         if let Some(v) = var("ABLATE_LOCAL_PREFIX_CACHE") {
             o.prefix_cache = flag("ABLATE_LOCAL_PREFIX_CACHE", v)?;
@@ -222,8 +231,12 @@ pub struct Generation {
     pub generated_tokens: u32,
     pub stop: Stop,
     pub slot: usize,
+    /// This request's share of the compute while its prompt was evaluated and
+    /// while it generated (each step's time split over the step's tokens).
     pub prompt_seconds: f64,
     pub generation_seconds: f64,
+    /// Most sequences decoded together in one step with this one.
+    pub max_sequences: u32,
 }
 
 /// Counters over the life of a client, for benchmarks.
@@ -287,8 +300,27 @@ struct JobResult {
     /// Complete, or partial (timeout) generation.
     generation: Option<Generation>,
     error: Option<ModelError>,
+    /// Waiting: in the queue before the worker took the request, and the
+    /// other sequences' share of the steps this one was decoded in.
     queued: Duration,
+    /// This request's share of the compute: each step's time split over the
+    /// tokens of the step (what its trial is charged).
     compute: Duration,
+    batch: BatchStats,
+}
+
+/// How a request shared the engine: for the trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct BatchStats {
+    /// `llama_decode` steps the request took part in.
+    pub steps: u32,
+    /// Sequences in those steps: mean and largest.
+    pub mean_sequences: f64,
+    pub max_sequences: u32,
+    /// Time in the queue before the worker took it, ms.
+    pub queued_ms: u64,
+    /// Wall time from admission to the last step, ms (compute share + others' share).
+    pub wall_ms: u64,
 }
 
 /// The in-process llama.cpp client.
@@ -321,7 +353,8 @@ impl LocalClient {
         if context_tokens < 16 {
             return Err(format!("model `{name}`: context_tokens {context_tokens} is too small"));
         }
-        let opts = LocalOptions { threads: opts.threads.max(1), batch_threads: opts.batch_threads.max(1), slots: opts.slots.max(1), ..opts };
+        let slots = opts.slots.max(1);
+        let opts = LocalOptions { threads: opts.threads.max(1), batch_threads: opts.batch_threads.max(1), slots, batch: opts.batch.clamp(1, slots), ..opts };
         let stats = Arc::new(Mutex::new(LocalStats::default()));
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalInfo, String>>(1);
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
@@ -410,6 +443,7 @@ impl ModelClient for LocalClient {
             "n_params": i.n_params,
             "context_tokens": i.context_tokens,
             "slots": o.slots,
+            "batch": o.batch,
             "threads": o.threads,
             "batch_threads": o.batch_threads,
             "prefix_cache": o.prefix_cache,
@@ -423,7 +457,7 @@ impl ModelClient for LocalClient {
 fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, ModelError>, fenced: bool) -> CallOutcome {
     let res = match res {
         Ok(r) => r,
-        Err(e) => JobResult { prompt: None, generation: None, error: Some(e), queued: Duration::ZERO, compute: Duration::ZERO },
+        Err(e) => JobResult { prompt: None, generation: None, error: Some(e), queued: Duration::ZERO, compute: Duration::ZERO, batch: BatchStats::default() },
     };
     let request_body = json!({
         "prompt": res.prompt,
@@ -440,6 +474,7 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
             "cached_tokens": g.cached_tokens,
             "generated_tokens": g.generated_tokens,
             "stop": g.stop.name(),
+            "batch": res.batch,
         })
     });
     let result = match (res.error, res.generation) {
@@ -883,6 +918,7 @@ fn worker_main(
         n_ctx_train: model.n_ctx_train(),
         template: template_text,
     };
+    let max_batch = opts.batch.clamp(1, slots);
     let mut engine = Engine {
         model: &model,
         ctx,
@@ -897,67 +933,293 @@ fn worker_main(
         return;
     }
     drop(ready);
-    while let Ok(job) = jobs.recv() {
-        if job.reply.is_closed() {
-            continue; // the caller is gone
-        }
-        let guard = COMPUTE.lock().unwrap_or_else(|e| e.into_inner());
-        let started = Instant::now();
-        let queued = started.duration_since(job.enqueued);
-        let mut res = engine.run(&job, started);
-        drop(guard);
-        res.queued = queued;
-        res.compute = started.elapsed();
-        {
-            let mut s = stats.lock().unwrap_or_else(|e| e.into_inner());
-            s.requests += 1;
-            s.queue_seconds += queued.as_secs_f64();
-            if let Some(g) = &res.generation {
-                s.prompt_tokens += g.prompt_tokens as u64;
-                s.cached_tokens += g.cached_tokens as u64;
-                s.evaluated_tokens += (g.prompt_tokens - g.cached_tokens) as u64;
-                s.generated_tokens += g.generated_tokens as u64;
-                s.prompt_seconds += g.prompt_seconds;
-                s.generation_seconds += g.generation_seconds;
+    // Continuous batching: admit queued requests while there is room, then
+    // one llama_decode over every active sequence; repeat.
+    let mut active: Vec<Seq> = Vec::new();
+    let mut open = true;
+    loop {
+        if active.is_empty() {
+            if !open {
+                break;
+            }
+            match jobs.recv() {
+                Ok(job) => engine.admit(job, &mut active, &stats),
+                Err(_) => break,
             }
         }
-        let _ = job.reply.send(res);
+        while open && active.len() < max_batch {
+            match jobs.try_recv() {
+                Ok(job) => engine.admit(job, &mut active, &stats),
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => open = false,
+            }
+        }
+        if active.is_empty() {
+            continue;
+        }
+        let guard = COMPUTE.lock().unwrap_or_else(|e| e.into_inner());
+        engine.step(&mut active, &stats);
+        drop(guard);
     }
 }
 
+/// One request being served: prompt evaluation in chunks, then one token a step.
+struct Seq {
+    job: Job,
+    admitted: Instant,
+    slot: usize,
+    prompt_text: String,
+    prompt: Vec<LlamaToken>,
+    /// Next prompt token to evaluate.
+    pos: usize,
+    sampler: TokenSampler,
+    out: Vec<LlamaToken>,
+    g: Generation,
+    /// Sampled and not yet decoded (the next step feeds it).
+    next: Option<LlamaToken>,
+    /// Index of this sequence's logits in the current step's batch.
+    logits: Option<i32>,
+    /// Tokens this sequence put into the current step.
+    in_step: usize,
+    charged: f64,
+    steps: u32,
+    sequences_sum: u64,
+    max_sequences: u32,
+}
+
 impl Engine<'_> {
-    fn run(&mut self, job: &Job, started: Instant) -> JobResult {
-        let mut res = JobResult { prompt: None, generation: None, error: None, queued: Duration::ZERO, compute: Duration::ZERO };
-        let prompt = match &job.input {
+    /// Take a request: render and tokenize its prompt, give it a slot that no
+    /// active sequence holds, and prepare that slot's cache. A request that
+    /// cannot start is answered at once.
+    fn admit(&mut self, job: Job, active: &mut Vec<Seq>, stats: &Mutex<LocalStats>) {
+        if job.reply.is_closed() {
+            return; // the caller is gone
+        }
+        let admitted = Instant::now();
+        let fail = |job: Job, prompt: Option<String>, e: ModelError| {
+            let queued = admitted.duration_since(job.enqueued);
+            record_stats(stats, queued, None);
+            let _ = job.reply.send(JobResult { prompt, generation: None, error: Some(e), queued, compute: Duration::ZERO, batch: BatchStats::default() });
+        };
+        let prompt_text = match &job.input {
             PromptInput::Chat { messages, tools } => match self.render(messages, tools) {
                 Ok(p) => p,
-                Err(e) => {
-                    res.error = Some(e);
-                    return res;
-                }
+                Err(e) => return fail(job, None, e),
             },
             PromptInput::Text(t) => t.clone(),
         };
-        let tokens = self.tokenize(&prompt);
-        res.prompt = Some(prompt);
-        if tokens.is_empty() {
-            res.error = Some(ModelError::Other("the prompt is empty".into()));
-            return res;
+        let prompt = self.tokenize(&prompt_text);
+        if prompt.is_empty() {
+            return fail(job, Some(prompt_text), ModelError::Other("the prompt is empty".into()));
         }
-        if tokens.len() > self.limit {
-            res.error = Some(ModelError::Other(format!("prompt of {} tokens exceeds the context of {}", tokens.len(), self.limit)));
-            return res;
+        if prompt.len() > self.limit {
+            let e = ModelError::Other(format!("prompt of {} tokens exceeds the context of {}", prompt.len(), self.limit));
+            return fail(job, Some(prompt_text), e);
         }
-        let deadline = started + job.params.timeout;
-        let cancelled = || job.reply.is_closed();
-        match self.generate(&tokens, &job.params, deadline, &cancelled) {
-            Ok(g) => res.generation = Some(g),
-            Err((e, partial)) => {
-                res.error = Some(e);
-                res.generation = partial;
+        let busy: Vec<bool> = (0..self.slots.len()).map(|i| active.iter().any(|s| s.slot == i)).collect();
+        let (slot, source, reusable) = self.pick_slot(&prompt, &busy);
+        self.clock += 1;
+        self.slots[slot].last_used = self.clock;
+        let seq = slot as i32;
+        if let Some(src) = source {
+            // Cross-sequence copies are whole-buffer copies in llama.cpp; the tail is cut below.
+            match self.ctx.kv_cache_seq_cp(src as i32, seq, None, None) {
+                Ok(()) => self.slots[slot].tokens = self.slots[src].tokens.clone(),
+                Err(_) => self.clear_slot(slot),
             }
         }
-        res
+        // At least the last prompt token is evaluated, for its logits.
+        let keep = reusable.min(prompt.len() - 1).min(self.slots[slot].tokens.len());
+        if keep < self.slots[slot].tokens.len() {
+            match self.ctx.kv_cache_seq_rm(seq, Some(keep as u32), None) {
+                Ok(()) => self.slots[slot].tokens.truncate(keep),
+                Err(_) => self.clear_slot(slot), // e.g. recurrent models: no partial removal
+            }
+        }
+        let cached = self.slots[slot].tokens.len();
+        let p = &job.params;
+        let sampler = TokenSampler::new(p.temperature, p.top_p, p.seed);
+        let g = Generation {
+            text: String::new(),
+            prompt_tokens: prompt.len() as u32,
+            cached_tokens: cached as u32,
+            generated_tokens: 0,
+            stop: Stop::Timeout,
+            slot,
+            prompt_seconds: 0.0,
+            generation_seconds: 0.0,
+            max_sequences: 0,
+        };
+        active.push(Seq {
+            job,
+            admitted,
+            slot,
+            prompt_text,
+            prompt,
+            pos: cached,
+            sampler,
+            out: Vec::new(),
+            g,
+            next: None,
+            logits: None,
+            in_step: 0,
+            charged: 0.0,
+            steps: 0,
+            sequences_sum: 0,
+            max_sequences: 0,
+        });
+    }
+
+    /// One llama_decode over every active sequence: the token each generating
+    /// sequence sampled last, then prompt chunks of the others as far as the
+    /// batch holds. Then sample, and answer the sequences that are done.
+    fn step(&mut self, active: &mut Vec<Seq>, stats: &Mutex<LocalStats>) {
+        let t0 = Instant::now();
+        let cap = self.batch_capacity();
+        self.batch.clear();
+        let mut n = 0usize;
+        let mut error: Option<String> = None;
+        for s in active.iter_mut() {
+            s.logits = None;
+            s.in_step = 0;
+            if let Some(tok) = s.next {
+                let at = self.slots[s.slot].tokens.len();
+                if let Err(e) = self.batch.add(tok, at as i32, &[s.slot as i32], true) {
+                    error.get_or_insert(e.to_string());
+                }
+                s.logits = Some(n as i32);
+                s.in_step = 1;
+                n += 1;
+            }
+        }
+        for s in active.iter_mut().filter(|s| s.next.is_none() && s.pos < s.prompt.len()) {
+            if n >= cap {
+                break;
+            }
+            let take = (cap - n).min(s.prompt.len() - s.pos);
+            for i in s.pos..s.pos + take {
+                let last = i + 1 == s.prompt.len();
+                if let Err(e) = self.batch.add(s.prompt[i], i as i32, &[s.slot as i32], last) {
+                    error.get_or_insert(e.to_string());
+                }
+                if last {
+                    s.logits = Some(n as i32);
+                }
+                n += 1;
+            }
+            s.in_step = take;
+        }
+        if error.is_none() {
+            if let Err(e) = self.ctx.decode(&mut self.batch) {
+                error = Some(e.to_string());
+            }
+        }
+        let dt = t0.elapsed().as_secs_f64();
+        let members = active.iter().filter(|s| s.in_step > 0).count() as u32;
+        if let Some(e) = error {
+            // The step failed for every sequence in it: their caches are unknown now.
+            let mut i = 0;
+            while i < active.len() {
+                if active[i].in_step > 0 {
+                    let s = active.swap_remove(i);
+                    self.clear_slot(s.slot);
+                    let what = if s.next.is_some() { "decode" } else { "evaluate the prompt" };
+                    let partial = s.next.is_some().then(|| detokenize(self.model, &s.out));
+                    self.finish(s, Err(ModelError::Other(format!("llama.cpp could not {what}: {e}"))), partial, stats);
+                } else {
+                    i += 1;
+                }
+            }
+            return;
+        }
+        let now = Instant::now();
+        let vocab = self.model.vocab();
+        let mut i = 0;
+        while i < active.len() {
+            let s = &mut active[i];
+            if s.in_step > 0 {
+                // Each token of the step carries an equal share of its time.
+                let share = dt * s.in_step as f64 / n.max(1) as f64;
+                s.charged += share;
+                s.steps += 1;
+                s.sequences_sum += members as u64;
+                s.max_sequences = s.max_sequences.max(members);
+                if let Some(tok) = s.next.take() {
+                    self.slots[s.slot].tokens.push(tok);
+                    s.g.generation_seconds += share;
+                } else {
+                    let end = s.pos + s.in_step;
+                    self.slots[s.slot].tokens.extend_from_slice(&s.prompt[s.pos..end]);
+                    s.pos = end;
+                    s.g.prompt_seconds += share;
+                }
+            }
+            let mut done: Option<Stop> = None;
+            if let Some(idx) = s.logits {
+                let tok = LlamaToken::new(s.sampler.pick(self.ctx.get_logits_ith(idx)) as i32);
+                s.g.generated_tokens += 1;
+                if vocab.is_eog(tok) {
+                    done = Some(Stop::Eos);
+                } else {
+                    s.out.push(tok);
+                    if s.g.generated_tokens >= s.job.params.max_tokens || self.slots[s.slot].tokens.len() + 1 > self.limit {
+                        done = Some(Stop::Length);
+                    } else {
+                        s.next = Some(tok);
+                    }
+                }
+            }
+            let timed_out = done.is_none() && s.charged >= s.job.params.timeout.as_secs_f64();
+            let cancelled = done.is_none() && s.job.reply.is_closed();
+            if done.is_some() || timed_out || cancelled {
+                let mut s = active.swap_remove(i);
+                let text = detokenize(self.model, &s.out);
+                let result = match done {
+                    Some(stop) => {
+                        s.g.stop = stop;
+                        Ok(())
+                    }
+                    None if cancelled => Err(ModelError::Other("the request was cancelled".into())),
+                    None => Err(ModelError::Timeout(s.job.params.timeout.as_secs_f64())),
+                };
+                let _ = now;
+                self.finish(s, result, Some(text), stats);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Answer a sequence: its generation (complete, or partial with the error).
+    fn finish(&mut self, mut s: Seq, result: Result<(), ModelError>, text: Option<String>, stats: &Mutex<LocalStats>) {
+        let queued = s.admitted.duration_since(s.job.enqueued);
+        let wall = s.admitted.elapsed();
+        let compute = Duration::from_secs_f64(s.charged.min(wall.as_secs_f64()));
+        if let Some(t) = text {
+            s.g.text = t;
+        }
+        s.g.max_sequences = s.max_sequences;
+        let generation = match &result {
+            Ok(()) => Some(s.g.clone()),
+            // A partial generation once prompt evaluation is over.
+            Err(_) => (s.pos >= s.prompt.len()).then(|| s.g.clone()),
+        };
+        record_stats(stats, queued, generation.as_ref());
+        let batch = BatchStats {
+            steps: s.steps,
+            mean_sequences: if s.steps > 0 { s.sequences_sum as f64 / s.steps as f64 } else { 0.0 },
+            max_sequences: s.max_sequences,
+            queued_ms: queued.as_millis() as u64,
+            wall_ms: wall.as_millis() as u64,
+        };
+        let _ = s.job.reply.send(JobResult {
+            prompt: Some(s.prompt_text),
+            generation,
+            error: result.err(),
+            queued: queued + wall.saturating_sub(compute),
+            compute,
+            batch,
+        });
     }
 
     fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, ModelError> {
@@ -983,14 +1245,17 @@ impl Engine<'_> {
     }
 
     /// (slot to use, slot to copy from first, tokens of the target reusable after the copy)
-    fn pick_slot(&self, prompt: &[LlamaToken]) -> (usize, Option<usize>, usize) {
+    /// Slots marked `busy` belong to active sequences: they are neither the
+    /// target nor (since their cache is changing) a source to copy from.
+    fn pick_slot(&self, prompt: &[LlamaToken], busy: &[bool]) -> (usize, Option<usize>, usize) {
+        let idle = || (0..self.slots.len()).filter(|&i| !busy[i]);
         let lru = |cands: &mut dyn Iterator<Item = usize>| cands.min_by_key(|&i| self.slots[i].last_used).unwrap_or(0);
         if !self.prefix_cache {
-            return (lru(&mut (0..self.slots.len())), None, 0);
+            return (lru(&mut idle()), None, 0);
         }
         let lcp: Vec<usize> = self.slots.iter().map(|s| common_prefix(&s.tokens, prompt)).collect();
         // The best match; ties go to the most recently used.
-        let best = (0..self.slots.len()).max_by_key(|&i| (lcp[i], self.slots[i].last_used)).unwrap_or(0);
+        let best = idle().max_by_key(|&i| (lcp[i], self.slots[i].last_used)).unwrap_or(0);
         let whole = |i: usize| lcp[i] == self.slots[i].tokens.len();
         // A conversation continued, or one that diverged late (keeps at least half).
         if lcp[best] > 0 && (whole(best) || lcp[best] * 2 >= self.slots[best].tokens.len()) {
@@ -998,8 +1263,8 @@ impl Engine<'_> {
         }
         // Otherwise a free slot, else the least recently used one, seeded with
         // the best slot's cache when that shares more.
-        let free: Vec<usize> = (0..self.slots.len()).filter(|&i| self.slots[i].tokens.is_empty()).collect();
-        let target = if free.is_empty() { lru(&mut (0..self.slots.len())) } else { lru(&mut free.into_iter()) };
+        let free: Vec<usize> = idle().filter(|&i| self.slots[i].tokens.is_empty()).collect();
+        let target = if free.is_empty() { lru(&mut idle()) } else { lru(&mut free.into_iter()) };
         // A cross-sequence copy moves the whole KV buffer of a slot: worth it for a real prefix only.
         if best != target && lcp[best] >= lcp[target] + MIN_COPY_TOKENS {
             (target, Some(best), lcp[best])
@@ -1013,121 +1278,23 @@ impl Engine<'_> {
         self.slots[slot].tokens.clear();
     }
 
-    #[allow(clippy::type_complexity)]
-    fn generate(
-        &mut self,
-        prompt: &[LlamaToken],
-        p: &GenParams,
-        deadline: Instant,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Result<Generation, (ModelError, Option<Generation>)> {
-        let t0 = Instant::now();
-        let (slot, source, reusable) = self.pick_slot(prompt);
-        self.clock += 1;
-        self.slots[slot].last_used = self.clock;
-        let seq = slot as i32;
-        if let Some(src) = source {
-            // Cross-sequence copies are whole-buffer copies in llama.cpp; the tail is cut below.
-            match self.ctx.kv_cache_seq_cp(src as i32, seq, None, None) {
-                Ok(()) => self.slots[slot].tokens = self.slots[src].tokens.clone(),
-                Err(_) => self.clear_slot(slot),
-            }
-        }
-        // At least the last prompt token is evaluated, for its logits.
-        let keep = reusable.min(prompt.len() - 1).min(self.slots[slot].tokens.len());
-        if keep < self.slots[slot].tokens.len() {
-            match self.ctx.kv_cache_seq_rm(seq, Some(keep as u32), None) {
-                Ok(()) => self.slots[slot].tokens.truncate(keep),
-                Err(_) => self.clear_slot(slot), // e.g. recurrent models: no partial removal
-            }
-        }
-        let cached = self.slots[slot].tokens.len();
-        let mut g = Generation {
-            text: String::new(),
-            prompt_tokens: prompt.len() as u32,
-            cached_tokens: cached as u32,
-            generated_tokens: 0,
-            stop: Stop::Timeout,
-            slot,
-            prompt_seconds: 0.0,
-            generation_seconds: 0.0,
-        };
-        let decode_err = |e: String| ModelError::Other(format!("llama.cpp could not evaluate the prompt: {e}"));
-
-        // Evaluate the prompt after the cached prefix.
-        let n_batch = self.batch_capacity();
-        let mut pos = cached;
-        while pos < prompt.len() {
-            let end = (pos + n_batch).min(prompt.len());
-            self.batch.clear();
-            for (i, &tok) in prompt.iter().enumerate().take(end).skip(pos) {
-                if let Err(e) = self.batch.add(tok, i as i32, &[seq], i + 1 == prompt.len()) {
-                    self.clear_slot(slot);
-                    return Err((decode_err(e.to_string()), None));
-                }
-            }
-            if let Err(e) = self.ctx.decode(&mut self.batch) {
-                self.clear_slot(slot);
-                return Err((decode_err(e.to_string()), None));
-            }
-            self.slots[slot].tokens.extend_from_slice(&prompt[pos..end]);
-            pos = end;
-            if pos < prompt.len() && (Instant::now() >= deadline || cancelled()) {
-                g.prompt_seconds = t0.elapsed().as_secs_f64();
-                return Err((self.timeout_or_cancel(p, cancelled), Some(g)));
-            }
-        }
-        let t1 = Instant::now();
-        g.prompt_seconds = t1.duration_since(t0).as_secs_f64();
-
-        // Generate.
-        let model = self.model;
-        let vocab = model.vocab();
-        let mut sampler = TokenSampler::new(p.temperature, p.top_p, p.seed);
-        let mut out: Vec<LlamaToken> = Vec::new();
-        let mut idx = self.batch.n_tokens() - 1;
-        let stop = loop {
-            if g.generated_tokens >= p.max_tokens {
-                break Stop::Length;
-            }
-            let tok = LlamaToken::new(sampler.pick(self.ctx.get_logits_ith(idx)) as i32);
-            g.generated_tokens += 1;
-            if vocab.is_eog(tok) {
-                break Stop::Eos;
-            }
-            out.push(tok);
-            if g.generated_tokens >= p.max_tokens || self.slots[slot].tokens.len() >= self.limit {
-                break Stop::Length;
-            }
-            if Instant::now() >= deadline || cancelled() {
-                g.text = detokenize(self.model, &out);
-                g.generation_seconds = t1.elapsed().as_secs_f64();
-                return Err((self.timeout_or_cancel(p, cancelled), Some(g)));
-            }
-            let at = self.slots[slot].tokens.len();
-            self.batch.clear();
-            let step = self.batch.add(tok, at as i32, &[seq], true).map_err(|e| e.to_string());
-            let step = step.and_then(|()| self.ctx.decode(&mut self.batch).map_err(|e| e.to_string()));
-            if let Err(e) = step {
-                self.clear_slot(slot);
-                g.text = detokenize(self.model, &out);
-                return Err((ModelError::Other(format!("llama.cpp could not decode: {e}")), Some(g)));
-            }
-            self.slots[slot].tokens.push(tok);
-            idx = 0;
-        };
-        g.stop = stop;
-        g.text = detokenize(self.model, &out);
-        g.generation_seconds = t1.elapsed().as_secs_f64();
-        Ok(g)
-    }
-
     fn batch_capacity(&self) -> usize {
         self.ctx.n_batch().min(BATCH_TOKENS) as usize
     }
 
-    fn timeout_or_cancel(&self, p: &GenParams, cancelled: &dyn Fn() -> bool) -> ModelError {
-        if cancelled() { ModelError::Other("the request was cancelled".into()) } else { ModelError::Timeout(p.timeout.as_secs_f64()) }
+}
+
+fn record_stats(stats: &Mutex<LocalStats>, queued: Duration, g: Option<&Generation>) {
+    let mut s = stats.lock().unwrap_or_else(|e| e.into_inner());
+    s.requests += 1;
+    s.queue_seconds += queued.as_secs_f64();
+    if let Some(g) = g {
+        s.prompt_tokens += g.prompt_tokens as u64;
+        s.cached_tokens += g.cached_tokens as u64;
+        s.evaluated_tokens += (g.prompt_tokens - g.cached_tokens) as u64;
+        s.generated_tokens += g.generated_tokens as u64;
+        s.prompt_seconds += g.prompt_seconds;
+        s.generation_seconds += g.generation_seconds;
     }
 }
 

@@ -137,6 +137,17 @@ impl Shared {
     }
 }
 
+/// `--jobs` when not given: with the embedded model, as many trials as it
+/// decodes together (continuous batching, `ABLATE_LOCAL_BATCH`, default 4);
+/// otherwise one at a time.
+pub fn default_jobs(exp: &Experiment) -> usize {
+    if exp.models.iter().any(|m| m.provider == crate::config::Provider::Local) {
+        #[cfg(feature = "local")]
+        return crate::model::local::LocalOptions::from_env().map(|o| o.batch.min(o.slots)).unwrap_or(1).max(1);
+    }
+    1
+}
+
 pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunSummary, RunError> {
     let plan = plan::build(&exp, &suite)?;
     let io = |dir: &Path| {
