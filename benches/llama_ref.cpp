@@ -6,6 +6,11 @@
 // batches, generation one token per llama_decode with no sampling, a warm-up
 // run, then the mean over repetitions. Built and run by `make bench-local`.
 //
+// usage: llama_ref batched MODEL THREADS PP TG CTX_PER_SEQ N_LIST REPS
+//   aggregate generation throughput the way llama-batched-bench measures it: for each
+//   N in N_LIST (e.g. 1,2,4,8), N sequences of PP random prompt tokens evaluated in one
+//   batch, then TG steps of one llama_decode holding one token of every sequence;
+//   N x TG / (the whole time), mean of REPS after a warm-up.
 // usage: llama_ref MODEL THREADS [N_PROMPT=512] [N_GEN=128] [DEPTH=0] [REPS=5] [N_CTX=0] [N_SEQ=1] [POLL=-1] [SAMPLE=0]
 // DEPTH tokens are in the KV cache before generation starts (llama-bench's -d).
 // N_CTX=0 sizes the context to N_PROMPT + N_GEN + DEPTH, as llama-bench does; N_CTX and
@@ -21,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 static double now_s() {
@@ -52,7 +58,76 @@ static bool generate(llama_context * ctx, int n_gen, int n_vocab, llama_sampler 
     return true;
 }
 
+static void batch_add(llama_batch & b, llama_token t, int pos, int seq, bool logits) {
+    const int i = b.n_tokens++;
+    b.token[i] = t;
+    b.pos[i] = pos;
+    b.n_seq_id[i] = 1;
+    b.seq_id[i][0] = seq;
+    b.logits[i] = logits;
+}
+
+static int batched_main(int argc, char ** argv) {
+    if (argc < 8) {
+        fprintf(stderr, "usage: llama_ref batched MODEL THREADS PP TG CTX_PER_SEQ N_LIST REPS\n");
+        return 2;
+    }
+    const char * path = argv[1];
+    const int threads = atoi(argv[2]), pp = atoi(argv[3]), tg = atoi(argv[4]), per_seq = atoi(argv[5]);
+    std::vector<int> list;
+    for (char * p = argv[6]; *p;) {
+        list.push_back((int) strtol(p, &p, 10));
+        if (*p == ',') p++;
+    }
+    const int reps = atoi(argv[7]);
+    const int n_max = *std::max_element(list.begin(), list.end());
+    llama_log_set(quiet, nullptr);
+    llama_backend_init();
+    llama_model * model = llama_model_load_from_file(path, llama_model_default_params());
+    if (!model) return 1;
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = per_seq * n_max;
+    cp.n_seq_max = n_max;
+    cp.kv_unified = false;
+    cp.n_batch = std::max(512, pp * n_max);
+    cp.n_ubatch = 512;
+    cp.n_threads = threads;
+    cp.n_threads_batch = threads;
+    llama_context * ctx = llama_init_from_model(model, cp);
+    if (!ctx) return 1;
+    llama_memory_t mem = llama_get_memory(ctx);
+    llama_batch batch = llama_batch_init(std::max(pp, 1) * n_max + n_max, 0, 1);
+    auto run = [&](int n) -> double {
+        llama_memory_clear(mem, true);
+        double t0 = now_s();
+        batch.n_tokens = 0;
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < pp; i++) batch_add(batch, std::rand() % n_vocab, i, s, i == pp - 1);
+        if (llama_decode(ctx, batch) != 0) return -1;
+        for (int t = 0; t < tg; t++) {
+            batch.n_tokens = 0;
+            for (int s = 0; s < n; s++) batch_add(batch, std::rand() % n_vocab, pp + t, s, true);
+            if (llama_decode(ctx, batch) != 0) return -1;
+            llama_synchronize(ctx);
+        }
+        return (double) n * tg / (now_s() - t0);
+    };
+    for (int n : list) {
+        run(n); // warm-up
+        double sum = 0;
+        for (int r = 0; r < reps; r++) sum += run(n);
+        printf("llama.cpp batched, %d threads, pp%d tg%d, %d sequences: %.1f tokens/s (mean of %d)\n", threads, pp, tg, n, sum / reps, reps);
+    }
+    llama_batch_free(batch);
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    return 0;
+}
+
 int main(int argc, char ** argv) {
+    if (argc > 1 && std::string(argv[1]) == "batched") return batched_main(argc - 1, argv + 1);
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL THREADS [N_PROMPT] [N_GEN] [DEPTH] [REPS] [N_CTX] [N_SEQ] [POLL] [SAMPLE]\n", argv[0]);
         return 2;

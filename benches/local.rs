@@ -45,7 +45,7 @@ fn parse_duration_texts() -> (String, String) {
 }
 
 fn params(max_tokens: u32) -> GenParams {
-    GenParams { max_tokens, temperature: 0.0, top_p: 1.0, seed: 1, timeout: Duration::from_secs(600) }
+    GenParams { max_tokens, temperature: 0.0, top_p: 1.0, seed: 1, timeout: Duration::from_secs(600), ignore_eos: false }
 }
 
 fn main() {
@@ -69,6 +69,45 @@ fn main() {
     }
     if parts.split(',').any(|p| p == "sampling") {
         sampling(&path, reps);
+    }
+    if parts.split(',').any(|p| p == "batched") {
+        batched(&path, &opts, reps, gen_tokens);
+    }
+}
+
+/// Aggregate generation throughput with 1, 2, 4 and 8 concurrent requests
+/// (continuous batching), measured like benches/llama_ref.cpp's batched mode:
+/// N requests of about 32 prompt tokens each, submitted at once, each
+/// generating exactly `gen_tokens` (end tokens ignored), greedy; N x
+/// gen_tokens / the wall time from submission to the last reply. Each
+/// repetition uses new prompts, so no cache is reused; a warm-up first.
+fn batched(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u32) {
+    let list: Vec<usize> = std::env::var("ABLATE_BENCH_BATCH").unwrap_or_else(|_| "1,2,4,8".into()).split(',').filter_map(|v| v.parse().ok()).collect();
+    let slots = list.iter().copied().max().unwrap_or(1).max(opts.slots);
+    let words = "apple river stone cloud seven orange window garden silver candle forest mirror";
+    for &n in &list {
+        let client = std::sync::Arc::new(
+            LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { slots, batch: n, prefix_cache: false, ..opts.clone() }).expect("load"),
+        );
+        let p = GenParams { ignore_eos: true, ..params(gen_tokens) };
+        let mut rates = Vec::new();
+        for rep in 0..=reps {
+            let start = Instant::now();
+            let handles: Vec<_> = (0..n)
+                .map(|k| {
+                    let (c, p) = (client.clone(), p.clone());
+                    let prompt = format!("Request {rep}-{k}. Repeat these words many times: {words} {words}");
+                    std::thread::spawn(move || c.generate_blocking(&prompt, &p).expect("generate").generated_tokens)
+                })
+                .collect();
+            let total: u32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(total, n as u32 * gen_tokens);
+            if rep > 0 {
+                rates.push(total as f64 / start.elapsed().as_secs_f64());
+            }
+        }
+        let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+        println!("ablate batched, {} threads, tg{gen_tokens}, {n} sequences: {mean:.1} tokens/s (mean of {reps})", opts.threads);
     }
 }
 

@@ -66,3 +66,21 @@ show("generation", 2)
 PY
 rm -f "$results"
 ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=reuse,sampling "$bench" --bench | grep -E '^(4-step|sampling|  logits)'
+
+# Aggregate throughput with 1, 2, 4 and 8 concurrent sequences: ablate's
+# continuous batching against llama.cpp's own batched decoding (llama_ref
+# batched), same file, build and threads; ~40 prompt tokens and 64 generated
+# tokens per sequence, 8 slots of 1024 tokens.
+tg=${ABLATE_BENCH_BATCH_GEN:-64}
+ours=$(ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_LOCAL_SLOTS=8 ABLATE_BENCH_REPS=3 ABLATE_BENCH_GEN="$tg" ABLATE_BENCH_PARTS=batched "$bench" --bench | grep '^ablate batched')
+theirs=$("$ref" batched "$model" "$threads" 40 "$tg" 1024 1,2,4,8 3)
+echo "$ours"
+echo "$theirs"
+python3 - <<PY
+import re
+ours = {int(m[0]): float(m[1]) for m in re.findall(r"(\d+) sequences: ([\d.]+) tokens/s", """$ours""")}
+ref = {int(m[0]): float(m[1]) for m in re.findall(r"(\d+) sequences: ([\d.]+) tokens/s", """$theirs""")}
+print(f"{'sequences':>9} {'ablate tok/s':>13} {'llama.cpp tok/s':>16} {'ratio':>7} {'ablate vs 1':>12} {'llama.cpp vs 1':>15}")
+for n in sorted(ours):
+    print(f"{n:>9} {ours[n]:>13.1f} {ref.get(n, float('nan')):>16.1f} {ours[n] / ref[n]:>7.1%} {ours[n] / ours[1]:>11.2f}x {ref[n] / ref[1]:>14.2f}x")
+PY

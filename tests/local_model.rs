@@ -139,7 +139,7 @@ fn batched_greedy_generations_match_one_at_a_time() {
         "List three prime numbers: 2,",
         "# Reverse a string in Python\ndef reverse(s):\n",
     ];
-    let params = GenParams { max_tokens: 24, temperature: 0.0, top_p: 1.0, seed: 1, timeout: std::time::Duration::from_secs(120) };
+    let params = GenParams { max_tokens: 24, temperature: 0.0, top_p: 1.0, seed: 1, timeout: std::time::Duration::from_secs(120), ignore_eos: false };
     let alone = LocalClient::with_options(&spec, LocalOptions { batch: 1, ..LocalOptions::default() }).unwrap();
     let single: Vec<String> = prompts.iter().map(|p| alone.generate_blocking(p, &params).unwrap().text).collect();
     drop(alone);

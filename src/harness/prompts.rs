@@ -5,13 +5,18 @@ use crate::grader::CheckResult;
 use crate::suite::Task;
 
 /// The builtin system prompt (`instructions = builtin`).
+/// It shows no example code: a small model copies an example block instead of
+/// solving the task, which would make the bare arm a straw man. The exact
+/// opening fence, with the task's own file name, is in the task message.
 pub const DEFAULT_SYSTEM: &str = "You are a careful Python programmer solving a small coding task.
-To change a file, reply with its complete new content in one fenced code block, with the language and the file name after the opening fence, like this:
-```python example.py
-def f():
-    return 1
-```
+To change a file, reply with its complete new content in one fenced code block, with the language and the file name after the opening fence.
 Put only code in the block. When the task is complete, write DONE on a line of its own.";
+
+/// sha256 of this file: every builtin text the harness can send (recorded in
+/// the manifest's prompt digests as `builtin-texts`).
+pub fn builtin_texts_sha256() -> String {
+    crate::digest::sha256_hex(include_str!("prompts.rs").as_bytes())
+}
 
 /// Added to the system prompt when the `tools` component is on.
 pub const TOOLS_NOTE: &str = "You can call the tools read_file, list_files and run_tests to inspect the workspace and run the checks. Files change only through fenced code blocks.";
@@ -32,6 +37,9 @@ pub fn task_message(task: &Task, files: &[(String, String)], tools: bool) -> Str
         for (name, content) in files {
             s.push_str(&format!("\n--- {name} ---\n```python\n{}\n```\n", content.trim_end()));
         }
+    }
+    if let Some(first) = task.editable.first() {
+        s.push_str(&format!("\nReply with the complete new content of {first} in one fenced code block that starts with ```python {first}\n"));
     }
     s
 }

@@ -189,11 +189,14 @@ pub struct GenParams {
     pub seed: u64,
     /// Limit on the worker's time for this request (queueing not counted).
     pub timeout: Duration,
+    /// Generate max_tokens whatever the model says (benchmarks: a fixed
+    /// amount of work, as llama.cpp's batched bench does).
+    pub ignore_eos: bool,
 }
 
 impl GenParams {
     fn of(req: &ChatRequest) -> GenParams {
-        GenParams { max_tokens: req.max_tokens, temperature: req.temperature, top_p: req.top_p, seed: req.seed, timeout: req.timeout }
+        GenParams { max_tokens: req.max_tokens, temperature: req.temperature, top_p: req.top_p, seed: req.seed, timeout: req.timeout, ignore_eos: false }
     }
 }
 
@@ -1158,7 +1161,7 @@ impl Engine<'_> {
             if let Some(idx) = s.logits {
                 let tok = LlamaToken::new(s.sampler.pick(self.ctx.get_logits_ith(idx)) as i32);
                 s.g.generated_tokens += 1;
-                if vocab.is_eog(tok) {
+                if vocab.is_eog(tok) && !s.job.params.ignore_eos {
                     done = Some(Stop::Eos);
                 } else {
                     s.out.push(tok);

@@ -429,8 +429,14 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
         prompt_digests: exp
             .harness_kind
             .is_builtin()
-            .then(|| ("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())))
+            .then(|| {
+                [
+                    ("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())),
+                    ("builtin-texts".to_string(), prompts::builtin_texts_sha256()),
+                ]
+            })
             .into_iter()
+            .flatten()
             .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
             .collect(),
         host: HostFacts::read(),
@@ -670,6 +676,7 @@ mod tests {
         let shared = Shared {
             exp,
             suite,
+            harness_dir: None,
             clients: HashMap::from([("m".to_string(), client)]),
             instructions: HashMap::from([("b".to_string(), prompts::DEFAULT_SYSTEM.to_string())]),
             run_id: "r".into(),
