@@ -151,15 +151,15 @@ fn parse(format: Format, path: &Path, text: &[u8]) -> Result<Vec<Problem>, Input
         let line = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let Ok(s) = std::str::from_utf8(raw) else {
-            return Err(InputError::at(path, format!("line {line}"), "not valid UTF-8"));
+            return Err(InputError::new(path, format!("line {line}: not valid UTF-8")));
         };
         if s.trim().is_empty() {
             continue;
         }
         let value: Value = serde_json::from_str(s)
-            .map_err(|e| InputError::at(path, format!("line {line}"), format!("not a JSON object: {e}")))?;
+            .map_err(|e| InputError::new(path, format!("line {line}: not a JSON object: {e}")))?;
         let Value::Object(obj) = value else {
-            return Err(InputError::at(path, format!("line {line}"), "not a JSON object"));
+            return Err(InputError::new(path, format!("line {line}: not a JSON object")));
         };
         let fields = Fields { path, line, obj: &obj };
         let p = match format {
@@ -187,7 +187,7 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn err(&self, field: &str, message: impl Into<String>) -> InputError {
-        InputError::at(self.path, format!("line {}: {field}", self.line), message)
+        InputError::new(self.path, format!("line {}, field `{field}`: {}", self.line, message.into()))
     }
 
     fn only(&self, allowed: &[&str]) -> Result<(), InputError> {
