@@ -54,7 +54,7 @@ fn humaneval_import_writes_prompt_stub_solution_and_check_and_the_suite_proves()
     // The files, against what the fixture says by hand.
     let t = out.join("mini-001");
     let prompt = "\n\ndef square(x: int) -> int:\n    return x * x\n\n\ndef sum_squares(xs: list) -> int:\n    \"\"\" Return the sum of square(x) for x in xs.\n    >>> sum_squares([1, 2])\n    5\n    \"\"\"\n";
-    assert_eq!(read(t.join("workspace/sum_squares.py")), format!("{prompt}    raise NotImplementedError\n"));
+    assert_eq!(read(t.join("workspace/sum_squares.py")), prompt, "the workspace holds the prompt as given");
     assert_eq!(read(t.join("solution/sum_squares.py")), format!("{prompt}    return sum(square(x) for x in xs)\n"));
     let test = read(t.join("tests/test_sum_squares.py"));
     assert!(test.contains("from sum_squares import *"), "{test}");
@@ -282,4 +282,21 @@ fn a_corrupt_gzip_is_an_error_naming_the_file() {
     let (code, _, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&tmp.path().join("out"))]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("HumanEval.jsonl.gz") && err.contains("not a valid gzip file"), "{err}");
+}
+
+#[test]
+fn a_prompt_without_a_docstring_gets_a_stub_that_raises() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good: Vec<String> = std::fs::read_to_string(fixture("humaneval-mini.jsonl")).unwrap().lines().map(String::from).collect();
+    let mut bare: serde_json::Value = serde_json::from_str(&good[0]).unwrap();
+    bare["prompt"] = serde_json::json!("def add_pair(a, b):\n");
+    let src = tmp.path().join("x.jsonl");
+    std::fs::write(&src, format!("{bare}\n")).unwrap();
+    let out = tmp.path().join("suite");
+    let (code, stdout, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out)]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert_eq!(read(out.join("mini-000/workspace/add_pair.py")), "def add_pair(a, b):\n    raise NotImplementedError\n");
+    assert_eq!(read(out.join("mini-000/solution/add_pair.py")), "def add_pair(a, b):\n    return a + b\n");
+    let (code, stdout, _) = ablate(&["suite", "check", s(&out)]);
+    assert_eq!(code, 0, "{stdout}");
 }

@@ -277,6 +277,14 @@ fn with_newline(s: &str) -> String {
     if s.ends_with('\n') { s.to_string() } else { format!("{s}\n") }
 }
 
+/// The last non-blank line closes a docstring.
+fn ends_with_docstring(code: &str) -> bool {
+    code.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| {
+        let l = l.trim_end();
+        l.ends_with("\"\"\"") || l.ends_with("'''")
+    })
+}
+
 fn defines(code: &str, name: &str) -> bool {
     code.lines().any(|l| l.trim_start().strip_prefix("def ").is_some_and(|r| r.trim_start().strip_prefix(name).is_some_and(|r| r.trim_start().starts_with('('))))
 }
@@ -306,7 +314,10 @@ fn humaneval_problem(f: &Fields) -> Result<Problem, InputError> {
     }
     let prompt = with_newline(prompt);
     let file = format!("{entry}.py");
-    let stub = format!("{prompt}{}raise NotImplementedError\n", body_indent(canonical));
+    // The workspace holds the prompt as the dataset gives it: a function whose
+    // body is its docstring returns None, and fails (`suite check` proves it).
+    // A prompt that does not end in a docstring gets a body that raises.
+    let stub = if ends_with_docstring(&prompt) { prompt.clone() } else { format!("{prompt}{}raise NotImplementedError\n", body_indent(canonical)) };
     let solution = with_newline(&format!("{prompt}{canonical}"));
     let mut test_code = String::new();
     let _ = write!(
@@ -612,6 +623,14 @@ mod tests {
         assert_eq!(body_indent("\n\n  return 1\n"), "  ");
         assert_eq!(body_indent("    x = 1\n    return x\n"), "    ");
         assert_eq!(body_indent("return 1\n"), "    ");
+    }
+
+    #[test]
+    fn docstring_endings() {
+        assert!(ends_with_docstring("def f():\n    \"\"\" Doc.\n    \"\"\"\n\n"));
+        assert!(ends_with_docstring("def f():\n    '''Doc.'''\n"));
+        assert!(!ends_with_docstring("def f():\n"));
+        assert!(!ends_with_docstring("def f():\n    x = \"\"\n"));
     }
 
     #[test]
