@@ -300,3 +300,29 @@ fn a_prompt_without_a_docstring_gets_a_stub_that_raises() {
     let (code, stdout, _) = ablate(&["suite", "check", s(&out)]);
     assert_eq!(code, 0, "{stdout}");
 }
+
+/// configs/humaneval.toml's bare arm sends EvalPlus's instruct prompt, built here from the
+/// fixture's own `prompt` field by EvalPlus's formula, and nothing else.
+#[test]
+fn the_humaneval_config_bare_arm_sends_the_evalplus_prompt() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exp = ablate::config::load(&root.join("configs/humaneval.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(exp.models[0].temperature, 0.0, "greedy");
+    let bare = exp.arm("bare").unwrap().builtin_components().unwrap().clone();
+    let ablate::harness::Instructions::File(file) = &bare.instructions else { panic!("bare has a prompt file") };
+    let prompts = ablate::harness::prompts::load_instructions(&exp.resolve(file)).unwrap();
+    assert_eq!(prompts.system_message(bare.tools), None, "no system message, as EvalPlus");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("suite");
+    let (code, stdout, err) = ablate(&["suite", "import", "humaneval", s(&fixture("humaneval-mini.jsonl")), "-o", s(&out)]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(fixture("humaneval-mini.jsonl")).unwrap().lines().nth(2).unwrap()).unwrap();
+    let evalplus = format!(
+        "Please provide a self-contained Python script that solves the following problem in a markdown code block:\n```\n{}\n```\n",
+        line["prompt"].as_str().unwrap().trim()
+    );
+    let task = ablate::suite::load(&out).unwrap().task("mini-002").unwrap().clone();
+    let files = vec![("sort_desc.py".to_string(), read(task.workspace_dir().join("sort_desc.py")))];
+    assert_eq!(prompts.first_message(&task, &files, bare.tools), evalplus);
+}
