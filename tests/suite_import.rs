@@ -326,3 +326,30 @@ fn the_humaneval_config_bare_arm_sends_the_evalplus_prompt() {
     let files = vec![("sort_desc.py".to_string(), read(task.workspace_dir().join("sort_desc.py")))];
     assert_eq!(prompts.first_message(&task, &files, bare.tools), evalplus);
 }
+
+/// A run's manifest names an imported suite's source sha256 and importer; a hand-written suite's
+/// manifest has no `source` (manifests of such suites are as before).
+#[test]
+fn the_manifest_records_an_imported_suites_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("suite");
+    let src = fixture("humaneval-mini.jsonl");
+    let (code, stdout, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out)]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    let manifest_suite = |suite_dir: &Path| {
+        let text = format!(
+            "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 1\nmax_output_tokens_per_step = 10\nmax_total_tokens = 100\nmax_working_seconds = 10\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
+            suite_dir.display()
+        );
+        let exp = ablate::config::load_str(&tmp.path().join("x.toml"), &text).unwrap();
+        let suite = ablate::suite::load(&exp.suite_path).unwrap();
+        let plan = ablate::plan::build(&exp, &suite).unwrap();
+        serde_json::to_value(ablate::runner::new_manifest("r".into(), &exp, &suite, &plan, None)).unwrap()["suite"].clone()
+    };
+    let m = manifest_suite(&out);
+    assert_eq!(m["source"]["sha256"], serde_json::json!(ablate::digest::sha256_hex(&std::fs::read(&src).unwrap())));
+    assert_eq!(m["source"]["importer"], serde_json::json!("humaneval"));
+    assert_eq!(m["source"]["importer_version"], serde_json::json!(1));
+    let tiny = manifest_suite(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny"));
+    assert!(tiny.get("source").is_none(), "{tiny}");
+}

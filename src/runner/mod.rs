@@ -418,6 +418,7 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
             path: exp.suite.clone(),
             digest: suite.digest.clone(),
             tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
+            source: suite.source.clone(),
         },
         // The builtin prompt is recorded for the builtin harness only.
         prompt_digests: exp
