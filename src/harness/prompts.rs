@@ -85,10 +85,10 @@ pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputEr
     if raw.system.is_none() && raw.user_template.is_none() {
         return Err(InputError::new(path, "an instructions .toml needs `system`, `user_template` or both"));
     }
-    if let Some(t) = &raw.user_template {
-        if !["{prompt}", "{code}", "{files}"].iter().any(|p| t.contains(p)) {
-            return Err(InputError::at(path, "user_template", "holds none of {prompt}, {code} and {files}: the task would not reach the model"));
-        }
+    if let Some(t) = &raw.user_template
+        && !["{prompt}", "{code}", "{files}"].iter().any(|p| t.contains(p))
+    {
+        return Err(InputError::at(path, "user_template", "holds none of {prompt}, {code} and {files}: the task would not reach the model"));
     }
     Ok(ArmPrompts { system: raw.system, user_template: raw.user_template })
 }

@@ -446,10 +446,10 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
             (with_newline(code), n)
         }
         (None, Some(lines)) => {
-            if let Some(n) = count {
-                if n as usize != lines.len() {
-                    return Err(f.err("test_count", format!("is {n} but `asserts` holds {} lines", lines.len())));
-                }
+            if let Some(n) = count
+                && n as usize != lines.len()
+            {
+                return Err(f.err("test_count", format!("is {n} but `asserts` holds {} lines", lines.len())));
             }
             let width = lines.len().to_string().len();
             let mut code = format!("import unittest\n\nfrom {module} import *  # noqa: F401,F403\n");

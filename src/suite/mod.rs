@@ -166,10 +166,10 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         return Err(InputError::new(&suite_toml, "no suite.toml here: is this a task suite folder?"));
     }
     let raw: RawSuite = parse_toml_file(&suite_toml)?;
-    if let Some(src) = &raw.source {
-        if src.sha256.len() != 64 || !src.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-            return Err(InputError::at(&suite_toml, "source.sha256", "expected 64 lowercase hex digits"));
-        }
+    if let Some(src) = &raw.source
+        && (src.sha256.len() != 64 || !src.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    {
+        return Err(InputError::at(&suite_toml, "source.sha256", "expected 64 lowercase hex digits"));
     }
     let mut task_dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .map_err(|e| InputError::new(root, format!("cannot list suite folder: {e}")))?
