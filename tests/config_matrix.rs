@@ -135,7 +135,7 @@ fn type_and_value_errors_name_the_key() {
 
 #[test]
 fn shipped_configs_load() {
-    for cfg in ["configs/ablate.toml", "configs/seed-demo.toml"] {
+    for cfg in ["configs/ablate.toml", "configs/seed-demo.toml", "configs/humaneval.toml"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(cfg);
         let exp = ablate::config::load(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(!exp.comparisons.is_empty(), "{cfg}");
@@ -187,4 +187,23 @@ fn durations_amounts_and_sizes_out_of_range_name_the_key() {
     let exp = load("[arms.a]\n").unwrap();
     assert_eq!(exp.models[0].max_response_bytes, 8 * 1024 * 1024);
     assert_eq!(serde_json::to_value(&exp).unwrap()["models"][0]["max_response_bytes"], serde_json::json!(8388608));
+}
+
+/// An instructions `.toml` is read at load: its own errors name the prompt file and its key;
+/// its bytes are digested like any prompt file.
+#[test]
+fn an_instructions_toml_is_checked_at_load_and_digested() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("x.toml");
+    let prompt = dir.path().join("card.toml");
+    let text = format!("{BASE}\n[arms.a]\ninstructions = \"card.toml\"\n").replace("../tasks/core", "tasks");
+    std::fs::write(&prompt, "user_template = \"Solve:\\n{code}\\n\"\nassistant_prefx = \"x\"\n").unwrap();
+    let err = load_str(&cfg, &text).unwrap_err();
+    assert!(err.file.ends_with("card.toml") && err.key.as_deref() == Some("assistant_prefx"), "{err}");
+    std::fs::write(&prompt, "system = \"S\"\nuser_template = \"nothing of the task\"\n").unwrap();
+    let err = load_str(&cfg, &text).unwrap_err();
+    assert!(err.file.ends_with("card.toml") && err.key.as_deref() == Some("user_template"), "{err}");
+    std::fs::write(&prompt, "user_template = \"Solve:\\n{code}\\n\"\n").unwrap();
+    let exp = load_str(&cfg, &text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(exp.prompt_digests["card.toml"], ablate::digest::sha256_hex(&std::fs::read(&prompt).unwrap()));
 }

@@ -25,8 +25,8 @@ pub struct TrialContext<'a> {
     pub attempt: u32,
     pub task: &'a Task,
     pub components: &'a Components,
-    /// The system prompt text (builtin or the arm's file).
-    pub instructions: &'a str,
+    /// The system prompt and user template (builtin or the arm's file).
+    pub instructions: &'a prompts::ArmPrompts,
     pub budget: &'a Budget,
     pub settings: &'a HarnessSettings,
     pub model: &'a ModelSpec,
@@ -107,12 +107,13 @@ impl<'a> Loop<'a> {
 
     fn session_start(&self, progress: Option<String>) -> Vec<Message> {
         let c = self.ctx.components;
-        let mut first = prompts::task_message(self.ctx.task, &self.files(), c.tools);
+        let mut first = self.ctx.instructions.first_message(self.ctx.task, &self.files(), c.tools);
         if let Some(p) = progress {
             first.push_str("\n\n");
             first.push_str(&p);
         }
-        vec![Message::system(prompts::system_prompt(self.ctx.instructions, c.tools)), Message::user(first)]
+        let system = self.ctx.instructions.system_message(c.tools).map(Message::system);
+        system.into_iter().chain([Message::user(first)]).collect()
     }
 
     /// Run the checks on the current snapshot (cached per snapshot).
@@ -153,6 +154,8 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
     };
     let tool_specs = if c.tools { tools::specs() } else { Vec::new() };
     let mut messages = lp.session_start(None);
+    // Messages a session starts with (system, if any, and the task).
+    let session_len = messages.len();
     // What earlier trace lines already hold, left out of each step's `request`.
     let mut in_trace = TracedSoFar::default();
     let mut steps = 0u32;
@@ -164,7 +167,7 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
             break EndReason::Budget { limit };
         }
         // Session boundary: reset the conversation; carry the progress file if on.
-        if steps > 0 && steps % ctx.settings.session_steps == 0 && messages.len() > 2 {
+        if steps > 0 && steps % ctx.settings.session_steps == 0 && messages.len() > session_len {
             sessions += 1;
             let progress = c.progress_handoff.then(|| {
                 let failed = lp.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
@@ -409,5 +412,92 @@ fn record_score(lp: &mut Loop<'_>, step: u32, r: &CheckResult) {
         if v.0 == step {
             v.1 = score;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{BoxFuture, CallOutcome, ChatReply};
+    use std::path::Path;
+    use std::sync::Mutex;
+
+    /// Records the messages of each request and answers without code.
+    struct Recorder(Mutex<Vec<Vec<Message>>>);
+
+    impl ModelClient for Recorder {
+        fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+            self.0.lock().unwrap().push(req.messages.clone());
+            Box::pin(async move {
+                CallOutcome {
+                    operation_id,
+                    request_body: serde_json::Value::Null,
+                    reply_body: None,
+                    result: Ok(ChatReply {
+                        text: "DONE".into(),
+                        tool_calls: vec![],
+                        unparsed_tool_calls: vec![],
+                        finish_reason: Some("stop".into()),
+                        usage: Tokens { input: 1, output: 1, cached: 0 },
+                        fingerprint: None,
+                    }),
+                    attempts: 1,
+                    latency: Duration::ZERO,
+                    wait: Duration::ZERO,
+                }
+            })
+        }
+
+        fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
+            Box::pin(async { Ok(None) })
+        }
+    }
+
+    /// The messages of the first request of a bare trial on add-two under `prompts`.
+    async fn first_request(prompts: &prompts::ArmPrompts) -> (Vec<Message>, Task) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny");
+        let text = format!(
+            "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
+            root.display()
+        );
+        let exp = crate::config::load_str(&root.join("exp.toml"), &text).unwrap();
+        let task = crate::suite::load(&root).unwrap().task("add-two").unwrap().clone();
+        let sandbox = Sandbox::create(&task).unwrap();
+        let client = Recorder(Mutex::new(Vec::new()));
+        let components = Components::bare();
+        let ctx = TrialContext {
+            trial_id: "t",
+            attempt: 1,
+            task: &task,
+            components: &components,
+            instructions: prompts,
+            budget: &exp.budget,
+            settings: &exp.harness,
+            model: &exp.models[0],
+            client: &client,
+            seed: 1,
+        };
+        let outcome = run_agent(&ctx, &sandbox, &mut |_| {}).await;
+        assert_eq!(outcome.steps, 1, "bare: one call");
+        let first = client.0.lock().unwrap()[0].clone();
+        (first, task)
+    }
+
+    #[tokio::test]
+    async fn builtin_instructions_send_the_default_system_prompt_and_the_task_message() {
+        let (messages, task) = first_request(&prompts::ArmPrompts::builtin()).await;
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0].content, prompts::DEFAULT_SYSTEM);
+        assert!(messages[1].content.starts_with(task.prompt.trim()), "{}", messages[1].content);
+        assert!(messages[1].content.contains("Editable file(s): add.py"));
+    }
+
+    #[tokio::test]
+    async fn a_user_template_without_system_sends_one_user_message() {
+        let card = prompts::ArmPrompts { system: None, user_template: Some("Complete this:\n```python\n{code}\n```".into()) };
+        let (messages, task) = first_request(&card).await;
+        assert_eq!(messages.len(), 1, "no system message");
+        let code = std::fs::read_to_string(task.workspace_dir().join("add.py")).unwrap();
+        assert_eq!(messages[0].content, format!("Complete this:\n```python\n{}\n```", code.trim()));
     }
 }

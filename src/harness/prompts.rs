@@ -1,8 +1,11 @@
 //! Every text the harness sends. Texts outside a component are the same in
 //! every arm; a component's texts appear only where it is on.
 
+use crate::error::{InputError, parse_toml_str};
 use crate::grader::CheckResult;
 use crate::suite::Task;
+use serde::Deserialize;
+use std::path::Path;
 
 /// The builtin system prompt (`instructions = builtin`).
 /// It shows no example code: a small model copies an example block instead of
@@ -25,15 +28,119 @@ pub fn system_prompt(instructions: &str, tools: bool) -> String {
     if tools { format!("{instructions}\n\n{TOOLS_NOTE}") } else { instructions.to_string() }
 }
 
-/// The first user message of a session. With tools off the task's files are
-/// inline; with tools on only their names are given.
-pub fn task_message(task: &Task, files: &[(String, String)], tools: bool) -> String {
-    let mut s = format!("{}\n\nEditable file(s): {}\n", task.prompt.trim(), task.editable.join(", "));
+/// What an arm's `instructions` give the harness: the system prompt and,
+/// optionally, a template of each session's first user message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmPrompts {
+    /// None: no system message (the model's chat template applies its own
+    /// default, as model cards' evaluations often do); with `tools` on, the
+    /// tools note alone.
+    pub system: Option<String>,
+    /// None: the builtin task message (`task_message`).
+    pub user_template: Option<String>,
+}
+
+impl ArmPrompts {
+    /// `instructions = builtin`: DEFAULT_SYSTEM and the builtin task message.
+    pub fn builtin() -> ArmPrompts {
+        ArmPrompts { system: Some(DEFAULT_SYSTEM.to_string()), user_template: None }
+    }
+
+    /// The system message of a session, if any.
+    pub fn system_message(&self, tools: bool) -> Option<String> {
+        match &self.system {
+            Some(s) => Some(system_prompt(s, tools)),
+            None if tools => Some(TOOLS_NOTE.to_string()),
+            None => None,
+        }
+    }
+
+    /// The first user message of a session.
+    pub fn first_message(&self, task: &Task, files: &[(String, String)], tools: bool) -> String {
+        match &self.user_template {
+            Some(t) => render_user(t, task, files, tools),
+            None => task_message(task, files, tools),
+        }
+    }
+}
+
+/// The placeholders of a `user_template`.
+pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{code}", "{file}", "{files}"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPromptFile {
+    system: Option<String>,
+    user_template: Option<String>,
+}
+
+/// Read an arm's instructions file. A `.toml` file holds `system` and/or
+/// `user_template` (configs/README.md); any other file is the system prompt
+/// as it is. Errors name the file and the key.
+pub fn load_instructions(path: &Path) -> Result<ArmPrompts, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read the instructions file: {e}")))?;
+    parse_instructions(path, &text)
+}
+
+pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputError> {
+    if path.extension().is_none_or(|e| e != "toml") {
+        return Ok(ArmPrompts { system: Some(text.to_string()), user_template: None });
+    }
+    let raw: RawPromptFile = parse_toml_str(path, text)?;
+    if raw.system.is_none() && raw.user_template.is_none() {
+        return Err(InputError::new(path, "an instructions .toml needs `system`, `user_template` or both"));
+    }
+    if let Some(t) = &raw.user_template
+        && !["{prompt}", "{code}", "{files}"].iter().any(|p| t.contains(p))
+    {
+        return Err(InputError::at(path, "user_template", "holds none of {prompt}, {code} and {files}: the task would not reach the model"));
+    }
+    Ok(ArmPrompts { system: raw.system, user_template: raw.user_template })
+}
+
+/// A `user_template` with its placeholders filled in one pass (text that a
+/// placeholder brings in is never substituted again):
+/// `{prompt}` the task's prompt (task.toml), `{code}` the first editable
+/// file as the workspace holds it (leading blank lines and trailing
+/// whitespace cut), `{file}` its name, `{files}` the workspace's files as the
+/// builtin message lists them (names only with `tools` on).
+pub fn render_user(template: &str, task: &Task, files: &[(String, String)], tools: bool) -> String {
+    let first = task.editable.first().map(String::as_str).unwrap_or("");
+    let code = files.iter().find(|(n, _)| n == first).map(|(_, c)| c.as_str()).unwrap_or("");
+    let code = code.trim_end();
+    let code = code.trim_start_matches(['\n', '\r']);
+    let mut out = String::with_capacity(template.len() + code.len());
+    let mut rest = template;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let hit = PLACEHOLDERS.iter().find(|p| tail.starts_with(*p));
+        match hit {
+            Some(p) => {
+                match *p {
+                    "{prompt}" => out.push_str(task.prompt.trim()),
+                    "{code}" => out.push_str(code),
+                    "{file}" => out.push_str(first),
+                    _ => out.push_str(files_block(files, tools).trim()),
+                }
+                rest = &tail[p.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn files_block(files: &[(String, String)], tools: bool) -> String {
+    let mut s = String::new();
     if tools {
         let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
         s.push_str(&format!("Files in the workspace: {}\nUse read_file to read them and run_tests to run the checks.\n", names.join(", ")));
     } else {
-        s.push_str("\nThe files of the workspace:\n");
         for (name, content) in files {
             s.push_str(&format!("\n--- {name} ---\n```python\n{}\n```\n", content.trim_end()));
         }
@@ -41,6 +148,17 @@ pub fn task_message(task: &Task, files: &[(String, String)], tools: bool) -> Str
     if let Some(first) = task.editable.first() {
         s.push_str(&format!("\nReply with the complete new content of {first} in one fenced code block that starts with ```python {first}\n"));
     }
+    s
+}
+
+/// The first user message of a session. With tools off the task's files are
+/// inline; with tools on only their names are given.
+pub fn task_message(task: &Task, files: &[(String, String)], tools: bool) -> String {
+    let mut s = format!("{}\n\nEditable file(s): {}\n", task.prompt.trim(), task.editable.join(", "));
+    if !tools {
+        s.push_str("\nThe files of the workspace:\n");
+    }
+    s.push_str(&files_block(files, tools));
     s
 }
 
@@ -104,4 +222,66 @@ pub fn progress_note(steps: u32, results: &[(u32, Option<(u32, u32)>)], last_fai
         s.push_str(&format!("- next step: make these failing tests pass: {}\n", last_failed.join(", ")));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add_two() -> Task {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny");
+        crate::suite::load(&root).unwrap().task("add-two").unwrap().clone()
+    }
+
+    fn files() -> Vec<(String, String)> {
+        vec![("add.py".into(), "\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n\n".into()), ("tests/test_add.py".into(), "import unittest\n".into())]
+    }
+
+    #[test]
+    fn the_builtin_task_message_is_unchanged() {
+        let task = add_two();
+        let expected = format!(
+            "{}\n\nEditable file(s): add.py\n\nThe files of the workspace:\n\n--- add.py ---\n```python\n\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n```\n\n--- tests/test_add.py ---\n```python\nimport unittest\n```\n",
+            task.prompt.trim()
+        );
+        assert_eq!(task_message(&task, &files(), false), expected);
+        assert_eq!(ArmPrompts::builtin().first_message(&task, &files(), false), expected);
+        let with_tools = format!(
+            "{}\n\nEditable file(s): add.py\nFiles in the workspace: add.py, tests/test_add.py\nUse read_file to read them and run_tests to run the checks.\n",
+            task.prompt.trim()
+        );
+        assert_eq!(task_message(&task, &files(), true), with_tools);
+        assert_eq!(ArmPrompts::builtin().system_message(false).as_deref(), Some(DEFAULT_SYSTEM));
+    }
+
+    #[test]
+    fn a_user_template_fills_its_placeholders_once() {
+        let task = add_two();
+        let t = "Solve:\n```\n{code}\n```\nin {file}. {unknown} {prompt}";
+        let out = render_user(t, &task, &files(), false);
+        assert_eq!(out, format!("Solve:\n```\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n```\nin add.py. {{unknown}} {}", task.prompt.trim()));
+        // Text a placeholder brings in is not substituted again.
+        let tricky = vec![("add.py".to_string(), "s = '{prompt}'\n".to_string())];
+        assert_eq!(render_user("[{code}]", &task, &tricky, false), "[s = '{prompt}']");
+        assert!(render_user("{files}", &task, &files(), false).starts_with("--- add.py ---\n```python\n"));
+    }
+
+    #[test]
+    fn instructions_files() {
+        let md = parse_instructions(Path::new("p/sys.md"), "Be brief.").unwrap();
+        assert_eq!(md, ArmPrompts { system: Some("Be brief.".into()), user_template: None });
+        let toml = parse_instructions(Path::new("p/card.toml"), "user_template = \"Do it:\\n{code}\\n\"\n").unwrap();
+        assert_eq!(toml, ArmPrompts { system: None, user_template: Some("Do it:\n{code}\n".into()) });
+        assert_eq!(toml.system_message(false), None, "no system message");
+        assert_eq!(toml.system_message(true).as_deref(), Some(TOOLS_NOTE));
+        let both = parse_instructions(Path::new("card.toml"), "system = \"S\"\nuser_template = \"{prompt}\"\n").unwrap();
+        assert_eq!(both.system_message(false).as_deref(), Some("S"));
+
+        let err = parse_instructions(Path::new("card.toml"), "system = \"S\"\nassistant_prefix = \"x\"\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("assistant_prefix"), "{err}");
+        let err = parse_instructions(Path::new("card.toml"), "user_template = \"no task here\"\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("user_template"), "{err}");
+        let err = parse_instructions(Path::new("card.toml"), "# nothing\n").unwrap_err();
+        assert!(err.to_string().contains("card.toml") && err.to_string().contains("user_template"), "{err}");
+    }
 }

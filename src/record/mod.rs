@@ -396,6 +396,9 @@ pub struct SuiteFacts {
     pub digest: String,
     /// Task id -> digest of its folder.
     pub tasks: Vec<(String, String)>,
+    /// An imported suite's source file and importer (absent for suites written by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::suite::SuiteSource>,
 }
 
 /// manifest.json: everything fixed for the run.

@@ -104,7 +104,7 @@ struct Shared {
     /// An external harness's files, staged once for the run (shown read-only at /harness).
     harness_dir: Option<tempfile::TempDir>,
     clients: HashMap<String, Arc<dyn ModelClient>>,
-    instructions: HashMap<String, String>,
+    instructions: HashMap<String, prompts::ArmPrompts>,
     run_id: String,
     dir: PathBuf,
     trials_writer: Mutex<JsonlWriter>,
@@ -229,9 +229,14 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     for arm in &exp.arms {
         let Some(components) = arm.builtin_components() else { continue };
         let text = match &components.instructions {
-            Instructions::Builtin => prompts::DEFAULT_SYSTEM.to_string(),
-            Instructions::File(p) => std::fs::read_to_string(exp.resolve(p))
-                .map_err(|e| InputError::at(&exp.config_path, format!("arms.{}.instructions", arm.name), format!("cannot read `{p}`: {e}")))?,
+            Instructions::Builtin => prompts::ArmPrompts::builtin(),
+            Instructions::File(p) => {
+                let path = exp.resolve(p);
+                if !path.is_file() {
+                    return Err(InputError::at(&exp.config_path, format!("arms.{}.instructions", arm.name), format!("cannot read `{p}`")).into());
+                }
+                prompts::load_instructions(&path)?
+            }
         };
         instructions.insert(arm.name.clone(), text);
     }
@@ -424,6 +429,7 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
             path: exp.suite.clone(),
             digest: suite.digest.clone(),
             tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
+            source: suite.source.clone(),
         },
         // The builtin prompt is recorded for the builtin harness only.
         prompt_digests: exp
@@ -678,12 +684,13 @@ mod tests {
             suite,
             harness_dir: None,
             clients: HashMap::from([("m".to_string(), client)]),
-            instructions: HashMap::from([("b".to_string(), prompts::DEFAULT_SYSTEM.to_string())]),
+            instructions: HashMap::from([("b".to_string(), prompts::ArmPrompts::builtin())]),
             run_id: "r".into(),
             dir: dir.to_path_buf(),
             trials_writer: Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap()),
             attempts_writer: Mutex::new(JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap()),
             exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
+            harness_dir: None,
         };
         (Arc::new(shared), manifest.plan)
     }

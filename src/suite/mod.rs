@@ -9,6 +9,7 @@
 //! ```
 
 pub mod check;
+pub mod import;
 
 use crate::digest;
 use crate::error::{InputError, parse_toml_file};
@@ -24,6 +25,23 @@ struct RawSuite {
     version: String,
     #[serde(default)]
     description: String,
+    /// Where an imported suite came from (`ablate suite import`).
+    source: Option<SuiteSource>,
+}
+
+/// The source of an imported suite, as `suite.toml` records it. The suite
+/// digest covers `suite.toml`, so it changes with the source file and with
+/// the importer version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteSource {
+    /// The source file's name when imported.
+    pub file: String,
+    /// sha256 of the source file's bytes (compressed, as fetched).
+    pub sha256: String,
+    /// The importer: `humaneval` or `jsonl`.
+    pub importer: String,
+    pub importer_version: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -126,6 +144,8 @@ pub struct Suite {
     pub name: String,
     pub version: String,
     pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SuiteSource>,
     #[serde(skip)]
     pub root: PathBuf,
     pub tasks: Vec<Task>,
@@ -146,6 +166,11 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         return Err(InputError::new(&suite_toml, "no suite.toml here: is this a task suite folder?"));
     }
     let raw: RawSuite = parse_toml_file(&suite_toml)?;
+    if let Some(src) = &raw.source
+        && (src.sha256.len() != 64 || !src.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    {
+        return Err(InputError::at(&suite_toml, "source.sha256", "expected 64 lowercase hex digits"));
+    }
     let mut task_dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .map_err(|e| InputError::new(root, format!("cannot list suite folder: {e}")))?
         .filter_map(|e| e.ok())
@@ -172,6 +197,7 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         name: raw.name,
         version: raw.version,
         description: raw.description,
+        source: raw.source,
         root: root.to_path_buf(),
         tasks,
         digest,

