@@ -365,16 +365,6 @@ fn plan_prints_the_harness_the_arms_values_and_the_comparisons() {
     assert!(err.contains("key `arms.full.tools`"), "{err}");
 }
 
-#[test]
-fn run_refuses_an_external_harness_for_now() {
-    let (dir, cfg) = agent_dir("print('a')\n");
-    let results = dir.path().join("results");
-    let (code, _, err) = ablate_bin(&["run", cfg.to_str().unwrap(), "--results", results.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("external harnesses are not runnable in this build yet"), "{err}");
-    assert!(!results.exists(), "nothing was written");
-}
-
 /// A synthetic run of an external experiment; the manifest carries the harness.
 fn external_run(dir: &Path) -> PathBuf {
     let (_keep, cfg) = agent_dir("print('a')\n");

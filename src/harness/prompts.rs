@@ -145,9 +145,6 @@ fn files_block(files: &[(String, String)], tools: bool) -> String {
             s.push_str(&format!("\n--- {name} ---\n```python\n{}\n```\n", content.trim_end()));
         }
     }
-    if let Some(first) = task.editable.first() {
-        s.push_str(&format!("\nReply with the complete new content of {first} in one fenced code block that starts with ```python {first}\n"));
-    }
     s
 }
 
@@ -159,6 +156,9 @@ pub fn task_message(task: &Task, files: &[(String, String)], tools: bool) -> Str
         s.push_str("\nThe files of the workspace:\n");
     }
     s.push_str(&files_block(files, tools));
+    if let Some(first) = task.editable.first() {
+        s.push_str(&format!("\nReply with the complete new content of {first} in one fenced code block that starts with ```python {first}\n"));
+    }
     s
 }
 
@@ -238,16 +238,16 @@ mod tests {
     }
 
     #[test]
-    fn the_builtin_task_message_is_unchanged() {
+    fn the_builtin_task_message_is_as_written_here() {
         let task = add_two();
         let expected = format!(
-            "{}\n\nEditable file(s): add.py\n\nThe files of the workspace:\n\n--- add.py ---\n```python\n\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n```\n\n--- tests/test_add.py ---\n```python\nimport unittest\n```\n",
+            "{}\n\nEditable file(s): add.py\n\nThe files of the workspace:\n\n--- add.py ---\n```python\n\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n```\n\n--- tests/test_add.py ---\n```python\nimport unittest\n```\n\nReply with the complete new content of add.py in one fenced code block that starts with ```python add.py\n",
             task.prompt.trim()
         );
         assert_eq!(task_message(&task, &files(), false), expected);
         assert_eq!(ArmPrompts::builtin().first_message(&task, &files(), false), expected);
         let with_tools = format!(
-            "{}\n\nEditable file(s): add.py\nFiles in the workspace: add.py, tests/test_add.py\nUse read_file to read them and run_tests to run the checks.\n",
+            "{}\n\nEditable file(s): add.py\nFiles in the workspace: add.py, tests/test_add.py\nUse read_file to read them and run_tests to run the checks.\n\nReply with the complete new content of add.py in one fenced code block that starts with ```python add.py\n",
             task.prompt.trim()
         );
         assert_eq!(task_message(&task, &files(), true), with_tools);
