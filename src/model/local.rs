@@ -87,6 +87,8 @@ pub const DEFAULT_CONTEXT_TOKENS: u32 = 4096;
 const DEFAULT_SLOTS: usize = 4;
 /// Tokens per llama_decode call while evaluating a prompt.
 const BATCH_TOKENS: u32 = 512;
+/// Prompt tokens evaluated per step while other sequences are generating.
+const PROMPT_CHUNK_WHILE_DECODING: usize = 128;
 /// Shared prefix (tokens) that makes copying another slot's cache worthwhile.
 const MIN_COPY_TOKENS: usize = 32;
 
@@ -1073,45 +1075,61 @@ impl Engine<'_> {
         });
     }
 
-    /// One llama_decode over every active sequence: the token each generating
-    /// sequence sampled last, then prompt chunks of the others as far as the
-    /// batch holds. Then sample, and answer the sequences that are done.
+    /// One step: a llama_decode holding the token each generating sequence
+    /// sampled last (one token per sequence), then one prompt chunk of the
+    /// sequence that waits longest, in a llama_decode of its own (a batch
+    /// mixing a long prompt with single tokens would be split by llama.cpp
+    /// into equal per-sequence pieces, one token each). While others generate,
+    /// chunks are short, so a long prompt does not stall them.
     fn step(&mut self, active: &mut Vec<Seq>, stats: &Mutex<LocalStats>) {
-        let t0 = Instant::now();
-        let cap = self.batch_capacity();
-        self.batch.clear();
-        let mut n = 0usize;
-        let mut error: Option<String> = None;
-        for s in active.iter_mut() {
-            s.logits = None;
-            s.in_step = 0;
-            if let Some(tok) = s.next {
+        let generating: Vec<usize> = (0..active.len()).filter(|&i| active[i].next.is_some()).collect();
+        if !generating.is_empty() {
+            self.batch.clear();
+            let mut error = None;
+            for s in active.iter_mut() {
+                s.logits = None;
+                s.in_step = 0;
+            }
+            for (n, &i) in generating.iter().enumerate() {
+                let s = &mut active[i];
                 let at = self.slots[s.slot].tokens.len();
-                if let Err(e) = self.batch.add(tok, at as i32, &[s.slot as i32], true) {
+                if let Err(e) = self.batch.add(s.next.unwrap_or(LlamaToken::new(0)), at as i32, &[s.slot as i32], true) {
                     error.get_or_insert(e.to_string());
                 }
                 s.logits = Some(n as i32);
                 s.in_step = 1;
-                n += 1;
+            }
+            self.decode_step(active, generating.len(), error, stats);
+        }
+        let Some(i) = active.iter().position(|s| s.next.is_none() && s.pos < s.prompt.len()) else { return };
+        let cap = self.batch_capacity();
+        let chunk = if active.iter().any(|s| s.next.is_some()) { cap.min(PROMPT_CHUNK_WHILE_DECODING) } else { cap };
+        self.batch.clear();
+        let mut error = None;
+        for s in active.iter_mut() {
+            s.logits = None;
+            s.in_step = 0;
+        }
+        let s = &mut active[i];
+        let take = chunk.min(s.prompt.len() - s.pos);
+        for (n, k) in (s.pos..s.pos + take).enumerate() {
+            let last = k + 1 == s.prompt.len();
+            if let Err(e) = self.batch.add(s.prompt[k], k as i32, &[s.slot as i32], last) {
+                error.get_or_insert(e.to_string());
+            }
+            if last {
+                s.logits = Some(n as i32);
             }
         }
-        for s in active.iter_mut().filter(|s| s.next.is_none() && s.pos < s.prompt.len()) {
-            if n >= cap {
-                break;
-            }
-            let take = (cap - n).min(s.prompt.len() - s.pos);
-            for i in s.pos..s.pos + take {
-                let last = i + 1 == s.prompt.len();
-                if let Err(e) = self.batch.add(s.prompt[i], i as i32, &[s.slot as i32], last) {
-                    error.get_or_insert(e.to_string());
-                }
-                if last {
-                    s.logits = Some(n as i32);
-                }
-                n += 1;
-            }
-            s.in_step = take;
-        }
+        s.in_step = take;
+        self.decode_step(active, take, error, stats);
+    }
+
+    /// Decode the batch built for the members (`in_step > 0`), charge them
+    /// their share of its time, advance them, sample where they have logits,
+    /// and answer the sequences that are done.
+    fn decode_step(&mut self, active: &mut Vec<Seq>, n: usize, mut error: Option<String>, stats: &Mutex<LocalStats>) {
+        let t0 = Instant::now();
         if error.is_none() {
             if let Err(e) = self.ctx.decode(&mut self.batch) {
                 error = Some(e.to_string());
