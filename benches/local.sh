@@ -37,6 +37,8 @@ echo "llama.cpp build: $out"
 echo "model $model, $threads threads, $slots slots x $context tokens"
 
 results=$(mktemp)
+# ABLATE_BENCH_ONLY=batched runs only the aggregate-throughput table at the end.
+[ "${ABLATE_BENCH_ONLY:-}" = batched ] && rounds=0
 for r in $(seq 1 "$rounds"); do
   out_r=$(ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=speed "$bench" --bench)
   line=$(grep '^ablate local provider' <<<"$out_r")
@@ -53,7 +55,7 @@ for r in $(seq 1 "$rounds"); do
   ref_tg=$(sed -n 's/.* tg[0-9]* @ d[0-9]* \([0-9.]*\) tokens.*/\1/p' <<<"$line")
   echo "$ours_pp $ref_pp $ours_tg $ref_tg" >>"$results"
 done
-python3 - "$results" <<'PY'
+[ "$rounds" -gt 0 ] && python3 - "$results" <<'PY'
 import statistics as st, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 def show(name, i):
@@ -65,7 +67,7 @@ show("prompt", 0)
 show("generation", 2)
 PY
 rm -f "$results"
-ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=reuse,sampling "$bench" --bench | grep -E '^(4-step|sampling|  logits)'
+[ "$rounds" -gt 0 ] && ABLATE_BENCH_MODEL="$model" ABLATE_LOCAL_THREADS="$threads" ABLATE_BENCH_PARTS=reuse,sampling "$bench" --bench | grep -E '^(4-step|sampling|  logits)'
 
 # Aggregate throughput with 1, 2, 4 and 8 concurrent sequences: ablate's
 # continuous batching against llama.cpp's own batched decoding (llama_ref
