@@ -7,9 +7,9 @@ ABLATE := target/release/ablate
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model) and the suite proof.
 test: deps model-small
-	$(CARGO) test
+	$(CARGO) test -- --skip simulation
 	$(CARGO) run --quiet -- suite check tasks/core
-	@echo "--- statistics simulations (coverage, A/A and regression gates) ---"
+	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
 	$(CARGO) test --quiet --lib simulation -- --nocapture
 
 ## make ablate: bare vs full harness and leave-one-out on tasks/core, with the

@@ -9,6 +9,8 @@ fn generate(dir: &Path, trials: u32, rate: impl Fn(&str, &str) -> f64) -> PathBu
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
     let mut exp = ablate::config::load(&cfg).unwrap();
     exp.trials = trials;
+    // Every task of the suite (14): enough for a verdict after the family's adjustment.
+    exp.tasks.clear();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = dir.join("run");
@@ -46,7 +48,7 @@ fn report_writes_every_file_with_the_right_numbers() {
         assert!(run.join(f).is_file(), "{f} written");
     }
     let trials = csv_rows(&run.join("trials.csv"));
-    assert_eq!(trials.len(), 4 * 7 * 4, "configs/ablate.toml: 4 tasks x 7 arms");
+    assert_eq!(trials.len(), 14 * 7 * 4, "14 tasks x 7 arms of configs/ablate.toml");
     assert_eq!(trials[0].len(), ablate::report::export::TRIALS_COLUMNS.len());
 
     // The pass rate of an arm is the mean of its per-task means, recomputed here from trials.csv.
@@ -65,7 +67,7 @@ fn report_writes_every_file_with_the_right_numbers() {
         assert!((got - expect).abs() < 1e-9, "{}: {got} vs {expect}", a["arm"]);
         let (lo, hi): (f64, f64) = (a["pass_rate_lo"].parse().unwrap(), a["pass_rate_hi"].parse().unwrap());
         assert!(lo <= got && got <= hi);
-        assert_eq!(a["trials"], "16");
+        assert_eq!(a["trials"], "56");
     }
 
     let effects = csv_rows(&run.join("effects.csv"));
@@ -76,9 +78,21 @@ fn report_writes_every_file_with_the_right_numbers() {
     let delta: f64 = fb["delta"].parse().unwrap();
     assert!(delta > 0.5, "{delta}");
     assert_eq!(fb["verdict"], "helps");
-    assert!(fb["p_holm"].parse::<f64>().unwrap() >= fb["p_value"].parse::<f64>().unwrap());
+    let (p, padj): (f64, f64) = (fb["p_value"].parse().unwrap(), fb["p_adjusted"].parse().unwrap());
+    assert!((padj - (5.0 * p).min(1.0)).abs() < 1e-12, "Bonferroni over 5 ablations");
+    assert_eq!(fb["interval_level"], "0.99");
+    assert_eq!(fb["method"], "sign_flip_exact+mover");
+    // The verdict is read from the interval, which agrees with the adjusted p-value.
+    for e in &effects {
+        let (lo, hi): (f64, f64) = (e["lo"].parse().unwrap(), e["hi"].parse().unwrap());
+        let level = 1.0 - e["interval_level"].parse::<f64>().unwrap();
+        let p: f64 = e["p_value"].parse().unwrap();
+        assert_eq!(e["verdict"].starts_with("helps"), lo > 0.0, "{e:?}");
+        assert_eq!(e["verdict"].starts_with("hurts"), hi < 0.0, "{e:?}");
+        assert_eq!(lo > 0.0 || hi < 0.0, p <= level + 1e-9, "{e:?}");
+    }
     let combined = effects.iter().find(|e| e["kind"] == "combined").unwrap();
-    assert_eq!(combined["p_holm"], "", "combined comparisons are not in the Holm family");
+    assert_eq!(combined["p_adjusted"], "", "combined comparisons are not in the family");
 
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["ablations"].as_array().unwrap().len(), 5);
@@ -121,17 +135,17 @@ fn analysis_refuses_an_ablation_whose_arms_differ_in_two_components() {
 }
 
 #[test]
-fn one_trial_per_task_adds_mcnemar_and_a_torn_line_is_reported() {
+fn one_trial_per_task_and_a_torn_line_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let run = generate(dir.path(), 1, rate);
     let mut f = std::fs::OpenOptions::new().append(true).open(run.join("trials.jsonl")).unwrap();
     std::io::Write::write_all(&mut f, b"{\"trial_id\":\"ab").unwrap();
     let (code, out, _) = ablate(&["report", run.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert!(out.contains("unreadable lines in trials.jsonl: [29]"), "{out}");
+    assert!(out.contains("unreadable lines in trials.jsonl: [99]"), "{out}");
     let effects = csv_rows(&run.join("effects.csv"));
-    assert!(effects.iter().all(|e| !e["mcnemar_mid_p"].is_empty()));
-    assert_eq!(csv_rows(&run.join("trials.csv")).len(), 28);
+    assert!(effects.iter().all(|e| e["n_tasks"] == "14"));
+    assert_eq!(csv_rows(&run.join("trials.csv")).len(), 98);
 }
 
 #[test]
@@ -149,4 +163,72 @@ fn plan_from_a_pilot_sizes_each_ablation() {
     assert!(needed(&out2) < needed(&out), "{out2}");
     let (code, _, _) = ablate(&["plan", "--pilot", run.to_str().unwrap(), "--mde", "0"]);
     assert_eq!(code, 2);
+}
+
+/// A synthetic run of any config, `rate(task, arm)` per trial.
+fn generate_from(dir: &Path, config: &str, rate: impl Fn(&str, &str) -> f64) -> PathBuf {
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join(config);
+    let exp = ablate::config::load(&cfg).unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let run = dir.join("run");
+    synth::write_run(&run, &exp, &suite, &plan, 5, rate).unwrap();
+    run
+}
+
+#[test]
+fn the_one_task_seed_demo_gets_an_answer_for_that_task() {
+    let dir = tempfile::tempdir().unwrap();
+    // configs/seed-demo.toml: one task, 5 trials per arm and model; bare never passes, the harness always.
+    let run = generate_from(dir.path(), "configs/seed-demo.toml", |_, arm| if arm == "bare" { 0.0 } else { 1.0 });
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let effects = csv_rows(&run.join("effects.csv"));
+    assert_eq!(effects.len(), 2, "one combined comparison per model");
+    for e in &effects {
+        assert_eq!(e["scope"], "one task: parse-duration");
+        assert_eq!(e["method"], "newcombe_one_task");
+        // Newcombe 1998 method 10, 5/5 - 0/5: lo = 1 - sqrt(2) * 3.8415/8.8415 = 0.38555 (hand).
+        let lo: f64 = e["lo"].parse().unwrap();
+        assert!((lo - 0.385548).abs() < 1e-5, "{lo}");
+        assert_eq!(e["verdict"], "helps (this task only)");
+    }
+    assert!(out.contains("says nothing about other tasks"), "{out}");
+}
+
+#[test]
+fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 4, |_, arm| if arm == "full" || arm == "full-minus-feedback" { 0.5 } else { 0.6 });
+    // Turn every third record of full-minus-feedback into a provider error.
+    let path = run.join("trials.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut n = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            // The generator's own occasional provider errors become plain failures.
+            if v["status"] == "provider_error" {
+                v["status"] = serde_json::json!("failed");
+            }
+            if v["arm"] == "full-minus-feedback" {
+                n += 1;
+                if n % 3 == 0 {
+                    v["status"] = serde_json::json!("provider_error");
+                }
+            }
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let effects = csv_rows(&run.join("effects.csv"));
+    let fb = effects.iter().find(|e| e["components"] == "feedback").unwrap();
+    assert_eq!((fb["infra_errors_control"].as_str(), fb["infra_differs"].as_str()), ("18", "true"), "56 trials, every third");
+    assert!(!fb["delta_excl_infra"].is_empty() && fb["delta_excl_infra"] != fb["delta"], "{fb:?}");
+    assert!(out.contains("infrastructure errors differ (0 in full, 18 in full-minus-feedback)"), "{out}");
+    let other = effects.iter().find(|e| e["components"] == "tools").unwrap();
+    assert_eq!(other["infra_differs"], "false");
 }

@@ -176,11 +176,9 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
 
 pub fn effects_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "name", "kind", "components", "model", "control", "treatment", "delta", "lo", "hi", "se", "p_value", "p_holm", "mcnemar_mid_p", "n_tasks",
-        "mde", "verdict",
-    ]);
+    let _ = w.write_record(EFFECTS_COLUMNS);
     for e in r.ablations.iter().chain(&r.combined) {
+        let x = e.excl_infra.as_ref();
         let _ = w.write_record([
             e.name.clone(),
             e.kind.clone(),
@@ -188,20 +186,38 @@ pub fn effects_csv(r: &Report) -> Vec<u8> {
             e.model.clone(),
             e.control.clone(),
             e.treatment.clone(),
+            num(e.control_rate),
+            num(e.treatment_rate),
             num(e.delta),
             num(e.lo),
             num(e.hi),
-            num(e.se),
+            num(e.interval_level),
+            e.method.clone(),
+            e.scope.clone(),
             num(e.p_value),
-            opt(e.p_holm),
-            opt(e.mcnemar_mid_p),
+            opt(e.p_adjusted),
+            e.family_size.to_string(),
             e.n_tasks.to_string(),
             num(e.mde),
+            e.infra_errors_control.to_string(),
+            e.infra_errors_treatment.to_string(),
+            e.infra_differs.to_string(),
+            opt(x.map(|x| x.delta)),
+            opt(x.map(|x| x.lo)),
+            opt(x.map(|x| x.hi)),
+            opt(x.map(|x| x.p_value)),
             e.verdict.clone(),
         ]);
     }
     w.into_inner().unwrap_or_default()
 }
+
+/// Columns of effects.csv, documented in docs/exports.md.
+pub const EFFECTS_COLUMNS: [&str; 27] = [
+    "name", "kind", "components", "model", "control", "treatment", "control_rate", "treatment_rate", "delta", "lo", "hi", "interval_level",
+    "method", "scope", "p_value", "p_adjusted", "family_size", "n_tasks", "mde", "infra_errors_control", "infra_errors_treatment",
+    "infra_differs", "delta_excl_infra", "lo_excl_infra", "hi_excl_infra", "p_value_excl_infra", "verdict",
+];
 
 fn md_effect(s: &mut String, e: &EffectReport) {
     let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
@@ -214,9 +230,12 @@ fn md_effect(s: &mut String, e: &EffectReport) {
         e.model,
         pp(e.delta),
         p(e.p_value),
-        e.p_holm.map(p).unwrap_or_else(|| "-".into()),
+        e.p_adjusted.map(p).unwrap_or_else(|| "-".into()),
         e.verdict
     );
+    if e.infra_differs {
+        let _ = writeln!(s, "\n> **Infrastructure errors differ** ({} vs {}): {}\n", e.infra_errors_treatment, e.infra_errors_control, excl_note(e));
+    }
 }
 
 pub fn markdown(r: &Report) -> String {
@@ -246,9 +265,9 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "\n> **Warning** ({} / {}): {w}", a.arm, a.model);
         }
     }
-    let header = "| component | treatment vs control | model | delta | CI | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|";
+    let header = "| component | treatment vs control | model | delta | CI | p | adjusted p | verdict |\n|---|---|---|---|---|---|---|---|";
     if !r.ablations.is_empty() {
-        let _ = writeln!(s, "\n## Ablations\n\nDelta = treatment - control, paired over tasks.\n\n{header}");
+        let _ = writeln!(s, "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for the {} ablations (Bonferroni).\n\n{header}", r.ablations.first().map_or(0, |e| e.family_size));
         for e in &r.ablations {
             md_effect(&mut s, e);
         }
@@ -272,4 +291,19 @@ pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
     atomic_write(dir, "report.json", &serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?)?;
     atomic_write(dir, "report.md", markdown(r).as_bytes())?;
     atomic_write(dir, "report.html", html::render(r).as_bytes())
+}
+
+/// "without them: +x pp [lo, hi], p" for an effect whose arms differ in infrastructure errors.
+pub fn excl_note(e: &EffectReport) -> String {
+    match &e.excl_infra {
+        Some(x) => format!(
+            "without them {} pp [{}, {}], p {}{}",
+            pp(x.delta),
+            pp(x.lo),
+            pp(x.hi),
+            p(x.p_value),
+            if x.verdict_changes { " — the verdict changes" } else { "" }
+        ),
+        None => String::new(),
+    }
 }
