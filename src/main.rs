@@ -86,7 +86,7 @@ enum Command {
         /// Largest drop in pass rate accepted as non-inferior (0.05 = 5 pp).
         #[arg(long, default_value_t = 0.05)]
         margin: f64,
-        /// One-sided level of the bounds.
+        /// Level of the exact one-sided tests: a drop beyond the margin PASSes in at most alpha of runs.
         #[arg(long, default_value_t = 0.05)]
         alpha: f64,
         /// Arm of the candidate (default: the baseline's arm).
@@ -101,7 +101,7 @@ enum Command {
         /// Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).
         #[arg(long, value_name = "FILE")]
         markdown: Option<PathBuf>,
-        /// Write JUnit XML here: one test case per task, failed when its pass rate fell.
+        /// Write JUnit XML here: one test case per task with its counts, failed only where the gate's rule says it regressed, and one for the verdict.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
     },
@@ -400,15 +400,14 @@ fn gate_cmd(a: GateArgs) -> anyhow::Result<i32> {
         }
     }
     let pairs = gate::pair(&base, &cand);
-    let diffs: Vec<f64> = pairs.iter().map(|(b, c)| c.pass_rate - b.pass_rate).collect();
-    let decision = gate::decide(&diffs, a.alpha, a.margin);
-    let trials = cand.iter().map(|r| r.trials as f64).sum::<f64>() / cand.len() as f64;
-    let hint = gate::trials_hint(&decision, trials);
-    print!("{}", gate::render(&decision, &pairs, hint));
+    let decision = gate::decide(&pairs, a.alpha, a.margin);
+    let oc = gate::characteristics(&decision);
+    let hint = if decision.verdict == gate::Verdict::Inconclusive { gate::size_hint(&decision) } else { None };
+    print!("{}", gate::render(&decision, &pairs, &oc, hint));
     if let Some(path) = &a.markdown {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        f.write_all(gate::markdown(&decision, &pairs, hint).as_bytes())?;
+        f.write_all(gate::markdown(&decision, &pairs, &oc, hint).as_bytes())?;
     }
     if let Some(path) = &a.junit {
         std::fs::write(path, gate::junit(&decision, &pairs))?;
