@@ -49,7 +49,11 @@ fn report_writes_every_file_with_the_right_numbers() {
     }
     let trials = csv_rows(&run.join("trials.csv"));
     assert_eq!(trials.len(), 14 * 7 * 4, "14 tasks x 7 arms of configs/ablate.toml");
-    assert_eq!(trials[0].len(), ablate::report::export::TRIALS_COLUMNS.len());
+    let components = ["component.feedback", "component.loop_guard", "component.tools"];
+    for c in components {
+        assert!(trials[0].contains_key(c), "{c} in trials.csv: {:?}", trials[0].keys());
+    }
+    assert!(trials.iter().all(|t| t["counted"] == "true"), "one attempt per trial: every row counts");
 
     // The pass rate of an arm is the mean of its per-task means, recomputed here from trials.csv.
     let mut per_task: HashMap<(String, String), (f64, f64)> = HashMap::new();
@@ -231,4 +235,96 @@ fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
     assert!(out.contains("infrastructure errors differ (0 in full, 18 in full-minus-feedback)"), "{out}");
     let other = effects.iter().find(|e| e["components"] == "tools").unwrap();
     assert_eq!(other["infra_differs"], "false");
+}
+
+/// The columns of a CSV, in file order.
+fn csv_header(path: &Path) -> Vec<String> {
+    csv::Reader::from_path(path).unwrap().headers().unwrap().iter().map(String::from).collect()
+}
+
+#[test]
+fn exports_are_typed_identified_and_mark_the_counted_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 2, rate);
+    // An interrupted-then-rerun trial: its first record becomes attempt 1 (failed) and a
+    // second record, attempt 2 (passed), follows: only attempt 2 counts.
+    let path = run.join("trials.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let mut again = first.clone();
+    again["attempt"] = serde_json::json!(2);
+    again["status"] = serde_json::json!("passed");
+    let mut once = first.clone();
+    once["status"] = serde_json::json!("failed");
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    std::fs::write(&path, format!("{}\n{}\n{}\n", serde_json::to_string(&once).unwrap(), rest.join("\n"), serde_json::to_string(&again).unwrap())).unwrap();
+    let (code, _, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let ids = [
+        manifest["run_id"].as_str().unwrap(),
+        manifest["experiment"]["name"].as_str().unwrap(),
+        manifest["config_digest"].as_str().unwrap(),
+        manifest["suite"]["digest"].as_str().unwrap(),
+    ];
+    // Column types as docs/exports.md states them.
+    let floats: &[&str] = &[
+        "alpha", "pass_rate", "pass_rate_lo", "pass_rate_hi", "pass_rate_excl_infra", "tests_passed_fraction", "tokens_per_trial", "working_seconds_per_trial",
+        "steps_per_trial", "working_seconds", "wall_seconds", "rate_limit_wait_seconds", "control_rate", "treatment_rate", "delta", "lo", "hi",
+        "interval_level", "p_value", "p_adjusted", "mde", "cost_usd",
+    ];
+    let ints: &[&str] = &["trials", "tasks", "repeat", "seed", "attempt", "steps", "tokens_input", "passed", "failed", "n_tasks", "family_size", "infra_errors_control"];
+    let bools: &[&str] = &["counted", "infra_differs"];
+    for file in ["trials.csv", "arms.csv", "effects.csv"] {
+        let header = csv_header(&run.join(file));
+        assert_eq!(&header[..4], ["run_id", "experiment", "config_digest", "suite_digest"], "{file}");
+        let rows = csv_rows(&run.join(file));
+        for row in &rows {
+            assert_eq!([row["run_id"].as_str(), &row["experiment"], &row["config_digest"], &row["suite_digest"]], ids, "{file}");
+            for (col, v) in row.iter().filter(|(_, v)| !v.is_empty()) {
+                if floats.contains(&col.as_str()) {
+                    assert!(v.parse::<f64>().is_ok() && (v.contains('.') || v.contains('e')), "{file} {col} = {v}: not a float");
+                } else if ints.contains(&col.as_str()) {
+                    assert!(v.parse::<i64>().is_ok(), "{file} {col} = {v}: not an integer");
+                } else if bools.contains(&col.as_str()) {
+                    assert!(v == "true" || v == "false", "{file} {col} = {v}");
+                }
+            }
+        }
+        if file == "trials.csv" {
+            let expected: Vec<String> = ablate::report::export::TRIALS_COLUMNS.iter().map(|c| c.to_string()).collect();
+            assert_eq!(header[..expected.len()], expected[..]);
+            // The two attempts of the rerun trial: only the second counts.
+            let tid = first["trial_id"].as_str().unwrap();
+            let of: Vec<(&str, &str)> = rows.iter().filter(|r| r["trial_id"] == tid).map(|r| (r["attempt"].as_str(), r["counted"].as_str())).collect();
+            assert_eq!(of, vec![("1", "false"), ("2", "true")]);
+            assert_eq!(rows.iter().filter(|r| r["counted"] == "true").count(), 14 * 7 * 2);
+        }
+    }
+    // Component values as columns: the ablated arm differs from full in its component only.
+    let arms = csv_rows(&run.join("arms.csv"));
+    let full = arms.iter().find(|a| a["arm"] == "full").unwrap();
+    let minus = arms.iter().find(|a| a["arm"] == "full-minus-feedback").unwrap();
+    assert_ne!(full["component.feedback"], minus["component.feedback"]);
+    assert_eq!(full["component.tools"], minus["component.tools"]);
+    assert!(!full["component.feedback"].is_empty());
+    // Effect rows carry both rates, the interval's level and method, and the adjustment.
+    let effects = csv_rows(&run.join("effects.csv"));
+    for e in &effects {
+        let (c, t, d): (f64, f64, f64) = (e["control_rate"].parse().unwrap(), e["treatment_rate"].parse().unwrap(), e["delta"].parse().unwrap());
+        assert!((t - c - d).abs() < 1e-9, "{e:?}");
+        assert!(!e["method"].is_empty() && !e["adjustment"].is_empty());
+    }
+    // The counted rows give the report's pass rate (the naive count over every row would not).
+    let trials = csv_rows(&run.join("trials.csv"));
+    let mut per_task: HashMap<String, (f64, f64)> = HashMap::new();
+    for t in trials.iter().filter(|t| t["arm"] == first["arm"].as_str().unwrap() && t["counted"] == "true") {
+        let e = per_task.entry(t["task"].clone()).or_default();
+        e.0 += (t["status"] == "passed") as u8 as f64;
+        e.1 += 1.0;
+    }
+    let expect = per_task.values().map(|(p, n)| p / n).sum::<f64>() / per_task.len() as f64;
+    let arm = arms.iter().find(|a| a["arm"] == first["arm"].as_str().unwrap()).unwrap();
+    assert!((arm["pass_rate"].parse::<f64>().unwrap() - expect).abs() < 1e-12);
 }

@@ -51,6 +51,8 @@ fn rate_interval(outcomes: &[Vec<f64>], conf: f64) -> Interval {
 pub struct ArmReport {
     pub arm: String,
     pub model: String,
+    /// The arm's value of every component (`Arm::component_values`).
+    pub components: Vec<(String, String)>,
     pub trials: usize,
     pub tasks: usize,
     /// Every started trial counts; errors count as failures.
@@ -135,6 +137,10 @@ pub struct EffectReport {
 pub struct Report {
     pub run_id: String,
     pub experiment: String,
+    /// sha256 of the resolved experiment (manifest `config_digest`).
+    pub config_digest: String,
+    /// Every component's name, in the order of the first arm, then any others.
+    pub component_names: Vec<String>,
     pub suite: String,
     pub suite_digest: String,
     pub alpha: f64,
@@ -179,6 +185,15 @@ pub fn analyse(data: &RunData) -> Report {
         *interrupted_by.entry((r.model, r.arm)).or_default() += 1;
     }
 
+    let manifest_arms = data.manifest.arms();
+    let mut component_names: Vec<String> = Vec::new();
+    for a in &manifest_arms {
+        for (k, _) in a.component_values() {
+            if !component_names.contains(&k) {
+                component_names.push(k);
+            }
+        }
+    }
     let mut arms = Vec::new();
     for ((model, arm), rows) in &groups {
         let outcomes = by_task(rows, n_tasks, Row::passed);
@@ -226,8 +241,11 @@ pub fn analyse(data: &RunData) -> Report {
         if pass.n_tasks == 1 {
             warnings.push("one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite".into());
         }
+        let arm_name = data.arms.name(*arm).to_string();
+        let components = manifest_arms.iter().find(|a| a.name == arm_name).map(|a| a.component_values()).unwrap_or_default();
         arms.push(ArmReport {
-            arm: data.arms.name(*arm).to_string(),
+            components,
+            arm: arm_name,
             model: data.models.name(*model).to_string(),
             trials: rows.len(),
             tasks: pass.n_tasks,
@@ -259,7 +277,6 @@ pub fn analyse(data: &RunData) -> Report {
         all: (Vec<Vec<f64>>, Vec<Vec<f64>>),
         kept: (Vec<Vec<f64>>, Vec<Vec<f64>>),
     }
-    let manifest_arms = data.manifest.arms();
     let mut pending: Vec<Pending> = Vec::new();
     let mut refused = Vec::new();
     for c in data.manifest.comparisons() {
@@ -370,6 +387,8 @@ pub fn analyse(data: &RunData) -> Report {
     Report {
         run_id: data.manifest.run_id.clone(),
         experiment: data.manifest.experiment.get("name").and_then(|n| n.as_str()).unwrap_or("").to_string(),
+        config_digest: data.manifest.config_digest.clone(),
+        component_names,
         suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),
         suite_digest: data.manifest.suite.digest.clone(),
         alpha,
