@@ -8,6 +8,10 @@ ABLATE := target/release/ablate
 ## small local model) and the suite proof.
 test: deps model-small
 	$(CARGO) test -- --skip simulation
+	$(CARGO) build
+	ABLATE=target/debug/ablate bash scripts/test-notebook.sh
+	@echo "--- ablate export (feature polars; its own target dir, so the binaries above stay as built) ---"
+	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --test export
 	$(CARGO) run --quiet -- suite check tasks/core
 	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
 	$(CARGO) test --quiet --lib simulation -- --nocapture
