@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway gate ablate-external
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model) and the suite proof.
@@ -67,6 +67,11 @@ bench-sandbox: deps
 ## without prefix reuse. Needs g++ (scripts/install-deps.sh).
 bench-local: deps model
 	bash benches/local.sh
+
+## make bench-micro: criterion micro-benchmarks: the sampler's pick over 151,936 tokens,
+## t_quantile, load + analyse of a 10k-record synthetic run (benches/micro.rs).
+bench-micro:
+	$(CARGO) bench --no-default-features --bench micro
 
 ## make bench-gateway: the gateway's overhead per model call (external harnesses): mean latency of
 ## 500 non-streaming calls straight to an instant-reply model server and through the gateway.
