@@ -5,7 +5,8 @@ ABLATE := target/release/ablate
 .PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
-## small local model) and the suite proof.
+## small local model), the example notebook run headless, `ablate export` (feature polars),
+## the suite proof, and the statistics simulations printed once (about 35 s in a debug build).
 test: deps model-small
 	$(CARGO) test -- --skip simulation
 	$(CARGO) build

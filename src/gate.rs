@@ -835,6 +835,8 @@ mod tests {
         println!("gate at the shipped size (4 tasks x 2 trials): {}", shipped.join("; "));
         assert!(worst.0 <= alpha + 1e-9, "false PASS {worst:?}");
         assert!(aa_fail <= alpha + 1e-9, "A/A FAIL {aa_fail}");
+        // The figures the README states.
+        assert!(worst.0 <= 0.04885 && aa_fail <= 0.04765, "README: false PASS at most 4.88%, A/A FAIL at most 4.76%");
     }
 
     /// Heterogeneous tasks (rates uniform in [0.05, 1] per task, each task
@@ -870,6 +872,7 @@ mod tests {
             }
         }
         println!("gate, heterogeneous tasks: largest false-PASS rate {worst:.4} (limit {limit:.4}, {reps} replications per cell)");
+        assert!(worst <= 0.0185, "README: at most 1.85% with heterogeneous tasks; saw {worst}");
     }
 
     #[test]

@@ -127,4 +127,10 @@ fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
     let drop20 = oc.iter().find(|c| (c.drop - 0.2).abs() < 1e-12).unwrap();
     assert!(drop20.exact && drop20.p_pass <= 0.05, "{drop20:?}");
     println!("shipped gate (6/8 baseline): {oc:?}");
+    // The README's table (FAIL %, PASS %) for no change and drops of 5, 10 and 20 pp.
+    let table = [(0.0, 4.1, 6.4), (0.05, 6.4, 4.2), (0.10, 9.4, 2.7), (0.20, 17.9, 1.0)];
+    for (drop, fail, pass) in table {
+        let c = oc.iter().find(|c| (c.drop - drop).abs() < 1e-12).unwrap();
+        assert!((c.p_fail * 100.0 - fail).abs() < 0.05 && (c.p_pass * 100.0 - pass).abs() < 0.05, "README row {drop}: {c:?}");
+    }
 }
