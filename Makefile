@@ -6,7 +6,7 @@ ABLATE := target/release/ablate
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
-## the suite proof, and the statistics simulations printed once (about 35 s in a debug build).
+## the suite proof, and the statistics simulations printed once (about 20 s in a debug build).
 test: deps model-small
 	$(CARGO) test -- --skip simulation
 	$(CARGO) build
@@ -15,7 +15,7 @@ test: deps model-small
 	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --test export
 	$(CARGO) run --quiet -- suite check tasks/core
 	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
-	$(CARGO) test --quiet --lib simulation -- --nocapture
+	$(CARGO) test --quiet --lib simulation -- --nocapture --test-threads=1
 
 ## make ablate: bare vs full harness and leave-one-out on tasks/core, with the
 ## embedded default model; installs what is missing, builds, fetches the model.

@@ -133,6 +133,23 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
     }
 }
 
+/// The inferences behind a list of effects, in words.
+fn methods(effects: &[EffectReport]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for e in effects {
+        let m = match e.method.as_str() {
+            "sign_flip_exact+mover" => "exact sign-flip + MOVER",
+            "sign_flip_normal+mover" => "sign-flip (Normal) + MOVER",
+            "newcombe_one_task" => "Newcombe, one task",
+            other => other,
+        };
+        if !seen.contains(&m) {
+            seen.push(m);
+        }
+    }
+    seen.join("; ")
+}
+
 pub fn render(r: &Report, colour: bool) -> String {
     let c = Paint(colour);
     let level = 1.0 - r.alpha;
@@ -152,7 +169,7 @@ pub fn render(r: &Report, colour: bool) -> String {
     }
     let width = r.ablations.iter().chain(&r.combined).map(|e| e.treatment.len() + e.control.len() + e.model.len() + 7).max().unwrap_or(20);
     if !r.ablations.is_empty() {
-        let _ = writeln!(s, "{}", c.bold(&format!("Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} ablations (Bonferroni); exact sign-flip + MOVER):", r.ablations.first().map_or(level, |e| e.interval_level) * 100.0, level * 100.0, r.ablations.first().map_or(0, |e| e.family_size))));
+        let _ = writeln!(s, "{}", c.bold(&format!("Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} ablations (Bonferroni); {}):", r.ablations.first().map_or(level, |e| e.interval_level) * 100.0, level * 100.0, r.ablations.first().map_or(0, |e| e.family_size), methods(&r.ablations))));
         for e in &r.ablations {
             effect_line(&mut s, e, &c, width);
         }
