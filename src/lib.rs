@@ -7,6 +7,7 @@
 pub mod config;
 pub mod digest;
 pub mod error;
+pub mod export;
 pub mod gate;
 pub mod gateway;
 pub mod grader;

@@ -87,7 +87,7 @@ enum Command {
         /// Largest drop in pass rate accepted as non-inferior (0.05 = 5 pp).
         #[arg(long, default_value_t = 0.05)]
         margin: f64,
-        /// One-sided level of the bounds.
+        /// Level of the exact one-sided tests: a drop beyond the margin PASSes in at most alpha of runs.
         #[arg(long, default_value_t = 0.05)]
         alpha: f64,
         /// Arm of the candidate (default: the baseline's arm).
@@ -102,9 +102,22 @@ enum Command {
         /// Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).
         #[arg(long, value_name = "FILE")]
         markdown: Option<PathBuf>,
-        /// Write JUnit XML here: one test case per task, failed when its pass rate fell.
+        /// Write JUnit XML here: one test case per task with its counts, failed only where the gate's rule says it regressed, and one for the verdict.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+    },
+    /// One typed dataset of many runs' trials, arms or effects (docs/exports.md): Parquet when
+    /// FILE ends in .parquet, else CSV. Needs a build with the `polars` feature.
+    Export {
+        /// Run folders.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Output file (.parquet or .csv).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: PathBuf,
+        /// The table to export.
+        #[arg(long, value_enum, default_value = "trials")]
+        table: ablate::export::Table,
     },
     /// Write a synthetic run folder (for benchmarks and tests of `report`).
     #[command(hide = true)]
@@ -115,6 +128,9 @@ enum Command {
         records: usize,
         #[arg(long)]
         out: PathBuf,
+        /// Seed of the drawn outcomes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Print the arms, comparisons and trial plan of a config, without running.
     Plan {
@@ -231,7 +247,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Gate { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit } => {
             gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
         }
-        Command::SynthRun { config, records, out } => synth_cmd(&config, records, &out),
+        Command::SynthRun { config, records, out, seed } => synth_cmd(&config, records, &out, seed),
+        Command::Export { runs, output, table } => export_cmd(&runs, table, &output),
         Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
             run_cmd(config, trials, jobs, RunOptions { jobs: 1, shard, results_dir: results, resume, progress, run_id, allow_model_change })
@@ -383,14 +400,26 @@ fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path) -> anyhow::Result<i32> {
+#[cfg(feature = "polars")]
+fn export_cmd(runs: &[PathBuf], table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<i32> {
+    let n = ablate::export::export(runs, table, output)?;
+    eprintln!("wrote {n} rows of {} runs to {}", runs.len(), output.display());
+    Ok(exit::OK)
+}
+
+#[cfg(not(feature = "polars"))]
+fn export_cmd(_runs: &[PathBuf], _table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<i32> {
+    Err(InputError::new(output, "this ablate was built without the `polars` feature: build with `cargo build --release --features polars`").into())
+}
+
+fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path, seed: u64) -> anyhow::Result<i32> {
     let mut exp = config::load(config_path)?;
     let suite = suite::load(&exp.suite_path)?;
     let per_repeat = plan::build(&exp, &suite)?.trials.len() / exp.trials as usize;
     exp.trials = records.div_ceil(per_repeat.max(1)) as u32;
     let plan = plan::build(&exp, &suite)?;
     // Arms get distinct rates so that the report has effects to find.
-    let n = ablate::report::synth::write_run(out, &exp, &suite, &plan, 1, |task, arm| {
+    let n = ablate::report::synth::write_run(out, &exp, &suite, &plan, seed, |task, arm| {
         let t = (task.len() % 5) as f64 / 10.0;
         let a = (arm.len() % 4) as f64 / 10.0;
         (0.2 + t + a).min(0.95)
@@ -451,15 +480,14 @@ fn gate_cmd(a: GateArgs) -> anyhow::Result<i32> {
         }
     }
     let pairs = gate::pair(&base, &cand);
-    let diffs: Vec<f64> = pairs.iter().map(|(b, c)| c.pass_rate - b.pass_rate).collect();
-    let decision = gate::decide(&diffs, a.alpha, a.margin);
-    let trials = cand.iter().map(|r| r.trials as f64).sum::<f64>() / cand.len() as f64;
-    let hint = gate::trials_hint(&decision, trials);
-    print!("{}", gate::render(&decision, &pairs, hint));
+    let decision = gate::decide(&pairs, a.alpha, a.margin);
+    let oc = gate::characteristics(&decision);
+    let hint = if decision.verdict == gate::Verdict::Inconclusive { gate::size_hint(&decision) } else { None };
+    print!("{}", gate::render(&decision, &pairs, &oc, hint));
     if let Some(path) = &a.markdown {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        f.write_all(gate::markdown(&decision, &pairs, hint).as_bytes())?;
+        f.write_all(gate::markdown(&decision, &pairs, &oc, hint).as_bytes())?;
     }
     if let Some(path) = &a.junit {
         std::fs::write(path, gate::junit(&decision, &pairs))?;

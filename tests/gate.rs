@@ -51,21 +51,29 @@ fn pass_fail_and_outputs() {
     assert!(out.starts_with("gate: PASS"), "{out}");
     let mdtext = std::fs::read_to_string(&md).unwrap();
     assert!(mdtext.contains("## ablate gate: ✅ PASS") && mdtext.contains("| parse-duration |"), "{mdtext}");
+    assert!(out.contains("operating characteristics at this size (560 baseline and 560 candidate trials"), "{out}");
+    assert!(out.contains("a drop of 20 pp") && out.contains("PASSes in at most 5% of runs"), "{out}");
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert_eq!(xml.matches("<testcase ").count(), 14);
+    assert_eq!(xml.matches("<testcase ").count(), 15, "14 tasks and the verdict");
+    assert_eq!(xml.matches("<failure ").count(), 0, "no task regressed by the rule: {xml}");
+    assert!(xml.contains("name=\"overall: PASS\"") && xml.contains("baseline ") && xml.contains(", candidate "), "{xml}");
 
     // A 40 pp drop everywhere: a significant regression, and the JUnit cases fail.
     let worse = run(dir.path(), "worse", 40, 3, 4, |t| (task_rate(t) - 0.4).max(0.0));
     let (code, out, _) = ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", worse.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.starts_with("gate: FAIL") && out.contains("tasks whose pass rate fell"), "{out}");
-    assert!(std::fs::read_to_string(&junit).unwrap().matches("<failure ").count() >= 10);
+    assert!(out.starts_with("gate: FAIL") && out.contains("tasks that regressed by the gate's rule"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    // Each red task is one the rule flags: its own exact regression test at alpha/14.
+    let red = xml.matches("<failure ").count() - 1;
+    assert!(red >= 5, "{xml}");
+    assert!(xml.contains("name=\"overall: FAIL\"><failure "), "{xml}");
 
     // A run folder works as the baseline too; one trial per task is too little to decide.
     let few = run(dir.path(), "few", 1, 4, 4, task_rate);
     let (code, out, _) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", few.to_str().unwrap()]);
     assert_eq!(code, 3, "{out}");
-    assert!(out.starts_with("gate: INCONCLUSIVE") && out.contains("trials per task would likely decide it"), "{out}");
+    assert!(out.starts_with("gate: INCONCLUSIVE") && out.contains("times the candidate's trials per task would"), "{out}");
 }
 
 #[test]
@@ -102,4 +110,27 @@ fn a_baseline_whose_rate_contradicts_its_counts_is_refused() {
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.is_empty(), "no verdict: {out}");
     assert_eq!(err.trim(), format!("error: {}: row 2, column `pass_rate`: 0 contradicts passes / trials = 11/12 = 0.917", baseline.display()));
+}
+
+/// The shipped gate's committed baseline still loads, and at its size (4 tasks x 2 trials) the
+/// gate PASSes a candidate 20 pp worse in at most alpha of runs, and an identical one cannot PASS.
+#[test]
+fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/baseline/gate.csv");
+    let rows = ablate::gate::read_baseline(&base).unwrap();
+    assert_eq!(rows.len(), 4);
+    let pairs: Vec<_> = rows.iter().map(|r| (r, r)).collect();
+    let d = ablate::gate::decide(&pairs, 0.05, 0.05);
+    assert_eq!((d.baseline_passes, d.baseline_trials), (6, 8));
+    assert_eq!(d.verdict, ablate::gate::Verdict::Inconclusive, "an identical candidate cannot PASS at this size");
+    let oc = ablate::gate::characteristics(&d);
+    let drop20 = oc.iter().find(|c| (c.drop - 0.2).abs() < 1e-12).unwrap();
+    assert!(drop20.exact && drop20.p_pass <= 0.05, "{drop20:?}");
+    println!("shipped gate (6/8 baseline): {oc:?}");
+    // The README's table (FAIL %, PASS %) for no change and drops of 5, 10 and 20 pp.
+    let table = [(0.0, 4.1, 6.4), (0.05, 6.4, 4.2), (0.10, 9.4, 2.7), (0.20, 17.9, 1.0)];
+    for (drop, fail, pass) in table {
+        let c = oc.iter().find(|c| (c.drop - drop).abs() < 1e-12).unwrap();
+        assert!((c.p_fail * 100.0 - fail).abs() < 0.05 && (c.p_pass * 100.0 - pass).abs() < 0.05, "README row {drop}: {c:?}");
+    }
 }

@@ -51,6 +51,8 @@ fn rate_interval(outcomes: &[Vec<f64>], conf: f64) -> Interval {
 pub struct ArmReport {
     pub arm: String,
     pub model: String,
+    /// The arm's value of every component (`Arm::component_values`).
+    pub components: Vec<(String, String)>,
     pub trials: usize,
     pub tasks: usize,
     /// Every started trial counts; errors count as failures.
@@ -76,6 +78,17 @@ pub struct ArmReport {
     pub warnings: Vec<String>,
 }
 
+/// The effect with infrastructure-error trials left out of both arms.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct ExclInfra {
+    pub delta: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub p_value: f64,
+    pub n_tasks: usize,
+    pub verdict_changes: bool,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct EffectReport {
     pub name: String,
@@ -86,18 +99,37 @@ pub struct EffectReport {
     pub kind: String,
     /// The component of an ablation; the differing components of a combined one.
     pub components: Vec<String>,
+    /// Pass rates (mean of per-task means) of the paired tasks in each arm.
+    pub control_rate: f64,
+    pub treatment_rate: f64,
     pub delta: f64,
+    /// The interval at `interval_level`, from the inference named in `method`.
     pub lo: f64,
     pub hi: f64,
-    pub se: f64,
+    /// Two-sided p-value of "no difference" from the same inference (unadjusted).
     pub p_value: f64,
-    /// Holm-adjusted over every ablation of the run (null for combined).
-    pub p_holm: Option<f64>,
-    /// McNemar mid-p, when every task has one trial in each arm.
-    pub mcnemar_mid_p: Option<f64>,
+    /// Bonferroni-adjusted over the ablations of the run, `min(1, m p)`
+    /// (null for combined comparisons, which are not in the family).
+    pub p_adjusted: Option<f64>,
+    /// Comparisons in the family the interval and the verdict are adjusted for (1 for combined).
+    pub family_size: usize,
+    /// Confidence level of `lo`/`hi`: `1 - alpha / family_size`.
+    pub interval_level: f64,
+    /// `stats::Inference::method`: `sign_flip_exact+mover`, `sign_flip_normal+mover`, `newcombe_one_task`.
+    pub method: String,
+    /// `tasks` (the tasks as a sample of a population), or `one task: <task>`
+    /// (the trials of a single task: speaks for that task only).
+    pub scope: String,
     pub n_tasks: usize,
-    /// Smallest effect this sample would detect with 80% power.
+    /// Smallest effect a paired t-test at `1 - interval_level` detects with 80% power on these tasks.
     pub mde: f64,
+    /// Infrastructure-error trials (provider, harness, grader) in each arm.
+    pub infra_errors_control: usize,
+    pub infra_errors_treatment: usize,
+    /// The arms differ in infrastructure errors: the effect may measure the infrastructure.
+    pub infra_differs: bool,
+    /// The effect without infrastructure-error trials (when either arm had any).
+    pub excl_infra: Option<ExclInfra>,
     pub verdict: String,
 }
 
@@ -105,6 +137,10 @@ pub struct EffectReport {
 pub struct Report {
     pub run_id: String,
     pub experiment: String,
+    /// sha256 of the resolved experiment (manifest `config_digest`).
+    pub config_digest: String,
+    /// Every component's name, in the order of the first arm, then any others.
+    pub component_names: Vec<String>,
     pub suite: String,
     pub suite_digest: String,
     pub alpha: f64,
@@ -149,6 +185,15 @@ pub fn analyse(data: &RunData) -> Report {
         *interrupted_by.entry((r.model, r.arm)).or_default() += 1;
     }
 
+    let manifest_arms = data.manifest.arms();
+    let mut component_names: Vec<String> = Vec::new();
+    for a in &manifest_arms {
+        for (k, _) in a.component_values() {
+            if !component_names.contains(&k) {
+                component_names.push(k);
+            }
+        }
+    }
     let mut arms = Vec::new();
     for ((model, arm), rows) in &groups {
         let outcomes = by_task(rows, n_tasks, Row::passed);
@@ -196,8 +241,11 @@ pub fn analyse(data: &RunData) -> Report {
         if pass.n_tasks == 1 {
             warnings.push("one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite".into());
         }
+        let arm_name = data.arms.name(*arm).to_string();
+        let components = manifest_arms.iter().find(|a| a.name == arm_name).map(|a| a.component_values()).unwrap_or_default();
         arms.push(ArmReport {
-            arm: data.arms.name(*arm).to_string(),
+            components,
+            arm: arm_name,
             model: data.models.name(*model).to_string(),
             trials: rows.len(),
             tasks: pass.n_tasks,
@@ -221,9 +269,15 @@ pub fn analyse(data: &RunData) -> Report {
     }
 
     // Effects: each comparison of the manifest, per model, re-checked by the guard.
-    let manifest_arms = data.manifest.arms();
-    let mut ablations = Vec::new();
-    let mut combined = Vec::new();
+    // First the paired outcomes of every comparison, then the inference, at the
+    // level adjusted for the family of ablations (Bonferroni: the interval, the
+    // p-value and the verdict then come from one procedure and agree).
+    struct Pending {
+        effect: EffectReport,
+        all: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+        kept: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+    }
+    let mut pending: Vec<Pending> = Vec::new();
     let mut refused = Vec::new();
     for c in data.manifest.comparisons() {
         let (Some(ca), Some(ta)) = (manifest_arms.iter().find(|a| a.name == c.control), manifest_arms.iter().find(|a| a.name == c.treatment)) else {
@@ -246,60 +300,95 @@ pub fn analyse(data: &RunData) -> Report {
             if crow.is_empty() && trow.is_empty() {
                 continue;
             }
-            let mut cv = by_task(crow, n_tasks, Row::passed);
-            let mut tv = by_task(trow, n_tasks, Row::passed);
-            // Pair only tasks present in both arms.
-            for t in 0..n_tasks {
-                if cv[t].is_empty() || tv[t].is_empty() {
-                    cv[t].clear();
-                    tv[t].clear();
+            let paired = |c: &[&Row], t: &[&Row]| {
+                let mut cv = by_task(c, n_tasks, Row::passed);
+                let mut tv = by_task(t, n_tasks, Row::passed);
+                // Pair only tasks present in both arms.
+                for k in 0..n_tasks {
+                    if cv[k].is_empty() || tv[k].is_empty() {
+                        cv[k].clear();
+                        tv[k].clear();
+                    }
                 }
+                (cv, tv)
+            };
+            fn keep<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
+                rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect()
             }
-            // Point estimate, se and p from the paired t; the interval from MOVER,
-            // which keeps its coverage near 0 and 1 (see stats::paired_effect_mover).
-            let p = stats::paired_effect_mover(&cv, &tv, conf);
-            let diffs: Vec<f64> = cv.iter().zip(&tv).filter(|(a, _)| !a.is_empty()).map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
-            let var_d = stats::sample_sd(&diffs).powi(2);
-            let mde = stats::min_detectable_effect(var_d, diffs.len() as u64, alpha, 0.8);
-            let one_each = cv.iter().zip(&tv).filter(|(a, _)| !a.is_empty()).all(|(a, b)| a.len() == 1 && b.len() == 1) && !diffs.is_empty();
-            let mcnemar = one_each.then(|| {
-                let b = diffs.iter().filter(|&&d| d < 0.0).count() as u64;
-                let cc = diffs.iter().filter(|&&d| d > 0.0).count() as u64;
-                stats::mcnemar_mid_p(b, cc)
-            });
-            let components = c.differs.iter().map(|d| d.component.clone()).collect();
-            let e = EffectReport {
+            let (ck, tk) = (keep(crow), keep(trow));
+            let infra_c = crow.len() - ck.len();
+            let infra_t = trow.len() - tk.len();
+            let all = paired(crow, trow);
+            let present: Vec<usize> = (0..n_tasks).filter(|&k| !all.0[k].is_empty()).collect();
+            let scope = if present.len() == 1 { format!("one task: {}", data.tasks.name(present[0] as u32)) } else { "tasks".to_string() };
+            let rate = |v: &[Vec<f64>]| stats::mean(&v.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect::<Vec<_>>());
+            let effect = EffectReport {
                 name: c.name.clone(),
                 model: data.models.name(model).to_string(),
                 control: c.control.clone(),
                 treatment: c.treatment.clone(),
                 kind: if is_ablation { "ablation".into() } else { "combined".into() },
-                components,
-                delta: p.mean_diff,
-                lo: p.lo,
-                hi: p.hi,
-                se: p.se,
-                p_value: p.p_value,
-                p_holm: None,
-                mcnemar_mid_p: mcnemar,
-                n_tasks: p.n_tasks,
-                mde,
+                components: c.differs.iter().map(|d| d.component.clone()).collect(),
+                control_rate: rate(&all.0),
+                treatment_rate: rate(&all.1),
+                delta: f64::NAN,
+                lo: f64::NAN,
+                hi: f64::NAN,
+                p_value: f64::NAN,
+                p_adjusted: None,
+                family_size: 1,
+                interval_level: conf,
+                method: String::new(),
+                scope,
+                n_tasks: present.len(),
+                mde: f64::NAN,
+                infra_errors_control: infra_c,
+                infra_errors_treatment: infra_t,
+                infra_differs: infra_c != infra_t,
+                excl_infra: None,
                 verdict: String::new(),
             };
-            if is_ablation { ablations.push(e) } else { combined.push(e) }
+            pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }
     }
-    let adjusted = stats::holm(&ablations.iter().map(|e| e.p_value).collect::<Vec<_>>());
-    for (e, p) in ablations.iter_mut().zip(adjusted) {
-        e.p_holm = Some(p);
-        e.verdict = verdict(e.delta, p, e.mde, alpha);
-    }
-    for e in combined.iter_mut() {
-        e.verdict = verdict(e.delta, e.p_value, e.mde, alpha);
+    let family = pending.iter().filter(|p| p.effect.kind == "ablation" && p.effect.n_tasks > 0).count().max(1);
+    let mut ablations = Vec::new();
+    let mut combined = Vec::new();
+    for Pending { mut effect, all, kept } in pending {
+        let m = if effect.kind == "ablation" { family } else { 1 };
+        let level_alpha = alpha / m as f64;
+        let inf = stats::paired_inference(&all.0, &all.1, 1.0 - level_alpha);
+        let diffs: Vec<f64> = all.0.iter().zip(&all.1).filter(|(a, _)| !a.is_empty()).map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
+        let var_d = stats::sample_sd(&diffs).powi(2);
+        effect.mde = stats::min_detectable_effect(var_d, diffs.len() as u64, level_alpha, 0.8);
+        effect.delta = inf.mean_diff;
+        effect.lo = inf.lo;
+        effect.hi = inf.hi;
+        effect.p_value = inf.p_value;
+        effect.family_size = m;
+        effect.interval_level = 1.0 - level_alpha;
+        effect.p_adjusted = (effect.kind == "ablation").then(|| (inf.p_value * m as f64).min(1.0));
+        effect.method = inf.method.to_string();
+        effect.verdict = verdict(&inf, effect.mde, level_alpha);
+        if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
+            let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
+            let v = verdict(&x, f64::NAN, level_alpha);
+            effect.excl_infra = Some(ExclInfra {
+                delta: x.mean_diff,
+                lo: x.lo,
+                hi: x.hi,
+                p_value: x.p_value,
+                n_tasks: x.n_tasks,
+                verdict_changes: short(&v) != short(&effect.verdict),
+            });
+        }
+        if effect.kind == "ablation" { ablations.push(effect) } else { combined.push(effect) }
     }
     Report {
         run_id: data.manifest.run_id.clone(),
         experiment: data.manifest.experiment.get("name").and_then(|n| n.as_str()).unwrap_or("").to_string(),
+        config_digest: data.manifest.config_digest.clone(),
+        component_names,
         suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),
         suite_digest: data.manifest.suite.digest.clone(),
         alpha,
@@ -314,18 +403,29 @@ pub fn analyse(data: &RunData) -> Report {
     }
 }
 
-/// helps / hurts / no detectable effect, from the (adjusted) p-value.
-pub fn verdict(delta: f64, p: f64, mde: f64, alpha: f64) -> String {
-    if p.is_nan() {
-        return "not enough tasks to tell".into();
+fn short(v: &str) -> &str {
+    v.split_whitespace().next().unwrap_or("")
+}
+
+/// helps / hurts / no verdict, read from the interval (which excludes 0
+/// exactly when the p-value is at most the level): never against it.
+pub fn verdict(inf: &stats::Inference, mde: f64, level_alpha: f64) -> String {
+    if inf.n_tasks == 0 || inf.lo.is_nan() {
+        return "not enough data to tell".into();
     }
-    if p < alpha && delta > 0.0 {
-        "helps".into()
-    } else if p < alpha && delta < 0.0 {
-        "hurts".into()
+    let only = if inf.n_tasks == 1 { " (this task only)" } else { "" };
+    if inf.lo > 0.0 {
+        return format!("helps{only}");
+    }
+    if inf.hi < 0.0 {
+        return format!("hurts{only}");
+    }
+    let need = stats::sign_flip_min_tasks(level_alpha);
+    if inf.n_tasks >= 2 && (inf.n_tasks as u64) < need {
+        format!("no verdict possible: {} tasks, at least {need} needed at this level", inf.n_tasks)
     } else if mde.is_finite() && mde > 0.0 {
         format!("no detectable effect (could detect ±{:.0} pp at 80% power)", mde * 100.0)
     } else {
-        "no detectable effect".into()
+        format!("no detectable effect{only}")
     }
 }

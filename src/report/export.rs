@@ -15,20 +15,47 @@ fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(tmp, dir.join(name))
 }
 
-fn num(x: f64) -> String {
-    if x.is_finite() { format!("{x}") } else { String::new() }
+/// A float cell: always written as a float (`3.0`, never `3`), so that a
+/// column's type does not depend on the data; empty (null) when not finite.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return String::new();
+    }
+    let s = format!("{x}");
+    if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
+}
+
+/// The columns every CSV starts with: which run, experiment, config and suite.
+pub const RUN_COLUMNS: [&str; 4] = ["run_id", "experiment", "config_digest", "suite_digest"];
+
+/// The name of a component's column.
+pub fn component_column(name: &str) -> String {
+    format!("component.{name}")
+}
+
+fn run_cells(r: &Report) -> Vec<String> {
+    vec![r.run_id.clone(), r.experiment.clone(), r.config_digest.clone(), r.suite_digest.clone()]
 }
 
 fn opt(x: Option<f64>) -> String {
     x.map(num).unwrap_or_default()
 }
 
-/// Columns of trials.csv, documented in docs/records.md.
-pub const TRIALS_COLUMNS: [&str; 28] = [
+/// Columns of the first pass over the records (the record's own fields).
+const TRIALS_BASE: [&str; 28] = [
     "run_id", "trial_id", "task", "arm", "model", "repeat", "seed", "attempt", "status", "end_reason", "budget_limit",
     "tests_passed", "tests_total", "steps", "sessions", "tokens_input", "tokens_output", "tokens_cached", "working_seconds",
     "wall_seconds", "rate_limit_wait_seconds", "cost_usd", "loop_guard_hits", "invalid_tool_calls", "unparsed_replies",
     "path_refusals", "snapshot_sha256", "finished_at",
+];
+
+/// Columns of trials.csv, documented in docs/exports.md; then one
+/// `component.<name>` column per component of the run's arms.
+pub const TRIALS_COLUMNS: [&str; 32] = [
+    "run_id", "experiment", "config_digest", "suite_digest", "trial_id", "task", "arm", "model", "repeat", "seed", "attempt",
+    "counted", "status", "end_reason", "budget_limit", "tests_passed", "tests_total", "steps", "sessions", "tokens_input",
+    "tokens_output", "tokens_cached", "working_seconds", "wall_seconds", "rate_limit_wait_seconds", "cost_usd", "loop_guard_hits",
+    "invalid_tool_calls", "unparsed_replies", "path_refusals", "snapshot_sha256", "finished_at",
 ];
 
 fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
@@ -99,7 +126,7 @@ impl TrialsCsv {
     pub fn create(dir: &Path) -> std::io::Result<TrialsCsv> {
         let tmp = dir.join(".trials.csv.tmp");
         let mut writer = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
-        writer.write_record(TRIALS_COLUMNS).map_err(std::io::Error::other)?;
+        writer.write_record(TRIALS_BASE).map_err(std::io::Error::other)?;
         Ok(TrialsCsv { writer, tmp, error: None })
     }
 
@@ -118,27 +145,69 @@ impl TrialsCsv {
         let _ = std::fs::remove_file(tmp);
     }
 
-    pub fn finish(mut self, dir: &Path) -> std::io::Result<()> {
+    /// Second pass: the run's identity, the `counted` flag (the attempt the
+    /// analysis counts: the last final attempt of its trial) and the arm's
+    /// component values, into trials.csv.
+    pub fn finish(mut self, dir: &Path, data: &super::load::RunData, report: &Report) -> std::io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(std::io::Error::other(e));
         }
         self.writer.flush()?;
         drop(self.writer);
-        std::fs::rename(&self.tmp, dir.join("trials.csv"))
+        let mut counted = vec![false; data.attempts.len()];
+        for &i in &data.counted {
+            counted[i] = true;
+        }
+        let arms = data.manifest.arms();
+        let values_of = |arm: &str| -> Vec<String> {
+            let values = arms.iter().find(|a| a.name == arm).map(|a| a.component_values()).unwrap_or_default();
+            report.component_names.iter().map(|n| values.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()).collect()
+        };
+        let out_tmp = dir.join(".trials.csv.final.tmp");
+        let result = (|| -> Result<(), csv::Error> {
+            let mut reader = csv::Reader::from_path(&self.tmp)?;
+            let mut w = csv::Writer::from_path(&out_tmp)?;
+            let mut header: Vec<String> = TRIALS_COLUMNS.iter().map(|c| c.to_string()).collect();
+            header.extend(report.component_names.iter().map(|n| component_column(n)));
+            w.write_record(&header)?;
+            for (i, rec) in reader.records().enumerate() {
+                let rec = rec?;
+                let mut row = run_cells(report);
+                row.extend(rec.iter().skip(1).take(7).map(String::from)); // trial_id .. attempt
+                row.push(counted.get(i).copied().unwrap_or(false).to_string());
+                row.extend(rec.iter().skip(8).map(String::from));
+                row.extend(values_of(rec.get(3).unwrap_or("")));
+                w.write_record(&row)?;
+            }
+            w.flush()?;
+            Ok(())
+        })();
+        let _ = std::fs::remove_file(&self.tmp);
+        result.map_err(std::io::Error::other)?;
+        std::fs::rename(out_tmp, dir.join("trials.csv"))
     }
 }
 
+/// Columns of arms.csv, documented in docs/exports.md; then one
+/// `component.<name>` column per component.
+pub const ARMS_COLUMNS: [&str; 37] = [
+    "run_id", "experiment", "config_digest", "suite_digest", "alpha", "arm", "model", "trials", "tasks", "pass_rate", "pass_rate_lo",
+    "pass_rate_hi", "pass_rate_method", "pass_rate_excl_infra", "pass_rate_excl_infra_lo", "pass_rate_excl_infra_hi", "trials_excl_infra",
+    "tests_passed_fraction", "tests_passed_fraction_lo", "tests_passed_fraction_hi", "passed", "failed", "timeout", "budget_exhausted", "provider_error",
+    "harness_error", "grader_error", "policy_violation", "interrupted", "tokens_per_trial", "working_seconds_per_trial",
+    "steps_per_trial", "cost_per_trial", "tokens_per_solved", "working_seconds_per_solved", "cost_per_solved", "interval_level",
+];
+
 pub fn arms_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "arm", "model", "trials", "tasks", "pass_rate", "pass_rate_lo", "pass_rate_hi", "pass_rate_excl_infra", "pass_rate_excl_infra_lo",
-        "pass_rate_excl_infra_hi", "trials_excl_infra", "tests_passed", "tests_passed_lo", "tests_passed_hi", "passed", "failed", "timeout",
-        "budget_exhausted", "provider_error", "harness_error", "grader_error", "policy_violation", "interrupted", "tokens_per_trial",
-        "working_seconds_per_trial", "steps_per_trial", "cost_per_trial", "tokens_per_solved", "working_seconds_per_solved", "cost_per_solved",
-    ]);
+    let mut header: Vec<String> = ARMS_COLUMNS.iter().map(|c| c.to_string()).collect();
+    header.extend(r.component_names.iter().map(|n| component_column(n)));
+    let _ = w.write_record(&header);
     for a in &r.arms {
         let s = |k: &str| a.statuses.get(k).copied().unwrap_or(0).to_string();
-        let _ = w.write_record([
+        let mut row = run_cells(r);
+        row.extend([
+            num(r.alpha),
             a.arm.clone(),
             a.model.clone(),
             a.trials.to_string(),
@@ -146,6 +215,7 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
             num(a.pass_rate.mean),
             num(a.pass_rate.lo),
             num(a.pass_rate.hi),
+            a.pass_rate.method.to_string(),
             num(a.pass_rate_excl_infra.mean),
             num(a.pass_rate_excl_infra.lo),
             num(a.pass_rate_excl_infra.hi),
@@ -169,39 +239,62 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
             opt(a.tokens_per_solved),
             opt(a.working_seconds_per_solved),
             opt(a.cost_per_solved),
+            num(1.0 - r.alpha),
         ]);
+        row.extend(r.component_names.iter().map(|n| a.components.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()));
+        let _ = w.write_record(&row);
     }
     w.into_inner().unwrap_or_default()
 }
 
 pub fn effects_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "name", "kind", "components", "model", "control", "treatment", "delta", "lo", "hi", "se", "p_value", "p_holm", "mcnemar_mid_p", "n_tasks",
-        "mde", "verdict",
-    ]);
+    let _ = w.write_record(EFFECTS_COLUMNS);
     for e in r.ablations.iter().chain(&r.combined) {
-        let _ = w.write_record([
+        let x = e.excl_infra.as_ref();
+        let mut row = run_cells(r);
+        row.extend([
+            num(r.alpha),
             e.name.clone(),
             e.kind.clone(),
             e.components.join(";"),
             e.model.clone(),
             e.control.clone(),
             e.treatment.clone(),
+            num(e.control_rate),
+            num(e.treatment_rate),
             num(e.delta),
             num(e.lo),
             num(e.hi),
-            num(e.se),
+            num(e.interval_level),
+            e.method.clone(),
+            e.scope.clone(),
             num(e.p_value),
-            opt(e.p_holm),
-            opt(e.mcnemar_mid_p),
+            opt(e.p_adjusted),
+            e.family_size.to_string(),
             e.n_tasks.to_string(),
             num(e.mde),
+            e.infra_errors_control.to_string(),
+            e.infra_errors_treatment.to_string(),
+            e.infra_differs.to_string(),
+            opt(x.map(|x| x.delta)),
+            opt(x.map(|x| x.lo)),
+            opt(x.map(|x| x.hi)),
+            opt(x.map(|x| x.p_value)),
+            if e.family_size > 1 { "bonferroni".into() } else { "none".into() },
             e.verdict.clone(),
         ]);
+        let _ = w.write_record(&row);
     }
     w.into_inner().unwrap_or_default()
 }
+
+/// Columns of effects.csv, documented in docs/exports.md.
+pub const EFFECTS_COLUMNS: [&str; 33] = [
+    "run_id", "experiment", "config_digest", "suite_digest", "alpha", "name", "kind", "components", "model", "control", "treatment", "control_rate", "treatment_rate", "delta", "lo", "hi", "interval_level",
+    "method", "scope", "p_value", "p_adjusted", "family_size", "n_tasks", "mde", "infra_errors_control", "infra_errors_treatment",
+    "infra_differs", "delta_excl_infra", "lo_excl_infra", "hi_excl_infra", "p_value_excl_infra", "adjustment", "verdict",
+];
 
 fn md_effect(s: &mut String, e: &EffectReport) {
     let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
@@ -214,9 +307,12 @@ fn md_effect(s: &mut String, e: &EffectReport) {
         e.model,
         pp(e.delta),
         p(e.p_value),
-        e.p_holm.map(p).unwrap_or_else(|| "-".into()),
+        e.p_adjusted.map(p).unwrap_or_else(|| "-".into()),
         e.verdict
     );
+    if e.infra_differs {
+        let _ = writeln!(s, "\n> **Infrastructure errors differ** ({} vs {}): {}\n", e.infra_errors_treatment, e.infra_errors_control, excl_note(e));
+    }
 }
 
 pub fn markdown(r: &Report) -> String {
@@ -246,9 +342,9 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "\n> **Warning** ({} / {}): {w}", a.arm, a.model);
         }
     }
-    let header = "| component | treatment vs control | model | delta | CI | p | Holm p | verdict |\n|---|---|---|---|---|---|---|---|";
+    let header = "| component | treatment vs control | model | delta | CI | p | adjusted p | verdict |\n|---|---|---|---|---|---|---|---|";
     if !r.ablations.is_empty() {
-        let _ = writeln!(s, "\n## Ablations\n\nDelta = treatment - control, paired over tasks.\n\n{header}");
+        let _ = writeln!(s, "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for the {} ablations (Bonferroni).\n\n{header}", r.ablations.first().map_or(0, |e| e.family_size));
         for e in &r.ablations {
             md_effect(&mut s, e);
         }
@@ -272,4 +368,19 @@ pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
     atomic_write(dir, "report.json", &serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?)?;
     atomic_write(dir, "report.md", markdown(r).as_bytes())?;
     atomic_write(dir, "report.html", html::render(r).as_bytes())
+}
+
+/// "without them: +x pp [lo, hi], p" for an effect whose arms differ in infrastructure errors.
+pub fn excl_note(e: &EffectReport) -> String {
+    match &e.excl_infra {
+        Some(x) => format!(
+            "without them {} pp [{}, {}], p {}{}",
+            pp(x.delta),
+            pp(x.lo),
+            pp(x.hi),
+            p(x.p_value),
+            if x.verdict_changes { " — the verdict changes" } else { "" }
+        ),
+        None => String::new(),
+    }
 }

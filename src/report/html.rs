@@ -46,7 +46,7 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let _ = write!(s, r##"<text x="{}" y="16" text-anchor="middle" fill="#333">effect = treatment − control (pp)</text>"##, x(0.0));
     for (i, e) in effects.iter().enumerate() {
         let y = top + row_h * i as f64 + row_h / 2.0;
-        let colour = match e.verdict.as_str() {
+        let colour = match short_verdict(&e.verdict) {
             "helps" => "#1a7f37",
             "hurts" => "#cf222e",
             _ => "#444",
@@ -68,7 +68,9 @@ fn short_verdict(v: &str) -> &'static str {
     match v {
         "helps" => "helps",
         "hurts" => "hurts",
-        v if v.starts_with("no detectable") => "n.s.",
+        v if v.starts_with("helps") => "helps",
+        v if v.starts_with("hurts") => "hurts",
+        v if v.starts_with("no detectable") || v.starts_with("no verdict") => "n.s.",
         _ => "n/a",
     }
 }
@@ -85,7 +87,7 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
             esc(&e.model),
             pp(e.delta),
             p(e.p_value),
-            e.p_holm.map(p).unwrap_or_else(|| "-".into()),
+            e.p_adjusted.map(p).unwrap_or_else(|| "-".into()),
             esc(&e.verdict)
         );
     }
@@ -135,7 +137,7 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(s, "<p class=warn>Warning ({} / {}): {}</p>", esc(&a.arm), esc(&a.model), esc(w));
         }
     }
-    let head = "<tr><th>component</th><th>treatment vs control</th><th>model</th><th>delta</th><th>CI</th><th>p</th><th>Holm p</th><th>verdict</th></tr>";
+    let head = "<tr><th>component</th><th>treatment vs control</th><th>model</th><th>delta</th><th>CI</th><th>p</th><th>adjusted p</th><th>verdict</th></tr>";
     if !r.ablations.is_empty() {
         let _ = writeln!(s, "<h2>Ablations</h2><p>Delta = treatment − control, paired over tasks.</p><table>{head}");
         effect_rows(&mut s, &r.ablations);

@@ -90,6 +90,8 @@ pub struct RunData {
     pub attempts: Vec<Row>,
     /// The last final attempt of each trial: what the statistics use.
     pub trials: Vec<Row>,
+    /// Indices into `attempts` of the rows in `trials` (ascending): the attempts the analysis counts.
+    pub counted: Vec<usize>,
     /// Lines that could not be read (a torn last line included).
     pub unreadable_lines: Vec<usize>,
 }
@@ -143,6 +145,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         models: Names::default(),
         attempts: Vec::new(),
         trials: Vec::new(),
+        counted: Vec::new(),
         unreadable_lines: Vec::new(),
     };
     // Names in the experiment's order first, so tables list them as it does.
@@ -232,7 +235,8 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
     }
     let mut idx: Vec<usize> = last.into_values().collect();
     idx.sort_unstable();
-    data.trials = idx.into_iter().map(|i| data.attempts[i]).collect();
+    data.trials = idx.iter().map(|&i| data.attempts[i]).collect();
+    data.counted = idx;
     Ok(data)
 }
 

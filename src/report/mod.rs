@@ -27,8 +27,8 @@ pub fn report_dir(dir: &Path) -> Result<analysis::Report, String> {
             return Err(e.to_string());
         }
     };
-    csv.finish(dir).map_err(failed)?;
     let report = analysis::analyse(&data);
+    csv.finish(dir, &data, &report).map_err(failed)?;
     export::write_derived(dir, &report).map_err(failed)?;
     Ok(report)
 }

@@ -25,11 +25,24 @@ pub struct PowerRow {
     /// Trials per task and arm needed with the pilot's tasks; None when no
     /// number of trials suffices (then more tasks are needed).
     pub trials_needed: Option<u64>,
+    /// Tasks the between-task variance alone needs (more trials cannot help below this).
+    pub tasks_between_only: Option<u64>,
+    /// The two-sided level each comparison is sized at: alpha / family size.
+    pub level: f64,
 }
 
+/// The family the report adjusts for: every ablation of the pilot, per model.
+pub fn family_size(data: &RunData) -> usize {
+    let ablations = data.manifest.comparisons().into_iter().filter(|c| matches!(c.kind, ComparisonKind::Ablation { .. })).count();
+    (ablations * data.models.list.len()).max(1)
+}
+
+/// `alpha` is the family's level; each comparison is sized at `alpha / m`
+/// (Bonferroni over the `m` ablations, as the report applies it), with the
+/// t quantiles of the pilot's or the needed number of tasks.
 pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
     let n_tasks = data.tasks.list.len();
-    let z = stats::normal_quantile(1.0 - alpha / 2.0) + stats::normal_quantile(power);
+    let level = alpha / family_size(data) as f64;
     let mut out = Vec::new();
     for c in data.manifest.comparisons().into_iter().filter(|c| matches!(c.kind, ComparisonKind::Ablation { .. })) {
         let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else { continue };
@@ -53,7 +66,8 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
             let r = pairs.iter().map(|(a, b)| (a.len() + b.len()) as f64 / 2.0).sum::<f64>() / pairs.len() as f64;
             let var_between = (var_d - 2.0 * var_within / r).max(0.0);
             let t = pairs.len() as f64;
-            let room = t * mde * mde / (z * z) - var_between;
+            let q = stats::t_quantile(1.0 - level / 2.0, t - 1.0) + stats::t_quantile(power, t - 1.0);
+            let room = t * mde * mde / (q * q) - var_between;
             let trials_needed = if var_within == 0.0 {
                 (room >= 0.0).then_some(1)
             } else if room > 0.0 {
@@ -69,7 +83,9 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
                 var_d,
                 var_within,
                 var_between,
-                tasks_needed: stats::sample_size_paired(var_d, mde, alpha, power),
+                tasks_needed: stats::sample_size_paired(var_d, mde, level, power),
+                tasks_between_only: stats::sample_size_paired(var_between, mde, level, power),
+                level,
                 trials_needed,
             });
         }
@@ -79,9 +95,13 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
 
 pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
     let mut s = format!(
-        "Sample size for {:.0}% power to detect a paired effect of {:.1} pp at alpha {alpha} (two-sided):\n",
+        "Sample size for {:.0}% power to detect a paired effect of {:.1} pp at alpha {alpha} (two-sided), {} (paired t, t quantiles):\n",
         power * 100.0,
-        mde * 100.0
+        mde * 100.0,
+        match rows.first() {
+            Some(r) if r.level < alpha => format!("each of the {:.0} ablations at {:.4} (Bonferroni, as the report)", alpha / r.level, r.level),
+            _ => "one comparison".to_string(),
+        }
     );
     if rows.is_empty() {
         s.push_str("  no ablation with at least 2 tasks in the pilot\n");
@@ -92,7 +112,7 @@ pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
             Some(n) => format!("{n} trials per task and arm on the pilot's {} tasks", r.tasks),
             None => format!(
                 "more tasks needed: the between-task variance alone needs {} tasks",
-                ((stats::normal_quantile(1.0 - alpha / 2.0) + stats::normal_quantile(power)).powi(2) * r.var_between / (mde * mde)).ceil()
+                r.tasks_between_only.map(|n| n.to_string()).unwrap_or_else(|| "n/a".into())
             ),
         };
         let _ = writeln!(
@@ -108,10 +128,13 @@ pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
 mod tests {
     #[test]
     fn trials_formula_matches_the_decomposition() {
-        // With s2_b = 0.01, s2_w = 0.2, T = 20, delta = 0.1, z = 2.8016:
-        // need 0.01 + 0.4 / r <= 20 * 0.01 / 7.849 = 0.02548 -> r >= 25.83 -> 26.
-        let z: f64 = super::stats::normal_quantile(0.975) + super::stats::normal_quantile(0.8);
-        let room = 20.0 * 0.1 * 0.1 / (z * z) - 0.01;
-        assert_eq!((2.0 * 0.2 / room).ceil() as u64, 26);
+        // With s2_b = 0.01, s2_w = 0.2, T = 20, delta = 0.1, alpha 0.01 (5 ablations), power 0.8:
+        // scipy: t.ppf(0.995, 19) + t.ppf(0.8, 19) = 2.860935 + 0.860951 = 3.721886;
+        // need 0.01 + 0.4 / r <= 20 * 0.01 / 3.721886^2 = 0.0144379 -> r >= 90.13 -> 91.
+        let q = super::stats::t_quantile(0.995, 19.0) + super::stats::t_quantile(0.8, 19.0);
+        assert!((q - 3.721886).abs() < 1e-5, "{q}");
+        let room = 20.0 * 0.1 * 0.1 / (q * q) - 0.01;
+        assert!((2.0 * 0.2 / room - 90.1327).abs() < 1e-3);
+        assert_eq!((2.0 * 0.2 / room).ceil() as u64, 91);
     }
 }

@@ -17,7 +17,8 @@ use std::path::Path;
 /// plan; `rate(task, arm)` is the pass probability. Returns the record count.
 pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed: u64, rate: impl Fn(&str, &str) -> f64) -> std::io::Result<usize> {
     std::fs::create_dir_all(dir)?;
-    let run_id = format!("synthetic-{}", exp.name);
+    // The run id is the folder's name, as for a real run.
+    let run_id = dir.file_name().and_then(|n| n.to_str()).map(String::from).unwrap_or_else(|| format!("synthetic-{}", exp.name));
     let mut manifest = new_manifest(run_id.clone(), exp, suite, plan, None);
     // The plan can be large; the report does not need it in the manifest beyond names.
     manifest.planned_trials = plan.trials.len();

@@ -98,13 +98,13 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
 
 fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
     let verdict = match e.verdict.as_str() {
-        "helps" => c.green("helps"),
-        "hurts" => c.red("hurts"),
+        v if v.starts_with("helps") => c.green(v),
+        v if v.starts_with("hurts") => c.red(v),
         v => v.to_string(),
     };
     let label = if e.kind == "ablation" { e.components.join(",") } else { "combined".into() };
     let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "[n/a]".into() };
-    let holm = e.p_holm.map(|h| format!(" (Holm {})", p(h))).unwrap_or_default();
+    let holm = e.p_adjusted.map(|h| format!(" (adj. {})", p(h))).unwrap_or_default();
     let _ = writeln!(
         s,
         "  {:<16} {:<width$} {:>7} pp {:<18} p {}{holm}  {}",
@@ -115,6 +115,39 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
         p(e.p_value),
         verdict,
     );
+    if e.scope != "tasks" {
+        let _ = writeln!(s, "  {:<16} {}", "", c.dim(&format!("{}: the trials of one task ({}); says nothing about other tasks", e.scope, e.method)));
+    }
+    if e.infra_differs {
+        let _ = writeln!(
+            s,
+            "  {:<16} {} infrastructure errors differ ({} in {}, {} in {}); {}",
+            "",
+            c.yellow("warning:"),
+            e.infra_errors_treatment,
+            e.treatment,
+            e.infra_errors_control,
+            e.control,
+            super::export::excl_note(e)
+        );
+    }
+}
+
+/// The inferences behind a list of effects, in words.
+fn methods(effects: &[EffectReport]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for e in effects {
+        let m = match e.method.as_str() {
+            "sign_flip_exact+mover" => "exact sign-flip + MOVER",
+            "sign_flip_normal+mover" => "sign-flip (Normal) + MOVER",
+            "newcombe_one_task" => "Newcombe, one task",
+            other => other,
+        };
+        if !seen.contains(&m) {
+            seen.push(m);
+        }
+    }
+    seen.join("; ")
 }
 
 pub fn render(r: &Report, colour: bool) -> String {
@@ -136,7 +169,7 @@ pub fn render(r: &Report, colour: bool) -> String {
     }
     let width = r.ablations.iter().chain(&r.combined).map(|e| e.treatment.len() + e.control.len() + e.model.len() + 7).max().unwrap_or(20);
     if !r.ablations.is_empty() {
-        let _ = writeln!(s, "{}", c.bold(&format!("Ablations (treatment - control, paired over tasks, {:.0}% CI, Holm-adjusted over {}):", level * 100.0, r.ablations.len())));
+        let _ = writeln!(s, "{}", c.bold(&format!("Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} ablations (Bonferroni); {}):", r.ablations.first().map_or(level, |e| e.interval_level) * 100.0, level * 100.0, r.ablations.first().map_or(0, |e| e.family_size), methods(&r.ablations))));
         for e in &r.ablations {
             effect_line(&mut s, e, &c, width);
         }
