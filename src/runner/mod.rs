@@ -690,7 +690,6 @@ mod tests {
             trials_writer: Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap()),
             attempts_writer: Mutex::new(JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap()),
             exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
-            harness_dir: None,
         };
         (Arc::new(shared), manifest.plan)
     }
