@@ -31,7 +31,7 @@
 //! naming an offered tool: Qwen2.5-Coder-0.5B writes its calls that way.
 //!
 //! KV-cache reuse: the context has `slots` sequences (ABLATE_LOCAL_SLOTS,
-//! default 4), each of the configured context size and each remembering the
+//! default 8, of which ABLATE_LOCAL_BATCH, default 4, are decoded together), each of the configured context size and each remembering the
 //! tokens it holds. A request goes to the slot whose tokens are a prefix of
 //! its prompt (its own conversation, continued); else to the slot sharing the
 //! longest prefix when that keeps at least half of the slot; else to a free or
@@ -57,7 +57,7 @@
 //! Environment: ABLATE_LOCAL_THREADS (generation and, unless
 //! ABLATE_LOCAL_BATCH_THREADS is set, prompt evaluation; default: every core;
 //! see `LocalOptions`),
-//! ABLATE_LOCAL_SLOTS (default 4), ABLATE_LOCAL_PREFIX_CACHE (default on),
+//! ABLATE_LOCAL_SLOTS (default 8), ABLATE_LOCAL_BATCH (default 4; 1 = one sequence at a time), ABLATE_LOCAL_PREFIX_CACHE (default on),
 //! ABLATE_LOCAL_FENCED_TOOL_CALLS (default off; see `LocalOptions`),
 //! ABLATE_LOCAL_TEMPLATE (a llama.cpp template name such as `chatml`, instead
 //! of the GGUF's), ABLATE_LOCAL_LOG=1 (keep llama.cpp's own log on stderr).
@@ -84,7 +84,11 @@ use tokio::sync::oneshot;
 
 /// Context size when the model spec gives none.
 pub const DEFAULT_CONTEXT_TOKENS: u32 = 4096;
-const DEFAULT_SLOTS: usize = 4;
+/// Slots: twice the batch, so that while four trials are decoded together the
+/// caches of other conversations (the next trials of the same tasks) survive.
+const DEFAULT_SLOTS: usize = 8;
+/// Sequences decoded together.
+const DEFAULT_BATCH: usize = 4;
 /// Tokens per llama_decode call while evaluating a prompt.
 const BATCH_TOKENS: u32 = 512;
 /// Prompt tokens evaluated per step while other sequences are generating.
@@ -130,7 +134,7 @@ impl Default for LocalOptions {
             threads: cores,
             batch_threads: cores,
             slots: DEFAULT_SLOTS,
-            batch: DEFAULT_SLOTS,
+            batch: DEFAULT_BATCH,
             prefix_cache: true,
             fenced_tool_calls: false,
             template: None,
@@ -162,7 +166,7 @@ impl LocalOptions {
         }
         if let Some(v) = var("ABLATE_LOCAL_SLOTS") {
             o.slots = count("ABLATE_LOCAL_SLOTS", v)?;
-            o.batch = o.slots;
+            o.batch = o.batch.min(o.slots);
         }
         if let Some(v) = var("ABLATE_LOCAL_BATCH") {
             o.batch = count("ABLATE_LOCAL_BATCH", v)?;
@@ -1266,8 +1270,10 @@ impl Engine<'_> {
     }
 
     /// (slot to use, slot to copy from first, tokens of the target reusable after the copy)
-    /// Slots marked `busy` belong to active sequences: they are neither the
-    /// target nor (since their cache is changing) a source to copy from.
+    /// Slots marked `busy` belong to active sequences: never the target. They
+    /// can be the source of a copy: between steps their cache holds exactly
+    /// their `tokens`, and a sequence only appends, so the shared prefix is
+    /// final (concurrent trials of one task share its prompt this way).
     fn pick_slot(&self, prompt: &[LlamaToken], busy: &[bool]) -> (usize, Option<usize>, usize) {
         let idle = || (0..self.slots.len()).filter(|&i| !busy[i]);
         let lru = |cands: &mut dyn Iterator<Item = usize>| cands.min_by_key(|&i| self.slots[i].last_used).unwrap_or(0);
@@ -1286,9 +1292,11 @@ impl Engine<'_> {
         // the best slot's cache when that shares more.
         let free: Vec<usize> = idle().filter(|&i| self.slots[i].tokens.is_empty()).collect();
         let target = if free.is_empty() { lru(&mut idle()) } else { lru(&mut free.into_iter()) };
+        // The best source among all slots, busy ones included.
+        let source = (0..self.slots.len()).max_by_key(|&i| (lcp[i], self.slots[i].last_used)).unwrap_or(best);
         // A cross-sequence copy moves the whole KV buffer of a slot: worth it for a real prefix only.
-        if best != target && lcp[best] >= lcp[target] + MIN_COPY_TOKENS {
-            (target, Some(best), lcp[best])
+        if source != target && lcp[source] >= lcp[target] + MIN_COPY_TOKENS {
+            (target, Some(source), lcp[source])
         } else {
             (target, None, lcp[target])
         }
