@@ -25,6 +25,12 @@ pub fn fenced_blocks(text: &str) -> Vec<Block> {
             }
             Some((info, mut body)) => {
                 if trimmed.starts_with("```") && trimmed.trim_end() == "```" {
+                    // "```" then the language alone on the next line, as small
+                    // models often write it: the line is the info string, not code.
+                    let (info, body) = match body.first().map(|l| l.trim()) {
+                        Some(lang) if info.is_empty() && matches!(lang, "python" | "python3" | "py") => (lang.to_string(), body[1..].to_vec()),
+                        _ => (info, body),
+                    };
                     blocks.push(Block { info, body: body.join("\n") + "\n" });
                 } else {
                     body.push(line);
@@ -113,6 +119,16 @@ pub fn fingerprint(code: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_language_alone_on_the_first_line_is_the_info_string() {
+        let b = fenced_blocks("```\npython\ndef f():\n    return 1\n```\n");
+        assert_eq!(b, vec![Block { info: "python".into(), body: "def f():\n    return 1\n".into() }]);
+        // Only when the fence itself names nothing, and only a bare language name.
+        let b = fenced_blocks("```python\npython\n```\n```\npython = 3\n```\n");
+        assert_eq!(b[0].body, "python\n");
+        assert_eq!(b[1], Block { info: String::new(), body: "python = 3\n".into() });
+    }
 
     #[test]
     fn picks_last_or_first_block_and_the_named_file() {
