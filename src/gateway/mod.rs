@@ -229,28 +229,7 @@ impl TrialMeter {
     }
 
     fn blank_step(&self, n: u32) -> TraceStep {
-        TraceStep {
-            trial_id: self.trial_id.clone(),
-            attempt: self.attempt,
-            step: n,
-            session: 1,
-            operation_id: self.operation_id(n),
-            request_attempts: 0,
-            request: Value::Null,
-            request_omits: None,
-            reply: None,
-            reply_text: None,
-            finish_reason: None,
-            tool_calls: Vec::new(),
-            edits: Vec::new(),
-            check: None,
-            loop_guard: None,
-            notes: Vec::new(),
-            tokens: Tokens::default(),
-            latency_ms: 0,
-            rate_limit_wait_ms: 0,
-            error: None,
-        }
+        TraceStep::blank(&self.trial_id, self.attempt, n, 1, self.operation_id(n))
     }
 
     /// Hand a step to `on_step`, its request (the body as received) less the
@@ -373,15 +352,6 @@ fn json_response(status: StatusCode, v: &Value) -> Resp {
         r.headers_mut().insert("x-should-retry", "false".parse().expect("a valid header value"));
     }
     r
-}
-
-fn limit_name(l: BudgetLimit) -> &'static str {
-    match l {
-        BudgetLimit::Steps => "steps",
-        BudgetLimit::TotalTokens => "total_tokens",
-        BudgetLimit::WorkingSeconds => "working_seconds",
-        BudgetLimit::Cost => "cost",
-    }
 }
 
 /// Serve `meter`'s trial on `listener` until this future is dropped (or its
@@ -561,7 +531,7 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
     };
     let asked = wire::read_request(api, body).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
     let r = meter.reserve().map_err(|limit| {
-        let name = limit_name(limit);
+        let name = limit.name();
         let msg = format!("budget exhausted ({name}): the trial's {name} budget is spent; no further model calls are allowed");
         step.error = Some(msg.clone());
         refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &msg, Some(name))

@@ -68,15 +68,7 @@ impl CheckResult {
 
     /// The last `max_bytes` bytes of output, on a char boundary.
     pub fn output_tail(&self, max_bytes: usize) -> &str {
-        let s = self.output.as_str();
-        if s.len() <= max_bytes {
-            return s;
-        }
-        let mut start = s.len() - max_bytes;
-        while !s.is_char_boundary(start) {
-            start += 1;
-        }
-        &s[start..]
+        crate::sandbox::process::tail(&self.output, max_bytes)
     }
 }
 

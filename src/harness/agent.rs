@@ -195,26 +195,11 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
         let outcome = ctx.client.chat(&request, operation_id).await;
         lp.wait += outcome.wait;
         let mut step = TraceStep {
-            trial_id: ctx.trial_id.to_string(),
-            attempt: ctx.attempt,
-            step: steps,
-            session: sessions,
-            operation_id: outcome.operation_id.clone(),
             request_attempts: outcome.attempts,
-            request: serde_json::Value::Null,
-            request_omits: None,
             reply: outcome.reply_body.clone(),
-            reply_text: None,
-            finish_reason: None,
-            tool_calls: Vec::new(),
-            edits: Vec::new(),
-            check: None,
-            loop_guard: None,
-            notes: Vec::new(),
-            tokens: Tokens::default(),
             latency_ms: outcome.latency.as_millis() as u64,
             rate_limit_wait_ms: outcome.wait.as_millis() as u64,
-            error: None,
+            ..TraceStep::blank(ctx.trial_id, ctx.attempt, steps, sessions, outcome.operation_id.clone())
         };
         (step.request, step.request_omits) = in_trace.request(outcome.request_body);
         let reply = match outcome.result {

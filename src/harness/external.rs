@@ -11,10 +11,11 @@
 //! runner then grades the workspace exactly as for the builtin loop.
 
 use crate::config::{Budget, ModelSpec};
-use crate::gateway::{self, GatewayStop, TrialMeter};
+use crate::gateway::{self, TrialMeter};
+use crate::harness::agent::AgentOutcome;
 use crate::grader::{self, OUTPUT_CAP};
 use crate::model::ModelClient;
-use crate::record::{BudgetLimit, CommandOutcome, EndReason, Tokens, TraceStep};
+use crate::record::{BudgetLimit, CommandOutcome, EndReason, TraceStep};
 use crate::sandbox::isolation::{self, Isolation, JAIL_WORKSPACE, Jail, Limits};
 use crate::sandbox::netns::{GATEWAY_PORT, TrialNet};
 use crate::sandbox::process::{Confinement, run_until};
@@ -56,15 +57,20 @@ pub struct ExternalContext<'a> {
     pub seed: u64,
 }
 
+/// What the trial measured, in the builtin loop's terms (one session, no
+/// incidents of the builtin harness), and what the command did.
 pub struct ExternalOutcome {
-    pub end_reason: EndReason,
-    pub steps: u32,
-    pub tokens: Tokens,
-    pub working: Duration,
-    pub wait: Duration,
-    pub cost_usd: Option<f64>,
-    pub error: Option<String>,
+    pub measured: AgentOutcome,
     pub command: Option<CommandOutcome>,
+}
+
+/// Whether external harnesses can run under this isolation: in the sandbox,
+/// each trial's network namespace needs root (checked at setup, once).
+pub fn can_run(iso: &Isolation) -> Result<(), String> {
+    if iso.is_isolated() && !isolation::is_root() {
+        return Err("an external harness runs in a network namespace of each trial's own, which needs root; run as root, or with --unsandboxed".into());
+    }
+    Ok(())
 }
 
 /// Expand `{harness}` and `{workspace}` in the command; `python3`/`python`
@@ -158,13 +164,18 @@ pub async fn run_external(ctx: &ExternalContext<'_>, sandbox: &Sandbox, on_step:
         (Ok(_), None, None) => (EndReason::CommandExited, None),
     };
     ExternalOutcome {
-        end_reason,
-        steps: summary.steps,
-        tokens: summary.tokens,
-        working: summary.working,
-        wait: summary.wait,
-        cost_usd: summary.cost_usd,
-        error,
+        measured: AgentOutcome {
+            end_reason,
+            steps: summary.steps,
+            sessions: 1,
+            tokens: summary.tokens,
+            working: summary.working,
+            wait: summary.wait,
+            cost_usd: summary.cost_usd,
+            incidents: Default::default(),
+            error,
+            fingerprints: Vec::new(),
+        },
         command: outcome.ok(),
     }
 }
@@ -175,9 +186,7 @@ async fn launch(ctx: &ExternalContext<'_>, sandbox: &Sandbox, meter: &Arc<TrialM
     // The gateway's listener: inside the trial's own network namespace, or on
     // the host's loopback when unsandboxed.
     let (net, listener, base) = if jailed {
-        if !isolation::is_root() {
-            return Err("an external harness in the sandbox needs root (a network namespace of the trial's own, joined by the jail); run as root or with --unsandboxed".into());
-        }
+        can_run(iso)?;
         let net = TrialNet::create().map_err(|e| format!("cannot create the trial's network namespace: {e}"))?;
         let std_listener = net.listener.try_clone().map_err(|e| e.to_string())?;
         (Some(net), std_listener, format!("http://127.0.0.1:{GATEWAY_PORT}"))
@@ -262,18 +271,11 @@ async fn command(
     let out = run_until(&argv, sandbox.path(), &env, hard, OUTPUT_CAP, Some(&confine), None, stop)
         .await
         .map_err(|e| format!("cannot start the harness command {:?}: {e}", argv))?;
-    let tail = |c: &crate::sandbox::process::Capture| {
-        let t = c.text();
-        let mut start = t.len().saturating_sub(4096);
-        while !t.is_char_boundary(start) {
-            start += 1;
-        }
-        t[start..].to_string()
-    };
+    let tail = |c: &crate::sandbox::process::Capture| crate::sandbox::process::tail(&c.text(), 4096).to_string();
     let summary = meter.summary();
     let stopped_by = if out.stopped || out.timed_out {
         Some(match (summary.exhausted, &summary.provider_error) {
-            (Some(limit), _) => format!("budget: {}", limit_name(limit)),
+            (Some(limit), _) => format!("budget: {}", limit.name()),
             (None, Some(_)) => "provider_error".to_string(),
             _ => "timeout".to_string(),
         })
@@ -290,22 +292,12 @@ async fn command(
     })
 }
 
-fn limit_name(limit: BudgetLimit) -> String {
-    serde_json::to_value(limit).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{limit:?}"))
-}
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| e.to_string())
 }
 
-/// Why the gateway stopped a harness, as text.
-pub fn describe(stop: &GatewayStop) -> String {
-    match stop {
-        GatewayStop::Budget(limit) => format!("budget: {}", limit_name(*limit)),
-        GatewayStop::ProviderError(e) => format!("provider_error: {e}"),
-    }
-}
 
 /// Stage the harness's files (config `files`, resolved) into one folder: a
 /// folder's contents at its root, a file under its own name.

@@ -96,6 +96,18 @@ pub enum BudgetLimit {
     Cost,
 }
 
+impl BudgetLimit {
+    /// The name records, exports and the gateway's errors use (its serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetLimit::Steps => "steps",
+            BudgetLimit::TotalTokens => "total_tokens",
+            BudgetLimit::WorkingSeconds => "working_seconds",
+            BudgetLimit::Cost => "cost",
+        }
+    }
+}
+
 /// What an external harness's command did (harness::external), for the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandOutcome {
@@ -313,6 +325,35 @@ pub struct TraceStep {
     pub rate_limit_wait_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+}
+
+impl TraceStep {
+    /// A step with nothing recorded yet: the agent loop and the gateway fill in
+    /// what the call did.
+    pub fn blank(trial_id: &str, attempt: u32, step: u32, session: u32, operation_id: String) -> TraceStep {
+        TraceStep {
+            trial_id: trial_id.to_string(),
+            attempt,
+            step,
+            session,
+            operation_id,
+            request_attempts: 0,
+            request: serde_json::Value::Null,
+            request_omits: None,
+            reply: None,
+            reply_text: None,
+            finish_reason: None,
+            tool_calls: Vec::new(),
+            edits: Vec::new(),
+            check: None,
+            loop_guard: None,
+            notes: Vec::new(),
+            tokens: Tokens::default(),
+            latency_ms: 0,
+            rate_limit_wait_ms: 0,
+            error: None,
+        }
+    }
 }
 
 /// The parts of a step's request body left out of its trace line because

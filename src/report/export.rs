@@ -59,19 +59,10 @@ pub const TRIALS_COLUMNS: [&str; 32] = [
 ];
 
 fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
-    use crate::record::BudgetLimit::*;
     match e {
         EndReason::ChecksPassed => ("checks_passed", ""),
         EndReason::ModelDone => ("model_done", ""),
-        EndReason::Budget { limit } => (
-            "budget",
-            match limit {
-                Steps => "steps",
-                TotalTokens => "total_tokens",
-                WorkingSeconds => "working_seconds",
-                Cost => "cost",
-            },
-        ),
+        EndReason::Budget { limit } => ("budget", limit.name()),
         EndReason::ProviderError => ("provider_error", ""),
         EndReason::RequestTimeout => ("request_timeout", ""),
         EndReason::HarnessError => ("harness_error", ""),

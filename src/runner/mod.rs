@@ -199,11 +199,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let harness_dir = match &exp.harness_kind {
         HarnessKind::Builtin => None,
         HarnessKind::External(ext) => {
-            if isolation.is_isolated() && !crate::sandbox::isolation::is_root() {
-                return Err(RunError::Setup(
-                    "an external harness runs in a network namespace of each trial's own, which needs root; run as root, or with --unsandboxed".into(),
-                ));
-            }
+            external::can_run(isolation).map_err(RunError::Setup)?;
             let dir = tempfile::Builder::new().prefix("ablate-harness-").tempdir().map_err(|e| RunError::Setup(e.to_string()))?;
             let files: Vec<PathBuf> = ext.files.iter().map(|f| exp.resolve(f)).collect();
             external::stage_files(&files, dir.path()).map_err(|e| RunError::Setup(format!("cannot stage the harness files: {e}")))?;
@@ -535,14 +531,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
                 seed: spec.seed,
             };
             let out = external::run_external(&ctx, &sandbox, Box::new(on_step)).await;
-            record.end_reason = out.end_reason;
-            record.steps = out.steps;
-            record.sessions = 1;
-            record.tokens = out.tokens;
-            record.working_seconds = out.working.as_secs_f64();
-            record.rate_limit_wait_seconds = out.wait.as_secs_f64();
-            record.cost_usd = out.cost_usd;
-            record.error = out.error;
+            fill_measured(record, out.measured);
             record.harness_command = out.command;
         }
         (HarnessKind::Builtin, Some(components), _) => {
@@ -559,16 +548,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
                 seed: spec.seed,
             };
             let mut on_step = on_step;
-            let out = agent::run_agent(&ctx, &sandbox, &mut on_step).await;
-            record.end_reason = out.end_reason.clone();
-            record.steps = out.steps;
-            record.sessions = out.sessions;
-            record.tokens = out.tokens;
-            record.working_seconds = out.working.as_secs_f64();
-            record.rate_limit_wait_seconds = out.wait.as_secs_f64();
-            record.cost_usd = out.cost_usd;
-            record.incidents = out.incidents;
-            record.error = out.error;
+            fill_measured(record, agent::run_agent(&ctx, &sandbox, &mut on_step).await);
         }
         _ => {
             record.error = Some(format!("arm `{}` does not fit the experiment's harness", arm.name));
@@ -596,6 +576,19 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
         }
     }
     record.status = status_of(&record.end_reason, record.grade.as_ref());
+}
+
+/// What the agent loop (or an external harness, in the same terms) measured, into the record.
+fn fill_measured(record: &mut TrialRecord, out: agent::AgentOutcome) {
+    record.end_reason = out.end_reason;
+    record.steps = out.steps;
+    record.sessions = out.sessions;
+    record.tokens = out.tokens;
+    record.working_seconds = out.working.as_secs_f64();
+    record.rate_limit_wait_seconds = out.wait.as_secs_f64();
+    record.cost_usd = out.cost_usd;
+    record.incidents = out.incidents;
+    record.error = out.error;
 }
 
 /// A future that turns a panic while polling its inner future into `Err`

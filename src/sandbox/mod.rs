@@ -103,12 +103,7 @@ impl Sandbox {
         self.task_files
             .iter()
             .filter_map(|name| {
-                let path = self.resolve(name).ok()?;
-                let bytes = read_regular(&path, cap + 1).ok()?;
-                let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(cap as usize)]).into_owned();
-                if bytes.len() as u64 > cap {
-                    text.push_str(&format!("\n[... cut at {cap} bytes ...]"));
-                }
+                let text = read_cut(&self.resolve(name).ok()?, cap).ok()?;
                 Some((name.clone(), text))
             })
             .collect()
@@ -180,13 +175,7 @@ impl Sandbox {
 
     /// Read a file for the model: regular files only, cut at READ_CAP bytes.
     pub fn read(&self, rel: &str) -> Result<String, PathRefusal> {
-        let path = self.resolve(rel)?;
-        let bytes = read_regular(&path, READ_CAP + 1).map_err(|_| PathRefusal::Missing(rel.to_string()))?;
-        let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(READ_CAP as usize)]).into_owned();
-        if bytes.len() as u64 > READ_CAP {
-            text.push_str(&format!("\n[... cut at {READ_CAP} bytes ...]"));
-        }
-        Ok(text)
+        read_cut(&self.resolve(rel)?, READ_CAP).map_err(|_| PathRefusal::Missing(rel.to_string()))
     }
 
     pub fn editable(&self) -> &[String] {
@@ -254,6 +243,16 @@ impl Sandbox {
     pub fn keep(self) -> PathBuf {
         self.dir.keep()
     }
+}
+
+/// A regular file as text for a model, cut at `cap` bytes with a marker saying so.
+fn read_cut(path: &Path, cap: u64) -> std::io::Result<String> {
+    let bytes = read_regular(path, cap + 1)?;
+    let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(cap as usize)]).into_owned();
+    if bytes.len() as u64 > cap {
+        text.push_str(&format!("\n[... cut at {cap} bytes ...]"));
+    }
+    Ok(text)
 }
 
 /// Write a file without following a symlink in its place.

@@ -67,6 +67,15 @@ impl Capture {
     }
 }
 
+/// The last `max_bytes` bytes of `s`, starting on a char boundary.
+pub fn tail(s: &str, max_bytes: usize) -> &str {
+    let mut start = s.len().saturating_sub(max_bytes);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
 #[derive(Debug, Clone)]
 pub struct ProcessOutcome {
     /// Exit code, or None when killed by a signal (including our timeout kill).
