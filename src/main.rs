@@ -71,6 +71,19 @@ enum Command {
         #[arg(long)]
         no_color: bool,
     },
+    /// Put the shard folders of one experiment (`run --shard K/N`) back together as one run
+    /// folder, which report, gate, export and run --resume read like any run.
+    Merge {
+        /// The merged run folder (must not exist; its name is the run id).
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: PathBuf,
+        /// Shard folders: one per shard index 1..N.
+        #[arg(required = true, value_name = "SHARD_DIR")]
+        shards: Vec<PathBuf>,
+        /// Merge what exists when shards or trials are missing (the manifest says so).
+        #[arg(long)]
+        allow_partial: bool,
+    },
     /// Per-task baselines for `ablate gate`.
     Baseline {
         #[command(subcommand)]
@@ -243,6 +256,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Plan { pilot: Some(run), mde, .. } => pilot_cmd(&run, mde.unwrap_or(0.1)),
         Command::Plan { config, shard, json, .. } => plan_cmd(config.expect("clap requires it"), shard, json),
         Command::Report { run, no_color } => report_cmd(&run, no_color),
+        Command::Merge { output, shards, allow_partial } => merge_cmd(output, shards, allow_partial),
         Command::Baseline { command: BaselineCommand::Save { run, output, arm, model } } => baseline_save(&run, &output, arm, model),
         Command::Gate { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit } => {
             gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
@@ -387,6 +401,37 @@ fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());
     Ok(exit::OK)
+}
+
+/// `ablate merge`: missing shards or trials are named and refuse the merge
+/// (exit 1) unless `--allow-partial`; a shard still being written is a usage error.
+fn merge_cmd(out: PathBuf, shards: Vec<PathBuf>, allow_partial: bool) -> anyhow::Result<i32> {
+    use ablate::record::merge::{MergeError, MergeOptions, merge};
+    let summary = match merge(&MergeOptions { out, shards, allow_partial }) {
+        Ok(s) => s,
+        Err(MergeError::Input(e)) => return Err(e.into()),
+        Err(MergeError::Incomplete(lines)) => {
+            for l in lines {
+                eprintln!("error: {l}");
+            }
+            return Ok(exit::FAILURE);
+        }
+        Err(e @ MergeError::Lock(_)) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for l in &summary.missing {
+        eprintln!("warning: {l}");
+    }
+    let partial = if summary.missing.is_empty() { "" } else { " (partial: --allow-partial)" };
+    eprintln!(
+        "merged {} records of {} planned trials (shards of {}) into {}{partial}",
+        summary.records, summary.planned, summary.shard_count, summary.dir.display()
+    );
+    // The merged folder's lock (in `summary`) is held while its exports are written.
+    write_report(&summary.dir, false)
 }
 
 fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<i32> {

@@ -12,6 +12,7 @@
 pub mod folder;
 pub mod jsonl;
 pub mod lock;
+pub mod merge;
 pub mod omit;
 
 use crate::config::{Budget, Experiment};
@@ -467,6 +468,9 @@ pub struct Manifest {
     pub experiment_seed: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub shard: Option<Shard>,
+    /// A run put together from shard folders by `ablate merge`: the shards, and what was missing.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub merged: Option<merge::MergedFrom>,
     /// Trials of this run (after sharding), in execution order.
     pub planned_trials: usize,
     pub plan: Vec<TrialSpec>,
@@ -493,6 +497,8 @@ pub struct ManifestHead {
     pub experiment_seed: u64,
     #[serde(default)]
     pub shard: Option<Shard>,
+    #[serde(default)]
+    pub merged: Option<merge::MergedFrom>,
     pub planned_trials: usize,
     /// `plan_key` of every planned trial, sorted: 8 bytes a trial.
     #[serde(rename = "plan", deserialize_with = "plan_keys")]
@@ -553,6 +559,7 @@ impl From<ManifestHead> for Manifest {
             budget: h.budget,
             experiment_seed: h.experiment_seed,
             shard: h.shard,
+            merged: h.merged,
             planned_trials: h.planned_trials,
             plan: Vec::new(),
         }

@@ -88,9 +88,12 @@ pub struct RunData {
     pub models: Names,
     /// Every attempt, in file order.
     pub attempts: Vec<Row>,
-    /// The last final attempt of each trial: what the statistics use.
+    /// The last final attempt of each trial: what the statistics use, in a
+    /// canonical order (model, task, arm, repeat as the experiment lists
+    /// them), so that sums come out bit for bit the same however the records
+    /// were ordered in trials.jsonl (completion order, a resume, a merge).
     pub trials: Vec<Row>,
-    /// Indices into `attempts` of the rows in `trials` (ascending): the attempts the analysis counts.
+    /// Indices into `attempts` of the attempts the analysis counts (ascending).
     pub counted: Vec<usize>,
     /// Lines that could not be read (a torn last line included).
     pub unreadable_lines: Vec<usize>,
@@ -236,6 +239,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
     let mut idx: Vec<usize> = last.into_values().collect();
     idx.sort_unstable();
     data.trials = idx.iter().map(|&i| data.attempts[i]).collect();
+    data.trials.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
     data.counted = idx;
     Ok(data)
 }

@@ -446,6 +446,7 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
         budget: exp.budget.clone(),
         experiment_seed: exp.seed,
         shard,
+        merged: None,
         planned_trials: trials.len(),
         plan: trials,
     }

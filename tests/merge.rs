@@ -1,0 +1,228 @@
+//! `ablate merge`: shards of one experiment put back together report exactly
+//! what the unsharded run reports; what is missing or foreign is named.
+
+mod common;
+
+use ablate::record::merge::{MergeError, MergeOptions, merge};
+use ablate::record::{Manifest, TrialRecord};
+use common::*;
+use serde_json::Value;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const RIGHT_EVEN: &str = "```python even.py\ndef is_even(n):\n    return n % 2 == 0\n```\nDONE";
+const WRONG_EVEN: &str = "```python even.py\ndef is_even(n):\n    return n % 2 == 1\n```\nDONE";
+
+/// The reply is a function of the request alone (task, arm's prompt, step,
+/// seed), so every run of the plan, however split, gets the same answers.
+fn scripted(body: &Value) -> Reply {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let head = serde_json::to_string(&messages[..messages.len().min(2)]).unwrap();
+    let mut h = std::hash::DefaultHasher::new();
+    (&head, messages.len(), body["seed"].as_u64()).hash(&mut h);
+    let right = h.finish() % 3 != 0;
+    let even = head.contains("even.py");
+    openai_text(match (even, right) {
+        (true, true) => RIGHT_EVEN,
+        (true, false) => WRONG_EVEN,
+        (false, true) => RIGHT_ADD,
+        (false, false) => WRONG_ADD,
+    })
+}
+
+async fn server() -> Server {
+    start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await
+}
+
+fn config(dir: &Path, url: &str) -> PathBuf {
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", url, "[arms.bare]\nbase = \"bare\"\n[arms.full]\nbase = \"full\"\n[[matrix.combined]]\ncontrol = \"bare\"\ntreatment = \"full\"\n");
+    cfg.tasks = &["add-two", "is-even"];
+    cfg.trials = 5;
+    cfg.max_steps = 2;
+    cfg.write(dir)
+}
+
+async fn run_as(config: &Path, results: &Path, run_id: &str, shard: Option<&str>) -> PathBuf {
+    let exp = ablate::config::load(config).unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let opts = ablate::runner::RunOptions {
+        jobs: 2,
+        shard: shard.map(|s| s.parse().unwrap()),
+        results_dir: results.to_path_buf(),
+        resume: None,
+        progress: ablate::runner::progress::ProgressMode::Quiet,
+        run_id: Some(run_id.into()),
+        allow_model_change: false,
+    };
+    let summary = ablate::runner::run(exp, suite, opts).await.unwrap();
+    ablate::report::report_dir(&summary.dir).unwrap();
+    summary.dir
+}
+
+/// A CSV without the columns that differ between two runs of one plan by
+/// nature: the run id and measured times.
+fn table(path: &Path) -> Vec<Vec<(String, String)>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    r.records()
+        .map(|row| {
+            header
+                .iter()
+                .zip(row.unwrap().iter())
+                .filter(|(k, _)| k.as_str() != "run_id" && !k.contains("working_seconds") && !k.contains("wall_seconds"))
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn manifest(dir: &Path) -> Manifest {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+fn opts(out: PathBuf, shards: &[&PathBuf], allow_partial: bool) -> MergeOptions {
+    MergeOptions { out, shards: shards.iter().map(|p| p.to_path_buf()).collect(), allow_partial }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merged_shards_report_what_the_unsharded_run_reports() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let results = dir.path().join("results");
+    let whole = run_as(&cfg, &results, "whole", None).await;
+    let shards = [
+        run_as(&cfg, &results, "s1", Some("1/3")).await,
+        run_as(&cfg, &results, "s2", Some("2/3")).await,
+        run_as(&cfg, &results, "s3", Some("3/3")).await,
+    ];
+    // Given in any order.
+    let out = results.join("merged");
+    let summary = merge(&opts(out.clone(), &[&shards[2], &shards[0], &shards[1]], false)).unwrap();
+    assert_eq!((summary.planned, summary.records, summary.missing.len()), (20, 20, 0));
+    drop(summary);
+    ablate::report::report_dir(&out).unwrap();
+
+    for name in ["arms.csv", "effects.csv"] {
+        let (a, b) = (table(&whole.join(name)), table(&out.join(name)));
+        assert!(!a.is_empty());
+        assert_eq!(a, b, "{name} of the merged run equals the unsharded run's");
+    }
+    // The scripted answers differ between trials: the comparison is not of two constant tables.
+    let arms = table(&whole.join("arms.csv"));
+    let rate = |row: &Vec<(String, String)>| row.iter().find(|(k, _)| k == "passed").unwrap().1.parse::<u32>().unwrap();
+    assert!(arms.iter().any(|r| rate(r) > 0 && rate(r) < 10), "pass counts are strictly between 0 and 10: {arms:?}");
+
+    // The manifest holds the whole plan, in the unsharded order, and where it came from.
+    let (m, w) = (manifest(&out), manifest(&whole));
+    assert_eq!(m.plan, w.plan);
+    assert_eq!((m.shard, m.planned_trials, m.run_id.as_str()), (None, 20, "merged"));
+    let merged = m.merged.unwrap();
+    assert_eq!(merged.shards.iter().map(|s| (s.shard.index, s.run_id.as_str())).collect::<Vec<_>>(), vec![(1, "s1"), (2, "s2"), (3, "s3")]);
+    assert!(!merged.partial);
+    // Every record carries the merged run id; every trace came along.
+    let records = ablate::record::jsonl::read::<TrialRecord>(&out.join("trials.jsonl")).unwrap().records;
+    assert_eq!(records.len(), 20);
+    assert!(records.iter().all(|r| r.run_id == "merged"));
+    for r in &records {
+        assert!(out.join("traces").join(format!("{}.jsonl", r.trial_id)).is_file());
+    }
+
+    // The CLI reads it like any run: report, and the gate against the unsharded run.
+    let bin = env!("CARGO_BIN_EXE_ablate");
+    let report = std::process::Command::new(bin).args(["report", out.to_str().unwrap(), "--no-color"]).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let gate = std::process::Command::new(bin)
+        .args(["gate", "--baseline", whole.to_str().unwrap(), "--candidate", out.to_str().unwrap(), "--arm", "full"])
+        .output()
+        .unwrap();
+    // Equal counts: never FAIL, never a usage error or drift (exit 2).
+    assert!(matches!(gate.status.code(), Some(0) | Some(3)), "gate exit {:?}: {}", gate.status.code(), String::from_utf8_lossy(&gate.stdout));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_or_unfinished_shards_are_named_and_allow_partial_merges_what_exists() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let results = dir.path().join("results");
+    let s1 = run_as(&cfg, &results, "s1", Some("1/3")).await;
+    let s3 = run_as(&cfg, &results, "s3", Some("3/3")).await;
+    // Shard 3 loses its last record: that trial has no final record.
+    let trials = s3.join("trials.jsonl");
+    let text = std::fs::read_to_string(&trials).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let lost: TrialRecord = serde_json::from_str(lines.pop().unwrap()).unwrap();
+    std::fs::write(&trials, lines.join("\n") + "\n").unwrap();
+
+    let out = results.join("merged");
+    let Err(MergeError::Incomplete(why)) = merge(&opts(out.clone(), &[&s1, &s3], false)) else { panic!("an incomplete merge is refused") };
+    let why = why.join("\n");
+    assert!(why.contains("missing shards: 2/3"), "{why}");
+    assert!(why.contains(&lost.trial_id) && why.contains("1 of 6 planned trials"), "{why}");
+    assert!(!out.exists(), "a refused merge writes nothing");
+    assert!(std::fs::read_dir(&results).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("merging")));
+
+    let summary = merge(&opts(out.clone(), &[&s1, &s3], true)).unwrap();
+    assert_eq!((summary.planned, summary.records), (7 + 6, 7 + 5));
+    drop(summary);
+    let m = manifest(&out).merged.unwrap();
+    assert!(m.partial);
+    assert_eq!((m.missing_shards, m.unfinished_trials), (vec![2], 1));
+
+    // --resume of the merged folder runs the trial that had no final record.
+    let exp = ablate::config::load(&cfg).unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let resumed = ablate::runner::run(exp, suite, ablate::runner::RunOptions {
+        jobs: 1,
+        shard: None,
+        results_dir: results.clone(),
+        resume: Some(out.clone()),
+        progress: ablate::runner::progress::ProgressMode::Quiet,
+        run_id: None,
+        allow_model_change: false,
+    })
+    .await
+    .unwrap();
+    assert_eq!(resumed.ran_now, 1);
+    assert_eq!(resumed.records.iter().filter(|r| r.status.is_final()).count(), 13);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_of_different_experiments_or_twice_the_same_are_refused() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let results = dir.path().join("results");
+    let s1 = run_as(&cfg, &results, "s1", Some("1/2")).await;
+    let s2 = run_as(&cfg, &results, "s2", Some("2/2")).await;
+    let whole = run_as(&cfg, &results, "whole", None).await;
+    // Another experiment: another seed.
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let other_cfg = other_dir.join("exp.toml");
+    std::fs::write(&other_cfg, std::fs::read_to_string(&cfg).unwrap().replace("seed = 3", "seed = 4")).unwrap();
+    let other = run_as(&other_cfg, &results, "o2", Some("2/2")).await;
+
+    let out = results.join("merged");
+    let err = |shards: &[&PathBuf]| match merge(&opts(out.clone(), shards, true)) {
+        Err(MergeError::Input(e)) => e.to_string(),
+        other => panic!("refused as bad input, got {other:?}"),
+    };
+    let e = err(&[&s1, &other]);
+    assert!(e.contains("o2/manifest.json") && e.contains("config_digest"), "{e}");
+    let e = err(&[&s1, &s1.clone()]);
+    assert!(e.contains("shard.index") && e.contains("given twice"), "{e}");
+    let e = err(&[&s1, &whole]);
+    assert!(e.contains("whole/manifest.json") && e.contains("not a shard"), "{e}");
+    let e = err(&[&s1, &dir.path().join("nowhere")]);
+    assert!(e.contains("nowhere/manifest.json"), "{e}");
+    assert!(!out.exists());
+    // And the good pair merges.
+    assert!(merge(&opts(out.clone(), &[&s1, &s2], false)).is_ok());
+    // Into an existing folder: refused.
+    let e = err(&[&s1, &s2]);
+    assert!(e.contains("exists"), "{e}");
+}
