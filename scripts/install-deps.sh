@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the system packages ablate needs when they are missing (Debian):
 # cmake, libclang and g++ for the embedded llama.cpp, python3 for task checks,
-# pip for fetching the models, bubblewrap for the trial sandbox.
+# pip for fetching the models, bubblewrap for the trial sandbox, Slurm and munge
+# for the single-node Slurm test of deploy/slurm (scripts/test-slurm.sh).
 # Packages are detected by the package manager (dpkg) or by the exact program
 # that is run, never by a file-name glob: libclang-cpp.so.* (present on a new
 # machine) is not the libclang.so that bindgen loads.
@@ -26,6 +27,9 @@ command -v curl >/dev/null || need+=(curl)
 command -v jq >/dev/null || need+=(jq)
 # Every process that runs candidate code runs under bubblewrap (docs/sandbox.md).
 if ! command -v bwrap >/dev/null || ! has_pkg bubblewrap; then need+=(bubblewrap); fi
+# deploy/slurm is proven on a single-node Slurm (slurmctld + slurmd, munge auth).
+has_pkg slurm-wlm || need+=(slurm-wlm)
+has_pkg munge || need+=(munge)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
