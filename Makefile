@@ -2,11 +2,11 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
-## the suite proof, and the statistics simulations printed once (about 20 s in a debug build).
+## the suite proof, the Slurm array job and merge on a single-node Slurm, and the statistics simulations printed once (about 20 s in a debug build).
 test: deps model-small
 	$(CARGO) test -- --skip simulation
 	$(CARGO) build
@@ -14,6 +14,8 @@ test: deps model-small
 	@echo "--- ablate export (feature polars; its own target dir, so the binaries above stay as built) ---"
 	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --test export
 	$(CARGO) run --quiet -- suite check tasks/core
+	@echo "--- deploy/slurm on a private single-node Slurm: an array of 3 shards and the merge ---"
+	bash scripts/test-slurm.sh target/debug/ablate
 	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
 	$(CARGO) test --quiet --lib simulation -- --nocapture --test-threads=1
 
@@ -26,6 +28,15 @@ ablate: deps model release
 ## leave-one-out on the same tasks, with the embedded model behind ablate's gateway.
 ablate-external: deps model release
 	$(ABLATE) run examples/harnesses/pyagent.toml -j 2
+
+## make test-slurm: deploy/slurm proven on a private single-node Slurm (root; scripts/test-slurm.sh).
+test-slurm: deps build
+	bash scripts/test-slurm.sh target/debug/ablate
+
+## make local-shards N=4 CONFIG=configs/x.toml: the experiment as N shard processes on this
+## machine, merged into one run folder (scripts/local-shards.sh).
+local-shards: deps release
+	bash scripts/local-shards.sh $(N) $(CONFIG)
 
 ## make deps: the system packages the build and the checks need (Debian).
 deps:

@@ -40,8 +40,13 @@ fn libclang_dev_and_bubblewrap_are_installed_when_the_package_manager_lacks_them
     assert!(ok);
     let install = log.lines().find(|l| l.starts_with("install")).unwrap_or_default();
     assert!(install.contains("libclang-dev") && install.contains("bubblewrap"), "{log}");
-    // Both present: nothing is installed.
-    let (ok, log) = run_with(&["libclang-dev", "bubblewrap"]);
+    // The single-node Slurm test's daemons, with slurm-client alone on the machine.
+    let (ok, log) = run_with(&["libclang-dev", "bubblewrap", "slurm-client"]);
+    assert!(ok);
+    let install = log.lines().find(|l| l.starts_with("install")).unwrap_or_default();
+    assert!(install.contains("slurm-wlm") && install.contains("munge") && !install.contains("libclang"), "{log}");
+    // All present: nothing is installed.
+    let (ok, log) = run_with(&["libclang-dev", "bubblewrap", "slurm-wlm", "munge"]);
     assert!(ok);
     assert!(!log.contains("install"), "{log}");
 }
