@@ -185,6 +185,7 @@ async fn missing_or_unfinished_shards_are_named_and_allow_partial_merges_what_ex
         allow_model_change: false,
     })
     .await
+    .map(Ran::from)
     .unwrap();
     assert_eq!(resumed.ran_now, 1);
     assert_eq!(resumed.records.iter().filter(|r| r.status.is_final()).count(), 13);

@@ -42,9 +42,20 @@ fn repair_tail(file: &mut File, path: &Path) -> io::Result<()> {
     if len == 0 {
         return Ok(());
     }
-    file.seek(SeekFrom::Start(0))?;
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.read_to_end(&mut bytes)?;
+    // Read back from the end only as far as the last newline: opening a
+    // trials.jsonl of a million records must not read all of it.
+    let mut chunk = 64 * 1024u64;
+    let (bytes, base) = loop {
+        let from = len.saturating_sub(chunk);
+        file.seek(SeekFrom::Start(from))?;
+        let mut bytes = Vec::with_capacity((len - from) as usize);
+        file.read_to_end(&mut bytes)?;
+        // A newline before the last byte, or the start of the file, bounds the last line.
+        if from == 0 || bytes[..bytes.len() - 1].contains(&b'\n') {
+            break (bytes, from);
+        }
+        chunk *= 4;
+    };
     if bytes.last() == Some(&b'\n') {
         return Ok(());
     }
@@ -59,7 +70,7 @@ fn repair_tail(file: &mut File, path: &Path) -> io::Result<()> {
         let mut torn = OpenOptions::new().create(true).append(true).open(PathBuf::from(torn_name))?;
         torn.write_all(fragment)?;
         torn.write_all(b"\n")?;
-        file.set_len(start as u64)?;
+        file.set_len(base + start as u64)?;
     }
     file.sync_data()
 }
@@ -79,6 +90,24 @@ pub struct JsonlRead<T> {
     pub torn_tail: Option<BadLine>,
     /// Complete lines that do not parse as a record.
     pub bad_lines: Vec<BadLine>,
+}
+
+/// Hand every readable record to `f`, one line at a time, without keeping
+/// them; lines that do not parse (a torn tail, a bad line) are skipped, as
+/// `read` sets them apart. A missing file has no records.
+pub fn for_each<T: DeserializeOwned>(path: &Path, mut f: impl FnMut(T)) -> io::Result<()> {
+    use std::io::BufRead;
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for line in io::BufReader::with_capacity(1 << 20, file).split(b'\n') {
+        if let Ok(record) = serde_json::from_slice::<T>(&line?) {
+            f(record);
+        }
+    }
+    Ok(())
 }
 
 /// Read every record; a missing file reads as empty.
@@ -166,6 +195,47 @@ mod tests {
         assert!(r.torn_tail.is_none());
         let torn = std::fs::read_to_string(dir.path().join("t.jsonl.torn")).unwrap();
         assert!(torn.contains("unfini"));
+    }
+
+    #[test]
+    fn a_torn_tail_after_more_than_the_read_window_is_cut_at_the_right_byte() {
+        // 3,000 records (well over the 64 KiB read back from the end), then a
+        // fragment; and a file whose only line is a fragment longer than the window.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        let mut w = JsonlWriter::open(&p).unwrap();
+        for n in 0..3000 {
+            w.append(&R { n, s: "x".repeat(40) }).unwrap();
+        }
+        drop(w);
+        let clean_len = std::fs::metadata(&p).unwrap().len();
+        assert!(clean_len > 128 * 1024);
+        OpenOptions::new().append(true).open(&p).unwrap().write_all(br#"{"n":3000,"s":"cut"#).unwrap();
+        let mut w = JsonlWriter::open(&p).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), clean_len, "cut exactly after the last whole line");
+        w.append(&R { n: 3001, s: "y".into() }).unwrap();
+        let r: JsonlRead<R> = read(&p).unwrap();
+        assert_eq!(r.records.len(), 3001);
+        assert_eq!(r.records.last().unwrap().n, 3001);
+        assert!(r.bad_lines.is_empty() && r.torn_tail.is_none());
+
+        let q = dir.path().join("long.jsonl");
+        let long = format!(r#"{{"n":1,"s":"{}"#, "z".repeat(300 * 1024));
+        std::fs::write(&q, &long).unwrap();
+        drop(JsonlWriter::open(&q).unwrap());
+        assert_eq!(std::fs::metadata(&q).unwrap().len(), 0);
+        assert_eq!(std::fs::read(dir.path().join("long.jsonl.torn")).unwrap().len(), long.len() + 1);
+    }
+
+    #[test]
+    fn for_each_streams_the_readable_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        std::fs::write(&p, "{\"n\":1,\"s\":\"a\"}\ngarbage\n{\"n\":2,\"s\":\"b\"}\n{\"n\":3").unwrap();
+        let mut seen = Vec::new();
+        for_each::<R>(&p, |r| seen.push(r.n)).unwrap();
+        assert_eq!(seen, vec![1, 2]);
+        for_each::<R>(&dir.path().join("none.jsonl"), |_| panic!("no records")).unwrap();
     }
 
     #[test]

@@ -63,12 +63,14 @@ pub enum RunError {
     Interrupted { recorded: usize, config: String, dir: PathBuf },
 }
 
+/// What a run did; its records are in `dir` (read them with `report::load`).
 #[derive(Debug)]
 pub struct RunSummary {
     pub dir: PathBuf,
     pub planned: usize,
     pub ran_now: usize,
-    pub records: Vec<TrialRecord>,
+    /// Attempts found started and unfinished, recorded as `interrupted` at the start.
+    pub interrupted: usize,
     /// The run folder's lock, held until the summary is dropped (the caller
     /// writes the final exports under it).
     pub lock: RunLock,
@@ -270,43 +272,67 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         }
     };
 
-    // What is already recorded; attempts that started and never finished
-    // become `interrupted` records before anything runs.
+    // The whole plan was needed for the digest and the manifest; the run keeps its own part.
+    drop(plan);
+
+    // What is already recorded, read line by line (a resumed run of a
+    // million trials keeps ids and counts, not records); attempts that
+    // started and never finished become `interrupted` records before
+    // anything runs.
+    let mut manifest = manifest;
     let trials_path = dir.join("trials.jsonl");
     let attempts_path = dir.join("attempts.jsonl");
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
     let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
-    let existing = jsonl::read::<TrialRecord>(&trials_path).map_err(io(&dir))?;
-    // Records of another plan would be counted as this run's: refuse them.
     let planned: HashSet<u64> = manifest.plan.iter().map(TrialSpec::plan_key).collect();
-    let unplanned = existing.records.iter().filter(|r| !planned.contains(&r.plan_key())).count();
+    let mut recorded: HashSet<(String, u32)> = HashSet::new();
+    let mut done: HashSet<String> = HashSet::new();
+    let mut next_attempt: HashMap<String, u32> = HashMap::new();
+    let mut unplanned = 0usize;
+    jsonl::for_each::<RecordKey>(&trials_path, |r| {
+        if !planned.contains(&crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) {
+            unplanned += 1;
+            return;
+        }
+        let e = next_attempt.entry(r.trial_id.clone()).or_insert(1);
+        *e = (*e).max(r.attempt + 1);
+        if r.status.is_final() {
+            done.insert(r.trial_id.clone());
+        }
+        recorded.insert((r.trial_id, r.attempt));
+    })
+    .map_err(io(&dir))?;
+    drop(planned);
+    // Records of another plan would be counted as this run's: refuse them.
     if unplanned > 0 {
         let records = if unplanned == 1 { "record is" } else { "records are" };
         return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
     }
-    let started = jsonl::read::<AttemptStart>(&attempts_path).map_err(io(&dir))?;
-    let mut records = existing.records;
-    let recorded: HashSet<(String, u32)> = records.iter().map(|r| (r.trial_id.clone(), r.attempt)).collect();
-    let by_id: HashMap<&str, &TrialSpec> = manifest.plan.iter().map(|t| (t.id.as_str(), t)).collect();
-    let mut next_attempt: HashMap<String, u32> = HashMap::new();
-    for r in &records {
-        let e = next_attempt.entry(r.trial_id.clone()).or_insert(1);
-        *e = (*e).max(r.attempt + 1);
-    }
-    for a in &started.records {
+    let mut starts: Vec<AttemptStart> = Vec::new();
+    jsonl::for_each::<AttemptStart>(&attempts_path, |a| {
         let e = next_attempt.entry(a.trial_id.clone()).or_insert(1);
         *e = (*e).max(a.attempt + 1);
-        if recorded.contains(&(a.trial_id.clone(), a.attempt)) {
-            continue;
+        if !recorded.contains(&(a.trial_id.clone(), a.attempt)) {
+            starts.push(a);
         }
-        if let Some(spec) = by_id.get(a.trial_id.as_str()) {
-            let rec = interrupted_record(&manifest.run_id, spec, a);
-            trials_writer.append(&rec).map_err(io(&dir))?;
-            records.push(rec);
+    })
+    .map_err(io(&dir))?;
+    drop(recorded);
+    let mut interrupted = 0usize;
+    if !starts.is_empty() {
+        let by_id: HashMap<&str, &TrialSpec> = manifest.plan.iter().map(|t| (t.id.as_str(), t)).collect();
+        for a in &starts {
+            if let Some(spec) = by_id.get(a.trial_id.as_str()) {
+                trials_writer.append(&interrupted_record(&manifest.run_id, spec, a)).map_err(io(&dir))?;
+                interrupted += 1;
+            }
         }
     }
-    let done: HashSet<String> = records.iter().filter(|r| r.status.is_final()).map(|r| r.trial_id.clone()).collect();
-    let pending: Vec<TrialSpec> = manifest.plan.iter().filter(|t| !done.contains(&t.id)).cloned().collect();
+    let planned_count = manifest.plan.len();
+    let already = done.len();
+    done_ids_into_pending(&mut manifest.plan, &done);
+    let pending = std::mem::take(&mut manifest.plan);
+    drop(done);
 
     let shared = Arc::new(Shared {
         exp,
@@ -320,16 +346,19 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         attempts_writer: Mutex::new(attempts_writer),
         exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
     });
-    let progress = Arc::new(Progress::new(opts.progress, manifest.plan.len() as u64, done.len() as u64));
-    let new_records = Arc::new(Mutex::new(Vec::new()));
-    let work: Vec<(TrialSpec, u32)> = pending.iter().map(|spec| (spec.clone(), next_attempt.get(&spec.id).copied().unwrap_or(1))).collect();
+    let progress = Arc::new(Progress::new(opts.progress, planned_count as u64, already as u64));
     let ran_now = pending.len();
+    let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let work = pending.into_iter().map(move |spec| {
+        let attempt = next_attempt.get(&spec.id).copied().unwrap_or(1);
+        (spec, attempt)
+    });
     let outcome = tokio::select! {
-        r = execute(shared.clone(), work, opts.jobs, progress.clone(), new_records.clone()) => r,
+        r = execute(shared.clone(), work, opts.jobs, progress.clone(), finished_now.clone()) => r,
         // Dropping `execute` drops its JoinSet, which aborts the trials under way.
         _ = tokio::signal::ctrl_c() => {
             progress.finish();
-            let recorded = records.len() + new_records.lock().unwrap().len();
+            let recorded = already + finished_now.load(std::sync::atomic::Ordering::SeqCst);
             return Err(RunError::Interrupted { recorded, config: shared.exp.config_path.display().to_string(), dir });
         }
     };
@@ -337,8 +366,25 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let s = shared.clone();
     let _ = tokio::task::spawn_blocking(move || s.maybe_export(true)).await;
     outcome?;
-    records.extend(new_records.lock().unwrap().drain(..));
-    Ok(RunSummary { dir, planned: manifest.plan.len(), ran_now, records, lock })
+    Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
+}
+
+/// Keep in `plan` only the trials without a final record (in plan order).
+fn done_ids_into_pending(plan: &mut Vec<TrialSpec>, done: &HashSet<String>) {
+    plan.retain(|t| !done.contains(&t.id));
+    plan.shrink_to_fit();
+}
+
+/// The fields of a trial record that resume needs.
+#[derive(serde::Deserialize)]
+struct RecordKey {
+    trial_id: String,
+    task: String,
+    arm: String,
+    model: String,
+    repeat: u32,
+    attempt: u32,
+    status: TrialStatus,
 }
 
 /// On resume, every model must be the one the run started with: its identity
@@ -369,32 +415,35 @@ fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[Mod
     )).into())
 }
 
-/// Run each (trial, attempt) of `work`, `jobs` at a time, collecting the
-/// records in `new_records`. Only a failure to write records stops it: a
-/// trial's own failure is its record, and a task that dies outside the trial
-/// (a bug in progress or export) is reported and the others go on.
+/// Run each (trial, attempt) of `work`, `jobs` at a time: a trial's task is
+/// spawned only when a slot is free, so memory holds `jobs` trials, not the
+/// plan. Only a failure to write records stops it: a trial's own failure is
+/// its record, and a task that dies outside the trial (a bug in progress or
+/// export) is reported and the others go on.
 async fn execute(
     shared: Arc<Shared>,
-    work: Vec<(TrialSpec, u32)>,
+    work: impl Iterator<Item = (TrialSpec, u32)>,
     jobs: usize,
     progress: Arc<Progress>,
-    new_records: Arc<Mutex<Vec<TrialRecord>>>,
+    finished: Arc<std::sync::atomic::AtomicUsize>,
 ) -> Result<(), RunError> {
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
     let mut set = tokio::task::JoinSet::new();
-    for (spec, attempt) in work {
-        let (shared, semaphore, progress, new_records) = (shared.clone(), semaphore.clone(), progress.clone(), new_records.clone());
-        set.spawn(async move {
-            let _permit = semaphore.acquire_owned().await.expect("semaphore open");
-            let rec = run_trial(&shared, &spec, attempt).await?;
-            progress.trial_done(&rec);
-            new_records.lock().unwrap().push(rec);
-            let s = shared.clone();
-            let _ = tokio::task::spawn_blocking(move || s.maybe_export(false)).await;
-            Ok::<(), std::io::Error>(())
-        });
-    }
-    while let Some(joined) = set.join_next().await {
+    let mut work = work.peekable();
+    loop {
+        while set.len() < jobs.max(1) {
+            let Some((spec, attempt)) = work.next() else { break };
+            let (shared, progress, finished) = (shared.clone(), progress.clone(), finished.clone());
+            set.spawn(async move {
+                let rec = run_trial(&shared, &spec, attempt).await?;
+                progress.trial_done(&rec);
+                finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(rec);
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || s.maybe_export(false)).await;
+                Ok::<(), std::io::Error>(())
+            });
+        }
+        let Some(joined) = set.join_next().await else { break };
         match joined {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(RunError::Io { dir: shared.dir.clone(), source: e }),
@@ -452,9 +501,15 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
     }
 }
 
+/// Write manifest.json atomically (temp file, sync, rename), streamed: a plan
+/// of a million trials is never one string in memory.
 pub fn write_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
+    use std::io::Write;
     let tmp = dir.join("manifest.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(m).map_err(std::io::Error::other)?)?;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    serde_json::to_writer_pretty(&mut w, m).map_err(std::io::Error::other)?;
+    w.flush()?;
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     std::fs::rename(tmp, dir.join("manifest.json"))
 }
 
@@ -693,14 +748,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (shared, plan) = shared_with(Arc::new(PanicsOnIsEven), dir.path());
         assert_eq!(plan.len(), 2);
-        let work = plan.iter().map(|s| (s.clone(), 1)).collect();
+        let work = plan.iter().map(|s| (s.clone(), 1));
         let progress = Arc::new(Progress::new(ProgressMode::Quiet, 2, 0));
-        let new_records = Arc::new(Mutex::new(Vec::new()));
-        execute(shared, work, 2, progress, new_records.clone()).await.expect("a panic does not stop the run");
+        let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        execute(shared, work, 2, progress, finished.clone()).await.expect("a panic does not stop the run");
 
         let written = jsonl::read::<TrialRecord>(&dir.path().join("trials.jsonl")).unwrap().records;
         assert_eq!(written.len(), 2, "one record per attempt, the panicked one included");
-        assert_eq!(new_records.lock().unwrap().len(), 2);
+        assert_eq!(finished.load(std::sync::atomic::Ordering::SeqCst), 2);
         let even = written.iter().find(|r| r.task == "is-even").unwrap();
         assert_eq!(even.status, TrialStatus::HarnessError);
         assert_eq!(even.end_reason, EndReason::HarnessError);

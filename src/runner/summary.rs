@@ -2,30 +2,30 @@
 //! final trials passed and how every attempt ended.
 
 use super::RunSummary;
-use crate::record::{TrialRecord, TrialStatus};
+use crate::record::TrialStatus;
+use crate::report::load::{self, Row};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// Read back from the run folder (compact rows, as the report reads them), so
+/// the run holds no records while it runs.
 pub fn render(summary: &RunSummary) -> String {
     let mut s = String::new();
+    let data = match load::load(&summary.dir) {
+        Ok(d) => d,
+        Err(e) => return format!("cannot read the records back: {e}\n"),
+    };
     // The latest final attempt of each trial counts; interrupted attempts are shown apart.
-    let mut latest: BTreeMap<&str, &TrialRecord> = BTreeMap::new();
-    for r in summary.records.iter().filter(|r| r.status.is_final()) {
-        let e = latest.entry(r.trial_id.as_str()).or_insert(r);
-        if r.attempt > e.attempt {
-            *e = r;
-        }
+    let mut groups: BTreeMap<(&str, &str), Vec<&Row>> = BTreeMap::new();
+    for r in &data.trials {
+        groups.entry((data.arms.name(r.arm), data.models.name(r.model))).or_default().push(r);
     }
-    let mut groups: BTreeMap<(&str, &str), Vec<&TrialRecord>> = BTreeMap::new();
-    for r in latest.values() {
-        groups.entry((r.arm.as_str(), r.model.as_str())).or_default().push(r);
-    }
-    let interrupted = summary.records.iter().filter(|r| r.status == TrialStatus::Interrupted).count();
-    let _ = writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", latest.len(), summary.planned, summary.ran_now);
+    let interrupted = data.attempts.iter().filter(|r| r.status == TrialStatus::Interrupted).count();
+    let _ = writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", data.trials.len(), summary.planned, summary.ran_now);
     for ((arm, model), rs) in &groups {
         let passed = rs.iter().filter(|r| r.status == TrialStatus::Passed).count();
-        let tests: f64 = rs.iter().map(|r| if r.tests_total > 0 { r.tests_passed as f64 / r.tests_total as f64 } else { 0.0 }).sum::<f64>() / rs.len() as f64;
-        let tokens: u64 = rs.iter().map(|r| r.tokens.total()).sum();
+        let tests: f64 = rs.iter().map(|r| r.test_fraction()).sum::<f64>() / rs.len() as f64;
+        let tokens: u64 = rs.iter().map(|r| r.tokens_input + r.tokens_output).sum();
         let mut statuses: BTreeMap<&str, usize> = BTreeMap::new();
         for r in rs {
             *statuses.entry(r.status.name()).or_default() += 1;

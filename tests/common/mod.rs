@@ -223,12 +223,30 @@ impl<'a> Cfg<'a> {
     }
 }
 
-pub async fn run(config: &Path, results: &Path) -> ablate::runner::RunSummary {
+/// A finished run as the tests look at it: the runner's summary and the
+/// records read back from its trials.jsonl, in file order.
+#[derive(Debug)]
+pub struct Ran {
+    pub dir: PathBuf,
+    pub planned: usize,
+    pub ran_now: usize,
+    pub records: Vec<ablate::record::TrialRecord>,
+    pub summary: ablate::runner::RunSummary,
+}
+
+impl From<ablate::runner::RunSummary> for Ran {
+    fn from(summary: ablate::runner::RunSummary) -> Ran {
+        let records = ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;
+        Ran { dir: summary.dir.clone(), planned: summary.planned, ran_now: summary.ran_now, records, summary }
+    }
+}
+
+pub async fn run(config: &Path, results: &Path) -> Ran {
     try_run(config, results, 2).await.unwrap()
 }
 
 /// A run in process with `jobs` trials at once; setup errors come back.
-pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<ablate::runner::RunSummary, ablate::runner::RunError> {
+pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, ablate::runner::RunError> {
     let exp = ablate::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let opts = ablate::runner::RunOptions {
@@ -240,7 +258,7 @@ pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<ablat
         run_id: None,
         allow_model_change: false,
     };
-    ablate::runner::run(exp, suite, opts).await
+    ablate::runner::run(exp, suite, opts).await.map(Ran::from)
 }
 
 /// Processes running as a sandbox uid (200000 and up, see src/sandbox/isolation.rs),

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Peak memory (max RSS) of `ablate run` as the plan grows, against a scripted
+# endpoint (tests/fixtures/scripted_endpoint.py) on the tiny suite.
+#
+# Every trial is graded for real (sandbox + Python), about 0.1 s of CPU each,
+# so a plan of 100,000 trials would take hours here. The bench therefore
+# measures what grows with the plan without running all of it: for each size N
+# it starts a run of an N-trial plan, writes records for all but the last
+# RUN_NOW planned trials (copies of a real record with each trial's own id,
+# task, arm and repeat), and times `ablate run --resume` of that folder, which
+# reads the N-trial manifest and the records, runs the last RUN_NOW trials for
+# real, and rewrites the exports of all N. Equal work at every N: a peak that
+# grows with N is memory held per planned or recorded trial.
+#
+# Usage: benches/run-memory.sh [sizes...]   (default 1000 10000 100000; idle machine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=("${@:-1000 10000 100000}")
+run_now=${RUN_NOW:-200}
+cargo build --release --quiet
+bin=$PWD/target/release/ablate
+work=$(mktemp -d)
+endpoint=
+cleanup() {
+  [ -n "$endpoint" ] && kill "$endpoint" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+python3 tests/fixtures/scripted_endpoint.py "$work/port" &
+endpoint=$!
+for i in $(seq 50); do [ -f "$work/port" ] && break; sleep 0.1; done
+port=$(cat "$work/port")
+
+printf '%-10s %-10s %-12s %-10s %-10s\n' planned run_now jsonl_MB seconds peak_MB
+for n in ${sizes[@]}; do
+  # 2 tasks x 2 arms a repeat.
+  trials=$(( (n + 3) / 4 ))
+  cat >"$work/exp-$n.toml" <<TOML
+[experiment]
+name = "memory"
+suite = "$PWD/tests/fixtures/suites/tiny"
+trials = $trials
+seed = 5
+
+[budget]
+max_steps = 1
+max_output_tokens_per_step = 200
+max_total_tokens = 100000
+max_working_seconds = 60
+
+[[models]]
+name = "m"
+provider = "openai"
+model = "m"
+endpoint = "http://127.0.0.1:$port"
+temperature = 0.0
+
+[arms.bare]
+base = "bare"
+
+[arms.full]
+base = "full"
+TOML
+  dir="$work/results/mem-$n"
+  # A real run of the plan, stopped after its first records (a template record).
+  "$bin" run "$work/exp-$n.toml" --results "$work/results" --run-id "mem-$n" --plain -j 2 >"$work/first-$n.log" 2>&1 &
+  pid=$!
+  for i in $(seq 600); do
+    [ -s "$dir/trials.jsonl" ] && [ "$(wc -l <"$dir/trials.jsonl")" -ge 2 ] && break
+    sleep 0.1
+  done
+  kill -INT "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  python3 - "$dir" "$run_now" <<'PY'
+import json, sys
+run, run_now = sys.argv[1], int(sys.argv[2])
+m = json.load(open(f"{run}/manifest.json"))
+template = json.loads(open(f"{run}/trials.jsonl").readline())
+plan = m["plan"]
+done = plan[: max(0, len(plan) - run_now)]
+with open(f"{run}/trials.jsonl", "w") as out:
+    for t in done:
+        r = dict(template)
+        r.update(trial_id=t["id"], task=t["task"], arm=t["arm"], model=t["model"], repeat=t["repeat"], seed=t["seed"], attempt=1)
+        out.write(json.dumps(r) + "\n")
+open(f"{run}/attempts.jsonl", "w").close()
+PY
+  recs=$(wc -l <"$dir/trials.jsonl")
+  mb=$(du -m "$dir/trials.jsonl" | cut -f1)
+  python3 - "$bin" "$work/exp-$n.toml" "$dir" "$n" "$run_now" "$mb" <<'PY'
+import resource, subprocess, sys, time
+bin, cfg, run, n, run_now, mb = sys.argv[1:]
+t = time.perf_counter()
+subprocess.run([bin, "run", cfg, "--resume", run, "--plain", "-j", "2"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+dt = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"{n:<10} {run_now:<10} {mb:<12} {dt:<10.1f} {peak:<10.0f}")
+PY
+  rm -rf "$dir"
+done
