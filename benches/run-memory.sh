@@ -26,6 +26,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT
 python3 tests/fixtures/scripted_endpoint.py "$work/port" &
 endpoint=$!
 for i in $(seq 50); do [ -f "$work/port" ] && break; sleep 0.1; done
@@ -96,5 +97,5 @@ dt = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(f"{n:<10} {run_now:<10} {mb:<12} {dt:<10.1f} {peak:<10.0f}")
 PY
-  rm -rf "$dir"
+  [ -n "${KEEP:-}" ] || rm -rf "$dir"
 done

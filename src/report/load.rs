@@ -133,10 +133,10 @@ impl From<&TrialRecord> for LightRecord {
 /// (one parse of trials.jsonl serves the analysis and the tidy CSV).
 pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> Result<RunData, LoadError> {
     let mpath = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&mpath).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("cannot read: {e} (is this a run folder?)") })?;
-    let mut head: crate::record::ManifestHead =
-        serde_json::from_str(&text).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
-    drop(text);
+    let file = std::fs::File::open(&mpath).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("cannot read: {e} (is this a run folder?)") })?;
+    // Read through a buffer: the manifest of a large plan is never one string in memory.
+    let mut head: crate::record::ManifestHead = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
+        .map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
     let plan_keys = std::mem::take(&mut head.plan_keys);
     let plans = |key: u64| plan_keys.binary_search(&key).is_ok();
     let manifest: Manifest = head.into();

@@ -22,7 +22,7 @@ use crate::record::folder;
 use crate::record::jsonl::{self, JsonlWriter};
 use crate::record::lock::{LockError, RunLock};
 use crate::record::{
-    AttemptStart, EndReason, HostFacts, Manifest, ModelIdentity, SuiteFacts, TrialRecord, TrialStatus, FORMAT_VERSION,
+    AttemptStart, EndReason, HostFacts, Manifest, ManifestHead, ModelIdentity, SuiteFacts, TrialRecord, TrialStatus, FORMAT_VERSION,
     experiment_json, now_rfc3339,
 };
 use crate::sandbox::Sandbox;
@@ -163,8 +163,10 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let resumed = match &opts.resume {
         Some(dir) => {
             let path = dir.join("manifest.json");
-            let text = std::fs::read_to_string(&path).map_err(|e| InputError::new(&path, format!("cannot read manifest: {e}")))?;
-            let m: Manifest = serde_json::from_str(&text).map_err(|e| InputError::new(&path, format!("not a manifest: {e}")))?;
+            let file = std::fs::File::open(&path).map_err(|e| InputError::new(&path, format!("cannot read manifest: {e}")))?;
+            // The head only: the plan comes back as its keys (8 bytes a trial),
+            // and the specs from the plan built from the config.
+            let m: ManifestHead = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| InputError::new(&path, format!("not a manifest: {e}")))?;
             let lock = RunLock::acquire(dir)?;
             if m.config_digest != plan.config_digest {
                 return Err(InputError::at(&path, "config_digest", format!(
@@ -239,11 +241,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         instructions.insert(arm.name.clone(), text);
     }
 
-    let (dir, manifest, lock) = match resumed {
+    // The run's part of the plan (its shard, or what a resumed folder plans), in order.
+    let (dir, run_id, mut specs, lock) = match resumed {
         Some((dir, m, lock)) => {
             check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change)?;
             std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
-            (dir, m, lock)
+            let specs: Vec<TrialSpec> = plan.trials.into_iter().filter(|t| m.plans(t.plan_key())).collect();
+            (dir, m.run_id, specs, lock)
         }
         None => {
             // create_dir under the final name, then the lock, then the manifest.
@@ -265,41 +269,40 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             };
             let lock = RunLock::acquire(&dir)?;
             let mut m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
+            drop(plan);
             m.models = identities;
             write_manifest(&dir, &m).map_err(io(&dir))?;
             std::fs::create_dir(dir.join("traces")).map_err(io(&dir))?;
-            (dir, m, lock)
+            (dir, m.run_id, m.plan, lock)
         }
     };
-
-    // The whole plan was needed for the digest and the manifest; the run keeps its own part.
-    drop(plan);
 
     // What is already recorded, read line by line (a resumed run of a
     // million trials keeps ids and counts, not records); attempts that
     // started and never finished become `interrupted` records before
     // anything runs.
-    let mut manifest = manifest;
     let trials_path = dir.join("trials.jsonl");
     let attempts_path = dir.join("attempts.jsonl");
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
     let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
-    let planned: HashSet<u64> = manifest.plan.iter().map(TrialSpec::plan_key).collect();
-    let mut recorded: HashSet<(String, u32)> = HashSet::new();
-    let mut done: HashSet<String> = HashSet::new();
-    let mut next_attempt: HashMap<String, u32> = HashMap::new();
+    let planned: HashSet<u64> = specs.iter().map(TrialSpec::plan_key).collect();
+    // Trial ids are 16 hex digits: kept as the 64-bit numbers they spell.
+    let mut recorded: HashSet<(u64, u32)> = HashSet::new();
+    let mut done: HashSet<u64> = HashSet::new();
+    let mut next_attempt: HashMap<u64, u32> = HashMap::new();
     let mut unplanned = 0usize;
     jsonl::for_each::<RecordKey>(&trials_path, |r| {
         if !planned.contains(&crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) {
             unplanned += 1;
             return;
         }
-        let e = next_attempt.entry(r.trial_id.clone()).or_insert(1);
+        let id = id_number(&r.trial_id);
+        let e = next_attempt.entry(id).or_insert(1);
         *e = (*e).max(r.attempt + 1);
         if r.status.is_final() {
-            done.insert(r.trial_id.clone());
+            done.insert(id);
         }
-        recorded.insert((r.trial_id, r.attempt));
+        recorded.insert((id, r.attempt));
     })
     .map_err(io(&dir))?;
     drop(planned);
@@ -310,9 +313,10 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     }
     let mut starts: Vec<AttemptStart> = Vec::new();
     jsonl::for_each::<AttemptStart>(&attempts_path, |a| {
-        let e = next_attempt.entry(a.trial_id.clone()).or_insert(1);
+        let id = id_number(&a.trial_id);
+        let e = next_attempt.entry(id).or_insert(1);
         *e = (*e).max(a.attempt + 1);
-        if !recorded.contains(&(a.trial_id.clone(), a.attempt)) {
+        if !recorded.contains(&(id, a.attempt)) {
             starts.push(a);
         }
     })
@@ -320,18 +324,19 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     drop(recorded);
     let mut interrupted = 0usize;
     if !starts.is_empty() {
-        let by_id: HashMap<&str, &TrialSpec> = manifest.plan.iter().map(|t| (t.id.as_str(), t)).collect();
+        let by_id: HashMap<&str, &TrialSpec> = specs.iter().map(|t| (t.id.as_str(), t)).collect();
         for a in &starts {
             if let Some(spec) = by_id.get(a.trial_id.as_str()) {
-                trials_writer.append(&interrupted_record(&manifest.run_id, spec, a)).map_err(io(&dir))?;
+                trials_writer.append(&interrupted_record(&run_id, spec, a)).map_err(io(&dir))?;
                 interrupted += 1;
             }
         }
     }
-    let planned_count = manifest.plan.len();
+    let planned_count = specs.len();
     let already = done.len();
-    done_ids_into_pending(&mut manifest.plan, &done);
-    let pending = std::mem::take(&mut manifest.plan);
+    specs.retain(|t| !done.contains(&id_number(&t.id)));
+    specs.shrink_to_fit();
+    let pending = specs;
     drop(done);
 
     let shared = Arc::new(Shared {
@@ -340,7 +345,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         harness_dir,
         clients,
         instructions,
-        run_id: manifest.run_id.clone(),
+        run_id,
         dir: dir.clone(),
         trials_writer: Mutex::new(trials_writer),
         attempts_writer: Mutex::new(attempts_writer),
@@ -350,7 +355,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let ran_now = pending.len();
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let work = pending.into_iter().map(move |spec| {
-        let attempt = next_attempt.get(&spec.id).copied().unwrap_or(1);
+        let attempt = next_attempt.get(&id_number(&spec.id)).copied().unwrap_or(1);
         (spec, attempt)
     });
     let outcome = tokio::select! {
@@ -369,10 +374,18 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
 }
 
-/// Keep in `plan` only the trials without a final record (in plan order).
-fn done_ids_into_pending(plan: &mut Vec<TrialSpec>, done: &HashSet<String>) {
-    plan.retain(|t| !done.contains(&t.id));
-    plan.shrink_to_fit();
+/// A trial id (16 hex digits, `plan::trial_id`) as a number; an id of another
+/// shape (a hand-edited record) by its hash.
+fn id_number(id: &str) -> u64 {
+    match u64::from_str_radix(id, 16) {
+        Ok(n) if id.len() == 16 => n,
+        _ => {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            id.hash(&mut h);
+            h.finish()
+        }
+    }
 }
 
 /// The fields of a trial record that resume needs.
