@@ -60,8 +60,63 @@ pub fn trial_seed(experiment_seed: u64, task: &str, repeat: u32) -> u64 {
     u64::from_str_radix(&d[..14], 16).expect("hex") & ((1u64 << 53) - 1)
 }
 
-/// Build the plan. `experiment.tasks` (if not empty) selects tasks of the suite.
-pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
+/// The plan in execution order without its specs written out: 16 bytes a
+/// trial (indices into the names), each `TrialSpec` made when it is needed.
+/// What a run of a million trials holds instead of a million specs.
+#[derive(Debug, Clone)]
+pub struct Order {
+    pub config_digest: String,
+    seed: u64,
+    tasks: Vec<String>,
+    arms: Vec<String>,
+    models: Vec<String>,
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    model: u32,
+    arm: u32,
+    task: u32,
+    repeat: u32,
+}
+
+impl Order {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The trial at position `order` of the execution order.
+    pub fn spec(&self, order: usize) -> TrialSpec {
+        let e = self.entries[order];
+        let (task, arm, model) = (&self.tasks[e.task as usize], &self.arms[e.arm as usize], &self.models[e.model as usize]);
+        TrialSpec {
+            id: trial_id(&self.config_digest, task, arm, model, e.repeat),
+            order: order as u32,
+            task: task.clone(),
+            arm: arm.clone(),
+            model: model.clone(),
+            repeat: e.repeat,
+            seed: trial_seed(self.seed, task, e.repeat),
+        }
+    }
+
+    /// The trials of `shard` (all without one), in execution order, made one at a time.
+    pub fn specs(&self, shard: Option<Shard>) -> impl Iterator<Item = TrialSpec> + '_ {
+        let (step, first) = match shard {
+            Some(s) => (s.count as usize, s.index as usize - 1),
+            None => (1, 0),
+        };
+        (first..self.entries.len()).step_by(step).map(|i| self.spec(i))
+    }
+}
+
+/// The execution order. `experiment.tasks` (if not empty) selects tasks of the suite.
+pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
     let mut task_ids: Vec<&str> = Vec::new();
     if exp.tasks.is_empty() {
         task_ids.extend(suite.tasks.iter().map(|t| t.id.as_str()));
@@ -79,35 +134,34 @@ pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
     }
     let config_digest = exp.config_digest();
     let mut rng = ChaCha8Rng::seed_from_u64(trial_seed(exp.seed, "<order>", 0));
-    let mut blocks: Vec<Vec<TrialSpec>> = Vec::new();
-    for model in &exp.models {
-        for task in &task_ids {
+    // Blocks of every arm for one (model, task, repeat), each shuffled, then
+    // the blocks shuffled: the shuffles draw from `rng` by length alone.
+    let mut blocks: Vec<Vec<Entry>> = Vec::new();
+    for model in 0..exp.models.len() {
+        for task in 0..task_ids.len() {
             for repeat in 0..exp.trials {
-                let seed = trial_seed(exp.seed, task, repeat);
-                let mut block: Vec<TrialSpec> = exp
-                    .arms
-                    .iter()
-                    .map(|arm| TrialSpec {
-                        id: trial_id(&config_digest, task, &arm.name, &model.name, repeat),
-                        order: 0,
-                        task: task.to_string(),
-                        arm: arm.name.clone(),
-                        model: model.name.clone(),
-                        repeat,
-                        seed,
-                    })
-                    .collect();
+                let mut block: Vec<Entry> =
+                    (0..exp.arms.len()).map(|arm| Entry { model: model as u32, arm: arm as u32, task: task as u32, repeat }).collect();
                 block.shuffle(&mut rng);
                 blocks.push(block);
             }
         }
     }
     blocks.shuffle(&mut rng);
-    let mut trials: Vec<TrialSpec> = blocks.into_iter().flatten().collect();
-    for (i, t) in trials.iter_mut().enumerate() {
-        t.order = i as u32;
-    }
-    Ok(Plan { config_digest, trials })
+    Ok(Order {
+        config_digest,
+        seed: exp.seed,
+        tasks: task_ids.iter().map(|t| t.to_string()).collect(),
+        arms: exp.arms.iter().map(|a| a.name.clone()).collect(),
+        models: exp.models.iter().map(|m| m.name.clone()).collect(),
+        entries: blocks.into_iter().flatten().collect(),
+    })
+}
+
+/// Build the plan with every spec written out (`order` holds it compactly).
+pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
+    let order = order(exp, suite)?;
+    Ok(Plan { trials: order.specs(None).collect(), config_digest: order.config_digest })
 }
 
 /// A deterministic part of the plan: `K/N` takes every trial whose position

@@ -19,7 +19,9 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
     std::fs::create_dir_all(dir)?;
     // The run id is the folder's name, as for a real run.
     let run_id = dir.file_name().and_then(|n| n.to_str()).map(String::from).unwrap_or_else(|| format!("synthetic-{}", exp.name));
-    let mut manifest = new_manifest(run_id.clone(), exp, suite, plan, None);
+    let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
+    let mut manifest = new_manifest(run_id.clone(), exp, suite, &order, None);
+    drop(order);
     // The plan can be large; the report does not need it in the manifest beyond names.
     manifest.planned_trials = plan.trials.len();
     write_manifest(dir, &manifest)?;

@@ -151,7 +151,8 @@ pub fn default_jobs(exp: &Experiment) -> usize {
 }
 
 pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunSummary, RunError> {
-    let plan = plan::build(&exp, &suite)?;
+    // The execution order, 16 bytes a trial; specs are made as they are needed.
+    let plan = plan::order(&exp, &suite)?;
     let io = |dir: &Path| {
         let dir = dir.to_path_buf();
         move |source| RunError::Io { dir: dir.clone(), source }
@@ -164,8 +165,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         Some(dir) => {
             let path = dir.join("manifest.json");
             let file = std::fs::File::open(&path).map_err(|e| InputError::new(&path, format!("cannot read manifest: {e}")))?;
-            // The head only: the plan comes back as its keys (8 bytes a trial),
-            // and the specs from the plan built from the config.
+            // The head only: the plan comes back as its keys (8 bytes a trial);
+            // the specs are made from the order built from the config.
             let m: ManifestHead = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| InputError::new(&path, format!("not a manifest: {e}")))?;
             let lock = RunLock::acquire(dir)?;
             if m.config_digest != plan.config_digest {
@@ -242,12 +243,14 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     }
 
     // The run's part of the plan (its shard, or what a resumed folder plans), in order.
-    let (dir, run_id, mut specs, lock) = match resumed {
-        Some((dir, m, lock)) => {
+    // `part`: the run's shard of the order; `plan_keys`: the sorted plan keys of
+    // the trials it plans (a merged folder of some shards plans fewer).
+    let (dir, run_id, part, plan_keys, lock) = match resumed {
+        Some((dir, mut m, lock)) => {
             check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change)?;
             std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
-            let specs: Vec<TrialSpec> = plan.trials.into_iter().filter(|t| m.plans(t.plan_key())).collect();
-            (dir, m.run_id, specs, lock)
+            let keys = std::mem::take(&mut m.plan_keys);
+            (dir, m.run_id, m.shard, keys, lock)
         }
         None => {
             // create_dir under the final name, then the lock, then the manifest.
@@ -269,11 +272,12 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             };
             let lock = RunLock::acquire(&dir)?;
             let mut m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
-            drop(plan);
             m.models = identities;
             write_manifest(&dir, &m).map_err(io(&dir))?;
             std::fs::create_dir(dir.join("traces")).map_err(io(&dir))?;
-            (dir, m.run_id, m.plan, lock)
+            let mut keys: Vec<u64> = m.plan.iter().map(TrialSpec::plan_key).collect();
+            keys.sort_unstable();
+            (dir, m.run_id, opts.shard, keys, lock)
         }
     };
 
@@ -285,14 +289,14 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let attempts_path = dir.join("attempts.jsonl");
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
     let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
-    let planned: HashSet<u64> = specs.iter().map(TrialSpec::plan_key).collect();
+    let plans = |key: u64| plan_keys.binary_search(&key).is_ok();
     // Trial ids are 16 hex digits: kept as the 64-bit numbers they spell.
     let mut recorded: HashSet<(u64, u32)> = HashSet::new();
     let mut done: HashSet<u64> = HashSet::new();
     let mut next_attempt: HashMap<u64, u32> = HashMap::new();
     let mut unplanned = 0usize;
     jsonl::for_each::<RecordKey>(&trials_path, |r| {
-        if !planned.contains(&crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) {
+        if !plans(crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) {
             unplanned += 1;
             return;
         }
@@ -305,7 +309,6 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         recorded.insert((id, r.attempt));
     })
     .map_err(io(&dir))?;
-    drop(planned);
     // Records of another plan would be counted as this run's: refuse them.
     if unplanned > 0 {
         let records = if unplanned == 1 { "record is" } else { "records are" };
@@ -324,20 +327,19 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     drop(recorded);
     let mut interrupted = 0usize;
     if !starts.is_empty() {
-        let by_id: HashMap<&str, &TrialSpec> = specs.iter().map(|t| (t.id.as_str(), t)).collect();
-        for a in &starts {
-            if let Some(spec) = by_id.get(a.trial_id.as_str()) {
-                trials_writer.append(&interrupted_record(&run_id, spec, a)).map_err(io(&dir))?;
-                interrupted += 1;
+        let by_id: HashMap<&str, &AttemptStart> = starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
+        for spec in plan.specs(part) {
+            if let Some(a) = by_id.get(spec.id.as_str()) {
+                if plans(spec.plan_key()) {
+                    trials_writer.append(&interrupted_record(&run_id, &spec, a)).map_err(io(&dir))?;
+                    interrupted += 1;
+                }
             }
         }
     }
-    let planned_count = specs.len();
+    drop(starts);
+    let planned_count = plan_keys.len();
     let already = done.len();
-    specs.retain(|t| !done.contains(&id_number(&t.id)));
-    specs.shrink_to_fit();
-    let pending = specs;
-    drop(done);
 
     let shared = Arc::new(Shared {
         exp,
@@ -352,9 +354,10 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
     });
     let progress = Arc::new(Progress::new(opts.progress, planned_count as u64, already as u64));
-    let ran_now = pending.len();
+    let ran_now = planned_count - already;
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let work = pending.into_iter().map(move |spec| {
+    // The trials to run, made one at a time from the order as slots free up.
+    let work = plan.specs(part).filter(|t| plans(t.plan_key()) && !done.contains(&id_number(&t.id))).map(|spec| {
         let attempt = next_attempt.get(&id_number(&spec.id)).copied().unwrap_or(1);
         (spec, attempt)
     });
@@ -469,8 +472,8 @@ async fn execute(
 }
 
 /// The manifest of a new run: everything fixed for it (identities are added at setup).
-pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan::Plan, shard: Option<Shard>) -> Manifest {
-    let trials = plan.shard(shard);
+pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan::Order, shard: Option<Shard>) -> Manifest {
+    let trials: Vec<TrialSpec> = plan.specs(shard).collect();
     Manifest {
         format: FORMAT_VERSION,
         run_id,
@@ -737,7 +740,7 @@ mod tests {
         );
         let exp = crate::config::load_str(&dir.join("exp.toml"), &text).unwrap();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
-        let plan = plan::build(&exp, &suite).unwrap();
+        let plan = plan::order(&exp, &suite).unwrap();
         let manifest = new_manifest("r".into(), &exp, &suite, &plan, None);
         std::fs::create_dir_all(dir.join("traces")).unwrap();
         write_manifest(dir, &manifest).unwrap();
