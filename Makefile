@@ -22,7 +22,7 @@ test: deps model-small
 ## make ablate: bare vs full harness and leave-one-out on tasks/core, with the
 ## embedded default model; installs what is missing, builds, fetches the model.
 ablate: deps model release
-	$(ABLATE) run configs/ablate.toml -j 2
+	$(ABLATE) run configs/ablate.toml
 
 ## make ablate-external: an external harness (examples/harnesses/pyagent/agent.py) ablated
 ## leave-one-out on the same tasks, with the embedded model behind ablate's gateway.
@@ -101,5 +101,5 @@ bench-gateway:
 ## baseline results/baseline/gate.csv (the README's CI example).
 gate: deps model release
 	rm -rf results/gate-candidate
-	$(ABLATE) run configs/gate.toml --run-id gate-candidate -j 2 --plain
-	$(ABLATE) gate --baseline results/baseline/gate.csv --candidate results/gate-candidate
+	$(ABLATE) run configs/gate.toml --run-id gate-candidate --plain
+	$(ABLATE) gate --baseline results/baseline/gate.csv --candidate results/gate-candidate --margin 0.15

@@ -36,32 +36,8 @@ printf '%-10s %-10s %-12s %-10s %-10s\n' planned run_now jsonl_MB seconds peak_M
 for n in ${sizes[@]}; do
   # 2 tasks x 2 arms a repeat.
   trials=$(( (n + 3) / 4 ))
-  cat >"$work/exp-$n.toml" <<TOML
-[experiment]
-name = "memory"
-suite = "$PWD/tests/fixtures/suites/tiny"
-trials = $trials
-seed = 5
-
-[budget]
-max_steps = 1
-max_output_tokens_per_step = 200
-max_total_tokens = 100000
-max_working_seconds = 60
-
-[[models]]
-name = "m"
-provider = "openai"
-model = "m"
-endpoint = "http://127.0.0.1:$port"
-temperature = 0.0
-
-[arms.bare]
-base = "bare"
-
-[arms.full]
-base = "full"
-TOML
+  sed -e "s|@NAME@|memory|" -e "s|@SUITE@|$PWD/tests/fixtures/suites/tiny|" -e "s|@TRIALS@|$trials|" -e "s|@SEED@|5|" \
+    -e "s|@STEPS@|1|" -e "s|@ENDPOINT@|http://127.0.0.1:$port|" tests/fixtures/scripted-experiment.toml.in >"$work/exp-$n.toml"
   dir="$work/results/mem-$n"
   # A real run of the plan, stopped after its first records (a template record).
   "$bin" run "$work/exp-$n.toml" --results "$work/results" --run-id "mem-$n" --plain -j 2 >"$work/first-$n.log" 2>&1 &

@@ -97,36 +97,9 @@ python3 "$here/tests/fixtures/scripted_endpoint.py" "$work/port" >"$work/log/end
 pids+=($!)
 for i in $(seq 50); do [ -f "$work/port" ] && break; sleep 0.1; done
 [ -f "$work/port" ] || fail "the scripted endpoint did not start"
-cat >"$work/exp.toml" <<TOML
-[experiment]
-name = "slurm-test"
-suite = "$here/tests/fixtures/suites/tiny"
-trials = 4
-seed = 11
-
-[budget]
-max_steps = 2
-max_output_tokens_per_step = 200
-max_total_tokens = 100000
-max_working_seconds = 60
-
-[[models]]
-name = "m"
-provider = "openai"
-model = "m"
-endpoint = "http://127.0.0.1:$(cat "$work/port")"
-temperature = 0.0
-
-[arms.bare]
-base = "bare"
-
-[arms.full]
-base = "full"
-
-[[matrix.combined]]
-control = "bare"
-treatment = "full"
-TOML
+sed -e "s|@NAME@|slurm-test|" -e "s|@SUITE@|$here/tests/fixtures/suites/tiny|" -e "s|@TRIALS@|4|" -e "s|@SEED@|11|" \
+  -e "s|@STEPS@|2|" -e "s|@ENDPOINT@|http://127.0.0.1:$(cat "$work/port")|" \
+  "$here/tests/fixtures/scripted-experiment.toml.in" >"$work/exp.toml"
 
 "$ablate" run "$work/exp.toml" --results "$work/results" --run-id whole --plain -j 2 >"$work/log/whole.log" 2>&1 || fail "the unsharded run failed"
 

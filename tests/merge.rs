@@ -227,3 +227,39 @@ async fn shards_of_different_experiments_or_twice_the_same_are_refused() {
     let e = err(&[&s1, &s2]);
     assert!(e.contains("exists"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_shards_script_runs_the_shards_as_processes_and_merges_them() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let results = dir.path().join("results");
+    let whole = run_as(&cfg, &results, "whole", None).await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-shards.sh");
+    let out = tokio::process::Command::new("bash")
+        .arg(&script)
+        .args(["3", cfg.to_str().unwrap(), results.to_str().unwrap(), "local"])
+        .env("ABLATE", env!("CARGO_BIN_EXE_ablate"))
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged = results.join("local");
+    for k in 1..=3 {
+        assert_eq!(manifest(&results.join(format!("local-shard-{k}-of-3"))).shard.map(|s| (s.index, s.count)), Some((k, 3)));
+    }
+    assert_eq!(manifest(&merged).plan, manifest(&whole).plan);
+    for name in ["arms.csv", "effects.csv"] {
+        assert_eq!(table(&whole.join(name)), table(&merged.join(name)), "{name}");
+    }
+    // Run again with the same id: every shard resumes, finds nothing to do, and the merge is refused (the folder exists).
+    let again = std::process::Command::new("bash")
+        .arg(&script)
+        .args(["3", cfg.to_str().unwrap(), results.to_str().unwrap(), "local"])
+        .env("ABLATE", env!("CARGO_BIN_EXE_ablate"))
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", String::from_utf8_lossy(&again.stderr));
+    let log = std::fs::read_to_string(results.join("local-shard-2-of-3.log")).unwrap();
+    assert!(log.contains("(0 run now"), "{log}");
+}

@@ -270,22 +270,13 @@ fn identity_difference(a: &[ModelIdentity], b: &[ModelIdentity]) -> Option<Strin
 /// Ids of the trials with a final record in a trials.jsonl (missing file:
 /// none), and how many records are not of the shard's plan.
 fn final_trials(path: &Path, plan: &HashSet<u64>) -> Result<(HashSet<String>, usize), MergeError> {
-    #[derive(Deserialize)]
-    struct Line {
-        trial_id: String,
-        task: String,
-        arm: String,
-        model: String,
-        repeat: u32,
-        status: super::TrialStatus,
-    }
     let mut done = HashSet::new();
     let mut unplanned = 0;
     let Some(reader) = open_lines(path)? else { return Ok((done, 0)) };
     for line in reader.split(b'\n') {
         let line = line.map_err(|source| MergeError::Io { path: path.to_path_buf(), source })?;
-        let Ok(l) = serde_json::from_slice::<Line>(&line) else { continue };
-        if !plan.contains(&super::plan_key(&l.trial_id, &l.task, &l.arm, &l.model, l.repeat)) {
+        let Ok(l) = serde_json::from_slice::<super::RecordKey>(&line) else { continue };
+        if !plan.contains(&l.plan_key()) {
             unplanned += 1;
         } else if l.status.is_final() {
             done.insert(l.trial_id);

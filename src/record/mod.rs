@@ -620,6 +620,25 @@ impl TrialSpec {
     }
 }
 
+/// The fields of a trial record that say which trial and attempt it is and how
+/// it ended: what resume and merge read of each line (serde skips the rest).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecordKey {
+    pub trial_id: String,
+    pub task: String,
+    pub arm: String,
+    pub model: String,
+    pub repeat: u32,
+    pub attempt: u32,
+    pub status: TrialStatus,
+}
+
+impl RecordKey {
+    pub fn plan_key(&self) -> u64 {
+        plan_key(&self.trial_id, &self.task, &self.arm, &self.model, self.repeat)
+    }
+}
+
 impl TrialRecord {
     pub fn plan_key(&self) -> u64 {
         plan_key(&self.trial_id, &self.task, &self.arm, &self.model, self.repeat)

@@ -22,7 +22,7 @@ use crate::record::folder;
 use crate::record::jsonl::{self, JsonlWriter};
 use crate::record::lock::{LockError, RunLock};
 use crate::record::{
-    AttemptStart, EndReason, HostFacts, Manifest, ManifestHead, ModelIdentity, SuiteFacts, TrialRecord, TrialStatus, FORMAT_VERSION,
+    AttemptStart, EndReason, HostFacts, Manifest, ManifestHead, ModelIdentity, RecordKey, SuiteFacts, TrialRecord, TrialStatus, FORMAT_VERSION,
     experiment_json, now_rfc3339,
 };
 use crate::sandbox::Sandbox;
@@ -296,7 +296,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let mut next_attempt: HashMap<u64, u32> = HashMap::new();
     let mut unplanned = 0usize;
     jsonl::for_each::<RecordKey>(&trials_path, |r| {
-        if !plans(crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) {
+        if !plans(r.plan_key()) {
             unplanned += 1;
             return;
         }
@@ -389,18 +389,6 @@ fn id_number(id: &str) -> u64 {
             h.finish()
         }
     }
-}
-
-/// The fields of a trial record that resume needs.
-#[derive(serde::Deserialize)]
-struct RecordKey {
-    trial_id: String,
-    task: String,
-    arm: String,
-    model: String,
-    repeat: u32,
-    attempt: u32,
-    status: TrialStatus,
 }
 
 /// On resume, every model must be the one the run started with: its identity
