@@ -102,4 +102,4 @@ bench-gateway:
 gate: deps model release
 	rm -rf results/gate-candidate
 	$(ABLATE) run configs/gate.toml --run-id gate-candidate --plain
-	$(ABLATE) gate --baseline results/baseline/gate.csv --candidate results/gate-candidate --margin 0.15
+	$(ABLATE) gate --baseline results/baseline/gate.csv --candidate results/gate-candidate --margin 0.20

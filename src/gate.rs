@@ -393,6 +393,8 @@ fn partition(n: u64, pred: &dyn Fn(u64) -> bool, low: bool) -> Option<u64> {
 pub fn characteristics(d: &Decision) -> Vec<Characteristic> {
     let rate = if d.baseline_trials == 0 { 0.5 } else { d.baseline_passes as f64 / d.baseline_trials as f64 };
     let mut drops = vec![0.0, d.margin, 0.10, 0.20];
+    drops.sort_by(f64::total_cmp);
+    // A margin of 10 or 20 pp is listed once.
     drops.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
     drops.into_iter().map(|drop| characteristic(rate, drop, d.baseline_trials, d.candidate_trials, d.alpha, d.margin)).collect()
 }
