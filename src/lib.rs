@@ -1,6 +1,6 @@
 //! ablate: ablation benchmarking for LLM agent harnesses.
 //!
-//! The crate mirrors the pipeline of DESIGN.md, one module per stage:
+//! The crate mirrors the pipeline of ARCHITECTURE.md, one module per stage:
 //! `suite` -> `config` -> `matrix` -> `plan` -> `runner` (with `harness`,
 //! `model`, `sandbox`, `grader`) -> `record` -> `report` -> `gate`.
 

@@ -1,5 +1,5 @@
 //! The `ablate` command line. clap lives here only; each subcommand converts
-//! its flags into core types and runs the pipeline of DESIGN.md.
+//! its flags into core types and runs the pipeline of ARCHITECTURE.md.
 
 use ablate::error::exit;
 use ablate::plan::Shard;

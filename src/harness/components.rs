@@ -1,4 +1,4 @@
-//! The harness components an arm sets (DESIGN.md, "Harness components").
+//! The harness components an arm sets (README, "Concepts"; configs/README.md, the arm keys).
 //!
 //! Every component has a value in the `bare` preset (its "off" value) and in
 //! the `full` preset. Leave-one-out switches a component to its bare value;

@@ -31,8 +31,8 @@ impl From<stats::Estimate> for Interval {
 /// interval on the effective sample size (`stats::pass_rate_wilson`: the
 /// t interval collapses to zero width near 0 and 1 with few tasks, and
 /// covered the truth in as little as 52% of simulated runs there); with a
-/// single task, Wilson's interval over that task's trials (DESIGN.md:
-/// "Wilson for a single task's rate"), which speaks for that task only.
+/// single task, Wilson's interval over that task's trials, which speaks for
+/// that task only.
 fn rate_interval(outcomes: &[Vec<f64>], conf: f64) -> Interval {
     let e = stats::pass_rate_wilson(outcomes, conf);
     if e.n_tasks != 1 {

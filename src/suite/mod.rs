@@ -1,4 +1,4 @@
-//! Task suites: `suite.toml` plus one folder per task (DESIGN.md, "Task format").
+//! Task suites: `suite.toml` plus one folder per task (README, "Concepts"; imported suites: docs/suites.md).
 //!
 //! ```text
 //! tasks/core/suite.toml                 name, version, description
