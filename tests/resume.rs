@@ -27,7 +27,9 @@ async fn resume_after_a_killed_run_completes_the_plan_once() {
         .spawn()
         .unwrap();
     // Wait until a few trials are recorded, then kill -9 mid-trial.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let run_dir = loop {
+        assert!(std::time::Instant::now() < deadline, "the run recorded 2 trials within 120 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
         let Some(d) = std::fs::read_dir(&results).ok().and_then(|mut rd| rd.next()).and_then(|e| e.ok()).map(|e| e.path()) else { continue };
         let n = ablate::record::jsonl::read::<TrialRecord>(&d.join("trials.jsonl")).map(|r| r.records.len()).unwrap_or(0);

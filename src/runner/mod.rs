@@ -71,6 +71,8 @@ pub struct RunSummary {
     pub ran_now: usize,
     /// Attempts found started and unfinished, recorded as `interrupted` at the start.
     pub interrupted: usize,
+    /// The exports written at the end of the run, or why they could not be.
+    pub exported: Result<(), String>,
     /// The run folder's lock, held until the summary is dropped (the caller
     /// writes the final exports under it).
     pub lock: RunLock,
@@ -123,19 +125,20 @@ struct ExportClock {
 }
 
 impl Shared {
-    fn maybe_export(&self, force: bool) {
+    /// Rewrite the exports when the clock allows (always when `force`); an
+    /// error is returned for the final export and printed as a warning during
+    /// the run (records are intact; only the derived files are stale).
+    fn maybe_export(&self, force: bool) -> Result<(), String> {
         let mut clock = self.exports.lock().unwrap();
         let wait = (clock.took * 10).max(std::time::Duration::from_secs(2));
         if !force && clock.last.is_some_and(|t| t.elapsed() < wait) {
-            return;
+            return Ok(());
         }
         let start = Instant::now();
-        if let Err(e) = crate::report::report_dir(&self.dir) {
-            // Records are intact; only the derived files are stale.
-            eprintln!("warning: {e}");
-        }
+        let result = crate::report::report_dir(&self.dir).map(|_| ());
         clock.took = start.elapsed();
         clock.last = Some(Instant::now());
+        result
     }
 }
 
@@ -372,9 +375,9 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     };
     progress.finish();
     let s = shared.clone();
-    let _ = tokio::task::spawn_blocking(move || s.maybe_export(true)).await;
+    let exported = tokio::task::spawn_blocking(move || s.maybe_export(true)).await.unwrap_or_else(|e| Err(e.to_string()));
     outcome?;
-    Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
+    Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, exported, lock })
 }
 
 /// A trial id (16 hex digits, `plan::trial_id`) as a number; an id of another
@@ -443,7 +446,9 @@ async fn execute(
                 finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 drop(rec);
                 let s = shared.clone();
-                let _ = tokio::task::spawn_blocking(move || s.maybe_export(false)).await;
+                if let Ok(Err(e)) = tokio::task::spawn_blocking(move || s.maybe_export(false)).await {
+                    eprintln!("warning: {e}");
+                }
                 Ok::<(), std::io::Error>(())
             });
         }
