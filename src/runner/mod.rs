@@ -447,7 +447,7 @@ async fn execute(
                 drop(rec);
                 let s = shared.clone();
                 if let Ok(Err(e)) = tokio::task::spawn_blocking(move || s.maybe_export(false)).await {
-                    eprintln!("warning: {e}");
+                    progress.warn(&e);
                 }
                 Ok::<(), std::io::Error>(())
             });
@@ -458,7 +458,7 @@ async fn execute(
             Ok(Err(e)) => return Err(RunError::Io { dir: shared.dir.clone(), source: e }),
             Err(e) if e.is_cancelled() => {}
             // run_trial catches panics of the attempt; this is one around it.
-            Err(e) => eprintln!("warning: a trial task failed outside its attempt: {e} (an attempt left without a record becomes `interrupted` on --resume)"),
+            Err(e) => progress.warn(&format!("a trial task failed outside its attempt: {e} (an attempt left without a record becomes `interrupted` on --resume)")),
         }
     }
     Ok(())

@@ -78,6 +78,15 @@ impl Progress {
         }
     }
 
+    /// A warning during the run: above the bar on a terminal (printing
+    /// around it would tear it), a plain line otherwise.
+    pub fn warn(&self, message: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("warning: {message}")),
+            None => eprintln!("warning: {message}"),
+        }
+    }
+
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish();
