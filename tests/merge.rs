@@ -35,6 +35,22 @@ async fn server() -> Server {
     start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await
 }
 
+/// A scripted server, a temporary folder, the experiment's config and the results folder.
+struct Setup {
+    _server: Server,
+    dir: tempfile::TempDir,
+    cfg: PathBuf,
+    results: PathBuf,
+}
+
+async fn setup() -> Setup {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let results = dir.path().join("results");
+    Setup { _server: server, dir, cfg, results }
+}
+
 fn config(dir: &Path, url: &str) -> PathBuf {
     let suite = fixture("tiny");
     let mut cfg = Cfg::new(&suite, "openai", url, "[arms.bare]\nbase = \"bare\"\n[arms.full]\nbase = \"full\"\n[[matrix.combined]]\ncontrol = \"bare\"\ntreatment = \"full\"\n");
@@ -44,21 +60,36 @@ fn config(dir: &Path, url: &str) -> PathBuf {
     cfg.write(dir)
 }
 
-async fn run_as(config: &Path, results: &Path, run_id: &str, shard: Option<&str>) -> PathBuf {
+enum RunAs<'a> {
+    /// A new run folder of this name, the whole plan or one shard (K/N).
+    New(&'a str, Option<&'a str>),
+    Resume(&'a Path),
+}
+
+async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> ablate::runner::RunSummary {
     let exp = ablate::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let (run_id, shard, resume) = match how {
+        RunAs::New(id, shard) => (Some(id.to_string()), shard.map(|s| s.parse().unwrap()), None),
+        RunAs::Resume(dir) => (None, None, Some(dir.to_path_buf())),
+    };
     let opts = ablate::runner::RunOptions {
         jobs: 2,
-        shard: shard.map(|s| s.parse().unwrap()),
+        shard,
         results_dir: results.to_path_buf(),
-        resume: None,
+        resume,
         progress: ablate::runner::progress::ProgressMode::Quiet,
-        run_id: Some(run_id.into()),
+        run_id,
         allow_model_change: false,
     };
-    let summary = ablate::runner::run(exp, suite, opts).await.unwrap();
-    ablate::report::report_dir(&summary.dir).unwrap();
-    summary.dir
+    ablate::runner::run(exp, suite, opts).await.unwrap()
+}
+
+/// A new run (or shard) with its exports written; its folder.
+async fn run_as(config: &Path, results: &Path, run_id: &str, shard: Option<&str>) -> PathBuf {
+    let summary = ablate_run(config, results, RunAs::New(run_id, shard)).await;
+    summary.exported.clone().unwrap();
+    summary.dir.clone()
 }
 
 /// A CSV without the columns that differ between two runs of one plan by
@@ -88,10 +119,7 @@ fn opts(out: PathBuf, shards: &[&PathBuf], allow_partial: bool) -> MergeOptions 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn merged_shards_report_what_the_unsharded_run_reports() {
-    let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), &server.url);
-    let results = dir.path().join("results");
+    let Setup { _server, dir: _dir, cfg, results } = setup().await;
     let whole = run_as(&cfg, &results, "whole", None).await;
     let shards = [
         run_as(&cfg, &results, "s1", Some("1/3")).await,
@@ -144,10 +172,7 @@ async fn merged_shards_report_what_the_unsharded_run_reports() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_or_unfinished_shards_are_named_and_allow_partial_merges_what_exists() {
-    let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), &server.url);
-    let results = dir.path().join("results");
+    let Setup { _server, dir: _dir, cfg, results } = setup().await;
     let s1 = run_as(&cfg, &results, "s1", Some("1/3")).await;
     let s3 = run_as(&cfg, &results, "s3", Some("3/3")).await;
     // Shard 3 loses its last record: that trial has no final record.
@@ -173,30 +198,14 @@ async fn missing_or_unfinished_shards_are_named_and_allow_partial_merges_what_ex
     assert_eq!((m.missing_shards, m.unfinished_trials), (vec![2], 1));
 
     // --resume of the merged folder runs the trial that had no final record.
-    let exp = ablate::config::load(&cfg).unwrap();
-    let suite = ablate::suite::load(&exp.suite_path).unwrap();
-    let resumed = ablate::runner::run(exp, suite, ablate::runner::RunOptions {
-        jobs: 1,
-        shard: None,
-        results_dir: results.clone(),
-        resume: Some(out.clone()),
-        progress: ablate::runner::progress::ProgressMode::Quiet,
-        run_id: None,
-        allow_model_change: false,
-    })
-    .await
-    .map(Ran::from)
-    .unwrap();
+    let resumed = Ran::from(ablate_run(&cfg, &results, RunAs::Resume(&out)).await);
     assert_eq!(resumed.ran_now, 1);
     assert_eq!(resumed.records.iter().filter(|r| r.status.is_final()).count(), 13);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_of_different_experiments_or_twice_the_same_are_refused() {
-    let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), &server.url);
-    let results = dir.path().join("results");
+    let Setup { _server, dir, cfg, results } = setup().await;
     let s1 = run_as(&cfg, &results, "s1", Some("1/2")).await;
     let s2 = run_as(&cfg, &results, "s2", Some("2/2")).await;
     let whole = run_as(&cfg, &results, "whole", None).await;
@@ -228,21 +237,22 @@ async fn shards_of_different_experiments_or_twice_the_same_are_refused() {
     assert!(e.contains("exists"), "{e}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn local_shards_script_runs_the_shards_as_processes_and_merges_them() {
-    let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), &server.url);
-    let results = dir.path().join("results");
-    let whole = run_as(&cfg, &results, "whole", None).await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-shards.sh");
-    let out = tokio::process::Command::new("bash")
-        .arg(&script)
+/// scripts/local-shards.sh 3 CONFIG RESULTS local, with this build's ablate.
+async fn local_shards(cfg: &Path, results: &Path) -> std::process::Output {
+    tokio::process::Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-shards.sh"))
         .args(["3", cfg.to_str().unwrap(), results.to_str().unwrap(), "local"])
         .env("ABLATE", env!("CARGO_BIN_EXE_ablate"))
         .output()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_shards_script_runs_the_shards_as_processes_and_merges_them() {
+    let Setup { _server, dir: _dir, cfg, results } = setup().await;
+    let whole = run_as(&cfg, &results, "whole", None).await;
+    let out = local_shards(&cfg, &results).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let merged = results.join("local");
     for k in 1..=3 {
@@ -253,12 +263,7 @@ async fn local_shards_script_runs_the_shards_as_processes_and_merges_them() {
         assert_eq!(table(&whole.join(name)), table(&merged.join(name)), "{name}");
     }
     // Run again with the same id: every shard resumes, finds nothing to do, and the merge is refused (the folder exists).
-    let again = std::process::Command::new("bash")
-        .arg(&script)
-        .args(["3", cfg.to_str().unwrap(), results.to_str().unwrap(), "local"])
-        .env("ABLATE", env!("CARGO_BIN_EXE_ablate"))
-        .output()
-        .unwrap();
+    let again = local_shards(&cfg, &results).await;
     assert_eq!(again.status.code(), Some(2), "{}", String::from_utf8_lossy(&again.stderr));
     let log = std::fs::read_to_string(results.join("local-shard-2-of-3.log")).unwrap();
     assert!(log.contains("(0 run now"), "{log}");
