@@ -57,18 +57,20 @@ treatment = "harness"
         ),
     )
     .unwrap();
-    let exp = ablate::config::load(&config).unwrap();
-    let suite = ablate::suite::load(&exp.suite_path).unwrap();
-    let opts = ablate::runner::RunOptions {
-        jobs: 2,
-        shard: None,
-        results_dir: dir.path().join("results"),
-        resume: None,
-        progress: ablate::runner::progress::ProgressMode::Lines,
-        run_id: Some("e2e".into()),
-        allow_model_change: false,
-    };
-    let summary = ablate::runner::run(exp, suite, opts).await.expect("the run completes");
+    // The CLI, with the engine's defaults: no ABLATE_LOCAL_* setting of the caller's leaks in.
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"));
+    cmd.args(["run", config.to_str().unwrap(), "--results", dir.path().join("results").to_str().unwrap(), "--run-id", "e2e", "-j", "2", "--plain"]);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("ABLATE_LOCAL_") {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "the run completes: {}", String::from_utf8_lossy(&out.stderr));
+    struct Summary {
+        dir: std::path::PathBuf,
+    }
+    let summary = Summary { dir: dir.path().join("results").join("e2e") };
     let records: Vec<TrialRecord> = ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;
     assert_eq!(records.len(), 8, "2 tasks x 2 arms x 2 trials");
     let mut saw_reuse = false;
