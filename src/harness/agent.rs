@@ -403,7 +403,7 @@ fn record_score(lp: &mut Loop<'_>, step: u32, r: &CheckResult) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BoxFuture, CallOutcome, ChatReply};
+    use crate::model::{BoxFuture, CallOutcome};
     use std::path::Path;
     use std::sync::Mutex;
 
@@ -414,22 +414,7 @@ mod tests {
         fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
             self.0.lock().unwrap().push(req.messages.clone());
             Box::pin(async move {
-                CallOutcome {
-                    operation_id,
-                    request_body: serde_json::Value::Null,
-                    reply_body: None,
-                    result: Ok(ChatReply {
-                        text: "DONE".into(),
-                        tool_calls: vec![],
-                        unparsed_tool_calls: vec![],
-                        finish_reason: Some("stop".into()),
-                        usage: Tokens { input: 1, output: 1, cached: 0 },
-                        fingerprint: None,
-                    }),
-                    attempts: 1,
-                    latency: Duration::ZERO,
-                    wait: Duration::ZERO,
-                }
+                CallOutcome::scripted(operation_id, "DONE", Tokens { input: 1, output: 1, cached: 0 })
             })
         }
 

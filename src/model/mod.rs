@@ -143,6 +143,30 @@ pub struct CallOutcome {
     pub wait: Duration,
 }
 
+#[cfg(test)]
+impl CallOutcome {
+    /// A reply of `text` on the first attempt with no bodies recorded: the
+    /// outcome scripted model clients give in unit tests.
+    pub(crate) fn scripted(operation_id: String, text: &str, usage: Tokens) -> CallOutcome {
+        CallOutcome {
+            operation_id,
+            request_body: serde_json::Value::Null,
+            reply_body: None,
+            result: Ok(ChatReply {
+                text: text.into(),
+                tool_calls: vec![],
+                unparsed_tool_calls: vec![],
+                finish_reason: Some("stop".into()),
+                usage,
+                fingerprint: None,
+            }),
+            attempts: 1,
+            latency: Duration::ZERO,
+            wait: Duration::ZERO,
+        }
+    }
+}
+
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 pub trait ModelClient: Send + Sync {
