@@ -366,14 +366,16 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut o
     };
     eprintln!("recorded in {}", summary.dir.display());
     eprint!("{}", ablate::runner::summary::render(&summary));
-    // The runner wrote the exports at its end, under its lock: print the report without
-    // writing them twice; if they could not be written, try once more and say why.
-    if let Err(e) = &summary.exported {
-        eprintln!("warning: {e}");
-        return write_report(&summary.dir, false);
-    }
-    let report = ablate::report::analyse_dir(&summary.dir).map_err(|e| InputError::new(&summary.dir, e))?;
-    print!("{}", ablate::report::terminal::render(&report, colour(false)));
+    // The runner wrote the exports at its end, under its lock, and hands over their
+    // analysis: printed as is; if they could not be written, try once more and say why.
+    let report = match &summary.exported {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("warning: {e}");
+            return write_report(&summary.dir, false);
+        }
+    };
+    print!("{}", ablate::report::terminal::render(report, colour(false)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", summary.dir.display());
     Ok(exit::OK)
 }

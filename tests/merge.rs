@@ -88,7 +88,7 @@ async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> ablate::ru
 /// A new run (or shard) with its exports written; its folder.
 async fn run_as(config: &Path, results: &Path, run_id: &str, shard: Option<&str>) -> PathBuf {
     let summary = ablate_run(config, results, RunAs::New(run_id, shard)).await;
-    summary.exported.clone().unwrap();
+    assert!(summary.exported.is_ok(), "{:?}", summary.exported.as_ref().err());
     summary.dir.clone()
 }
 

@@ -71,8 +71,9 @@ pub struct RunSummary {
     pub ran_now: usize,
     /// Attempts found started and unfinished, recorded as `interrupted` at the start.
     pub interrupted: usize,
-    /// The exports written at the end of the run, or why they could not be.
-    pub exported: Result<(), String>,
+    /// The analysis whose exports were written at the end of the run (the
+    /// report to print), or why they could not be written.
+    pub exported: Result<crate::report::analysis::Report, String>,
     /// The run folder's lock, held until the summary is dropped (the caller
     /// writes the final exports under it).
     pub lock: RunLock,
@@ -128,17 +129,17 @@ impl Shared {
     /// Rewrite the exports when the clock allows (always when `force`); an
     /// error is returned for the final export and printed as a warning during
     /// the run (records are intact; only the derived files are stale).
-    fn maybe_export(&self, force: bool) -> Result<(), String> {
+    fn maybe_export(&self, force: bool) -> Result<Option<crate::report::analysis::Report>, String> {
         let mut clock = self.exports.lock().unwrap();
         let wait = (clock.took * 10).max(std::time::Duration::from_secs(2));
         if !force && clock.last.is_some_and(|t| t.elapsed() < wait) {
-            return Ok(());
+            return Ok(None);
         }
         let start = Instant::now();
-        let result = crate::report::report_dir(&self.dir).map(|_| ());
+        let result = crate::report::report_dir(&self.dir);
         clock.took = start.elapsed();
         clock.last = Some(Instant::now());
-        result
+        result.map(Some)
     }
 }
 
@@ -375,7 +376,12 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     };
     progress.finish();
     let s = shared.clone();
-    let exported = tokio::task::spawn_blocking(move || s.maybe_export(true)).await.unwrap_or_else(|e| Err(e.to_string()));
+    let exported = match tokio::task::spawn_blocking(move || s.maybe_export(true)).await {
+        Ok(Ok(Some(report))) => Ok(report),
+        Ok(Ok(None)) => Err("the final export was skipped".to_string()),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(e.to_string()),
+    };
     outcome?;
     Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, exported, lock })
 }
@@ -686,9 +692,8 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BoxFuture, CallOutcome, ChatReply, ChatRequest, ModelError};
+    use crate::model::{BoxFuture, CallOutcome, ChatRequest, ModelError};
     use crate::record::Tokens;
-    use std::time::Duration;
 
     /// Answers with a correct add.py, and panics on the is-even task's requests.
     struct PanicsOnIsEven;
@@ -701,20 +706,9 @@ mod tests {
                 }
                 let text = "```python add.py\ndef add(a, b):\n    return a + b\n```\nDONE";
                 CallOutcome {
-                    operation_id,
                     request_body: serde_json::json!({"messages": req.messages}),
                     reply_body: Some(serde_json::json!({"text": text})),
-                    result: Ok(ChatReply {
-                        text: text.into(),
-                        tool_calls: vec![],
-                        unparsed_tool_calls: vec![],
-                        finish_reason: Some("stop".into()),
-                        usage: Tokens { input: 10, output: 5, cached: 0 },
-                        fingerprint: None,
-                    }),
-                    attempts: 1,
-                    latency: Duration::ZERO,
-                    wait: Duration::ZERO,
+                    ..CallOutcome::scripted(operation_id, text, Tokens { input: 10, output: 5, cached: 0 })
                 }
             })
         }
