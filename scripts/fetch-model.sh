@@ -63,41 +63,10 @@ EOF
 }
 
 
-# fetch NAME FILE SIZE SHA256 ASSEMBLE_FN: ensures models/FILE is present and
-# verified; otherwise calls ASSEMBLE_FN TMPOUT WORKDIR to write the file and
-# moves it into place once it verifies.
+# fetch NAME FILE SIZE SHA256 ASSEMBLE_FN: models/FILE, present and verified
+# (fetch_verified in fetch-lib.sh).
 fetch() {
-    local name=$1 file=$2 size=$3 sha=$4 assemble=$5
-    local target="$MODELS_DIR/$file" tmpout workdir start
-
-    if [[ -e "$target" ]]; then
-        if verify "$target" "$size" "$sha"; then
-            log "$name: $target present, size and sha256 verified; nothing to do"
-            return 0
-        fi
-        log "$name: $target does not verify; removing it and fetching again"
-        rm -f -- "$target"
-    fi
-
-    check_tools
-    start=$SECONDS
-    mkdir -p -- "$MODELS_DIR"
-    # Both temporaries live in models/ so the final mv is a same-filesystem
-    # rename (atomic), and nothing large lands on a small /tmp.
-    tmpout=$(mktemp "$MODELS_DIR/.$file.XXXXXX.part")
-    TMP_PATHS+=("$tmpout")
-    workdir=$(mktemp -d "$MODELS_DIR/.fetch.XXXXXX")
-    TMP_PATHS+=("$workdir")
-
-    "$assemble" "$tmpout" "$workdir"
-
-    log "$name: verifying size and sha256"
-    verify "$tmpout" "$size" "$sha" \
-        || die "$name: assembled file failed verification; removed it"
-    chmod 0644 -- "$tmpout"
-    mv -f -- "$tmpout" "$target"
-    rm -rf -- "$workdir"
-    log "$name: $target ready ($size bytes, sha256 $sha, $((SECONDS - start))s)"
+    fetch_verified "$1" "$MODELS_DIR" "$2" "$3" "$4" "$5"
 }
 
 assemble_default() {

