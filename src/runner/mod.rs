@@ -361,9 +361,9 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let ran_now = planned_count - already;
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // The trials to run, made one at a time from the order as slots free up.
-    let work = plan.specs(part).filter(|t| plans(t.plan_key()) && !done.contains(&id_number(&t.id))).map(|spec| {
-        let attempt = next_attempt.get(&id_number(&spec.id)).copied().unwrap_or(1);
-        (spec, attempt)
+    let work = plan.specs(part).filter(|t| plans(t.plan_key())).filter_map(|spec| {
+        let id = id_number(&spec.id);
+        (!done.contains(&id)).then(|| (spec, next_attempt.get(&id).copied().unwrap_or(1)))
     });
     let outcome = tokio::select! {
         r = execute(shared.clone(), work, opts.jobs, progress.clone(), finished_now.clone()) => r,
