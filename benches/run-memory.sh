@@ -10,7 +10,9 @@
 # task, arm and repeat), and times `ablate run --resume` of that folder, which
 # reads the N-trial manifest and the records, runs the last RUN_NOW trials for
 # real, and rewrites the exports of all N. Equal work at every N: a peak that
-# grows with N is memory held per planned or recorded trial.
+# grows with N is memory held per planned or recorded trial. The first run's
+# own peak (new_run_MB: planning N trials, writing the manifest, the first
+# trials) is reported too.
 #
 # Usage: benches/run-memory.sh [sizes...]   (default 1000 10000 100000; idle machine)
 set -euo pipefail
@@ -32,22 +34,34 @@ endpoint=$!
 for i in $(seq 50); do [ -f "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port")
 
-printf '%-10s %-10s %-12s %-10s %-10s\n' planned run_now jsonl_MB seconds peak_MB
+printf '%-10s %-12s %-10s %-12s %-10s %-10s\n' planned new_run_MB run_now jsonl_MB seconds resume_MB
 for n in ${sizes[@]}; do
   # 2 tasks x 2 arms a repeat.
   trials=$(( (n + 3) / 4 ))
   sed -e "s|@NAME@|memory|" -e "s|@SUITE@|$PWD/tests/fixtures/suites/tiny|" -e "s|@TRIALS@|$trials|" -e "s|@SEED@|5|" \
     -e "s|@STEPS@|1|" -e "s|@ENDPOINT@|http://127.0.0.1:$port|" tests/fixtures/scripted-experiment.toml.in >"$work/exp-$n.toml"
   dir="$work/results/mem-$n"
-  # A real run of the plan, stopped after its first records (a template record).
-  "$bin" run "$work/exp-$n.toml" --results "$work/results" --run-id "mem-$n" --plain -j 2 >"$work/first-$n.log" 2>&1 &
-  pid=$!
-  for i in $(seq 600); do
-    [ -s "$dir/trials.jsonl" ] && [ "$(wc -l <"$dir/trials.jsonl")" -ge 2 ] && break
-    sleep 0.1
-  done
-  kill -INT "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  # A real new run of the plan, stopped after its first records (a template
+  # record): its peak is what starting a run of N trials costs (the plan, the
+  # manifest written, the first trials).
+  new_peak=$(python3 - "$bin" "$work/exp-$n.toml" "$work/results" "mem-$n" "$dir" <<'PY'
+import os, resource, signal, subprocess, sys, time
+bin, cfg, results, run_id, run = sys.argv[1:]
+p = subprocess.Popen([bin, "run", cfg, "--results", results, "--run-id", run_id, "--plain", "-j", "2"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 600
+while time.monotonic() < deadline:
+    try:
+        if sum(1 for _ in open(f"{run}/trials.jsonl")) >= 2:
+            break
+    except FileNotFoundError:
+        pass
+    time.sleep(0.1)
+p.send_signal(signal.SIGINT)
+p.wait()
+print(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f}")
+PY
+)
   python3 - "$dir" "$run_now" <<'PY'
 import json, sys
 run, run_now = sys.argv[1], int(sys.argv[2])
@@ -64,14 +78,14 @@ open(f"{run}/attempts.jsonl", "w").close()
 PY
   recs=$(wc -l <"$dir/trials.jsonl")
   mb=$(du -m "$dir/trials.jsonl" | cut -f1)
-  python3 - "$bin" "$work/exp-$n.toml" "$dir" "$n" "$run_now" "$mb" <<'PY'
+  python3 - "$bin" "$work/exp-$n.toml" "$dir" "$n" "$run_now" "$mb" "$new_peak" <<'PY'
 import resource, subprocess, sys, time
-bin, cfg, run, n, run_now, mb = sys.argv[1:]
+bin, cfg, run, n, run_now, mb, new_peak = sys.argv[1:]
 t = time.perf_counter()
 subprocess.run([bin, "run", cfg, "--resume", run, "--plain", "-j", "2"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 dt = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(f"{n:<10} {run_now:<10} {mb:<12} {dt:<10.1f} {peak:<10.0f}")
+print(f"{n:<10} {new_peak:<12} {run_now:<10} {mb:<12} {dt:<10.1f} {peak:<10.0f}")
 PY
   [ -n "${KEEP:-}" ] || rm -rf "$dir"
 done

@@ -105,6 +105,14 @@ impl Order {
         }
     }
 
+    /// How many trials `shard` (all without one) holds.
+    pub fn count(&self, shard: Option<Shard>) -> usize {
+        match shard {
+            Some(s) => (self.entries.len() + s.count as usize - s.index as usize) / s.count as usize,
+            None => self.entries.len(),
+        }
+    }
+
     /// The trials of `shard` (all without one), in execution order, made one at a time.
     pub fn specs(&self, shard: Option<Shard>) -> impl Iterator<Item = TrialSpec> + '_ {
         let (step, first) = match shard {

@@ -238,7 +238,7 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     manifest.planned_trials = plan.len();
     manifest.plan = plan;
     manifest.merged = Some(MergedFrom { shard_count: count, partial: !missing.is_empty(), missing_shards, unfinished_trials, shards: merged_shards });
-    crate::runner::write_manifest(tmp.path(), &manifest).map_err(io(tmp.path()))?;
+    manifest.write(tmp.path()).map_err(io(tmp.path()))?;
 
     // Into place: rename fails if `out` appeared meanwhile (a non-empty folder).
     let tmp = tmp.keep();

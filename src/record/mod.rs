@@ -473,7 +473,44 @@ pub struct Manifest {
     pub merged: Option<merge::MergedFrom>,
     /// Trials of this run (after sharding), in execution order.
     pub planned_trials: usize,
+    /// The plan as read back (`Manifest::write` writes it, or the specs it is given).
+    #[serde(skip_serializing, default)]
     pub plan: Vec<TrialSpec>,
+}
+
+impl Manifest {
+    /// Write `dir/manifest.json` with `self.plan` as its plan: to a temporary
+    /// file, synced, then renamed into place.
+    pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.write_with_plan(dir, self.plan.iter().cloned())
+    }
+
+    /// Write `dir/manifest.json` with `plan` as its plan, one spec at a time:
+    /// a new run of a million trials never holds a million specs.
+    pub fn write_with_plan(&self, dir: &std::path::Path, plan: impl Iterator<Item = TrialSpec>) -> std::io::Result<()> {
+        use std::io::Write;
+        struct Specs<I>(std::cell::RefCell<Option<I>>);
+        impl<I: Iterator<Item = TrialSpec>> Serialize for Specs<I> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let specs = self.0.borrow_mut().take().ok_or_else(|| serde::ser::Error::custom("the plan is written once"))?;
+                s.collect_seq(specs)
+            }
+        }
+        #[derive(Serialize)]
+        #[serde(bound = "")]
+        struct WithPlan<'a, I: Iterator<Item = TrialSpec>> {
+            #[serde(flatten)]
+            manifest: &'a Manifest,
+            plan: Specs<I>,
+        }
+        let tmp = dir.join("manifest.json.tmp");
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+        let out = WithPlan { manifest: self, plan: Specs(std::cell::RefCell::new(Some(plan))) };
+        serde_json::to_writer_pretty(&mut w, &out).map_err(std::io::Error::other)?;
+        w.flush()?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(tmp, dir.join("manifest.json"))
+    }
 }
 
 /// The manifest without its plan, for analysis: a run of a million trials

@@ -180,10 +180,7 @@ pub fn analyse(data: &RunData) -> Report {
     for r in &data.trials {
         groups.entry((r.model, r.arm)).or_default().push(r);
     }
-    let mut interrupted_by: BTreeMap<(u32, u32), usize> = BTreeMap::new();
-    for r in data.attempts.iter().filter(|r| r.status == TrialStatus::Interrupted) {
-        *interrupted_by.entry((r.model, r.arm)).or_default() += 1;
-    }
+    let interrupted_by = &data.interrupted;
 
     let manifest_arms = data.manifest.arms();
     let mut component_names: Vec<String> = Vec::new();
@@ -394,7 +391,7 @@ pub fn analyse(data: &RunData) -> Report {
         alpha,
         planned_trials: data.manifest.planned_trials,
         recorded_trials: data.trials.len(),
-        interrupted_attempts: data.attempts.iter().filter(|r| r.status == TrialStatus::Interrupted).count(),
+        interrupted_attempts: data.interrupted.values().sum(),
         unreadable_lines: data.unreadable_lines.clone(),
         arms,
         ablations,

@@ -145,10 +145,7 @@ impl TrialsCsv {
         }
         self.writer.flush()?;
         drop(self.writer);
-        let mut counted = vec![false; data.attempts.len()];
-        for &i in &data.counted {
-            counted[i] = true;
-        }
+        let counted = |i: usize| u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok());
         let arms = data.manifest.arms();
         let values_of = |arm: &str| -> Vec<String> {
             let values = arms.iter().find(|a| a.name == arm).map(|a| a.component_values()).unwrap_or_default();
@@ -165,7 +162,7 @@ impl TrialsCsv {
                 let rec = rec?;
                 let mut row = run_cells(report);
                 row.extend(rec.iter().skip(1).take(7).map(String::from)); // trial_id .. attempt
-                row.push(counted.get(i).copied().unwrap_or(false).to_string());
+                row.push(counted(i).to_string());
                 row.extend(rec.iter().skip(8).map(String::from));
                 row.extend(values_of(rec.get(3).unwrap_or("")));
                 w.write_record(&row)?;

@@ -1,6 +1,7 @@
 //! Reading a run folder for analysis: the manifest and a compact row per
-//! attempt, streamed from trials.jsonl so that a million records fit in a
-//! little memory. The last final attempt of each trial is the one analysed.
+//! planned trial, streamed from trials.jsonl: the last final attempt of each
+//! trial is the one analysed, and no other attempt is kept, so memory follows
+//! the plan (about 100 bytes a trial), not the records.
 
 use crate::record::{Manifest, TrialRecord, TrialStatus};
 use serde::Deserialize;
@@ -25,6 +26,8 @@ pub struct Row {
     pub tokens_output: u64,
     pub working_seconds: f64,
     pub cost_usd: Option<f64>,
+    /// Position of this attempt among the records read (0-based, file order).
+    pub ordinal: u32,
 }
 
 impl Row {
@@ -86,15 +89,17 @@ pub struct RunData {
     pub tasks: Names,
     pub arms: Names,
     pub models: Names,
-    /// Every attempt, in file order.
-    pub attempts: Vec<Row>,
     /// The last final attempt of each trial: what the statistics use, in a
     /// canonical order (model, task, arm, repeat as the experiment lists
     /// them), so that sums come out bit for bit the same however the records
     /// were ordered in trials.jsonl (completion order, a resume, a merge).
     pub trials: Vec<Row>,
-    /// Indices into `attempts` of the attempts the analysis counts (ascending).
-    pub counted: Vec<usize>,
+    /// Interrupted attempts (never analysed) by (model, arm).
+    pub interrupted: std::collections::BTreeMap<(u32, u32), usize>,
+    /// Records read (every attempt, the interrupted ones included).
+    pub records: usize,
+    /// `Row::ordinal`s of the attempts the analysis counts (ascending).
+    pub counted: Vec<u32>,
     /// Lines that could not be read (a torn last line included).
     pub unreadable_lines: Vec<usize>,
 }
@@ -138,7 +143,6 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
     let mut head: crate::record::ManifestHead = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
         .map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
     let plan_keys = std::mem::take(&mut head.plan_keys);
-    let plans = |key: u64| plan_keys.binary_search(&key).is_ok();
     let manifest: Manifest = head.into();
     let mut data = RunData {
         dir: dir.to_path_buf(),
@@ -146,8 +150,9 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         tasks: Names::default(),
         arms: Names::default(),
         models: Names::default(),
-        attempts: Vec::new(),
         trials: Vec::new(),
+        interrupted: Default::default(),
+        records: 0,
         counted: Vec::new(),
         unreadable_lines: Vec::new(),
     };
@@ -172,6 +177,27 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         Err(e) => return Err(LoadError::Bad { path: tpath, message: e.to_string() }),
     };
     let mut unplanned = Unplanned::default();
+    // One slot per planned trial (at its key's position): its last final
+    // attempt, or EMPTY.
+    const EMPTY: TrialStatus = TrialStatus::Interrupted;
+    let blank = Row {
+        trial: 0,
+        task: 0,
+        arm: 0,
+        model: 0,
+        repeat: 0,
+        attempt: 0,
+        status: EMPTY,
+        tests_passed: 0,
+        tests_total: 0,
+        steps: 0,
+        tokens_input: 0,
+        tokens_output: 0,
+        working_seconds: 0.0,
+        cost_usd: None,
+        ordinal: 0,
+    };
+    let mut slots = vec![blank; plan_keys.len()];
     if let Some(file) = file {
         let reader = BufReader::with_capacity(1 << 20, file);
         for (i, line) in reader.split(b'\n').enumerate() {
@@ -186,32 +212,49 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
                 }),
                 None => serde_json::from_slice::<LightRecord>(&line),
             };
-            match parsed {
-                Ok(r) if !plans(crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) => {
-                    unplanned.count += 1;
-                    unplanned.first.get_or_insert((i + 1, r.trial_id));
+            let r = match parsed {
+                Ok(r) => r,
+                Err(_) => {
+                    data.unreadable_lines.push(i + 1);
+                    continue;
                 }
-                Ok(r) => {
-                    let row = Row {
-                        trial: u64::from_str_radix(&r.trial_id, 16).unwrap_or_else(|_| hash64(&r.trial_id)),
-                        task: data.tasks.id(&r.task),
-                        arm: data.arms.id(&r.arm),
-                        model: data.models.id(&r.model),
-                        repeat: r.repeat,
-                        attempt: r.attempt,
-                        status: r.status,
-                        tests_passed: r.tests_passed,
-                        tests_total: r.tests_total,
-                        steps: r.steps,
-                        tokens_input: r.tokens.input,
-                        tokens_output: r.tokens.output,
-                        working_seconds: r.working_seconds,
-                        cost_usd: r.cost_usd,
-                    };
-                    data.attempts.push(row);
+            };
+            let ordinal = data.records as u32;
+            data.records += 1;
+            let Ok(slot) = plan_keys.binary_search(&crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) else {
+                unplanned.count += 1;
+                unplanned.first.get_or_insert((i + 1, r.trial_id));
+                continue;
+            };
+            let (model, arm) = (data.models.id(&r.model), data.arms.id(&r.arm));
+            if !r.status.is_final() {
+                if r.status == TrialStatus::Interrupted {
+                    *data.interrupted.entry((model, arm)).or_default() += 1;
                 }
-                Err(_) => data.unreadable_lines.push(i + 1),
+                continue;
             }
+            // The last final attempt counts (the first of equal attempts).
+            let kept = &slots[slot];
+            if kept.status != EMPTY && kept.attempt >= r.attempt {
+                continue;
+            }
+            slots[slot] = Row {
+                trial: u64::from_str_radix(&r.trial_id, 16).unwrap_or_else(|_| hash64(&r.trial_id)),
+                task: data.tasks.id(&r.task),
+                arm,
+                model,
+                repeat: r.repeat,
+                attempt: r.attempt,
+                status: r.status,
+                tests_passed: r.tests_passed,
+                tests_total: r.tests_total,
+                steps: r.steps,
+                tokens_input: r.tokens.input,
+                tokens_output: r.tokens.output,
+                working_seconds: r.working_seconds,
+                cost_usd: r.cost_usd,
+                ordinal,
+            };
         }
     }
     if let Some((line, id)) = unplanned.first {
@@ -224,23 +267,13 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
             ),
         });
     }
-    let mut last: HashMap<u64, usize> = HashMap::with_capacity(data.attempts.len());
-    for (i, r) in data.attempts.iter().enumerate() {
-        if !r.status.is_final() {
-            continue;
-        }
-        match last.get(&r.trial) {
-            Some(&j) if data.attempts[j].attempt >= r.attempt => {}
-            _ => {
-                last.insert(r.trial, i);
-            }
-        }
-    }
-    let mut idx: Vec<usize> = last.into_values().collect();
-    idx.sort_unstable();
-    data.trials = idx.iter().map(|&i| data.attempts[i]).collect();
-    data.trials.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
-    data.counted = idx;
+    drop(plan_keys);
+    slots.retain(|r| r.status != EMPTY);
+    slots.shrink_to_fit();
+    data.counted = slots.iter().map(|r| r.ordinal).collect();
+    data.counted.sort_unstable();
+    slots.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
+    data.trials = slots;
     Ok(data)
 }
 

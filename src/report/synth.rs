@@ -6,7 +6,7 @@ use crate::config::Experiment;
 use crate::grader::{CheckResult, Grade};
 use crate::plan::Plan;
 use crate::record::{EndReason, Incidents, Tokens, TrialRecord, TrialStatus, FORMAT_VERSION};
-use crate::runner::{new_manifest, write_manifest};
+use crate::runner::new_manifest;
 use crate::suite::Suite;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -20,11 +20,9 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
     // The run id is the folder's name, as for a real run.
     let run_id = dir.file_name().and_then(|n| n.to_str()).map(String::from).unwrap_or_else(|| format!("synthetic-{}", exp.name));
     let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
-    let mut manifest = new_manifest(run_id.clone(), exp, suite, &order, None);
+    let manifest = new_manifest(run_id.clone(), exp, suite, &order, None);
+    manifest.write_with_plan(dir, order.specs(None))?;
     drop(order);
-    // The plan can be large; the report does not need it in the manifest beyond names.
-    manifest.planned_trials = plan.trials.len();
-    write_manifest(dir, &manifest)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(dir.join("trials.jsonl"))?);
     for t in &plan.trials {

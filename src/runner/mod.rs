@@ -28,7 +28,7 @@ use crate::record::{
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
 use progress::{Progress, ProgressMode};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -277,9 +277,9 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             let lock = RunLock::acquire(&dir)?;
             let mut m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
             m.models = identities;
-            write_manifest(&dir, &m).map_err(io(&dir))?;
+            m.write_with_plan(&dir, plan.specs(opts.shard)).map_err(io(&dir))?;
             std::fs::create_dir(dir.join("traces")).map_err(io(&dir))?;
-            let mut keys: Vec<u64> = m.plan.iter().map(TrialSpec::plan_key).collect();
+            let mut keys: Vec<u64> = plan.specs(opts.shard).map(|t| t.plan_key()).collect();
             keys.sort_unstable();
             (dir, m.run_id, opts.shard, keys, lock)
         }
@@ -294,23 +294,26 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
     let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
     let plans = |key: u64| plan_keys.binary_search(&key).is_ok();
-    // Trial ids are 16 hex digits: kept as the 64-bit numbers they spell.
-    let mut recorded: HashSet<(u64, u32)> = HashSet::new();
-    let mut done: HashSet<u64> = HashSet::new();
-    let mut next_attempt: HashMap<u64, u32> = HashMap::new();
+    // Trial ids are 16 hex digits: kept as the 64-bit numbers they spell, sorted,
+    // so that a trial's position indexes what is known of it: 12 bytes a
+    // planned trial, however many records the folder holds.
+    let mut ids: Vec<u64> = plan.specs(part).filter(|t| plans(t.plan_key())).map(|t| id_number(&t.id)).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let position = |id: &str| ids.binary_search(&id_number(id)).ok();
+    // Per planned trial: the highest attempt recorded, with FINAL set once a
+    // final record exists.
+    const FINAL: u32 = 1 << 31;
+    let mut known = vec![0u32; ids.len()];
     let mut unplanned = 0usize;
     jsonl::for_each::<RecordKey>(&trials_path, |r| {
-        if !plans(r.plan_key()) {
+        let Some(p) = position(&r.trial_id).filter(|_| plans(r.plan_key())) else {
             unplanned += 1;
             return;
-        }
-        let id = id_number(&r.trial_id);
-        let e = next_attempt.entry(id).or_insert(1);
-        *e = (*e).max(r.attempt + 1);
-        if r.status.is_final() {
-            done.insert(id);
-        }
-        recorded.insert((id, r.attempt));
+        };
+        let k = &mut known[p];
+        let fin = if r.status.is_final() { FINAL } else { *k & FINAL };
+        *k = (*k & !FINAL).max(r.attempt.min(FINAL - 1)) | fin;
     })
     .map_err(io(&dir))?;
     // Records of another plan would be counted as this run's: refuse them.
@@ -318,17 +321,17 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         let records = if unplanned == 1 { "record is" } else { "records are" };
         return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
     }
+    // Attempts started after the last recorded one never finished. (Attempts
+    // are numbered in the order they start, each recorded before the next.)
     let mut starts: Vec<AttemptStart> = Vec::new();
     jsonl::for_each::<AttemptStart>(&attempts_path, |a| {
-        let id = id_number(&a.trial_id);
-        let e = next_attempt.entry(id).or_insert(1);
-        *e = (*e).max(a.attempt + 1);
-        if !recorded.contains(&(id, a.attempt)) {
-            starts.push(a);
+        if let Some(p) = position(&a.trial_id) {
+            if a.attempt > known[p] & !FINAL {
+                starts.push(a);
+            }
         }
     })
     .map_err(io(&dir))?;
-    drop(recorded);
     let mut interrupted = 0usize;
     if !starts.is_empty() {
         let by_id: HashMap<&str, &AttemptStart> = starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
@@ -340,10 +343,15 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
                 }
             }
         }
+        for a in &starts {
+            if let Some(p) = position(&a.trial_id) {
+                known[p] = (known[p] & !FINAL).max(a.attempt.min(FINAL - 1)) | (known[p] & FINAL);
+            }
+        }
     }
     drop(starts);
     let planned_count = plan_keys.len();
-    let already = done.len();
+    let already = known.iter().filter(|&&k| k & FINAL != 0).count();
 
     let shared = Arc::new(Shared {
         exp,
@@ -362,8 +370,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // The trials to run, made one at a time from the order as slots free up.
     let work = plan.specs(part).filter(|t| plans(t.plan_key())).filter_map(|spec| {
-        let id = id_number(&spec.id);
-        (!done.contains(&id)).then(|| (spec, next_attempt.get(&id).copied().unwrap_or(1)))
+        let k = known[position(&spec.id)?];
+        (k & FINAL == 0).then(|| (spec, k + 1))
     });
     let outcome = tokio::select! {
         r = execute(shared.clone(), work, opts.jobs, progress.clone(), finished_now.clone()) => r,
@@ -471,8 +479,9 @@ async fn execute(
 }
 
 /// The manifest of a new run: everything fixed for it (identities are added at setup).
+/// The manifest of a new run, without its plan: `Manifest::write_with_plan`
+/// writes the plan from the order (`plan.specs(shard)`).
 pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan::Order, shard: Option<Shard>) -> Manifest {
-    let trials: Vec<TrialSpec> = plan.specs(shard).collect();
     Manifest {
         format: FORMAT_VERSION,
         run_id,
@@ -511,23 +520,13 @@ pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan
         experiment_seed: exp.seed,
         shard,
         merged: None,
-        planned_trials: trials.len(),
-        plan: trials,
+        planned_trials: plan.count(shard),
+        plan: Vec::new(),
     }
 }
 
 /// Write manifest.json atomically (temp file, sync, rename), streamed: a plan
 /// of a million trials is never one string in memory.
-pub fn write_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
-    use std::io::Write;
-    let tmp = dir.join("manifest.json.tmp");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-    serde_json::to_writer_pretty(&mut w, m).map_err(std::io::Error::other)?;
-    w.flush()?;
-    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(tmp, dir.join("manifest.json"))
-}
-
 fn interrupted_record(run_id: &str, spec: &TrialSpec, a: &AttemptStart) -> TrialRecord {
     let mut r = TrialRecord::blank(run_id, spec, a.attempt, TrialStatus::Interrupted, EndReason::Interrupted, a.started_at.clone());
     r.error = Some("the attempt started and never finished (the run was stopped)".into());
@@ -728,9 +727,10 @@ mod tests {
         let exp = crate::config::load_str(&dir.join("exp.toml"), &text).unwrap();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = plan::order(&exp, &suite).unwrap();
-        let manifest = new_manifest("r".into(), &exp, &suite, &plan, None);
+        let mut manifest = new_manifest("r".into(), &exp, &suite, &plan, None);
+        manifest.plan = plan.specs(None).collect();
         std::fs::create_dir_all(dir.join("traces")).unwrap();
-        write_manifest(dir, &manifest).unwrap();
+        manifest.write(dir).unwrap();
         let shared = Shared {
             exp,
             suite,

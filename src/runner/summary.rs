@@ -20,7 +20,7 @@ pub fn render(summary: &RunSummary) -> String {
     for r in &data.trials {
         groups.entry((data.arms.name(r.arm), data.models.name(r.model))).or_default().push(r);
     }
-    let interrupted = data.attempts.iter().filter(|r| r.status == TrialStatus::Interrupted).count();
+    let interrupted: usize = data.interrupted.values().sum();
     let _ = writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", data.trials.len(), summary.planned, summary.ran_now);
     for ((arm, model), rs) in &groups {
         let passed = rs.iter().filter(|r| r.status == TrialStatus::Passed).count();
