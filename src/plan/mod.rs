@@ -143,26 +143,30 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
     let config_digest = exp.config_digest();
     let mut rng = ChaCha8Rng::seed_from_u64(trial_seed(exp.seed, "<order>", 0));
     // Blocks of every arm for one (model, task, repeat), each shuffled, then
-    // the blocks shuffled: the shuffles draw from `rng` by length alone.
-    let mut blocks: Vec<Vec<Entry>> = Vec::new();
+    // the blocks shuffled: the shuffles draw from `rng` by length alone. Built
+    // in one vector (a block is a slice of it), then laid out block by block.
+    let arms = exp.arms.len();
+    let mut by_block: Vec<Entry> = Vec::with_capacity(exp.models.len() * task_ids.len() * exp.trials as usize * arms);
     for model in 0..exp.models.len() {
         for task in 0..task_ids.len() {
             for repeat in 0..exp.trials {
-                let mut block: Vec<Entry> =
-                    (0..exp.arms.len()).map(|arm| Entry { model: model as u32, arm: arm as u32, task: task as u32, repeat }).collect();
-                block.shuffle(&mut rng);
-                blocks.push(block);
+                let start = by_block.len();
+                by_block.extend((0..arms).map(|arm| Entry { model: model as u32, arm: arm as u32, task: task as u32, repeat }));
+                by_block[start..].shuffle(&mut rng);
             }
         }
     }
+    let mut blocks: Vec<u32> = (0..(by_block.len() / arms.max(1)) as u32).collect();
     blocks.shuffle(&mut rng);
+    let entries: Vec<Entry> = blocks.iter().flat_map(|&b| &by_block[b as usize * arms..(b as usize + 1) * arms]).copied().collect();
+    drop(by_block);
     Ok(Order {
         config_digest,
         seed: exp.seed,
         tasks: task_ids.iter().map(|t| t.to_string()).collect(),
         arms: exp.arms.iter().map(|a| a.name.clone()).collect(),
         models: exp.models.iter().map(|m| m.name.clone()).collect(),
-        entries: blocks.into_iter().flatten().collect(),
+        entries,
     })
 }
 

@@ -1,7 +1,7 @@
 //! Reading a run folder for analysis: the manifest and a compact row per
 //! planned trial, streamed from trials.jsonl: the last final attempt of each
-//! trial is the one analysed, and no other attempt is kept, so memory follows
-//! the plan (about 100 bytes a trial), not the records.
+//! trial is the one analysed, and no other attempt is kept: memory is 12
+//! bytes a planned trial and a row (88 bytes) a trial with a final record.
 
 use crate::record::{Manifest, TrialRecord, TrialStatus};
 use serde::Deserialize;
@@ -177,27 +177,11 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         Err(e) => return Err(LoadError::Bad { path: tpath, message: e.to_string() }),
     };
     let mut unplanned = Unplanned::default();
-    // One slot per planned trial (at its key's position): its last final
-    // attempt, or EMPTY.
-    const EMPTY: TrialStatus = TrialStatus::Interrupted;
-    let blank = Row {
-        trial: 0,
-        task: 0,
-        arm: 0,
-        model: 0,
-        repeat: 0,
-        attempt: 0,
-        status: EMPTY,
-        tests_passed: 0,
-        tests_total: 0,
-        steps: 0,
-        tokens_input: 0,
-        tokens_output: 0,
-        working_seconds: 0.0,
-        cost_usd: None,
-        ordinal: 0,
-    };
-    let mut slots = vec![blank; plan_keys.len()];
+    // Per planned trial (at its key's position), where its last final attempt
+    // is in `rows` (NONE: not yet read); rows grow with the final records.
+    const NONE: u32 = u32::MAX;
+    let mut slot_of = vec![NONE; plan_keys.len()];
+    let mut rows: Vec<Row> = Vec::new();
     if let Some(file) = file {
         let reader = BufReader::with_capacity(1 << 20, file);
         for (i, line) in reader.split(b'\n').enumerate() {
@@ -233,12 +217,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
                 }
                 continue;
             }
-            // The last final attempt counts (the first of equal attempts).
-            let kept = &slots[slot];
-            if kept.status != EMPTY && kept.attempt >= r.attempt {
-                continue;
-            }
-            slots[slot] = Row {
+            let row = Row {
                 trial: u64::from_str_radix(&r.trial_id, 16).unwrap_or_else(|_| hash64(&r.trial_id)),
                 task: data.tasks.id(&r.task),
                 arm,
@@ -255,6 +234,15 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
                 cost_usd: r.cost_usd,
                 ordinal,
             };
+            // The last final attempt counts (the first of equal attempts).
+            match slot_of[slot] {
+                NONE => {
+                    slot_of[slot] = rows.len() as u32;
+                    rows.push(row);
+                }
+                k if rows[k as usize].attempt < r.attempt => rows[k as usize] = row,
+                _ => {}
+            }
         }
     }
     if let Some((line, id)) = unplanned.first {
@@ -267,13 +255,11 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
             ),
         });
     }
-    drop(plan_keys);
-    slots.retain(|r| r.status != EMPTY);
-    slots.shrink_to_fit();
-    data.counted = slots.iter().map(|r| r.ordinal).collect();
+    drop((plan_keys, slot_of));
+    data.counted = rows.iter().map(|r| r.ordinal).collect();
     data.counted.sort_unstable();
-    slots.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
-    data.trials = slots;
+    rows.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
+    data.trials = rows;
     Ok(data)
 }
 

@@ -383,6 +383,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         }
     };
     progress.finish();
+    // What chose the work is not needed by the final export: free it first.
+    drop((known, ids, plan_keys, plan));
     let s = shared.clone();
     let exported = match tokio::task::spawn_blocking(move || s.maybe_export(true)).await {
         Ok(Ok(Some(report))) => Ok(report),
