@@ -46,20 +46,35 @@ for n in ${sizes[@]}; do
   # manifest written, the first trials).
   new_peak=$(python3 - "$bin" "$work/exp-$n.toml" "$work/results" "mem-$n" "$dir" <<'PY'
 import os, resource, signal, subprocess, sys, time
+def hwm(p):
+    # ablate's own peak resident set (VmHWM), read until it exits: the
+    # sandboxed graders it runs are other processes and are not counted.
+    peak = 0
+    while p.poll() is None:
+        try:
+            for line in open(f"/proc/{p.pid}/status"):
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+        time.sleep(0.02)
+    return peak
 bin, cfg, results, run_id, run = sys.argv[1:]
 p = subprocess.Popen([bin, "run", cfg, "--results", results, "--run-id", run_id, "--plain", "-j", "2"],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-deadline = time.monotonic() + 600
-while time.monotonic() < deadline:
-    try:
-        if sum(1 for _ in open(f"{run}/trials.jsonl")) >= 2:
-            break
-    except FileNotFoundError:
-        pass
-    time.sleep(0.1)
-p.send_signal(signal.SIGINT)
-p.wait()
-print(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f}")
+def stop():
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            if sum(1 for _ in open(f"{run}/trials.jsonl")) >= 2:
+                break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+import threading
+threading.Thread(target=stop, daemon=True).start()
+print(f"{hwm(p):.0f}")
 PY
 )
   python3 - "$dir" "$run_now" <<'PY'
@@ -80,11 +95,24 @@ PY
   mb=$(du -m "$dir/trials.jsonl" | cut -f1)
   python3 - "$bin" "$work/exp-$n.toml" "$dir" "$n" "$run_now" "$mb" "$new_peak" <<'PY'
 import resource, subprocess, sys, time
+def hwm(p):
+    # ablate's own peak resident set (VmHWM), read until it exits: the
+    # sandboxed graders it runs are other processes and are not counted.
+    peak = 0
+    while p.poll() is None:
+        try:
+            for line in open(f"/proc/{p.pid}/status"):
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+        time.sleep(0.02)
+    return peak
 bin, cfg, run, n, run_now, mb, new_peak = sys.argv[1:]
 t = time.perf_counter()
-subprocess.run([bin, "run", cfg, "--resume", run, "--plain", "-j", "2"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+p = subprocess.Popen([bin, "run", cfg, "--resume", run, "--plain", "-j", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+peak = hwm(p)
 dt = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(f"{n:<10} {new_peak:<12} {run_now:<10} {mb:<12} {dt:<10.1f} {peak:<10.0f}")
 PY
   [ -n "${KEEP:-}" ] || rm -rf "$dir"
