@@ -49,9 +49,17 @@ async fn main() {
     // The trace line is serialized as the runner would before writing it.
     let traced = Arc::new(AtomicUsize::new(0));
     let t = traced.clone();
-    let meter = TrialMeter::new("bench".into(), 1, spec, client, budget, 1, Box::new(move |s| {
-        t.fetch_add(serde_json::to_string(&s).unwrap().len(), Ordering::Relaxed);
-    }));
+    let meter = TrialMeter::new(
+        "bench".into(),
+        1,
+        spec,
+        client,
+        budget,
+        1,
+        Box::new(move |s| {
+            t.fetch_add(serde_json::to_string(&s).unwrap().len(), Ordering::Relaxed);
+        }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let gateway = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
     let direct = format!("{}/v1/chat/completions", server.url);

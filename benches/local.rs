@@ -119,11 +119,11 @@ fn sampling(path: &std::path::Path, reps: usize) {
     use ablate::model::sampling::TokenSampler;
     use llama_cpp_2::context::params::LlamaContextParams;
     use llama_cpp_2::llama_batch::LlamaBatch;
-    use llama_cpp_2::model::params::LlamaModelParams;
     use llama_cpp_2::model::LlamaModel;
+    use llama_cpp_2::model::params::LlamaModelParams;
     use llama_cpp_2::sampling::LlamaSampler;
-    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
     use llama_cpp_2::token::LlamaToken;
+    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
     let backend = ablate::model::local::backend(false).expect("backend");
     let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).expect("load");
@@ -250,23 +250,30 @@ fn reuse(path: &std::path::Path, opts: &LocalOptions) {
     // A multi-step trial: each step resends the conversation plus the reply and new feedback.
     for cache in [false, true] {
         let client = LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { prefix_cache: cache, ..opts.clone() }).expect("load");
-        let mut messages = vec![
-            Message::system(ablate::harness::prompts::DEFAULT_SYSTEM),
-            Message::user(format!("{task}\n\nThe tests:\n```python\n{tests}\n```")),
-        ];
+        let mut messages =
+            vec![Message::system(ablate::harness::prompts::DEFAULT_SYSTEM), Message::user(format!("{task}\n\nThe tests:\n```python\n{tests}\n```"))];
         let mut evaluated = Vec::new();
         let mut added = Vec::new();
         let mut last_total = 0u64;
         let start = Instant::now();
         for step in 0..4 {
-            let req = ChatRequest { messages: messages.clone(), tools: vec![], max_tokens: 128, temperature: 0.0, top_p: 1.0, seed: 1, timeout: Duration::from_secs(600) };
+            let req = ChatRequest {
+                messages: messages.clone(),
+                tools: vec![],
+                max_tokens: 128,
+                temperature: 0.0,
+                top_p: 1.0,
+                seed: 1,
+                timeout: Duration::from_secs(600),
+            };
             let out = client.chat_blocking(&req, format!("bench-{step}"));
             let reply = out.result.expect("reply");
             evaluated.push(reply.usage.input - reply.usage.cached);
             added.push(reply.usage.input - last_total.min(reply.usage.input));
             last_total = reply.usage.input + reply.usage.output;
             messages.push(Message::assistant(reply.text, vec![]));
-            messages.push(Message::user("The harness ran the checks on your edit.\nChecks: 3/13 tests passed.\nFix the code and send the complete file again."));
+            messages
+                .push(Message::user("The harness ran the checks on your edit.\nChecks: 3/13 tests passed.\nFix the code and send the complete file again."));
         }
         let s = client.stats();
         println!(

@@ -66,8 +66,7 @@ pub struct Budget {
     pub max_cost_usd: Option<f64>,
 }
 
-pub const BUDGET_KEYS: [&str; 5] =
-    ["max_steps", "max_output_tokens_per_step", "max_total_tokens", "max_working_seconds", "max_cost_usd"];
+pub const BUDGET_KEYS: [&str; 5] = ["max_steps", "max_output_tokens_per_step", "max_total_tokens", "max_working_seconds", "max_cost_usd"];
 
 /// Harness constants shared by every arm (they are outside any component, so
 /// they stay fixed across the matrix).
@@ -419,7 +418,10 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
     if raw.kind == RawHarnessKind::Builtin {
         for (k, given) in [("command", raw.command.is_some()), ("files", raw.files.is_some()), ("components", raw.components.is_some())] {
             if given {
-                return Err(at(&format!("harness.{k}"), format!("`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)")));
+                return Err(at(
+                    &format!("harness.{k}"),
+                    format!("`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)"),
+                ));
             }
         }
         return Ok((settings, HarnessKind::Builtin));
@@ -430,7 +432,10 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
         }
     }
     let Some(command) = raw.command else {
-        return Err(at("harness.command", "an external harness needs `command`: the argv run in the trial's workspace, e.g. [\"python3\", \"agent.py\"]".into()));
+        return Err(at(
+            "harness.command",
+            "an external harness needs `command`: the argv run in the trial's workspace, e.g. [\"python3\", \"agent.py\"]".into(),
+        ));
     };
     if command.is_empty() || command[0].trim().is_empty() {
         return Err(at("harness.command", "must name a program: a non-empty argv whose first element is not empty".into()));
@@ -450,7 +455,10 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
     }
     let files_digest = digest::digest_parts(parts.iter().map(|(f, d)| (f.as_str(), d.as_str())));
     let Some(raw_components) = raw.components else {
-        return Err(at("harness.components", "an external harness declares its components: components.<name> = [values], e.g. components.feedback = [true, false]".into()));
+        return Err(at(
+            "harness.components",
+            "an external harness declares its components: components.<name> = [values], e.g. components.feedback = [true, false]".into(),
+        ));
     };
     if raw_components.is_empty() {
         return Err(at("harness.components", "declare at least one component".into()));
@@ -472,7 +480,10 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
             };
             if let Some(first) = out.first() {
                 if value_type(first) != value_type(&v) {
-                    return Err(at(&vkey, format!("{v} is a {} but {first} is a {}; the values of a component are of one type", value_type(&v), value_type(first))));
+                    return Err(at(
+                        &vkey,
+                        format!("{v} is a {} but {first} is a {}; the values of a component are of one type", value_type(&v), value_type(first)),
+                    ));
                 }
             }
             if out.contains(&v) {
@@ -548,8 +559,7 @@ fn builtin_arm(
     }
     if let Some(file) = raw_arm.instructions {
         let full = config_dir.join(&file);
-        let bytes = std::fs::read(&full)
-            .map_err(|e| InputError::at(path, format!("{key}.instructions"), format!("cannot read `{}`: {e}", full.display())))?;
+        let bytes = std::fs::read(&full).map_err(|e| InputError::at(path, format!("{key}.instructions"), format!("cannot read `{}`: {e}", full.display())))?;
         // A `.toml` prompt file (system + user_template) is checked here, so `plan` catches it.
         let text = String::from_utf8(bytes.clone())
             .map_err(|_| InputError::at(path, format!("{key}.instructions"), format!("`{}` is not UTF-8 text", full.display())))?;
@@ -575,10 +585,18 @@ fn external_arm(path: &Path, key: &str, table: toml::Table, ext: &ExternalHarnes
             continue;
         }
         if k == "base" {
-            return Err(InputError::at(path, vkey, "the presets bare and full are for the builtin harness; an external arm sets its declared components (an unset one takes the first value of its list)"));
+            return Err(InputError::at(
+                path,
+                vkey,
+                "the presets bare and full are for the builtin harness; an external arm sets its declared components (an unset one takes the first value of its list)",
+            ));
         }
         let Some(d) = ext.component(&k) else {
-            return Err(InputError::at(path, vkey, format!("`{k}` is not a component of this harness; declared components: {} (and `description`)", ext.names())));
+            return Err(InputError::at(
+                path,
+                vkey,
+                format!("`{k}` is not a component of this harness; declared components: {} (and `description`)", ext.names()),
+            ));
         };
         match component_value(&v).filter(|cv| d.values.contains(cv)) {
             Some(cv) => {
@@ -600,11 +618,7 @@ fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
         if let toml::Value::Table(arm) = arm {
             for key in arm.keys() {
                 if BUDGET_KEYS.contains(&key.as_str()) {
-                    return Err(InputError::at(
-                        path,
-                        format!("arms.{name}.{key}"),
-                        "the budget is experiment-level ([budget]); an arm cannot override it",
-                    ));
+                    return Err(InputError::at(path, format!("arms.{name}.{key}"), "the budget is experiment-level ([budget]); an arm cannot override it"));
                 }
             }
         }
@@ -646,7 +660,8 @@ fn validate_models(path: &Path, config_dir: &Path, raw: Vec<RawModel>) -> Result
             }
         }
         if let Some(p) = &m.price {
-            let prices = [("input_per_mtok", Some(p.input_per_mtok)), ("output_per_mtok", Some(p.output_per_mtok)), ("cached_input_per_mtok", p.cached_input_per_mtok)];
+            let prices =
+                [("input_per_mtok", Some(p.input_per_mtok)), ("output_per_mtok", Some(p.output_per_mtok)), ("cached_input_per_mtok", p.cached_input_per_mtok)];
             for (k, v) in prices {
                 if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
                     return Err(InputError::at(path, key(&format!("price.{k}")), format!("{v} is not a finite price of at least 0")));

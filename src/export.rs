@@ -29,22 +29,92 @@ pub enum Kind {
 }
 
 const FLOATS: &[&str] = &[
-    "alpha", "pass_rate", "pass_rate_lo", "pass_rate_hi", "pass_rate_excl_infra", "pass_rate_excl_infra_lo", "pass_rate_excl_infra_hi",
-    "tests_passed_fraction", "tests_passed_fraction_lo", "tests_passed_fraction_hi", "tokens_per_trial", "working_seconds_per_trial",
-    "steps_per_trial", "cost_per_trial", "tokens_per_solved", "working_seconds_per_solved", "cost_per_solved", "interval_level",
-    "working_seconds", "wall_seconds", "rate_limit_wait_seconds", "cost_usd", "control_rate", "treatment_rate", "delta", "lo", "hi",
-    "p_value", "p_adjusted", "mde", "delta_excl_infra", "lo_excl_infra", "hi_excl_infra", "p_value_excl_infra",
+    "alpha",
+    "pass_rate",
+    "pass_rate_lo",
+    "pass_rate_hi",
+    "pass_rate_excl_infra",
+    "pass_rate_excl_infra_lo",
+    "pass_rate_excl_infra_hi",
+    "tests_passed_fraction",
+    "tests_passed_fraction_lo",
+    "tests_passed_fraction_hi",
+    "tokens_per_trial",
+    "working_seconds_per_trial",
+    "steps_per_trial",
+    "cost_per_trial",
+    "tokens_per_solved",
+    "working_seconds_per_solved",
+    "cost_per_solved",
+    "interval_level",
+    "working_seconds",
+    "wall_seconds",
+    "rate_limit_wait_seconds",
+    "cost_usd",
+    "control_rate",
+    "treatment_rate",
+    "delta",
+    "lo",
+    "hi",
+    "p_value",
+    "p_adjusted",
+    "mde",
+    "delta_excl_infra",
+    "lo_excl_infra",
+    "hi_excl_infra",
+    "p_value_excl_infra",
 ];
 const INTS: &[&str] = &[
-    "repeat", "seed", "attempt", "tests_passed", "tests_total", "steps", "sessions", "tokens_input", "tokens_output", "tokens_cached",
-    "loop_guard_hits", "invalid_tool_calls", "unparsed_replies", "path_refusals", "trials", "tasks", "trials_excl_infra", "passed",
-    "failed", "timeout", "budget_exhausted", "provider_error", "harness_error", "grader_error", "policy_violation", "interrupted",
-    "n_tasks", "family_size", "infra_errors_control", "infra_errors_treatment",
+    "repeat",
+    "seed",
+    "attempt",
+    "tests_passed",
+    "tests_total",
+    "steps",
+    "sessions",
+    "tokens_input",
+    "tokens_output",
+    "tokens_cached",
+    "loop_guard_hits",
+    "invalid_tool_calls",
+    "unparsed_replies",
+    "path_refusals",
+    "trials",
+    "tasks",
+    "trials_excl_infra",
+    "passed",
+    "failed",
+    "timeout",
+    "budget_exhausted",
+    "provider_error",
+    "harness_error",
+    "grader_error",
+    "policy_violation",
+    "interrupted",
+    "n_tasks",
+    "family_size",
+    "infra_errors_control",
+    "infra_errors_treatment",
 ];
 const BOOLS: &[&str] = &["counted", "infra_differs"];
 const CATEGORIES: &[&str] = &[
-    "run_id", "experiment", "config_digest", "suite_digest", "task", "arm", "model", "status", "end_reason", "budget_limit", "kind",
-    "control", "treatment", "method", "scope", "adjustment", "pass_rate_method",
+    "run_id",
+    "experiment",
+    "config_digest",
+    "suite_digest",
+    "task",
+    "arm",
+    "model",
+    "status",
+    "end_reason",
+    "budget_limit",
+    "kind",
+    "control",
+    "treatment",
+    "method",
+    "scope",
+    "adjustment",
+    "pass_rate_method",
 ];
 
 /// The type of a column of the exports.
@@ -82,7 +152,8 @@ pub fn table_rows(dir: &Path, table: Table) -> Result<(Vec<String>, Vec<Vec<Stri
     };
     let mut r = csv::Reader::from_reader(bytes.as_slice());
     let header: Vec<String> = r.headers().map_err(|e| e.to_string())?.iter().map(String::from).collect();
-    let rows = r.records().map(|rec| rec.map(|rec| rec.iter().map(String::from).collect())).collect::<Result<Vec<Vec<String>>, _>>().map_err(|e| e.to_string())?;
+    let rows =
+        r.records().map(|rec| rec.map(|rec| rec.iter().map(String::from).collect())).collect::<Result<Vec<Vec<String>>, _>>().map_err(|e| e.to_string())?;
     Ok((header, rows))
 }
 
@@ -124,13 +195,15 @@ mod frame {
             let bad = |i: usize, what: &str| format!("column `{name}`, row {}: `{}` is not {what}", i + 1, cell(i));
             let series = match column_kind(name) {
                 Kind::Float => {
-                    let v: Vec<Option<f64>> =
-                        (0..n).map(|i| if cell(i).is_empty() { Ok(None) } else { cell(i).parse().map(Some).map_err(|_| bad(i, "a number")) }).collect::<Result<_, _>>()?;
+                    let v: Vec<Option<f64>> = (0..n)
+                        .map(|i| if cell(i).is_empty() { Ok(None) } else { cell(i).parse().map(Some).map_err(|_| bad(i, "a number")) })
+                        .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Int if name == "seed" => {
-                    let v: Vec<Option<u64>> =
-                        (0..n).map(|i| if cell(i).is_empty() { Ok(None) } else { cell(i).parse().map(Some).map_err(|_| bad(i, "a whole number")) }).collect::<Result<_, _>>()?;
+                    let v: Vec<Option<u64>> = (0..n)
+                        .map(|i| if cell(i).is_empty() { Ok(None) } else { cell(i).parse().map(Some).map_err(|_| bad(i, "a whole number")) })
+                        .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Int => {
@@ -153,11 +226,7 @@ mod frame {
                 Kind::Category | Kind::Text => {
                     let v: Vec<Option<&str>> = (0..n).map(|i| (!cell(i).is_empty()).then(|| cell(i))).collect();
                     let s = Series::new(name.into(), v);
-                    if column_kind(name) == Kind::Category {
-                        s.cast(&DataType::from_categories(Categories::global())).map_err(|e| e.to_string())?
-                    } else {
-                        s
-                    }
+                    if column_kind(name) == Kind::Category { s.cast(&DataType::from_categories(Categories::global())).map_err(|e| e.to_string())? } else { s }
                 }
             };
             cols.push(series.into());

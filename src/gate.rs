@@ -8,9 +8,9 @@
 //! folder; it must match the candidate's suite, tasks, model and budget.
 
 use crate::error::InputError;
+use crate::record::TrialStatus;
 use crate::report::load::RunData;
 use crate::report::stats;
-use crate::record::TrialStatus;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -469,8 +469,7 @@ pub fn write_baseline(path: &Path, rows: &[BaselineRow]) -> std::io::Result<()> 
 }
 
 /// Columns of a baseline file, in the order `write_baseline` writes them.
-pub const BASELINE_COLUMNS: [&str; 10] =
-    ["task", "trials", "passes", "pass_rate", "arm", "model", "model_identity", "suite_digest", "budget", "run_id"];
+pub const BASELINE_COLUMNS: [&str; 10] = ["task", "trials", "passes", "pass_rate", "arm", "model", "model_identity", "suite_digest", "budget", "run_id"];
 
 /// How far a baseline's `pass_rate` may stray from passes / trials: a
 /// hand-edited file may round it to two decimals.
@@ -661,7 +660,12 @@ pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Charac
             let what = if c.drop == 0.0 { "no change".to_string() } else { format!("a drop of {:.0} pp", c.drop * 100.0) };
             let _ = writeln!(s, "    {what:<16} caught (FAIL) in {:>6} of runs, PASS in {:>6}", pct(c.p_fail), pct(c.p_pass));
         }
-        let _ = writeln!(s, "    a true drop of {:.1} pp or more PASSes in at most {:.0}% of runs (the test's level), whatever the size", d.margin * 100.0, d.alpha * 100.0);
+        let _ = writeln!(
+            s,
+            "    a true drop of {:.1} pp or more PASSes in at most {:.0}% of runs (the test's level), whatever the size",
+            d.margin * 100.0,
+            d.alpha * 100.0
+        );
     }
     let red: Vec<String> = pairs
         .iter()
@@ -827,13 +831,22 @@ mod tests {
                             worst = (c.p_pass, format!("{tasks} tasks x {trials}, {rate} -> {}", rate - drop));
                         }
                         if tasks == 4 && trials == 2 && [(1.0, 0.2), (0.97, 0.2), (0.05, 0.05)].contains(&(rate, drop)) {
-                            shipped.push(format!("{:.0}% -> {:.0}%: PASS {:.1}%, FAIL {:.1}%", rate * 100.0, (rate - drop) * 100.0, c.p_pass * 100.0, c.p_fail * 100.0));
+                            shipped.push(format!(
+                                "{:.0}% -> {:.0}%: PASS {:.1}%, FAIL {:.1}%",
+                                rate * 100.0,
+                                (rate - drop) * 100.0,
+                                c.p_pass * 100.0,
+                                c.p_fail * 100.0
+                            ));
                         }
                     }
                 }
             }
         }
-        println!("gate, exact: largest false-PASS rate for a true drop >= the margin: {:.4} ({}); largest FAIL rate with no change: {:.4}", worst.0, worst.1, aa_fail);
+        println!(
+            "gate, exact: largest false-PASS rate for a true drop >= the margin: {:.4} ({}); largest FAIL rate with no change: {:.4}",
+            worst.0, worst.1, aa_fail
+        );
         println!("gate at the shipped size (4 tasks x 2 trials): {}", shipped.join("; "));
         assert!(worst.0 <= alpha + 1e-9, "false PASS {worst:?}");
         assert!(aa_fail <= alpha + 1e-9, "A/A FAIL {aa_fail}");
@@ -919,7 +932,10 @@ mod tests {
 
     #[test]
     fn a_sound_baseline_is_read_with_rates_from_the_counts() {
-        let rows = read(&format!("{HEADER}a,12,11,0.9166666666666666,full,m,,d1,\"{{\"\"max_steps\"\":4}}\",r\nb,4,1,0.25,full,m,,d1,\"{{\"\"max_steps\"\":4}}\",r\n")).unwrap();
+        let rows = read(&format!(
+            "{HEADER}a,12,11,0.9166666666666666,full,m,,d1,\"{{\"\"max_steps\"\":4}}\",r\nb,4,1,0.25,full,m,,d1,\"{{\"\"max_steps\"\":4}}\",r\n"
+        ))
+        .unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].task.as_str(), rows[0].trials, rows[0].passes), ("a", 12, 11));
         assert_eq!(rows[0].budget, "{\"max_steps\":4}");
@@ -935,7 +951,10 @@ mod tests {
             // A zero rate against 11 passes of 12: the case that once gave PASS at +91.7 pp.
             (format!("{HEADER}a,12,11,0,full,m,,d1,b,r\n"), "row 2, column `pass_rate`: 0 contradicts passes / trials = 11/12 = 0.917"),
             (format!("{HEADER}a,12,11,0.9,full,m,,d1,b,r\n"), "row 2, column `pass_rate`: 0.9 contradicts passes / trials = 11/12 = 0.917"),
-            (format!("{HEADER}a,4,2,0.5,full,m,,d1,b,r\nb,4,1,0.25,full,m,,d1,b,r\na,4,3,0.75,full,m,,d1,b,r\n"), "row 4, column `task`: task `a` appears twice (first in row 2)"),
+            (
+                format!("{HEADER}a,4,2,0.5,full,m,,d1,b,r\nb,4,1,0.25,full,m,,d1,b,r\na,4,3,0.75,full,m,,d1,b,r\n"),
+                "row 4, column `task`: task `a` appears twice (first in row 2)",
+            ),
             (format!("{HEADER}a,3,4,1.3333333333333333,full,m,,d1,b,r\n"), "row 2, column `passes`: 4 passes of 3 trials"),
             (format!("{HEADER}a,-3,0,0,full,m,,d1,b,r\n"), "row 2, column `trials`: `-3` is not a whole number of at least 0"),
             (format!("{HEADER}a,3,-1,0,full,m,,d1,b,r\n"), "row 2, column `passes`: `-1` is not a whole number of at least 0"),
@@ -947,7 +966,10 @@ mod tests {
             (format!("{HEADER},2,1,0.5,full,m,,d1,b,r\n"), "row 2, column `task`: empty"),
             (format!("{HEADER}a,2,1,0.5,full,m,,d1,b,r\nb,2,1,0.5,full,m2,,d1,b,r\n"), "row 3, column `model`: `m2` differs from row 2's `m`"),
             (format!("{HEADER}a,2,1,0.5,full,m,,d1,b,r\nb,2,1,0.5,full,m,,d1,b2,r\n"), "row 3, column `budget`: `b2` differs from row 2's `b`"),
-            ("task,trials,passes,arm,model,model_identity,suite_digest,budget,run_id\na,2,1,full,m,,d1,b,r\n".to_string(), "row 1, column `pass_rate`: missing"),
+            (
+                "task,trials,passes,arm,model,model_identity,suite_digest,budget,run_id\na,2,1,full,m,,d1,b,r\n".to_string(),
+                "row 1, column `pass_rate`: missing",
+            ),
             (HEADER.to_string(), "the baseline holds no task"),
         ];
         for (body, want) in cases {
@@ -955,5 +977,4 @@ mod tests {
             assert!(err.starts_with(want), "want `{want}`, got `{err}`");
         }
     }
-
 }

@@ -438,7 +438,10 @@ fn merge_cmd(out: PathBuf, shards: Vec<PathBuf>, allow_partial: bool) -> anyhow:
     let partial = if summary.missing.is_empty() { "" } else { " (partial: --allow-partial)" };
     eprintln!(
         "merged {} records of {} planned trials (shards of {}) into {}{partial}",
-        summary.records, summary.planned, summary.shard_count, summary.dir.display()
+        summary.records,
+        summary.planned,
+        summary.shard_count,
+        summary.dir.display()
     );
     // The merged folder's lock (in `summary`) is held while its exports are written.
     write_report(&summary.dir, false)

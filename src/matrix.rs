@@ -138,17 +138,8 @@ pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<String, Guard
     let differs = control.settings.diff(&treatment.settings);
     match differs.as_slice() {
         [one] => Ok(one.component.clone()),
-        [] => Err(GuardError::NoneDiffer {
-            name: name.to_string(),
-            control: control.name.clone(),
-            treatment: treatment.name.clone(),
-        }),
-        _ => Err(GuardError::SeveralDiffer {
-            name: name.to_string(),
-            control: control.name.clone(),
-            treatment: treatment.name.clone(),
-            differs,
-        }),
+        [] => Err(GuardError::NoneDiffer { name: name.to_string(), control: control.name.clone(), treatment: treatment.name.clone() }),
+        _ => Err(GuardError::SeveralDiffer { name: name.to_string(), control: control.name.clone(), treatment: treatment.name.clone(), differs }),
     }
 }
 
@@ -193,11 +184,8 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &Harnes
             };
             // The treatment holds the component at its full/"with" value
             // (external: leave-one-out's treatment is the arm swept from).
-            let (control, treatment, origin) = if leave_out {
-                (arm, from.clone(), ComparisonOrigin::LeaveOneOut)
-            } else {
-                (from.clone(), arm, ComparisonOrigin::AddOneIn)
-            };
+            let (control, treatment, origin) =
+                if leave_out { (arm, from.clone(), ComparisonOrigin::LeaveOneOut) } else { (from.clone(), arm, ComparisonOrigin::AddOneIn) };
             let name = format!("{c}: {} vs {}", treatment.name, control.name);
             push_ablation(file, key, &mut comparisons, name, &control, &treatment, origin)?;
         }

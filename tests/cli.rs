@@ -4,11 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run ablate");
+    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("run ablate");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
@@ -92,12 +88,8 @@ fn run_with_an_unreachable_endpoint_stops_before_any_trial() {
 }
 
 fn ablate_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run ablate");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).envs(env.iter().copied()).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("run ablate");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 

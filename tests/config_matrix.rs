@@ -89,10 +89,7 @@ fn leave_one_out_switches_each_component_off_in_turn() {
 
 #[test]
 fn add_one_in_switches_each_component_on_and_reuses_identical_arms() {
-    let exp = load(
-        "[arms.bare]\n[arms.fb]\nfeedback = true\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedback\", \"tools\"]\n",
-    )
-    .unwrap();
+    let exp = load("[arms.bare]\n[arms.fb]\nfeedback = true\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedback\", \"tools\"]\n").unwrap();
     let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, vec!["bare", "fb", "bare-plus-tools"], "the feedback arm is reused");
     assert_eq!(exp.comparisons[0].treatment, "fb");
@@ -166,7 +163,11 @@ fn durations_amounts_and_sizes_out_of_range_name_the_key() {
         (model, "temperature = 0.5\nretry = { backoff = \"exponential\", max_attempts = 101, base_ms = 10, max_ms = 20 }", "models[0].retry.max_attempts"),
         (model, "temperature = 0.5\nprice = { input_per_mtok = nan, output_per_mtok = 1.0 }", "models[0].price.input_per_mtok"),
         (model, "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = inf }", "models[0].price.output_per_mtok"),
-        (model, "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = 1.0, cached_input_per_mtok = -1.0 }", "models[0].price.cached_input_per_mtok"),
+        (
+            model,
+            "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = 1.0, cached_input_per_mtok = -1.0 }",
+            "models[0].price.cached_input_per_mtok",
+        ),
         (model, "temperature = 0.5\nmax_response_bytes = 0", "models[0].max_response_bytes"),
         (model, "temperature = 0.5\nmax_response_bytes = 268435457", "models[0].max_response_bytes"),
     ];

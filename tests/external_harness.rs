@@ -64,11 +64,9 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn external_keys_with_the_builtin_harness_are_errors() {
-    for (line, key) in [
-        ("command = [\"x\"]", "harness.command"),
-        ("files = []", "harness.files"),
-        ("components.feedback = [true, false]", "harness.components"),
-    ] {
+    for (line, key) in
+        [("command = [\"x\"]", "harness.command"), ("files = []", "harness.files"), ("components.feedback = [true, false]", "harness.components")]
+    {
         for kind in ["", "kind = \"builtin\"\n"] {
             let (k, msg) = key_err(load(&format!("[harness]\n{kind}{line}\n[arms.a]\n")));
             assert_eq!(k, key, "{msg}");
@@ -178,19 +176,13 @@ fn builtin_component_values_are_the_builtin_names_and_values() {
 
 #[test]
 fn leave_one_out_changes_each_declared_component_to_each_other_value() {
-    let exp = external(
-        "[arms.full]\nfeedback = true\nloop_guard = true\ncontext = \"map\"\n[matrix.leave_one_out]\nfrom = \"full\"\n",
-    )
-    .unwrap();
+    let exp = external("[arms.full]\nfeedback = true\nloop_guard = true\ncontext = \"map\"\n[matrix.leave_one_out]\nfrom = \"full\"\n").unwrap();
     let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, vec!["full", "full-minus-feedback", "full-minus-loop-guard", "full-context-full"]);
     assert_eq!(values(&exp, "full-minus-feedback"), pairs(&[("feedback", "false"), ("loop_guard", "true"), ("context", "map")]));
     assert_eq!(values(&exp, "full-minus-loop-guard"), pairs(&[("feedback", "true"), ("loop_guard", "false"), ("context", "map")]));
     assert_eq!(values(&exp, "full-context-full"), pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")]));
-    assert_eq!(
-        exp.arm("full-context-full").unwrap().origin,
-        ArmOrigin::LeaveOneOut { from: "full".into(), component: "context".into() }
-    );
+    assert_eq!(exp.arm("full-context-full").unwrap().origin, ArmOrigin::LeaveOneOut { from: "full".into(), component: "context".into() });
     let got: Vec<_> = exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str())).collect();
     assert_eq!(
         got,
@@ -210,16 +202,14 @@ fn leave_one_out_changes_each_declared_component_to_each_other_value() {
 
 #[test]
 fn add_one_in_from_a_base_arm_and_values_beyond_two() {
-    let text = HARNESS.replace("components.context = [\"map\", \"full\"]", "components.context = [\"map\", \"full\", \"Repo Map+\"]\ncomponents.retries = [0, 2, -1]");
+    let text =
+        HARNESS.replace("components.context = [\"map\", \"full\"]", "components.context = [\"map\", \"full\", \"Repo Map+\"]\ncomponents.retries = [0, 2, -1]");
     let exp = load(&format!(
         "{text}\n[arms.bare]\nfeedback = false\nloop_guard = false\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedback\", \"context\", \"retries\"]\n"
     ))
     .unwrap();
     let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(
-        names,
-        vec!["bare", "bare-plus-feedback", "bare-context-full", "bare-context-repo-map", "bare-retries-2", "bare-retries-neg1"]
-    );
+    assert_eq!(names, vec!["bare", "bare-plus-feedback", "bare-context-full", "bare-context-repo-map", "bare-retries-2", "bare-retries-neg1"]);
     assert_eq!(values(&exp, "bare"), pairs(&[("feedback", "false"), ("loop_guard", "false"), ("context", "map"), ("retries", "0")]));
     assert_eq!(values(&exp, "bare-retries-neg1"), pairs(&[("feedback", "false"), ("loop_guard", "false"), ("context", "map"), ("retries", "-1")]));
     assert_eq!(exp.comparisons.len(), 5);
@@ -237,25 +227,19 @@ fn add_one_in_from_a_base_arm_and_values_beyond_two() {
 
 #[test]
 fn sweeps_reuse_identical_arms_and_refuse_a_taken_name() {
-    let exp = external(
-        "[arms.full]\n[arms.nofb]\nfeedback = false\n[matrix.leave_one_out]\nfrom = \"full\"\ncomponents = [\"feedback\", \"context\"]\n",
-    )
-    .unwrap();
+    let exp =
+        external("[arms.full]\n[arms.nofb]\nfeedback = false\n[matrix.leave_one_out]\nfrom = \"full\"\ncomponents = [\"feedback\", \"context\"]\n").unwrap();
     let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, vec!["full", "nofb", "full-context-full"], "the declared arm is reused");
     assert_eq!(exp.comparisons[0].control, "nofb");
-    let (k, msg) = key_err(external(
-        "[arms.full]\n[arms.full-context-full]\nfeedback = false\n[matrix.leave_one_out]\nfrom = \"full\"\n",
-    ));
+    let (k, msg) = key_err(external("[arms.full]\n[arms.full-context-full]\nfeedback = false\n[matrix.leave_one_out]\nfrom = \"full\"\n"));
     assert_eq!(k, "arms.full-context-full");
     assert!(msg.contains("taken by the sweep"), "{msg}");
 }
 
 #[test]
 fn the_guard_compares_over_the_declared_components() {
-    let (k, msg) = key_err(external(
-        "[arms.a]\n[arms.b]\nfeedback = false\ncontext = \"full\"\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n",
-    ));
+    let (k, msg) = key_err(external("[arms.a]\n[arms.b]\nfeedback = false\ncontext = \"full\"\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n"));
     assert_eq!(k, "matrix.pairs[0]");
     assert!(msg.contains("differ in 2 components") && msg.contains("feedback (true vs false)") && msg.contains("context (map vs full)"), "{msg}");
     let (_, msg) = key_err(external("[arms.a]\n[arms.b]\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n"));

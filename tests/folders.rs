@@ -98,10 +98,8 @@ async fn two_runs_started_together_get_two_folders_with_their_own_records() {
     let (a, b) = tokio::join!(ablate(&["run", c, "--results", r, "--plain", "-j", "2"]), ablate(&["run", c, "--results", r, "--plain", "-j", "2"]));
     assert!(a.status.success(), "{}", stderr(&a));
     assert!(b.status.success(), "{}", stderr(&b));
-    let (s1, s2) = tokio::join!(
-        ablate(&["run", c, "--results", r, "--plain", "--shard", "1/2"]),
-        ablate(&["run", c, "--results", r, "--plain", "--shard", "2/2"])
-    );
+    let (s1, s2) =
+        tokio::join!(ablate(&["run", c, "--results", r, "--plain", "--shard", "1/2"]), ablate(&["run", c, "--results", r, "--plain", "--shard", "2/2"]));
     assert!(s1.status.success() && s2.status.success(), "{}\n{}", stderr(&s1), stderr(&s2));
 
     let dirs = subdirs(&results);

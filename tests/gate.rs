@@ -45,7 +45,15 @@ fn pass_fail_and_outputs() {
     let md = dir.path().join("summary.md");
     let junit = dir.path().join("junit.xml");
     let (code, out, _) = ablate(&[
-        "gate", "--baseline", baseline.to_str().unwrap(), "--candidate", same.to_str().unwrap(), "--markdown", md.to_str().unwrap(), "--junit", junit.to_str().unwrap(),
+        "gate",
+        "--baseline",
+        baseline.to_str().unwrap(),
+        "--candidate",
+        same.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("gate: PASS"), "{out}");
@@ -60,7 +68,8 @@ fn pass_fail_and_outputs() {
 
     // A 40 pp drop everywhere: a significant regression, and the JUnit cases fail.
     let worse = run(dir.path(), "worse", 40, 3, 4, |t| (task_rate(t) - 0.4).max(0.0));
-    let (code, out, _) = ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", worse.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
+    let (code, out, _) =
+        ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", worse.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.starts_with("gate: FAIL") && out.contains("tasks that regressed by the gate's rule"), "{out}");
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -101,11 +110,8 @@ fn a_baseline_whose_rate_contradicts_its_counts_is_refused() {
     let cand = run(dir.path(), "cand", 3, 1, 4, task_rate);
     // 11 passes of 12 with a pass rate of 0: once compared as 0 and gave PASS at +91.7 pp.
     let baseline = dir.path().join("bad.csv");
-    std::fs::write(
-        &baseline,
-        "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\nparse-duration,12,11,0,full,m,,d,b,r\n",
-    )
-    .unwrap();
+    std::fs::write(&baseline, "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\nparse-duration,12,11,0,full,m,,d,b,r\n")
+        .unwrap();
     let (code, out, err) = ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", cand.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.is_empty(), "no verdict: {out}");
@@ -121,12 +127,15 @@ fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
     let rows = ablate::gate::read_baseline(&base).unwrap();
     assert_eq!(rows.len(), 4);
     // A candidate of configs/gate.toml: 12 trials a task, at the baseline's rates.
-    let cand: Vec<_> = rows.iter().map(|r| {
-        let mut c = r.clone();
-        c.trials = 12;
-        c.passes = r.passes / 2;
-        c
-    }).collect();
+    let cand: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let mut c = r.clone();
+            c.trials = 12;
+            c.passes = r.passes / 2;
+            c
+        })
+        .collect();
     let pairs: Vec<_> = rows.iter().zip(cand.iter()).collect();
     let (alpha, margin) = (0.05, 0.20);
     let d = ablate::gate::decide(&pairs, alpha, margin);
@@ -135,7 +144,12 @@ fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
     let at_margin = oc.iter().find(|c| (c.drop - margin).abs() < 1e-12).unwrap();
     assert!(at_margin.exact && at_margin.p_pass <= alpha, "{at_margin:?}");
     for c in &oc {
-        println!("shipped gate (63/96 baseline, 48-trial candidate, margin 20 pp): drop {:.2}: FAIL {:.1}%, PASS {:.1}%", c.drop, c.p_fail * 100.0, c.p_pass * 100.0);
+        println!(
+            "shipped gate (63/96 baseline, 48-trial candidate, margin 20 pp): drop {:.2}: FAIL {:.1}%, PASS {:.1}%",
+            c.drop,
+            c.p_fail * 100.0,
+            c.p_pass * 100.0
+        );
     }
     // At the default margin of 5 pp the same sizes rarely PASS an unchanged project (README).
     let tight = ablate::gate::characteristic(63.0 / 96.0, 0.0, 96, 48, alpha, 0.05);

@@ -214,7 +214,8 @@ async fn tool_calls_round_trip_across_both_apis() {
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["message"]["tool_calls"][0]["function"]["arguments"], json!({"path": "a.py"}), "Ollama's arguments are an object");
     let echo = json!({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "read_file", "arguments": {"path": "a.py"}}}]});
-    let body = json!({"stream": false, "tools": tools, "messages": [user("fix a.py"), echo, {"role": "tool", "tool_name": "read_file", "content": "print(1)"}]});
+    let body =
+        json!({"stream": false, "tools": tools, "messages": [user("fix a.py"), echo, {"role": "tool", "tool_name": "read_file", "content": "print(1)"}]});
     let (status, _, text) = gw.post("/api/chat", &body).await;
     assert_eq!(status, 200, "{text}");
 
@@ -364,7 +365,8 @@ async fn the_cost_budget_refuses_past_it() {
     b.max_cost_usd = Some(0.0002);
     let gw = gateway(model, b).await;
     let body = json!({"messages": [user("go")]});
-    let statuses = [gw.post("/v1/chat/completions", &body).await.0, gw.post("/v1/chat/completions", &body).await.0, gw.post("/v1/chat/completions", &body).await.0];
+    let statuses =
+        [gw.post("/v1/chat/completions", &body).await.0, gw.post("/v1/chat/completions", &body).await.0, gw.post("/v1/chat/completions", &body).await.0];
     assert_eq!(statuses, [200, 200, 429]);
     let s = gw.meter.summary();
     assert_eq!(s.exhausted, Some(BudgetLimit::Cost));

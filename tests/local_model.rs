@@ -162,6 +162,10 @@ fn batched_greedy_generations_match_one_at_a_time() {
         }
     }
     eprintln!("{same} of {} greedy generations identical alone and batched", prompts.len());
-    assert!(together.iter().all(|g| g.max_sequences >= 2), "the requests were decoded together: {:?}", together.iter().map(|g| g.max_sequences).collect::<Vec<_>>());
+    assert!(
+        together.iter().all(|g| g.max_sequences >= 2),
+        "the requests were decoded together: {:?}",
+        together.iter().map(|g| g.max_sequences).collect::<Vec<_>>()
+    );
     assert_eq!(same, prompts.len(), "batched greedy outputs differ from one-at-a-time ones");
 }

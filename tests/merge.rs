@@ -53,7 +53,12 @@ async fn setup() -> Setup {
 
 fn config(dir: &Path, url: &str) -> PathBuf {
     let suite = fixture("tiny");
-    let mut cfg = Cfg::new(&suite, "openai", url, "[arms.bare]\nbase = \"bare\"\n[arms.full]\nbase = \"full\"\n[[matrix.combined]]\ncontrol = \"bare\"\ntreatment = \"full\"\n");
+    let mut cfg = Cfg::new(
+        &suite,
+        "openai",
+        url,
+        "[arms.bare]\nbase = \"bare\"\n[arms.full]\nbase = \"full\"\n[[matrix.combined]]\ncontrol = \"bare\"\ntreatment = \"full\"\n",
+    );
     cfg.tasks = &["add-two", "is-even"];
     cfg.trials = 5;
     cfg.max_steps = 2;
@@ -121,11 +126,8 @@ fn opts(out: PathBuf, shards: &[&PathBuf], allow_partial: bool) -> MergeOptions 
 async fn merged_shards_report_what_the_unsharded_run_reports() {
     let Setup { _server, dir: _dir, cfg, results } = setup().await;
     let whole = run_as(&cfg, &results, "whole", None).await;
-    let shards = [
-        run_as(&cfg, &results, "s1", Some("1/3")).await,
-        run_as(&cfg, &results, "s2", Some("2/3")).await,
-        run_as(&cfg, &results, "s3", Some("3/3")).await,
-    ];
+    let shards =
+        [run_as(&cfg, &results, "s1", Some("1/3")).await, run_as(&cfg, &results, "s2", Some("2/3")).await, run_as(&cfg, &results, "s3", Some("3/3")).await];
     // Given in any order.
     let out = results.join("merged");
     let summary = merge(&opts(out.clone(), &[&shards[2], &shards[0], &shards[1]], false)).unwrap();

@@ -155,7 +155,15 @@ fn one_trial_per_task_and_a_torn_line_is_reported() {
 #[test]
 fn plan_from_a_pilot_sizes_each_ablation() {
     let dir = tempfile::tempdir().unwrap();
-    let run = generate(dir.path(), 3, |task, arm| if arm == "full" { 0.7 } else if task.len() % 2 == 0 { 0.2 } else { 0.6 });
+    let run = generate(dir.path(), 3, |task, arm| {
+        if arm == "full" {
+            0.7
+        } else if task.len() % 2 == 0 {
+            0.2
+        } else {
+            0.6
+        }
+    });
     let (code, out, err) = ablate(&["plan", "--pilot", run.to_str().unwrap(), "--mde", "0.10"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("80% power to detect a paired effect of 10.0 pp"), "{out}");
@@ -270,11 +278,31 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
     ];
     // Column types as docs/exports.md states them.
     let floats: &[&str] = &[
-        "alpha", "pass_rate", "pass_rate_lo", "pass_rate_hi", "pass_rate_excl_infra", "tests_passed_fraction", "tokens_per_trial", "working_seconds_per_trial",
-        "steps_per_trial", "working_seconds", "wall_seconds", "rate_limit_wait_seconds", "control_rate", "treatment_rate", "delta", "lo", "hi",
-        "interval_level", "p_value", "p_adjusted", "mde", "cost_usd",
+        "alpha",
+        "pass_rate",
+        "pass_rate_lo",
+        "pass_rate_hi",
+        "pass_rate_excl_infra",
+        "tests_passed_fraction",
+        "tokens_per_trial",
+        "working_seconds_per_trial",
+        "steps_per_trial",
+        "working_seconds",
+        "wall_seconds",
+        "rate_limit_wait_seconds",
+        "control_rate",
+        "treatment_rate",
+        "delta",
+        "lo",
+        "hi",
+        "interval_level",
+        "p_value",
+        "p_adjusted",
+        "mde",
+        "cost_usd",
     ];
-    let ints: &[&str] = &["trials", "tasks", "repeat", "seed", "attempt", "steps", "tokens_input", "passed", "failed", "n_tasks", "family_size", "infra_errors_control"];
+    let ints: &[&str] =
+        &["trials", "tasks", "repeat", "seed", "attempt", "steps", "tokens_input", "passed", "failed", "n_tasks", "family_size", "infra_errors_control"];
     let bools: &[&str] = &["counted", "infra_differs"];
     for file in ["trials.csv", "arms.csv", "effects.csv"] {
         let header = csv_header(&run.join(file));

@@ -42,11 +42,8 @@ async fn resume_after_a_killed_run_completes_the_plan_once() {
     let before = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
     assert!(before.len() < 8, "killed before the end ({} records)", before.len());
 
-    let out = tokio::process::Command::new(bin)
-        .args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"])
-        .output()
-        .await
-        .unwrap();
+    let out =
+        tokio::process::Command::new(bin).args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"]).output().await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     let records = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;

@@ -6,11 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run ablate");
+    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("run ablate");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
@@ -143,7 +139,10 @@ fn malformed_humaneval_lines_name_the_line_and_the_field() {
     refused(&with_line2(&|o| drop(o.remove("entry_point"))), &["line 2, field `entry_point`", "missing"]);
     refused(&with_line2(&|o| drop(o.insert("prompt".into(), serde_json::json!(7)))), &["line 2, field `prompt`", "expected a string, found a number"]);
     refused(&with_line2(&|o| drop(o.insert("canonical_solution".into(), serde_json::json!("  ")))), &["line 2, field `canonical_solution`", "empty"]);
-    refused(&with_line2(&|o| drop(o.insert("entry_point".into(), serde_json::json!("sum-squares")))), &["line 2, field `entry_point`", "not a Python identifier"]);
+    refused(
+        &with_line2(&|o| drop(o.insert("entry_point".into(), serde_json::json!("sum-squares")))),
+        &["line 2, field `entry_point`", "not a Python identifier"],
+    );
     refused(&with_line2(&|o| drop(o.insert("entry_point".into(), serde_json::json!("cube")))), &["line 2, field `prompt`", "def cube("]);
     refused(&with_line2(&|o| drop(o.insert("test".into(), serde_json::json!("assert True\n")))), &["line 2, field `test`", "def check("]);
     refused(&with_line2(&|o| drop(o.insert("extra".into(), serde_json::json!(1)))), &["line 2, field `extra`", "unknown field"]);

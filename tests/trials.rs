@@ -155,10 +155,9 @@ async fn invalid_tool_call_and_path_escape_get_error_results() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_candidate_that_loops_forever_is_killed_at_the_check_timeout() {
-    let server = start(Arc::new(|path, _b, _n| {
-        meta(path).unwrap_or_else(|| openai_text("```python add.py\ndef add(a, b):\n    while True:\n        pass\n```\nDONE"))
-    }))
-    .await;
+    let server =
+        start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text("```python add.py\ndef add(a, b):\n    while True:\n        pass\n```\nDONE"))))
+            .await;
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_with_timeout(dir.path(), 1.0);
     let cfg = Cfg::new(&suite, "openai", &server.url, "[arms.b]\n");

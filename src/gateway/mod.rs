@@ -447,10 +447,9 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
     }
     let name = &meter.model.name;
     match route {
-        Route::Models => json_response(
-            StatusCode::OK,
-            &json!({"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "ablate"}]}),
-        ),
+        Route::Models => {
+            json_response(StatusCode::OK, &json!({"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "ablate"}]}))
+        }
         Route::Tags => json_response(
             StatusCode::OK,
             &json!({"models": [{"name": name, "model": name, "modified_at": "1970-01-01T00:00:00Z", "size": 0, "digest": "",
@@ -602,7 +601,8 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
     let now = SystemTime::now();
     let created_at = time::OffsetDateTime::from(now).format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
     let id = format!("chatcmpl-{}", step.operation_id);
-    let meta = ReplyMeta { id: &id, model: &meter.model.name, created: now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), created_at: &created_at };
+    let meta =
+        ReplyMeta { id: &id, model: &meter.model.name, created: now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), created_at: &created_at };
     let (json_reply, streamed) = match api {
         Api::OpenAi => {
             let full = wire::openai_reply(&reply, &meta);

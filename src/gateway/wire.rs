@@ -246,7 +246,8 @@ fn openai_calls(reply: &ChatReply) -> Vec<Value> {
 
 /// The non-streaming chat completion.
 pub fn openai_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
-    let mut message = json!({"role": "assistant", "content": if reply.text.is_empty() && !reply.tool_calls.is_empty() { Value::Null } else { json!(reply.text) }});
+    let mut message =
+        json!({"role": "assistant", "content": if reply.text.is_empty() && !reply.tool_calls.is_empty() { Value::Null } else { json!(reply.text) }});
     if !reply.tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(openai_calls(reply));
     }

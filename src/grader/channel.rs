@@ -31,15 +31,23 @@ pub struct RunnerReport {
 #[derive(Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
 enum Event {
-    Start { loaded: u32 },
-    Test { id: String, outcome: Outcome },
+    Start {
+        loaded: u32,
+    },
+    Test {
+        id: String,
+        outcome: Outcome,
+    },
     Subtest {
         #[allow(dead_code)]
         id: String,
         #[allow(dead_code)]
         outcome: Outcome,
     },
-    End { ran: Option<u32>, tampered: Vec<String> },
+    End {
+        ran: Option<u32>,
+        tampered: Vec<String>,
+    },
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -157,10 +165,7 @@ pub fn judge(declared: u32, exit_code: Option<i32>, timed_out: bool, text: &Pars
     let claims = exit_code == Some(0) || text_claims_pass;
     if claims && !timed_out && !runner.finished {
         let what = if exit_code == Some(0) { "exited 0" } else { "printed a passing summary" };
-        return Some(format!(
-            "the check {what} but ended before the grader's runner finished ({} of {declared} tests reported)",
-            runner.tests
-        ));
+        return Some(format!("the check {what} but ended before the grader's runner finished ({} of {declared} tests reported)", runner.tests));
     }
     if runner.finished {
         if exit_code == Some(0) && runner.passed < runner.tests {

@@ -6,9 +6,9 @@
 
 pub mod parse;
 
+use crate::sandbox::Sandbox;
 use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
 use crate::sandbox::process::{Confinement, run_limited};
-use crate::sandbox::Sandbox;
 use crate::suite::{CheckSpec, OutputParser};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::PermissionsExt;

@@ -413,9 +413,7 @@ mod tests {
     impl ModelClient for Recorder {
         fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
             self.0.lock().unwrap().push(req.messages.clone());
-            Box::pin(async move {
-                CallOutcome::scripted(operation_id, "DONE", Tokens { input: 1, output: 1, cached: 0 })
-            })
+            Box::pin(async move { CallOutcome::scripted(operation_id, "DONE", Tokens { input: 1, output: 1, cached: 0 }) })
         }
 
         fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {

@@ -68,7 +68,10 @@ pub fn says_done(text: &str) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Extracted {
     None,
-    Edit { file: String, content: String },
+    Edit {
+        file: String,
+        content: String,
+    },
     /// A block whose target file cannot be told (several editable files and
     /// no name in the fence).
     Ambiguous(String),

@@ -12,14 +12,14 @@
 
 use crate::config::{Budget, ModelSpec};
 use crate::gateway::{self, TrialMeter};
-use crate::harness::agent::AgentOutcome;
 use crate::grader::{self, OUTPUT_CAP};
+use crate::harness::agent::AgentOutcome;
 use crate::model::ModelClient;
 use crate::record::{BudgetLimit, CommandOutcome, EndReason, TraceStep};
+use crate::sandbox::Sandbox;
 use crate::sandbox::isolation::{self, Isolation, JAIL_WORKSPACE, Jail, Limits};
 use crate::sandbox::netns::{GATEWAY_PORT, TrialNet};
 use crate::sandbox::process::{Confinement, run_until};
-use crate::sandbox::Sandbox;
 use crate::suite::Task;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,15 +145,7 @@ fn trial_json(ctx: &ExternalContext<'_>, gateway_base: &str, key: &str, workspac
 /// up the namespace, cannot start the command) come back in `error` with
 /// end reason `harness_error`.
 pub async fn run_external(ctx: &ExternalContext<'_>, sandbox: &Sandbox, on_step: Box<dyn FnMut(TraceStep) + Send>) -> ExternalOutcome {
-    let meter = TrialMeter::new(
-        ctx.trial_id.to_string(),
-        ctx.attempt,
-        ctx.model.clone(),
-        ctx.client.clone(),
-        ctx.budget.clone(),
-        ctx.seed,
-        on_step,
-    );
+    let meter = TrialMeter::new(ctx.trial_id.to_string(), ctx.attempt, ctx.model.clone(), ctx.client.clone(), ctx.budget.clone(), ctx.seed, on_step);
     let outcome = launch(ctx, sandbox, &meter).await;
     let summary = meter.summary();
     let (end_reason, error) = match (&outcome, summary.exhausted, &summary.provider_error) {
@@ -292,12 +284,10 @@ async fn command(
     })
 }
 
-
 fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| e.to_string())
 }
-
 
 /// Stage the harness's files (config `files`, resolved) into one folder: a
 /// folder's contents at its root, a file under its own name.

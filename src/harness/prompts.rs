@@ -22,7 +22,8 @@ pub fn builtin_texts_sha256() -> String {
 }
 
 /// Added to the system prompt when the `tools` component is on.
-pub const TOOLS_NOTE: &str = "You can call the tools read_file, list_files and run_tests to inspect the workspace and run the checks. Files change only through fenced code blocks.";
+pub const TOOLS_NOTE: &str =
+    "You can call the tools read_file, list_files and run_tests to inspect the workspace and run the checks. Files change only through fenced code blocks.";
 
 pub fn system_prompt(instructions: &str, tools: bool) -> String {
     if tools { format!("{instructions}\n\n{TOOLS_NOTE}") } else { instructions.to_string() }
@@ -194,10 +195,7 @@ pub fn loop_guard_message(step: u32, scored: Option<(u32, u32)>) -> String {
 }
 
 pub fn acceptance_refusal(check: &CheckResult) -> String {
-    format!(
-        "Not accepted: the checks do not pass yet ({}/{} tests passed). You are done only when every test passes; keep working.",
-        check.passed, check.total
-    )
+    format!("Not accepted: the checks do not pass yet ({}/{} tests passed). You are done only when every test passes; keep working.", check.passed, check.total)
 }
 
 pub fn unparsed_tool_call_message(raw: &[String]) -> String {

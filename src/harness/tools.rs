@@ -61,8 +61,7 @@ pub fn validate(name: &str, arguments: &str) -> Result<Call, CallError> {
     let args: Value = if arguments.trim().is_empty() {
         json!({})
     } else {
-        serde_json::from_str(arguments)
-            .map_err(|e| CallError { kind: "invalid_arguments", message: format!("arguments are not valid JSON: {e}") })?
+        serde_json::from_str(arguments).map_err(|e| CallError { kind: "invalid_arguments", message: format!("arguments are not valid JSON: {e}") })?
     };
     check_schema(&spec.parameters, &args).map_err(|m| CallError { kind: "invalid_arguments", message: m })?;
     Ok(match name {

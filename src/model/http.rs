@@ -119,12 +119,7 @@ pub async fn send(
                     }
                     Ok(text) if retryable(status) => (ModelError::Status { status, body: truncate(&text, 2000) }, after),
                     Ok(text) => {
-                        return HttpOutcome {
-                            result: Err(ModelError::Status { status, body: truncate(&text, 2000) }),
-                            attempts: attempt,
-                            latency,
-                            wait,
-                        };
+                        return HttpOutcome { result: Err(ModelError::Status { status, body: truncate(&text, 2000) }), attempts: attempt, latency, wait };
                     }
                 }
             }
@@ -160,10 +155,9 @@ pub fn truncate(s: &str, max: usize) -> String {
 pub fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, ModelError>) {
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v) => (v.clone(), Ok(v)),
-        Err(e) => (
-            serde_json::Value::String(text.to_string()),
-            Err(ModelError::Malformed { error: format!("body is not JSON: {e}"), body: truncate(text, 2000) }),
-        ),
+        Err(e) => {
+            (serde_json::Value::String(text.to_string()), Err(ModelError::Malformed { error: format!("body is not JSON: {e}"), body: truncate(text, 2000) }))
+        }
     }
 }
 

@@ -1253,9 +1253,7 @@ impl Engine<'_> {
             .map(|(role, content)| LlamaChatMessage::new(role, content.replace('\0', "\u{FFFD}")))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ModelError::Other(format!("cannot pass a message to llama.cpp: {e}")))?;
-        self.model
-            .apply_chat_template(&self.template, &chat, true)
-            .map_err(|e| ModelError::Other(format!("cannot apply the chat template: {e}")))
+        self.model.apply_chat_template(&self.template, &chat, true).map_err(|e| ModelError::Other(format!("cannot apply the chat template: {e}")))
     }
 
     /// Special tokens written in the prompt text (template markers) are parsed;
@@ -1295,11 +1293,7 @@ impl Engine<'_> {
         // The best source among all slots, busy ones included.
         let source = (0..self.slots.len()).max_by_key(|&i| (lcp[i], self.slots[i].last_used)).unwrap_or(best);
         // A cross-sequence copy moves the whole KV buffer of a slot: worth it for a real prefix only.
-        if source != target && lcp[source] >= lcp[target] + MIN_COPY_TOKENS {
-            (target, Some(source), lcp[source])
-        } else {
-            (target, None, lcp[target])
-        }
+        if source != target && lcp[source] >= lcp[target] + MIN_COPY_TOKENS { (target, Some(source), lcp[source]) } else { (target, None, lcp[target]) }
     }
 
     fn clear_slot(&mut self, slot: usize) {
@@ -1310,7 +1304,6 @@ impl Engine<'_> {
     fn batch_capacity(&self) -> usize {
         self.ctx.n_batch().min(BATCH_TOKENS) as usize
     }
-
 }
 
 fn record_stats(stats: &Mutex<LocalStats>, queued: Duration, g: Option<&Generation>) {

@@ -192,9 +192,6 @@ pub fn client_for(spec: &ModelSpec) -> Result<Box<dyn ModelClient>, String> {
         #[cfg(feature = "local")]
         Provider::Local => Ok(Box::new(local::LocalClient::new(spec)?)),
         #[cfg(not(feature = "local"))]
-        Provider::Local => Err(format!(
-            "model `{}`: the local provider is not in this build (build with the `local` feature)",
-            spec.name
-        )),
+        Provider::Local => Err(format!("model `{}`: the local provider is not in this build (build with the `local` feature)", spec.name)),
     }
 }

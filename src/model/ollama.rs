@@ -142,7 +142,17 @@ impl ModelClient for OllamaClient {
                 }
                 Err(e) => return Err(e),
             }
-            let show = http::send(&self.http, &format!("{}/api/show", self.base), Some(&json!({"model": self.model})), None, None, t, &RetryPolicy::None, self.max_bytes).await;
+            let show = http::send(
+                &self.http,
+                &format!("{}/api/show", self.base),
+                Some(&json!({"model": self.model})),
+                None,
+                None,
+                t,
+                &RetryPolicy::None,
+                self.max_bytes,
+            )
+            .await;
             match show.result {
                 Ok((_, text)) => {
                     if let Some(d) = serde_json::from_str::<Value>(&text).ok().as_ref().and_then(|v| v.get("digest")).and_then(Value::as_str) {

@@ -57,11 +57,8 @@ impl OpenAiClient {
 fn message_json(m: &Message) -> Value {
     let mut v = json!({"role": m.role.as_str(), "content": m.content});
     if !m.tool_calls.is_empty() {
-        v["tool_calls"] = m
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
+        v["tool_calls"] =
+            m.tool_calls.iter().map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}})).collect();
     }
     if let Some(id) = &m.tool_call_id {
         v["tool_call_id"] = json!(id);

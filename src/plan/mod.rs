@@ -132,7 +132,11 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
         for (i, id) in exp.tasks.iter().enumerate() {
             if suite.task(id).is_none() {
                 let known = suite.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ");
-                return Err(InputError::at(&exp.config_path, format!("experiment.tasks[{i}]"), format!("suite `{}` has no task `{id}`; tasks: {known}", suite.name)));
+                return Err(InputError::at(
+                    &exp.config_path,
+                    format!("experiment.tasks[{i}]"),
+                    format!("suite `{}` has no task `{id}`; tasks: {known}", suite.name),
+                ));
             }
             if task_ids.contains(&id.as_str()) {
                 return Err(InputError::at(&exp.config_path, format!("experiment.tasks[{i}]"), format!("task `{id}` is listed twice")));

@@ -58,15 +58,7 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         match &c.kind {
             ComparisonKind::Ablation { component } => {
                 let d = &c.differs[0];
-                let _ = writeln!(
-                    s,
-                    "  ablation  {:<18} {} vs {}  ({component}: {} vs {})",
-                    component,
-                    c.treatment,
-                    c.control,
-                    d.treatment,
-                    d.control
-                );
+                let _ = writeln!(s, "  ablation  {:<18} {} vs {}  ({component}: {} vs {})", component, c.treatment, c.control, d.treatment, d.control);
             }
             ComparisonKind::Combined => {
                 let list = c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(", ");
@@ -82,13 +74,7 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         }
     }
     let total = tasks * exp.arms.len() * exp.models.len() * exp.trials as usize;
-    let _ = writeln!(
-        s,
-        "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}",
-        exp.arms.len(),
-        exp.models.len(),
-        exp.trials
-    );
+    let _ = writeln!(s, "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}", exp.arms.len(), exp.models.len(), exp.trials);
     if let Some(shard) = shard {
         let n = plan.shard(Some(shard)).len();
         let _ = writeln!(s, "shard {shard}: {n} trials");

@@ -112,10 +112,12 @@ mod tests {
     fn concurrent_creators_get_distinct_folders() {
         let dir = tempfile::tempdir().unwrap();
         let parent = dir.path().to_path_buf();
-        let handles: Vec<_> = (0..8).map(|_| {
-            let parent = parent.clone();
-            std::thread::spawn(move || create_new(&parent, "S", "exp").unwrap().0)
-        }).collect();
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let parent = parent.clone();
+                std::thread::spawn(move || create_new(&parent, "S", "exp").unwrap().0)
+            })
+            .collect();
         let mut names: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         names.sort();
         names.dedup();

@@ -27,12 +27,7 @@ pub struct Holder {
 impl Holder {
     /// This process.
     pub fn current() -> Holder {
-        Holder {
-            pid: std::process::id(),
-            hostname: hostname(),
-            started_at: super::now_rfc3339(),
-            command: command_line(),
-        }
+        Holder { pid: std::process::id(), hostname: hostname(), started_at: super::now_rfc3339(), command: command_line() }
     }
 }
 

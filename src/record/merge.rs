@@ -123,7 +123,12 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     for s in &shards[1..] {
         let path = s.dir.join("manifest.json");
         let differs = |key: &str, a: &str, b: &str| -> MergeError {
-            InputError::at(&path, key, format!("`{b}` differs from `{a}` in {}: the shards are not parts of one experiment", first.dir.join("manifest.json").display())).into()
+            InputError::at(
+                &path,
+                key,
+                format!("`{b}` differs from `{a}` in {}: the shards are not parts of one experiment", first.dir.join("manifest.json").display()),
+            )
+            .into()
         };
         if s.manifest.config_digest != first.manifest.config_digest {
             return Err(differs("config_digest", &first.manifest.config_digest, &s.manifest.config_digest));
@@ -138,7 +143,12 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
             return Err(differs("format", &first.manifest.format.to_string(), &s.manifest.format.to_string()));
         }
         if let Some(why) = identity_difference(&first.manifest.models, &s.manifest.models) {
-            return Err(InputError::at(&path, "models", format!("{why} than in {}: the shards ran different models", first.dir.join("manifest.json").display())).into());
+            return Err(InputError::at(
+                &path,
+                "models",
+                format!("{why} than in {}: the shards ran different models", first.dir.join("manifest.json").display()),
+            )
+            .into());
         }
     }
     let count = first.shard.count;
@@ -157,16 +167,27 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         let plan: HashSet<u64> = s.manifest.plan.iter().map(TrialSpec::plan_key).collect();
         let (finished, unplanned) = final_trials(&trials_path, &plan)?;
         if unplanned > 0 {
-            return Err(InputError::new(&trials_path, format!("{unplanned} records are not in this shard's plan; refusing to merge a folder that mixes runs")).into());
+            return Err(
+                InputError::new(&trials_path, format!("{unplanned} records are not in this shard's plan; refusing to merge a folder that mixes runs")).into()
+            );
         }
         let unfinished: Vec<&TrialSpec> = s.manifest.plan.iter().filter(|t| !finished.contains(&t.id)).collect();
         if !unfinished.is_empty() {
             unfinished_trials += unfinished.len();
-            let named = unfinished.iter().take(NAMED).map(|t| format!("{} ({} / {} / {} / r{})", t.id, t.task, t.arm, t.model, t.repeat)).collect::<Vec<_>>().join(", ");
+            let named = unfinished
+                .iter()
+                .take(NAMED)
+                .map(|t| format!("{} ({} / {} / {} / r{})", t.id, t.task, t.arm, t.model, t.repeat))
+                .collect::<Vec<_>>()
+                .join(", ");
             let more = if unfinished.len() > NAMED { format!(" and {} more", unfinished.len() - NAMED) } else { String::new() };
             missing.push(format!(
                 "shard {} ({}) is incomplete: {} of {} planned trials have no final record: {named}{more} (finish it with ablate run CONFIG --resume {})",
-                s.shard, s.dir.display(), unfinished.len(), s.manifest.plan.len(), s.dir.display()
+                s.shard,
+                s.dir.display(),
+                unfinished.len(),
+                s.manifest.plan.len(),
+                s.dir.display()
             ));
         }
     }
@@ -181,7 +202,10 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         return Err(InputError::at(&opts.out, "-o", format!("{} exists; choose a new folder", opts.out.display())).into());
     }
     std::fs::create_dir_all(parent).map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })?;
-    let tmp = tempfile::Builder::new().prefix(&format!(".{out_name}.merging-")).tempdir_in(parent).map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })?;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{out_name}.merging-"))
+        .tempdir_in(parent)
+        .map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| MergeError::Io { path: path.clone(), source }

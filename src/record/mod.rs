@@ -607,8 +607,7 @@ impl Manifest {
     /// The experiment back from the manifest (for analysis-time checks).
     /// External arms list their values in the declared order.
     pub fn arms(&self) -> Vec<crate::matrix::Arm> {
-        let mut arms: Vec<crate::matrix::Arm> =
-            serde_json::from_value(self.experiment.get("arms").cloned().unwrap_or_default()).unwrap_or_default();
+        let mut arms: Vec<crate::matrix::Arm> = serde_json::from_value(self.experiment.get("arms").cloned().unwrap_or_default()).unwrap_or_default();
         if let HarnessKind::External(ext) = self.harness_kind() {
             let position = |name: &str| ext.components.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
             for arm in &mut arms {

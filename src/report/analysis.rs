@@ -1,7 +1,7 @@
 //! From rows to the report: per arm and model, and per comparison. The
 //! statistics themselves are in `stats`; this module only groups and labels.
 
-use super::load::{RunData, Row};
+use super::load::{Row, RunData};
 use super::stats;
 use crate::matrix::{self, ComparisonKind};
 use crate::record::TrialStatus;
@@ -226,7 +226,8 @@ pub fn analyse(data: &RunData) -> Report {
                 (k, mean_of(v.iter().map(|x| x.0)), mean_of(v.iter().map(|x| x.1)))
             })
             .collect();
-        let troubled = rows.iter().filter(|r| r.status.is_infrastructure_error() || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)).count();
+        let troubled =
+            rows.iter().filter(|r| r.status.is_infrastructure_error() || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)).count();
         let mut warnings = Vec::new();
         if troubled as f64 > 0.1 * n {
             warnings.push(format!(

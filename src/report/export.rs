@@ -3,8 +3,8 @@
 //! and renamed, so a reader never sees half a file and a crash loses nothing.
 
 use super::analysis::{EffectReport, Report};
-use super::terminal::{p, pct, pp};
 use super::html;
+use super::terminal::{p, pct, pp};
 use crate::record::{EndReason, TrialRecord};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -43,19 +43,71 @@ fn opt(x: Option<f64>) -> String {
 
 /// Columns of the first pass over the records (the record's own fields).
 const TRIALS_BASE: [&str; 28] = [
-    "run_id", "trial_id", "task", "arm", "model", "repeat", "seed", "attempt", "status", "end_reason", "budget_limit",
-    "tests_passed", "tests_total", "steps", "sessions", "tokens_input", "tokens_output", "tokens_cached", "working_seconds",
-    "wall_seconds", "rate_limit_wait_seconds", "cost_usd", "loop_guard_hits", "invalid_tool_calls", "unparsed_replies",
-    "path_refusals", "snapshot_sha256", "finished_at",
+    "run_id",
+    "trial_id",
+    "task",
+    "arm",
+    "model",
+    "repeat",
+    "seed",
+    "attempt",
+    "status",
+    "end_reason",
+    "budget_limit",
+    "tests_passed",
+    "tests_total",
+    "steps",
+    "sessions",
+    "tokens_input",
+    "tokens_output",
+    "tokens_cached",
+    "working_seconds",
+    "wall_seconds",
+    "rate_limit_wait_seconds",
+    "cost_usd",
+    "loop_guard_hits",
+    "invalid_tool_calls",
+    "unparsed_replies",
+    "path_refusals",
+    "snapshot_sha256",
+    "finished_at",
 ];
 
 /// Columns of trials.csv, documented in docs/exports.md; then one
 /// `component.<name>` column per component of the run's arms.
 pub const TRIALS_COLUMNS: [&str; 32] = [
-    "run_id", "experiment", "config_digest", "suite_digest", "trial_id", "task", "arm", "model", "repeat", "seed", "attempt",
-    "counted", "status", "end_reason", "budget_limit", "tests_passed", "tests_total", "steps", "sessions", "tokens_input",
-    "tokens_output", "tokens_cached", "working_seconds", "wall_seconds", "rate_limit_wait_seconds", "cost_usd", "loop_guard_hits",
-    "invalid_tool_calls", "unparsed_replies", "path_refusals", "snapshot_sha256", "finished_at",
+    "run_id",
+    "experiment",
+    "config_digest",
+    "suite_digest",
+    "trial_id",
+    "task",
+    "arm",
+    "model",
+    "repeat",
+    "seed",
+    "attempt",
+    "counted",
+    "status",
+    "end_reason",
+    "budget_limit",
+    "tests_passed",
+    "tests_total",
+    "steps",
+    "sessions",
+    "tokens_input",
+    "tokens_output",
+    "tokens_cached",
+    "working_seconds",
+    "wall_seconds",
+    "rate_limit_wait_seconds",
+    "cost_usd",
+    "loop_guard_hits",
+    "invalid_tool_calls",
+    "unparsed_replies",
+    "path_refusals",
+    "snapshot_sha256",
+    "finished_at",
 ];
 
 fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
@@ -179,11 +231,43 @@ impl TrialsCsv {
 /// Columns of arms.csv, documented in docs/exports.md; then one
 /// `component.<name>` column per component.
 pub const ARMS_COLUMNS: [&str; 37] = [
-    "run_id", "experiment", "config_digest", "suite_digest", "alpha", "arm", "model", "trials", "tasks", "pass_rate", "pass_rate_lo",
-    "pass_rate_hi", "pass_rate_method", "pass_rate_excl_infra", "pass_rate_excl_infra_lo", "pass_rate_excl_infra_hi", "trials_excl_infra",
-    "tests_passed_fraction", "tests_passed_fraction_lo", "tests_passed_fraction_hi", "passed", "failed", "timeout", "budget_exhausted", "provider_error",
-    "harness_error", "grader_error", "policy_violation", "interrupted", "tokens_per_trial", "working_seconds_per_trial",
-    "steps_per_trial", "cost_per_trial", "tokens_per_solved", "working_seconds_per_solved", "cost_per_solved", "interval_level",
+    "run_id",
+    "experiment",
+    "config_digest",
+    "suite_digest",
+    "alpha",
+    "arm",
+    "model",
+    "trials",
+    "tasks",
+    "pass_rate",
+    "pass_rate_lo",
+    "pass_rate_hi",
+    "pass_rate_method",
+    "pass_rate_excl_infra",
+    "pass_rate_excl_infra_lo",
+    "pass_rate_excl_infra_hi",
+    "trials_excl_infra",
+    "tests_passed_fraction",
+    "tests_passed_fraction_lo",
+    "tests_passed_fraction_hi",
+    "passed",
+    "failed",
+    "timeout",
+    "budget_exhausted",
+    "provider_error",
+    "harness_error",
+    "grader_error",
+    "policy_violation",
+    "interrupted",
+    "tokens_per_trial",
+    "working_seconds_per_trial",
+    "steps_per_trial",
+    "cost_per_trial",
+    "tokens_per_solved",
+    "working_seconds_per_solved",
+    "cost_per_solved",
+    "interval_level",
 ];
 
 pub fn arms_csv(r: &Report) -> Vec<u8> {
@@ -279,9 +363,39 @@ pub fn effects_csv(r: &Report) -> Vec<u8> {
 
 /// Columns of effects.csv, documented in docs/exports.md.
 pub const EFFECTS_COLUMNS: [&str; 33] = [
-    "run_id", "experiment", "config_digest", "suite_digest", "alpha", "name", "kind", "components", "model", "control", "treatment", "control_rate", "treatment_rate", "delta", "lo", "hi", "interval_level",
-    "method", "scope", "p_value", "p_adjusted", "family_size", "n_tasks", "mde", "infra_errors_control", "infra_errors_treatment",
-    "infra_differs", "delta_excl_infra", "lo_excl_infra", "hi_excl_infra", "p_value_excl_infra", "adjustment", "verdict",
+    "run_id",
+    "experiment",
+    "config_digest",
+    "suite_digest",
+    "alpha",
+    "name",
+    "kind",
+    "components",
+    "model",
+    "control",
+    "treatment",
+    "control_rate",
+    "treatment_rate",
+    "delta",
+    "lo",
+    "hi",
+    "interval_level",
+    "method",
+    "scope",
+    "p_value",
+    "p_adjusted",
+    "family_size",
+    "n_tasks",
+    "mde",
+    "infra_errors_control",
+    "infra_errors_treatment",
+    "infra_differs",
+    "delta_excl_infra",
+    "lo_excl_infra",
+    "hi_excl_infra",
+    "p_value_excl_infra",
+    "adjustment",
+    "verdict",
 ];
 
 fn md_effect(s: &mut String, e: &EffectReport) {
@@ -304,9 +418,20 @@ fn md_effect(s: &mut String, e: &EffectReport) {
 }
 
 pub fn markdown(r: &Report) -> String {
-    let mut s = format!("# {}\n\nRun `{}`, suite {} (`{}`), {} of {} trials recorded.\n\n", r.experiment, r.run_id, r.suite, &r.suite_digest[..12.min(r.suite_digest.len())], r.recorded_trials, r.planned_trials);
+    let mut s = format!(
+        "# {}\n\nRun `{}`, suite {} (`{}`), {} of {} trials recorded.\n\n",
+        r.experiment,
+        r.run_id,
+        r.suite,
+        &r.suite_digest[..12.min(r.suite_digest.len())],
+        r.recorded_trials,
+        r.planned_trials
+    );
     let level = (1.0 - r.alpha) * 100.0;
-    let _ = writeln!(s, "## Arms\n\n| arm | model | trials | tasks | pass rate ({level:.0}% CI) | excl. infra errors | tests passed | statuses | tokens/trial |\n|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "## Arms\n\n| arm | model | trials | tasks | pass rate ({level:.0}% CI) | excl. infra errors | tests passed | statuses | tokens/trial |\n|---|---|---|---|---|---|---|---|---|"
+    );
     for a in &r.arms {
         let ci = |i: &super::analysis::Interval| {
             if i.lo.is_finite() { format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0))) } else { pct(i.mean) }
@@ -332,7 +457,11 @@ pub fn markdown(r: &Report) -> String {
     }
     let header = "| component | treatment vs control | model | delta | CI | p | adjusted p | verdict |\n|---|---|---|---|---|---|---|---|";
     if !r.ablations.is_empty() {
-        let _ = writeln!(s, "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for the {} ablations (Bonferroni).\n\n{header}", r.ablations.first().map_or(0, |e| e.family_size));
+        let _ = writeln!(
+            s,
+            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for the {} ablations (Bonferroni).\n\n{header}",
+            r.ablations.first().map_or(0, |e| e.family_size)
+        );
         for e in &r.ablations {
             md_effect(&mut s, e);
         }

@@ -18,7 +18,11 @@ fn ci(i: &Interval) -> String {
 pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let row_h = 26.0;
     let label = |e: &EffectReport| {
-        let l = if e.kind == "ablation" { format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control) } else { format!("combined: {} vs {}", e.treatment, e.control) };
+        let l = if e.kind == "ablation" {
+            format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control)
+        } else {
+            format!("combined: {} vs {}", e.treatment, e.control)
+        };
         format!("{l} · {}", e.model)
     };
     // About 6.6 px per character at 12 px sans-serif.
@@ -38,7 +42,9 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
     }
     let extent = (extent * 10.0).ceil() / 10.0;
     let x = |v: f64| label_w + (v + extent) / (2.0 * extent) * plot_w;
-    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="forest plot of effects">"#);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="forest plot of effects">"#
+    );
     let _ = write!(s, r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#888" stroke-dasharray="4 3"/>"##, x(0.0), top - 10.0, h - 25.0);
     for tick in [-extent, -extent / 2.0, 0.0, extent / 2.0, extent] {
         let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">{} pp</text>"##, x(tick), h - 8.0, pp(tick));
@@ -113,7 +119,10 @@ pub fn render(r: &Report) -> String {
     if !effects.is_empty() {
         let _ = writeln!(s, "<h2>Effects ({level:.0}% CI)</h2>{}", forest_svg(&effects));
     }
-    let _ = writeln!(s, "<h2>Arms</h2><table><tr><th>arm</th><th>model</th><th>trials</th><th>tasks</th><th>pass rate ({level:.0}% CI)</th><th>excl. infra errors</th><th>tests passed</th><th>statuses</th><th>tokens / trial</th><th>s / trial</th></tr>");
+    let _ = writeln!(
+        s,
+        "<h2>Arms</h2><table><tr><th>arm</th><th>model</th><th>trials</th><th>tasks</th><th>pass rate ({level:.0}% CI)</th><th>excl. infra errors</th><th>tests passed</th><th>statuses</th><th>tokens / trial</th><th>s / trial</th></tr>"
+    );
     for a in &r.arms {
         let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
         let _ = writeln!(

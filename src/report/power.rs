@@ -6,7 +6,7 @@
 //! `var(d_t) = s2_between + 2 * s2_within / r`. Adding tasks shrinks both;
 //! adding trials shrinks only the second (Miller 2024, arXiv:2411.00640).
 
-use super::load::{RunData, Row};
+use super::load::{Row, RunData};
 use super::stats;
 use crate::matrix::ComparisonKind;
 use std::fmt::Write;

@@ -86,9 +86,7 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
         let (z3, z5) = (z.powi(3), z.powi(5));
         return z + (z3 + z) / (4.0 * df) + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * df * df);
     }
-    StudentsT::new(0.0, 1.0, df)
-        .expect("df > 0 gives a valid Student t")
-        .inverse_cdf(p)
+    StudentsT::new(0.0, 1.0, df).expect("df > 0 gives a valid Student t").inverse_cdf(p)
 }
 
 /// Upper-tail probability `P(T > x)` of Student's t with `df` degrees of
@@ -107,9 +105,7 @@ pub fn t_sf(x: f64, df: f64) -> f64 {
     if df > T_NORMAL_DF {
         return std_normal().sf(x);
     }
-    StudentsT::new(0.0, 1.0, df)
-        .expect("df > 0 gives a valid Student t")
-        .sf(x)
+    StudentsT::new(0.0, 1.0, df).expect("df > 0 gives a valid Student t").sf(x)
 }
 
 /// Two-sided critical value `q_{1 - (1-conf)/2}` of Student's t on `df`.
@@ -177,16 +173,8 @@ pub fn wilson(successes: u64, n: u64, conf: f64) -> (f64, f64) {
     let z2n = z * z / nf;
     let center = (p + z2n / 2.0) / (1.0 + z2n);
     let half = z / (1.0 + z2n) * (p * (1.0 - p) / nf + z2n / (4.0 * nf)).sqrt();
-    let lo = if successes == 0 {
-        0.0
-    } else {
-        (center - half).max(0.0)
-    };
-    let hi = if successes == n {
-        1.0
-    } else {
-        (center + half).min(1.0)
-    };
+    let lo = if successes == 0 { 0.0 } else { (center - half).max(0.0) };
+    let hi = if successes == n { 1.0 } else { (center + half).min(1.0) };
     (lo, hi)
 }
 
@@ -206,20 +194,8 @@ pub fn clopper_pearson(successes: u64, n: u64, conf: f64) -> (f64, f64) {
     }
     let alpha = 1.0 - conf;
     let (x, nf) = (successes as f64, n as f64);
-    let lo = if successes == 0 {
-        0.0
-    } else {
-        Beta::new(x, nf - x + 1.0)
-            .expect("positive shapes")
-            .inverse_cdf(alpha / 2.0)
-    };
-    let hi = if successes == n {
-        1.0
-    } else {
-        Beta::new(x + 1.0, nf - x)
-            .expect("positive shapes")
-            .inverse_cdf(1.0 - alpha / 2.0)
-    };
+    let lo = if successes == 0 { 0.0 } else { Beta::new(x, nf - x + 1.0).expect("positive shapes").inverse_cdf(alpha / 2.0) };
+    let hi = if successes == n { 1.0 } else { Beta::new(x + 1.0, nf - x).expect("positive shapes").inverse_cdf(1.0 - alpha / 2.0) };
     (lo, hi)
 }
 
@@ -249,11 +225,7 @@ pub struct Estimate {
 
 /// Per-task means of the tasks that have at least one trial.
 fn task_means(tasks: &[Vec<f64>]) -> Vec<f64> {
-    tasks
-        .iter()
-        .filter(|t| !t.is_empty())
-        .map(|t| mean(t))
-        .collect()
+    tasks.iter().filter(|t| !t.is_empty()).map(|t| mean(t)).collect()
 }
 
 /// Clustered pass rate: the mean over tasks of the per-task mean outcome,
@@ -293,28 +265,12 @@ pub fn pass_rate(tasks: &[Vec<f64>], conf: f64) -> Estimate {
     let n_trials = tasks.iter().map(Vec::len).sum();
     let m = mean(&means);
     if n_tasks < 2 || !is_open_unit(conf) {
-        return Estimate {
-            mean: m,
-            se: f64::NAN,
-            lo: f64::NAN,
-            hi: f64::NAN,
-            df: n_tasks.saturating_sub(1) as f64,
-            n_tasks,
-            n_trials,
-        };
+        return Estimate { mean: m, se: f64::NAN, lo: f64::NAN, hi: f64::NAN, df: n_tasks.saturating_sub(1) as f64, n_tasks, n_trials };
     }
     let df = (n_tasks - 1) as f64;
     let se = sample_sd(&means) / (n_tasks as f64).sqrt();
     let half = t_two_sided(conf, df) * se;
-    Estimate {
-        mean: m,
-        se,
-        lo: m - half,
-        hi: m + half,
-        df,
-        n_tasks,
-        n_trials,
-    }
+    Estimate { mean: m, se, lo: m - half, hi: m + half, df, n_tasks, n_trials }
 }
 
 // ---------------------------------------------------------------------------
@@ -365,57 +321,24 @@ pub struct Paired {
 /// If `control.len() != treatment.len()`: the pairing is then meaningless,
 /// which is a bug in the caller.
 pub fn paired_effect(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Paired {
-    assert_eq!(
-        control.len(),
-        treatment.len(),
-        "paired_effect: both arms must list the same tasks"
-    );
-    let diffs: Vec<f64> = control
-        .iter()
-        .zip(treatment)
-        .filter(|(c, t)| !c.is_empty() && !t.is_empty())
-        .map(|(c, t)| mean(t) - mean(c))
-        .collect();
+    assert_eq!(control.len(), treatment.len(), "paired_effect: both arms must list the same tasks");
+    let diffs: Vec<f64> = control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| mean(t) - mean(c)).collect();
     let n_tasks = diffs.len();
     let mean_diff = mean(&diffs);
     if n_tasks < 2 || !is_open_unit(conf) {
-        return Paired {
-            mean_diff,
-            se: f64::NAN,
-            lo: f64::NAN,
-            hi: f64::NAN,
-            df: n_tasks.saturating_sub(1) as f64,
-            p_value: f64::NAN,
-            n_tasks,
-        };
+        return Paired { mean_diff, se: f64::NAN, lo: f64::NAN, hi: f64::NAN, df: n_tasks.saturating_sub(1) as f64, p_value: f64::NAN, n_tasks };
     }
     let df = (n_tasks - 1) as f64;
     let se = sample_sd(&diffs) / (n_tasks as f64).sqrt();
     if se == 0.0 {
         // All differences are identical.
         let p_value = if mean_diff == 0.0 { 1.0 } else { 0.0 };
-        return Paired {
-            mean_diff,
-            se,
-            lo: mean_diff,
-            hi: mean_diff,
-            df,
-            p_value,
-            n_tasks,
-        };
+        return Paired { mean_diff, se, lo: mean_diff, hi: mean_diff, df, p_value, n_tasks };
     }
     let half = t_two_sided(conf, df) * se;
     let t_stat = mean_diff / se;
     let p_value = (2.0 * t_sf(t_stat.abs(), df)).min(1.0);
-    Paired {
-        mean_diff,
-        se,
-        lo: mean_diff - half,
-        hi: mean_diff + half,
-        df,
-        p_value,
-        n_tasks,
-    }
+    Paired { mean_diff, se, lo: mean_diff - half, hi: mean_diff + half, df, p_value, n_tasks }
 }
 
 // ---------------------------------------------------------------------------
@@ -439,31 +362,16 @@ fn clustered_wilson(means: &[f64], n_trials: usize, conf: f64) -> (f64, f64) {
     // fallback is the number of tasks, not of trials: the task is the unit,
     // and counting every trial as independent made 14 tasks x 10 trials, all
     // passing, look like [0.968, 1] (coverage 0.87 in simulation).
-    let n_eff = if var > 0.0 && p > 0.0 && p < 1.0 {
-        (p * (1.0 - p) / var).min(n)
-    } else {
-        t_count as f64
-    };
+    let n_eff = if var > 0.0 && p > 0.0 && p < 1.0 { (p * (1.0 - p) / var).min(n) } else { t_count as f64 };
     let z = normal_quantile(1.0 - (1.0 - conf) / 2.0);
     let t = t_two_sided(conf, (t_count - 1) as f64);
     // Degrees-of-freedom adjustment: shrink n so that z / sqrt(n*) = t / sqrt(n_eff).
     let n_star = n_eff * (z / t).powi(2);
     let z2n = z * z / n_star;
     let center = (p + z2n / 2.0) / (1.0 + z2n);
-    let half = z / (1.0 + z2n)
-        * (p * (1.0 - p) / n_star + z2n / (4.0 * n_star))
-            .max(0.0)
-            .sqrt();
-    let lo = if p <= 0.0 {
-        0.0
-    } else {
-        (center - half).max(0.0)
-    };
-    let hi = if p >= 1.0 {
-        1.0
-    } else {
-        (center + half).min(1.0)
-    };
+    let half = z / (1.0 + z2n) * (p * (1.0 - p) / n_star + z2n / (4.0 * n_star)).max(0.0).sqrt();
+    let lo = if p <= 0.0 { 0.0 } else { (center - half).max(0.0) };
+    let hi = if p >= 1.0 { 1.0 } else { (center + half).min(1.0) };
     (lo, hi)
 }
 
@@ -503,11 +411,7 @@ fn correlation(a: &[f64], b: &[f64]) -> f64 {
         saa += (x - ma) * (x - ma);
         sbb += (y - mb) * (y - mb);
     }
-    if saa == 0.0 || sbb == 0.0 {
-        0.0
-    } else {
-        (sab / (saa * sbb).sqrt()).clamp(-1.0, 1.0)
-    }
+    if saa == 0.0 || sbb == 0.0 { 0.0 } else { (sab / (saa * sbb).sqrt()).clamp(-1.0, 1.0) }
 }
 
 /// Paired effect with a MOVER interval built from the two arms' clustered
@@ -540,11 +444,7 @@ pub fn paired_effect_mover(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f
     if base.n_tasks < 2 || !is_open_unit(conf) {
         return base;
     }
-    let pairs: Vec<(&Vec<f64>, &Vec<f64>)> = control
-        .iter()
-        .zip(treatment)
-        .filter(|(c, t)| !c.is_empty() && !t.is_empty())
-        .collect();
+    let pairs: Vec<(&Vec<f64>, &Vec<f64>)> = control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).collect();
     let mc: Vec<f64> = pairs.iter().map(|(c, _)| mean(c)).collect();
     let mt: Vec<f64> = pairs.iter().map(|(_, t)| mean(t)).collect();
     let nc: usize = pairs.iter().map(|(c, _)| c.len()).sum();
@@ -556,11 +456,7 @@ pub fn paired_effect_mover(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f
     let d = p2 - p1;
     let below = (p2 - l2).powi(2) - 2.0 * r * (p2 - l2) * (u1 - p1) + (u1 - p1).powi(2);
     let above = (u2 - p2).powi(2) - 2.0 * r * (u2 - p2) * (p1 - l1) + (p1 - l1).powi(2);
-    Paired {
-        lo: d - below.max(0.0).sqrt(),
-        hi: d + above.max(0.0).sqrt(),
-        ..base
-    }
+    Paired { lo: d - below.max(0.0).sqrt(), hi: d + above.max(0.0).sqrt(), ..base }
 }
 
 // ---------------------------------------------------------------------------
@@ -821,9 +717,7 @@ pub fn mcnemar_mid_p(b: u64, c: u64) -> f64 {
 /// `NaN` entries (comparisons that could not be tested) stay `NaN` and are
 /// not counted in `m`.
 pub fn holm(p_values: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..p_values.len())
-        .filter(|&i| !p_values[i].is_nan())
-        .collect();
+    let mut order: Vec<usize> = (0..p_values.len()).filter(|&i| !p_values[i].is_nan()).collect();
     order.sort_by(|&i, &j| p_values[i].total_cmp(&p_values[j]));
     let m = order.len();
     let mut adjusted = vec![f64::NAN; p_values.len()];
@@ -980,11 +874,7 @@ mod tests {
     macro_rules! assert_close {
         ($a:expr, $b:expr, $tol:expr) => {{
             let (a, b, tol) = ($a as f64, $b as f64, $tol as f64);
-            assert!(
-                close(a, b, tol),
-                "{} = {a}, expected {b} ± {tol}",
-                stringify!($a)
-            );
+            assert!(close(a, b, tol), "{} = {a}, expected {b} ± {tol}", stringify!($a));
         }};
     }
 
@@ -1013,11 +903,7 @@ mod tests {
     fn mean_and_sd() {
         assert_close!(mean(&[1.0, 2.0, 3.0, 4.0]), 2.5, 1e-12);
         assert!(mean(&[]).is_nan());
-        assert_close!(
-            sample_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
-            2.138090,
-            1e-6
-        );
+        assert_close!(sample_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 2.138090, 1e-6);
         assert!(sample_sd(&[1.0]).is_nan());
         assert!(sample_sd(&[]).is_nan());
         assert_eq!(sample_sd(&[3.0, 3.0, 3.0]), 0.0);
@@ -1085,18 +971,8 @@ mod tests {
 
     #[test]
     fn paired_effect_basic() {
-        let control = vec![
-            vec![0.0, 0.0],
-            vec![1.0, 0.0],
-            vec![1.0, 1.0],
-            vec![0.0, 1.0],
-        ];
-        let treatment = vec![
-            vec![1.0, 0.0],
-            vec![1.0, 1.0],
-            vec![1.0, 1.0],
-            vec![1.0, 1.0],
-        ];
+        let control = vec![vec![0.0, 0.0], vec![1.0, 0.0], vec![1.0, 1.0], vec![0.0, 1.0]];
+        let treatment = vec![vec![1.0, 0.0], vec![1.0, 1.0], vec![1.0, 1.0], vec![1.0, 1.0]];
         // d = 0.5, 0.5, 0, 0.5
         let p = paired_effect(&control, &treatment, 0.95);
         let d = [0.5, 0.5, 0.0, 0.5];
@@ -1117,19 +993,12 @@ mod tests {
 
         // All differences zero.
         let z = paired_effect(&vec![vec![0.0]; 6], &vec![vec![0.0]; 6], 0.95);
-        assert_eq!(
-            (z.mean_diff, z.se, z.lo, z.hi, z.p_value),
-            (0.0, 0.0, 0.0, 0.0, 1.0)
-        );
+        assert_eq!((z.mean_diff, z.se, z.lo, z.hi, z.p_value), (0.0, 0.0, 0.0, 0.0, 1.0));
         // All differences equal and non-zero.
         let z = paired_effect(&vec![vec![0.0]; 6], &vec![vec![1.0]; 6], 0.95);
         assert_eq!((z.lo, z.hi, z.p_value), (1.0, 1.0, 0.0));
         // Tasks empty in either arm are dropped from both.
-        let z = paired_effect(
-            &[vec![], vec![0.0], vec![1.0]],
-            &[vec![1.0], vec![1.0], vec![]],
-            0.95,
-        );
+        let z = paired_effect(&[vec![], vec![0.0], vec![1.0]], &[vec![1.0], vec![1.0], vec![]], 0.95);
         assert_eq!(z.n_tasks, 1);
         assert!(z.p_value.is_nan());
     }
@@ -1193,10 +1062,7 @@ mod tests {
         // 1 - C(7,2)/C(10,2) = 1 - 21/45.
         assert_close!(pass_at_k(10, 3, 2), 1.0 - 21.0 / 45.0, 1e-12);
         // Large n stays finite and exact enough: 1 - C(190,10)/C(200,10).
-        let direct = 1.0
-            - (0..10)
-                .map(|i| (190 - i) as f64 / (200 - i) as f64)
-                .product::<f64>();
+        let direct = 1.0 - (0..10).map(|i| (190 - i) as f64 / (200 - i) as f64).product::<f64>();
         assert_close!(pass_at_k(200, 10, 10), direct, 1e-12);
         assert!(pass_at_k(5, 6, 1).is_nan());
         assert!(pass_at_k(5, 2, 6).is_nan());
@@ -1329,9 +1195,7 @@ mod tests {
         let e = pass_rate_wilson(&vec![vec![1.0; 10]; 14], 0.95);
         assert_close!(e.lo, 0.7499788640490404, 1e-9);
         // Away from the boundary with many tasks it is close to the t interval.
-        let tasks: Vec<Vec<f64>> = (0..200)
-            .map(|i| vec![(i % 2) as f64, ((i / 2) % 2) as f64])
-            .collect();
+        let tasks: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64, ((i / 2) % 2) as f64]).collect();
         let (t, w) = (pass_rate(&tasks, 0.95), pass_rate_wilson(&tasks, 0.95));
         assert_close!(w.lo, t.lo, 0.01);
         assert_close!(w.hi, t.hi, 0.01);
@@ -1344,13 +1208,8 @@ mod tests {
         assert_close!(m.hi, e_hi_all_fail(), 1e-12);
         // Many tasks, away from the boundary: close to the paired t interval.
         let control: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64]).collect();
-        let treatment: Vec<Vec<f64>> = (0..200)
-            .map(|i| vec![((i % 2 == 1) || i % 3 == 0) as u8 as f64])
-            .collect();
-        let (t, m) = (
-            paired_effect(&control, &treatment, 0.95),
-            paired_effect_mover(&control, &treatment, 0.95),
-        );
+        let treatment: Vec<Vec<f64>> = (0..200).map(|i| vec![((i % 2 == 1) || i % 3 == 0) as u8 as f64]).collect();
+        let (t, m) = (paired_effect(&control, &treatment, 0.95), paired_effect_mover(&control, &treatment, 0.95));
         assert_eq!((t.mean_diff, t.p_value), (m.mean_diff, m.p_value));
         assert_close!(m.lo, t.lo, 0.01);
         assert_close!(m.hi, t.hi, 0.01);
@@ -1539,7 +1398,12 @@ mod tests {
             let (pc, pt) = (rng.uniform(), rng.uniform());
             let conf = [0.95, 0.99, 0.9875][i % 3];
             let arm = |rng: &mut SplitMix64, p: f64| -> Vec<Vec<f64>> {
-                (0..tasks).map(|_| { let pk = (p + 0.3 * (rng.uniform() - 0.5)).clamp(0.0, 1.0); (0..repeats).map(|_| rng.bernoulli(pk)).collect() }).collect()
+                (0..tasks)
+                    .map(|_| {
+                        let pk = (p + 0.3 * (rng.uniform() - 0.5)).clamp(0.0, 1.0);
+                        (0..repeats).map(|_| rng.bernoulli(pk)).collect()
+                    })
+                    .collect()
             };
             let (c, t) = (arm(&mut rng, pc), arm(&mut rng, pt));
             let inf = paired_inference(&c, &t, conf);

@@ -5,7 +5,7 @@
 use crate::config::Experiment;
 use crate::grader::{CheckResult, Grade};
 use crate::plan::Plan;
-use crate::record::{EndReason, Incidents, Tokens, TrialRecord, TrialStatus, FORMAT_VERSION};
+use crate::record::{EndReason, FORMAT_VERSION, Incidents, Tokens, TrialRecord, TrialStatus};
 use crate::runner::new_manifest;
 use crate::suite::Suite;
 use rand::rngs::ChaCha8Rng;

@@ -57,12 +57,7 @@ impl Paint {
 fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
     let _ = writeln!(s, "{} {}", c.bold(&format!("Arm {}", a.arm)), c.dim(&format!("({}, {} trials over {} tasks)", a.model, a.trials, a.tasks)));
     let _ = writeln!(s, "  Pass rate:       {}  {:.0}% CI", c.green(&interval(&a.pass_rate)), level * 100.0);
-    let _ = writeln!(
-        s,
-        "  Excl. infra:     {}  ({} trials)",
-        interval(&a.pass_rate_excl_infra),
-        a.trials_excl_infra
-    );
+    let _ = writeln!(s, "  Excl. infra:     {}  ({} trials)", interval(&a.pass_rate_excl_infra), a.trials_excl_infra);
     let _ = writeln!(s, "  Tests passed:    {}", interval(&a.tests_passed));
     let _ = writeln!(s, "  Task range:      {} … {}", pct(a.min_task_rate), pct(a.max_task_rate));
     let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
@@ -169,7 +164,17 @@ pub fn render(r: &Report, colour: bool) -> String {
     }
     let width = r.ablations.iter().chain(&r.combined).map(|e| e.treatment.len() + e.control.len() + e.model.len() + 7).max().unwrap_or(20);
     if !r.ablations.is_empty() {
-        let _ = writeln!(s, "{}", c.bold(&format!("Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} ablations (Bonferroni); {}):", r.ablations.first().map_or(level, |e| e.interval_level) * 100.0, level * 100.0, r.ablations.first().map_or(0, |e| e.family_size), methods(&r.ablations))));
+        let _ = writeln!(
+            s,
+            "{}",
+            c.bold(&format!(
+                "Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} ablations (Bonferroni); {}):",
+                r.ablations.first().map_or(level, |e| e.interval_level) * 100.0,
+                level * 100.0,
+                r.ablations.first().map_or(0, |e| e.family_size),
+                methods(&r.ablations)
+            ))
+        );
         for e in &r.ablations {
             effect_line(&mut s, e, &c, width);
         }

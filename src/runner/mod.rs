@@ -22,7 +22,7 @@ use crate::record::folder;
 use crate::record::jsonl::{self, JsonlWriter};
 use crate::record::lock::{LockError, RunLock};
 use crate::record::{
-    AttemptStart, EndReason, HostFacts, Manifest, ManifestHead, ModelIdentity, RecordKey, SuiteFacts, TrialRecord, TrialStatus, FORMAT_VERSION,
+    AttemptStart, EndReason, FORMAT_VERSION, HostFacts, Manifest, ManifestHead, ModelIdentity, RecordKey, SuiteFacts, TrialRecord, TrialStatus,
     experiment_json, now_rfc3339,
 };
 use crate::sandbox::Sandbox;
@@ -182,10 +182,17 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             let m: ManifestHead = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| InputError::new(&path, format!("not a manifest: {e}")))?;
             let lock = RunLock::acquire(dir)?;
             if m.config_digest != plan.config_digest {
-                return Err(InputError::at(&path, "config_digest", format!(
-                    "the run was planned from another experiment ({}) than {} ({}); resume with the config it was started with",
-                    &m.config_digest[..12], exp.config_path.display(), &plan.config_digest[..12]
-                )).into());
+                return Err(InputError::at(
+                    &path,
+                    "config_digest",
+                    format!(
+                        "the run was planned from another experiment ({}) than {} ({}); resume with the config it was started with",
+                        &m.config_digest[..12],
+                        exp.config_path.display(),
+                        &plan.config_digest[..12]
+                    ),
+                )
+                .into());
             }
             if m.suite.digest != suite.digest {
                 return Err(InputError::at(&path, "suite.digest", "the task suite changed since the run started; resuming would mix two suites").into());
@@ -194,10 +201,16 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             let now = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
             if let Some(then) = &m.host.isolation {
                 if then.is_isolated() != now.is_isolated() {
-                    return Err(InputError::at(&path, "host.isolation", format!(
-                        "the run started with isolation {} and would resume with {}; resuming would mix sandboxed and unsandboxed trials",
-                        then.kind(), now.kind()
-                    )).into());
+                    return Err(InputError::at(
+                        &path,
+                        "host.isolation",
+                        format!(
+                            "the run started with isolation {} and would resume with {}; resuming would mix sandboxed and unsandboxed trials",
+                            then.kind(),
+                            now.kind()
+                        ),
+                    )
+                    .into());
                 }
             }
             Some((dir.clone(), m, lock))
@@ -271,14 +284,19 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
                     Ok(dir) => (id.clone(), dir),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                         let taken = opts.results_dir.join(id);
-                        return Err(InputError::at(&exp.config_path, "--run-id", format!(
-                            "{} exists; continue it with --resume or choose another --run-id", taken.display()
-                        )).into());
+                        return Err(InputError::at(
+                            &exp.config_path,
+                            "--run-id",
+                            format!("{} exists; continue it with --resume or choose another --run-id", taken.display()),
+                        )
+                        .into());
                     }
                     Err(e) => return Err(io(&opts.results_dir)(e)),
                 },
                 None => {
-                    let stamp = time::OffsetDateTime::now_utc().format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z")).unwrap_or_default();
+                    let stamp = time::OffsetDateTime::now_utc()
+                        .format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z"))
+                        .unwrap_or_default();
                     folder::create_new(&opts.results_dir, &stamp, &exp.name).map_err(io(&opts.results_dir))?
                 }
             };
@@ -441,9 +459,12 @@ fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[Mod
         }
         return Ok(());
     }
-    Err(InputError::at(manifest_path, "models", format!(
-        "{}; resuming would mix two models in one run (--allow-model-change resumes anyway)", changes.join("; ")
-    )).into())
+    Err(InputError::at(
+        manifest_path,
+        "models",
+        format!("{}; resuming would mix two models in one run (--allow-model-change resumes anyway)", changes.join("; ")),
+    )
+    .into())
 }
 
 /// Run each (trial, attempt) of `work`, `jobs` at a time: a trial's task is
@@ -482,7 +503,9 @@ async fn execute(
             Ok(Err(e)) => return Err(RunError::Io { dir: shared.dir.clone(), source: e }),
             Err(e) if e.is_cancelled() => {}
             // run_trial catches panics of the attempt; this is one around it.
-            Err(e) => progress.warn(&format!("a trial task failed outside its attempt: {e} (an attempt left without a record becomes `interrupted` on --resume)")),
+            Err(e) => {
+                progress.warn(&format!("a trial task failed outside its attempt: {e} (an attempt left without a record becomes `interrupted` on --resume)"))
+            }
         }
     }
     Ok(())

@@ -21,7 +21,8 @@ pub fn render(summary: &RunSummary) -> String {
         groups.entry((data.arms.name(r.arm), data.models.name(r.model))).or_default().push(r);
     }
     let interrupted: usize = data.interrupted.values().sum();
-    let _ = writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", data.trials.len(), summary.planned, summary.ran_now);
+    let _ =
+        writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", data.trials.len(), summary.planned, summary.ran_now);
     for ((arm, model), rs) in &groups {
         let passed = rs.iter().filter(|r| r.status == TrialStatus::Passed).count();
         let tests: f64 = rs.iter().map(|r| r.test_fraction()).sum::<f64>() / rs.len() as f64;

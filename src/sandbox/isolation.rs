@@ -126,9 +126,7 @@ fn bwrap_path() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("ABLATE_BWRAP") {
         return Some(PathBuf::from(p));
     }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths).map(|d| d.join("bwrap")).find(|p| p.is_file())
-    })
+    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("bwrap")).find(|p| p.is_file()))
 }
 
 pub fn is_root() -> bool {
@@ -139,26 +137,15 @@ pub fn is_root() -> bool {
 /// Find bwrap and prove it can build the jail here (namespaces may be refused).
 fn probe() -> Result<Isolation, String> {
     let bwrap = bwrap_path().ok_or_else(|| "bwrap (bubblewrap) is not on PATH".to_string())?;
-    let version = std::process::Command::new(&bwrap)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    let version = std::process::Command::new(&bwrap).arg("--version").output().map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
     let version = String::from_utf8_lossy(&version.stdout).trim().trim_start_matches("bubblewrap ").to_string();
     let uid_switch = is_root();
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let jail = Jail { workspace: dir.path(), tests: None, runner_dir: None, out_dir: None, uid: next_uid(), python_prefixes: &[], ro_binds: &[], netns: None };
     let argv = jail.argv(&bwrap, uid_switch, &["/bin/true".to_string()], &check_env(None));
-    let out = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .env_clear()
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
     if !out.status.success() {
-        return Err(format!(
-            "bubblewrap cannot create the sandbox here ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(format!("bubblewrap cannot create the sandbox here ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
     }
     Ok(Isolation::Bubblewrap { bwrap: bwrap.display().to_string(), version, uid_switch })
 }

@@ -54,10 +54,7 @@ pub const READ_CAP: u64 = 1 << 20;
 pub fn read_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
@@ -155,11 +152,7 @@ impl Sandbox {
     pub fn editable_name(&self, rel: &str) -> Result<String, PathRefusal> {
         let resolved = self.resolve(rel)?;
         let name = resolved.strip_prefix(&self.root).unwrap_or(&resolved).to_string_lossy().replace('\\', "/");
-        if self.editable.iter().any(|e| *e == name) {
-            Ok(name)
-        } else {
-            Err(PathRefusal::NotEditable(rel.to_string(), self.editable.join(", ")))
-        }
+        if self.editable.iter().any(|e| *e == name) { Ok(name) } else { Err(PathRefusal::NotEditable(rel.to_string(), self.editable.join(", "))) }
     }
 
     /// Write one editable file. Only the task's editable files can be written.
@@ -184,12 +177,7 @@ impl Sandbox {
 
     /// Files in the sandbox, relative, sorted (caches skipped), at most 1,000.
     pub fn list(&self) -> Vec<String> {
-        digest::list_files(&self.root)
-            .unwrap_or_default()
-            .into_iter()
-            .take(1000)
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .collect()
+        digest::list_files(&self.root).unwrap_or_default().into_iter().take(1000).map(|p| p.to_string_lossy().replace('\\', "/")).collect()
     }
 
     /// sha256 over the editable files (name and bytes, in declared order): the
@@ -259,12 +247,7 @@ fn read_cut(path: &Path, cap: u64) -> std::io::Result<String> {
 fn write_nofollow(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
     if !f.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
@@ -306,7 +289,13 @@ mod tests {
             difficulty: Difficulty::Easy,
             prompt: "p".into(),
             editable: vec!["m.py".into()],
-            check: CheckSpec { command: vec!["true".into()], timeout: Duration::from_secs(1), parser: OutputParser::Unittest, tests: 1, limits: Default::default() },
+            check: CheckSpec {
+                command: vec!["true".into()],
+                timeout: Duration::from_secs(1),
+                parser: OutputParser::Unittest,
+                tests: 1,
+                limits: Default::default(),
+            },
             dir: dir.to_path_buf(),
             digest: String::new(),
         }

@@ -238,9 +238,7 @@ mod tests {
     #[tokio::test]
     async fn exit_code_and_output() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000, None, None)
-            .await
-            .unwrap();
+        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000, None, None).await.unwrap();
         assert_eq!(out.exit_code, Some(3));
         assert!(!out.timed_out);
         assert_eq!(out.stdout.text(), "hi\n");
@@ -252,9 +250,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // The child forks a grandchild that also sleeps; both must die.
         let start = Instant::now();
-        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000, None, None)
-            .await
-            .unwrap();
+        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000, None, None).await.unwrap();
         assert!(out.timed_out);
         assert_eq!(out.exit_code, None);
         assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
@@ -264,9 +260,10 @@ mod tests {
     #[tokio::test]
     async fn flooding_output_is_capped() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[("PATH".into(), "/usr/bin:/bin".into())], Duration::from_secs(20), 4096, None, None)
-            .await
-            .unwrap();
+        let out =
+            run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[("PATH".into(), "/usr/bin:/bin".into())], Duration::from_secs(20), 4096, None, None)
+                .await
+                .unwrap();
         assert_eq!(out.stdout.total_bytes, 5_000_000);
         assert!(out.stdout.text().len() < 4200);
     }

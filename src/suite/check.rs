@@ -51,9 +51,8 @@ pub async fn check_suite(root: &Path) -> SuiteReport {
                 report.problems.push(err.to_string());
                 return report;
             }
-            let mut dirs: Vec<_> = std::fs::read_dir(root)
-                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect())
-                .unwrap_or_default();
+            let mut dirs: Vec<_> =
+                std::fs::read_dir(root).map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
             dirs.sort();
             for dir in dirs {
                 let id = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
@@ -79,10 +78,7 @@ pub async fn check_task(task: &Task) -> TaskReport {
             if !stub.summary_found {
                 report.problems.push("stub: no test summary found in the check output".into());
             } else if stub.passed > 0 {
-                report.problems.push(format!(
-                    "stub passes {} of {} tests; it must fail every test",
-                    stub.passed, stub.total
-                ));
+                report.problems.push(format!("stub passes {} of {} tests; it must fail every test", stub.passed, stub.total));
             }
             if stub.exit_code == Some(0) {
                 report.problems.push("stub: the check exited 0; it must fail".into());

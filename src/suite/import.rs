@@ -156,8 +156,7 @@ fn parse(format: Format, path: &Path, text: &[u8]) -> Result<Vec<Problem>, Input
         if s.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(s)
-            .map_err(|e| InputError::new(path, format!("line {line}: not a JSON object: {e}")))?;
+        let value: Value = serde_json::from_str(s).map_err(|e| InputError::new(path, format!("line {line}: not a JSON object: {e}")))?;
         let Value::Object(obj) = value else {
             return Err(InputError::new(path, format!("line {line}: not a JSON object")));
         };
@@ -229,17 +228,14 @@ fn kind(v: &Value) -> &'static str {
 }
 
 const PY_KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else",
-    "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
-    "return", "try", "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
+    "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
 ];
 
 /// An ASCII Python identifier that is not a keyword.
 pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !PY_KEYWORDS.contains(&s)
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') && !PY_KEYWORDS.contains(&s)
 }
 
 /// A task id from a source id: lowercase, runs of other characters as one
@@ -286,7 +282,8 @@ fn ends_with_docstring(code: &str) -> bool {
 }
 
 fn defines(code: &str, name: &str) -> bool {
-    code.lines().any(|l| l.trim_start().strip_prefix("def ").is_some_and(|r| r.trim_start().strip_prefix(name).is_some_and(|r| r.trim_start().starts_with('('))))
+    code.lines()
+        .any(|l| l.trim_start().strip_prefix("def ").is_some_and(|r| r.trim_start().strip_prefix(name).is_some_and(|r| r.trim_start().starts_with('('))))
 }
 
 /// One HumanEval line. The test module holds the problem's `test` code
@@ -325,9 +322,8 @@ fn humaneval_problem(f: &Fields) -> Result<Problem, InputError> {
         "# {source_id}: the problem's `test` code, run as one unittest case.\nimport unittest\n\nfrom {entry} import *  # noqa: F401,F403 (names of the prompt, as in HumanEval's own harness)\nfrom {entry} import {entry}\n\n{test}\n\n\nclass TestCheck(unittest.TestCase):\n    def test_check(self):\n        check({entry})\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n",
         test = test.trim_end()
     );
-    let task_prompt = format!(
-        "Complete the function `{entry}` in `{file}`: write its body so that it does what its docstring says. Keep its name and signature."
-    );
+    let task_prompt =
+        format!("Complete the function `{entry}` in `{file}`: write its body so that it does what its docstring says. Keep its name and signature.");
     Ok(Problem {
         id,
         source_id: source_id.to_string(),
@@ -486,10 +482,8 @@ fn toml_str(s: &str) -> String {
 }
 
 fn suite_toml(format: Format, name: &str, version: &str, file_name: &str, sha: &str, n: usize) -> String {
-    let description = format!(
-        "{n} problems imported by `ablate suite import {}` (importer version {IMPORTER_VERSION}) from {file_name}, sha256 {sha}.",
-        format.name()
-    );
+    let description =
+        format!("{n} problems imported by `ablate suite import {}` (importer version {IMPORTER_VERSION}) from {file_name}, sha256 {sha}.", format.name());
     format!(
         "# Written by `ablate suite import {fmt}`; re-import instead of editing.\nname = {}\nversion = {}\ndescription = {}\n\n[source]\nfile = {}\nsha256 = {}\nimporter = {}\nimporter_version = {IMPORTER_VERSION}\n",
         toml_str(name),
@@ -547,10 +541,7 @@ fn write_suite(out: &Path, force: bool, suite_toml: &str, problems: &[Problem]) 
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).map_err(|e| io_err(&parent, "cannot create the output's parent folder", e))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".ablate-import-")
-        .tempdir_in(&parent)
-        .map_err(|e| io_err(&parent, "cannot create a temporary folder", e))?;
+    let tmp = tempfile::Builder::new().prefix(".ablate-import-").tempdir_in(&parent).map_err(|e| io_err(&parent, "cannot create a temporary folder", e))?;
     let root = tmp.path();
     let write = |rel: &Path, text: &str| -> Result<(), InputError> {
         let path = root.join(rel);

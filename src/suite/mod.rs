@@ -193,15 +193,7 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
     let mut parts = vec![("suite.toml", suite_file_digest.as_str())];
     parts.extend(tasks.iter().map(|t| (t.id.as_str(), t.digest.as_str())));
     let digest = digest::digest_parts(parts);
-    Ok(Suite {
-        name: raw.name,
-        version: raw.version,
-        description: raw.description,
-        source: raw.source,
-        root: root.to_path_buf(),
-        tasks,
-        digest,
-    })
+    Ok(Suite { name: raw.name, version: raw.version, description: raw.description, source: raw.source, root: root.to_path_buf(), tasks, digest })
 }
 
 /// Load one task folder and check its shape (not its behaviour: see `check`).

@@ -74,10 +74,7 @@ pub async fn start(handler: Handler) -> Server {
                     buf.extend_from_slice(&tmp[..n]);
                     if let Some(i) = find(&buf, b"\r\n\r\n") {
                         let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-                        let len = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
-                            .unwrap_or(0);
+                        let len = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))).unwrap_or(0);
                         break (i + 4, len);
                     }
                 };
@@ -199,7 +196,19 @@ pub struct Cfg<'a> {
 
 impl<'a> Cfg<'a> {
     pub fn new(suite: &'a Path, provider: &'a str, url: &'a str, arms: &'a str) -> Cfg<'a> {
-        Cfg { suite, tasks: &["add-two"], provider, url, trials: 1, arms, max_steps: 4, max_total_tokens: 100_000, max_working_seconds: 60.0, model_extra: "", top_extra: "" }
+        Cfg {
+            suite,
+            tasks: &["add-two"],
+            provider,
+            url,
+            trials: 1,
+            arms,
+            max_steps: 4,
+            max_total_tokens: 100_000,
+            max_working_seconds: 60.0,
+            model_extra: "",
+            top_extra: "",
+        }
     }
 
     pub fn write(&self, dir: &Path) -> PathBuf {
@@ -267,12 +276,7 @@ pub fn sandbox_processes() -> Vec<String> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
-        let uid: u32 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        let uid: u32 = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok()).unwrap_or(0);
         if uid >= 200_000 {
             let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
             found.push(format!("pid {} uid {uid}: {}", e.file_name().to_string_lossy(), String::from_utf8_lossy(&cmd).replace('\0', " ")));
