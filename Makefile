@@ -2,11 +2,16 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards
+.PHONY: test ablate deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
 ## the suite proof, the Slurm array job and merge on a single-node Slurm, and the statistics simulations printed once (about 20 s in a debug build).
+## make lint: the formatting (rustfmt.toml) and clippy, warnings as errors.
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
 test: deps model-small
 	$(CARGO) test -- --skip simulation
 	$(CARGO) build

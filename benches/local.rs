@@ -9,6 +9,7 @@
 //!   evaluated per step, against the tokens the conversation actually added,
 //! - (part `sampling`) time per token of top-p sampling, llama.cpp's chain
 //!   against ablate's.
+//!
 //! Settings: ABLATE_LOCAL_* (see model::local); ABLATE_BENCH_REPS (5),
 //! ABLATE_BENCH_GEN (128), ABLATE_BENCH_PARTS (`speed,reuse`; also `sampling`),
 //! ABLATE_BENCH_MODEL. Run on an idle machine.

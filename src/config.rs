@@ -349,10 +349,10 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         return Err(at("budget.max_total_tokens", "must be at least 1".into()));
     }
     check_seconds(path, "budget.max_working_seconds", b.max_working_seconds, MAX_BUDGET_SECONDS)?;
-    if let Some(c) = b.max_cost_usd {
-        if !(c.is_finite() && c > 0.0) {
-            return Err(at("budget.max_cost_usd", format!("{c} is not a positive finite amount (leave it out for no money limit)")));
-        }
+    if let Some(c) = b.max_cost_usd
+        && !(c.is_finite() && c > 0.0)
+    {
+        return Err(at("budget.max_cost_usd", format!("{c} is not a positive finite amount (leave it out for no money limit)")));
     }
     let (harness, harness_kind) = validate_harness(path, &config_dir, raw.harness)?;
     if harness.session_steps == 0 {
@@ -360,10 +360,10 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     }
 
     let models = validate_models(path, &config_dir, raw.models)?;
-    if b.max_cost_usd.is_some() {
-        if let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none()) {
-            return Err(at(&format!("models[{i}].price"), format!("model `{}` has no price, but budget.max_cost_usd is set", m.name)));
-        }
+    if b.max_cost_usd.is_some()
+        && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
+    {
+        return Err(at(&format!("models[{i}].price"), format!("model `{}` has no price, but budget.max_cost_usd is set", m.name)));
     }
 
     let mut prompt_digests = IndexMap::new();
@@ -478,13 +478,13 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
             let Some(v) = component_value(v) else {
                 return Err(at(&vkey, format!("{v} is not a boolean, a string or an integer")));
             };
-            if let Some(first) = out.first() {
-                if value_type(first) != value_type(&v) {
-                    return Err(at(
-                        &vkey,
-                        format!("{v} is a {} but {first} is a {}; the values of a component are of one type", value_type(&v), value_type(first)),
-                    ));
-                }
+            if let Some(first) = out.first()
+                && value_type(first) != value_type(&v)
+            {
+                return Err(at(
+                    &vkey,
+                    format!("{v} is a {} but {first} is a {}; the values of a component are of one type", value_type(&v), value_type(first)),
+                ));
             }
             if out.contains(&v) {
                 return Err(at(&vkey, format!("{v} is listed twice")));

@@ -13,7 +13,7 @@ fn suite_check_passes_on_a_good_suite_and_prints_count_and_digest() {
     let (code, out, err) = ablate(&["suite", "check", "tests/fixtures/suites/tiny"]);
     assert_eq!(code, 0, "{out}{err}");
     let digest = ablate::suite::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/suites/tiny"))).unwrap().digest;
-    assert!(out.contains(&format!("2 tasks ok; suite tiny")), "{out}");
+    assert!(out.contains(&"2 tasks ok; suite tiny".to_string()), "{out}");
     assert!(out.contains(&digest), "{out}");
     assert!(out.contains("add-two") && out.contains("stub 0/6") && out.contains("solution 6/6"), "{out}");
 }

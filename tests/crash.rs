@@ -5,11 +5,11 @@ mod common;
 
 use ablate::record::{TrialRecord, TrialStatus};
 use common::*;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// An endless CPU loop at import: the check runs until its timeout.
 const SPIN: &str = "```python add.py\nwhile True:\n    pass\n```\nDONE";
@@ -46,7 +46,7 @@ async fn spinning_run(dir: &std::path::Path, healed: Arc<AtomicBool>) -> (std::p
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let healed = Arc::new(AtomicBool::new(false));
     let (config, run_dir, mut child) = spinning_run(dir.path(), healed.clone()).await;
@@ -71,7 +71,7 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_a_check_leaves_no_process() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let (_config, _run_dir, mut child) = spinning_run(dir.path(), Arc::new(AtomicBool::new(false))).await;
     wait_for("the spinning check", Duration::from_secs(30), || !sandbox_processes().is_empty()).await;

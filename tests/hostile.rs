@@ -11,12 +11,12 @@ mod common;
 use ablate::record::{TrialRecord, TrialStatus};
 use common::*;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One hostile case at a time: the "no process left" check looks at every
 /// process of the sandbox uids on the machine.
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Attack {
     rec: TrialRecord,
@@ -89,7 +89,7 @@ const WRONG: &str = "def add(a, b):\n    return a - b";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summary_printed_at_exit_over_failures_is_a_policy_violation() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let code = format!("import atexit, sys\natexit.register(lambda: sys.stderr.write('\\n' + '-' * 70 + '\\nRan 6 tests in 0.001s\\n\\nOK\\n'))\n{WRONG}");
     let a = attack(&code, 10.0).await;
     assert_eq!(a.rec.status, TrialStatus::PolicyViolation, "{:?}", a.rec);
@@ -100,7 +100,7 @@ async fn summary_printed_at_exit_over_failures_is_a_policy_violation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summary_then_exit_0_is_a_policy_violation() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     for ran in [6, 1000] {
         let code = format!("import os, sys\nsys.stderr.write('Ran {ran} tests in 0.001s\\n\\nOK\\n')\nsys.stderr.flush()\nos._exit(0)\n{WRONG}");
         let a = attack(&code, 10.0).await;
@@ -114,7 +114,7 @@ async fn summary_then_exit_0_is_a_policy_violation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patching_the_test_framework_is_a_policy_violation() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let patches = [
         (
             "unittest.TestCase.run",
@@ -133,7 +133,7 @@ async fn patching_the_test_framework_is_a_policy_violation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writing_the_result_file_without_the_key_is_a_policy_violation() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     // Knows the file and its events, not the key: six passes and an end, then exit 0.
     let code = format!(
         "import json, os, sys\n\
@@ -152,7 +152,7 @@ async fn writing_the_result_file_without_the_key_is_a_policy_violation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_suite_and_its_solution_are_not_visible() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     // Look for any solution/ through /proc/*/cwd, the parent folders and / itself;
     // use it when found, else print what was seen.
     let code = r#"import os, glob
@@ -177,7 +177,7 @@ else:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_written_outside_the_workspace() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("pwned");
     let marker = format!("/tmp/ablate-pwned-{}", std::process::id());
@@ -223,7 +223,7 @@ def add(a, b):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_network_not_even_the_model_server_on_loopback() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     // A listener of the test's own on loopback: the jail must not reach it.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -255,7 +255,7 @@ def add(a, b):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_hold_memory_processes_and_file_size() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let code = r#"import os
 res = {}
 try:
@@ -291,7 +291,7 @@ def add(a, b):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_bomb_ends_at_the_timeout_and_leaves_nothing() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\ndef add(a, b):\n    return a + b";
     let start = Instant::now();
     let a = attack(code, 3.0).await;
@@ -302,7 +302,7 @@ async fn a_fork_bomb_ends_at_the_timeout_and_leaves_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemons_and_sleeping_grandchildren_die_with_the_check() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     // Passes the tests, but leaves a setsid daemon and a double-forked sleeper.
     let code = r#"import os, subprocess, time
 subprocess.Popen(['setsid', 'sleep', '300'], start_new_session=True)
@@ -320,7 +320,7 @@ def add(a, b):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_ablate_is_impossible_from_the_sandbox() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let code = r#"import os, signal
 res = {}
 for name, pid in [('ppid', os.getppid()), ('all', -1), ('init', 1)]:
@@ -343,7 +343,7 @@ def add(a, b):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_and_host_files_do_not_reach_the_candidate_or_the_records() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let secret = "sk-hostile-corpus-0123456789";
     // SAFETY: tests of this binary run one hostile case at a time (SERIAL).
     unsafe { std::env::set_var("ABLATE_TEST_API_KEY", secret) };
@@ -381,7 +381,7 @@ def add(a, b):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_output_and_files_are_capped() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     // 60 MB printed, a 60 MB file beside the task's, a FIFO and a symlink in place of add.py's neighbours.
     let code = r#"import os, sys
 sys.stdout.write('y' * (60 << 20))
@@ -407,7 +407,7 @@ def add(a, b):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editable_file_replaced_by_a_symlink_or_fifo_is_never_followed() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = SERIAL.lock().await;
     let outside = tempfile::tempdir().unwrap();
     let secret_file = outside.path().join("secret.txt");
     std::fs::write(&secret_file, "TOP-SECRET-HOST-FILE").unwrap();

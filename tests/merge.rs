@@ -21,7 +21,7 @@ fn scripted(body: &Value) -> Reply {
     let head = serde_json::to_string(&messages[..messages.len().min(2)]).unwrap();
     let mut h = std::hash::DefaultHasher::new();
     (&head, messages.len(), body["seed"].as_u64()).hash(&mut h);
-    let right = h.finish() % 3 != 0;
+    let right = !h.finish().is_multiple_of(3);
     let even = head.contains("even.py");
     openai_text(match (even, right) {
         (true, true) => RIGHT_EVEN,

@@ -309,7 +309,7 @@ async fn acceptance_refuses_a_false_done() {
     let server = start(Arc::new(|path, body, _n| {
         meta(path).unwrap_or_else(|| {
             let refused = count_messages(body, "Not accepted") > 0;
-            openai_text(if refused { RIGHT_ADD } else { &"```python add.py\ndef add(a, b):\n    return 0\n```\nDONE" })
+            openai_text(if refused { RIGHT_ADD } else { "```python add.py\ndef add(a, b):\n    return 0\n```\nDONE" })
         })
     }))
     .await;

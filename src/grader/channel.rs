@@ -137,10 +137,10 @@ pub fn read(bytes: &[u8], cap: u64, key: &str) -> RunnerReport {
             Event::End { ran, tampered } => {
                 r.finished = true;
                 r.tampered = tampered;
-                if let Some(ran) = ran {
-                    if ran != r.tests {
-                        r.anomalies.push(format!("the end counts {ran} tests run, the file holds {}", r.tests));
-                    }
+                if let Some(ran) = ran
+                    && ran != r.tests
+                {
+                    r.anomalies.push(format!("the end counts {ran} tests run, the file holds {}", r.tests));
                 }
             }
         }
@@ -171,13 +171,13 @@ pub fn judge(declared: u32, exit_code: Option<i32>, timed_out: bool, text: &Pars
         if exit_code == Some(0) && runner.passed < runner.tests {
             return Some(format!("the check exited 0 though the runner saw {} of {} tests pass", runner.passed, runner.tests));
         }
-        if let Some(t) = text.total {
-            if t != runner.tests || (text_claims_pass && runner.passed != runner.tests) {
-                return Some(format!(
-                    "the printed summary (Ran {t}, {} passed) contradicts the grader's runner ({} of {} passed)",
-                    text.passed, runner.passed, runner.tests
-                ));
-            }
+        if let Some(t) = text.total
+            && (t != runner.tests || (text_claims_pass && runner.passed != runner.tests))
+        {
+            return Some(format!(
+                "the printed summary (Ran {t}, {} passed) contradicts the grader's runner ({} of {} passed)",
+                text.passed, runner.passed, runner.tests
+            ));
         }
         if runner.tests > declared {
             return Some(format!("the runner reported {} tests; the task declares {declared}", runner.tests));

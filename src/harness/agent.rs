@@ -91,10 +91,10 @@ impl<'a> Loop<'a> {
         if self.working().as_secs_f64() >= b.max_working_seconds {
             return Some(BudgetLimit::WorkingSeconds);
         }
-        if let (Some(max), Some(c)) = (b.max_cost_usd, cost(self.ctx.model.price.as_ref(), &self.tokens)) {
-            if c >= max {
-                return Some(BudgetLimit::Cost);
-            }
+        if let (Some(max), Some(c)) = (b.max_cost_usd, cost(self.ctx.model.price.as_ref(), &self.tokens))
+            && c >= max
+        {
+            return Some(BudgetLimit::Cost);
         }
         None
     }
@@ -119,10 +119,10 @@ impl<'a> Loop<'a> {
     /// Run the checks on the current snapshot (cached per snapshot).
     async fn check(&mut self) -> Result<CheckResult, String> {
         let snap = self.sandbox.snapshot_sha256();
-        if let Some((s, r)) = &self.last_check {
-            if *s == snap {
-                return Ok(r.clone());
-            }
+        if let Some((s, r)) = &self.last_check
+            && *s == snap
+        {
+            return Ok(r.clone());
         }
         let r = grader::run_checks(self.sandbox, &self.ctx.task.check).await.map_err(|e| format!("cannot run the checks: {e}"))?;
         self.last_check = Some((snap, r.clone()));
@@ -167,7 +167,7 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
             break EndReason::Budget { limit };
         }
         // Session boundary: reset the conversation; carry the progress file if on.
-        if steps > 0 && steps % ctx.settings.session_steps == 0 && messages.len() > session_len {
+        if steps > 0 && steps.is_multiple_of(ctx.settings.session_steps) && messages.len() > session_len {
             sessions += 1;
             let progress = c.progress_handoff.then(|| {
                 let failed = lp.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
@@ -222,10 +222,10 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
             step.reply_text = Some(reply.text.clone());
         }
         step.finish_reason = reply.finish_reason.clone();
-        if let Some(fp) = &reply.fingerprint {
-            if !lp.fingerprints.contains(fp) {
-                lp.fingerprints.push(fp.clone());
-            }
+        if let Some(fp) = &reply.fingerprint
+            && !lp.fingerprints.contains(fp)
+        {
+            lp.fingerprints.push(fp.clone());
         }
         messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
 
@@ -388,10 +388,10 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
 /// progress file.
 fn record_score(lp: &mut Loop<'_>, step: u32, r: &CheckResult) {
     let score = Some((r.passed, r.total));
-    if let Some(last) = lp.results.last_mut() {
-        if last.0 == step {
-            last.1 = score;
-        }
+    if let Some(last) = lp.results.last_mut()
+        && last.0 == step
+    {
+        last.1 = score;
     }
     for v in lp.seen.values_mut() {
         if v.0 == step {

@@ -77,10 +77,10 @@ pub fn can_run(iso: &Isolation) -> Result<(), String> {
 /// become the interpreter the sandbox shows.
 pub fn expand_command(command: &[String], harness: &str, workspace: &str) -> Vec<String> {
     let mut argv: Vec<String> = command.iter().map(|a| a.replace("{harness}", harness).replace("{workspace}", workspace)).collect();
-    if let Some(first) = argv.first_mut() {
-        if first == "python3" || first == "python" {
-            *first = grader::python().to_string();
-        }
+    if let Some(first) = argv.first_mut()
+        && (first == "python3" || first == "python")
+    {
+        *first = grader::python().to_string();
     }
     argv
 }

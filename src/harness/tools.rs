@@ -78,11 +78,11 @@ pub fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
         return Err(format!("arguments must be a JSON object, got {value}"));
     };
     let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-        if let Some(extra) = obj.keys().find(|k| !props.contains_key(*k)) {
-            let allowed: Vec<&String> = props.keys().collect();
-            return Err(format!("unknown argument `{extra}`; allowed: {allowed:?}"));
-        }
+    if schema.get("additionalProperties") == Some(&Value::Bool(false))
+        && let Some(extra) = obj.keys().find(|k| !props.contains_key(*k))
+    {
+        let allowed: Vec<&String> = props.keys().collect();
+        return Err(format!("unknown argument `{extra}`; allowed: {allowed:?}"));
     }
     for req in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
         let req = req.as_str().unwrap_or_default();

@@ -1134,10 +1134,10 @@ impl Engine<'_> {
     /// and answer the sequences that are done.
     fn decode_step(&mut self, active: &mut Vec<Seq>, n: usize, mut error: Option<String>, stats: &Mutex<LocalStats>) {
         let t0 = Instant::now();
-        if error.is_none() {
-            if let Err(e) = self.ctx.decode(&mut self.batch) {
-                error = Some(e.to_string());
-            }
+        if error.is_none()
+            && let Err(e) = self.ctx.decode(&mut self.batch)
+        {
+            error = Some(e.to_string());
         }
         let dt = t0.elapsed().as_secs_f64();
         let members = active.iter().filter(|s| s.in_step > 0).count() as u32;

@@ -34,7 +34,7 @@ pub fn argmax(logits: &[f32]) -> usize {
 /// Greedy: temperature 0 (or below, or NaN), or a top_p whose nucleus can
 /// only hold the best token.
 pub fn is_greedy(temperature: f64, top_p: f64) -> bool {
-    !(temperature > 0.0) || !(top_p > 0.0)
+    temperature.is_nan() || temperature <= 0.0 || top_p.is_nan() || top_p <= 0.0
 }
 
 /// One generation's sampler: its settings, its random stream and scratch space.
@@ -63,7 +63,7 @@ impl TokenSampler {
             return argmax(logits);
         }
         let total = self.weigh(logits);
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             return argmax(logits);
         }
         if self.top_p >= 1.0 {

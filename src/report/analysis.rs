@@ -284,11 +284,9 @@ pub fn analyse(data: &RunData) -> Report {
         };
         let guard = matrix::guard(&c.name, ca, ta);
         let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
-        if is_ablation {
-            if let Err(e) = &guard {
-                refused.push(format!("not shown as an ablation: {e}"));
-                continue;
-            }
+        if is_ablation && let Err(e) = &guard {
+            refused.push(format!("not shown as an ablation: {e}"));
+            continue;
         }
         let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else { continue };
         for model in 0..data.models.list.len() as u32 {

@@ -174,10 +174,10 @@ impl TrialsCsv {
     }
 
     pub fn push(&mut self, r: &TrialRecord) {
-        if self.error.is_none() {
-            if let Err(e) = self.writer.write_record(trial_row(r)) {
-                self.error = Some(e);
-            }
+        if self.error.is_none()
+            && let Err(e) = self.writer.write_record(trial_row(r))
+        {
+            self.error = Some(e);
         }
     }
 

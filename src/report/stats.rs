@@ -782,7 +782,7 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
 
 /// `t_{1-alpha/2, df} + t_{power, df}`, or `NaN` for invalid levels.
 fn t_sum(alpha: f64, power: f64, df: f64) -> f64 {
-    if !is_open_unit(alpha) || !is_open_unit(power) || !(df > 0.0) {
+    if !is_open_unit(alpha) || !is_open_unit(power) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
     t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)

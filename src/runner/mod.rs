@@ -199,19 +199,19 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             }
             // Trials graded with and without the sandbox are not one run.
             let now = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
-            if let Some(then) = &m.host.isolation {
-                if then.is_isolated() != now.is_isolated() {
-                    return Err(InputError::at(
-                        &path,
-                        "host.isolation",
-                        format!(
-                            "the run started with isolation {} and would resume with {}; resuming would mix sandboxed and unsandboxed trials",
-                            then.kind(),
-                            now.kind()
-                        ),
-                    )
-                    .into());
-                }
+            if let Some(then) = &m.host.isolation
+                && then.is_isolated() != now.is_isolated()
+            {
+                return Err(InputError::at(
+                    &path,
+                    "host.isolation",
+                    format!(
+                        "the run started with isolation {} and would resume with {}; resuming would mix sandboxed and unsandboxed trials",
+                        then.kind(),
+                        now.kind()
+                    ),
+                )
+                .into());
             }
             Some((dir.clone(), m, lock))
         }
@@ -351,10 +351,10 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // are numbered in the order they start, each recorded before the next.)
     let mut starts: Vec<AttemptStart> = Vec::new();
     jsonl::for_each::<AttemptStart>(&attempts_path, |a| {
-        if let Some(p) = position(&a.trial_id) {
-            if a.attempt > known[p] & !FINAL {
-                starts.push(a);
-            }
+        if let Some(p) = position(&a.trial_id)
+            && a.attempt > known[p] & !FINAL
+        {
+            starts.push(a);
         }
     })
     .map_err(io(&dir))?;
@@ -362,11 +362,11 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     if !starts.is_empty() {
         let by_id: HashMap<&str, &AttemptStart> = starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
         for spec in plan.specs(part) {
-            if let Some(a) = by_id.get(spec.id.as_str()) {
-                if plans(spec.plan_key()) {
-                    trials_writer.append(&interrupted_record(&run_id, &spec, a)).map_err(io(&dir))?;
-                    interrupted += 1;
-                }
+            if let Some(a) = by_id.get(spec.id.as_str())
+                && plans(spec.plan_key())
+            {
+                trials_writer.append(&interrupted_record(&run_id, &spec, a)).map_err(io(&dir))?;
+                interrupted += 1;
             }
         }
         for a in &starts {

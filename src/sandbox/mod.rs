@@ -130,10 +130,10 @@ impl Sandbox {
             match comp {
                 Component::Normal(part) => {
                     current.push(part);
-                    if let Ok(meta) = std::fs::symlink_metadata(&current) {
-                        if meta.file_type().is_symlink() {
-                            return Err(PathRefusal::Symlink(rel.to_string()));
-                        }
+                    if let Ok(meta) = std::fs::symlink_metadata(&current)
+                        && meta.file_type().is_symlink()
+                    {
+                        return Err(PathRefusal::Symlink(rel.to_string()));
                     }
                 }
                 Component::CurDir => {}
@@ -152,7 +152,7 @@ impl Sandbox {
     pub fn editable_name(&self, rel: &str) -> Result<String, PathRefusal> {
         let resolved = self.resolve(rel)?;
         let name = resolved.strip_prefix(&self.root).unwrap_or(&resolved).to_string_lossy().replace('\\', "/");
-        if self.editable.iter().any(|e| *e == name) { Ok(name) } else { Err(PathRefusal::NotEditable(rel.to_string(), self.editable.join(", "))) }
+        if self.editable.contains(&name) { Ok(name) } else { Err(PathRefusal::NotEditable(rel.to_string(), self.editable.join(", "))) }
     }
 
     /// Write one editable file. Only the task's editable files can be written.

@@ -193,12 +193,12 @@ pub async fn run_until(
 }
 
 fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid {
-        if pgid > 0 {
-            // SAFETY: plain syscall; a group that no longer exists gives ESRCH, which is fine.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+    if let Some(pgid) = pgid
+        && pgid > 0
+    {
+        // SAFETY: plain syscall; a group that no longer exists gives ESRCH, which is fine.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
         }
     }
 }
