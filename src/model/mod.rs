@@ -4,6 +4,7 @@
 //! body, sends it (with the retry policy), and reads the reply back into a
 //! `ChatReply`. The exact body sent is returned for the trace.
 
+pub mod chat_format;
 pub mod http;
 #[cfg(feature = "local")]
 pub mod local;

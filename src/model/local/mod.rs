@@ -1,0 +1,504 @@
+//! In-process llama.cpp on a GGUF file (the `local` provider).
+//!
+//! One `LocalClient` loads its GGUF once. A dedicated worker thread owns the
+//! llama.cpp model and context and serves requests one at a time from a
+//! queue; `chat()` puts a job on the queue and awaits the reply through a
+//! oneshot channel, so any number of concurrent trials can share one model.
+//! A process-wide lock also serializes the work of different local models so
+//! that they never oversubscribe the CPU.
+//!
+//! Prompt: the messages are mapped to plain (role, content) turns in
+//! Qwen2.5's native tool format and rendered with the GGUF's own chat template
+//! through llama.cpp's built-in template engine (`llama_chat_apply_template`,
+//! which recognizes the template, it does not run its Jinja). That engine
+//! takes no tools, so the tools go into the system turn as Qwen2.5's template
+//! writes them (`# Tools`, `<tools></tools>` holding the function signatures,
+//! the `<tool_call>` instruction); assistant tool calls are rendered back as
+//! `<tool_call>` blocks and consecutive tool results become one user turn of
+//! `<tool_response>` blocks. For a ChatML model (Qwen2.5) the prompt is then
+//! byte for byte what Qwen2.5's Jinja template gives (checked against the
+//! GGUF's template rendered by jinja2; JSON key order aside:
+//! tool parameter schemas come out with sorted keys). Other model families get
+//! the same Hermes-style tool text in their own turn markup. Without tools, no
+//! default system prompt is added (Qwen's "You are Qwen ..." is not).
+//!
+//! Reply: `<tool_call>{"name": ..., "arguments": ...}</tool_call>` blocks are
+//! read out of the generated text into `ToolCall`s (`call_<n>`, `arguments` is
+//! the argument JSON exactly as generated); a block that is not a JSON object
+//! with a name goes to `unparsed_tool_calls` raw; the text outside the blocks
+//! (trimmed) is the reply text. Optionally (`fenced_tool_calls`), a reply
+//! with no block can also give calls written as a JSON object in a code fence
+//! naming an offered tool: Qwen2.5-Coder-0.5B writes its calls that way.
+//!
+//! KV-cache reuse: the context has `slots` sequences (ABLATE_LOCAL_SLOTS,
+//! default 8, of which ABLATE_LOCAL_BATCH, default 4, are decoded together), each of the configured context size and each remembering the
+//! tokens it holds. A request goes to the slot whose tokens are a prefix of
+//! its prompt (its own conversation, continued); else to the slot sharing the
+//! longest prefix when that keeps at least half of the slot; else to a free or
+//! least recently used slot, copying the best slot's cache into it first so
+//! that a shared prefix (the system prompt) is still reused. Only the prompt
+//! after the common prefix is evaluated. This is correct for any interleaving
+//! of trials (a slot's tokens always match its KV entries); interleaved trials
+//! just evict each other when there are more conversations than slots.
+//! Reuse changes how the prompt is split into batches, which can change the
+//! logits in the last bits, so the same request can give a different greedy
+//! continuation with and without a warm cache; ABLATE_LOCAL_PREFIX_CACHE=0
+//! turns reuse off for runs that must be bit-reproducible.
+//!
+//! Time: the time a job waits in the queue (behind other trials' jobs) is
+//! reported as `wait`, not working time, like a rate-limit wait; `latency` is
+//! the time the model worked on the request, and the request's timeout counts
+//! from when the worker starts on it.
+//!
+//! Sampling: `model::sampling::TokenSampler` (greedy, or temperature, top-p
+//! and a ChaCha8 draw from the request's seed), on the logits llama.cpp
+//! returns; llama.cpp's own top-p sampler sorts the whole vocabulary.
+//!
+//! Environment: ABLATE_LOCAL_THREADS (generation and, unless
+//! ABLATE_LOCAL_BATCH_THREADS is set, prompt evaluation; default: every core;
+//! see `LocalOptions`),
+//! ABLATE_LOCAL_SLOTS (default 8), ABLATE_LOCAL_BATCH (default 4; 1 = one sequence at a time), ABLATE_LOCAL_PREFIX_CACHE (default on),
+//! ABLATE_LOCAL_FENCED_TOOL_CALLS (default off; see `LocalOptions`),
+//! ABLATE_LOCAL_TEMPLATE (a llama.cpp template name such as `chatml`, instead
+//! of the GGUF's), ABLATE_LOCAL_LOG=1 (keep llama.cpp's own log on stderr).
+
+mod engine;
+
+use super::chat_format::{parse_fenced_tool_calls, parse_tool_calls};
+use super::sampling::{self};
+use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolSpec};
+use crate::config::ModelSpec;
+use crate::record::Tokens;
+pub use engine::backend;
+use engine::worker_main;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Context size when the model spec gives none.
+pub const DEFAULT_CONTEXT_TOKENS: u32 = 4096;
+/// Slots: twice the batch, so that while four trials are decoded together the
+/// caches of other conversations (the next trials of the same tasks) survive.
+const DEFAULT_SLOTS: usize = 8;
+/// Sequences decoded together.
+const DEFAULT_BATCH: usize = 4;
+/// Tokens per llama_decode call while evaluating a prompt.
+const BATCH_TOKENS: u32 = 512;
+/// Prompt tokens evaluated per step while other sequences are generating.
+const PROMPT_CHUNK_WHILE_DECODING: usize = 128;
+/// Shared prefix (tokens) that makes copying another slot's cache worthwhile.
+const MIN_COPY_TOKENS: usize = 32;
+
+/// Settings of the in-process engine that are not part of the model spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalOptions {
+    /// CPU threads while generating (one token per llama_decode).
+    pub threads: usize,
+    /// CPU threads while evaluating a prompt (batches of tokens).
+    pub batch_threads: usize,
+    /// Conversations kept in the KV cache at once.
+    pub slots: usize,
+    /// Sequences decoded together, one `llama_decode` per step (continuous
+    /// batching; at most `slots`). 1 serves one request at a time, as llama.cpp
+    /// computes each sequence alone: bit-reproducible across concurrency.
+    pub batch: usize,
+    /// Reuse the KV cache of a common prompt prefix.
+    pub prefix_cache: bool,
+    /// When a reply has no `<tool_call>` block, also read a call written as a
+    /// JSON object in a code fence (or as the whole reply) naming an offered
+    /// tool, as small Qwen2.5-Coder models tend to write them.
+    pub fenced_tool_calls: bool,
+    /// A llama.cpp template name (`chatml`, `llama3`, ...) used instead of the GGUF's template.
+    pub template: Option<String>,
+    /// Leave llama.cpp's log on stderr.
+    pub log: bool,
+}
+
+impl Default for LocalOptions {
+    /// Every core, for prompts and for generation. Measured on 2 cores
+    /// (benches/llama_ref.cpp, Qwen2.5-Coder-0.5B): idle, generation ran at
+    /// about 27 tokens/s on 2 threads against 16 on 1; with one other process
+    /// busy on a core, 11 against 16. In a 715 s run of configs/ablate.toml the
+    /// trials' checks kept a core busy for 27 s, so all cores win. Set
+    /// ABLATE_LOCAL_THREADS=1 when something else keeps a core busy.
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        LocalOptions {
+            threads: cores,
+            batch_threads: cores,
+            slots: DEFAULT_SLOTS,
+            batch: DEFAULT_BATCH,
+            prefix_cache: true,
+            fenced_tool_calls: false,
+            template: None,
+            log: false,
+        }
+    }
+}
+
+impl LocalOptions {
+    /// Defaults, overridden by the ABLATE_LOCAL_* environment variables.
+    pub fn from_env() -> Result<Self, String> {
+        let mut o = LocalOptions::default();
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let count = |name: &str, v: String| match v.parse::<usize>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(n),
+            _ => Err(format!("{name}={v} is not a count from 1 to 1024")),
+        };
+        let flag = |name: &str, v: String| match v.to_ascii_lowercase().as_str() {
+            "1" | "true" | "on" | "yes" => Ok(true),
+            "0" | "false" | "off" | "no" => Ok(false),
+            _ => Err(format!("{name}={v} is not on/off")),
+        };
+        if let Some(v) = var("ABLATE_LOCAL_THREADS") {
+            o.threads = count("ABLATE_LOCAL_THREADS", v)?;
+            o.batch_threads = o.threads;
+        }
+        if let Some(v) = var("ABLATE_LOCAL_BATCH_THREADS") {
+            o.batch_threads = count("ABLATE_LOCAL_BATCH_THREADS", v)?;
+        }
+        if let Some(v) = var("ABLATE_LOCAL_SLOTS") {
+            o.slots = count("ABLATE_LOCAL_SLOTS", v)?;
+            o.batch = o.batch.min(o.slots);
+        }
+        if let Some(v) = var("ABLATE_LOCAL_BATCH") {
+            o.batch = count("ABLATE_LOCAL_BATCH", v)?;
+        }
+        if let Some(v) = var("ABLATE_LOCAL_PREFIX_CACHE") {
+            o.prefix_cache = flag("ABLATE_LOCAL_PREFIX_CACHE", v)?;
+        }
+        if let Some(v) = var("ABLATE_LOCAL_FENCED_TOOL_CALLS") {
+            o.fenced_tool_calls = flag("ABLATE_LOCAL_FENCED_TOOL_CALLS", v)?;
+        }
+        if let Some(v) = var("ABLATE_LOCAL_LOG") {
+            o.log = flag("ABLATE_LOCAL_LOG", v)?;
+        }
+        o.template = var("ABLATE_LOCAL_TEMPLATE");
+        Ok(o)
+    }
+}
+
+/// Sampling settings of one generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenParams {
+    pub max_tokens: u32,
+    /// 0 means greedy.
+    pub temperature: f64,
+    pub top_p: f64,
+    pub seed: u64,
+    /// Limit on the worker's time for this request (queueing not counted).
+    pub timeout: Duration,
+    /// Generate max_tokens whatever the model says (benchmarks: a fixed
+    /// amount of work, as llama.cpp's batched bench does).
+    pub ignore_eos: bool,
+}
+
+impl GenParams {
+    fn of(req: &ChatRequest) -> GenParams {
+        GenParams { max_tokens: req.max_tokens, temperature: req.temperature, top_p: req.top_p, seed: req.seed, timeout: req.timeout, ignore_eos: false }
+    }
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The model produced an end-of-generation token.
+    Eos,
+    /// max_tokens, or the context is full.
+    Length,
+    /// The request's timeout passed (only in a partial generation).
+    Timeout,
+}
+
+impl Stop {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Eos => "eos",
+            Stop::Length => "length",
+            Stop::Timeout => "timeout",
+        }
+    }
+}
+
+/// One generation, as the worker did it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// Generated text (special tokens rendered, the end token left out).
+    pub text: String,
+    /// Tokens of the whole prompt.
+    pub prompt_tokens: u32,
+    /// Prompt tokens reused from the KV cache (not evaluated).
+    pub cached_tokens: u32,
+    /// Tokens sampled, the end-of-generation token included.
+    pub generated_tokens: u32,
+    pub stop: Stop,
+    pub slot: usize,
+    /// This request's share of the compute while its prompt was evaluated and
+    /// while it generated (each step's time split over the step's tokens).
+    pub prompt_seconds: f64,
+    pub generation_seconds: f64,
+    /// Most sequences decoded together in one step with this one.
+    pub max_sequences: u32,
+}
+
+/// Counters over the life of a client, for benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LocalStats {
+    pub requests: u64,
+    /// Prompt tokens of all requests.
+    pub prompt_tokens: u64,
+    /// Prompt tokens reused from the KV cache.
+    pub cached_tokens: u64,
+    /// Prompt tokens evaluated (prompt minus cached).
+    pub evaluated_tokens: u64,
+    pub generated_tokens: u64,
+    /// Time evaluating prompts.
+    pub prompt_seconds: f64,
+    /// Time sampling and decoding generated tokens.
+    pub generation_seconds: f64,
+    /// Time jobs waited in the queue.
+    pub queue_seconds: f64,
+}
+
+impl LocalStats {
+    pub fn prompt_tokens_per_second(&self) -> f64 {
+        if self.prompt_seconds > 0.0 { self.evaluated_tokens as f64 / self.prompt_seconds } else { 0.0 }
+    }
+    pub fn generated_tokens_per_second(&self) -> f64 {
+        if self.generation_seconds > 0.0 { self.generated_tokens as f64 / self.generation_seconds } else { 0.0 }
+    }
+}
+
+/// What was loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalInfo {
+    pub path: PathBuf,
+    /// Context size of each slot (the limit of prompt + generation).
+    pub context_tokens: u32,
+    /// The engine settings in force (threads, slots, prefix cache, ...).
+    pub options: LocalOptions,
+    pub n_params: u64,
+    pub size_bytes: u64,
+    pub n_ctx_train: u32,
+    /// The chat template given to llama.cpp (a name or the GGUF's Jinja text).
+    pub template: String,
+}
+
+enum PromptInput {
+    Chat { messages: Vec<Message>, tools: Vec<ToolSpec> },
+    Text(String),
+}
+
+struct Job {
+    input: PromptInput,
+    params: GenParams,
+    enqueued: Instant,
+    reply: oneshot::Sender<JobResult>,
+}
+
+struct JobResult {
+    /// The prompt text given to the tokenizer, once rendered.
+    prompt: Option<String>,
+    /// Complete, or partial (timeout) generation.
+    generation: Option<Generation>,
+    error: Option<ModelError>,
+    /// Waiting: in the queue before the worker took the request, and the
+    /// other sequences' share of the steps this one was decoded in.
+    queued: Duration,
+    /// This request's share of the compute: each step's time split over the
+    /// tokens of the step (what its trial is charged).
+    compute: Duration,
+    batch: BatchStats,
+}
+
+/// How a request shared the engine: for the trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct BatchStats {
+    /// `llama_decode` steps the request took part in.
+    pub steps: u32,
+    /// Sequences in those steps: mean and largest.
+    pub mean_sequences: f64,
+    pub max_sequences: u32,
+    /// Time in the queue before the worker took it, ms.
+    pub queued_ms: u64,
+    /// Wall time from admission to the last step, ms (compute share + others' share).
+    pub wall_ms: u64,
+}
+
+/// The in-process llama.cpp client.
+pub struct LocalClient {
+    name: String,
+    jobs: mpsc::Sender<Job>,
+    sha256: String,
+    info: LocalInfo,
+    stats: Arc<Mutex<LocalStats>>,
+}
+
+impl LocalClient {
+    /// Load the model of a `local` spec, with options from the environment.
+    pub fn new(spec: &ModelSpec) -> Result<Self, String> {
+        let opts = LocalOptions::from_env().map_err(|e| format!("model `{}`: {e}", spec.name))?;
+        Self::with_options(spec, opts)
+    }
+
+    pub fn with_options(spec: &ModelSpec, opts: LocalOptions) -> Result<Self, String> {
+        let name = spec.name.clone();
+        let path = spec
+            .resolved_path
+            .clone()
+            .or_else(|| spec.path.as_ref().map(PathBuf::from))
+            .ok_or_else(|| format!("model `{name}`: the local provider needs the GGUF file's path"))?;
+        if !path.is_file() {
+            return Err(format!("model `{name}`: GGUF file `{}` not found", path.display()));
+        }
+        let context_tokens = spec.context_tokens.unwrap_or(DEFAULT_CONTEXT_TOKENS);
+        if context_tokens < 16 {
+            return Err(format!("model `{name}`: context_tokens {context_tokens} is too small"));
+        }
+        let slots = opts.slots.max(1);
+        let opts = LocalOptions { threads: opts.threads.max(1), batch_threads: opts.batch_threads.max(1), slots, batch: opts.batch.clamp(1, slots), ..opts };
+        let stats = Arc::new(Mutex::new(LocalStats::default()));
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalInfo, String>>(1);
+        let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+        let worker_stats = stats.clone();
+        let worker_path = path.clone();
+        std::thread::Builder::new()
+            .name("ablate-llama".into())
+            .spawn(move || worker_main(worker_path, context_tokens, opts, ready_tx, jobs_rx, worker_stats))
+            .map_err(|e| format!("model `{name}`: cannot start the llama.cpp worker: {e}"))?;
+        // Hash the file while the worker loads it.
+        let sha256 = crate::digest::sha256_file(&path).map_err(|e| format!("model `{name}`: cannot read `{}`: {e}", path.display()))?;
+        let info = match ready_rx.recv() {
+            Ok(Ok(info)) => info,
+            Ok(Err(e)) => return Err(format!("model `{name}`: {e}")),
+            Err(_) => return Err(format!("model `{name}`: the llama.cpp worker stopped while loading")),
+        };
+        Ok(LocalClient { name, jobs: jobs_tx, sha256, info, stats })
+    }
+
+    /// sha256 of the GGUF file, hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    pub fn info(&self) -> &LocalInfo {
+        &self.info
+    }
+
+    /// Counters since the client was made.
+    pub fn stats(&self) -> LocalStats {
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `chat` for callers outside an async runtime (benchmarks). Must not be
+    /// called from inside a tokio runtime.
+    pub fn chat_blocking(&self, req: &ChatRequest, operation_id: String) -> CallOutcome {
+        let rx = self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: req.tools.clone() }, GenParams::of(req));
+        let res = rx.and_then(|rx| rx.blocking_recv().map_err(|_| self.stopped()));
+        outcome(req, operation_id, res, self.info.options.fenced_tool_calls)
+    }
+
+    /// Generate from a prompt text that is given to the tokenizer as is (no
+    /// chat template). Must not be called from inside a tokio runtime.
+    pub fn generate_blocking(&self, prompt: &str, params: &GenParams) -> Result<Generation, ModelError> {
+        let rx = self.submit(PromptInput::Text(prompt.to_string()), params.clone())?;
+        let res = rx.blocking_recv().map_err(|_| self.stopped())?;
+        match res.error {
+            Some(e) => Err(e),
+            None => res.generation.ok_or_else(|| ModelError::Other("no generation".into())),
+        }
+    }
+
+    fn submit(&self, input: PromptInput, params: GenParams) -> Result<oneshot::Receiver<JobResult>, ModelError> {
+        let (tx, rx) = oneshot::channel();
+        self.jobs.send(Job { input, params, enqueued: Instant::now(), reply: tx }).map_err(|_| self.stopped())?;
+        Ok(rx)
+    }
+
+    fn stopped(&self) -> ModelError {
+        ModelError::Other(format!("model `{}`: the llama.cpp worker has stopped", self.name))
+    }
+}
+
+impl ModelClient for LocalClient {
+    fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let rx = self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: req.tools.clone() }, GenParams::of(req));
+            let res = match rx {
+                Ok(rx) => rx.await.map_err(|_| self.stopped()),
+                Err(e) => Err(e),
+            };
+            outcome(req, operation_id, res, self.info.options.fenced_tool_calls)
+        })
+    }
+
+    fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
+        Box::pin(async move { Ok(Some(format!("gguf-sha256:{}", self.sha256))) })
+    }
+
+    fn engine(&self) -> Option<Value> {
+        let (i, o) = (&self.info, &self.info.options);
+        Some(json!({
+            "engine": "llama.cpp (llama-cpp-2, in process)",
+            "path": i.path.display().to_string(),
+            "size_bytes": i.size_bytes,
+            "n_params": i.n_params,
+            "context_tokens": i.context_tokens,
+            "slots": o.slots,
+            "batch": o.batch,
+            "threads": o.threads,
+            "batch_threads": o.batch_threads,
+            "prefix_cache": o.prefix_cache,
+            "fenced_tool_calls": o.fenced_tool_calls,
+            "template": o.template.as_deref().unwrap_or("gguf"),
+            "template_sha256": crate::digest::sha256_hex(i.template.as_bytes()),
+        }))
+    }
+}
+
+fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, ModelError>, fenced: bool) -> CallOutcome {
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => JobResult { prompt: None, generation: None, error: Some(e), queued: Duration::ZERO, compute: Duration::ZERO, batch: BatchStats::default() },
+    };
+    let request_body = json!({
+        "prompt": res.prompt,
+        "max_tokens": req.max_tokens,
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "seed": req.seed,
+        "sampler": if sampling::is_greedy(req.temperature, req.top_p) { "greedy" } else { "temperature, top_p, ChaCha8 draw from seed" },
+    });
+    let reply_body = res.generation.as_ref().map(|g| {
+        json!({
+            "text": g.text,
+            "prompt_tokens": g.prompt_tokens,
+            "cached_tokens": g.cached_tokens,
+            "generated_tokens": g.generated_tokens,
+            "stop": g.stop.name(),
+            "batch": res.batch,
+        })
+    });
+    let result = match (res.error, res.generation) {
+        (Some(e), _) => Err(e),
+        (None, Some(g)) => {
+            let (mut text, mut tool_calls, unparsed_tool_calls) = parse_tool_calls(&g.text);
+            if fenced && tool_calls.is_empty() && unparsed_tool_calls.is_empty() && !req.tools.is_empty() {
+                (text, tool_calls) = parse_fenced_tool_calls(&text, &req.tools);
+            }
+            Ok(ChatReply {
+                text,
+                tool_calls,
+                unparsed_tool_calls,
+                finish_reason: Some(if g.stop == Stop::Eos { "stop" } else { "length" }.to_string()),
+                usage: Tokens { input: g.prompt_tokens as u64, output: g.generated_tokens as u64, cached: g.cached_tokens as u64 },
+                fingerprint: None,
+            })
+        }
+        (None, None) => Err(ModelError::Other("the llama.cpp worker gave no result".into())),
+    };
+    CallOutcome { operation_id, request_body, reply_body, result, attempts: 1, latency: res.compute, wait: res.queued }
+}
