@@ -68,17 +68,34 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Named exit codes of the CLI, in one place.
-pub mod exit {
+/// The exit status of every command, in one place (the README lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
     /// Success (and `gate` PASS).
-    pub const OK: i32 = 0;
+    Ok = 0,
     /// The command ran and found a failure: `suite check` found a broken task,
     /// a run could not complete, `gate` FAIL.
-    pub const FAILURE: i32 = 1;
-    /// Bad input: a config, task or flag error. Nothing was run.
-    pub const USAGE: i32 = 2;
+    Failure = 1,
+    /// Bad input: a config, task or flag error, or a baseline that does not
+    /// match the candidate. Nothing was run.
+    Usage = 2,
     /// `gate` INCONCLUSIVE: neither a regression nor non-inferiority is shown.
-    pub const INCONCLUSIVE: i32 = 3;
+    Inconclusive = 3,
+    /// `run` stopped by Ctrl-C (128 + SIGINT); what was recorded stays.
+    Interrupted = 130,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e.code())
+    }
 }
 
 #[cfg(test)]

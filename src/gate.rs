@@ -16,15 +16,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-/// Exit codes of `ablate gate`, documented in the README.
-pub mod exit {
-    pub const PASS: i32 = 0;
-    pub const FAIL: i32 = 1;
-    /// Bad input, or a baseline that does not match the candidate.
-    pub const USAGE: i32 = 2;
-    pub const INCONCLUSIVE: i32 = 3;
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Verdict {
@@ -34,11 +25,11 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn exit_code(self) -> i32 {
+    pub fn exit_code(self) -> crate::error::Exit {
         match self {
-            Verdict::Pass => exit::PASS,
-            Verdict::Fail => exit::FAIL,
-            Verdict::Inconclusive => exit::INCONCLUSIVE,
+            Verdict::Pass => crate::error::Exit::Ok,
+            Verdict::Fail => crate::error::Exit::Failure,
+            Verdict::Inconclusive => crate::error::Exit::Inconclusive,
         }
     }
     pub fn name(self) -> &'static str {
@@ -799,7 +790,7 @@ mod tests {
         let d = decide_counts(126, 140, 130, 140, 14, 0.05, 0.05);
         assert_eq!(d.verdict, Verdict::Pass);
         assert!(d.lower > -0.05 && d.lower < d.mean && d.mean < d.upper, "{d:?}");
-        assert_eq!(Verdict::Inconclusive.exit_code(), 3);
+        assert_eq!(Verdict::Inconclusive.exit_code().code(), 3);
     }
 
     /// The false-PASS rate of a true drop of the margin or more, computed

@@ -1,7 +1,7 @@
 //! The `ablate` command line. clap lives here only; each subcommand converts
 //! its flags into core types and runs the pipeline of ARCHITECTURE.md.
 
-use ablate::error::exit;
+use ablate::error::Exit;
 use ablate::plan::Shard;
 use ablate::record::lock::{LockError, RunLock};
 use ablate::runner::progress::ProgressMode;
@@ -226,22 +226,22 @@ fn main() -> ExitCode {
         Err(err) => {
             if let Some(input) = err.downcast_ref::<InputError>() {
                 eprintln!("error: {input}");
-                exit::USAGE
+                Exit::Usage
             } else {
                 eprintln!("error: {err:#}");
-                exit::FAILURE
+                Exit::Failure
             }
         }
     };
-    ExitCode::from(code as u8)
+    code.into()
 }
 
-fn run(cli: Cli) -> anyhow::Result<i32> {
+fn run(cli: Cli) -> anyhow::Result<Exit> {
     if matches!(cli.command, Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run { .. }) {
         // Candidate code runs only under the sandbox, or where the user opted out.
         if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed) {
             eprintln!("error: {e}");
-            return Ok(exit::USAGE);
+            return Ok(Exit::Usage);
         }
     }
     match cli.command {
@@ -274,7 +274,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
-fn suite_check(dir: PathBuf) -> anyhow::Result<i32> {
+fn suite_check(dir: PathBuf) -> anyhow::Result<Exit> {
     let report = runtime()?.block_on(suite::check::check_suite(&dir));
     for p in &report.problems {
         println!("error: {p}");
@@ -292,16 +292,16 @@ fn suite_check(dir: PathBuf) -> anyhow::Result<i32> {
     match (&report.suite, report.ok()) {
         (Some(s), true) => {
             println!("{} tasks ok; suite {} {} digest {}", s.tasks.len(), s.name, s.version, s.digest);
-            Ok(exit::OK)
+            Ok(Exit::Ok)
         }
         _ => {
             println!("{} of {} tasks have problems: {}", failed.len(), report.tasks.len(), failed.join(", "));
-            Ok(exit::FAILURE)
+            Ok(Exit::Failure)
         }
     }
 }
 
-fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<i32> {
+fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<Exit> {
     let done = suite::import::import(&opts)?;
     let suite = suite::load(&opts.out)?;
     println!(
@@ -314,10 +314,10 @@ fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<i32> {
         done.source_sha256
     );
     println!("prove it: ablate suite check {}", opts.out.display());
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
-fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::Result<i32> {
+fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::Result<Exit> {
     let exp = config::load(&config_path)?;
     let suite = suite::load(&exp.suite_path)?;
     let plan = plan::build(&exp, &suite)?;
@@ -333,10 +333,10 @@ fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::R
     } else {
         print!("{}", plan::render::render(&exp, &suite, &plan, shard));
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
-fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut opts: RunOptions) -> anyhow::Result<i32> {
+fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut opts: RunOptions) -> anyhow::Result<Exit> {
     let mut exp = config::load(&config_path)?;
     if let Some(n) = trials {
         if n == 0 {
@@ -356,11 +356,11 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut o
         Err(RunError::Input(e)) => return Err(e.into()),
         Err(e @ RunError::Lock(LockError::InUse { .. })) => {
             eprintln!("error: {e}");
-            return Ok(exit::USAGE);
+            return Ok(Exit::Usage);
         }
         Err(RunError::Interrupted { .. }) => {
             eprintln!("{}", result.unwrap_err());
-            return Ok(130);
+            return Ok(Exit::Interrupted);
         }
         Err(e) => return Err(e.into()),
     };
@@ -377,7 +377,7 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut o
     };
     print!("{}", ablate::report::terminal::render(report, colour(false)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", summary.dir.display());
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 fn colour(no_color: bool) -> bool {
@@ -388,10 +388,10 @@ fn colour(no_color: bool) -> bool {
 /// `ablate report`: nothing is written into a folder without a manifest; the
 /// exports are written under the folder's lock, and while a run holds it the
 /// report is printed only (the run rewrites the exports itself).
-fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
+fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<Exit> {
     if let Err(e) = ablate::report::require_manifest(run) {
         eprintln!("error: {e}");
-        return Ok(exit::USAGE);
+        return Ok(Exit::Usage);
     }
     match RunLock::acquire(run) {
         Ok(_lock) => write_report(run, no_color),
@@ -399,23 +399,23 @@ fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
             let report = ablate::report::analyse_dir(run).map_err(|e| InputError::new(run, e))?;
             print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
             eprintln!("note: {} is in use by {holder}; the exports were not written (that run rewrites them)", run.display());
-            Ok(exit::OK)
+            Ok(Exit::Ok)
         }
         Err(e) => Err(e.into()),
     }
 }
 
 /// Analyse `run` and write its exports; the caller holds the folder's lock.
-fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<i32> {
+fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<Exit> {
     let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// `ablate merge`: missing shards or trials are named and refuse the merge
 /// (exit 1) unless `--allow-partial`; a shard still being written is a usage error.
-fn merge_cmd(out: PathBuf, shards: Vec<PathBuf>, allow_partial: bool) -> anyhow::Result<i32> {
+fn merge_cmd(out: PathBuf, shards: Vec<PathBuf>, allow_partial: bool) -> anyhow::Result<Exit> {
     use ablate::record::merge::{MergeError, MergeOptions, merge};
     let summary = match merge(&MergeOptions { out, shards, allow_partial }) {
         Ok(s) => s,
@@ -424,11 +424,11 @@ fn merge_cmd(out: PathBuf, shards: Vec<PathBuf>, allow_partial: bool) -> anyhow:
             for l in lines {
                 eprintln!("error: {l}");
             }
-            return Ok(exit::FAILURE);
+            return Ok(Exit::Failure);
         }
         Err(e @ MergeError::Lock(_)) => {
             eprintln!("error: {e}");
-            return Ok(exit::USAGE);
+            return Ok(Exit::Usage);
         }
         Err(e) => return Err(e.into()),
     };
@@ -447,7 +447,7 @@ fn merge_cmd(out: PathBuf, shards: Vec<PathBuf>, allow_partial: bool) -> anyhow:
     write_report(&summary.dir, false)
 }
 
-fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<i32> {
+fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<Exit> {
     if !(mde > 0.0 && mde <= 1.0) {
         return Err(InputError::at(run, "--mde", format!("{mde} is not in (0, 1]; give a fraction such as 0.10")).into());
     }
@@ -455,22 +455,22 @@ fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<i32> {
     let alpha = data.manifest.experiment.get("alpha").and_then(|a| a.as_f64()).unwrap_or(0.05);
     let rows = ablate::report::power::plan(&data, mde, alpha, 0.8);
     print!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 #[cfg(feature = "polars")]
-fn export_cmd(runs: &[PathBuf], table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<i32> {
+fn export_cmd(runs: &[PathBuf], table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<Exit> {
     let n = ablate::export::export(runs, table, output)?;
     eprintln!("wrote {n} rows of {} runs to {}", runs.len(), output.display());
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 #[cfg(not(feature = "polars"))]
-fn export_cmd(_runs: &[PathBuf], _table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<i32> {
+fn export_cmd(_runs: &[PathBuf], _table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<Exit> {
     Err(InputError::new(output, "this ablate was built without the `polars` feature: build with `cargo build --release --features polars`").into())
 }
 
-fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path, seed: u64) -> anyhow::Result<i32> {
+fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path, seed: u64) -> anyhow::Result<Exit> {
     let mut exp = config::load(config_path)?;
     let suite = suite::load(&exp.suite_path)?;
     let per_repeat = plan::build(&exp, &suite)?.trials.len() / exp.trials as usize;
@@ -483,20 +483,20 @@ fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Pat
         (0.2 + t + a).min(0.95)
     })?;
     eprintln!("wrote {n} records to {}", out.display());
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 fn load_run(run: &std::path::Path) -> anyhow::Result<ablate::report::load::RunData> {
     Ok(ablate::report::load::load(run).map_err(|e| InputError::new(run, e.to_string()))?)
 }
 
-fn baseline_save(run: &std::path::Path, output: &std::path::Path, arm: Option<String>, model: Option<String>) -> anyhow::Result<i32> {
+fn baseline_save(run: &std::path::Path, output: &std::path::Path, arm: Option<String>, model: Option<String>) -> anyhow::Result<Exit> {
     let data = load_run(run)?;
     let rows = gate::baseline_of_run(&data, arm.as_deref(), model.as_deref()).map_err(|e| InputError::new(run, e))?;
     gate::write_baseline(output, &rows)?;
     let (n, p): (u32, u32) = rows.iter().fold((0, 0), |(n, p), r| (n + r.trials, p + r.passes));
     println!("saved {} tasks ({p}/{n} trials passed) of arm `{}`, model `{}` to {}", rows.len(), rows[0].arm, rows[0].model, output.display());
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 struct GateArgs {
@@ -511,7 +511,7 @@ struct GateArgs {
     junit: Option<PathBuf>,
 }
 
-fn gate_cmd(a: GateArgs) -> anyhow::Result<i32> {
+fn gate_cmd(a: GateArgs) -> anyhow::Result<Exit> {
     if !(a.margin >= 0.0 && a.margin < 1.0) {
         return Err(InputError::at(&a.candidate, "--margin", format!("{} is not in [0, 1)", a.margin)).into());
     }
@@ -534,7 +534,7 @@ fn gate_cmd(a: GateArgs) -> anyhow::Result<i32> {
         }
         if !a.allow_drift {
             eprintln!("error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)");
-            return Ok(gate::exit::USAGE);
+            return Ok(Exit::Usage);
         }
     }
     let pairs = gate::pair(&base, &cand);

@@ -16,14 +16,99 @@ pub struct Interval {
     pub hi: f64,
     pub se: f64,
     pub n_tasks: usize,
-    /// `clustered_wilson` (tasks as the unit, Wilson on the effective sample
-    /// size) or `wilson` (one task: its trials).
-    pub method: &'static str,
+    pub method: IntervalMethod,
+}
+
+/// How a pass rate's interval was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalMethod {
+    /// Tasks as the unit, Wilson on the effective sample size.
+    ClusteredWilson,
+    /// One task: Wilson over its trials.
+    Wilson,
+}
+
+impl IntervalMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            IntervalMethod::ClusteredWilson => "clustered_wilson",
+            IntervalMethod::Wilson => "wilson",
+        }
+    }
+}
+
+/// What an effect compares: one component (an ablation, in the family the
+/// p-values are adjusted over) or arms that differ in several (combined).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectKind {
+    Ablation,
+    Combined,
+}
+
+impl EffectKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EffectKind::Ablation => "ablation",
+            EffectKind::Combined => "combined",
+        }
+    }
+}
+
+/// The verdict on an effect, read from its interval. Written out (JSON, CSV,
+/// Markdown) as the sentence `Display` gives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EffectVerdict {
+    /// No task in both arms, or no interval.
+    NotEnoughData,
+    /// The interval lies above 0 (`one_task`: it speaks for that task only).
+    Helps { one_task: bool },
+    /// The interval lies below 0.
+    Hurts { one_task: bool },
+    /// Too few tasks for the exact test to ever reject at this level.
+    NoVerdictPossible { tasks: usize, needed: u64 },
+    /// The interval holds 0; `could_detect`: the effect the design detects at 80% power.
+    NoDetectableEffect { could_detect: Option<f64>, one_task: bool },
+}
+
+impl EffectVerdict {
+    /// One word: `helps`, `hurts`, `n.s.` (no effect shown) or `n/a`.
+    pub fn short(self) -> &'static str {
+        match self {
+            EffectVerdict::Helps { .. } => "helps",
+            EffectVerdict::Hurts { .. } => "hurts",
+            EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => "n.s.",
+            EffectVerdict::NotEnoughData => "n/a",
+        }
+    }
+}
+
+impl std::fmt::Display for EffectVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let only = |one: bool| if one { " (this task only)" } else { "" };
+        match *self {
+            EffectVerdict::NotEnoughData => f.write_str("not enough data to tell"),
+            EffectVerdict::Helps { one_task } => write!(f, "helps{}", only(one_task)),
+            EffectVerdict::Hurts { one_task } => write!(f, "hurts{}", only(one_task)),
+            EffectVerdict::NoVerdictPossible { tasks, needed } => write!(f, "no verdict possible: {tasks} tasks, at least {needed} needed at this level"),
+            EffectVerdict::NoDetectableEffect { could_detect: Some(mde), .. } => {
+                write!(f, "no detectable effect (could detect ±{:.0} pp at 80% power)", mde * 100.0)
+            }
+            EffectVerdict::NoDetectableEffect { could_detect: None, one_task } => write!(f, "no detectable effect{}", only(one_task)),
+        }
+    }
+}
+
+impl Serialize for EffectVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 impl From<stats::Estimate> for Interval {
     fn from(e: stats::Estimate) -> Self {
-        Interval { mean: e.mean, lo: e.lo, hi: e.hi, se: e.se, n_tasks: e.n_tasks, method: "clustered_wilson" }
+        Interval { mean: e.mean, lo: e.lo, hi: e.hi, se: e.se, n_tasks: e.n_tasks, method: IntervalMethod::ClusteredWilson }
     }
 }
 
@@ -44,7 +129,7 @@ fn rate_interval(outcomes: &[Vec<f64>], conf: f64) -> Interval {
         return e.into(); // fractions (tests passed): no binomial interval
     }
     let (lo, hi) = stats::wilson(successes, trials.len() as u64, conf);
-    Interval { mean: e.mean, lo, hi, se: f64::NAN, n_tasks: 1, method: "wilson" }
+    Interval { mean: e.mean, lo, hi, se: f64::NAN, n_tasks: 1, method: IntervalMethod::Wilson }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -95,8 +180,7 @@ pub struct EffectReport {
     pub model: String,
     pub control: String,
     pub treatment: String,
-    /// `ablation` or `combined`.
-    pub kind: String,
+    pub kind: EffectKind,
     /// The component of an ablation; the differing components of a combined one.
     pub components: Vec<String>,
     /// Pass rates (mean of per-task means) of the paired tasks in each arm.
@@ -115,8 +199,7 @@ pub struct EffectReport {
     pub family_size: usize,
     /// Confidence level of `lo`/`hi`: `1 - alpha / family_size`.
     pub interval_level: f64,
-    /// `stats::Inference::method`: `sign_flip_exact+mover`, `sign_flip_normal+mover`, `newcombe_one_task`.
-    pub method: String,
+    pub method: stats::InferenceMethod,
     /// `tasks` (the tasks as a sample of a population), or `one task: <task>`
     /// (the trials of a single task: speaks for that task only).
     pub scope: String,
@@ -130,7 +213,7 @@ pub struct EffectReport {
     pub infra_differs: bool,
     /// The effect without infrastructure-error trials (when either arm had any).
     pub excl_infra: Option<ExclInfra>,
-    pub verdict: String,
+    pub verdict: EffectVerdict,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -323,7 +406,7 @@ pub fn analyse(data: &RunData) -> Report {
                 model: data.models.name(model).to_string(),
                 control: c.control.clone(),
                 treatment: c.treatment.clone(),
-                kind: if is_ablation { "ablation".into() } else { "combined".into() },
+                kind: if is_ablation { EffectKind::Ablation } else { EffectKind::Combined },
                 components: c.differs.iter().map(|d| d.component.clone()).collect(),
                 control_rate: rate(&all.0),
                 treatment_rate: rate(&all.1),
@@ -334,7 +417,7 @@ pub fn analyse(data: &RunData) -> Report {
                 p_adjusted: None,
                 family_size: 1,
                 interval_level: conf,
-                method: String::new(),
+                method: stats::InferenceMethod::None,
                 scope,
                 n_tasks: present.len(),
                 mde: f64::NAN,
@@ -342,16 +425,16 @@ pub fn analyse(data: &RunData) -> Report {
                 infra_errors_treatment: infra_t,
                 infra_differs: infra_c != infra_t,
                 excl_infra: None,
-                verdict: String::new(),
+                verdict: EffectVerdict::NotEnoughData,
             };
             pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }
     }
-    let family = pending.iter().filter(|p| p.effect.kind == "ablation" && p.effect.n_tasks > 0).count().max(1);
+    let family = pending.iter().filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0).count().max(1);
     let mut ablations = Vec::new();
     let mut combined = Vec::new();
     for Pending { mut effect, all, kept } in pending {
-        let m = if effect.kind == "ablation" { family } else { 1 };
+        let m = if effect.kind == EffectKind::Ablation { family } else { 1 };
         let level_alpha = alpha / m as f64;
         let inf = stats::paired_inference(&all.0, &all.1, 1.0 - level_alpha);
         let diffs: Vec<f64> = all.0.iter().zip(&all.1).filter(|(a, _)| !a.is_empty()).map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
@@ -363,8 +446,8 @@ pub fn analyse(data: &RunData) -> Report {
         effect.p_value = inf.p_value;
         effect.family_size = m;
         effect.interval_level = 1.0 - level_alpha;
-        effect.p_adjusted = (effect.kind == "ablation").then(|| (inf.p_value * m as f64).min(1.0));
-        effect.method = inf.method.to_string();
+        effect.p_adjusted = (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0));
+        effect.method = inf.method;
         effect.verdict = verdict(&inf, effect.mde, level_alpha);
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
             let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
@@ -375,10 +458,10 @@ pub fn analyse(data: &RunData) -> Report {
                 hi: x.hi,
                 p_value: x.p_value,
                 n_tasks: x.n_tasks,
-                verdict_changes: short(&v) != short(&effect.verdict),
+                verdict_changes: v.short() != effect.verdict.short(),
             });
         }
-        if effect.kind == "ablation" { ablations.push(effect) } else { combined.push(effect) }
+        if effect.kind == EffectKind::Ablation { ablations.push(effect) } else { combined.push(effect) }
     }
     Report {
         run_id: data.manifest.run_id.clone(),
@@ -399,29 +482,73 @@ pub fn analyse(data: &RunData) -> Report {
     }
 }
 
-fn short(v: &str) -> &str {
-    v.split_whitespace().next().unwrap_or("")
-}
-
 /// helps / hurts / no verdict, read from the interval (which excludes 0
 /// exactly when the p-value is at most the level): never against it.
-pub fn verdict(inf: &stats::Inference, mde: f64, level_alpha: f64) -> String {
+pub fn verdict(inf: &stats::Inference, mde: f64, level_alpha: f64) -> EffectVerdict {
     if inf.n_tasks == 0 || inf.lo.is_nan() {
-        return "not enough data to tell".into();
+        return EffectVerdict::NotEnoughData;
     }
-    let only = if inf.n_tasks == 1 { " (this task only)" } else { "" };
+    let one_task = inf.n_tasks == 1;
     if inf.lo > 0.0 {
-        return format!("helps{only}");
+        return EffectVerdict::Helps { one_task };
     }
     if inf.hi < 0.0 {
-        return format!("hurts{only}");
+        return EffectVerdict::Hurts { one_task };
     }
-    let need = stats::sign_flip_min_tasks(level_alpha);
-    if inf.n_tasks >= 2 && (inf.n_tasks as u64) < need {
-        format!("no verdict possible: {} tasks, at least {need} needed at this level", inf.n_tasks)
+    let needed = stats::sign_flip_min_tasks(level_alpha);
+    if inf.n_tasks >= 2 && (inf.n_tasks as u64) < needed {
+        EffectVerdict::NoVerdictPossible { tasks: inf.n_tasks, needed }
     } else if mde.is_finite() && mde > 0.0 {
-        format!("no detectable effect (could detect ±{:.0} pp at 80% power)", mde * 100.0)
+        EffectVerdict::NoDetectableEffect { could_detect: Some(mde), one_task }
     } else {
-        format!("no detectable effect{only}")
+        EffectVerdict::NoDetectableEffect { could_detect: None, one_task }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The typed kinds, methods and verdicts are written as the strings
+    /// records and exports have always held (docs/records.md, docs/exports.md).
+    #[test]
+    fn enums_serialise_to_the_documented_strings() {
+        assert_eq!(serde_json::to_value(EffectKind::Ablation).unwrap(), json!("ablation"));
+        assert_eq!(serde_json::to_value(EffectKind::Combined).unwrap(), json!("combined"));
+        assert_eq!(serde_json::to_value(IntervalMethod::ClusteredWilson).unwrap(), json!("clustered_wilson"));
+        assert_eq!(serde_json::to_value(IntervalMethod::Wilson).unwrap(), json!("wilson"));
+        assert_eq!(serde_json::to_value(stats::InferenceMethod::SignFlipExactMover).unwrap(), json!("sign_flip_exact+mover"));
+        assert_eq!(serde_json::to_value(stats::InferenceMethod::SignFlipNormalMover).unwrap(), json!("sign_flip_normal+mover"));
+        assert_eq!(serde_json::to_value(stats::InferenceMethod::NewcombeOneTask).unwrap(), json!("newcombe_one_task"));
+        assert_eq!(serde_json::to_value(stats::InferenceMethod::None).unwrap(), json!("none"));
+        for (v, text) in [
+            (EffectVerdict::NotEnoughData, "not enough data to tell"),
+            (EffectVerdict::Helps { one_task: false }, "helps"),
+            (EffectVerdict::Hurts { one_task: true }, "hurts (this task only)"),
+            (EffectVerdict::NoVerdictPossible { tasks: 4, needed: 6 }, "no verdict possible: 4 tasks, at least 6 needed at this level"),
+            (EffectVerdict::NoDetectableEffect { could_detect: Some(0.234), one_task: false }, "no detectable effect (could detect ±23 pp at 80% power)"),
+            (EffectVerdict::NoDetectableEffect { could_detect: None, one_task: true }, "no detectable effect (this task only)"),
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), json!(text));
+        }
+    }
+
+    #[test]
+    fn verdict_reads_the_interval() {
+        let inf = |lo: f64, hi: f64, n_tasks: usize| stats::Inference {
+            mean_diff: (lo + hi) / 2.0,
+            lo,
+            hi,
+            p_value: 0.5,
+            n_tasks,
+            method: stats::InferenceMethod::SignFlipNormalMover,
+        };
+        assert_eq!(verdict(&inf(0.01, 0.3, 20), 0.1, 0.05), EffectVerdict::Helps { one_task: false });
+        assert_eq!(verdict(&inf(-0.3, -0.01, 1), 0.1, 0.05), EffectVerdict::Hurts { one_task: true });
+        // At alpha 0.05 the exact sign-flip test needs 6 tasks (2 / 2^6 = 0.031 <= 0.05 < 2 / 2^5).
+        assert_eq!(verdict(&inf(-0.1, 0.3, 5), 0.2, 0.05), EffectVerdict::NoVerdictPossible { tasks: 5, needed: 6 });
+        assert_eq!(verdict(&inf(-0.1, 0.3, 6), 0.2, 0.05), EffectVerdict::NoDetectableEffect { could_detect: Some(0.2), one_task: false });
+        assert_eq!(verdict(&inf(f64::NAN, f64::NAN, 3), 0.2, 0.05), EffectVerdict::NotEnoughData);
     }
 }

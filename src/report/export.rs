@@ -2,7 +2,7 @@
 //! report.json, report.md, report.html. Each is written to a temporary file
 //! and renamed, so a reader never sees half a file and a crash loses nothing.
 
-use super::analysis::{EffectReport, Report};
+use super::analysis::{EffectKind, EffectReport, Report};
 use super::html;
 use super::terminal::{p, pct, pp};
 use crate::record::{EndReason, TrialRecord};
@@ -287,7 +287,7 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
             num(a.pass_rate.mean),
             num(a.pass_rate.lo),
             num(a.pass_rate.hi),
-            a.pass_rate.method.to_string(),
+            a.pass_rate.method.name().to_string(),
             num(a.pass_rate_excl_infra.mean),
             num(a.pass_rate_excl_infra.lo),
             num(a.pass_rate_excl_infra.hi),
@@ -328,7 +328,7 @@ pub fn effects_csv(r: &Report) -> Vec<u8> {
         row.extend([
             num(r.alpha),
             e.name.clone(),
-            e.kind.clone(),
+            e.kind.name().to_string(),
             e.components.join(";"),
             e.model.clone(),
             e.control.clone(),
@@ -339,7 +339,7 @@ pub fn effects_csv(r: &Report) -> Vec<u8> {
             num(e.lo),
             num(e.hi),
             num(e.interval_level),
-            e.method.clone(),
+            e.method.name().to_string(),
             e.scope.clone(),
             num(e.p_value),
             opt(e.p_adjusted),
@@ -354,7 +354,7 @@ pub fn effects_csv(r: &Report) -> Vec<u8> {
             opt(x.map(|x| x.hi)),
             opt(x.map(|x| x.p_value)),
             if e.family_size > 1 { "bonferroni".into() } else { "none".into() },
-            e.verdict.clone(),
+            e.verdict.to_string(),
         ]);
         let _ = w.write_record(&row);
     }
@@ -403,7 +403,7 @@ fn md_effect(s: &mut String, e: &EffectReport) {
     let _ = writeln!(
         s,
         "| {} | {} vs {} | {} | {} pp | {ci} | {} | {} | {} |",
-        if e.kind == "ablation" { e.components.join(", ") } else { format!("combined ({})", e.components.join(", ")) },
+        if e.kind == EffectKind::Ablation { e.components.join(", ") } else { format!("combined ({})", e.components.join(", ")) },
         e.treatment,
         e.control,
         e.model,

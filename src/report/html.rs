@@ -1,7 +1,7 @@
 //! report.html: one self-contained file (inline CSS and SVG, no scripts, no
 //! external resources) with the tables and a forest plot of every effect.
 
-use super::analysis::{EffectReport, Interval, Report};
+use super::analysis::{EffectKind, EffectReport, Interval, Report};
 use super::terminal::{p, pct, pp};
 use std::fmt::Write;
 
@@ -18,7 +18,7 @@ fn ci(i: &Interval) -> String {
 pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let row_h = 26.0;
     let label = |e: &EffectReport| {
-        let l = if e.kind == "ablation" {
+        let l = if e.kind == EffectKind::Ablation {
             format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control)
         } else {
             format!("combined: {} vs {}", e.treatment, e.control)
@@ -52,7 +52,7 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let _ = write!(s, r##"<text x="{}" y="16" text-anchor="middle" fill="#333">effect = treatment − control (pp)</text>"##, x(0.0));
     for (i, e) in effects.iter().enumerate() {
         let y = top + row_h * i as f64 + row_h / 2.0;
-        let colour = match short_verdict(&e.verdict) {
+        let colour = match e.verdict.short() {
             "helps" => "#1a7f37",
             "hurts" => "#cf222e",
             _ => "#444",
@@ -64,21 +64,10 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
         if e.delta.is_finite() {
             let _ = write!(s, r#"<circle cx="{}" cy="{y}" r="5" fill="{colour}"><title>{} pp, p {}</title></circle>"#, x(e.delta), pp(e.delta), p(e.p_value));
         }
-        let _ = write!(s, r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#, label_w + plot_w + 10.0, y + 4.0, pp(e.delta), short_verdict(&e.verdict));
+        let _ = write!(s, r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#, label_w + plot_w + 10.0, y + 4.0, pp(e.delta), e.verdict.short());
     }
     s.push_str("</svg>");
     s
-}
-
-fn short_verdict(v: &str) -> &'static str {
-    match v {
-        "helps" => "helps",
-        "hurts" => "hurts",
-        v if v.starts_with("helps") => "helps",
-        v if v.starts_with("hurts") => "hurts",
-        v if v.starts_with("no detectable") || v.starts_with("no verdict") => "n.s.",
-        _ => "n/a",
-    }
 }
 
 fn effect_rows(s: &mut String, effects: &[EffectReport]) {
@@ -94,7 +83,7 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
             pp(e.delta),
             p(e.p_value),
             e.p_adjusted.map(p).unwrap_or_else(|| "-".into()),
-            esc(&e.verdict)
+            esc(&e.verdict.to_string())
         );
     }
 }

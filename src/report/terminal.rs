@@ -1,7 +1,7 @@
 //! The terminal report, in the spirit of hyperfine: one block per arm, then
 //! one line per effect. Colour only when asked (a terminal without NO_COLOR).
 
-use super::analysis::{ArmReport, EffectReport, Interval, Report};
+use super::analysis::{ArmReport, EffectKind, EffectReport, EffectVerdict, Interval, IntervalMethod, Report};
 use std::fmt::Write;
 
 pub fn pct(x: f64) -> String {
@@ -13,7 +13,7 @@ pub fn pp(x: f64) -> String {
 }
 
 pub fn interval(i: &Interval) -> String {
-    if i.method == "wilson" && i.lo.is_finite() {
+    if i.method == IntervalMethod::Wilson && i.lo.is_finite() {
         format!("{}  [{}, {}] (Wilson, one task)", pct(i.mean), pct(i.lo), pct(i.hi))
     } else if i.lo.is_finite() {
         format!("{}  [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
@@ -92,12 +92,12 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
 }
 
 fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
-    let verdict = match e.verdict.as_str() {
-        v if v.starts_with("helps") => c.green(v),
-        v if v.starts_with("hurts") => c.red(v),
+    let verdict = match e.verdict {
+        EffectVerdict::Helps { .. } => c.green(&e.verdict.to_string()),
+        EffectVerdict::Hurts { .. } => c.red(&e.verdict.to_string()),
         v => v.to_string(),
     };
-    let label = if e.kind == "ablation" { e.components.join(",") } else { "combined".into() };
+    let label = if e.kind == EffectKind::Ablation { e.components.join(",") } else { "combined".into() };
     let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "[n/a]".into() };
     let holm = e.p_adjusted.map(|h| format!(" (adj. {})", p(h))).unwrap_or_default();
     let _ = writeln!(
@@ -132,12 +132,7 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
 fn methods(effects: &[EffectReport]) -> String {
     let mut seen: Vec<&str> = Vec::new();
     for e in effects {
-        let m = match e.method.as_str() {
-            "sign_flip_exact+mover" => "exact sign-flip + MOVER",
-            "sign_flip_normal+mover" => "sign-flip (Normal) + MOVER",
-            "newcombe_one_task" => "Newcombe, one task",
-            other => other,
-        };
+        let m = e.method.words();
         if !seen.contains(&m) {
             seen.push(m);
         }

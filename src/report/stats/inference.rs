@@ -132,9 +132,53 @@ pub struct Inference {
     /// the interval excludes 0 (up to the bisection's `1e-12`).
     pub p_value: f64,
     pub n_tasks: usize,
-    /// `sign_flip_exact+mover`, `sign_flip_normal+mover` (tasks as the
-    /// unit) or `newcombe_one_task` (the trials of a single task).
-    pub method: &'static str,
+    pub method: InferenceMethod,
+}
+
+/// Which inference [`paired_inference`] used; serialised under the names the
+/// record and the exports have always used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum InferenceMethod {
+    /// No task in both arms: nothing to infer.
+    #[serde(rename = "none")]
+    None,
+    /// One task: Newcombe over its trials.
+    #[serde(rename = "newcombe_one_task")]
+    NewcombeOneTask,
+    /// Tasks as the unit: the exact sign-flip test (all sign patterns) and MOVER.
+    #[serde(rename = "sign_flip_exact+mover")]
+    SignFlipExactMover,
+    /// Tasks as the unit: the sign-flip test's Normal approximation (many tasks) and MOVER.
+    #[serde(rename = "sign_flip_normal+mover")]
+    SignFlipNormalMover,
+}
+
+impl InferenceMethod {
+    /// The name written in records and exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            InferenceMethod::None => "none",
+            InferenceMethod::NewcombeOneTask => "newcombe_one_task",
+            InferenceMethod::SignFlipExactMover => "sign_flip_exact+mover",
+            InferenceMethod::SignFlipNormalMover => "sign_flip_normal+mover",
+        }
+    }
+
+    /// The method in words, for reports.
+    pub fn words(self) -> &'static str {
+        match self {
+            InferenceMethod::None => "none",
+            InferenceMethod::NewcombeOneTask => "Newcombe, one task",
+            InferenceMethod::SignFlipExactMover => "exact sign-flip + MOVER",
+            InferenceMethod::SignFlipNormalMover => "sign-flip (Normal) + MOVER",
+        }
+    }
+}
+
+impl std::fmt::Display for InferenceMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// The paired comparison reported for every ablation: tasks are the unit.
@@ -159,7 +203,7 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
     let d: Vec<f64> = pairs.iter().map(|(c, t)| mean(t) - mean(c)).collect();
     let mean_diff = mean(&d);
     if n_tasks == 0 || !is_open_unit(conf) {
-        return Inference { mean_diff, lo: f64::NAN, hi: f64::NAN, p_value: f64::NAN, n_tasks, method: "none" };
+        return Inference { mean_diff, lo: f64::NAN, hi: f64::NAN, p_value: f64::NAN, n_tasks, method: InferenceMethod::None };
     }
     if n_tasks == 1 {
         let (c, t) = pairs[0];
@@ -167,7 +211,7 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
         let (x1, n1, x2, n2) = (count(c), c.len() as f64, count(t), t.len() as f64);
         let (lo, hi) = newcombe_unpaired(x1, n1, x2, n2, conf);
         let p_value = inverted_p_value(|cf| newcombe_unpaired(x1, n1, x2, n2, cf));
-        return Inference { mean_diff, lo, hi, p_value, n_tasks, method: "newcombe_one_task" };
+        return Inference { mean_diff, lo, hi, p_value, n_tasks, method: InferenceMethod::NewcombeOneTask };
     }
     let (cv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = pairs.iter().map(|(c, t)| ((*c).clone(), (*t).clone())).unzip();
     let sf = sign_flip(&d, conf);
@@ -178,7 +222,7 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
         let m = paired_effect_mover(&cv, &tv, cf);
         (m.lo, m.hi)
     });
-    let method = if sf.exact { "sign_flip_exact+mover" } else { "sign_flip_normal+mover" };
+    let method = if sf.exact { InferenceMethod::SignFlipExactMover } else { InferenceMethod::SignFlipNormalMover };
     Inference { mean_diff, lo, hi, p_value: sf.p_value.max(p_mover), n_tasks, method }
 }
 

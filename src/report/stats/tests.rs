@@ -287,11 +287,11 @@ fn paired_inference_one_method() {
     let t: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 6) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
     assert!(i.lo < 0.0 && i.p_value >= 0.25, "{i:?}");
-    assert_eq!(i.method, "sign_flip_exact+mover");
+    assert_eq!(i.method.name(), "sign_flip_exact+mover");
     // One task: Newcombe over the trials, 0/5 -> 5/5: Wilson 0/5 upper 3.8415/8.8415 = 0.43448,
     // lo = 1 - sqrt(2) 0.43448 = 0.38555 > 0.
     let i = paired_inference(&[vec![0.0; 5]], &[vec![1.0; 5]], 0.95);
-    assert_eq!(i.method, "newcombe_one_task");
+    assert_eq!(i.method.name(), "newcombe_one_task");
     let z2 = 1.959963984540054f64.powi(2);
     assert_close!(i.lo, 1.0 - 2f64.sqrt() * z2 / (5.0 + z2), 1e-9);
     assert!(i.p_value < 0.05, "{i:?}");
