@@ -700,16 +700,8 @@ pub fn markdown(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Char
 /// gate's own rule says the task regressed ([`task_regressed`]), and one test
 /// case for the overall verdict (failed on FAIL, skipped on INCONCLUSIVE).
 pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
-    let esc = crate::report::html::esc;
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let red: Vec<bool> = pairs.iter().map(|(b, c)| task_regressed(b, c, d.alpha, pairs.len())).collect();
-    let failures = red.iter().filter(|&&r| r).count() + (d.verdict == Verdict::Fail) as usize;
-    let skipped = (d.verdict == Verdict::Inconclusive) as usize;
-    let tests = pairs.len() + 1;
-    let mut s = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ablate gate\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">\n<testsuite name=\"ablate gate: {}\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">\n",
-        d.verdict.name()
-    );
-    let _ = write!(s, "  <testcase classname=\"ablate.gate\" name=\"overall: {}\">", d.verdict.name());
     let summary = format!(
         "baseline {}/{}, candidate {}/{}, difference {:+.1} pp, one-sided bounds [{:+.1}, {:+.1}] pp, margin {:.1} pp",
         d.baseline_passes,
@@ -721,30 +713,40 @@ pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
         d.upper * 100.0,
         d.margin * 100.0
     );
-    match d.verdict {
+    let case = |name: String, status: TestCaseStatus, out: &str| {
+        let mut case = TestCase::new(name, status);
+        case.set_classname("ablate.gate").set_system_out(out);
+        case
+    };
+    let mut suite = TestSuite::new(format!("ablate gate: {}", d.verdict.name()));
+    let overall = match d.verdict {
         Verdict::Fail => {
-            let _ = write!(s, "<failure message=\"significant regression (exact p {:.4})\">{}</failure>", d.p_regression, esc(&summary));
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("significant regression (exact p {:.4})", d.p_regression)).set_description(summary.as_str());
+            s
         }
         Verdict::Inconclusive => {
-            let _ = write!(s, "<skipped message=\"inconclusive: the data cannot decide\"/><system-out>{}</system-out>", esc(&summary));
+            let mut s = TestCaseStatus::skipped();
+            s.set_message("inconclusive: the data cannot decide");
+            s
         }
-        Verdict::Pass => {
-            let _ = write!(s, "<system-out>{}</system-out>", esc(&summary));
-        }
-    }
-    s.push_str("</testcase>\n");
+        Verdict::Pass => TestCaseStatus::success(),
+    };
+    suite.add_test_case(case(format!("overall: {}", d.verdict.name()), overall, &summary));
     for ((b, c), red) in pairs.iter().zip(red) {
-        let _ = write!(s, "  <testcase classname=\"ablate.gate\" name=\"{}\">", esc(&b.task));
         let counts = format!("baseline {}/{}, candidate {}/{}", b.passes, b.trials, c.passes, c.trials);
-        if red {
-            let _ = write!(s, "<failure message=\"regressed: {}\">{}</failure>", esc(&counts), esc(&counts));
+        let status = if red {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("regressed: {counts}")).set_description(counts.as_str());
+            s
         } else {
-            let _ = write!(s, "<system-out>{}</system-out>", esc(&counts));
-        }
-        s.push_str("</testcase>\n");
+            TestCaseStatus::success()
+        };
+        suite.add_test_case(case(b.task.clone(), status, &counts));
     }
-    s.push_str("</testsuite>\n</testsuites>\n");
-    s
+    let mut report = Report::new("ablate gate");
+    report.add_test_suite(suite);
+    report.to_string().unwrap_or_else(|e| format!("<!-- cannot write JUnit: {e} -->\n"))
 }
 
 #[cfg(test)]

@@ -479,6 +479,52 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The manifest of a new run, without its plan: `Manifest::write_with_plan`
+    /// writes the plan from the order (`plan.specs(shard)`).
+    pub fn new(run_id: String, exp: &Experiment, suite: &crate::suite::Suite, plan: &crate::plan::Order, shard: Option<Shard>) -> Manifest {
+        Manifest {
+            format: FORMAT_VERSION,
+            run_id,
+            tool: "ablate".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            created_at: now_rfc3339(),
+            config_path: exp.config_path.display().to_string(),
+            config_file_digest: exp.file_digest.clone(),
+            config_digest: plan.config_digest.clone(),
+            experiment: experiment_json(exp),
+            suite: SuiteFacts {
+                name: suite.name.clone(),
+                version: suite.version.clone(),
+                path: exp.suite.clone(),
+                digest: suite.digest.clone(),
+                tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
+                source: suite.source.clone(),
+            },
+            // The builtin prompt is recorded for the builtin harness only.
+            prompt_digests: exp
+                .harness_kind
+                .is_builtin()
+                .then(|| {
+                    [
+                        ("builtin".to_string(), crate::digest::sha256_hex(crate::harness::prompts::DEFAULT_SYSTEM.as_bytes())),
+                        ("builtin-texts".to_string(), crate::harness::prompts::builtin_texts_sha256()),
+                    ]
+                })
+                .into_iter()
+                .flatten()
+                .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
+                .collect(),
+            host: HostFacts::read(),
+            models: Vec::new(),
+            budget: exp.budget.clone(),
+            experiment_seed: exp.seed,
+            shard,
+            merged: None,
+            planned_trials: plan.count(shard),
+            plan: Vec::new(),
+        }
+    }
+
     /// Write `dir/manifest.json` with `self.plan` as its plan: to a temporary
     /// file, synced, then renamed into place.
     pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {

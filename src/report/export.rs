@@ -3,8 +3,8 @@
 //! and renamed, so a reader never sees half a file and a crash loses nothing.
 
 use super::analysis::{EffectKind, EffectReport, Report};
+use super::format::{p, pct, pp};
 use super::html;
-use super::terminal::{p, pct, pp};
 use crate::record::{EndReason, TrialRecord};
 use std::fmt::Write as _;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! external resources) with the tables and a forest plot of every effect.
 
 use super::analysis::{EffectKind, EffectReport, Interval, Report};
-use super::terminal::{p, pct, pp};
+use super::format::{p, pct, pp};
 use std::fmt::Write;
 
 pub fn esc(s: &str) -> String {

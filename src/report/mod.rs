@@ -1,8 +1,10 @@
 //! Reports: statistics (`stats`, pure functions), the analysis of a run
-//! (`analysis`), and its renderings (`terminal`, `export`, `html`).
+//! (`analysis`), and its renderings (`terminal`, `export`, `html`, sharing
+//! `format`).
 
 pub mod analysis;
 pub mod export;
+pub mod format;
 pub mod html;
 pub mod load;
 pub mod power;

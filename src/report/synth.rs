@@ -6,7 +6,6 @@ use crate::config::Experiment;
 use crate::grader::{CheckResult, Grade};
 use crate::plan::Plan;
 use crate::record::{EndReason, FORMAT_VERSION, Incidents, Tokens, TrialRecord, TrialStatus};
-use crate::runner::new_manifest;
 use crate::suite::Suite;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -20,7 +19,7 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
     // The run id is the folder's name, as for a real run.
     let run_id = dir.file_name().and_then(|n| n.to_str()).map(String::from).unwrap_or_else(|| format!("synthetic-{}", exp.name));
     let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
-    let manifest = new_manifest(run_id.clone(), exp, suite, &order, None);
+    let manifest = crate::record::Manifest::new(run_id.clone(), exp, suite, &order, None);
     manifest.write_with_plan(dir, order.specs(None))?;
     drop(order);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -10,7 +10,6 @@ pub mod progress;
 pub mod summary;
 
 use crate::config::Experiment;
-use crate::digest;
 use crate::error::InputError;
 use crate::grader::{self, Grade};
 use crate::harness::agent::{self, TrialContext};
@@ -21,10 +20,7 @@ use crate::plan::{self, Shard, TrialSpec};
 use crate::record::folder;
 use crate::record::jsonl::{self, JsonlWriter};
 use crate::record::lock::{LockError, RunLock};
-use crate::record::{
-    AttemptStart, EndReason, FORMAT_VERSION, HostFacts, Manifest, ManifestHead, ModelIdentity, RecordKey, SuiteFacts, TrialRecord, TrialStatus,
-    experiment_json, now_rfc3339,
-};
+use crate::record::{AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, RecordKey, TrialRecord, TrialStatus, now_rfc3339};
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
 use progress::{Progress, ProgressMode};
@@ -301,7 +297,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
                 }
             };
             let lock = RunLock::acquire(&dir)?;
-            let mut m = new_manifest(run_id, &exp, &suite, &plan, opts.shard);
+            let mut m = Manifest::new(run_id, &exp, &suite, &plan, opts.shard);
             m.models = identities;
             m.write_with_plan(&dir, plan.specs(opts.shard)).map_err(io(&dir))?;
             std::fs::create_dir(dir.join("traces")).map_err(io(&dir))?;
@@ -512,51 +508,6 @@ async fn execute(
 }
 
 /// The manifest of a new run: everything fixed for it (identities are added at setup).
-/// The manifest of a new run, without its plan: `Manifest::write_with_plan`
-/// writes the plan from the order (`plan.specs(shard)`).
-pub fn new_manifest(run_id: String, exp: &Experiment, suite: &Suite, plan: &plan::Order, shard: Option<Shard>) -> Manifest {
-    Manifest {
-        format: FORMAT_VERSION,
-        run_id,
-        tool: "ablate".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        created_at: now_rfc3339(),
-        config_path: exp.config_path.display().to_string(),
-        config_file_digest: exp.file_digest.clone(),
-        config_digest: plan.config_digest.clone(),
-        experiment: experiment_json(exp),
-        suite: SuiteFacts {
-            name: suite.name.clone(),
-            version: suite.version.clone(),
-            path: exp.suite.clone(),
-            digest: suite.digest.clone(),
-            tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
-            source: suite.source.clone(),
-        },
-        // The builtin prompt is recorded for the builtin harness only.
-        prompt_digests: exp
-            .harness_kind
-            .is_builtin()
-            .then(|| {
-                [
-                    ("builtin".to_string(), digest::sha256_hex(prompts::DEFAULT_SYSTEM.as_bytes())),
-                    ("builtin-texts".to_string(), prompts::builtin_texts_sha256()),
-                ]
-            })
-            .into_iter()
-            .flatten()
-            .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
-            .collect(),
-        host: HostFacts::read(),
-        models: Vec::new(),
-        budget: exp.budget.clone(),
-        experiment_seed: exp.seed,
-        shard,
-        merged: None,
-        planned_trials: plan.count(shard),
-        plan: Vec::new(),
-    }
-}
 
 /// Write manifest.json atomically (temp file, sync, rename), streamed: a plan
 /// of a million trials is never one string in memory.
@@ -760,7 +711,7 @@ mod tests {
         let exp = crate::config::load_str(&dir.join("exp.toml"), &text).unwrap();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = plan::order(&exp, &suite).unwrap();
-        let mut manifest = new_manifest("r".into(), &exp, &suite, &plan, None);
+        let mut manifest = Manifest::new("r".into(), &exp, &suite, &plan, None);
         manifest.plan = plan.specs(None).collect();
         std::fs::create_dir_all(dir.join("traces")).unwrap();
         manifest.write(dir).unwrap();

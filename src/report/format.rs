@@ -1,0 +1,32 @@
+//! How numbers are written in every rendering (terminal, Markdown, CSV notes,
+//! HTML): percentages, percentage points, p-values and pass-rate intervals.
+
+use super::analysis::{Interval, IntervalMethod};
+
+pub fn pct(x: f64) -> String {
+    if x.is_finite() { format!("{:.1}%", x * 100.0) } else { "n/a".into() }
+}
+
+pub fn pp(x: f64) -> String {
+    if x.is_finite() { format!("{:+.1}", x * 100.0) } else { "n/a".into() }
+}
+
+pub fn interval(i: &Interval) -> String {
+    if i.method == IntervalMethod::Wilson && i.lo.is_finite() {
+        format!("{}  [{}, {}] (Wilson, one task)", pct(i.mean), pct(i.lo), pct(i.hi))
+    } else if i.lo.is_finite() {
+        format!("{}  [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+    } else {
+        format!("{}  [no interval]", pct(i.mean))
+    }
+}
+
+pub fn p(x: f64) -> String {
+    if !x.is_finite() {
+        "n/a".into()
+    } else if x < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{x:.3}")
+    }
+}
