@@ -507,10 +507,7 @@ async fn execute(
     Ok(())
 }
 
-/// The manifest of a new run: everything fixed for it (identities are added at setup).
-
-/// Write manifest.json atomically (temp file, sync, rename), streamed: a plan
-/// of a million trials is never one string in memory.
+/// The record of an attempt that started and never finished.
 fn interrupted_record(run_id: &str, spec: &TrialSpec, a: &AttemptStart) -> TrialRecord {
     let mut r = TrialRecord::blank(run_id, spec, a.attempt, TrialStatus::Interrupted, EndReason::Interrupted, a.started_at.clone());
     r.error = Some("the attempt started and never finished (the run was stopped)".into());
