@@ -60,6 +60,7 @@ async fn an_external_harness_is_metered_graded_and_contained() {
         assert_eq!(r.end_reason, EndReason::CommandExited);
         assert_eq!(r.harness_command.as_ref().unwrap().exit_code, Some(0));
         assert_eq!((r.steps, r.tokens.output), (1, 20), "one call of 20 output tokens (the scripted usage)");
+        assert_eq!(r.system_fingerprints, vec!["fp_test".to_string()], "the gateway keeps the fingerprint of the reply it passed on");
         assert_eq!(chats_with(&server, &format!("mode=echo color={color}")).len(), 1);
         let trace = traces(&summary.dir, &r.trial_id);
         assert_eq!(trace.len(), 1);

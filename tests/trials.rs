@@ -413,3 +413,46 @@ async fn a_trace_holds_each_message_once_and_the_conversation_can_be_rebuilt() {
     assert_eq!(last[4]["content"], json!(WRONG_ADD));
     assert_eq!(steps[2].request["messages"][0], last[5]);
 }
+
+/// The model's identity comes from what `/v1/models` says of it (volatile
+/// fields aside), and each trial records the `system_fingerprint`s of its
+/// replies; a fingerprint that changes within the run is warned of.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_identity_and_a_fingerprint_change_are_recorded() {
+    let chats = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = chats.clone();
+    let server = start(Arc::new(move |path, _, _| {
+        if path == "/v1/models" {
+            // vLLM's shape: `created` and `permission` change from one request to the next.
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+            return Reply::json(json!({"object": "list", "data": [{"id": "m", "object": "model", "created": now, "owned_by": "vllm",
+                "root": "/models/m", "max_model_len": 4096, "permission": [{"id": format!("modelperm-{now}"), "created": now}]}]}));
+        }
+        let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut reply: Value = serde_json::from_str(&openai_text(WRONG_ADD).body).unwrap();
+        reply["system_fingerprint"] = json!(if n < 2 { "fp_a" } else { "fp_b" });
+        Reply::json(reply)
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.bare]\n");
+    cfg.trials = 4;
+    let summary = try_run(&cfg.write(dir.path()), dir.path(), 1).await.unwrap();
+    assert_eq!(chats.load(std::sync::atomic::Ordering::SeqCst), 4, "one call a trial");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
+    // sha256 of {"id":"m","max_model_len":4096,"object":"model","owned_by":"vllm","root":"/models/m"}
+    // (python3: json.dumps(entry, sort_keys=True, separators=(",", ":"))), first 16 hex digits.
+    assert_eq!(m["models"][0]["identity"], json!("openai-models:sha256:1e01dea54e2de241"));
+    assert_eq!(m["models"][0]["served"]["root"], json!("/models/m"));
+    assert!(m["models"][0]["served"].get("created").is_none());
+    let mut by_fp: Vec<Vec<String>> = summary.records.iter().map(|r| r.system_fingerprints.clone()).collect();
+    by_fp.sort();
+    assert_eq!(by_fp, vec![vec!["fp_a".to_string()], vec!["fp_a".into()], vec!["fp_b".into()], vec!["fp_b".into()]]);
+    let report = ablate::report::report_dir(&summary.dir).unwrap();
+    let changes = ablate::report::analysis::fingerprint_changes(&report);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(changes[0].starts_with("model `m` replied under 2 system fingerprints (`fp_a` in 2 trials, `fp_b` in 2 trials)"), "{}", changes[0]);
+    let csv = std::fs::read_to_string(summary.dir.join("trials.csv")).unwrap();
+    assert_eq!(csv.matches(",fp_a").count() + csv.matches(",fp_b").count(), 4, "{csv}");
+}

@@ -78,6 +78,8 @@ pub struct MeterSummary {
     /// (`model`, `temperature`, `top_p`, `max_tokens`, `max_completion_tokens`,
     /// `num_predict`, `seed`).
     pub requested: BTreeMap<String, Overridden>,
+    /// Distinct `system_fingerprint`s of the replies, in the order first seen.
+    pub fingerprints: Vec<String>,
 }
 
 #[derive(Default)]
@@ -92,6 +94,8 @@ struct State {
     provider_error: Option<String>,
     request_timed_out: bool,
     requested: BTreeMap<String, Overridden>,
+    /// Distinct `system_fingerprint`s of the replies, in the order first seen.
+    fingerprints: Vec<String>,
 }
 
 struct Tracer {
@@ -171,6 +175,7 @@ impl TrialMeter {
             provider_error: st.provider_error.clone(),
             request_timed_out: st.request_timed_out,
             requested: st.requested.clone(),
+            fingerprints: st.fingerprints.clone(),
         }
     }
 
@@ -558,6 +563,11 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
     let reply = match outcome.result {
         Ok(reply) => {
             st.tokens.add(reply.usage);
+            if let Some(fp) = &reply.fingerprint
+                && !st.fingerprints.contains(fp)
+            {
+                st.fingerprints.push(fp.clone());
+            }
             let b = &meter.budget;
             if st.tokens.total() >= b.max_total_tokens {
                 st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);

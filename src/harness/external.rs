@@ -166,7 +166,7 @@ pub async fn run_external(ctx: &ExternalContext<'_>, sandbox: &Sandbox, on_step:
             cost_usd: summary.cost_usd,
             incidents: Default::default(),
             error,
-            fingerprints: Vec::new(),
+            fingerprints: summary.fingerprints.clone(),
         },
         command: outcome.ok(),
     }

@@ -183,6 +183,12 @@ pub trait ModelClient: Send + Sync {
     fn engine(&self) -> Option<serde_json::Value> {
         None
     }
+
+    /// What the server says of the model (OpenAI-compatible: its `/v1/models`
+    /// entry), read by `identity`, for the manifest.
+    fn served(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Build the client for a model spec.

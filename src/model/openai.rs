@@ -15,6 +15,8 @@ pub struct OpenAiClient {
     api_key: Option<String>,
     retry: RetryPolicy,
     max_bytes: u64,
+    /// What `/v1/models` said of the model at setup (its entry, volatile fields removed).
+    served: std::sync::OnceLock<Value>,
 }
 
 impl OpenAiClient {
@@ -33,6 +35,7 @@ impl OpenAiClient {
             api_key,
             retry: spec.retry.clone(),
             max_bytes: spec.max_response_bytes,
+            served: std::sync::OnceLock::new(),
         })
     }
 
@@ -109,6 +112,26 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
 
 /// Model ids of a `/v1/models` body (`{"data": [{"id": ...}]}`), None when
 /// the body is not such a list.
+/// The entry of `model` in a `/v1/models` body, without the fields that
+/// change from one request to the next (`created`, which llama.cpp's server
+/// sets to the time of the request, and vLLM's `permission` records with their
+/// own ids and times): what the server says the model is.
+pub fn served_entry(body: &str, model: &str) -> Option<Value> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let mut entry = v.get("data")?.as_array()?.iter().find(|m| m.get("id").and_then(Value::as_str) == Some(model))?.clone();
+    let obj = entry.as_object_mut()?;
+    obj.remove("created");
+    obj.remove("permission");
+    Some(entry)
+}
+
+/// The identity of an OpenAI-compatible model: `openai-models:sha256:<16 hex>`
+/// over its `/v1/models` entry (`served_entry`, keys sorted).
+pub fn served_identity(entry: &Value) -> String {
+    let canonical = serde_json::to_string(entry).unwrap_or_default();
+    format!("openai-models:sha256:{}", &crate::digest::sha256_hex(canonical.as_bytes())[..16])
+}
+
 pub fn served_models(body: &str) -> Option<Vec<String>> {
     let v: Value = serde_json::from_str(body).ok()?;
     let data = v.get("data")?.as_array()?;
@@ -124,6 +147,10 @@ impl ModelClient for OpenAiClient {
         })
     }
 
+    fn served(&self) -> Option<Value> {
+        self.served.get().cloned()
+    }
+
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
         Box::pin(async move {
             // Reachability, and the model name against the endpoint's list;
@@ -133,7 +160,11 @@ impl ModelClient for OpenAiClient {
             match out.result {
                 Ok((_, text)) => match served_models(&text) {
                     Some(served) if !served.contains(&self.model) => Err(ModelError::UnknownModel { model: self.model.clone(), served }),
-                    Some(_) => Ok(None),
+                    Some(_) => Ok(served_entry(&text, &self.model).map(|entry| {
+                        let identity = served_identity(&entry);
+                        let _ = self.served.set(entry);
+                        identity
+                    })),
                     None => {
                         eprintln!("warning: {url} gave no model list ablate can read; model `{}` is not checked", self.model);
                         Ok(None)

@@ -209,6 +209,11 @@ pub struct TrialRecord {
     /// From the model's prices; None when it has none.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cost_usd: Option<f64>,
+    /// The distinct `system_fingerprint`s the model's replies carried, in the
+    /// order first seen (OpenAI-compatible servers that send one). More than
+    /// one, or a change between trials, means the serving stack changed.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub system_fingerprints: Vec<String>,
     pub incidents: Incidents,
     /// An external harness's command: exit code, why it was stopped, output tails.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -245,6 +250,7 @@ impl TrialRecord {
             wall_seconds: 0.0,
             rate_limit_wait_seconds: 0.0,
             cost_usd: None,
+            system_fingerprints: Vec::new(),
             incidents: Incidents::default(),
             harness_command: None,
             error: None,
@@ -420,10 +426,15 @@ impl HostFacts {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelIdentity {
     pub name: String,
-    /// `gguf-sha256:<hex>`, `ollama-digest:<digest>`, `system-fingerprint:<fp>`
-    /// (OpenAI: filled from the first reply), or None when the provider gives none.
+    /// `gguf-sha256:<hex>`, `ollama-digest:<digest>`,
+    /// `openai-models:sha256:<16 hex>` (over `served`), or None when the
+    /// provider gives none. Compared on resume and by the gate's drift check.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub identity: Option<String>,
+    /// What an OpenAI-compatible server's `/v1/models` says of the model (its
+    /// entry, without the fields that change per request).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub served: Option<serde_json::Value>,
     /// Engine settings of a `local` model (threads, slots, prefix cache,
     /// template); recorded, not compared on resume.
     #[serde(skip_serializing_if = "Option::is_none", default)]

@@ -236,6 +236,36 @@ pub struct Report {
     pub combined: Vec<EffectReport>,
     /// Comparisons labelled ablations that the analysis-time guard refused.
     pub refused: Vec<String>,
+    /// The `system_fingerprint`s each model's replies carried (OpenAI-compatible
+    /// servers that send one). Two or more for one model: its serving stack
+    /// changed during the run.
+    pub system_fingerprints: Vec<FingerprintSeen>,
+}
+
+/// A sentence per model whose replies carried more than one `system_fingerprint`.
+pub fn fingerprint_changes(r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut models: Vec<&str> = r.system_fingerprints.iter().map(|f| f.model.as_str()).collect();
+    models.dedup();
+    for model in models {
+        let seen: Vec<&FingerprintSeen> = r.system_fingerprints.iter().filter(|f| f.model == model).collect();
+        if seen.len() > 1 {
+            let list = seen.iter().map(|f| format!("`{}` in {} trials", f.fingerprint, f.attempts)).collect::<Vec<_>>().join(", ");
+            out.push(format!(
+                "model `{model}` replied under {} system fingerprints ({list}): its serving stack changed during the run; trials.csv's system_fingerprints column says which trial saw which",
+                seen.len()
+            ));
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FingerprintSeen {
+    pub model: String,
+    pub fingerprint: String,
+    /// Final attempts whose replies carried it.
+    pub attempts: usize,
 }
 
 /// The k of pass@k and pass^k reported (those up to the trials per task).
@@ -479,6 +509,11 @@ pub fn analyse(data: &RunData) -> Report {
         ablations,
         combined,
         refused,
+        system_fingerprints: data
+            .fingerprints
+            .iter()
+            .map(|((model, fp), &attempts)| FingerprintSeen { model: data.models.name(*model).to_string(), fingerprint: fp.clone(), attempts })
+            .collect(),
     }
 }
 

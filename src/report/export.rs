@@ -42,7 +42,7 @@ fn opt(x: Option<f64>) -> String {
 }
 
 /// Columns of the first pass over the records (the record's own fields).
-const TRIALS_BASE: [&str; 28] = [
+const TRIALS_BASE: [&str; 29] = [
     "run_id",
     "trial_id",
     "task",
@@ -71,11 +71,12 @@ const TRIALS_BASE: [&str; 28] = [
     "path_refusals",
     "snapshot_sha256",
     "finished_at",
+    "system_fingerprints",
 ];
 
 /// Columns of trials.csv, documented in docs/exports.md; then one
 /// `component.<name>` column per component of the run's arms.
-pub const TRIALS_COLUMNS: [&str; 32] = [
+pub const TRIALS_COLUMNS: [&str; 33] = [
     "run_id",
     "experiment",
     "config_digest",
@@ -108,6 +109,7 @@ pub const TRIALS_COLUMNS: [&str; 32] = [
     "path_refusals",
     "snapshot_sha256",
     "finished_at",
+    "system_fingerprints",
 ];
 
 fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
@@ -154,6 +156,7 @@ fn trial_row(r: &TrialRecord) -> Vec<String> {
         r.incidents.path_refusals.to_string(),
         r.grade.as_ref().map(|g| g.snapshot_sha256.clone()).unwrap_or_default(),
         r.finished_at.clone(),
+        r.system_fingerprints.join(" "),
     ]
 }
 
@@ -474,6 +477,9 @@ pub fn markdown(r: &Report) -> String {
     }
     for x in &r.refused {
         let _ = writeln!(s, "\n> **Refused**: {x}");
+    }
+    for x in super::analysis::fingerprint_changes(r) {
+        let _ = writeln!(s, "\n> **Warning**: {x}");
     }
     s
 }

@@ -57,6 +57,8 @@ struct LightRecord {
     working_seconds: f64,
     #[serde(default)]
     cost_usd: Option<f64>,
+    #[serde(default)]
+    system_fingerprints: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -98,6 +100,8 @@ pub struct RunData {
     pub interrupted: std::collections::BTreeMap<(u32, u32), usize>,
     /// Records read (every attempt, the interrupted ones included).
     pub records: usize,
+    /// (model, `system_fingerprint`) -> final attempts whose replies carried it.
+    pub fingerprints: std::collections::BTreeMap<(u32, String), usize>,
     /// `Row::ordinal`s of the attempts the analysis counts (ascending).
     pub counted: Vec<u32>,
     /// Lines that could not be read (a torn last line included).
@@ -130,6 +134,7 @@ impl From<&TrialRecord> for LightRecord {
             tokens: r.tokens,
             working_seconds: r.working_seconds,
             cost_usd: r.cost_usd,
+            system_fingerprints: r.system_fingerprints.clone(),
         }
     }
 }
@@ -153,6 +158,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         trials: Vec::new(),
         interrupted: Default::default(),
         records: 0,
+        fingerprints: Default::default(),
         counted: Vec::new(),
         unreadable_lines: Vec::new(),
     };
@@ -211,6 +217,11 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
                 continue;
             };
             let (model, arm) = (data.models.id(&r.model), data.arms.id(&r.arm));
+            if r.status.is_final() {
+                for fp in &r.system_fingerprints {
+                    *data.fingerprints.entry((model, fp.clone())).or_default() += 1;
+                }
+            }
             if !r.status.is_final() {
                 if r.status == TrialStatus::Interrupted {
                     *data.interrupted.entry((model, arm)).or_default() += 1;

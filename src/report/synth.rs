@@ -85,6 +85,7 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
             wall_seconds: 3.1 * steps as f64,
             rate_limit_wait_seconds: 0.0,
             cost_usd: None,
+            system_fingerprints: Vec::new(),
             incidents: Incidents::default(),
             harness_command: None,
             error: None,

@@ -158,6 +158,9 @@ pub fn render(r: &Report, colour: bool) -> String {
     for refused in &r.refused {
         let _ = writeln!(s, "{} {refused}", c.yellow("refused:"));
     }
+    for change in super::analysis::fingerprint_changes(r) {
+        let _ = writeln!(s, "{} {change}", c.yellow("warning:"));
+    }
     if !r.unreadable_lines.is_empty() {
         let _ = writeln!(s, "{} unreadable lines in trials.jsonl: {:?} (kept everything else)", c.yellow("warning:"), r.unreadable_lines);
     }

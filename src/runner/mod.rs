@@ -244,7 +244,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             }
             _ => RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?"))),
         })?;
-        identities.push(ModelIdentity { name: spec.name.clone(), identity, engine: client.engine() });
+        identities.push(ModelIdentity { name: spec.name.clone(), identity, engine: client.engine(), served: client.served() });
         clients.insert(spec.name.clone(), client);
     }
     let mut instructions = HashMap::new();
@@ -638,6 +638,7 @@ fn fill_measured(record: &mut TrialRecord, out: agent::AgentOutcome) {
     record.working_seconds = out.working.as_secs_f64();
     record.rate_limit_wait_seconds = out.wait.as_secs_f64();
     record.cost_usd = out.cost_usd;
+    record.system_fingerprints = out.fingerprints;
     record.incidents = out.incidents;
     record.error = out.error;
 }
