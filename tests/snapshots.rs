@@ -1,0 +1,103 @@
+//! What every command prints, pinned as insta snapshots (`tests/snapshots/`):
+//! each command's `--help`, and the output of `plan`, `report`, `baseline
+//! save`, `gate`, `merge` and `suite check` on fixed inputs. Paths, digests,
+//! run ids and times are replaced by placeholders. After an intended change:
+//! `INSTA_UPDATE=always cargo test --test snapshots`, then review the diff.
+
+use ablate::report::synth;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ablate(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ablate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env_remove("CI")
+        .output()
+        .expect("run ablate");
+    format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Placeholders for what changes from one machine or run to the next.
+fn settings(tmp: Option<&Path>) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path("snapshots");
+    s.set_prepend_module_to_snapshot(false);
+    if let Some(tmp) = tmp {
+        s.add_filter(&regex_escape(&tmp.display().to_string()), "[tmp]");
+    }
+    s.add_filter(env!("CARGO_MANIFEST_DIR"), "[repo]");
+    s.add_filter(r"\b[0-9a-f]{12,64}\b", "[digest]");
+    s.add_filter(r"\b\d+(\.\d+)? ?(ms|s)\b", "[time]");
+    s.add_filter(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", "[timestamp]");
+    s.add_filter(r"ablate \d+\.\d+\.\d+", "ablate [version]");
+    s
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars().map(|c| if "\\.+*?()|[]{}^$".contains(c) { format!("\\{c}") } else { c.to_string() }).collect()
+}
+
+#[test]
+fn every_help() {
+    let commands: &[&[&str]] = &[
+        &[],
+        &["suite"],
+        &["suite", "check"],
+        &["suite", "import"],
+        &["run"],
+        &["report"],
+        &["merge"],
+        &["baseline"],
+        &["baseline", "save"],
+        &["gate"],
+        &["export"],
+        &["plan"],
+    ];
+    let _g = settings(None).bind_to_scope();
+    for c in commands {
+        let mut args: Vec<&str> = c.to_vec();
+        args.push("--help");
+        let name = if c.is_empty() { "help".to_string() } else { format!("help-{}", c.join("-")) };
+        insta::assert_snapshot!(name, ablate(&args));
+    }
+}
+
+/// A synthetic run of configs/ablate.toml's first two tasks, arms bare and full.
+fn synthetic(dir: &Path, name: &str, seed: u64, full_rate: f64) -> PathBuf {
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let mut exp = ablate::config::load(&cfg).unwrap();
+    exp.trials = 6;
+    exp.tasks.truncate(2);
+    exp.arms.retain(|a| a.name == "bare" || a.name == "full");
+    exp.comparisons.retain(|c| (c.control == "bare" && c.treatment == "full") || (c.control == "full" && c.treatment == "bare"));
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let out = dir.join(name);
+    synth::write_run(&out, &exp, &suite, &plan, seed, |_, arm| if arm == "full" { full_rate } else { 0.3 }).unwrap();
+    out
+}
+
+#[test]
+fn command_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let _g = settings(Some(dir.path())).bind_to_scope();
+    insta::assert_snapshot!("plan-gate", ablate(&["plan", "configs/gate.toml"]));
+    let run = synthetic(dir.path(), "run", 3, 0.8);
+    let run_s = run.to_str().unwrap();
+    insta::assert_snapshot!("report", ablate(&["report", run_s]));
+    let baseline = dir.path().join("baseline.csv");
+    insta::assert_snapshot!("baseline-save", ablate(&["baseline", "save", run_s, "--arm", "full", "-o", baseline.to_str().unwrap()]));
+    let candidate = synthetic(dir.path(), "candidate", 4, 0.8);
+    insta::assert_snapshot!("gate", ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", candidate.to_str().unwrap()]));
+    let missing = dir.path().join("missing");
+    insta::assert_snapshot!("merge-refused", ablate(&["merge", "-o", dir.path().join("out").to_str().unwrap(), missing.to_str().unwrap()]));
+    insta::assert_snapshot!("suite-check", ablate(&["suite", "check", "tests/fixtures/suites/tiny"]));
+    insta::assert_snapshot!("config-error", ablate(&["plan", "tests/fixtures/suites/tiny/add-two/task.toml"]));
+}
