@@ -1,11 +1,13 @@
 //! The CI regression gate on pass rate.
 //!
-//! Paired per-task differences d_t = candidate_t - baseline_t over the tasks
-//! both contain, with one-sided (1 - alpha) t bounds on their mean (T - 1 df):
-//! FAIL when the upper bound is below 0 (a significant regression), PASS
-//! when the lower bound is above -margin (non-inferior), INCONCLUSIVE
-//! otherwise. A baseline is a per-task CSV (`ablate baseline save`) or a run
+//! Pooled pass counts of the candidate and the baseline over the tasks both
+//! hold, and two exact unconditional tests (`ExactTest`): FAIL when "not
+//! worse" is rejected at alpha (a significant regression), PASS when "worse by
+//! the margin or more" is rejected at alpha (non-inferior), INCONCLUSIVE
+//! otherwise; the one-sided bounds that invert the same tests are printed
+//! beside. A baseline is a per-task CSV (`ablate baseline save`) or a run
 //! folder; it must match the candidate's suite, tasks, model and budget.
+//! docs/statistics.md describes the rule.
 
 use crate::error::InputError;
 use crate::record::TrialStatus;
