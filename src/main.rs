@@ -452,7 +452,7 @@ fn pilot_cmd(run: &std::path::Path, mde: f64) -> anyhow::Result<Exit> {
         return Err(InputError::at(run, "--mde", format!("{mde} is not in (0, 1]; give a fraction such as 0.10")).into());
     }
     let data = ablate::report::load::load(run).map_err(|e| InputError::new(run, e.to_string()))?;
-    let alpha = data.manifest.experiment.get("alpha").and_then(|a| a.as_f64()).unwrap_or(0.05);
+    let alpha = data.manifest.experiment.alpha;
     let rows = ablate::report::power::plan(&data, mde, alpha, 0.8);
     print!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
     Ok(Exit::Ok)

@@ -32,11 +32,12 @@ fn settings(tmp: Option<&Path>) -> insta::Settings {
     if let Some(tmp) = tmp {
         s.add_filter(&regex_escape(&tmp.display().to_string()), "[tmp]");
     }
-    s.add_filter(env!("CARGO_MANIFEST_DIR"), "[repo]");
+    s.add_filter(&regex_escape(env!("CARGO_MANIFEST_DIR")), "[repo]");
     s.add_filter(r"\b[0-9a-f]{12,64}\b", "[digest]");
     s.add_filter(r"\b\d+(\.\d+)? ?(ms|s)\b", "[time]");
     s.add_filter(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", "[timestamp]");
     s.add_filter(r"ablate \d+\.\d+\.\d+", "ablate [version]");
+    s.add_filter(r"at line \d+ column \d+", "at [position]");
     s
 }
 
@@ -100,4 +101,11 @@ fn command_outputs() {
     insta::assert_snapshot!("merge-refused", ablate(&["merge", "-o", dir.path().join("out").to_str().unwrap(), missing.to_str().unwrap()]));
     insta::assert_snapshot!("suite-check", ablate(&["suite", "check", "tests/fixtures/suites/tiny"]));
     insta::assert_snapshot!("config-error", ablate(&["plan", "tests/fixtures/suites/tiny/add-two/task.toml"]));
+    // A manifest whose recorded experiment does not parse is refused, naming the key.
+    let bad = synthetic(dir.path(), "bad-manifest", 5, 0.5);
+    let path = bad.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["experiment"]["arms"][1]["name"] = serde_json::json!(5);
+    std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    insta::assert_snapshot!("report-bad-manifest", ablate(&["report", bad.to_str().unwrap()]));
 }

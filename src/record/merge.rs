@@ -108,8 +108,7 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     let mut shards: Vec<ShardIn> = Vec::new();
     for dir in &opts.shards {
         let path = dir.join("manifest.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| InputError::new(&path, format!("cannot read the manifest: {e} (is this a run folder?)")))?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| InputError::new(&path, format!("not a manifest: {e}")))?;
+        let manifest: Manifest = Manifest::read(dir)?;
         let Some(shard) = manifest.shard else {
             return Err(InputError::at(&path, "shard", "this run is not a shard (it was run without --shard K/N)").into());
         };

@@ -454,9 +454,11 @@ pub struct SuiteFacts {
     pub source: Option<crate::suite::SuiteSource>,
 }
 
-/// manifest.json: everything fixed for the run.
+/// manifest.json: everything fixed for the run. `P` is how the plan is read
+/// back: every spec (`Vec<TrialSpec>`, what merge needs) or only their sorted
+/// keys (`PlanKeys`, 8 bytes a trial: what resume and the report need).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
+pub struct Manifest<P = Vec<TrialSpec>> {
     pub format: u32,
     pub run_id: String,
     pub tool: String,
@@ -469,7 +471,7 @@ pub struct Manifest {
     pub config_digest: String,
     /// The experiment as resolved: arms with all component values,
     /// comparisons, models, budget, harness settings.
-    pub experiment: serde_json::Value,
+    pub experiment: RecordedExperiment,
     pub suite: SuiteFacts,
     /// Prompt file (as written) -> sha256; the builtin prompt under "builtin" (builtin harness only).
     pub prompt_digests: Vec<(String, String)>,
@@ -486,7 +488,122 @@ pub struct Manifest {
     pub planned_trials: usize,
     /// The plan as read back (`Manifest::write` writes it, or the specs it is given).
     #[serde(skip_serializing, default)]
-    pub plan: Vec<TrialSpec>,
+    pub plan: P,
+}
+
+/// The manifest with its plan read as sorted keys (`PlanKeys`).
+pub type ManifestHead = Manifest<PlanKeys>;
+
+impl<P: serde::de::DeserializeOwned + Default> Manifest<P> {
+    /// Read `dir/manifest.json` through a buffer (the plan of a large run is
+    /// never one string in memory). An error names the file and, for a
+    /// manifest that does not parse, the key (`experiment.arms[2].name`).
+    pub fn read(dir: &std::path::Path) -> Result<Manifest<P>, crate::error::InputError> {
+        let path = dir.join("manifest.json");
+        let file =
+            std::fs::File::open(&path).map_err(|e| crate::error::InputError::new(&path, format!("cannot read the manifest: {e} (is this a run folder?)")))?;
+        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+        serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let message = format!("not a manifest ablate can read: {}", e.inner());
+            match e.path().to_string() {
+                key if key == "." || key.is_empty() => crate::error::InputError::new(&path, message),
+                key => crate::error::InputError::at(&path, key, message),
+            }
+        })
+    }
+}
+
+/// `plan_key` of every planned trial, sorted, read one spec at a time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanKeys(pub Vec<u64>);
+
+impl PlanKeys {
+    /// Whether a record belongs to the plan.
+    pub fn contains(&self, key: u64) -> bool {
+        self.0.binary_search(&key).is_ok()
+    }
+}
+
+impl<'de> Deserialize<'de> for PlanKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        plan_keys(d).map(PlanKeys)
+    }
+}
+
+impl ManifestHead {
+    /// The manifest without its plan, and the plan's keys.
+    pub fn split_plan(self) -> (Manifest, PlanKeys) {
+        let Manifest {
+            format,
+            run_id,
+            tool,
+            tool_version,
+            created_at,
+            config_path,
+            config_file_digest,
+            config_digest,
+            experiment,
+            suite,
+            prompt_digests,
+            host,
+            models,
+            budget,
+            experiment_seed,
+            shard,
+            merged,
+            planned_trials,
+            plan,
+        } = self;
+        let m = Manifest {
+            format,
+            run_id,
+            tool,
+            tool_version,
+            created_at,
+            config_path,
+            config_file_digest,
+            config_digest,
+            experiment,
+            suite,
+            prompt_digests,
+            host,
+            models,
+            budget,
+            experiment_seed,
+            shard,
+            merged,
+            planned_trials,
+            plan: Vec::new(),
+        };
+        (m, plan)
+    }
+}
+
+/// The resolved experiment as the manifest records it (what `Experiment`
+/// serialises to): the fields the analysis reads, typed, and the rest (suite,
+/// trials, seed, budget, harness settings, models, prompt digests) kept as
+/// written. A manifest whose experiment does not parse is refused when read,
+/// naming the field, instead of showing up as a run without arms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedExperiment {
+    pub name: String,
+    #[serde(default)]
+    pub tasks: Vec<String>,
+    pub alpha: f64,
+    pub arms: Vec<crate::matrix::Arm>,
+    #[serde(default)]
+    pub comparisons: Vec<crate::matrix::Comparison>,
+    /// Absent for the builtin harness.
+    #[serde(default, skip_serializing_if = "HarnessKind::is_builtin")]
+    pub harness_kind: HarnessKind,
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl RecordedExperiment {
+    pub fn of(exp: &Experiment) -> RecordedExperiment {
+        serde_json::from_value(serde_json::to_value(exp).expect("experiment serializes")).expect("an experiment reads back as recorded")
+    }
 }
 
 impl Manifest {
@@ -502,7 +619,7 @@ impl Manifest {
             config_path: exp.config_path.display().to_string(),
             config_file_digest: exp.file_digest.clone(),
             config_digest: plan.config_digest.clone(),
-            experiment: experiment_json(exp),
+            experiment: RecordedExperiment::of(exp),
             suite: SuiteFacts {
                 name: suite.name.clone(),
                 version: suite.version.clone(),
@@ -570,42 +687,6 @@ impl Manifest {
     }
 }
 
-/// The manifest without its plan, for analysis: a run of a million trials
-/// has a plan of a million specs that a report does not need.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ManifestHead {
-    pub format: u32,
-    pub run_id: String,
-    pub tool: String,
-    pub tool_version: String,
-    pub created_at: String,
-    pub config_path: String,
-    pub config_file_digest: String,
-    pub config_digest: String,
-    pub experiment: serde_json::Value,
-    pub suite: SuiteFacts,
-    pub prompt_digests: Vec<(String, String)>,
-    pub host: HostFacts,
-    pub models: Vec<ModelIdentity>,
-    pub budget: Budget,
-    pub experiment_seed: u64,
-    #[serde(default)]
-    pub shard: Option<Shard>,
-    #[serde(default)]
-    pub merged: Option<merge::MergedFrom>,
-    pub planned_trials: usize,
-    /// `plan_key` of every planned trial, sorted: 8 bytes a trial.
-    #[serde(rename = "plan", deserialize_with = "plan_keys")]
-    pub plan_keys: Vec<u64>,
-}
-
-impl ManifestHead {
-    /// Whether a record belongs to the plan.
-    pub fn plans(&self, key: u64) -> bool {
-        self.plan_keys.binary_search(&key).is_ok()
-    }
-}
-
 /// The plan read one spec at a time into its sorted keys.
 fn plan_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
     #[derive(Deserialize)]
@@ -634,37 +715,11 @@ fn plan_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Erro
     d.deserialize_seq(Keys)
 }
 
-impl From<ManifestHead> for Manifest {
-    fn from(h: ManifestHead) -> Manifest {
-        Manifest {
-            format: h.format,
-            run_id: h.run_id,
-            tool: h.tool,
-            tool_version: h.tool_version,
-            created_at: h.created_at,
-            config_path: h.config_path,
-            config_file_digest: h.config_file_digest,
-            config_digest: h.config_digest,
-            experiment: h.experiment,
-            suite: h.suite,
-            prompt_digests: h.prompt_digests,
-            host: h.host,
-            models: h.models,
-            budget: h.budget,
-            experiment_seed: h.experiment_seed,
-            shard: h.shard,
-            merged: h.merged,
-            planned_trials: h.planned_trials,
-            plan: Vec::new(),
-        }
-    }
-}
-
 impl Manifest {
     /// The experiment back from the manifest (for analysis-time checks).
     /// External arms list their values in the declared order.
     pub fn arms(&self) -> Vec<crate::matrix::Arm> {
-        let mut arms: Vec<crate::matrix::Arm> = serde_json::from_value(self.experiment.get("arms").cloned().unwrap_or_default()).unwrap_or_default();
+        let mut arms = self.experiment.arms.clone();
         if let HarnessKind::External(ext) = self.harness_kind() {
             let position = |name: &str| ext.components.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
             for arm in &mut arms {
@@ -676,23 +731,14 @@ impl Manifest {
         arms
     }
 
-    /// The harness the run used: `harness_kind` of the recorded experiment,
-    /// absent for the builtin harness.
+    /// The harness the run used (builtin when the record names none).
     pub fn harness_kind(&self) -> HarnessKind {
-        self.experiment.get("harness_kind").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default()
+        self.experiment.harness_kind.clone()
     }
 
     pub fn comparisons(&self) -> Vec<crate::matrix::Comparison> {
-        serde_json::from_value(self.experiment.get("comparisons").cloned().unwrap_or_default()).unwrap_or_default()
+        self.experiment.comparisons.clone()
     }
-}
-
-/// Resolved-experiment JSON as stored in the manifest: every arm with all its
-/// component values (`components` builtin, `values` external), the
-/// comparisons and, for an external harness, `harness_kind` (command, files
-/// and their digest, declared components).
-pub fn experiment_json(exp: &Experiment) -> serde_json::Value {
-    serde_json::to_value(exp).expect("experiment serializes")
 }
 
 /// A trial as the plan names it, reduced to 64 bits: a record belongs to the

@@ -286,7 +286,7 @@ fn mean_of(xs: impl Iterator<Item = f64>) -> f64 {
 }
 
 pub fn analyse(data: &RunData) -> Report {
-    let alpha = data.manifest.experiment.get("alpha").and_then(|a| a.as_f64()).unwrap_or(0.05);
+    let alpha = data.manifest.experiment.alpha;
     let conf = 1.0 - alpha;
     let n_tasks = data.tasks.list.len();
     let mut groups: BTreeMap<(u32, u32), Vec<&Row>> = BTreeMap::new();
@@ -495,7 +495,7 @@ pub fn analyse(data: &RunData) -> Report {
     }
     Report {
         run_id: data.manifest.run_id.clone(),
-        experiment: data.manifest.experiment.get("name").and_then(|n| n.as_str()).unwrap_or("").to_string(),
+        experiment: data.manifest.experiment.name.clone(),
         config_digest: data.manifest.config_digest.clone(),
         component_names,
         suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),

@@ -143,12 +143,15 @@ impl From<&TrialRecord> for LightRecord {
 /// (one parse of trials.jsonl serves the analysis and the tidy CSV).
 pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> Result<RunData, LoadError> {
     let mpath = dir.join("manifest.json");
-    let file = std::fs::File::open(&mpath).map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("cannot read: {e} (is this a run folder?)") })?;
-    // Read through a buffer: the manifest of a large plan is never one string in memory.
-    let mut head: crate::record::ManifestHead = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
-        .map_err(|e| LoadError::Bad { path: mpath.clone(), message: format!("not a manifest: {e}") })?;
-    let plan_keys = std::mem::take(&mut head.plan_keys);
-    let manifest: Manifest = head.into();
+    let head = crate::record::ManifestHead::read(dir).map_err(|e| {
+        let message = match &e.key {
+            Some(key) => format!("key `{key}`: {}", e.message),
+            None => e.message.clone(),
+        };
+        LoadError::Bad { path: mpath.clone(), message }
+    })?;
+    let (manifest, plan_keys) = head.split_plan();
+    let plan_keys = plan_keys.0;
     let mut data = RunData {
         dir: dir.to_path_buf(),
         manifest,
@@ -163,7 +166,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         unreadable_lines: Vec::new(),
     };
     // Names in the experiment's order first, so tables list them as it does.
-    let selected: Vec<String> = data.manifest.experiment.get("tasks").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or_default();
+    let selected: Vec<String> = data.manifest.experiment.tasks.clone();
     for (task, _) in &data.manifest.suite.tasks {
         if selected.is_empty() || selected.contains(task) {
             data.tasks.id(task);

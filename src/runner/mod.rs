@@ -172,10 +172,9 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let resumed = match &opts.resume {
         Some(dir) => {
             let path = dir.join("manifest.json");
-            let file = std::fs::File::open(&path).map_err(|e| InputError::new(&path, format!("cannot read manifest: {e}")))?;
             // The head only: the plan comes back as its keys (8 bytes a trial);
             // the specs are made from the order built from the config.
-            let m: ManifestHead = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| InputError::new(&path, format!("not a manifest: {e}")))?;
+            let m = ManifestHead::read(dir)?;
             let lock = RunLock::acquire(dir)?;
             if m.config_digest != plan.config_digest {
                 return Err(InputError::at(
@@ -270,7 +269,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         Some((dir, mut m, lock)) => {
             check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change)?;
             std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
-            let keys = std::mem::take(&mut m.plan_keys);
+            let keys = std::mem::take(&mut m.plan.0);
             (dir, m.run_id, m.shard, keys, lock)
         }
         None => {
