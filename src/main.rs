@@ -265,7 +265,12 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Export { runs, output, table } => export_cmd(&runs, table, &output),
         Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
-            run_cmd(config, trials, jobs, RunOptions { jobs: 1, shard, results_dir: results, resume, progress, run_id, allow_model_change })
+            run_cmd(
+                config,
+                trials,
+                jobs,
+                RunOptions { jobs: 1, shard, results_dir: results, resume, progress, run_id, allow_model_change, reporters: Vec::new() },
+            )
         }
     }
 }

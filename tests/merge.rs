@@ -86,6 +86,7 @@ async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> ablate::ru
         progress: ablate::runner::progress::ProgressMode::Quiet,
         run_id,
         allow_model_change: false,
+        reporters: Vec::new(),
     };
     ablate::runner::run(exp, suite, opts).await.unwrap()
 }

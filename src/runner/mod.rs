@@ -6,6 +6,7 @@
 //! to trials.jsonl. A trial's failure is data; only setup problems (bad
 //! config, unreachable endpoint at start) stop a run.
 
+pub mod events;
 pub mod progress;
 pub mod summary;
 
@@ -23,6 +24,7 @@ use crate::record::lock::{LockError, RunLock};
 use crate::record::{AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, RecordKey, TrialRecord, TrialStatus, now_rfc3339};
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
+use events::{Event, Reporters};
 use progress::{Progress, ProgressMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,8 @@ pub struct RunOptions {
     /// On resume, go on (with a warning) when a model's identity differs
     /// from the one in the manifest, instead of refusing.
     pub allow_model_change: bool,
+    /// Reporters given the run's events besides the progress (`progress`).
+    pub reporters: Vec<Arc<dyn events::Reporter>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +163,10 @@ pub fn default_jobs(exp: &Experiment) -> usize {
 }
 
 pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunSummary, RunError> {
+    // Everything the run says goes through its reporters.
+    let mut all: Vec<Arc<dyn events::Reporter>> = vec![Arc::new(Progress::new(opts.progress))];
+    all.extend(opts.reporters.iter().cloned());
+    let reporters = Reporters::new(all);
     // The execution order, 16 bytes a trial; specs are made as they are needed.
     let plan = plan::order(&exp, &suite)?;
     let io = |dir: &Path| {
@@ -267,7 +275,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // the trials it plans (a merged folder of some shards plans fewer).
     let (dir, run_id, part, plan_keys, lock) = match resumed {
         Some((dir, mut m, lock)) => {
-            check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change)?;
+            check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change, &reporters)?;
             std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
             let keys = std::mem::take(&mut m.plan.0);
             (dir, m.run_id, m.shard, keys, lock)
@@ -386,7 +394,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         attempts_writer: Mutex::new(attempts_writer),
         exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
     });
-    let progress = Arc::new(Progress::new(opts.progress, planned_count as u64, already as u64));
+    reporters.emit(&Event::Started { planned: planned_count as u64, already: already as u64 });
     let ran_now = planned_count - already;
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // The trials to run, made one at a time from the order as slots free up.
@@ -395,15 +403,15 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         (k & FINAL == 0).then(|| (spec, k + 1))
     });
     let outcome = tokio::select! {
-        r = execute(shared.clone(), work, opts.jobs, progress.clone(), finished_now.clone()) => r,
+        r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone()) => r,
         // Dropping `execute` drops its JoinSet, which aborts the trials under way.
         _ = tokio::signal::ctrl_c() => {
-            progress.finish();
+            reporters.emit(&Event::Finished);
             let recorded = already + finished_now.load(std::sync::atomic::Ordering::SeqCst);
             return Err(RunError::Interrupted { recorded, config: shared.exp.config_path.display().to_string(), dir });
         }
     };
-    progress.finish();
+    reporters.emit(&Event::Finished);
     // What chose the work is not needed by the final export: free it first.
     drop((known, ids, plan_keys, plan));
     let s = shared.clone();
@@ -434,7 +442,7 @@ fn id_number(id: &str) -> u64 {
 /// On resume, every model must be the one the run started with: its identity
 /// (`gguf-sha256:...`, `ollama-digest:...`) as read at setup must equal the
 /// manifest's. A difference is refused, or only warned of when `allow`.
-fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[ModelIdentity], allow: bool) -> Result<(), RunError> {
+fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[ModelIdentity], allow: bool, reporters: &Reporters) -> Result<(), RunError> {
     let show = |i: Option<&String>| i.map(|s| format!("`{s}`")).unwrap_or_else(|| "none".into());
     let changes: Vec<String> = now
         .iter()
@@ -450,7 +458,7 @@ fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[Mod
     }
     if allow {
         for c in &changes {
-            eprintln!("warning: {c}; resuming anyway (--allow-model-change): this run's records come from more than one model");
+            reporters.warn(&format!("{c}; resuming anyway (--allow-model-change): this run's records come from more than one model"));
         }
         return Ok(());
     }
@@ -471,7 +479,7 @@ async fn execute(
     shared: Arc<Shared>,
     work: impl Iterator<Item = (TrialSpec, u32)>,
     jobs: usize,
-    progress: Arc<Progress>,
+    reporters: Reporters,
     finished: Arc<std::sync::atomic::AtomicUsize>,
 ) -> Result<(), RunError> {
     let mut set = tokio::task::JoinSet::new();
@@ -479,15 +487,15 @@ async fn execute(
     loop {
         while set.len() < jobs.max(1) {
             let Some((spec, attempt)) = work.next() else { break };
-            let (shared, progress, finished) = (shared.clone(), progress.clone(), finished.clone());
+            let (shared, reporters, finished) = (shared.clone(), reporters.clone(), finished.clone());
             set.spawn(async move {
                 let rec = run_trial(&shared, &spec, attempt).await?;
-                progress.trial_done(&rec);
+                reporters.emit(&Event::TrialFinished(&rec));
                 finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 drop(rec);
                 let s = shared.clone();
                 if let Ok(Err(e)) = tokio::task::spawn_blocking(move || s.maybe_export(false)).await {
-                    progress.warn(&e);
+                    reporters.warn(&e);
                 }
                 Ok::<(), std::io::Error>(())
             });
@@ -499,7 +507,7 @@ async fn execute(
             Err(e) if e.is_cancelled() => {}
             // run_trial catches panics of the attempt; this is one around it.
             Err(e) => {
-                progress.warn(&format!("a trial task failed outside its attempt: {e} (an attempt left without a record becomes `interrupted` on --resume)"))
+                reporters.warn(&format!("a trial task failed outside its attempt: {e} (an attempt left without a record becomes `interrupted` on --resume)"))
             }
         }
     }
@@ -733,9 +741,27 @@ mod tests {
         let (shared, plan) = shared_with(Arc::new(PanicsOnIsEven), dir.path());
         assert_eq!(plan.len(), 2);
         let work = plan.iter().map(|s| (s.clone(), 1));
-        let progress = Arc::new(Progress::new(ProgressMode::Quiet, 2, 0));
+        /// Records the statuses of the TrialFinished events it is given.
+        #[derive(Default)]
+        struct Seen(Mutex<Vec<(String, TrialStatus)>>);
+        impl events::Reporter for Seen {
+            fn report(&self, event: &Event<'_>) {
+                if let Event::TrialFinished(r) = event {
+                    self.0.lock().unwrap().push((r.task.clone(), r.status));
+                }
+            }
+        }
+        let seen = Arc::new(Seen::default());
+        let reporters = Reporters::new(vec![Arc::new(Progress::new(ProgressMode::Quiet)), seen.clone()]);
         let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        execute(shared, work, 2, progress, finished.clone()).await.expect("a panic does not stop the run");
+        execute(shared, work, 2, reporters, finished.clone()).await.expect("a panic does not stop the run");
+        let mut events = seen.0.lock().unwrap().clone();
+        events.sort();
+        assert_eq!(
+            events,
+            vec![("add-two".to_string(), TrialStatus::Passed), ("is-even".to_string(), TrialStatus::HarnessError)],
+            "every attempt reaches the reporters"
+        );
 
         let written = jsonl::read::<TrialRecord>(&dir.path().join("trials.jsonl")).unwrap().records;
         assert_eq!(written.len(), 2, "one record per attempt, the panicked one included");

@@ -1,5 +1,7 @@
-//! Progress on stderr: an indicatif bar on a terminal, plain lines otherwise.
+//! The progress reporter: an indicatif bar on stderr when it is a terminal,
+//! plain lines otherwise, nothing when quiet; warnings above the bar.
 
+use super::events::{Event, Reporter};
 use crate::record::{TrialRecord, TrialStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -15,7 +17,7 @@ pub enum ProgressMode {
 }
 
 pub struct Progress {
-    bar: Option<ProgressBar>,
+    bar: Mutex<Option<ProgressBar>>,
     mode: ProgressMode,
     state: Mutex<State>,
     start: Instant,
@@ -29,8 +31,12 @@ struct State {
 }
 
 impl Progress {
-    pub fn new(mode: ProgressMode, total: u64, already_done: u64) -> Progress {
-        let bar = (mode == ProgressMode::Auto && std::io::stderr().is_terminal()).then(|| {
+    pub fn new(mode: ProgressMode) -> Progress {
+        Progress { bar: Mutex::new(None), mode, state: Mutex::new(State { done: 0, total: 0, passed: 0, errors: 0 }), start: Instant::now() }
+    }
+
+    fn started(&self, total: u64, already_done: u64) {
+        let bar = (self.mode == ProgressMode::Auto && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(total);
             bar.set_style(
                 ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}  ETA {eta}")
@@ -39,10 +45,11 @@ impl Progress {
             bar.set_position(already_done);
             bar
         });
-        Progress { bar, mode, state: Mutex::new(State { done: already_done, total, passed: 0, errors: 0 }), start: Instant::now() }
+        *self.bar.lock().unwrap() = bar;
+        *self.state.lock().unwrap() = State { done: already_done, total, passed: 0, errors: 0 };
     }
 
-    pub fn trial_done(&self, r: &TrialRecord) {
+    fn trial_done(&self, r: &TrialRecord) {
         let mut s = self.state.lock().unwrap();
         s.done += 1;
         if r.status == TrialStatus::Passed {
@@ -52,7 +59,7 @@ impl Progress {
             s.errors += 1;
         }
         let msg = format!("{} passed, {} errors", s.passed, s.errors);
-        match (&self.bar, self.mode) {
+        match (&*self.bar.lock().unwrap(), self.mode) {
             (Some(bar), _) => {
                 bar.set_position(s.done);
                 bar.set_message(msg);
@@ -78,18 +85,29 @@ impl Progress {
         }
     }
 
-    /// A warning during the run: above the bar on a terminal (printing
-    /// around it would tear it), a plain line otherwise.
-    pub fn warn(&self, message: &str) {
-        match &self.bar {
+    /// A warning: above the bar on a terminal (printing around it would tear
+    /// it), a plain line otherwise; shown even when quiet.
+    fn warn(&self, message: &str) {
+        match &*self.bar.lock().unwrap() {
             Some(bar) => bar.suspend(|| eprintln!("warning: {message}")),
             None => eprintln!("warning: {message}"),
         }
     }
 
-    pub fn finish(&self) {
-        if let Some(bar) = &self.bar {
+    fn finish(&self) {
+        if let Some(bar) = &*self.bar.lock().unwrap() {
             bar.finish();
+        }
+    }
+}
+
+impl Reporter for Progress {
+    fn report(&self, event: &Event<'_>) {
+        match event {
+            Event::Started { planned, already } => self.started(*planned, *already),
+            Event::TrialFinished(r) => self.trial_done(r),
+            Event::Warning(m) => self.warn(m),
+            Event::Finished => self.finish(),
         }
     }
 }

@@ -266,6 +266,7 @@ pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, 
         progress: ablate::runner::progress::ProgressMode::Quiet,
         run_id: None,
         allow_model_change: false,
+        reporters: Vec::new(),
     };
     ablate::runner::run(exp, suite, opts).await.map(Ran::from)
 }

@@ -1,0 +1,44 @@
+//! What a run says as it goes. The runner emits events; reporters consume
+//! them (nextest-style): the progress bar or lines (`progress`), and any a
+//! caller adds through `RunOptions::reporters`. The runner never prints.
+
+use crate::record::TrialRecord;
+use std::sync::Arc;
+
+/// One thing that happened in a run, in the order it happened.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Trials are about to run: `planned` in the run, `already` recorded before (a resume).
+    Started { planned: u64, already: u64 },
+    /// An attempt ended and its record was written.
+    TrialFinished(&'a TrialRecord),
+    /// Something the user should know that does not stop the run.
+    Warning(&'a str),
+    /// No more trials will run (all done, or the run was interrupted).
+    Finished,
+}
+
+/// A consumer of a run's events. Called from the runner's tasks: keep it quick.
+pub trait Reporter: Send + Sync {
+    fn report(&self, event: &Event<'_>);
+}
+
+/// The reporters of one run, each given every event.
+#[derive(Clone, Default)]
+pub struct Reporters(Vec<Arc<dyn Reporter>>);
+
+impl Reporters {
+    pub fn new(reporters: Vec<Arc<dyn Reporter>>) -> Reporters {
+        Reporters(reporters)
+    }
+
+    pub fn emit(&self, event: &Event<'_>) {
+        for r in &self.0 {
+            r.report(event);
+        }
+    }
+
+    pub fn warn(&self, message: &str) {
+        self.emit(&Event::Warning(message));
+    }
+}
