@@ -259,7 +259,7 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Merge { output, shards, allow_partial } => merge_cmd(output, shards, allow_partial),
         Command::Baseline { command: BaselineCommand::Save { run, output, arm, model } } => baseline_save(&run, &output, arm, model),
         Command::Gate { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit } => {
-            gate_cmd(GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
+            gate_cmd(gate::GateOptions { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit })
         }
         Command::SynthRun { config, records, out, seed } => synth_cmd(&config, records, &out, seed),
         Command::Export { runs, output, table } => export_cmd(&runs, table, &output),
@@ -504,56 +504,18 @@ fn baseline_save(run: &std::path::Path, output: &std::path::Path, arm: Option<St
     Ok(Exit::Ok)
 }
 
-struct GateArgs {
-    baseline: PathBuf,
-    candidate: PathBuf,
-    margin: f64,
-    alpha: f64,
-    arm: Option<String>,
-    model: Option<String>,
-    allow_drift: bool,
-    markdown: Option<PathBuf>,
-    junit: Option<PathBuf>,
-}
-
-fn gate_cmd(a: GateArgs) -> anyhow::Result<Exit> {
-    if !(a.margin >= 0.0 && a.margin < 1.0) {
-        return Err(InputError::at(&a.candidate, "--margin", format!("{} is not in [0, 1)", a.margin)).into());
-    }
-    if !(a.alpha > 0.0 && a.alpha < 0.5) {
-        return Err(InputError::at(&a.candidate, "--alpha", format!("{} is not in (0, 0.5)", a.alpha)).into());
-    }
-    let base = if a.baseline.is_dir() {
-        gate::baseline_of_run(&load_run(&a.baseline)?, a.arm.as_deref(), a.model.as_deref()).map_err(|e| InputError::new(&a.baseline, e))?
-    } else {
-        gate::read_baseline(&a.baseline)?
+fn gate_cmd(opts: gate::GateOptions) -> anyhow::Result<Exit> {
+    let outcome = match gate::run(&opts) {
+        Ok(o) => o,
+        Err(gate::GateError::Input(e)) => return Err(e.into()),
+        Err(e) => return Err(e.into()),
     };
-    let cand_data = load_run(&a.candidate)?;
-    let arm = a.arm.clone().or_else(|| Some(base[0].arm.clone()));
-    let model = a.model.clone().or_else(|| Some(base[0].model.clone()));
-    let cand = gate::baseline_of_run(&cand_data, arm.as_deref(), model.as_deref()).map_err(|e| InputError::new(&a.candidate, e))?;
-    let drifts = gate::drifts(&base, &cand);
-    if !drifts.is_empty() {
-        for d in &drifts {
-            eprintln!("drift: {d}");
-        }
-        if !a.allow_drift {
-            eprintln!("error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)");
-            return Ok(Exit::Usage);
-        }
+    for d in &outcome.drifts {
+        eprintln!("drift: {d}");
     }
-    let pairs = gate::pair(&base, &cand);
-    let decision = gate::decide(&pairs, a.alpha, a.margin);
-    let oc = gate::characteristics(&decision);
-    let hint = if decision.verdict == gate::Verdict::Inconclusive { gate::size_hint(&decision) } else { None };
-    print!("{}", gate::render(&decision, &pairs, &oc, hint));
-    if let Some(path) = &a.markdown {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        f.write_all(gate::markdown(&decision, &pairs, &oc, hint).as_bytes())?;
+    match &outcome.decided {
+        None => eprintln!("error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)"),
+        Some(text) => print!("{text}"),
     }
-    if let Some(path) = &a.junit {
-        std::fs::write(path, gate::junit(&decision, &pairs))?;
-    }
-    Ok(decision.verdict.exit_code())
+    Ok(outcome.exit)
 }
