@@ -29,6 +29,25 @@ cleanup() {
 }
 trap cleanup EXIT
 [ -n "${KEEP:-}" ] && trap - EXIT
+export WORK=$work
+cat >"$work/hwm.py" <<'PY'
+import time
+
+
+def hwm(p):
+    # ablate's own peak resident set (VmHWM), read until it exits: the
+    # sandboxed graders it runs are other processes and are not counted.
+    peak = 0
+    while p.poll() is None:
+        try:
+            for line in open(f"/proc/{p.pid}/status"):
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+        time.sleep(0.02)
+    return peak
+PY
 python3 tests/fixtures/scripted_endpoint.py "$work/port" &
 endpoint=$!
 for i in $(seq 50); do [ -f "$work/port" ] && break; sleep 0.1; done
@@ -45,20 +64,9 @@ for n in ${sizes[@]}; do
   # record): its peak is what starting a run of N trials costs (the plan, the
   # manifest written, the first trials).
   new_peak=$(python3 - "$bin" "$work/exp-$n.toml" "$work/results" "mem-$n" "$dir" <<'PY'
-import os, resource, signal, subprocess, sys, time
-def hwm(p):
-    # ablate's own peak resident set (VmHWM), read until it exits: the
-    # sandboxed graders it runs are other processes and are not counted.
-    peak = 0
-    while p.poll() is None:
-        try:
-            for line in open(f"/proc/{p.pid}/status"):
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]) / 1024)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-        time.sleep(0.02)
-    return peak
+import os, signal, subprocess, sys, time
+sys.path.insert(0, os.environ["WORK"])
+from hwm import hwm
 bin, cfg, results, run_id, run = sys.argv[1:]
 p = subprocess.Popen([bin, "run", cfg, "--results", results, "--run-id", run_id, "--plain", "-j", "2"],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -94,20 +102,9 @@ PY
   recs=$(wc -l <"$dir/trials.jsonl")
   mb=$(du -m "$dir/trials.jsonl" | cut -f1)
   python3 - "$bin" "$work/exp-$n.toml" "$dir" "$n" "$run_now" "$mb" "$new_peak" <<'PY'
-import resource, subprocess, sys, time
-def hwm(p):
-    # ablate's own peak resident set (VmHWM), read until it exits: the
-    # sandboxed graders it runs are other processes and are not counted.
-    peak = 0
-    while p.poll() is None:
-        try:
-            for line in open(f"/proc/{p.pid}/status"):
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]) / 1024)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-        time.sleep(0.02)
-    return peak
+import os, subprocess, sys, time
+sys.path.insert(0, os.environ["WORK"])
+from hwm import hwm
 bin, cfg, run, n, run_now, mb, new_peak = sys.argv[1:]
 t = time.perf_counter()
 p = subprocess.Popen([bin, "run", cfg, "--resume", run, "--plain", "-j", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

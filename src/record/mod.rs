@@ -530,55 +530,6 @@ impl<'de> Deserialize<'de> for PlanKeys {
     }
 }
 
-impl ManifestHead {
-    /// The manifest without its plan, and the plan's keys.
-    pub fn split_plan(self) -> (Manifest, PlanKeys) {
-        let Manifest {
-            format,
-            run_id,
-            tool,
-            tool_version,
-            created_at,
-            config_path,
-            config_file_digest,
-            config_digest,
-            experiment,
-            suite,
-            prompt_digests,
-            host,
-            models,
-            budget,
-            experiment_seed,
-            shard,
-            merged,
-            planned_trials,
-            plan,
-        } = self;
-        let m = Manifest {
-            format,
-            run_id,
-            tool,
-            tool_version,
-            created_at,
-            config_path,
-            config_file_digest,
-            config_digest,
-            experiment,
-            suite,
-            prompt_digests,
-            host,
-            models,
-            budget,
-            experiment_seed,
-            shard,
-            merged,
-            planned_trials,
-            plan: Vec::new(),
-        };
-        (m, plan)
-    }
-}
-
 /// The resolved experiment as the manifest records it (what `Experiment`
 /// serialises to): the fields the analysis reads, typed, and the rest (suite,
 /// trials, seed, budget, harness settings, models, prompt digests) kept as
@@ -715,7 +666,7 @@ fn plan_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Erro
     d.deserialize_seq(Keys)
 }
 
-impl Manifest {
+impl<P> Manifest<P> {
     /// The experiment back from the manifest (for analysis-time checks).
     /// External arms list their values in the declared order.
     pub fn arms(&self) -> Vec<crate::matrix::Arm> {

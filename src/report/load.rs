@@ -3,7 +3,7 @@
 //! trial is the one analysed, and no other attempt is kept: memory is 12
 //! bytes a planned trial and a row (88 bytes) a trial with a final record.
 
-use crate::record::{Manifest, TrialRecord, TrialStatus};
+use crate::record::{ManifestHead, TrialRecord, TrialStatus};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -87,7 +87,8 @@ impl Names {
 
 pub struct RunData {
     pub dir: PathBuf,
-    pub manifest: Manifest,
+    /// The manifest, its plan left out (its keys were used to read the records).
+    pub manifest: ManifestHead,
     pub tasks: Names,
     pub arms: Names,
     pub models: Names,
@@ -150,8 +151,8 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
         };
         LoadError::Bad { path: mpath.clone(), message }
     })?;
-    let (manifest, plan_keys) = head.split_plan();
-    let plan_keys = plan_keys.0;
+    let mut manifest = head;
+    let plan_keys = std::mem::take(&mut manifest.plan).0;
     let mut data = RunData {
         dir: dir.to_path_buf(),
         manifest,
