@@ -45,7 +45,7 @@ async fn main() {
         max_response_bytes: 1 << 20,
     };
     let budget = Budget { max_steps: u32::MAX, max_output_tokens_per_step: 200, max_total_tokens: u64::MAX, max_working_seconds: 1e9, max_cost_usd: None };
-    let client: Arc<dyn ablate::model::ModelClient> = Arc::from(ablate::model::client_for(&spec).unwrap());
+    let client: Arc<dyn ablate::model::ModelClient> = Arc::from(ablate::model::client_for(&spec, &Default::default()).unwrap());
     // The trace line is serialized as the runner would before writing it.
     let traced = Arc::new(AtomicUsize::new(0));
     let t = traced.clone();

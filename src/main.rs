@@ -61,6 +61,8 @@ enum Command {
         /// of refusing.
         #[arg(long, requires = "resume")]
         allow_model_change: bool,
+        #[command(flatten)]
+        engine: ablate::model::EngineSettings,
     },
     /// Analyse a run folder: print the report and write trials.csv, arms.csv,
     /// effects.csv, report.json, report.md and report.html into it.
@@ -263,13 +265,13 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::SynthRun { config, records, out, seed } => synth_cmd(&config, records, &out, seed),
         Command::Export { runs, output, table } => export_cmd(&runs, table, &output),
-        Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change } => {
+        Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change, engine } => {
             let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
             run_cmd(
                 config,
                 trials,
                 jobs,
-                RunOptions { jobs: 1, shard, results_dir: results, resume, progress, run_id, allow_model_change, reporters: Vec::new() },
+                RunOptions { jobs: 1, shard, results_dir: results, resume, progress, run_id, allow_model_change, reporters: Vec::new(), engine },
             )
         }
     }
@@ -352,7 +354,7 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut o
     opts.jobs = match jobs {
         Some(0) => return Err(InputError::at(&config_path, "--jobs", "must be at least 1").into()),
         Some(n) => n,
-        None => ablate::runner::default_jobs(&exp),
+        None => ablate::runner::default_jobs(&exp, &opts.engine),
     };
     let suite = suite::load(&exp.suite_path)?;
     let result = runtime()?.block_on(ablate::runner::run(exp, suite, opts));

@@ -53,7 +53,7 @@ impl Drop for Gw {
 }
 
 async fn gateway(model: ModelSpec, budget: Budget) -> Gw {
-    let client: Arc<dyn ablate::model::ModelClient> = Arc::from(ablate::model::client_for(&model).unwrap());
+    let client: Arc<dyn ablate::model::ModelClient> = Arc::from(ablate::model::client_for(&model, &Default::default()).unwrap());
     let steps = Arc::new(Mutex::new(Vec::new()));
     let sink = steps.clone();
     let meter = TrialMeter::new("t1".into(), 1, model, client, budget, SEED, Box::new(move |s| sink.lock().unwrap().push(s)));

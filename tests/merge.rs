@@ -87,6 +87,7 @@ async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> ablate::ru
         run_id,
         allow_model_change: false,
         reporters: Vec::new(),
+        engine: Default::default(),
     };
     ablate::runner::run(exp, suite, opts).await.unwrap()
 }

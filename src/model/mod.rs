@@ -5,6 +5,7 @@
 //! `ChatReply`. The exact body sent is returned for the trace.
 
 pub mod chat_format;
+pub mod engine_settings;
 pub mod http;
 #[cfg(feature = "local")]
 pub mod local;
@@ -191,14 +192,19 @@ pub trait ModelClient: Send + Sync {
     }
 }
 
-/// Build the client for a model spec.
-pub fn client_for(spec: &ModelSpec) -> Result<Box<dyn ModelClient>, String> {
+pub use engine_settings::EngineSettings;
+
+/// Build the client for a model spec; `engine` sets up an embedded model.
+pub fn client_for(spec: &ModelSpec, engine: &EngineSettings) -> Result<Box<dyn ModelClient>, String> {
     match spec.provider {
         Provider::Openai => Ok(Box::new(openai::OpenAiClient::new(spec)?)),
         Provider::Ollama => Ok(Box::new(ollama::OllamaClient::new(spec)?)),
         #[cfg(feature = "local")]
-        Provider::Local => Ok(Box::new(local::LocalClient::new(spec)?)),
+        Provider::Local => Ok(Box::new(local::LocalClient::new(spec, engine)?)),
         #[cfg(not(feature = "local"))]
-        Provider::Local => Err(format!("model `{}`: the local provider is not in this build (build with the `local` feature)", spec.name)),
+        Provider::Local => {
+            let _ = engine;
+            Err(format!("model `{}`: the local provider is not in this build (build with the `local` feature)", spec.name))
+        }
     }
 }

@@ -46,6 +46,8 @@ pub struct RunOptions {
     pub allow_model_change: bool,
     /// Reporters given the run's events besides the progress (`progress`).
     pub reporters: Vec<Arc<dyn events::Reporter>>,
+    /// Settings of an embedded model's engine (`--local-*`, ABLATE_LOCAL_*).
+    pub engine: model::EngineSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -152,13 +154,17 @@ impl Shared {
 }
 
 /// `--jobs` when not given: with the embedded model, as many trials as it
-/// decodes together (continuous batching, `ABLATE_LOCAL_BATCH`, default 4);
+/// decodes together (continuous batching, `--local-batch`, default 4);
 /// otherwise one at a time.
-pub fn default_jobs(exp: &Experiment) -> usize {
+pub fn default_jobs(exp: &Experiment, engine: &model::EngineSettings) -> usize {
     if exp.models.iter().any(|m| m.provider == crate::config::Provider::Local) {
         #[cfg(feature = "local")]
-        return crate::model::local::LocalOptions::from_env().map(|o| o.batch.min(o.slots)).unwrap_or(1).max(1);
+        {
+            let o = crate::model::local::LocalOptions::from_settings(engine);
+            return o.batch.min(o.slots).max(1);
+        }
     }
+    let _ = engine;
     1
 }
 
@@ -243,7 +249,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
     for (i, spec) in exp.models.iter().enumerate() {
-        let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec).map_err(RunError::Setup)?);
+        let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec, &opts.engine).map_err(RunError::Setup)?);
         let identity = client.identity().await.map_err(|e| match e {
             // A name the endpoint does not serve is a config error: every trial would fail.
             model::ModelError::UnknownModel { .. } => {

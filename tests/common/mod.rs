@@ -267,6 +267,7 @@ pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, 
         run_id: None,
         allow_model_change: false,
         reporters: Vec::new(),
+        engine: Default::default(),
     };
     ablate::runner::run(exp, suite, opts).await.map(Ran::from)
 }

@@ -54,7 +54,8 @@
 //! and a ChaCha8 draw from the request's seed), on the logits llama.cpp
 //! returns; llama.cpp's own top-p sampler sorts the whole vocabulary.
 //!
-//! Environment: ABLATE_LOCAL_THREADS (generation and, unless
+//! Settings (each an `ablate run --local-*` flag or its environment variable,
+//! `model::EngineSettings`): ABLATE_LOCAL_THREADS (generation and, unless
 //! ABLATE_LOCAL_BATCH_THREADS is set, prompt evaluation; default: every core;
 //! see `LocalOptions`),
 //! ABLATE_LOCAL_SLOTS (default 8), ABLATE_LOCAL_BATCH (default 4; 1 = one sequence at a time), ABLATE_LOCAL_PREFIX_CACHE (default on),
@@ -142,42 +143,37 @@ impl Default for LocalOptions {
 impl LocalOptions {
     /// Defaults, overridden by the ABLATE_LOCAL_* environment variables.
     pub fn from_env() -> Result<Self, String> {
+        Ok(Self::from_settings(&crate::model::EngineSettings::from_env()?))
+    }
+
+    /// Defaults, overridden by the settings given (flags or environment).
+    pub fn from_settings(s: &crate::model::EngineSettings) -> Self {
         let mut o = LocalOptions::default();
-        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let count = |name: &str, v: String| match v.parse::<usize>() {
-            Ok(n) if (1..=1024).contains(&n) => Ok(n),
-            _ => Err(format!("{name}={v} is not a count from 1 to 1024")),
-        };
-        let flag = |name: &str, v: String| match v.to_ascii_lowercase().as_str() {
-            "1" | "true" | "on" | "yes" => Ok(true),
-            "0" | "false" | "off" | "no" => Ok(false),
-            _ => Err(format!("{name}={v} is not on/off")),
-        };
-        if let Some(v) = var("ABLATE_LOCAL_THREADS") {
-            o.threads = count("ABLATE_LOCAL_THREADS", v)?;
+        if let Some(n) = s.threads {
+            o.threads = n as usize;
             o.batch_threads = o.threads;
         }
-        if let Some(v) = var("ABLATE_LOCAL_BATCH_THREADS") {
-            o.batch_threads = count("ABLATE_LOCAL_BATCH_THREADS", v)?;
+        if let Some(n) = s.batch_threads {
+            o.batch_threads = n as usize;
         }
-        if let Some(v) = var("ABLATE_LOCAL_SLOTS") {
-            o.slots = count("ABLATE_LOCAL_SLOTS", v)?;
+        if let Some(n) = s.slots {
+            o.slots = n as usize;
             o.batch = o.batch.min(o.slots);
         }
-        if let Some(v) = var("ABLATE_LOCAL_BATCH") {
-            o.batch = count("ABLATE_LOCAL_BATCH", v)?;
+        if let Some(n) = s.batch {
+            o.batch = n as usize;
         }
-        if let Some(v) = var("ABLATE_LOCAL_PREFIX_CACHE") {
-            o.prefix_cache = flag("ABLATE_LOCAL_PREFIX_CACHE", v)?;
+        if let Some(b) = s.prefix_cache {
+            o.prefix_cache = b;
         }
-        if let Some(v) = var("ABLATE_LOCAL_FENCED_TOOL_CALLS") {
-            o.fenced_tool_calls = flag("ABLATE_LOCAL_FENCED_TOOL_CALLS", v)?;
+        if let Some(b) = s.fenced_tool_calls {
+            o.fenced_tool_calls = b;
         }
-        if let Some(v) = var("ABLATE_LOCAL_LOG") {
-            o.log = flag("ABLATE_LOCAL_LOG", v)?;
+        if let Some(b) = s.log {
+            o.log = b;
         }
-        o.template = var("ABLATE_LOCAL_TEMPLATE");
-        Ok(o)
+        o.template = s.template.clone().map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        o
     }
 }
 
@@ -338,10 +334,9 @@ pub struct LocalClient {
 }
 
 impl LocalClient {
-    /// Load the model of a `local` spec, with options from the environment.
-    pub fn new(spec: &ModelSpec) -> Result<Self, String> {
-        let opts = LocalOptions::from_env().map_err(|e| format!("model `{}`: {e}", spec.name))?;
-        Self::with_options(spec, opts)
+    /// Load the model of a `local` spec with the engine settings given.
+    pub fn new(spec: &ModelSpec, engine: &crate::model::EngineSettings) -> Result<Self, String> {
+        Self::with_options(spec, LocalOptions::from_settings(engine))
     }
 
     pub fn with_options(spec: &ModelSpec, opts: LocalOptions) -> Result<Self, String> {
