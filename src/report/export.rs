@@ -74,43 +74,32 @@ const TRIALS_BASE: [&str; 29] = [
     "system_fingerprints",
 ];
 
-/// Columns of trials.csv, documented in docs/exports.md; then one
-/// `component.<name>` column per component of the run's arms.
-pub const TRIALS_COLUMNS: [&str; 33] = [
-    "run_id",
-    "experiment",
-    "config_digest",
-    "suite_digest",
-    "trial_id",
-    "task",
-    "arm",
-    "model",
-    "repeat",
-    "seed",
-    "attempt",
-    "counted",
-    "status",
-    "end_reason",
-    "budget_limit",
-    "tests_passed",
-    "tests_total",
-    "steps",
-    "sessions",
-    "tokens_input",
-    "tokens_output",
-    "tokens_cached",
-    "working_seconds",
-    "wall_seconds",
-    "rate_limit_wait_seconds",
-    "cost_usd",
-    "loop_guard_hits",
-    "invalid_tool_calls",
-    "unparsed_replies",
-    "path_refusals",
-    "snapshot_sha256",
-    "finished_at",
-    "system_fingerprints",
-];
+/// Position of `attempt` in `TRIALS_BASE`: trials.csv puts `counted` after it.
+const ATTEMPT: usize = 7;
+
+/// Columns of trials.csv, documented in docs/exports.md: the run's columns,
+/// then the record's own (`TRIALS_BASE` after its run_id) with `counted`
+/// after `attempt`; then one `component.<name>` column per component of the
+/// run's arms.
+pub const TRIALS_COLUMNS: [&str; RUN_COLUMNS.len() + TRIALS_BASE.len()] = {
+    let mut out = [""; RUN_COLUMNS.len() + TRIALS_BASE.len()];
+    let mut i = 0;
+    while i < RUN_COLUMNS.len() {
+        out[i] = RUN_COLUMNS[i];
+        i += 1;
+    }
+    let mut j = 1;
+    while j < TRIALS_BASE.len() {
+        out[i] = TRIALS_BASE[j];
+        i += 1;
+        if j == ATTEMPT {
+            out[i] = "counted";
+            i += 1;
+        }
+        j += 1;
+    }
+    out
+};
 
 fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
     match e {
@@ -216,9 +205,9 @@ impl TrialsCsv {
             for (i, rec) in reader.records().enumerate() {
                 let rec = rec?;
                 let mut row = run_cells(report);
-                row.extend(rec.iter().skip(1).take(7).map(String::from)); // trial_id .. attempt
+                row.extend(rec.iter().skip(1).take(ATTEMPT).map(String::from)); // trial_id .. attempt
                 row.push(counted(i).to_string());
-                row.extend(rec.iter().skip(8).map(String::from));
+                row.extend(rec.iter().skip(ATTEMPT + 1).map(String::from));
                 row.extend(values_of(rec.get(3).unwrap_or("")));
                 w.write_record(&row)?;
             }
@@ -505,5 +494,21 @@ pub fn excl_note(e: &EffectReport) -> String {
             if x.verdict_changes { " — the verdict changes" } else { "" }
         ),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// trials.csv's columns as docs/exports.md lists them: the run's four,
+    /// the record's from trial_id to attempt, counted, then the rest.
+    #[test]
+    fn trials_columns_put_counted_after_attempt() {
+        assert_eq!(TRIALS_BASE[ATTEMPT], "attempt");
+        assert_eq!(TRIALS_COLUMNS.len(), 33);
+        assert_eq!(TRIALS_COLUMNS[..5], ["run_id", "experiment", "config_digest", "suite_digest", "trial_id"]);
+        assert_eq!(TRIALS_COLUMNS[10..13], ["attempt", "counted", "status"]);
+        assert_eq!(TRIALS_COLUMNS[31..], ["finished_at", "system_fingerprints"]);
     }
 }
