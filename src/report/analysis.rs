@@ -19,9 +19,8 @@ pub struct Interval {
     pub method: IntervalMethod,
 }
 
-/// How a pass rate's interval was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// How a pass rate's interval was made (written under its `name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntervalMethod {
     /// Tasks as the unit, Wilson on the effective sample size.
     ClusteredWilson,
@@ -40,8 +39,8 @@ impl IntervalMethod {
 
 /// What an effect compares: one component (an ablation, in the family the
 /// p-values are adjusted over) or arms that differ in several (combined).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Written under its `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EffectKind {
     Ablation,
     Combined,
@@ -99,6 +98,18 @@ impl std::fmt::Display for EffectVerdict {
         }
     }
 }
+
+/// Serialised under `name()`: the one list of the names records and exports hold.
+macro_rules! serialize_by_name {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+    )*};
+}
+serialize_by_name!(IntervalMethod, EffectKind);
 
 impl Serialize for EffectVerdict {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

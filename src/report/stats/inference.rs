@@ -135,21 +135,17 @@ pub struct Inference {
     pub method: InferenceMethod,
 }
 
-/// Which inference [`paired_inference`] used; serialised under the names the
-/// record and the exports have always used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// Which inference [`paired_inference`] used; written (serialised) under
+/// its `name`, the one records and exports have always held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InferenceMethod {
     /// No task in both arms: nothing to infer.
-    #[serde(rename = "none")]
     None,
     /// One task: Newcombe over its trials.
-    #[serde(rename = "newcombe_one_task")]
     NewcombeOneTask,
     /// Tasks as the unit: the exact sign-flip test (all sign patterns) and MOVER.
-    #[serde(rename = "sign_flip_exact+mover")]
     SignFlipExactMover,
     /// Tasks as the unit: the sign-flip test's Normal approximation (many tasks) and MOVER.
-    #[serde(rename = "sign_flip_normal+mover")]
     SignFlipNormalMover,
 }
 
@@ -178,6 +174,12 @@ impl InferenceMethod {
 impl std::fmt::Display for InferenceMethod {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for InferenceMethod {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
