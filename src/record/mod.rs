@@ -704,6 +704,20 @@ pub fn plan_key(trial_id: &str, task: &str, arm: &str, model: &str, repeat: u32)
     h.finish()
 }
 
+/// A trial id (16 hex digits, `plan::trial_id`) as the 64-bit number it
+/// spells; an id of another shape (a hand-edited record) by its hash.
+pub fn trial_number(id: &str) -> u64 {
+    match u64::from_str_radix(id, 16) {
+        Ok(n) if id.len() == 16 => n,
+        _ => {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            id.hash(&mut h);
+            h.finish()
+        }
+    }
+}
+
 impl TrialSpec {
     pub fn plan_key(&self) -> u64 {
         plan_key(&self.id, &self.task, &self.arm, &self.model, self.repeat)

@@ -233,7 +233,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
                 continue;
             }
             let row = Row {
-                trial: u64::from_str_radix(&r.trial_id, 16).unwrap_or_else(|_| hash64(&r.trial_id)),
+                trial: crate::record::trial_number(&r.trial_id),
                 task: data.tasks.id(&r.task),
                 arm,
                 model,
@@ -283,9 +283,4 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
 struct Unplanned {
     count: usize,
     first: Option<(usize, String)>,
-}
-
-fn hash64(s: &str) -> u64 {
-    let d = crate::digest::sha256_hex(s.as_bytes());
-    u64::from_str_radix(&d[..16], 16).unwrap_or(0)
 }

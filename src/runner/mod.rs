@@ -332,10 +332,10 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // Trial ids are 16 hex digits: kept as the 64-bit numbers they spell, sorted,
     // so that a trial's position indexes what is known of it: 12 bytes a
     // planned trial, however many records the folder holds.
-    let mut ids: Vec<u64> = plan.specs(part).filter(|t| plans(t.plan_key())).map(|t| id_number(&t.id)).collect();
+    let mut ids: Vec<u64> = plan.specs(part).filter(|t| plans(t.plan_key())).map(|t| crate::record::trial_number(&t.id)).collect();
     ids.sort_unstable();
     ids.dedup();
-    let position = |id: &str| ids.binary_search(&id_number(id)).ok();
+    let position = |id: &str| ids.binary_search(&crate::record::trial_number(id)).ok();
     // Per planned trial: the highest attempt recorded, with FINAL set once a
     // final record exists.
     const FINAL: u32 = 1 << 31;
@@ -429,20 +429,6 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     };
     outcome?;
     Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, exported, lock })
-}
-
-/// A trial id (16 hex digits, `plan::trial_id`) as a number; an id of another
-/// shape (a hand-edited record) by its hash.
-fn id_number(id: &str) -> u64 {
-    match u64::from_str_radix(id, 16) {
-        Ok(n) if id.len() == 16 => n,
-        _ => {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::hash::DefaultHasher::new();
-            id.hash(&mut h);
-            h.finish()
-        }
-    }
 }
 
 /// On resume, every model must be the one the run started with: its identity
