@@ -278,13 +278,17 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
 
     // The run's part of the plan (its shard, or what a resumed folder plans), in order.
     // `part`: the run's shard of the order; `plan_keys`: the sorted plan keys of
-    // the trials it plans (a merged folder of some shards plans fewer).
-    let (dir, run_id, part, plan_keys, lock) = match resumed {
+    // the trials it plans (a merged folder of some shards plans fewer); `ids`:
+    // their trial ids as the sorted numbers they spell, so that a trial's
+    // position indexes what is known of it (12 bytes a planned trial with
+    // `known` below, however many records the folder holds).
+    let (dir, run_id, part, plan_keys, mut ids, lock) = match resumed {
         Some((dir, mut m, lock)) => {
             check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change, &reporters)?;
             std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
             let keys = std::mem::take(&mut m.plan.0);
-            (dir, m.run_id, m.shard, keys, lock)
+            let ids: Vec<u64> = plan.specs(m.shard).filter(|t| keys.binary_search(&t.plan_key()).is_ok()).map(|t| crate::record::trial_number(&t.id)).collect();
+            (dir, m.run_id, m.shard, keys, ids, lock)
         }
         None => {
             // create_dir under the final name, then the lock, then the manifest.
@@ -312,11 +316,16 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             let lock = RunLock::acquire(&dir)?;
             let mut m = Manifest::new(run_id, &exp, &suite, &plan, opts.shard);
             m.models = identities;
-            m.write_with_plan(&dir, plan.specs(opts.shard)).map_err(io(&dir))?;
+            // One pass over the specs writes the plan and notes each trial's key and id.
+            let (mut keys, mut ids) = (Vec::with_capacity(m.planned_trials), Vec::with_capacity(m.planned_trials));
+            let noted = plan.specs(opts.shard).inspect(|t| {
+                keys.push(t.plan_key());
+                ids.push(crate::record::trial_number(&t.id));
+            });
+            m.write_with_plan(&dir, noted).map_err(io(&dir))?;
             std::fs::create_dir(dir.join("traces")).map_err(io(&dir))?;
-            let mut keys: Vec<u64> = plan.specs(opts.shard).map(|t| t.plan_key()).collect();
             keys.sort_unstable();
-            (dir, m.run_id, opts.shard, keys, lock)
+            (dir, m.run_id, opts.shard, keys, ids, lock)
         }
     };
 
@@ -329,16 +338,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
     let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
     let plans = |key: u64| plan_keys.binary_search(&key).is_ok();
-    // Trial ids are 16 hex digits: kept as the 64-bit numbers they spell, sorted,
-    // so that a trial's position indexes what is known of it: 12 bytes a
-    // planned trial, however many records the folder holds.
-    let mut ids: Vec<u64> = plan.specs(part).filter(|t| plans(t.plan_key())).map(|t| crate::record::trial_number(&t.id)).collect();
     ids.sort_unstable();
     ids.dedup();
     let position = |id: &str| ids.binary_search(&crate::record::trial_number(id)).ok();
     // Per planned trial: the highest attempt recorded, with FINAL set once a
     // final record exists.
     const FINAL: u32 = 1 << 31;
+    let raise = |k: &mut u32, attempt: u32, is_final: bool| *k = (*k & !FINAL).max(attempt.min(FINAL - 1)) | (*k & FINAL) | if is_final { FINAL } else { 0 };
     let mut known = vec![0u32; ids.len()];
     let mut unplanned = 0usize;
     jsonl::for_each::<RecordKey>(&trials_path, |r| {
@@ -346,9 +352,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             unplanned += 1;
             return;
         };
-        let k = &mut known[p];
-        let fin = if r.status.is_final() { FINAL } else { *k & FINAL };
-        *k = (*k & !FINAL).max(r.attempt.min(FINAL - 1)) | fin;
+        raise(&mut known[p], r.attempt, r.status.is_final());
     })
     .map_err(io(&dir))?;
     // Records of another plan would be counted as this run's: refuse them.
@@ -380,7 +384,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         }
         for a in &starts {
             if let Some(p) = position(&a.trial_id) {
-                known[p] = (known[p] & !FINAL).max(a.attempt.min(FINAL - 1)) | (known[p] & FINAL);
+                raise(&mut known[p], a.attempt, false);
             }
         }
     }
