@@ -112,17 +112,28 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
 
 /// Model ids of a `/v1/models` body (`{"data": [{"id": ...}]}`), None when
 /// the body is not such a list.
-/// The entry of `model` in a `/v1/models` body, without the fields that
-/// change from one request to the next (`created`, which llama.cpp's server
-/// sets to the time of the request, and vLLM's `permission` records with their
-/// own ids and times): what the server says the model is.
-pub fn served_entry(body: &str, model: &str) -> Option<Value> {
+/// The entries of a `/v1/models` body, or None when it holds no list.
+fn served_list(body: &str) -> Option<Vec<Value>> {
     let v: Value = serde_json::from_str(body).ok()?;
-    let mut entry = v.get("data")?.as_array()?.iter().find(|m| m.get("id").and_then(Value::as_str) == Some(model))?.clone();
-    let obj = entry.as_object_mut()?;
-    obj.remove("created");
-    obj.remove("permission");
-    Some(entry)
+    match v {
+        Value::Object(mut o) => match o.remove("data")? {
+            Value::Array(entries) => Some(entries),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What the server says `model` is: its entry without the fields that change
+/// from one request to the next (`created`, which llama.cpp's server sets to
+/// the time of the request, and vLLM's `permission` records with their own
+/// ids and times).
+fn served_entry(mut entry: Value) -> Value {
+    if let Some(obj) = entry.as_object_mut() {
+        obj.remove("created");
+        obj.remove("permission");
+    }
+    entry
 }
 
 /// The identity of an OpenAI-compatible model: `openai-models:sha256:<16 hex>`
@@ -130,12 +141,6 @@ pub fn served_entry(body: &str, model: &str) -> Option<Value> {
 pub fn served_identity(entry: &Value) -> String {
     let canonical = serde_json::to_string(entry).unwrap_or_default();
     format!("openai-models:sha256:{}", &crate::digest::sha256_hex(canonical.as_bytes())[..16])
-}
-
-pub fn served_models(body: &str) -> Option<Vec<String>> {
-    let v: Value = serde_json::from_str(body).ok()?;
-    let data = v.get("data")?.as_array()?;
-    Some(data.iter().filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string)).collect())
 }
 
 impl ModelClient for OpenAiClient {
@@ -158,13 +163,19 @@ impl ModelClient for OpenAiClient {
             let url = format!("{}/v1/models", self.base);
             let out = http::send(&self.http, &url, None, self.api_key.as_deref(), None, Duration::from_secs(10), &RetryPolicy::None, self.max_bytes).await;
             match out.result {
-                Ok((_, text)) => match served_models(&text) {
-                    Some(served) if !served.contains(&self.model) => Err(ModelError::UnknownModel { model: self.model.clone(), served }),
-                    Some(_) => Ok(served_entry(&text, &self.model).map(|entry| {
-                        let identity = served_identity(&entry);
-                        let _ = self.served.set(entry);
-                        identity
-                    })),
+                Ok((_, text)) => match served_list(&text) {
+                    Some(entries) => {
+                        let id = |m: &Value| m.get("id").and_then(Value::as_str).map(str::to_string);
+                        match entries.iter().position(|m| id(m).as_deref() == Some(self.model.as_str())) {
+                            None => Err(ModelError::UnknownModel { model: self.model.clone(), served: entries.iter().filter_map(id).collect() }),
+                            Some(i) => {
+                                let entry = served_entry(entries[i].clone());
+                                let identity = served_identity(&entry);
+                                let _ = self.served.set(entry);
+                                Ok(Some(identity))
+                            }
+                        }
+                    }
                     None => {
                         eprintln!("warning: {url} gave no model list ablate can read; model `{}` is not checked", self.model);
                         Ok(None)
