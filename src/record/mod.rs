@@ -607,15 +607,20 @@ impl Manifest {
     /// Write `dir/manifest.json` with `self.plan` as its plan: to a temporary
     /// file, synced, then renamed into place.
     pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        self.write_with_plan(dir, self.plan.iter().cloned())
+        self.write_with_plan(dir, self.plan.iter())
     }
 
     /// Write `dir/manifest.json` with `plan` as its plan, one spec at a time:
     /// a new run of a million trials never holds a million specs.
-    pub fn write_with_plan(&self, dir: &std::path::Path, plan: impl Iterator<Item = TrialSpec>) -> std::io::Result<()> {
+    /// (`plan` yields `TrialSpec`s or references to them.)
+    pub fn write_with_plan<I>(&self, dir: &std::path::Path, plan: I) -> std::io::Result<()>
+    where
+        I: Iterator,
+        I::Item: std::borrow::Borrow<TrialSpec> + Serialize,
+    {
         use std::io::Write;
         struct Specs<I>(std::cell::RefCell<Option<I>>);
-        impl<I: Iterator<Item = TrialSpec>> Serialize for Specs<I> {
+        impl<I: Iterator<Item: Serialize>> Serialize for Specs<I> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let specs = self.0.borrow_mut().take().ok_or_else(|| serde::ser::Error::custom("the plan is written once"))?;
                 s.collect_seq(specs)
@@ -623,7 +628,7 @@ impl Manifest {
         }
         #[derive(Serialize)]
         #[serde(bound = "")]
-        struct WithPlan<'a, I: Iterator<Item = TrialSpec>> {
+        struct WithPlan<'a, I: Iterator<Item: Serialize>> {
             #[serde(flatten)]
             manifest: &'a Manifest,
             plan: Specs<I>,
