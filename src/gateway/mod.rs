@@ -563,11 +563,7 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
     let reply = match outcome.result {
         Ok(reply) => {
             st.tokens.add(reply.usage);
-            if let Some(fp) = &reply.fingerprint
-                && !st.fingerprints.contains(fp)
-            {
-                st.fingerprints.push(fp.clone());
-            }
+            reply.note_fingerprint(&mut st.fingerprints);
             let b = &meter.budget;
             if st.tokens.total() >= b.max_total_tokens {
                 st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);

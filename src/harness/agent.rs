@@ -222,11 +222,7 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
             step.reply_text = Some(reply.text.clone());
         }
         step.finish_reason = reply.finish_reason.clone();
-        if let Some(fp) = &reply.fingerprint
-            && !lp.fingerprints.contains(fp)
-        {
-            lp.fingerprints.push(fp.clone());
-        }
+        reply.note_fingerprint(&mut lp.fingerprints);
         messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
 
         // 1. The edit, unless the loop guard catches a repeat.

@@ -110,6 +110,17 @@ pub struct ChatReply {
     pub fingerprint: Option<String>,
 }
 
+impl ChatReply {
+    /// Add this reply's `system_fingerprint` to `seen` (distinct, in the order first seen).
+    pub fn note_fingerprint(&self, seen: &mut Vec<String>) {
+        if let Some(fp) = &self.fingerprint
+            && !seen.contains(fp)
+        {
+            seen.push(fp.clone());
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
     #[error("request timed out after {0:.1} s")]

@@ -206,7 +206,7 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
                 }),
                 None => serde_json::from_slice::<LightRecord>(&line),
             };
-            let r = match parsed {
+            let mut r = match parsed {
                 Ok(r) => r,
                 Err(_) => {
                     data.unreadable_lines.push(i + 1);
@@ -222,8 +222,8 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
             };
             let (model, arm) = (data.models.id(&r.model), data.arms.id(&r.arm));
             if r.status.is_final() {
-                for fp in &r.system_fingerprints {
-                    *data.fingerprints.entry((model, fp.clone())).or_default() += 1;
+                for fp in std::mem::take(&mut r.system_fingerprints) {
+                    *data.fingerprints.entry((model, fp)).or_default() += 1;
                 }
             }
             if !r.status.is_final() {
