@@ -517,16 +517,32 @@ impl<P: serde::de::DeserializeOwned + Default> Manifest<P> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PlanKeys(pub Vec<u64>);
 
-impl PlanKeys {
-    /// Whether a record belongs to the plan.
-    pub fn contains(&self, key: u64) -> bool {
-        self.0.binary_search(&key).is_ok()
-    }
-}
-
 impl<'de> Deserialize<'de> for PlanKeys {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        plan_keys(d).map(PlanKeys)
+        #[derive(Deserialize)]
+        struct Spec {
+            id: String,
+            task: String,
+            arm: String,
+            model: String,
+            repeat: u32,
+        }
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = Vec<u64>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of trial specs")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
+                let mut keys = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(s) = seq.next_element::<Spec>()? {
+                    keys.push(plan_key(&s.id, &s.task, &s.arm, &s.model, s.repeat));
+                }
+                keys.sort_unstable();
+                Ok(keys)
+            }
+        }
+        d.deserialize_seq(Keys).map(PlanKeys)
     }
 }
 
@@ -641,34 +657,6 @@ impl Manifest {
         w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(tmp, dir.join("manifest.json"))
     }
-}
-
-/// The plan read one spec at a time into its sorted keys.
-fn plan_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
-    #[derive(Deserialize)]
-    struct Spec {
-        id: String,
-        task: String,
-        arm: String,
-        model: String,
-        repeat: u32,
-    }
-    struct Keys;
-    impl<'de> serde::de::Visitor<'de> for Keys {
-        type Value = Vec<u64>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a list of trial specs")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
-            let mut keys = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-            while let Some(s) = seq.next_element::<Spec>()? {
-                keys.push(plan_key(&s.id, &s.task, &s.arm, &s.model, s.repeat));
-            }
-            keys.sort_unstable();
-            Ok(keys)
-        }
-    }
-    d.deserialize_seq(Keys)
 }
 
 impl<P> Manifest<P> {
