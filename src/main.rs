@@ -226,7 +226,7 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            if let Some(input) = err.downcast_ref::<InputError>() {
+            if let Some(input) = input_error(&err) {
                 eprintln!("error: {input}");
                 Exit::Usage
             } else {
@@ -236,6 +236,19 @@ fn main() -> ExitCode {
         }
     };
     code.into()
+}
+
+/// The bad input behind an error, wherever a stage wrapped it: a usage error (exit 2).
+fn input_error(err: &anyhow::Error) -> Option<&InputError> {
+    err.downcast_ref::<InputError>()
+        .or_else(|| match err.downcast_ref::<RunError>() {
+            Some(RunError::Input(e)) => Some(e),
+            _ => None,
+        })
+        .or_else(|| match err.downcast_ref::<gate::GateError>() {
+            Some(gate::GateError::Input(e)) => Some(e),
+            _ => None,
+        })
 }
 
 fn run(cli: Cli) -> anyhow::Result<Exit> {
@@ -360,7 +373,6 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut o
     let result = runtime()?.block_on(ablate::runner::run(exp, suite, opts));
     let summary = match result {
         Ok(s) => s,
-        Err(RunError::Input(e)) => return Err(e.into()),
         Err(e @ RunError::Lock(LockError::InUse { .. })) => {
             eprintln!("error: {e}");
             return Ok(Exit::Usage);
@@ -507,11 +519,7 @@ fn baseline_save(run: &std::path::Path, output: &std::path::Path, arm: Option<St
 }
 
 fn gate_cmd(opts: gate::GateOptions) -> anyhow::Result<Exit> {
-    let outcome = match gate::run(&opts) {
-        Ok(o) => o,
-        Err(gate::GateError::Input(e)) => return Err(e.into()),
-        Err(e) => return Err(e.into()),
-    };
+    let outcome = gate::run(&opts)?;
     for d in &outcome.drifts {
         eprintln!("drift: {d}");
     }
