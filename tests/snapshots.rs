@@ -30,19 +30,15 @@ fn settings(tmp: Option<&Path>) -> insta::Settings {
     s.set_snapshot_path("snapshots");
     s.set_prepend_module_to_snapshot(false);
     if let Some(tmp) = tmp {
-        s.add_filter(&regex_escape(&tmp.display().to_string()), "[tmp]");
+        s.add_filter(&regex::escape(&tmp.display().to_string()), "[tmp]");
     }
-    s.add_filter(&regex_escape(env!("CARGO_MANIFEST_DIR")), "[repo]");
+    s.add_filter(&regex::escape(env!("CARGO_MANIFEST_DIR")), "[repo]");
     s.add_filter(r"\b[0-9a-f]{12,64}\b", "[digest]");
     s.add_filter(r"\b\d+(\.\d+)? ?(ms|s)\b", "[time]");
     s.add_filter(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", "[timestamp]");
     s.add_filter(r"ablate \d+\.\d+\.\d+", "ablate [version]");
     s.add_filter(r"at line \d+ column \d+", "at [position]");
     s
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars().map(|c| if "\\.+*?()|[]{}^$".contains(c) { format!("\\{c}") } else { c.to_string() }).collect()
 }
 
 #[test]
