@@ -11,7 +11,7 @@
 #[allow(unused_imports)]
 mod common;
 
-use ablate::config::{Budget, ModelSpec, Provider, RetryPolicy};
+use ablate::experiment::config::{Budget, ModelSpec, Provider, RetryPolicy};
 use ablate::gateway::{TrialMeter, serve};
 use serde_json::json;
 use std::sync::Arc;

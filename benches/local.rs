@@ -14,7 +14,7 @@
 //! ABLATE_BENCH_GEN (128), ABLATE_BENCH_PARTS (`speed,reuse`; also `sampling`),
 //! ABLATE_BENCH_MODEL. Run on an idle machine.
 
-use ablate::config::{ModelSpec, Provider, RetryPolicy};
+use ablate::experiment::config::{ModelSpec, Provider, RetryPolicy};
 use ablate::model::local::{GenParams, LocalClient, LocalOptions};
 use ablate::model::{ChatRequest, Message};
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ fn spec(path: PathBuf) -> ModelSpec {
         request_timeout_seconds: 600.0,
         price: None,
         retry: RetryPolicy::None,
-        max_response_bytes: ablate::config::DEFAULT_MAX_RESPONSE_BYTES,
+        max_response_bytes: ablate::experiment::config::DEFAULT_MAX_RESPONSE_BYTES,
     }
 }
 

@@ -1,18 +1,17 @@
 //! ablate: ablation benchmarking for LLM agent harnesses.
 //!
 //! The crate mirrors the pipeline of ARCHITECTURE.md, one module per stage:
-//! `suite` -> `config` -> `matrix` -> `plan` -> `runner` (with `harness`,
+//! `suite` -> `experiment` (config, matrix) -> `plan` -> `runner` (with `harness`,
 //! `model`, `sandbox`, `grader`) -> `record` -> `report` -> `gate`.
 
-pub mod config;
 pub mod digest;
 pub mod error;
+pub mod experiment;
 pub mod export;
 pub mod gate;
 pub mod gateway;
 pub mod grader;
 pub mod harness;
-pub mod matrix;
 pub mod model;
 pub mod plan;
 pub mod record;

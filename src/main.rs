@@ -2,11 +2,12 @@
 //! its flags into core types and runs the pipeline of ARCHITECTURE.md.
 
 use ablate::error::Exit;
+use ablate::experiment::config;
 use ablate::plan::Shard;
 use ablate::record::lock::{LockError, RunLock};
 use ablate::runner::progress::ProgressMode;
 use ablate::runner::{RunError, RunOptions};
-use ablate::{InputError, config, gate, plan, suite};
+use ablate::{InputError, gate, plan, suite};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,8 +1,8 @@
 //! Config errors name the file and key; the single-factor guard; sweeps.
 
-use ablate::config::load_str;
-use ablate::harness::Component;
-use ablate::matrix::{ComparisonKind, ComparisonOrigin};
+use ablate::experiment::Component;
+use ablate::experiment::config::load_str;
+use ablate::experiment::matrix::{ComparisonKind, ComparisonOrigin};
 use std::path::Path;
 
 const BASE: &str = r#"
@@ -25,7 +25,7 @@ endpoint = "http://127.0.0.1:1"
 temperature = 0.5
 "#;
 
-fn load(extra: &str) -> Result<ablate::config::Experiment, ablate::InputError> {
+fn load(extra: &str) -> Result<ablate::experiment::config::Experiment, ablate::InputError> {
     load_str(Path::new("configs/x.toml"), &format!("{BASE}\n{extra}"))
 }
 
@@ -134,7 +134,7 @@ fn type_and_value_errors_name_the_key() {
 fn shipped_configs_load() {
     for cfg in ["configs/ablate.toml", "configs/seed-demo.toml", "configs/humaneval.toml"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(cfg);
-        let exp = ablate::config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let exp = ablate::experiment::config::load(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(!exp.comparisons.is_empty(), "{cfg}");
     }
 }

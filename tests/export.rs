@@ -8,7 +8,7 @@ use std::process::Command;
 
 fn generate(dir: &Path, name: &str, config: &str, trials: Option<u32>, seed: u64) -> PathBuf {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join(config);
-    let mut exp = ablate::config::load(&cfg).unwrap();
+    let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     if let Some(t) = trials {
         exp.trials = t;
     }

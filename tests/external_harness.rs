@@ -2,9 +2,9 @@
 //! declared components, sweeps, the guard at load and at report time, the
 //! plan, the manifest; and builtin experiments unchanged.
 
-use ablate::config::{Experiment, load_str};
-use ablate::harness::{Component, HarnessKind};
-use ablate::matrix::{ArmOrigin, ComparisonKind, ComparisonOrigin};
+use ablate::experiment::config::{Experiment, load_str};
+use ablate::experiment::matrix::{ArmOrigin, ComparisonKind, ComparisonOrigin};
+use ablate::experiment::{Component, HarnessKind};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -275,8 +275,8 @@ fn agent_dir(agent: &str) -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn the_harness_files_are_part_of_the_config_digest_and_trial_ids() {
     let (dir, cfg) = agent_dir("print('a')\n");
-    let a = ablate::config::load(&cfg).unwrap();
-    let again = ablate::config::load(&cfg).unwrap();
+    let a = ablate::experiment::config::load(&cfg).unwrap();
+    let again = ablate::experiment::config::load(&cfg).unwrap();
     assert_eq!(a.config_digest(), again.config_digest());
     let HarnessKind::External(h) = &a.harness_kind else { panic!("external") };
     assert_eq!(h.files, vec!["agents/my-agent/", "run.sh"]);
@@ -285,14 +285,14 @@ fn the_harness_files_are_part_of_the_config_digest_and_trial_ids() {
     assert_eq!(h.files_digest, ablate::digest::digest_parts([("agents/my-agent/", folder.as_str()), ("run.sh", script.as_str())]));
 
     std::fs::write(dir.path().join("agents/my-agent/agent.py"), "print('b')\n").unwrap();
-    let b = ablate::config::load(&cfg).unwrap();
+    let b = ablate::experiment::config::load(&cfg).unwrap();
     assert_ne!(a.config_digest(), b.config_digest(), "editing the agent changes the digest");
     let suite = ablate::suite::load(&a.suite_path).unwrap();
     let (pa, pb) = (ablate::plan::build(&a, &suite).unwrap(), ablate::plan::build(&b, &suite).unwrap());
     assert!(pa.trials.iter().zip(&pb.trials).all(|(x, y)| x.id != y.id), "and every trial id");
 
     std::fs::remove_file(dir.path().join("run.sh")).unwrap();
-    let err = ablate::config::load(&cfg).unwrap_err();
+    let err = ablate::experiment::config::load(&cfg).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("harness.files[1]"), "{err}");
 }
 
@@ -352,7 +352,7 @@ fn plan_prints_the_harness_the_arms_values_and_the_comparisons() {
 /// A synthetic run of an external experiment; the manifest carries the harness.
 fn external_run(dir: &Path) -> PathBuf {
     let (_keep, cfg) = agent_dir("print('a')\n");
-    let exp = ablate::config::load(&cfg).unwrap();
+    let exp = ablate::experiment::config::load(&cfg).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = dir.join("run");

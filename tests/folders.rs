@@ -331,7 +331,7 @@ async fn resume_refuses_a_changed_model_unless_allowed() {
 fn report_on_a_folder_in_use_prints_without_writing() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
-    let mut exp = ablate::config::load(&cfg).unwrap();
+    let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     exp.trials = 2;
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();

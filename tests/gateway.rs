@@ -3,7 +3,7 @@
 
 mod common;
 
-use ablate::config::{Budget, ModelSpec, Price, Provider, RetryPolicy};
+use ablate::experiment::config::{Budget, ModelSpec, Price, Provider, RetryPolicy};
 use ablate::gateway::{GatewayStop, TrialMeter, serve};
 use ablate::record::{BudgetLimit, TraceStep};
 use common::*;

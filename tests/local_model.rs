@@ -114,7 +114,7 @@ treatment = "harness"
 /// each request's trace says how it shared the engine.
 #[test]
 fn batched_greedy_generations_match_one_at_a_time() {
-    use ablate::config::{ModelSpec, Provider, RetryPolicy};
+    use ablate::experiment::config::{ModelSpec, Provider, RetryPolicy};
     use ablate::model::local::{GenParams, LocalClient, LocalOptions};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let model = root.join(SMALL_MODEL);
@@ -133,7 +133,7 @@ fn batched_greedy_generations_match_one_at_a_time() {
         request_timeout_seconds: 600.0,
         price: None,
         retry: RetryPolicy::None,
-        max_response_bytes: ablate::config::DEFAULT_MAX_RESPONSE_BYTES,
+        max_response_bytes: ablate::experiment::config::DEFAULT_MAX_RESPONSE_BYTES,
     };
     let prompts = [
         "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",

@@ -72,7 +72,7 @@ enum RunAs<'a> {
 }
 
 async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> ablate::runner::RunSummary {
-    let exp = ablate::config::load(config).unwrap();
+    let exp = ablate::experiment::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let (run_id, shard, resume) = match how {
         RunAs::New(id, shard) => (Some(id.to_string()), shard.map(|s| s.parse().unwrap()), None),

@@ -1,6 +1,6 @@
 //! Plan counts, id stability, seed pairing, interleaving, shard partition.
 
-use ablate::config::{Experiment, load_str};
+use ablate::experiment::config::{Experiment, load_str};
 use ablate::plan::{self, Shard};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

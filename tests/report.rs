@@ -7,7 +7,7 @@ use std::process::Command;
 
 fn generate(dir: &Path, trials: u32, rate: impl Fn(&str, &str) -> f64) -> PathBuf {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
-    let mut exp = ablate::config::load(&cfg).unwrap();
+    let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     exp.trials = trials;
     // Every task of the suite (14): enough for a verdict after the family's adjustment.
     exp.tasks.clear();
@@ -180,7 +180,7 @@ fn plan_from_a_pilot_sizes_each_ablation() {
 /// A synthetic run of any config, `rate(task, arm)` per trial.
 fn generate_from(dir: &Path, config: &str, rate: impl Fn(&str, &str) -> f64) -> PathBuf {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join(config);
-    let exp = ablate::config::load(&cfg).unwrap();
+    let exp = ablate::experiment::config::load(&cfg).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = dir.join("run");

@@ -305,11 +305,11 @@ fn a_prompt_without_a_docstring_gets_a_stub_that_raises() {
 #[test]
 fn the_humaneval_config_bare_arm_sends_the_evalplus_prompt() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exp = ablate::config::load(&root.join("configs/humaneval.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let exp = ablate::experiment::config::load(&root.join("configs/humaneval.toml")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(exp.models[0].temperature, 0.0, "greedy");
     let bare = exp.arm("bare").unwrap().builtin_components().unwrap().clone();
-    let ablate::harness::Instructions::File(file) = &bare.instructions else { panic!("bare has a prompt file") };
-    let prompts = ablate::harness::prompts::load_instructions(&exp.resolve(file)).unwrap();
+    let ablate::experiment::Instructions::File(file) = &bare.instructions else { panic!("bare has a prompt file") };
+    let prompts = ablate::experiment::instructions::load_instructions(&exp.resolve(file)).unwrap();
     assert_eq!(prompts.system_message(bare.tools), None, "no system message, as EvalPlus");
 
     let tmp = tempfile::tempdir().unwrap();
@@ -340,7 +340,7 @@ fn the_manifest_records_an_imported_suites_source() {
             "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 1\nmax_output_tokens_per_step = 10\nmax_total_tokens = 100\nmax_working_seconds = 10\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
             suite_dir.display()
         );
-        let exp = ablate::config::load_str(&tmp.path().join("x.toml"), &text).unwrap();
+        let exp = ablate::experiment::config::load_str(&tmp.path().join("x.toml"), &text).unwrap();
         let suite = ablate::suite::load(&exp.suite_path).unwrap();
         let plan = ablate::plan::order(&exp, &suite).unwrap();
         serde_json::to_value(ablate::record::Manifest::new("r".into(), &exp, &suite, &plan, None)).unwrap()["suite"].clone()

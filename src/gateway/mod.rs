@@ -10,7 +10,7 @@
 
 pub mod wire;
 
-use crate::config::{Budget, ModelSpec};
+use crate::experiment::config::{Budget, ModelSpec};
 use crate::harness::agent::cost;
 use crate::model::{ChatRequest, ModelClient, ModelError};
 use crate::record::omit::{TracedSoFar, holds_string};

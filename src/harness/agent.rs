@@ -9,8 +9,10 @@
 //! Bare (everything off) is therefore one call.
 
 use super::edit::{self, Extracted};
-use super::{Components, prompts, tools};
-use crate::config::{Budget, HarnessSettings, ModelSpec, Price};
+use super::{prompts, tools};
+use crate::experiment::Components;
+use crate::experiment::config::{Budget, HarnessSettings, ModelSpec, Price};
+use crate::experiment::instructions::ArmPrompts;
 use crate::grader::{self, CheckResult};
 use crate::model::{ChatRequest, Message, ModelClient, ModelError};
 use crate::record::omit::{TracedSoFar, holds_string};
@@ -26,7 +28,7 @@ pub struct TrialContext<'a> {
     pub task: &'a Task,
     pub components: &'a Components,
     /// The system prompt and user template (builtin or the arm's file).
-    pub instructions: &'a prompts::ArmPrompts,
+    pub instructions: &'a ArmPrompts,
     pub budget: &'a Budget,
     pub settings: &'a HarnessSettings,
     pub model: &'a ModelSpec,
@@ -418,13 +420,13 @@ mod tests {
     }
 
     /// The messages of the first request of a bare trial on add-two under `prompts`.
-    async fn first_request(prompts: &prompts::ArmPrompts) -> (Vec<Message>, Task) {
+    async fn first_request(prompts: &ArmPrompts) -> (Vec<Message>, Task) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny");
         let text = format!(
             "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
             root.display()
         );
-        let exp = crate::config::load_str(&root.join("exp.toml"), &text).unwrap();
+        let exp = crate::experiment::config::load_str(&root.join("exp.toml"), &text).unwrap();
         let task = crate::suite::load(&root).unwrap().task("add-two").unwrap().clone();
         let sandbox = Sandbox::create(&task).unwrap();
         let client = Recorder(Mutex::new(Vec::new()));
@@ -449,7 +451,7 @@ mod tests {
 
     #[tokio::test]
     async fn builtin_instructions_send_the_default_system_prompt_and_the_task_message() {
-        let (messages, task) = first_request(&prompts::ArmPrompts::builtin()).await;
+        let (messages, task) = first_request(&ArmPrompts::builtin()).await;
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0].content, prompts::DEFAULT_SYSTEM);
         assert!(messages[1].content.starts_with(task.prompt.trim()), "{}", messages[1].content);
@@ -458,7 +460,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_user_template_without_system_sends_one_user_message() {
-        let card = prompts::ArmPrompts { system: None, user_template: Some("Complete this:\n```python\n{code}\n```".into()) };
+        let card = ArmPrompts { system: None, user_template: Some("Complete this:\n```python\n{code}\n```".into()) };
         let (messages, task) = first_request(&card).await;
         assert_eq!(messages.len(), 1, "no system message");
         let code = std::fs::read_to_string(task.workspace_dir().join("add.py")).unwrap();

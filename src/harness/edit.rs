@@ -1,7 +1,7 @@
 //! Taking code from a reply (the `edit_format` component) and the loop
 //! guard's fingerprint of it.
 
-use super::EditFormat;
+use crate::experiment::EditFormat;
 use sha2::{Digest, Sha256};
 
 /// A fenced code block: its info string and body.

@@ -10,7 +10,7 @@
 //! is spent or the upstream failed, or when the working time runs out. The
 //! runner then grades the workspace exactly as for the builtin loop.
 
-use crate::config::{Budget, ModelSpec};
+use crate::experiment::config::{Budget, ModelSpec};
 use crate::gateway::{self, TrialMeter};
 use crate::grader::{self, OUTPUT_CAP};
 use crate::harness::agent::AgentOutcome;

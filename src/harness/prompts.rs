@@ -1,11 +1,9 @@
 //! Every text the harness sends. Texts outside a component are the same in
 //! every arm; a component's texts appear only where it is on.
 
-use crate::error::{InputError, parse_toml_str};
+use crate::experiment::instructions::{ArmPrompts, PLACEHOLDERS};
 use crate::grader::CheckResult;
 use crate::suite::Task;
-use serde::Deserialize;
-use std::path::Path;
 
 /// The builtin system prompt (`instructions = builtin`).
 /// It shows no example code: a small model copies an example block instead of
@@ -27,18 +25,6 @@ pub const TOOLS_NOTE: &str =
 
 pub fn system_prompt(instructions: &str, tools: bool) -> String {
     if tools { format!("{instructions}\n\n{TOOLS_NOTE}") } else { instructions.to_string() }
-}
-
-/// What an arm's `instructions` give the harness: the system prompt and,
-/// optionally, a template of each session's first user message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArmPrompts {
-    /// None: no system message (the model's chat template applies its own
-    /// default, as model cards' evaluations often do); with `tools` on, the
-    /// tools note alone.
-    pub system: Option<String>,
-    /// None: the builtin task message (`task_message`).
-    pub user_template: Option<String>,
 }
 
 impl ArmPrompts {
@@ -63,40 +49,6 @@ impl ArmPrompts {
             None => task_message(task, files, tools),
         }
     }
-}
-
-/// The placeholders of a `user_template`.
-pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{code}", "{file}", "{files}"];
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPromptFile {
-    system: Option<String>,
-    user_template: Option<String>,
-}
-
-/// Read an arm's instructions file. A `.toml` file holds `system` and/or
-/// `user_template` (configs/README.md); any other file is the system prompt
-/// as it is. Errors name the file and the key.
-pub fn load_instructions(path: &Path) -> Result<ArmPrompts, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read the instructions file: {e}")))?;
-    parse_instructions(path, &text)
-}
-
-pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputError> {
-    if path.extension().is_none_or(|e| e != "toml") {
-        return Ok(ArmPrompts { system: Some(text.to_string()), user_template: None });
-    }
-    let raw: RawPromptFile = parse_toml_str(path, text)?;
-    if raw.system.is_none() && raw.user_template.is_none() {
-        return Err(InputError::new(path, "an instructions .toml needs `system`, `user_template` or both"));
-    }
-    if let Some(t) = &raw.user_template
-        && !["{prompt}", "{code}", "{files}"].iter().any(|p| t.contains(p))
-    {
-        return Err(InputError::at(path, "user_template", "holds none of {prompt}, {code} and {files}: the task would not reach the model"));
-    }
-    Ok(ArmPrompts { system: raw.system, user_template: raw.user_template })
 }
 
 /// A `user_template` with its placeholders filled in one pass (text that a
@@ -225,6 +177,8 @@ pub fn progress_note(steps: u32, results: &[(u32, Option<(u32, u32)>)], last_fai
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::instructions::parse_instructions;
+    use std::path::Path;
 
     fn add_two() -> Task {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny");

@@ -3,7 +3,7 @@
 //! apart from time in requests, so rate limits do not eat the working budget.
 
 use super::{CallOutcome, ChatReply, ModelError, ToolSpec};
-use crate::config::RetryPolicy;
+use crate::experiment::config::RetryPolicy;
 use rand::RngExt;
 use std::time::{Duration, Instant};
 

@@ -13,7 +13,7 @@ pub mod ollama;
 pub mod openai;
 pub mod sampling;
 
-use crate::config::{ModelSpec, Provider};
+use crate::experiment::config::{ModelSpec, Provider};
 use crate::record::Tokens;
 use serde::{Deserialize, Serialize};
 use std::future::Future;

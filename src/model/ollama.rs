@@ -3,7 +3,7 @@
 
 use super::http;
 use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall};
-use crate::config::{ModelSpec, RetryPolicy};
+use crate::experiment::config::{ModelSpec, RetryPolicy};
 use crate::record::Tokens;
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -13,9 +13,9 @@
 
 pub mod render;
 
-use crate::config::Experiment;
 use crate::digest;
 use crate::error::InputError;
+use crate::experiment::config::Experiment;
 use crate::suite::Suite;
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;

@@ -1,8 +1,8 @@
 //! Text rendering of a plan for `ablate plan`.
 
 use super::{Plan, Shard};
-use crate::config::{Experiment, Provider};
-use crate::matrix::{ArmOrigin, ComparisonKind};
+use crate::experiment::config::{Experiment, Provider};
+use crate::experiment::matrix::{ArmOrigin, ComparisonKind};
 use crate::suite::Suite;
 use std::fmt::Write;
 

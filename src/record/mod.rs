@@ -15,9 +15,9 @@ pub mod lock;
 pub mod merge;
 pub mod omit;
 
-use crate::config::{Budget, Experiment};
+use crate::experiment::config::{Budget, Experiment};
+use crate::experiment::{ArmSettings, HarnessKind};
 use crate::grader::{CheckResult, Grade};
-use crate::harness::{ArmSettings, HarnessKind};
 use crate::plan::{Shard, TrialSpec};
 use serde::{Deserialize, Serialize};
 
@@ -557,9 +557,9 @@ pub struct RecordedExperiment {
     #[serde(default)]
     pub tasks: Vec<String>,
     pub alpha: f64,
-    pub arms: Vec<crate::matrix::Arm>,
+    pub arms: Vec<crate::experiment::matrix::Arm>,
     #[serde(default)]
-    pub comparisons: Vec<crate::matrix::Comparison>,
+    pub comparisons: Vec<crate::experiment::matrix::Comparison>,
     /// Absent for the builtin harness.
     #[serde(default, skip_serializing_if = "HarnessKind::is_builtin")]
     pub harness_kind: HarnessKind,
@@ -662,7 +662,7 @@ impl Manifest {
 impl<P> Manifest<P> {
     /// The experiment back from the manifest (for analysis-time checks).
     /// External arms list their values in the declared order.
-    pub fn arms(&self) -> Vec<crate::matrix::Arm> {
+    pub fn arms(&self) -> Vec<crate::experiment::matrix::Arm> {
         let mut arms = self.experiment.arms.clone();
         if let HarnessKind::External(ext) = self.harness_kind() {
             let position = |name: &str| ext.components.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
@@ -680,7 +680,7 @@ impl<P> Manifest<P> {
         self.experiment.harness_kind.clone()
     }
 
-    pub fn comparisons(&self) -> Vec<crate::matrix::Comparison> {
+    pub fn comparisons(&self) -> Vec<crate::experiment::matrix::Comparison> {
         self.experiment.comparisons.clone()
     }
 }

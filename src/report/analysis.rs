@@ -3,7 +3,7 @@
 
 use super::load::{Row, RunData};
 use super::stats;
-use crate::matrix::{self, ComparisonKind};
+use crate::experiment::matrix::{self, ComparisonKind};
 use crate::record::TrialStatus;
 use serde::Serialize;
 use std::collections::BTreeMap;

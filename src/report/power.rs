@@ -8,7 +8,7 @@
 
 use super::load::{Row, RunData};
 use super::stats;
-use crate::matrix::ComparisonKind;
+use crate::experiment::matrix::ComparisonKind;
 use std::fmt::Write;
 
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,7 @@
 //! chosen per-(task, arm) pass probabilities. For tests of the report and
 //! for benchmarks of `ablate report` at 10k-1M records; never used by a run.
 
-use crate::config::Experiment;
+use crate::experiment::config::Experiment;
 use crate::grader::{CheckResult, Grade};
 use crate::plan::Plan;
 use crate::record::{EndReason, FORMAT_VERSION, Incidents, Tokens, TrialRecord, TrialStatus};

@@ -10,12 +10,13 @@ pub mod events;
 pub mod progress;
 pub mod summary;
 
-use crate::config::Experiment;
 use crate::error::InputError;
+use crate::experiment::config::Experiment;
+use crate::experiment::instructions::ArmPrompts;
+use crate::experiment::{HarnessKind, Instructions};
 use crate::grader::{self, Grade};
 use crate::harness::agent::{self, TrialContext};
 use crate::harness::external::{self, ExternalContext};
-use crate::harness::{HarnessKind, Instructions, prompts};
 use crate::model::{self, ModelClient};
 use crate::plan::{self, Shard, TrialSpec};
 use crate::record::folder;
@@ -111,7 +112,7 @@ struct Shared {
     /// An external harness's files, staged once for the run (shown read-only at /harness).
     harness_dir: Option<tempfile::TempDir>,
     clients: HashMap<String, Arc<dyn ModelClient>>,
-    instructions: HashMap<String, prompts::ArmPrompts>,
+    instructions: HashMap<String, ArmPrompts>,
     run_id: String,
     dir: PathBuf,
     trials_writer: Mutex<JsonlWriter>,
@@ -158,7 +159,7 @@ impl Shared {
 /// decodes together (continuous batching, `--local-batch`, default 4);
 /// otherwise one at a time.
 pub fn default_jobs(exp: &Experiment, engine: &model::EngineSettings) -> usize {
-    if exp.models.iter().any(|m| m.provider == crate::config::Provider::Local) {
+    if exp.models.iter().any(|m| m.provider == crate::experiment::config::Provider::Local) {
         #[cfg(feature = "local")]
         {
             let o = crate::model::local::LocalOptions::from_settings(engine);
@@ -265,13 +266,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     for arm in &exp.arms {
         let Some(components) = arm.builtin_components() else { continue };
         let text = match &components.instructions {
-            Instructions::Builtin => prompts::ArmPrompts::builtin(),
+            Instructions::Builtin => ArmPrompts::builtin(),
             Instructions::File(p) => {
                 let path = exp.resolve(p);
                 if !path.is_file() {
                     return Err(InputError::at(&exp.config_path, format!("arms.{}.instructions", arm.name), format!("cannot read `{p}`")).into());
                 }
-                prompts::load_instructions(&path)?
+                crate::experiment::instructions::load_instructions(&path)?
             }
         };
         instructions.insert(arm.name.clone(), text);
@@ -710,7 +711,7 @@ mod tests {
             "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
             suite_dir.display()
         );
-        let exp = crate::config::load_str(&dir.join("exp.toml"), &text).unwrap();
+        let exp = crate::experiment::config::load_str(&dir.join("exp.toml"), &text).unwrap();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = plan::order(&exp, &suite).unwrap();
         let mut manifest = Manifest::new("r".into(), &exp, &suite, &plan, None);
@@ -722,7 +723,7 @@ mod tests {
             suite,
             harness_dir: None,
             clients: HashMap::from([("m".to_string(), client)]),
-            instructions: HashMap::from([("b".to_string(), prompts::ArmPrompts::builtin())]),
+            instructions: HashMap::from([("b".to_string(), ArmPrompts::builtin())]),
             run_id: "r".into(),
             dir: dir.to_path_buf(),
             trials_writer: Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap()),

@@ -256,7 +256,7 @@ pub async fn run(config: &Path, results: &Path) -> Ran {
 
 /// A run in process with `jobs` trials at once; setup errors come back.
 pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, ablate::runner::RunError> {
-    let exp = ablate::config::load(config).unwrap();
+    let exp = ablate::experiment::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let opts = ablate::runner::RunOptions {
         jobs,

@@ -68,7 +68,7 @@ mod engine;
 use super::chat_format::{parse_fenced_tool_calls, parse_tool_calls};
 use super::sampling::{self};
 use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolSpec};
-use crate::config::ModelSpec;
+use crate::experiment::config::ModelSpec;
 use crate::record::Tokens;
 pub use engine::backend;
 use engine::worker_main;

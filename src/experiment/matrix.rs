@@ -8,7 +8,7 @@
 //! attributable to one component.
 
 use crate::error::InputError;
-use crate::harness::{ArmSettings, Component, ComponentDiff, ComponentValue, Components, HarnessKind, value_text};
+use crate::experiment::{ArmSettings, Component, ComponentDiff, ComponentValue, Components, HarnessKind, value_text};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -307,7 +307,7 @@ fn external_variants(
     let Some(ext) = harness.external() else {
         return Err(InputError::at(file, key, format!("arm `{from}` sets external components but the harness is builtin")));
     };
-    let declared: Vec<&crate::harness::DeclaredComponent> = match &sweep.components {
+    let declared: Vec<&crate::experiment::DeclaredComponent> = match &sweep.components {
         Some(names) => {
             let mut out = Vec::new();
             for (i, n) in names.iter().enumerate() {

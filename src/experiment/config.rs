@@ -3,10 +3,10 @@
 //! Every error names the file and the key path. `configs/README.md` documents
 //! every key.
 
+use super::matrix::{self, Arm, Comparison, RawMatrix};
 use crate::digest;
 use crate::error::{InputError, parse_toml_str};
-use crate::harness::{ArmSettings, ComponentValue, Components, DeclaredComponent, EditFormat, ExternalHarness, HarnessKind, Instructions};
-use crate::matrix::{self, Arm, Comparison, RawMatrix};
+use crate::experiment::{ArmSettings, ComponentValue, Components, DeclaredComponent, EditFormat, ExternalHarness, HarnessKind, Instructions};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -563,7 +563,7 @@ fn builtin_arm(
         // A `.toml` prompt file (system + user_template) is checked here, so `plan` catches it.
         let text = String::from_utf8(bytes.clone())
             .map_err(|_| InputError::at(path, format!("{key}.instructions"), format!("`{}` is not UTF-8 text", full.display())))?;
-        crate::harness::prompts::parse_instructions(&full, &text)?;
+        crate::experiment::instructions::parse_instructions(&full, &text)?;
         prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
         c.instructions = Instructions::File(file);
     }

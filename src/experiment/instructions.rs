@@ -1,0 +1,54 @@
+//! An arm's instructions file (`instructions = "<file>"`): a `.toml` with
+//! `system` and/or `user_template` (configs/README.md), or any other file as
+//! the system prompt. Read and checked here, with the experiment; the harness
+//! renders it (`harness::prompts`).
+
+use crate::error::{InputError, parse_toml_str};
+use serde::Deserialize;
+use std::path::Path;
+
+/// What an arm's `instructions` give the harness: the system prompt and,
+/// optionally, a template of each session's first user message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmPrompts {
+    /// None: no system message (the model's chat template applies its own
+    /// default, as model cards' evaluations often do); with `tools` on, the
+    /// tools note alone.
+    pub system: Option<String>,
+    /// None: the builtin task message (`task_message`).
+    pub user_template: Option<String>,
+}
+
+/// The placeholders of a `user_template`.
+pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{code}", "{file}", "{files}"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPromptFile {
+    system: Option<String>,
+    user_template: Option<String>,
+}
+
+/// Read an arm's instructions file. A `.toml` file holds `system` and/or
+/// `user_template` (configs/README.md); any other file is the system prompt
+/// as it is. Errors name the file and the key.
+pub fn load_instructions(path: &Path) -> Result<ArmPrompts, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read the instructions file: {e}")))?;
+    parse_instructions(path, &text)
+}
+
+pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputError> {
+    if path.extension().is_none_or(|e| e != "toml") {
+        return Ok(ArmPrompts { system: Some(text.to_string()), user_template: None });
+    }
+    let raw: RawPromptFile = parse_toml_str(path, text)?;
+    if raw.system.is_none() && raw.user_template.is_none() {
+        return Err(InputError::new(path, "an instructions .toml needs `system`, `user_template` or both"));
+    }
+    if let Some(t) = &raw.user_template
+        && !["{prompt}", "{code}", "{files}"].iter().any(|p| t.contains(p))
+    {
+        return Err(InputError::at(path, "user_template", "holds none of {prompt}, {code} and {files}: the task would not reach the model"));
+    }
+    Ok(ArmPrompts { system: raw.system, user_template: raw.user_template })
+}
