@@ -5,12 +5,15 @@ use ablate::error::Exit;
 use ablate::experiment::config;
 use ablate::plan::Shard;
 use ablate::record::lock::{LockError, RunLock};
-use ablate::runner::progress::ProgressMode;
+use ablate::report::live::{FinalExports, LiveExports};
+use ablate::runner::events::{Reporter, Reporters};
+use ablate::runner::progress::{Progress, ProgressMode};
 use ablate::runner::{RunError, RunOptions};
 use ablate::{InputError, gate, plan, suite};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(name = "ablate", version, about = "Does this harness component help this model on these tasks, and by how much?")]
@@ -280,13 +283,12 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::SynthRun { config, records, out, seed } => synth_cmd(&config, records, &out, seed),
         Command::Export { runs, output, table } => export_cmd(&runs, table, &output),
         Command::Run { config, jobs, shard, resume, results, plain, trials, run_id, allow_model_change, engine } => {
-            let progress = if plain { ProgressMode::Lines } else { ProgressMode::Auto };
-            run_cmd(
-                config,
-                trials,
-                jobs,
-                RunOptions { jobs: 1, shard, results_dir: results, resume, progress, run_id, allow_model_change, reporters: Vec::new(), engine },
-            )
+            // The run's reporters: the progress, and the exports (their warnings shown by the progress).
+            let progress: Arc<dyn Reporter> = Arc::new(Progress::new(if plain { ProgressMode::Lines } else { ProgressMode::Auto }));
+            let exports = Arc::new(LiveExports::new(Reporters::new(vec![progress.clone()])));
+            let reporters = vec![progress, exports.clone() as Arc<dyn Reporter>];
+            let opts = RunOptions { jobs: 1, shard, results_dir: results, resume, run_id, allow_model_change, reporters, engine };
+            run_cmd(config, trials, jobs, opts, &exports)
         }
     }
 }
@@ -357,7 +359,7 @@ fn plan_cmd(config_path: PathBuf, shard: Option<Shard>, json: bool) -> anyhow::R
     Ok(Exit::Ok)
 }
 
-fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut opts: RunOptions) -> anyhow::Result<Exit> {
+fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut opts: RunOptions, exports: &LiveExports) -> anyhow::Result<Exit> {
     let mut exp = config::load(&config_path)?;
     if let Some(n) = trials {
         if n == 0 {
@@ -384,18 +386,22 @@ fn run_cmd(config_path: PathBuf, trials: Option<u32>, jobs: Option<usize>, mut o
         }
         Err(e) => return Err(e.into()),
     };
+    // The exports reporter writes the final exports while `summary` holds the run's
+    // lock, and hands over their analysis: printed as is; if they could not be
+    // written, try once more and say why.
+    let done = exports.finish();
     eprintln!("recorded in {}", summary.dir.display());
-    eprint!("{}", ablate::runner::summary::render(&summary));
-    // The runner wrote the exports at its end, under its lock, and hands over their
-    // analysis: printed as is; if they could not be written, try once more and say why.
-    let report = match &summary.exported {
-        Ok(report) => report,
-        Err(e) => {
+    let report = match done {
+        Ok(FinalExports { report: Ok(report), summary: counts }) => {
+            eprint!("{}", counts.unwrap_or_default());
+            report
+        }
+        Ok(FinalExports { report: Err(e), .. }) | Err(e) => {
             eprintln!("warning: {e}");
             return write_report(&summary.dir, false);
         }
     };
-    print!("{}", ablate::report::terminal::render(report, colour(false)));
+    print!("{}", ablate::report::terminal::render(&report, colour(false)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", summary.dir.display());
     Ok(Exit::Ok)
 }

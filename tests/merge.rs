@@ -71,31 +71,34 @@ enum RunAs<'a> {
     Resume(&'a Path),
 }
 
-async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> ablate::runner::RunSummary {
+/// The run's summary, and whether its final exports were written (or why not).
+async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> (ablate::runner::RunSummary, Result<(), String>) {
     let exp = ablate::experiment::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let (run_id, shard, resume) = match how {
         RunAs::New(id, shard) => (Some(id.to_string()), shard.map(|s| s.parse().unwrap()), None),
         RunAs::Resume(dir) => (None, None, Some(dir.to_path_buf())),
     };
+    let exports = std::sync::Arc::new(ablate::report::live::LiveExports::new(Default::default()));
     let opts = ablate::runner::RunOptions {
         jobs: 2,
         shard,
         results_dir: results.to_path_buf(),
         resume,
-        progress: ablate::runner::progress::ProgressMode::Quiet,
         run_id,
         allow_model_change: false,
-        reporters: Vec::new(),
+        reporters: vec![exports.clone()],
         engine: Default::default(),
     };
-    ablate::runner::run(exp, suite, opts).await.unwrap()
+    let summary = ablate::runner::run(exp, suite, opts).await.unwrap();
+    let exported = tokio::task::spawn_blocking(move || exports.finish()).await.unwrap();
+    (summary, exported.and_then(|e| e.report).map(|_| ()))
 }
 
 /// A new run (or shard) with its exports written; its folder.
 async fn run_as(config: &Path, results: &Path, run_id: &str, shard: Option<&str>) -> PathBuf {
-    let summary = ablate_run(config, results, RunAs::New(run_id, shard)).await;
-    assert!(summary.exported.is_ok(), "{:?}", summary.exported.as_ref().err());
+    let (summary, exported) = ablate_run(config, results, RunAs::New(run_id, shard)).await;
+    assert!(exported.is_ok(), "{:?}", exported.err());
     summary.dir.clone()
 }
 
@@ -202,7 +205,7 @@ async fn missing_or_unfinished_shards_are_named_and_allow_partial_merges_what_ex
     assert_eq!((m.missing_shards, m.unfinished_trials), (vec![2], 1));
 
     // --resume of the merged folder runs the trial that had no final record.
-    let resumed = Ran::from(ablate_run(&cfg, &results, RunAs::Resume(&out)).await);
+    let resumed = Ran::from(ablate_run(&cfg, &results, RunAs::Resume(&out)).await.0);
     assert_eq!(resumed.ran_now, 1);
     assert_eq!(resumed.records.iter().filter(|r| r.status.is_final()).count(), 13);
 }

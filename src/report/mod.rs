@@ -1,14 +1,17 @@
 //! Reports: statistics (`stats`, pure functions), the analysis of a run
 //! (`analysis`), and its renderings (`terminal`, `export`, `html`, sharing
-//! `format`).
+//! `format`; `summary`, the counts at the end of a run). `live` is the run's
+//! reporter that keeps the exports current while trials finish.
 
 pub mod analysis;
 pub mod export;
 pub mod format;
 pub mod html;
+pub mod live;
 pub mod load;
 pub mod power;
 pub mod stats;
+pub mod summary;
 pub mod synth;
 pub mod terminal;
 
@@ -19,6 +22,12 @@ use std::path::Path;
 /// load (records outside the plan among them). The caller holds the folder's
 /// lock (`record::lock`): the run that writes it, or `ablate report`.
 pub fn report_dir(dir: &Path) -> Result<analysis::Report, String> {
+    report_dir_with(dir, |_| ()).map(|(report, ())| report)
+}
+
+/// `report_dir`, also giving `with` the rows it read (once, for the analysis
+/// and whatever else the caller draws from them).
+pub fn report_dir_with<T>(dir: &Path, with: impl FnOnce(&load::RunData) -> T) -> Result<(analysis::Report, T), String> {
     require_manifest(dir)?;
     let failed = |e: std::io::Error| format!("cannot write the exports in {}: {e}", dir.display());
     let mut csv = export::TrialsCsv::create(dir).map_err(failed)?;
@@ -29,10 +38,11 @@ pub fn report_dir(dir: &Path) -> Result<analysis::Report, String> {
             return Err(e.to_string());
         }
     };
+    let drawn = with(&data);
     let report = analysis::analyse(&data);
     csv.finish(dir, &data, &report).map_err(failed)?;
     export::write_derived(dir, &report).map_err(failed)?;
-    Ok(report)
+    Ok((report, drawn))
 }
 
 /// Load and analyse a run folder without writing anything into it.

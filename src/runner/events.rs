@@ -1,21 +1,26 @@
 //! What a run says as it goes. The runner emits events; reporters consume
-//! them (nextest-style): the progress bar or lines (`progress`), and any a
-//! caller adds through `RunOptions::reporters`. The runner never prints.
+//! them (nextest-style), each given in `RunOptions::reporters`: the progress
+//! bar or lines (`runner::progress`), the exports kept current and written at
+//! the end (`report::live`), or any other. The runner never prints and never
+//! writes anything but its records.
 
 use crate::record::TrialRecord;
+use std::path::Path;
 use std::sync::Arc;
 
 /// One thing that happened in a run, in the order it happened.
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// Trials are about to run: `planned` in the run, `already` recorded before (a resume).
-    Started { planned: u64, already: u64 },
+    /// Trials are about to run in the run folder `dir`: `planned` in the run,
+    /// `already` recorded before (a resume).
+    Started { dir: &'a Path, planned: u64, already: u64 },
     /// An attempt ended and its record was written.
     TrialFinished(&'a TrialRecord),
     /// Something the user should know that does not stop the run.
     Warning(&'a str),
-    /// No more trials will run (all done, or the run was interrupted).
-    Finished,
+    /// No more trials will run: all done, or `interrupted` (Ctrl-C; trials under
+    /// way were stopped). The run's lock is still held.
+    Finished { interrupted: bool },
 }
 
 /// A consumer of a run's events. Called from the runner's tasks: keep it quick.

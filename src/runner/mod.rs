@@ -8,7 +8,6 @@
 
 pub mod events;
 pub mod progress;
-pub mod summary;
 
 use crate::error::InputError;
 use crate::experiment::config::Experiment;
@@ -26,7 +25,6 @@ use crate::record::{AttemptStart, EndReason, Manifest, ManifestHead, ModelIdenti
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
 use events::{Event, Reporters};
-use progress::{Progress, ProgressMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -39,13 +37,14 @@ pub struct RunOptions {
     pub results_dir: PathBuf,
     /// Continue this run folder instead of starting a new one.
     pub resume: Option<PathBuf>,
-    pub progress: ProgressMode,
     /// Name of a new run folder; it must not exist yet.
     pub run_id: Option<String>,
     /// On resume, go on (with a warning) when a model's identity differs
     /// from the one in the manifest, instead of refusing.
     pub allow_model_change: bool,
-    /// Reporters given the run's events besides the progress (`progress`).
+    /// Every consumer of the run's events: the progress (`progress::Progress`),
+    /// the exports (`report::live::LiveExports`), any other. None: a silent run
+    /// that writes its records only.
     pub reporters: Vec<Arc<dyn events::Reporter>>,
     /// Settings of an embedded model's engine (`--local-*`, ABLATE_LOCAL_*).
     pub engine: model::EngineSettings,
@@ -74,11 +73,8 @@ pub struct RunSummary {
     pub ran_now: usize,
     /// Attempts found started and unfinished, recorded as `interrupted` at the start.
     pub interrupted: usize,
-    /// The analysis whose exports were written at the end of the run (the
-    /// report to print), or why they could not be written.
-    pub exported: Result<crate::report::analysis::Report, String>,
-    /// The run folder's lock, held until the summary is dropped (the caller
-    /// writes the final exports under it).
+    /// The run folder's lock, held until the summary is dropped: reporters
+    /// that write into the folder (the exports) finish under it.
     pub lock: RunLock,
 }
 
@@ -117,42 +113,6 @@ struct Shared {
     dir: PathBuf,
     trials_writer: Mutex<JsonlWriter>,
     attempts_writer: Mutex<JsonlWriter>,
-    exports: Mutex<ExportClock>,
-}
-
-/// When the exports were last rewritten and how long that took: they are
-/// rewritten after a trial once at least max(2 s, 10 x the last rewrite) has
-/// passed, so a long run costs little and a crash loses at most that window.
-struct ExportClock {
-    last: Option<Instant>,
-    took: std::time::Duration,
-}
-
-impl Shared {
-    /// Rewrite the exports when the clock allows (always when `force`); an
-    /// error is returned for the final export and printed as a warning during
-    /// the run (records are intact; only the derived files are stale).
-    fn maybe_export(&self, force: bool) -> Result<Option<crate::report::analysis::Report>, String> {
-        let mut clock = self.exports.lock().unwrap();
-        let wait = (clock.took * 10).max(std::time::Duration::from_secs(2));
-        if !force && clock.last.is_some_and(|t| t.elapsed() < wait) {
-            return Ok(None);
-        }
-        let start = Instant::now();
-        let result = crate::report::report_dir(&self.dir);
-        // The analysis freed its rows; glibc keeps freed memory in the arena of
-        // the thread that used it, so exports on two blocking threads would
-        // hold two analyses' worth. Hand it back now (benches/run-memory.sh at
-        // 100,000 trials: resume peak 29-34 MB with this, 37 MB without).
-        #[cfg(target_env = "gnu")]
-        // SAFETY: malloc_trim only releases free memory; it has no preconditions.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-        clock.took = start.elapsed();
-        clock.last = Some(Instant::now());
-        result.map(Some)
-    }
 }
 
 /// `--jobs` when not given: with the embedded model, as many trials as it
@@ -172,9 +132,7 @@ pub fn default_jobs(exp: &Experiment, engine: &model::EngineSettings) -> usize {
 
 pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunSummary, RunError> {
     // Everything the run says goes through its reporters.
-    let mut all: Vec<Arc<dyn events::Reporter>> = vec![Arc::new(Progress::new(opts.progress))];
-    all.extend(opts.reporters.iter().cloned());
-    let reporters = Reporters::new(all);
+    let reporters = Reporters::new(opts.reporters.clone());
     // The execution order, 16 bytes a trial; specs are made as they are needed.
     let plan = plan::order(&exp, &suite)?;
     let io = |dir: &Path| {
@@ -404,9 +362,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         dir: dir.clone(),
         trials_writer: Mutex::new(trials_writer),
         attempts_writer: Mutex::new(attempts_writer),
-        exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
     });
-    reporters.emit(&Event::Started { planned: planned_count as u64, already: already as u64 });
+    reporters.emit(&Event::Started { dir: &dir, planned: planned_count as u64, already: already as u64 });
     let ran_now = planned_count - already;
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // The trials to run, made one at a time from the order as slots free up.
@@ -418,23 +375,17 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone()) => r,
         // Dropping `execute` drops its JoinSet, which aborts the trials under way.
         _ = tokio::signal::ctrl_c() => {
-            reporters.emit(&Event::Finished);
+            reporters.emit(&Event::Finished { interrupted: true });
             let recorded = already + finished_now.load(std::sync::atomic::Ordering::SeqCst);
             return Err(RunError::Interrupted { recorded, config: shared.exp.config_path.display().to_string(), dir });
         }
     };
-    reporters.emit(&Event::Finished);
-    // What chose the work is not needed by the final export: free it first.
+    // What chose the work is not needed by what reporters do at the end (the
+    // final export): free it first.
     drop((known, ids, plan_keys, plan));
-    let s = shared.clone();
-    let exported = match tokio::task::spawn_blocking(move || s.maybe_export(true)).await {
-        Ok(Ok(Some(report))) => Ok(report),
-        Ok(Ok(None)) => Err("the final export was skipped".to_string()),
-        Ok(Err(e)) => Err(e),
-        Err(e) => Err(e.to_string()),
-    };
+    reporters.emit(&Event::Finished { interrupted: false });
     outcome?;
-    Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, exported, lock })
+    Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
 }
 
 /// On resume, every model must be the one the run started with: its identity
@@ -471,8 +422,8 @@ fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[Mod
 /// Run each (trial, attempt) of `work`, `jobs` at a time: a trial's task is
 /// spawned only when a slot is free, so memory holds `jobs` trials, not the
 /// plan. Only a failure to write records stops it: a trial's own failure is
-/// its record, and a task that dies outside the trial (a bug in progress or
-/// export) is reported and the others go on.
+/// its record, and a task that dies outside the trial (a bug in a
+/// reporter) is reported and the others go on.
 async fn execute(
     shared: Arc<Shared>,
     work: impl Iterator<Item = (TrialSpec, u32)>,
@@ -490,11 +441,6 @@ async fn execute(
                 let rec = run_trial(&shared, &spec, attempt).await?;
                 reporters.emit(&Event::TrialFinished(&rec));
                 finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                drop(rec);
-                let s = shared.clone();
-                if let Ok(Err(e)) = tokio::task::spawn_blocking(move || s.maybe_export(false)).await {
-                    reporters.warn(&e);
-                }
                 Ok::<(), std::io::Error>(())
             });
         }
@@ -680,6 +626,7 @@ mod tests {
     use super::*;
     use crate::model::{BoxFuture, CallOutcome, ChatRequest, ModelError};
     use crate::record::Tokens;
+    use progress::{Progress, ProgressMode};
 
     /// Answers with a correct add.py, and panics on the is-even task's requests.
     struct PanicsOnIsEven;
@@ -728,7 +675,6 @@ mod tests {
             dir: dir.to_path_buf(),
             trials_writer: Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap()),
             attempts_writer: Mutex::new(JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap()),
-            exports: Mutex::new(ExportClock { last: None, took: std::time::Duration::ZERO }),
         };
         (Arc::new(shared), manifest.plan)
     }

@@ -104,10 +104,10 @@ impl Progress {
 impl Reporter for Progress {
     fn report(&self, event: &Event<'_>) {
         match event {
-            Event::Started { planned, already } => self.started(*planned, *already),
+            Event::Started { planned, already, .. } => self.started(*planned, *already),
             Event::TrialFinished(r) => self.trial_done(r),
             Event::Warning(m) => self.warn(m),
-            Event::Finished => self.finish(),
+            Event::Finished { .. } => self.finish(),
         }
     }
 }

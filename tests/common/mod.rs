@@ -258,18 +258,22 @@ pub async fn run(config: &Path, results: &Path) -> Ran {
 pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, ablate::runner::RunError> {
     let exp = ablate::experiment::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    // The exports too, as `ablate run` writes them.
+    let exports = std::sync::Arc::new(ablate::report::live::LiveExports::new(Default::default()));
     let opts = ablate::runner::RunOptions {
         jobs,
         shard: None,
         results_dir: results.to_path_buf(),
         resume: None,
-        progress: ablate::runner::progress::ProgressMode::Quiet,
         run_id: None,
         allow_model_change: false,
-        reporters: Vec::new(),
+        reporters: vec![exports.clone()],
         engine: Default::default(),
     };
-    ablate::runner::run(exp, suite, opts).await.map(Ran::from)
+    let summary = ablate::runner::run(exp, suite, opts).await?;
+    let exported = tokio::task::spawn_blocking(move || exports.finish()).await.unwrap();
+    assert!(exported.is_ok_and(|e| e.report.is_ok()), "the final exports are written");
+    Ok(Ran::from(summary))
 }
 
 /// Processes running as a sandbox uid (200000 and up, see src/sandbox/isolation.rs),

@@ -1,28 +1,23 @@
 //! The counts printed at the end of `ablate run`: per arm and model, how many
 //! final trials passed and how every attempt ended.
 
-use super::RunSummary;
+use super::load::{Row, RunData};
 use crate::record::TrialStatus;
-use crate::report::load::{self, Row};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// Read back from the run folder (compact rows, as the report reads them), so
-/// the run holds no records while it runs.
-pub fn render(summary: &RunSummary) -> String {
+/// From the rows the final export read back from the run folder (the run
+/// holds no records while it runs): `planned` trials in the run, `ran_now`
+/// of them run by this invocation.
+pub fn render(data: &RunData, planned: u64, ran_now: u64) -> String {
     let mut s = String::new();
-    let data = match load::load(&summary.dir) {
-        Ok(d) => d,
-        Err(e) => return format!("cannot read the records back: {e}\n"),
-    };
     // The latest final attempt of each trial counts; interrupted attempts are shown apart.
     let mut groups: BTreeMap<(&str, &str), Vec<&Row>> = BTreeMap::new();
     for r in &data.trials {
         groups.entry((data.arms.name(r.arm), data.models.name(r.model))).or_default().push(r);
     }
     let interrupted: usize = data.interrupted.values().sum();
-    let _ =
-        writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", data.trials.len(), summary.planned, summary.ran_now);
+    let _ = writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", data.trials.len(), planned, ran_now);
     for ((arm, model), rs) in &groups {
         let passed = rs.iter().filter(|r| r.status == TrialStatus::Passed).count();
         let tests: f64 = rs.iter().map(|r| r.test_fraction()).sum::<f64>() / rs.len() as f64;
