@@ -343,7 +343,7 @@ fn the_manifest_records_an_imported_suites_source() {
         let exp = ablate::experiment::config::load_str(&tmp.path().join("x.toml"), &text).unwrap();
         let suite = ablate::suite::load(&exp.suite_path).unwrap();
         let plan = ablate::plan::order(&exp, &suite).unwrap();
-        serde_json::to_value(ablate::record::Manifest::new("r".into(), &exp, &suite, &plan, None)).unwrap()["suite"].clone()
+        serde_json::to_value(ablate::record::Manifest::new("r".into(), &exp, &suite, &plan, None, Default::default())).unwrap()["suite"].clone()
     };
     let m = manifest_suite(&out);
     assert_eq!(m["source"]["sha256"], serde_json::json!(ablate::digest::sha256_hex(&std::fs::read(&src).unwrap())));

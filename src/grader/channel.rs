@@ -4,29 +4,9 @@
 //! exiting early or patching the framework shows up as a contradiction here.
 
 use super::parse::Parsed;
-use serde::{Deserialize, Serialize};
+use crate::record::RunnerReport;
+use serde::Deserialize;
 use std::collections::HashSet;
-
-/// What the runner reported.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunnerReport {
-    /// Tests collected before any ran (`start`).
-    pub loaded: Option<u32>,
-    /// Test outcomes reported.
-    pub tests: u32,
-    pub passed: u32,
-    /// The runner got to its `end` line.
-    pub finished: bool,
-    /// Framework attributes that changed while the task's code ran.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tampered: Vec<String>,
-    /// Lines the runner cannot have written (bad JSON, duplicates, order).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub anomalies: Vec<String>,
-    /// Short names of failed or errored tests.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<String>,
-}
 
 #[derive(Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]

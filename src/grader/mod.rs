@@ -6,11 +6,11 @@
 
 pub mod parse;
 
+use crate::record::{CheckResult, Grade};
 use crate::sandbox::Sandbox;
 use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
 use crate::sandbox::process::{Confinement, run_limited};
 use crate::suite::{CheckSpec, OutputParser};
-use serde::{Deserialize, Serialize};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -19,58 +19,6 @@ pub mod channel;
 
 /// Bytes kept of each output stream of a check.
 pub const OUTPUT_CAP: usize = 64 * 1024;
-
-/// The result of one run of a task's checks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckResult {
-    /// The argv as run inside the sandbox (the grader's runner, then the task's arguments).
-    pub command: Vec<String>,
-    /// None when killed (timeout) or ended by a signal.
-    pub exit_code: Option<i32>,
-    pub timed_out: bool,
-    /// Tests the grader's runner saw pass.
-    pub passed: u32,
-    /// The task's declared test count.
-    pub total: u32,
-    /// Whether the runner's printed summary line was found.
-    pub summary_found: bool,
-    /// The test count of the printed summary (`Ran N tests`), when found.
-    #[serde(default)]
-    pub reported_total: Option<u32>,
-    /// What the grader's runner reported on its own result file.
-    #[serde(default)]
-    pub runner: Option<channel::RunnerReport>,
-    /// Set when the outcome was forged (a patched framework, a summary that
-    /// contradicts the runner, an early exit 0): the trial is a policy violation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forgery: Option<String>,
-    pub failed_tests: Vec<String>,
-    pub duration_ms: u64,
-    /// Captured output (stdout then stderr), capped; see OUTPUT_CAP.
-    #[serde(skip_serializing_if = "String::is_empty", default)]
-    pub output: String,
-    pub output_truncated: bool,
-}
-
-impl CheckResult {
-    /// Passed: the process exited 0 in time, the runner reported every declared
-    /// test as passed and finished, the printed summary agrees, nothing forged.
-    pub fn all_passed(&self) -> bool {
-        let runner_ok = self.runner.as_ref().is_some_and(|r| r.finished && r.tests == self.total && r.passed == self.total);
-        self.total > 0
-            && self.passed == self.total
-            && !self.timed_out
-            && self.exit_code == Some(0)
-            && self.forgery.is_none()
-            && runner_ok
-            && self.reported_total == Some(self.total)
-    }
-
-    /// The last `max_bytes` bytes of output, on a char boundary.
-    pub fn output_tail(&self, max_bytes: usize) -> &str {
-        crate::sandbox::process::tail(&self.output, max_bytes)
-    }
-}
 
 /// The Python interpreter behind `python3` on PATH, resolved once, with the
 /// installation folders the sandbox must show it. On machines where `python3`
@@ -220,17 +168,6 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
         output,
         output_truncated: out.stdout.truncated() || out.stderr.truncated(),
     })
-}
-
-/// Final grading of a trial: put the tests back, run the checks on the final
-/// snapshot and identify it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Grade {
-    pub check: CheckResult,
-    /// sha256 of the graded editable files (see Sandbox::snapshot_sha256).
-    pub snapshot_sha256: String,
-    /// Test files the trial changed; restored before grading.
-    pub tampered_tests: Vec<String>,
 }
 
 pub async fn grade(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<Grade> {

@@ -2,7 +2,7 @@
 //! every arm; a component's texts appear only where it is on.
 
 use crate::experiment::instructions::{ArmPrompts, PLACEHOLDERS};
-use crate::grader::CheckResult;
+use crate::record::CheckResult;
 use crate::suite::Task;
 
 /// The builtin system prompt (`instructions = builtin`).

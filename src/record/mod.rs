@@ -10,14 +10,16 @@
 //! - `.lock`: held by the one process writing into the folder (`lock`).
 
 pub mod folder;
+pub mod grade;
 pub mod jsonl;
 pub mod lock;
 pub mod merge;
 pub mod omit;
 
+pub use grade::{CheckResult, Grade, RunnerReport};
+
 use crate::experiment::config::{Budget, Experiment};
 use crate::experiment::{ArmSettings, HarnessKind};
-use crate::grader::{CheckResult, Grade};
 use crate::plan::{Shard, TrialSpec};
 use serde::{Deserialize, Serialize};
 
@@ -396,8 +398,17 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// What only the process that runs the trials knows, for a new run's
+/// manifest: the host and its sandbox, and the digests of the builtin
+/// harness's own texts (none for an external harness).
+#[derive(Debug, Clone, Default)]
+pub struct RunnerFacts {
+    pub host: HostFacts,
+    pub builtin_prompts: Vec<(String, String)>,
+}
+
 /// Host facts recorded in the manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostFacts {
     pub os: String,
     pub arch: String,
@@ -406,18 +417,31 @@ pub struct HostFacts {
     pub python: String,
     /// The sandbox candidate code ran in (absent in runs made before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<crate::sandbox::isolation::Isolation>,
+    pub isolation: Option<Isolation>,
 }
 
-impl HostFacts {
-    pub fn read() -> HostFacts {
-        HostFacts {
-            os: std::env::consts::OS.to_string(),
-            arch: std::env::consts::ARCH.to_string(),
-            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            hostname: std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
-            python: crate::grader::python().to_string(),
-            isolation: crate::sandbox::isolation::current().ok().cloned(),
+/// Which isolation is in force; recorded in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Isolation {
+    /// bubblewrap namespaces; `uid_switch` when checks run under their own
+    /// unprivileged uid (ablate runs as root), which makes the process limit real.
+    Bubblewrap { bwrap: String, version: String, uid_switch: bool },
+    /// No isolation: the user opted in (`--unsandboxed`). Candidate code runs
+    /// as ablate's user with only rlimits and a cleared environment.
+    None { reason: String },
+}
+
+impl Isolation {
+    pub fn is_isolated(&self) -> bool {
+        matches!(self, Isolation::Bubblewrap { .. })
+    }
+
+    /// The recorded name of the kind: `bubblewrap` or `none`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Isolation::Bubblewrap { .. } => "bubblewrap",
+            Isolation::None { .. } => "none",
         }
     }
 }
@@ -575,8 +599,9 @@ impl RecordedExperiment {
 
 impl Manifest {
     /// The manifest of a new run, without its plan: `Manifest::write_with_plan`
-    /// writes the plan from the order (`plan.specs(shard)`).
-    pub fn new(run_id: String, exp: &Experiment, suite: &crate::suite::Suite, plan: &crate::plan::Order, shard: Option<Shard>) -> Manifest {
+    /// writes the plan from the order (`plan.specs(shard)`). `facts` come from
+    /// the runner (`runner::facts`).
+    pub fn new(run_id: String, exp: &Experiment, suite: &crate::suite::Suite, plan: &crate::plan::Order, shard: Option<Shard>, facts: RunnerFacts) -> Manifest {
         Manifest {
             format: FORMAT_VERSION,
             run_id,
@@ -595,21 +620,8 @@ impl Manifest {
                 tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
                 source: suite.source.clone(),
             },
-            // The builtin prompt is recorded for the builtin harness only.
-            prompt_digests: exp
-                .harness_kind
-                .is_builtin()
-                .then(|| {
-                    [
-                        ("builtin".to_string(), crate::digest::sha256_hex(crate::harness::prompts::DEFAULT_SYSTEM.as_bytes())),
-                        ("builtin-texts".to_string(), crate::harness::prompts::builtin_texts_sha256()),
-                    ]
-                })
-                .into_iter()
-                .flatten()
-                .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
-                .collect(),
-            host: HostFacts::read(),
+            prompt_digests: facts.builtin_prompts.into_iter().chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone()))).collect(),
+            host: facts.host,
             models: Vec::new(),
             budget: exp.budget.clone(),
             experiment_seed: exp.seed,

@@ -3,8 +3,8 @@
 //! for benchmarks of `ablate report` at 10k-1M records; never used by a run.
 
 use crate::experiment::config::Experiment;
-use crate::grader::{CheckResult, Grade};
 use crate::plan::Plan;
+use crate::record::{CheckResult, Grade};
 use crate::record::{EndReason, FORMAT_VERSION, Incidents, Tokens, TrialRecord, TrialStatus};
 use crate::suite::Suite;
 use rand::rngs::ChaCha8Rng;
@@ -19,7 +19,7 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
     // The run id is the folder's name, as for a real run.
     let run_id = dir.file_name().and_then(|n| n.to_str()).map(String::from).unwrap_or_else(|| format!("synthetic-{}", exp.name));
     let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
-    let manifest = crate::record::Manifest::new(run_id.clone(), exp, suite, &order, None);
+    let manifest = crate::record::Manifest::new(run_id.clone(), exp, suite, &order, None, crate::runner::facts::runner_facts(exp));
     manifest.write_with_plan(dir, order.specs(None))?;
     drop(order);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -62,13 +62,7 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
                     total,
                     summary_found: true,
                     reported_total: Some(total),
-                    runner: Some(crate::grader::channel::RunnerReport {
-                        loaded: Some(total),
-                        tests: total,
-                        passed: tests_passed,
-                        finished: true,
-                        ..Default::default()
-                    }),
+                    runner: Some(crate::record::RunnerReport { loaded: Some(total), tests: total, passed: tests_passed, finished: true, ..Default::default() }),
                     forgery: None,
                     failed_tests: Vec::new(),
                     duration_ms: 120,

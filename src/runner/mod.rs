@@ -7,17 +7,19 @@
 //! config, unreachable endpoint at start) stop a run.
 
 pub mod events;
+pub mod facts;
 pub mod progress;
 
 use crate::error::InputError;
 use crate::experiment::config::Experiment;
 use crate::experiment::instructions::ArmPrompts;
 use crate::experiment::{HarnessKind, Instructions};
-use crate::grader::{self, Grade};
+use crate::grader;
 use crate::harness::agent::{self, TrialContext};
 use crate::harness::external::{self, ExternalContext};
 use crate::model::{self, ModelClient};
 use crate::plan::{self, Shard, TrialSpec};
+use crate::record::Grade;
 use crate::record::folder;
 use crate::record::jsonl::{self, JsonlWriter};
 use crate::record::lock::{LockError, RunLock};
@@ -274,7 +276,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
                 }
             };
             let lock = RunLock::acquire(&dir)?;
-            let mut m = Manifest::new(run_id, &exp, &suite, &plan, opts.shard);
+            let mut m = Manifest::new(run_id, &exp, &suite, &plan, opts.shard, facts::runner_facts(&exp));
             m.models = identities;
             // One pass over the specs writes the plan and notes each trial's key and id.
             let (mut keys, mut ids) = (Vec::with_capacity(m.planned_trials), Vec::with_capacity(m.planned_trials));
@@ -661,7 +663,7 @@ mod tests {
         let exp = crate::experiment::config::load_str(&dir.join("exp.toml"), &text).unwrap();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = plan::order(&exp, &suite).unwrap();
-        let mut manifest = Manifest::new("r".into(), &exp, &suite, &plan, None);
+        let mut manifest = Manifest::new("r".into(), &exp, &suite, &plan, None, facts::runner_facts(&exp));
         manifest.plan = plan.specs(None).collect();
         std::fs::create_dir_all(dir.join("traces")).unwrap();
         manifest.write(dir).unwrap();

@@ -10,6 +10,7 @@
 //! (`--die-with-parent`), and with it the pid namespace and everything in it.
 //! docs/sandbox.md holds the threat model.
 
+use crate::record::Isolation;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -39,32 +40,6 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits { memory_mb: 1024, file_size_mb: 64, cpu_seconds: 60, processes: 64, open_files: 256 }
-    }
-}
-
-/// Which isolation is in force; recorded in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Isolation {
-    /// bubblewrap namespaces; `uid_switch` when checks run under their own
-    /// unprivileged uid (ablate runs as root), which makes the process limit real.
-    Bubblewrap { bwrap: String, version: String, uid_switch: bool },
-    /// No isolation: the user opted in (`--unsandboxed`). Candidate code runs
-    /// as ablate's user with only rlimits and a cleared environment.
-    None { reason: String },
-}
-
-impl Isolation {
-    pub fn is_isolated(&self) -> bool {
-        matches!(self, Isolation::Bubblewrap { .. })
-    }
-
-    /// The recorded name of the kind: `bubblewrap` or `none`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Isolation::Bubblewrap { .. } => "bubblewrap",
-            Isolation::None { .. } => "none",
-        }
     }
 }
 

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use super::isolation::{Isolation, Jail, Limits, apply_rlimits};
+use super::isolation::{Jail, Limits, apply_rlimits};
+use crate::record::Isolation;
 
 /// How a candidate process is confined: the isolation in force, what it sees,
 /// and its limits.

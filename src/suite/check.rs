@@ -5,7 +5,8 @@
 //! and with the runner's exit code. A problem names the task.
 
 use super::{Suite, Task, load_task};
-use crate::grader::{CheckResult, run_checks};
+use crate::grader::run_checks;
+use crate::record::CheckResult;
 use crate::sandbox::Sandbox;
 use std::path::Path;
 

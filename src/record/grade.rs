@@ -1,0 +1,95 @@
+//! What grading a trial gives, as the record holds it: the result of one run
+//! of a task's checks (`CheckResult`, with what the grader's own runner
+//! reported, `RunnerReport`) and the final grade of a trial's snapshot
+//! (`Grade`). The grader (`grader`) produces them; the record owns their
+//! format (docs/records.md).
+
+use serde::{Deserialize, Serialize};
+
+/// The result of one run of a task's checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// The argv as run inside the sandbox (the grader's runner, then the task's arguments).
+    pub command: Vec<String>,
+    /// None when killed (timeout) or ended by a signal.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// Tests the grader's runner saw pass.
+    pub passed: u32,
+    /// The task's declared test count.
+    pub total: u32,
+    /// Whether the runner's printed summary line was found.
+    pub summary_found: bool,
+    /// The test count of the printed summary (`Ran N tests`), when found.
+    #[serde(default)]
+    pub reported_total: Option<u32>,
+    /// What the grader's runner reported on its own result file.
+    #[serde(default)]
+    pub runner: Option<RunnerReport>,
+    /// Set when the outcome was forged (a patched framework, a summary that
+    /// contradicts the runner, an early exit 0): the trial is a policy violation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forgery: Option<String>,
+    pub failed_tests: Vec<String>,
+    pub duration_ms: u64,
+    /// Captured output (stdout then stderr), capped; see OUTPUT_CAP.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub output: String,
+    pub output_truncated: bool,
+}
+
+impl CheckResult {
+    /// Passed: the process exited 0 in time, the runner reported every declared
+    /// test as passed and finished, the printed summary agrees, nothing forged.
+    pub fn all_passed(&self) -> bool {
+        let runner_ok = self.runner.as_ref().is_some_and(|r| r.finished && r.tests == self.total && r.passed == self.total);
+        self.total > 0
+            && self.passed == self.total
+            && !self.timed_out
+            && self.exit_code == Some(0)
+            && self.forgery.is_none()
+            && runner_ok
+            && self.reported_total == Some(self.total)
+    }
+
+    /// The last `max_bytes` bytes of output, on a char boundary.
+    pub fn output_tail(&self, max_bytes: usize) -> &str {
+        let mut start = self.output.len().saturating_sub(max_bytes);
+        while !self.output.is_char_boundary(start) {
+            start += 1;
+        }
+        &self.output[start..]
+    }
+}
+
+/// Final grading of a trial: put the tests back, run the checks on the final
+/// snapshot and identify it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grade {
+    pub check: CheckResult,
+    /// sha256 of the graded editable files (see Sandbox::snapshot_sha256).
+    pub snapshot_sha256: String,
+    /// Test files the trial changed; restored before grading.
+    pub tampered_tests: Vec<String>,
+}
+
+/// What the runner reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerReport {
+    /// Tests collected before any ran (`start`).
+    pub loaded: Option<u32>,
+    /// Test outcomes reported.
+    pub tests: u32,
+    pub passed: u32,
+    /// The runner got to its `end` line.
+    pub finished: bool,
+    /// Framework attributes that changed while the task's code ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tampered: Vec<String>,
+    /// Lines the runner cannot have written (bad JSON, duplicates, order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<String>,
+    /// Short names of failed or errored tests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
