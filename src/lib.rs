@@ -2,7 +2,8 @@
 //!
 //! The crate mirrors the pipeline of ARCHITECTURE.md, one module per stage:
 //! `suite` -> `experiment` (config, matrix) -> `plan` -> `runner` (with `harness`,
-//! `model`, `sandbox`, `grader`) -> `record` -> `report` -> `gate`.
+//! `model`, `sandbox`, `grader`) writing the `record` -> `report` -> `gate`.
+//! A module uses only those above it in `tests/layers.rs`'s order.
 
 pub mod digest;
 pub mod error;

@@ -298,7 +298,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn suite_check(dir: PathBuf) -> anyhow::Result<Exit> {
-    let report = runtime()?.block_on(suite::check::check_suite(&dir));
+    let report = runtime()?.block_on(ablate::grader::suite_check::check_suite(&dir));
     for p in &report.problems {
         println!("error: {p}");
     }

@@ -11,7 +11,6 @@
 pub mod wire;
 
 use crate::experiment::config::{Budget, ModelSpec};
-use crate::harness::agent::cost;
 use crate::model::{ChatRequest, ModelClient, ModelError};
 use crate::record::omit::{TracedSoFar, holds_string};
 use crate::record::{BudgetLimit, Tokens, TraceStep};
@@ -169,7 +168,7 @@ impl TrialMeter {
             tokens: st.tokens,
             wait: st.wait,
             working: self.working_in(&st),
-            cost_usd: cost(self.model.price.as_ref(), &st.tokens),
+            cost_usd: st.tokens.cost(self.model.price.as_ref()),
             exhausted: st.exhausted,
             limit_reached: st.limit_reached,
             provider_error: st.provider_error.clone(),
@@ -266,7 +265,7 @@ impl TrialMeter {
                 Some(BudgetLimit::TotalTokens)
             } else if working >= b.max_working_seconds {
                 Some(BudgetLimit::WorkingSeconds)
-            } else if let (Some(max), Some(c)) = (b.max_cost_usd, cost(self.model.price.as_ref(), &st.tokens)) {
+            } else if let (Some(max), Some(c)) = (b.max_cost_usd, st.tokens.cost(self.model.price.as_ref())) {
                 (c >= max).then_some(BudgetLimit::Cost)
             } else {
                 None
@@ -568,7 +567,7 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
             if st.tokens.total() >= b.max_total_tokens {
                 st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
             }
-            if let (Some(max), Some(c)) = (b.max_cost_usd, cost(meter.model.price.as_ref(), &st.tokens))
+            if let (Some(max), Some(c)) = (b.max_cost_usd, st.tokens.cost(meter.model.price.as_ref()))
                 && c >= max
             {
                 st.limit_reached.get_or_insert(BudgetLimit::Cost);

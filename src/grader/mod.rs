@@ -5,12 +5,13 @@
 //! grading of every trial's snapshot, which the harness always does itself.
 
 pub mod parse;
+pub mod suite_check;
 
 use crate::record::{CheckResult, Grade};
 use crate::sandbox::Sandbox;
 use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
 use crate::sandbox::process::{Confinement, run_limited};
-use crate::suite::{CheckSpec, OutputParser};
+use crate::suite::{CheckSpec, runner_mode};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -56,24 +57,6 @@ pub fn python_info() -> &'static Python {
 
 pub fn python() -> &'static str {
     &python_info().executable
-}
-
-/// Which of the grader's runner modes a task's command is: the command must be
-/// `python3 -m unittest ...` (parser unittest) or `python3 -m pytest ...`
-/// (parser pytest); the grader runs it through its own runner. Returns the
-/// mode and the arguments after the module name.
-pub fn runner_mode(command: &[String], parser: OutputParser) -> Result<(&'static str, &[String]), String> {
-    let want = match parser {
-        OutputParser::Unittest => "unittest",
-        OutputParser::Pytest => "pytest",
-    };
-    let ok_python = command.first().is_some_and(|p| p == "python3" || p == "python");
-    if !ok_python || command.len() < 3 || command[1] != "-m" || command[2] != want {
-        return Err(format!(
-            "with parser = \"{want}\" the command must be [\"python3\", \"-m\", \"{want}\", ...]: the grader runs the tests through its own runner (docs/sandbox.md)"
-        ));
-    }
-    Ok((want, &command[3..]))
 }
 
 /// The runner script, written once per process into a folder the jail shows

@@ -11,7 +11,7 @@
 use super::edit::{self, Extracted};
 use super::{prompts, tools};
 use crate::experiment::Components;
-use crate::experiment::config::{Budget, HarnessSettings, ModelSpec, Price};
+use crate::experiment::config::{Budget, HarnessSettings, ModelSpec};
 use crate::experiment::instructions::ArmPrompts;
 use crate::grader;
 use crate::model::{ChatRequest, Message, ModelClient, ModelError};
@@ -53,13 +53,6 @@ pub struct AgentOutcome {
     pub fingerprints: Vec<String>,
 }
 
-pub fn cost(price: Option<&Price>, t: &Tokens) -> Option<f64> {
-    let p = price?;
-    let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
-    let uncached = t.input.saturating_sub(t.cached) as f64;
-    Some((uncached * p.input_per_mtok + t.cached as f64 * cached_price + t.output as f64 * p.output_per_mtok) / 1e6)
-}
-
 /// Bytes of one file inlined into a prompt.
 pub const FILE_CAP: u64 = 64 * 1024;
 
@@ -94,7 +87,7 @@ impl<'a> Loop<'a> {
         if self.working().as_secs_f64() >= b.max_working_seconds {
             return Some(BudgetLimit::WorkingSeconds);
         }
-        if let (Some(max), Some(c)) = (b.max_cost_usd, cost(self.ctx.model.price.as_ref(), &self.tokens))
+        if let (Some(max), Some(c)) = (b.max_cost_usd, self.tokens.cost(self.ctx.model.price.as_ref()))
             && c >= max
         {
             return Some(BudgetLimit::Cost);
@@ -376,7 +369,7 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
         tokens: lp.tokens,
         working: lp.working(),
         wait: lp.wait,
-        cost_usd: cost(ctx.model.price.as_ref(), &lp.tokens),
+        cost_usd: lp.tokens.cost(ctx.model.price.as_ref()),
         incidents: lp.incidents,
         error,
         fingerprints: lp.fingerprints,

@@ -166,6 +166,15 @@ impl Tokens {
         self.output += other.output;
         self.cached += other.cached;
     }
+
+    /// Their price in USD at `price` (cached input at its own price when
+    /// given, else at the input price); None without a price.
+    pub fn cost(&self, price: Option<&crate::experiment::config::Price>) -> Option<f64> {
+        let p = price?;
+        let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
+        let uncached = self.input.saturating_sub(self.cached) as f64;
+        Some((uncached * p.input_per_mtok + self.cached as f64 * cached_price + self.output as f64 * p.output_per_mtok) / 1e6)
+    }
 }
 
 /// Counters of things the harness refused or caught during a trial.
@@ -758,4 +767,22 @@ impl TrialRecord {
 pub fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();
     now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::config::Price;
+
+    #[test]
+    fn cost_prices_cached_input_apart() {
+        let t = Tokens { input: 1_000_000, output: 500_000, cached: 200_000 };
+        let price = Price { input_per_mtok: 3.0, output_per_mtok: 15.0, cached_input_per_mtok: Some(0.3) };
+        // By hand: 0.8 M uncached x 3 + 0.2 M cached x 0.3 + 0.5 M output x 15 = 2.4 + 0.06 + 7.5.
+        assert!((t.cost(Some(&price)).unwrap() - 9.96).abs() < 1e-12);
+        // Without a cached price, cached input costs the input price: 1 M x 3 + 7.5.
+        let plain = Price { cached_input_per_mtok: None, ..price };
+        assert!((t.cost(Some(&plain)).unwrap() - 10.5).abs() < 1e-12);
+        assert_eq!(t.cost(None), None);
+    }
 }

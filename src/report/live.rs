@@ -166,7 +166,7 @@ mod tests {
         exp.comparisons.clear();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = crate::plan::build(&exp, &suite).unwrap();
-        super::super::synth::write_run(dir, &exp, &suite, &plan, 1, |_, _| 1.0).unwrap()
+        crate::report::synth::write_run(dir, &exp, &suite, &plan, 1, |_, _| 1.0).unwrap()
     }
 
     #[test]

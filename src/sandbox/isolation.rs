@@ -11,7 +11,7 @@
 //! docs/sandbox.md holds the threat model.
 
 use crate::record::Isolation;
-use serde::{Deserialize, Serialize};
+use crate::suite::Limits;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,28 +20,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const JAIL_WORKSPACE: &str = "/workspace";
 pub const JAIL_RUNNER_DIR: &str = "/ablate";
 pub const JAIL_OUT_DIR: &str = "/ablate-out";
-
-/// Resource limits of one check process tree. Defaults suit unit-test checks;
-/// a task can change them under `[check]` in task.toml.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Limits {
-    /// Address space of each process (RLIMIT_AS), MiB.
-    pub memory_mb: u64,
-    /// Largest file a process may write (RLIMIT_FSIZE), MiB.
-    pub file_size_mb: u64,
-    /// CPU time of each process (RLIMIT_CPU), seconds.
-    pub cpu_seconds: u64,
-    /// Processes and threads of the jail's uid (RLIMIT_NPROC).
-    pub processes: u64,
-    /// Open file descriptors per process (RLIMIT_NOFILE).
-    pub open_files: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits { memory_mb: 1024, file_size_mb: 64, cpu_seconds: 60, processes: 64, open_files: 256 }
-    }
-}
 
 /// The variables a check gets (everything else of ablate's environment,
 /// API keys among them, stays out).

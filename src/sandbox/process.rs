@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use super::isolation::{Jail, Limits, apply_rlimits};
+use super::isolation::{Jail, apply_rlimits};
 use crate::record::Isolation;
+use crate::suite::Limits;
 
 /// How a candidate process is confined: the isolation in force, what it sees,
 /// and its limits.

@@ -8,12 +8,10 @@
 //! tasks/core/<id>/solution/             reference versions of the editable files
 //! ```
 
-pub mod check;
 pub mod import;
 
 use crate::digest;
 use crate::error::{InputError, parse_toml_file};
-use crate::sandbox::isolation::Limits;
 use serde::{Deserialize, Serialize};
 use std::path::{Component as PathComponent, Path, PathBuf};
 use std::time::Duration;
@@ -237,7 +235,7 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
     if !(raw.check.timeout_seconds > 0.0 && raw.check.timeout_seconds <= 3600.0) {
         return Err(InputError::at(&file, "check.timeout_seconds", "must be in (0, 3600]"));
     }
-    crate::grader::runner_mode(&raw.check.command, raw.check.parser).map_err(|m| InputError::at(&file, "check.command", m))?;
+    runner_mode(&raw.check.command, raw.check.parser).map_err(|m| InputError::at(&file, "check.command", m))?;
     let mut limits = Limits::default();
     for (key, value, slot, max) in [
         ("check.memory_mb", raw.check.memory_mb, &mut limits.memory_mb, 65_536),
@@ -282,6 +280,46 @@ pub fn is_slug(s: &str) -> bool {
 pub fn is_plain_relative(p: &str) -> bool {
     let path = Path::new(p);
     !p.is_empty() && path.components().all(|c| matches!(c, PathComponent::Normal(_)))
+}
+
+/// Resource limits of one check process tree. Defaults suit unit-test checks;
+/// a task can change them under `[check]` in task.toml.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Address space of each process (RLIMIT_AS), MiB.
+    pub memory_mb: u64,
+    /// Largest file a process may write (RLIMIT_FSIZE), MiB.
+    pub file_size_mb: u64,
+    /// CPU time of each process (RLIMIT_CPU), seconds.
+    pub cpu_seconds: u64,
+    /// Processes and threads of the jail's uid (RLIMIT_NPROC).
+    pub processes: u64,
+    /// Open file descriptors per process (RLIMIT_NOFILE).
+    pub open_files: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { memory_mb: 1024, file_size_mb: 64, cpu_seconds: 60, processes: 64, open_files: 256 }
+    }
+}
+
+/// Which of the grader's runner modes a task's command is: the command must be
+/// `python3 -m unittest ...` (parser unittest) or `python3 -m pytest ...`
+/// (parser pytest); the grader runs it through its own runner. Returns the
+/// mode and the arguments after the module name.
+pub fn runner_mode(command: &[String], parser: OutputParser) -> Result<(&'static str, &[String]), String> {
+    let want = match parser {
+        OutputParser::Unittest => "unittest",
+        OutputParser::Pytest => "pytest",
+    };
+    let ok_python = command.first().is_some_and(|p| p == "python3" || p == "python");
+    if !ok_python || command.len() < 3 || command[1] != "-m" || command[2] != want {
+        return Err(format!(
+            "with parser = \"{want}\" the command must be [\"python3\", \"-m\", \"{want}\", ...]: the grader runs the tests through its own runner (docs/sandbox.md)"
+        ));
+    }
+    Ok((want, &command[3..]))
 }
 
 #[cfg(test)]

@@ -4,10 +4,10 @@
 //! every test, and the parsed passed/total agrees with the declared test count
 //! and with the runner's exit code. A problem names the task.
 
-use super::{Suite, Task, load_task};
-use crate::grader::run_checks;
+use super::run_checks;
 use crate::record::CheckResult;
 use crate::sandbox::Sandbox;
+use crate::suite::{Suite, Task, load_task};
 use std::path::Path;
 
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ impl SuiteReport {
 /// like tasks that fail their checks; the others are still checked.
 pub async fn check_suite(root: &Path) -> SuiteReport {
     let mut report = SuiteReport { tasks: Vec::new(), suite: None, problems: Vec::new() };
-    match super::load(root) {
+    match crate::suite::load(root) {
         Ok(suite) => {
             for task in &suite.tasks {
                 report.tasks.push(check_task(task).await);
