@@ -137,7 +137,7 @@ async fn invalid_tool_call_and_path_escape_get_error_results() {
     let steps = traces(&summary.dir, &r.trial_id);
     let call = |i: usize| steps[i].tool_calls[0].clone();
     assert_eq!(call(0).id, "call_a");
-    assert!(!call(0).ok && call(0).result.contains("invalid_arguments") && call(0).result.contains("unknown argument `file`"));
+    assert!(!call(0).ok && call(0).result.contains("invalid_arguments") && call(0).result.contains("unknown field `file`"));
     assert!(!call(1).ok && call(1).result.contains("path_refused") && call(1).result.contains("leaves the workspace"));
     assert!(!call(2).ok && call(2).result.contains("not valid JSON"));
     assert_eq!(call(2).arguments, json!("{not json"), "raw arguments kept");

@@ -1,10 +1,13 @@
 //! The tools offered when the `tools` component is on: read_file, list_files,
-//! run_tests. Arguments are validated against each tool's JSON Schema
-//! (`additionalProperties: false`) before anything runs; an invalid or unknown
-//! call gets a structured error result.
+//! run_tests. Each tool's arguments are a typed struct that refuses unknown
+//! fields, read before anything runs, matching the JSON Schema offered to the
+//! model (a test holds the two together); an invalid or unknown call gets a
+//! structured error result.
 
 use crate::model::ToolSpec;
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::error::Category;
+use serde_json::json;
 
 pub fn specs() -> Vec<ToolSpec> {
     vec![
@@ -52,60 +55,44 @@ impl CallError {
     }
 }
 
-/// Validate `arguments` (raw JSON text) for tool `name` against its schema.
-pub fn validate(name: &str, arguments: &str) -> Result<Call, CallError> {
-    let Some(spec) = specs().into_iter().find(|s| s.name == name) else {
-        let names: Vec<String> = specs().into_iter().map(|s| s.name).collect();
-        return Err(CallError { kind: "unknown_tool", message: format!("no tool named `{name}`; tools: {}", names.join(", ")) });
-    };
-    let args: Value = if arguments.trim().is_empty() {
-        json!({})
-    } else {
-        serde_json::from_str(arguments).map_err(|e| CallError { kind: "invalid_arguments", message: format!("arguments are not valid JSON: {e}") })?
-    };
-    check_schema(&spec.parameters, &args).map_err(|m| CallError { kind: "invalid_arguments", message: m })?;
-    Ok(match name {
-        "read_file" => Call::ReadFile { path: args["path"].as_str().unwrap_or_default().to_string() },
-        "list_files" => Call::ListFiles,
-        _ => Call::RunTests,
-    })
+/// `read_file`'s arguments, as its schema in `specs` states them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadFileArgs {
+    path: String,
 }
 
-/// The JSON Schema subset our tools use: an object with typed properties,
-/// `required`, and `additionalProperties: false`.
-pub fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
-    let Some(obj) = value.as_object() else {
-        return Err(format!("arguments must be a JSON object, got {value}"));
-    };
-    let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-    if schema.get("additionalProperties") == Some(&Value::Bool(false))
-        && let Some(extra) = obj.keys().find(|k| !props.contains_key(*k))
-    {
-        let allowed: Vec<&String> = props.keys().collect();
-        return Err(format!("unknown argument `{extra}`; allowed: {allowed:?}"));
-    }
-    for req in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
-        let req = req.as_str().unwrap_or_default();
-        if !obj.contains_key(req) {
-            return Err(format!("missing required argument `{req}`"));
+/// The arguments of a tool that takes none: `{}` (or nothing at all).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// Read `arguments` (raw JSON text) for tool `name` into its typed arguments:
+/// serde refuses a missing, unknown or mistyped argument by name, as the
+/// tool's schema (`additionalProperties: false`) says. Empty text is `{}`.
+pub fn validate(name: &str, arguments: &str) -> Result<Call, CallError> {
+    let text = if arguments.trim().is_empty() { "{}" } else { arguments };
+    match name {
+        "read_file" => parse::<ReadFileArgs>(text).map(|a| Call::ReadFile { path: a.path }),
+        "list_files" => parse::<NoArgs>(text).map(|_| Call::ListFiles),
+        "run_tests" => parse::<NoArgs>(text).map(|_| Call::RunTests),
+        _ => {
+            let names: Vec<String> = specs().into_iter().map(|s| s.name).collect();
+            Err(CallError { kind: "unknown_tool", message: format!("no tool named `{name}`; tools: {}", names.join(", ")) })
         }
     }
-    for (key, val) in obj {
-        let Some(want) = props.get(key).and_then(|p| p.get("type")).and_then(Value::as_str) else { continue };
-        let ok = match want {
-            "string" => val.is_string(),
-            "integer" => val.is_i64() || val.is_u64(),
-            "number" => val.is_number(),
-            "boolean" => val.is_boolean(),
-            "object" => val.is_object(),
-            "array" => val.is_array(),
-            _ => true,
+}
+
+fn parse<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, CallError> {
+    serde_json::from_str(text).map_err(|e| {
+        let message = match e.classify() {
+            Category::Syntax | Category::Eof | Category::Io => format!("arguments are not valid JSON: {e}"),
+            // serde names the struct when the value is not an object; say it plainly.
+            Category::Data if !text.trim_start().starts_with('{') => format!("arguments must be a JSON object, got {}", text.trim()),
+            Category::Data => format!("invalid arguments: {e}"),
         };
-        if !ok {
-            return Err(format!("argument `{key}` must be a {want}, got {val}"));
-        }
-    }
-    Ok(())
+        CallError { kind: "invalid_arguments", message }
+    })
 }
 
 #[cfg(test)]
@@ -119,15 +106,49 @@ mod tests {
         assert_eq!(validate("run_tests", "{}"), Ok(Call::RunTests));
         let e = validate("read_file", r#"{"path": 3}"#).unwrap_err();
         assert_eq!(e.kind, "invalid_arguments");
-        assert!(e.message.contains("must be a string"), "{}", e.message);
+        assert_eq!(e.message, "invalid arguments: invalid type: integer `3`, expected a string at line 1 column 10");
         let e = validate("read_file", r#"{}"#).unwrap_err();
-        assert!(e.message.contains("missing required argument `path`"));
+        assert_eq!(e.message, "invalid arguments: missing field `path` at line 1 column 2");
         let e = validate("read_file", r#"{"path": "a", "mode": "w"}"#).unwrap_err();
-        assert!(e.message.contains("unknown argument `mode`"));
+        assert_eq!(e.message, "invalid arguments: unknown field `mode`, expected `path` at line 1 column 20");
+        let e = validate("run_tests", r#"{"verbose": true}"#).unwrap_err();
+        assert_eq!(e.message, "invalid arguments: unknown field `verbose`, there are no fields at line 1 column 10");
+        let e = validate("read_file", r#""m.py""#).unwrap_err();
+        assert_eq!(e.message, r#"arguments must be a JSON object, got "m.py""#);
         let e = validate("read_file", "{not json").unwrap_err();
-        assert!(e.message.contains("not valid JSON"));
+        assert_eq!((e.kind, e.message.starts_with("arguments are not valid JSON: key must be a string")), ("invalid_arguments", true), "{}", e.message);
         let e = validate("delete_file", "{}").unwrap_err();
         assert_eq!(e.kind, "unknown_tool");
-        assert!(e.to_result().contains("\"unknown_tool\""));
+        assert_eq!(e.to_result(), r#"{"error":{"message":"no tool named `delete_file`; tools: read_file, list_files, run_tests","type":"unknown_tool"}}"#);
+    }
+
+    /// The schema offered to the model and the typed arguments agree: a call
+    /// giving every property the schema lists (a value of its type) is
+    /// accepted; one leaving out a required property, or adding one the
+    /// schema does not list, is refused.
+    #[test]
+    fn the_offered_schemas_and_the_typed_arguments_agree() {
+        for spec in specs() {
+            let p = &spec.parameters;
+            assert_eq!(p["additionalProperties"], false, "{}", spec.name);
+            let props = p["properties"].as_object().unwrap();
+            let example: serde_json::Map<String, serde_json::Value> = props
+                .iter()
+                .map(|(k, v)| {
+                    assert_eq!(v["type"], "string", "{}.{k}: only string arguments are typed here", spec.name);
+                    (k.clone(), json!("x"))
+                })
+                .collect();
+            let text = serde_json::Value::Object(example.clone()).to_string();
+            assert!(validate(&spec.name, &text).is_ok(), "{} accepts {text}", spec.name);
+            for req in p["required"].as_array().into_iter().flatten() {
+                let mut missing = example.clone();
+                missing.remove(req.as_str().unwrap());
+                assert!(validate(&spec.name, &serde_json::Value::Object(missing).to_string()).is_err(), "{} requires {req}", spec.name);
+            }
+            let mut extra = example.clone();
+            extra.insert("unlisted".into(), json!(1));
+            assert!(validate(&spec.name, &serde_json::Value::Object(extra).to_string()).is_err(), "{} refuses unlisted", spec.name);
+        }
     }
 }
