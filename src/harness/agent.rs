@@ -14,7 +14,7 @@ use crate::experiment::Components;
 use crate::experiment::config::{Budget, HarnessSettings, ModelSpec};
 use crate::experiment::instructions::ArmPrompts;
 use crate::grader;
-use crate::model::{ChatRequest, Message, ModelClient, ModelError};
+use crate::model::{ChatReply, ChatRequest, Message, ModelClient, ModelError};
 use crate::record::CheckResult;
 use crate::record::omit::{TracedSoFar, holds_string};
 use crate::record::{BudgetLimit, EndReason, Incidents, LoopGuardHit, Tokens, ToolCallRecord, TraceStep};
@@ -133,9 +133,12 @@ fn traced(check: &CheckResult, tail: usize) -> CheckResult {
     c
 }
 
+/// One trial of the builtin loop: until the budget, the checks or the model
+/// end it, each step asks the model (`call_model`), applies its edit
+/// (`apply_edit`), answers its tool calls (`answer_tools`) and then sees
+/// whether the trial ends (`settle`: feedback after an edit, acceptance of a
+/// "done"). Each step's trace line goes to `on_step` as the step ends.
 pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut (dyn FnMut(TraceStep) + Send)) -> AgentOutcome {
-    let c = ctx.components;
-    let tail = ctx.settings.feedback_tail_bytes;
     let mut lp = Loop {
         ctx,
         sandbox,
@@ -148,7 +151,7 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
         last_check: None,
         fingerprints: Vec::new(),
     };
-    let tool_specs = if c.tools { tools::specs() } else { Vec::new() };
+    let tool_specs = if ctx.components.tools { tools::specs() } else { Vec::new() };
     let mut messages = lp.session_start(None);
     // Messages a session starts with (system, if any, and the task).
     let session_len = messages.len();
@@ -158,206 +161,49 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
     let mut sessions = 1u32;
     let mut error = None;
 
-    let end_reason = 'trial: loop {
+    let end_reason = loop {
         if let Some(limit) = lp.budget_stop(steps) {
             break EndReason::Budget { limit };
         }
         // Session boundary: reset the conversation; carry the progress file if on.
         if steps > 0 && steps.is_multiple_of(ctx.settings.session_steps) && messages.len() > session_len {
             sessions += 1;
-            let progress = c.progress_handoff.then(|| {
-                let failed = lp.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
-                prompts::progress_note(steps, &lp.results, &failed)
-            });
-            messages = lp.session_start(progress);
+            messages = lp.next_session(steps);
             in_trace.messages = 0;
             in_trace.prompt = None;
         }
-        let remaining_time = Duration::from_secs_f64((ctx.budget.max_working_seconds - lp.working().as_secs_f64()).max(0.0));
-        let model_timeout = Duration::from_secs_f64(ctx.model.request_timeout_seconds);
-        let limited_by_budget = remaining_time < model_timeout;
-        let remaining_tokens = ctx.budget.max_total_tokens.saturating_sub(lp.tokens.total());
-        let request = ChatRequest {
-            messages: messages.clone(),
-            tools: tool_specs.clone(),
-            max_tokens: (ctx.budget.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32,
-            temperature: ctx.model.temperature,
-            top_p: ctx.model.top_p,
-            seed: ctx.seed,
-            timeout: remaining_time.min(model_timeout),
-        };
         steps += 1;
-        let operation_id = format!("{}-{}-s{}", ctx.trial_id, ctx.attempt, steps);
-        let outcome = ctx.client.chat(&request, operation_id).await;
-        lp.wait += outcome.wait;
-        let mut step = TraceStep {
-            request_attempts: outcome.attempts,
-            reply: outcome.reply_body.clone(),
-            latency_ms: outcome.latency.as_millis() as u64,
-            rate_limit_wait_ms: outcome.wait.as_millis() as u64,
-            ..TraceStep::blank(ctx.trial_id, ctx.attempt, steps, sessions, outcome.operation_id.clone())
-        };
-        (step.request, step.request_omits) = in_trace.request(outcome.request_body);
-        let reply = match outcome.result {
-            Ok(r) => r,
-            Err(e) => {
-                step.error = Some(e.to_string());
+        let (mut step, reply) = match lp.call_model(&messages, &tool_specs, steps, sessions, &mut in_trace).await {
+            Ok(answered) => answered,
+            Err((step, e, end)) => {
                 on_step(step);
-                error = Some(e.to_string());
-                break match e {
-                    ModelError::Timeout(_) if limited_by_budget => EndReason::Budget { limit: BudgetLimit::WorkingSeconds },
-                    ModelError::Timeout(_) => EndReason::RequestTimeout,
-                    _ => EndReason::ProviderError,
-                };
+                error = Some(e);
+                break end;
             }
         };
-        lp.tokens.add(reply.usage);
-        step.tokens = reply.usage;
-        // The text is kept apart only when the reply body does not hold it as is.
-        if !reply.text.is_empty() && !step.reply.as_ref().is_some_and(|b| holds_string(b, &reply.text)) {
-            step.reply_text = Some(reply.text.clone());
-        }
-        step.finish_reason = reply.finish_reason.clone();
-        reply.note_fingerprint(&mut lp.fingerprints);
         messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
-
-        // 1. The edit, unless the loop guard catches a repeat.
-        let mut to_send: Vec<Message> = Vec::new();
-        let mut user_notes: Vec<String> = Vec::new();
-        let mut edited = false;
-        match edit::extract(&reply.text, c.edit_format, sandbox.editable()) {
-            Extracted::Edit { file, content } => {
-                let fp = edit::fingerprint(&content);
-                match lp.seen.get(&fp).copied().filter(|_| c.loop_guard) {
-                    Some((earlier, scored)) => {
-                        lp.incidents.loop_guard_hits += 1;
-                        step.loop_guard = Some(LoopGuardHit { repeats_step: earlier, fingerprint: fp, scored });
-                        user_notes.push(prompts::loop_guard_message(earlier, scored));
-                    }
-                    None => match sandbox.write_editable(&file, &content) {
-                        Ok(name) => {
-                            step.edits.push(name);
-                            edited = true;
-                            lp.seen.entry(fp.clone()).or_insert((steps, None));
-                            lp.results.push((steps, None));
-                        }
-                        Err(refusal) => {
-                            lp.incidents.path_refusals += 1;
-                            step.notes.push(format!("edit refused: {refusal}"));
-                            user_notes.push(format!("Your edit was refused: {refusal}."));
-                        }
-                    },
-                }
-            }
-            Extracted::Ambiguous(info) => {
-                lp.incidents.unparsed_replies += 1;
-                step.notes.push(format!("code block `{info}` names no editable file"));
-                user_notes.push(format!(
-                    "Your code block does not say which file it is for. Put the file name after the language: ```python {}",
-                    sandbox.editable()[0]
-                ));
-            }
-            Extracted::None => {}
-        }
-
-        // 2. Tool calls, each answered with a result carrying its id.
-        for call in &reply.tool_calls {
-            let args_value = serde_json::from_str(&call.arguments).unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
-            let (ok, result) = if !c.tools {
-                lp.incidents.invalid_tool_calls += 1;
-                (false, tools::CallError { kind: "tools_unavailable", message: "no tools are offered in this setting".into() }.to_result())
-            } else {
-                match tools::validate(&call.name, &call.arguments) {
-                    Err(e) => {
-                        lp.incidents.invalid_tool_calls += 1;
-                        (false, e.to_result())
-                    }
-                    Ok(tools::Call::ListFiles) => (true, sandbox.list().join("\n")),
-                    Ok(tools::Call::ReadFile { path }) => match sandbox.read(&path) {
-                        Ok(text) => (true, text),
-                        Err(refusal) => {
-                            lp.incidents.path_refusals += 1;
-                            (false, tools::CallError { kind: "path_refused", message: refusal.to_string() }.to_result())
-                        }
-                    },
-                    Ok(tools::Call::RunTests) => match lp.check().await {
-                        Ok(r) => {
-                            step.check = Some(traced(&r, tail));
-                            (true, prompts::check_summary(&r, tail))
-                        }
-                        Err(e) => (false, tools::CallError { kind: "check_failed", message: e }.to_result()),
-                    },
-                }
-            };
-            step.tool_calls.push(ToolCallRecord { id: call.id.clone(), name: call.name.clone(), arguments: args_value, ok, result: result.clone() });
-            to_send.push(Message::tool(call, result));
-        }
-        if !reply.unparsed_tool_calls.is_empty() {
-            lp.incidents.invalid_tool_calls += reply.unparsed_tool_calls.len() as u32;
-            step.notes.push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
-            user_notes.push(prompts::unparsed_tool_call_message(&reply.unparsed_tool_calls));
-        }
-
-        // 3. Feedback: the harness runs the checks after each edit.
-        if edited && c.feedback {
-            match lp.check().await {
-                Ok(r) => {
-                    record_score(&mut lp, steps, &r);
-                    step.check = Some(traced(&r, tail));
-                    if r.all_passed() {
-                        on_step(step);
-                        break 'trial EndReason::ChecksPassed;
-                    }
-                    user_notes.push(prompts::feedback_message(&r, tail));
-                }
-                Err(e) => {
-                    step.error = Some(e.clone());
-                    on_step(step);
-                    error = Some(e);
-                    break 'trial EndReason::HarnessError;
-                }
-            }
-        }
-
-        // 4. Is the model ending the trial?
-        let done = edit::says_done(&reply.text);
-        let nothing_to_send = to_send.is_empty() && user_notes.is_empty();
-        if !edited && reply.tool_calls.is_empty() && !done && reply.unparsed_tool_calls.is_empty() && step.loop_guard.is_none() {
-            lp.incidents.unparsed_replies += 1;
-            step.notes.push("reply holds no code, no tool call and no DONE".into());
-        }
-        if (done && reply.tool_calls.is_empty()) || nothing_to_send {
-            if c.acceptance {
-                match lp.check().await {
-                    Ok(r) => {
-                        record_score(&mut lp, steps, &r);
-                        step.check = Some(traced(&r, tail));
-                        if r.all_passed() {
-                            on_step(step);
-                            break 'trial EndReason::ChecksPassed;
-                        }
-                        lp.incidents.refused_done += 1;
-                        step.notes.push(format!("done refused: {}/{} tests pass", r.passed, r.total));
-                        user_notes.push(prompts::acceptance_refusal(&r));
-                    }
-                    Err(e) => {
-                        step.error = Some(e.clone());
-                        on_step(step);
-                        error = Some(e);
-                        break 'trial EndReason::HarnessError;
-                    }
-                }
-            } else {
+        let mut turn = Turn::default();
+        let edited = lp.apply_edit(&reply.text, steps, &mut step, &mut turn);
+        lp.answer_tools(&reply, &mut step, &mut turn).await;
+        match lp.settle(&reply, steps, edited, &mut step, &mut turn).await {
+            Some(Ok(end)) => {
                 on_step(step);
-                break 'trial EndReason::ModelDone;
+                break end;
             }
+            Some(Err(e)) => {
+                step.error = Some(e.clone());
+                on_step(step);
+                error = Some(e);
+                break EndReason::HarnessError;
+            }
+            None => {}
         }
         // The next request starts with these: this request's messages, the
         // reply (in this line's `reply`) and the tool results (in `tool_calls`).
-        in_trace.messages = messages.len() + to_send.len();
-        messages.extend(to_send);
-        if !user_notes.is_empty() {
-            messages.push(Message::user(user_notes.join("\n\n")));
+        in_trace.messages = messages.len() + turn.to_send.len();
+        messages.extend(turn.to_send);
+        if !turn.user_notes.is_empty() {
+            messages.push(Message::user(turn.user_notes.join("\n\n")));
         }
         on_step(step);
     };
@@ -373,6 +219,219 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
         incidents: lp.incidents,
         error,
         fingerprints: lp.fingerprints,
+    }
+}
+
+/// What a step sends back before the next request: tool results, then the
+/// harness's notes as one user message.
+#[derive(Default)]
+struct Turn {
+    to_send: Vec<Message>,
+    user_notes: Vec<String>,
+}
+
+impl Loop<'_> {
+    /// A new session's messages, with the progress file when that component is on.
+    fn next_session(&self, steps: u32) -> Vec<Message> {
+        let progress = self.ctx.components.progress_handoff.then(|| {
+            let failed = self.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
+            prompts::progress_note(steps, &self.results, &failed)
+        });
+        self.session_start(progress)
+    }
+
+    /// Ask the model, within what is left of the budget. The step's trace line
+    /// and the reply; or the line, the error and how it ends the trial.
+    async fn call_model(
+        &mut self,
+        messages: &[Message],
+        tool_specs: &[crate::model::ToolSpec],
+        steps: u32,
+        sessions: u32,
+        in_trace: &mut TracedSoFar,
+    ) -> Result<(TraceStep, ChatReply), (TraceStep, String, EndReason)> {
+        let ctx = self.ctx;
+        let remaining_time = Duration::from_secs_f64((ctx.budget.max_working_seconds - self.working().as_secs_f64()).max(0.0));
+        let model_timeout = Duration::from_secs_f64(ctx.model.request_timeout_seconds);
+        let limited_by_budget = remaining_time < model_timeout;
+        let remaining_tokens = ctx.budget.max_total_tokens.saturating_sub(self.tokens.total());
+        let request = ChatRequest {
+            messages: messages.to_vec(),
+            tools: tool_specs.to_vec(),
+            max_tokens: (ctx.budget.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32,
+            temperature: ctx.model.temperature,
+            top_p: ctx.model.top_p,
+            seed: ctx.seed,
+            timeout: remaining_time.min(model_timeout),
+        };
+        let operation_id = format!("{}-{}-s{}", ctx.trial_id, ctx.attempt, steps);
+        let outcome = ctx.client.chat(&request, operation_id).await;
+        self.wait += outcome.wait;
+        let mut step = TraceStep {
+            request_attempts: outcome.attempts,
+            reply: outcome.reply_body.clone(),
+            latency_ms: outcome.latency.as_millis() as u64,
+            rate_limit_wait_ms: outcome.wait.as_millis() as u64,
+            ..TraceStep::blank(ctx.trial_id, ctx.attempt, steps, sessions, outcome.operation_id.clone())
+        };
+        (step.request, step.request_omits) = in_trace.request(outcome.request_body);
+        let reply = match outcome.result {
+            Ok(r) => r,
+            Err(e) => {
+                step.error = Some(e.to_string());
+                let end = match e {
+                    ModelError::Timeout(_) if limited_by_budget => EndReason::Budget { limit: BudgetLimit::WorkingSeconds },
+                    ModelError::Timeout(_) => EndReason::RequestTimeout,
+                    _ => EndReason::ProviderError,
+                };
+                return Err((step, e.to_string(), end));
+            }
+        };
+        self.tokens.add(reply.usage);
+        step.tokens = reply.usage;
+        // The text is kept apart only when the reply body does not hold it as is.
+        if !reply.text.is_empty() && !step.reply.as_ref().is_some_and(|b| holds_string(b, &reply.text)) {
+            step.reply_text = Some(reply.text.clone());
+        }
+        step.finish_reason = reply.finish_reason.clone();
+        reply.note_fingerprint(&mut self.fingerprints);
+        Ok((step, reply))
+    }
+
+    /// The reply's edit, unless the loop guard catches a repeat. Whether a
+    /// file was written.
+    fn apply_edit(&mut self, text: &str, steps: u32, step: &mut TraceStep, turn: &mut Turn) -> bool {
+        let (c, sandbox) = (self.ctx.components, self.sandbox);
+        match edit::extract(text, c.edit_format, sandbox.editable()) {
+            Extracted::Edit { file, content } => {
+                let fp = edit::fingerprint(&content);
+                match self.seen.get(&fp).copied().filter(|_| c.loop_guard) {
+                    Some((earlier, scored)) => {
+                        self.incidents.loop_guard_hits += 1;
+                        step.loop_guard = Some(LoopGuardHit { repeats_step: earlier, fingerprint: fp, scored });
+                        turn.user_notes.push(prompts::loop_guard_message(earlier, scored));
+                        false
+                    }
+                    None => match sandbox.write_editable(&file, &content) {
+                        Ok(name) => {
+                            step.edits.push(name);
+                            self.seen.entry(fp.clone()).or_insert((steps, None));
+                            self.results.push((steps, None));
+                            true
+                        }
+                        Err(refusal) => {
+                            self.incidents.path_refusals += 1;
+                            step.notes.push(format!("edit refused: {refusal}"));
+                            turn.user_notes.push(format!("Your edit was refused: {refusal}."));
+                            false
+                        }
+                    },
+                }
+            }
+            Extracted::Ambiguous(info) => {
+                self.incidents.unparsed_replies += 1;
+                step.notes.push(format!("code block `{info}` names no editable file"));
+                turn.user_notes.push(format!(
+                    "Your code block does not say which file it is for. Put the file name after the language: ```python {}",
+                    sandbox.editable()[0]
+                ));
+                false
+            }
+            Extracted::None => false,
+        }
+    }
+
+    /// Each tool call answered with a result carrying its id; tool calls the
+    /// model wrote but that could not be read, noted.
+    async fn answer_tools(&mut self, reply: &ChatReply, step: &mut TraceStep, turn: &mut Turn) {
+        let tail = self.ctx.settings.feedback_tail_bytes;
+        for call in &reply.tool_calls {
+            let args_value = serde_json::from_str(&call.arguments).unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+            let (ok, result) = if !self.ctx.components.tools {
+                self.incidents.invalid_tool_calls += 1;
+                (false, tools::CallError { kind: "tools_unavailable", message: "no tools are offered in this setting".into() }.to_result())
+            } else {
+                match tools::validate(&call.name, &call.arguments) {
+                    Err(e) => {
+                        self.incidents.invalid_tool_calls += 1;
+                        (false, e.to_result())
+                    }
+                    Ok(tools::Call::ListFiles) => (true, self.sandbox.list().join("\n")),
+                    Ok(tools::Call::ReadFile { path }) => match self.sandbox.read(&path) {
+                        Ok(text) => (true, text),
+                        Err(refusal) => {
+                            self.incidents.path_refusals += 1;
+                            (false, tools::CallError { kind: "path_refused", message: refusal.to_string() }.to_result())
+                        }
+                    },
+                    Ok(tools::Call::RunTests) => match self.check().await {
+                        Ok(r) => {
+                            step.check = Some(traced(&r, tail));
+                            (true, prompts::check_summary(&r, tail))
+                        }
+                        Err(e) => (false, tools::CallError { kind: "check_failed", message: e }.to_result()),
+                    },
+                }
+            };
+            step.tool_calls.push(ToolCallRecord { id: call.id.clone(), name: call.name.clone(), arguments: args_value, ok, result: result.clone() });
+            turn.to_send.push(Message::tool(call, result));
+        }
+        if !reply.unparsed_tool_calls.is_empty() {
+            self.incidents.invalid_tool_calls += reply.unparsed_tool_calls.len() as u32;
+            step.notes.push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
+            turn.user_notes.push(prompts::unparsed_tool_call_message(&reply.unparsed_tool_calls));
+        }
+    }
+
+    /// Does the trial end here? Feedback: the harness runs the checks after
+    /// each edit. Then a "done" (or a reply leaving nothing to send) ends the
+    /// trial, or with acceptance on, only if the checks pass. Some(Ok(end))
+    /// ends it; Some(Err) when the checks could not run.
+    async fn settle(&mut self, reply: &ChatReply, steps: u32, edited: bool, step: &mut TraceStep, turn: &mut Turn) -> Option<Result<EndReason, String>> {
+        let c = self.ctx.components;
+        let tail = self.ctx.settings.feedback_tail_bytes;
+        if edited && c.feedback {
+            let r = match self.score(steps, step).await {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            if r.all_passed() {
+                return Some(Ok(EndReason::ChecksPassed));
+            }
+            turn.user_notes.push(prompts::feedback_message(&r, tail));
+        }
+        let done = edit::says_done(&reply.text);
+        let nothing_to_send = turn.to_send.is_empty() && turn.user_notes.is_empty();
+        if !edited && reply.tool_calls.is_empty() && !done && reply.unparsed_tool_calls.is_empty() && step.loop_guard.is_none() {
+            self.incidents.unparsed_replies += 1;
+            step.notes.push("reply holds no code, no tool call and no DONE".into());
+        }
+        if !((done && reply.tool_calls.is_empty()) || nothing_to_send) {
+            return None;
+        }
+        if !c.acceptance {
+            return Some(Ok(EndReason::ModelDone));
+        }
+        let r = match self.score(steps, step).await {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        if r.all_passed() {
+            return Some(Ok(EndReason::ChecksPassed));
+        }
+        self.incidents.refused_done += 1;
+        step.notes.push(format!("done refused: {}/{} tests pass", r.passed, r.total));
+        turn.user_notes.push(prompts::acceptance_refusal(&r));
+        None
+    }
+
+    /// Run the checks for the harness's own judgement, remember the score and
+    /// put the result in the step's trace line.
+    async fn score(&mut self, steps: u32, step: &mut TraceStep) -> Result<CheckResult, String> {
+        let r = self.check().await?;
+        record_score(self, steps, &r);
+        step.check = Some(traced(&r, self.ctx.settings.feedback_tail_bytes));
+        Ok(r)
     }
 }
 
