@@ -8,6 +8,7 @@
 
 pub mod events;
 pub mod facts;
+mod ledger;
 pub mod progress;
 
 use crate::error::InputError;
@@ -21,12 +22,13 @@ use crate::model::{self, ModelClient};
 use crate::plan::{self, Shard, TrialSpec};
 use crate::record::Grade;
 use crate::record::folder;
-use crate::record::jsonl::{self, JsonlWriter};
+use crate::record::jsonl::JsonlWriter;
 use crate::record::lock::{LockError, RunLock};
-use crate::record::{AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, RecordKey, TrialRecord, TrialStatus, now_rfc3339};
+use crate::record::{AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, TrialRecord, TrialStatus, now_rfc3339};
 use crate::sandbox::Sandbox;
 use crate::suite::Suite;
 use events::{Event, Reporters};
+use ledger::Ledger;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -137,55 +139,11 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let reporters = Reporters::new(opts.reporters.clone());
     // The execution order, 16 bytes a trial; specs are made as they are needed.
     let plan = plan::order(&exp, &suite)?;
-    let io = |dir: &Path| {
-        let dir = dir.to_path_buf();
-        move |source| RunError::Io { dir: dir.clone(), source }
-    };
-
     // The folder being resumed (same experiment only) is locked before
     // anything is read from it but its manifest; a new folder is made (and
     // locked) after setup, so a setup failure leaves no folder behind.
     let resumed = match &opts.resume {
-        Some(dir) => {
-            let path = dir.join("manifest.json");
-            // The head only: the plan comes back as its keys (8 bytes a trial);
-            // the specs are made from the order built from the config.
-            let m = ManifestHead::read(dir)?;
-            let lock = RunLock::acquire(dir)?;
-            if m.config_digest != plan.config_digest {
-                return Err(InputError::at(
-                    &path,
-                    "config_digest",
-                    format!(
-                        "the run was planned from another experiment ({}) than {} ({}); resume with the config it was started with",
-                        &m.config_digest[..12],
-                        exp.config_path.display(),
-                        &plan.config_digest[..12]
-                    ),
-                )
-                .into());
-            }
-            if m.suite.digest != suite.digest {
-                return Err(InputError::at(&path, "suite.digest", "the task suite changed since the run started; resuming would mix two suites").into());
-            }
-            // Trials graded with and without the sandbox are not one run.
-            let now = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
-            if let Some(then) = &m.host.isolation
-                && then.is_isolated() != now.is_isolated()
-            {
-                return Err(InputError::at(
-                    &path,
-                    "host.isolation",
-                    format!(
-                        "the run started with isolation {} and would resume with {}; resuming would mix sandboxed and unsandboxed trials",
-                        then.kind(),
-                        now.kind()
-                    ),
-                )
-                .into());
-            }
-            Some((dir.clone(), m, lock))
-        }
+        Some(dir) => Some(open_resumed(dir, &exp, &suite, &plan)?),
         None => {
             if let Some(id) = &opts.run_id {
                 folder::check_run_id(id).map_err(|e| InputError::at(&exp.config_path, "--run-id", e))?;
@@ -193,10 +151,141 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             None
         }
     };
+    let setup = setup(&exp, &opts.engine).await?;
+    let (folder, mut ledger) = match resumed {
+        Some((dir, head, lock)) => {
+            check_identities(&dir.join("manifest.json"), &head.models, &setup.identities, opts.allow_model_change, &reporters)?;
+            continue_folder(dir, head, lock, &plan)?
+        }
+        None => new_folder(&exp, &suite, &plan, &opts, setup.identities.clone())?,
+    };
+    let RunFolder { dir, run_id, part, lock } = folder;
 
-    // Setup: candidate code runs only in the sandbox (or where the user opted out).
+    // What is already recorded; attempts that started and never finished
+    // become `interrupted` records before anything runs.
+    let trials_path = dir.join("trials.jsonl");
+    let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io_error(&dir))?;
+    let attempts_writer = JsonlWriter::open(&dir.join("attempts.jsonl")).map_err(io_error(&dir))?;
+    let unplanned = ledger.read_records(&trials_path).map_err(io_error(&dir))?;
+    // Records of another plan would be counted as this run's: refuse them.
+    if unplanned > 0 {
+        let records = if unplanned == 1 { "record is" } else { "records are" };
+        return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
+    }
+    let starts = ledger.take_unfinished(&dir.join("attempts.jsonl")).map_err(io_error(&dir))?;
+    let mut interrupted = 0usize;
+    if !starts.is_empty() {
+        let by_id: HashMap<&str, &AttemptStart> = starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
+        for spec in plan.specs(part).filter(|t| ledger.plans(t.plan_key())) {
+            if let Some(a) = by_id.get(spec.id.as_str()) {
+                trials_writer.append(&interrupted_record(&run_id, &spec, a)).map_err(io_error(&dir))?;
+                interrupted += 1;
+            }
+        }
+    }
+    drop(starts);
+    let planned_count = ledger.planned();
+    let already = ledger.finished();
+
+    let shared = Arc::new(Shared {
+        exp,
+        suite,
+        harness_dir: setup.harness_dir,
+        clients: setup.clients,
+        instructions: setup.instructions,
+        run_id,
+        dir: dir.clone(),
+        trials_writer: Mutex::new(trials_writer),
+        attempts_writer: Mutex::new(attempts_writer),
+    });
+    reporters.emit(&Event::Started { dir: &dir, planned: planned_count as u64, already: already as u64 });
+    let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // The trials to run, made one at a time from the order as slots free up.
+    let work = plan.specs(part).filter_map(|spec| ledger.next_attempt(&spec).map(|attempt| (spec, attempt)));
+    let outcome = tokio::select! {
+        r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone()) => r,
+        // Dropping `execute` drops its JoinSet, which aborts the trials under way.
+        _ = tokio::signal::ctrl_c() => {
+            reporters.emit(&Event::Finished { interrupted: true });
+            let recorded = already + finished_now.load(std::sync::atomic::Ordering::SeqCst);
+            return Err(RunError::Interrupted { recorded, config: shared.exp.config_path.display().to_string(), dir });
+        }
+    };
+    // What chose the work is not needed by what reporters do at the end (the
+    // final export): free it first.
+    drop((ledger, plan));
+    reporters.emit(&Event::Finished { interrupted: false });
+    outcome?;
+    Ok(RunSummary { dir, planned: planned_count, ran_now: planned_count - already, interrupted, lock })
+}
+
+fn io_error(dir: &Path) -> impl Fn(std::io::Error) -> RunError + use<> {
+    let dir = dir.to_path_buf();
+    move |source| RunError::Io { dir: dir.clone(), source }
+}
+
+/// The run folder being written, locked: its run id and the shard of the
+/// order it runs.
+struct RunFolder {
+    dir: PathBuf,
+    run_id: String,
+    part: Option<Shard>,
+    lock: RunLock,
+}
+
+/// A folder to resume, locked: only the run of this experiment, suite and
+/// isolation. The manifest's head only: the plan comes back as its keys (8
+/// bytes a trial); the specs are made from the order built from the config.
+fn open_resumed(dir: &Path, exp: &Experiment, suite: &Suite, plan: &plan::Order) -> Result<(PathBuf, ManifestHead, RunLock), RunError> {
+    let path = dir.join("manifest.json");
+    let m = ManifestHead::read(dir)?;
+    let lock = RunLock::acquire(dir)?;
+    if m.config_digest != plan.config_digest {
+        return Err(InputError::at(
+            &path,
+            "config_digest",
+            format!(
+                "the run was planned from another experiment ({}) than {} ({}); resume with the config it was started with",
+                &m.config_digest[..12],
+                exp.config_path.display(),
+                &plan.config_digest[..12]
+            ),
+        )
+        .into());
+    }
+    if m.suite.digest != suite.digest {
+        return Err(InputError::at(&path, "suite.digest", "the task suite changed since the run started; resuming would mix two suites").into());
+    }
+    // Trials graded with and without the sandbox are not one run.
+    let now = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
+    if let Some(then) = &m.host.isolation
+        && then.is_isolated() != now.is_isolated()
+    {
+        return Err(InputError::at(
+            &path,
+            "host.isolation",
+            format!("the run started with isolation {} and would resume with {}; resuming would mix sandboxed and unsandboxed trials", then.kind(), now.kind()),
+        )
+        .into());
+    }
+    Ok((dir.to_path_buf(), m, lock))
+}
+
+/// What trials need that is made once per run.
+struct Setup {
+    /// An external harness's files, staged once for the run.
+    harness_dir: Option<tempfile::TempDir>,
+    clients: HashMap<String, Arc<dyn ModelClient>>,
+    identities: Vec<ModelIdentity>,
+    instructions: HashMap<String, ArmPrompts>,
+}
+
+/// Candidate code runs only in the sandbox (or where the user opted out); an
+/// external harness's files are staged once (its sandbox needs root); every
+/// model must be reachable before any trial starts; every arm's instructions
+/// file is read.
+async fn setup(exp: &Experiment, engine: &model::EngineSettings) -> Result<Setup, RunError> {
     let isolation = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
-    // Setup: an external harness's files, staged once; its sandbox needs root.
     let harness_dir = match &exp.harness_kind {
         HarnessKind::Builtin => None,
         HarnessKind::External(ext) => {
@@ -207,11 +296,10 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             Some(dir)
         }
     };
-    // Setup: every model must be reachable before any trial starts.
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
     for (i, spec) in exp.models.iter().enumerate() {
-        let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec, &opts.engine).map_err(RunError::Setup)?);
+        let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec, engine).map_err(RunError::Setup)?);
         let identity = client.identity().await.map_err(|e| match e {
             // A name the endpoint does not serve is a config error: every trial would fail.
             model::ModelError::UnknownModel { .. } => {
@@ -237,157 +325,55 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         };
         instructions.insert(arm.name.clone(), text);
     }
+    Ok(Setup { harness_dir, clients, identities, instructions })
+}
 
-    // The run's part of the plan (its shard, or what a resumed folder plans), in order.
-    // `part`: the run's shard of the order; `plan_keys`: the sorted plan keys of
-    // the trials it plans (a merged folder of some shards plans fewer); `ids`:
-    // their trial ids as the sorted numbers they spell, so that a trial's
-    // position indexes what is known of it (12 bytes a planned trial with
-    // `known` below, however many records the folder holds).
-    let (dir, run_id, part, plan_keys, mut ids, lock) = match resumed {
-        Some((dir, mut m, lock)) => {
-            check_identities(&dir.join("manifest.json"), &m.models, &identities, opts.allow_model_change, &reporters)?;
-            std::fs::create_dir_all(dir.join("traces")).map_err(io(&dir))?;
-            let keys = std::mem::take(&mut m.plan.0);
-            let ids: Vec<u64> = plan.specs(m.shard).filter(|t| keys.binary_search(&t.plan_key()).is_ok()).map(|t| crate::record::trial_number(&t.id)).collect();
-            (dir, m.run_id, m.shard, keys, ids, lock)
-        }
+/// The resumed folder with what it plans: its shard of the order, and the
+/// trials of that shard its plan keys name.
+fn continue_folder(dir: PathBuf, mut head: ManifestHead, lock: RunLock, plan: &plan::Order) -> Result<(RunFolder, Ledger), RunError> {
+    std::fs::create_dir_all(dir.join("traces")).map_err(io_error(&dir))?;
+    let keys = std::mem::take(&mut head.plan.0);
+    let ids: Vec<u64> = plan.specs(head.shard).filter(|t| keys.binary_search(&t.plan_key()).is_ok()).map(|t| crate::record::trial_number(&t.id)).collect();
+    Ok((RunFolder { dir, run_id: head.run_id, part: head.shard, lock }, Ledger::new(keys, ids)))
+}
+
+/// A new run folder: made under its final name, then locked, then its
+/// manifest written with the plan (one pass over the specs, noting each
+/// trial's key and id).
+fn new_folder(exp: &Experiment, suite: &Suite, plan: &plan::Order, opts: &RunOptions, identities: Vec<ModelIdentity>) -> Result<(RunFolder, Ledger), RunError> {
+    let results = &opts.results_dir;
+    let (run_id, dir) = match &opts.run_id {
+        Some(id) => match folder::create_named(results, id) {
+            Ok(dir) => (id.clone(), dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let taken = results.join(id);
+                return Err(InputError::at(
+                    &exp.config_path,
+                    "--run-id",
+                    format!("{} exists; continue it with --resume or choose another --run-id", taken.display()),
+                )
+                .into());
+            }
+            Err(e) => return Err(io_error(results)(e)),
+        },
         None => {
-            // create_dir under the final name, then the lock, then the manifest.
-            let (run_id, dir) = match &opts.run_id {
-                Some(id) => match folder::create_named(&opts.results_dir, id) {
-                    Ok(dir) => (id.clone(), dir),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        let taken = opts.results_dir.join(id);
-                        return Err(InputError::at(
-                            &exp.config_path,
-                            "--run-id",
-                            format!("{} exists; continue it with --resume or choose another --run-id", taken.display()),
-                        )
-                        .into());
-                    }
-                    Err(e) => return Err(io(&opts.results_dir)(e)),
-                },
-                None => {
-                    let stamp = time::OffsetDateTime::now_utc()
-                        .format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z"))
-                        .unwrap_or_default();
-                    folder::create_new(&opts.results_dir, &stamp, &exp.name).map_err(io(&opts.results_dir))?
-                }
-            };
-            let lock = RunLock::acquire(&dir)?;
-            let mut m = Manifest::new(run_id, &exp, &suite, &plan, opts.shard, facts::runner_facts(&exp));
-            m.models = identities;
-            // One pass over the specs writes the plan and notes each trial's key and id.
-            let (mut keys, mut ids) = (Vec::with_capacity(m.planned_trials), Vec::with_capacity(m.planned_trials));
-            let noted = plan.specs(opts.shard).inspect(|t| {
-                keys.push(t.plan_key());
-                ids.push(crate::record::trial_number(&t.id));
-            });
-            m.write_with_plan(&dir, noted).map_err(io(&dir))?;
-            std::fs::create_dir(dir.join("traces")).map_err(io(&dir))?;
-            keys.sort_unstable();
-            (dir, m.run_id, opts.shard, keys, ids, lock)
+            let stamp =
+                time::OffsetDateTime::now_utc().format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z")).unwrap_or_default();
+            folder::create_new(results, &stamp, &exp.name).map_err(io_error(results))?
         }
     };
-
-    // What is already recorded, read line by line (a resumed run of a
-    // million trials keeps ids and counts, not records); attempts that
-    // started and never finished become `interrupted` records before
-    // anything runs.
-    let trials_path = dir.join("trials.jsonl");
-    let attempts_path = dir.join("attempts.jsonl");
-    let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io(&dir))?;
-    let attempts_writer = JsonlWriter::open(&attempts_path).map_err(io(&dir))?;
-    let plans = |key: u64| plan_keys.binary_search(&key).is_ok();
-    ids.sort_unstable();
-    ids.dedup();
-    let position = |id: &str| ids.binary_search(&crate::record::trial_number(id)).ok();
-    // Per planned trial: the highest attempt recorded, with FINAL set once a
-    // final record exists.
-    const FINAL: u32 = 1 << 31;
-    let raise = |k: &mut u32, attempt: u32, is_final: bool| *k = (*k & !FINAL).max(attempt.min(FINAL - 1)) | (*k & FINAL) | if is_final { FINAL } else { 0 };
-    let mut known = vec![0u32; ids.len()];
-    let mut unplanned = 0usize;
-    jsonl::for_each::<RecordKey>(&trials_path, |r| {
-        let Some(p) = position(&r.trial_id).filter(|_| plans(r.plan_key())) else {
-            unplanned += 1;
-            return;
-        };
-        raise(&mut known[p], r.attempt, r.status.is_final());
-    })
-    .map_err(io(&dir))?;
-    // Records of another plan would be counted as this run's: refuse them.
-    if unplanned > 0 {
-        let records = if unplanned == 1 { "record is" } else { "records are" };
-        return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
-    }
-    // Attempts started after the last recorded one never finished. (Attempts
-    // are numbered in the order they start, each recorded before the next.)
-    let mut starts: Vec<AttemptStart> = Vec::new();
-    jsonl::for_each::<AttemptStart>(&attempts_path, |a| {
-        if let Some(p) = position(&a.trial_id)
-            && a.attempt > known[p] & !FINAL
-        {
-            starts.push(a);
-        }
-    })
-    .map_err(io(&dir))?;
-    let mut interrupted = 0usize;
-    if !starts.is_empty() {
-        let by_id: HashMap<&str, &AttemptStart> = starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
-        for spec in plan.specs(part) {
-            if let Some(a) = by_id.get(spec.id.as_str())
-                && plans(spec.plan_key())
-            {
-                trials_writer.append(&interrupted_record(&run_id, &spec, a)).map_err(io(&dir))?;
-                interrupted += 1;
-            }
-        }
-        for a in &starts {
-            if let Some(p) = position(&a.trial_id) {
-                raise(&mut known[p], a.attempt, false);
-            }
-        }
-    }
-    drop(starts);
-    let planned_count = plan_keys.len();
-    let already = known.iter().filter(|&&k| k & FINAL != 0).count();
-
-    let shared = Arc::new(Shared {
-        exp,
-        suite,
-        harness_dir,
-        clients,
-        instructions,
-        run_id,
-        dir: dir.clone(),
-        trials_writer: Mutex::new(trials_writer),
-        attempts_writer: Mutex::new(attempts_writer),
+    let lock = RunLock::acquire(&dir)?;
+    let mut m = Manifest::new(run_id, exp, suite, plan, opts.shard, facts::runner_facts(exp));
+    m.models = identities;
+    let (mut keys, mut ids) = (Vec::with_capacity(m.planned_trials), Vec::with_capacity(m.planned_trials));
+    let noted = plan.specs(opts.shard).inspect(|t| {
+        keys.push(t.plan_key());
+        ids.push(crate::record::trial_number(&t.id));
     });
-    reporters.emit(&Event::Started { dir: &dir, planned: planned_count as u64, already: already as u64 });
-    let ran_now = planned_count - already;
-    let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    // The trials to run, made one at a time from the order as slots free up.
-    let work = plan.specs(part).filter(|t| plans(t.plan_key())).filter_map(|spec| {
-        let k = known[position(&spec.id)?];
-        (k & FINAL == 0).then(|| (spec, k + 1))
-    });
-    let outcome = tokio::select! {
-        r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone()) => r,
-        // Dropping `execute` drops its JoinSet, which aborts the trials under way.
-        _ = tokio::signal::ctrl_c() => {
-            reporters.emit(&Event::Finished { interrupted: true });
-            let recorded = already + finished_now.load(std::sync::atomic::Ordering::SeqCst);
-            return Err(RunError::Interrupted { recorded, config: shared.exp.config_path.display().to_string(), dir });
-        }
-    };
-    // What chose the work is not needed by what reporters do at the end (the
-    // final export): free it first.
-    drop((known, ids, plan_keys, plan));
-    reporters.emit(&Event::Finished { interrupted: false });
-    outcome?;
-    Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
+    m.write_with_plan(&dir, noted).map_err(io_error(&dir))?;
+    std::fs::create_dir(dir.join("traces")).map_err(io_error(&dir))?;
+    keys.sort_unstable();
+    Ok((RunFolder { dir, run_id: m.run_id, part: opts.shard, lock }, Ledger::new(keys, ids)))
 }
 
 /// On resume, every model must be the one the run started with: its identity
@@ -628,6 +614,7 @@ mod tests {
     use super::*;
     use crate::model::{BoxFuture, CallOutcome, ChatRequest, ModelError};
     use crate::record::Tokens;
+    use crate::record::jsonl;
     use progress::{Progress, ProgressMode};
 
     /// Answers with a correct add.py, and panics on the is-even task's requests.
