@@ -1,0 +1,273 @@
+//! The command line in two stages: `args` (clap reads each command's
+//! flags; `resolve` turns them into the core options they name, reading and
+//! checking every input first), then here each command runs its pipeline and
+//! prints. Every command ends in one typed `Exit`.
+
+pub mod args;
+
+use ablate::error::Exit;
+use ablate::record::lock::{LockError, RunLock};
+use ablate::record::merge::{MergeError, MergeOptions, merge};
+use ablate::report::live::{FinalExports, LiveExports};
+use ablate::runner::events::{Reporter, Reporters};
+use ablate::runner::progress::{Progress, ProgressMode};
+use ablate::runner::{RunError, RunOptions};
+use ablate::{InputError, gate, plan, suite};
+use args::{BaselineCommand, BaselineSave, Cli, Command, PlanRequest, RunRequest, SuiteCommand};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Run the command `cli` names: its arguments resolved, then its pipeline.
+pub fn run(cli: Cli) -> anyhow::Result<Exit> {
+    if matches!(cli.command, Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run(_)) {
+        // Candidate code runs only under the sandbox, or where the user opted out.
+        if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed) {
+            eprintln!("error: {e}");
+            return Ok(Exit::Usage);
+        }
+    }
+    match cli.command {
+        Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir),
+        Command::Suite { command: SuiteCommand::Import(a) } => suite_import(a.resolve()),
+        Command::Plan(a) => plan_cmd(a.resolve()?),
+        Command::Report(a) => report_cmd(&a.run, a.no_color),
+        Command::Merge(a) => merge_cmd(a.resolve()),
+        Command::Baseline { command: BaselineCommand::Save(a) } => baseline_save(a.resolve()?),
+        Command::Gate(a) => gate_cmd(a.resolve()),
+        Command::SynthRun(a) => synth_cmd(&a.config, a.records, &a.out, a.seed),
+        Command::Export(a) => export_cmd(&a.runs, a.table, &a.output),
+        Command::Run(a) => run_cmd(a.resolve()?),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+fn suite_check(dir: PathBuf) -> anyhow::Result<Exit> {
+    let report = runtime()?.block_on(ablate::grader::suite_check::check_suite(&dir));
+    for p in &report.problems {
+        println!("error: {p}");
+    }
+    for t in &report.tasks {
+        let status = if t.problems.is_empty() { "ok  " } else { "FAIL" };
+        let stub = t.stub.as_ref().map(|r| format!("stub {}/{}", r.passed, r.total)).unwrap_or_else(|| "stub -".into());
+        let sol = t.solution.as_ref().map(|r| format!("solution {}/{}", r.passed, r.total)).unwrap_or_else(|| "solution -".into());
+        println!("{status} {:<24} {stub:<14} {sol}", t.id);
+        for p in &t.problems {
+            println!("     {}: {p}", t.id);
+        }
+    }
+    let failed: Vec<&str> = report.tasks.iter().filter(|t| !t.problems.is_empty()).map(|t| t.id.as_str()).collect();
+    match (&report.suite, report.ok()) {
+        (Some(s), true) => {
+            println!("{} tasks ok; suite {} {} digest {}", s.tasks.len(), s.name, s.version, s.digest);
+            Ok(Exit::Ok)
+        }
+        _ => {
+            println!("{} of {} tasks have problems: {}", failed.len(), report.tasks.len(), failed.join(", "));
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<Exit> {
+    let done = suite::import::import(&opts)?;
+    let suite = suite::load(&opts.out)?;
+    println!(
+        "{} tasks written to {}; suite {} {} digest {}; source sha256 {}",
+        done.tasks,
+        opts.out.display(),
+        suite.name,
+        suite.version,
+        suite.digest,
+        done.source_sha256
+    );
+    println!("prove it: ablate suite check {}", opts.out.display());
+    Ok(Exit::Ok)
+}
+
+/// `ablate plan`: the plan as text or JSON, or the sizing from a pilot run.
+fn plan_cmd(req: PlanRequest) -> anyhow::Result<Exit> {
+    match req {
+        PlanRequest::Pilot { data, mde } => {
+            let alpha = data.manifest.experiment.alpha;
+            let rows = ablate::report::power::plan(&data, mde, alpha, 0.8);
+            print!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
+        }
+        PlanRequest::Plan { exp, suite, plan, shard, json: true } => {
+            let out = serde_json::json!({
+                "experiment": exp,
+                "suite": { "name": suite.name, "version": suite.version, "digest": suite.digest },
+                "config_digest": plan.config_digest,
+                "shard": shard,
+                "trials": plan.shard(shard),
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+        PlanRequest::Plan { exp, suite, plan, shard, json: false } => print!("{}", plan::render::render(&exp, &suite, &plan, shard)),
+    }
+    Ok(Exit::Ok)
+}
+
+/// `ablate run`: the run with its reporters (the progress, and the exports,
+/// whose warnings the progress shows), then the counts and the report.
+fn run_cmd(req: RunRequest) -> anyhow::Result<Exit> {
+    let progress: Arc<dyn Reporter> = Arc::new(Progress::new(if req.plain { ProgressMode::Lines } else { ProgressMode::Auto }));
+    let exports = Arc::new(LiveExports::new(Reporters::new(vec![progress.clone()])));
+    let opts = RunOptions {
+        jobs: req.jobs,
+        shard: req.shard,
+        results_dir: req.results,
+        resume: req.resume,
+        run_id: req.run_id,
+        allow_model_change: req.allow_model_change,
+        reporters: vec![progress, exports.clone()],
+        engine: req.engine,
+    };
+    let result = runtime()?.block_on(ablate::runner::run(req.exp, req.suite, opts));
+    let summary = match result {
+        Ok(s) => s,
+        Err(e @ RunError::Lock(LockError::InUse { .. })) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::Usage);
+        }
+        Err(RunError::Interrupted { .. }) => {
+            eprintln!("{}", result.unwrap_err());
+            return Ok(Exit::Interrupted);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // The exports reporter writes the final exports while `summary` holds the run's
+    // lock, and hands over their analysis: printed as is; if they could not be
+    // written, try once more and say why.
+    let done = exports.finish();
+    eprintln!("recorded in {}", summary.dir.display());
+    let report = match done {
+        Ok(FinalExports { report: Ok(report), summary: counts }) => {
+            eprint!("{}", counts.unwrap_or_default());
+            report
+        }
+        Ok(FinalExports { report: Err(e), .. }) | Err(e) => {
+            eprintln!("warning: {e}");
+            return write_report(&summary.dir, false);
+        }
+    };
+    print!("{}", ablate::report::terminal::render(&report, colour(false)));
+    eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", summary.dir.display());
+    Ok(Exit::Ok)
+}
+
+fn baseline_save(save: BaselineSave) -> anyhow::Result<Exit> {
+    let BaselineSave { rows, output } = save;
+    gate::write_baseline(&output, &rows)?;
+    let (n, p): (u32, u32) = rows.iter().fold((0, 0), |(n, p), r| (n + r.trials, p + r.passes));
+    println!("saved {} tasks ({p}/{n} trials passed) of arm `{}`, model `{}` to {}", rows.len(), rows[0].arm, rows[0].model, output.display());
+    Ok(Exit::Ok)
+}
+
+fn colour(no_color: bool) -> bool {
+    use std::io::IsTerminal;
+    !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// `ablate report`: nothing is written into a folder without a manifest; the
+/// exports are written under the folder's lock, and while a run holds it the
+/// report is printed only (the run rewrites the exports itself).
+fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<Exit> {
+    if let Err(e) = ablate::report::require_manifest(run) {
+        eprintln!("error: {e}");
+        return Ok(Exit::Usage);
+    }
+    match RunLock::acquire(run) {
+        Ok(_lock) => write_report(run, no_color),
+        Err(LockError::InUse { holder, .. }) => {
+            let report = ablate::report::analyse_dir(run).map_err(|e| InputError::new(run, e))?;
+            print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+            eprintln!("note: {} is in use by {holder}; the exports were not written (that run rewrites them)", run.display());
+            Ok(Exit::Ok)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Analyse `run` and write its exports; the caller holds the folder's lock.
+fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<Exit> {
+    let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
+    print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+    eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());
+    Ok(Exit::Ok)
+}
+
+/// `ablate merge`: missing shards or trials are named and refuse the merge
+/// (exit 1) unless `--allow-partial`; a shard still being written is a usage error.
+fn merge_cmd(opts: MergeOptions) -> anyhow::Result<Exit> {
+    let summary = match merge(&opts) {
+        Ok(s) => s,
+        Err(MergeError::Input(e)) => return Err(e.into()),
+        Err(MergeError::Incomplete(lines)) => {
+            for l in lines {
+                eprintln!("error: {l}");
+            }
+            return Ok(Exit::Failure);
+        }
+        Err(e @ MergeError::Lock(_)) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::Usage);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for l in &summary.missing {
+        eprintln!("warning: {l}");
+    }
+    let partial = if summary.missing.is_empty() { "" } else { " (partial: --allow-partial)" };
+    eprintln!(
+        "merged {} records of {} planned trials (shards of {}) into {}{partial}",
+        summary.records,
+        summary.planned,
+        summary.shard_count,
+        summary.dir.display()
+    );
+    // The merged folder's lock (in `summary`) is held while its exports are written.
+    write_report(&summary.dir, false)
+}
+
+#[cfg(feature = "polars")]
+fn export_cmd(runs: &[PathBuf], table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<Exit> {
+    let n = ablate::export::export(runs, table, output)?;
+    eprintln!("wrote {n} rows of {} runs to {}", runs.len(), output.display());
+    Ok(Exit::Ok)
+}
+
+#[cfg(not(feature = "polars"))]
+fn export_cmd(_runs: &[PathBuf], _table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<Exit> {
+    Err(InputError::new(output, "this ablate was built without the `polars` feature: build with `cargo build --release --features polars`").into())
+}
+
+fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path, seed: u64) -> anyhow::Result<Exit> {
+    let mut exp = ablate::experiment::config::load(config_path)?;
+    let suite = suite::load(&exp.suite_path)?;
+    let per_repeat = plan::build(&exp, &suite)?.trials.len() / exp.trials as usize;
+    exp.trials = records.div_ceil(per_repeat.max(1)) as u32;
+    let plan = plan::build(&exp, &suite)?;
+    // Arms get distinct rates so that the report has effects to find.
+    let n = ablate::report::synth::write_run(out, &exp, &suite, &plan, seed, |task, arm| {
+        let t = (task.len() % 5) as f64 / 10.0;
+        let a = (arm.len() % 4) as f64 / 10.0;
+        (0.2 + t + a).min(0.95)
+    })?;
+    eprintln!("wrote {n} records to {}", out.display());
+    Ok(Exit::Ok)
+}
+
+fn gate_cmd(opts: gate::GateOptions) -> anyhow::Result<Exit> {
+    let outcome = gate::run(&opts)?;
+    for d in &outcome.drifts {
+        eprintln!("drift: {d}");
+    }
+    match &outcome.decided {
+        None => eprintln!("error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)"),
+        Some(text) => print!("{text}"),
+    }
+    Ok(outcome.exit)
+}
