@@ -266,7 +266,7 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = ARMS_COLUMNS.iter().map(|c| c.to_string()).collect();
     header.extend(r.component_names.iter().map(|n| component_column(n)));
-    let _ = w.write_record(&header);
+    w.write_record(&header).expect("writing to memory");
     for a in &r.arms {
         let s = |k: &str| a.statuses.get(k).copied().unwrap_or(0).to_string();
         let mut row = run_cells(r);
@@ -306,14 +306,14 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
             num(1.0 - r.alpha),
         ]);
         row.extend(r.component_names.iter().map(|n| a.components.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()));
-        let _ = w.write_record(&row);
+        w.write_record(&row).expect("a row has one cell per column of its header");
     }
     w.into_inner().unwrap_or_default()
 }
 
 pub fn effects_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record(EFFECTS_COLUMNS);
+    w.write_record(EFFECTS_COLUMNS).expect("writing to memory");
     for e in r.ablations.iter().chain(&r.combined) {
         let x = e.excl_infra.as_ref();
         let mut row = run_cells(r);
@@ -348,7 +348,7 @@ pub fn effects_csv(r: &Report) -> Vec<u8> {
             if e.family_size > 1 { "bonferroni".into() } else { "none".into() },
             e.verdict.to_string(),
         ]);
-        let _ = w.write_record(&row);
+        w.write_record(&row).expect("a row has one cell per column of its header");
     }
     w.into_inner().unwrap_or_default()
 }
