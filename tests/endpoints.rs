@@ -39,9 +39,8 @@ async fn a_body_over_the_configured_cap_is_a_provider_error_and_one_at_the_cap_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_body_without_length_stops_at_the_default_cap() {
     // 9 MiB of text with no Content-Length: only reading in chunks can stop it.
-    let big = openai_text(&"x".repeat(9 << 20)).without_length();
-    let body = Arc::new(big.body);
-    let server = start(Arc::new(move |path, _b, _n| meta(path).unwrap_or_else(|| Reply::status(200, &body).without_length()))).await;
+    let big = openai_text(&"x".repeat(9 << 20));
+    let server = start_unframed(Arc::new(big.body)).await;
     let dir = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
     let summary = run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\n").write(dir.path()), dir.path()).await;

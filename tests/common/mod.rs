@@ -13,23 +13,17 @@ pub struct Reply {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub delay: Duration,
-    /// Send no Content-Length: the body runs until the connection closes.
-    pub no_length: bool,
 }
 
 impl Reply {
     pub fn json(v: Value) -> Reply {
-        Reply { status: 200, headers: vec![], body: v.to_string(), delay: Duration::ZERO, no_length: false }
+        Reply { status: 200, headers: vec![], body: v.to_string(), delay: Duration::ZERO }
     }
     pub fn status(status: u16, body: &str) -> Reply {
-        Reply { status, headers: vec![], body: body.to_string(), delay: Duration::ZERO, no_length: false }
+        Reply { status, headers: vec![], body: body.to_string(), delay: Duration::ZERO }
     }
     pub fn header(mut self, k: &str, v: &str) -> Reply {
         self.headers.push((k.into(), v.into()));
-        self
-    }
-    pub fn without_length(mut self) -> Reply {
-        self.no_length = true;
         self
     }
     pub fn delayed(mut self, d: Duration) -> Reply {
@@ -48,77 +42,82 @@ pub struct Server {
     pub chats: Arc<Mutex<Vec<Value>>>,
     /// Request heads (request line and headers) of chat requests.
     pub heads: Arc<Mutex<Vec<String>>>,
+    /// The mock server; it stops when dropped.
+    _mock: Option<wiremock::MockServer>,
 }
 
+/// A model endpoint on loopback (wiremock) answering every request with
+/// `handler`'s reply. A body delimited by the connection's close, which an
+/// HTTP library will not send, needs `start_unframed`'s server instead.
 pub async fn start(handler: Handler) -> Server {
+    let mock = wiremock::MockServer::start().await;
+    let (chats, heads) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
+    let responder = Responder { handler, chats: chats.clone(), heads: heads.clone() };
+    wiremock::Mock::given(wiremock::matchers::any()).respond_with(responder).mount(&mock).await;
+    Server { url: mock.uri(), chats, heads, _mock: Some(mock) }
+}
+
+struct Responder {
+    handler: Handler,
+    chats: Arc<Mutex<Vec<Value>>>,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl wiremock::Respond for Responder {
+    fn respond(&self, req: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let path = req.url.path();
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let index = if path.ends_with("/chat/completions") || path == "/api/chat" {
+            let mut head = format!("{} {} HTTP/1.1", req.method, path);
+            for (k, v) in req.headers.iter() {
+                head.push_str(&format!("\r\n{k}: {}", v.to_str().unwrap_or("")));
+            }
+            self.heads.lock().unwrap().push(head);
+            let mut c = self.chats.lock().unwrap();
+            c.push(body.clone());
+            c.len() - 1
+        } else {
+            usize::MAX
+        };
+        let reply = (self.handler)(path, &body, index);
+        let mut t = wiremock::ResponseTemplate::new(reply.status).set_body_raw(reply.body.into_bytes(), "application/json").set_delay(reply.delay);
+        for (k, v) in &reply.headers {
+            t = t.insert_header(k.as_str(), v.as_str());
+        }
+        t
+    }
+}
+
+/// A server that answers chat requests with `body` and no Content-Length, the
+/// body running until it closes the connection (an HTTP/1.0-style reply no
+/// HTTP library sends); other paths get `meta`'s replies the same way.
+pub async fn start_unframed(body: Arc<String>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let chats = Arc::new(Mutex::new(Vec::new()));
-    let chats2 = chats.clone();
-    let heads = Arc::new(Mutex::new(Vec::new()));
-    let heads2 = heads.clone();
     tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
-            let handler = handler.clone();
-            let chats = chats2.clone();
-            let heads = heads2.clone();
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let body = body.clone();
             tokio::spawn(async move {
+                // The request head is enough to choose the reply; its body is not read.
                 let mut buf = Vec::new();
                 let mut tmp = [0u8; 8192];
-                let (head_end, content_len) = loop {
-                    let Ok(n) = sock.read(&mut tmp).await else { return };
-                    if n == 0 {
-                        return;
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut tmp)).await {
+                        Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&tmp[..n]),
+                        _ => return,
                     }
-                    buf.extend_from_slice(&tmp[..n]);
-                    if let Some(i) = find(&buf, b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-                        let len = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))).unwrap_or(0);
-                        break (i + 4, len);
-                    }
-                };
-                while buf.len() < head_end + content_len {
-                    let Ok(n) = sock.read(&mut tmp).await else { return };
-                    if n == 0 {
-                        break;
-                    }
-                    buf.extend_from_slice(&tmp[..n]);
                 }
-                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                let head = String::from_utf8_lossy(&buf);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
-                let index = if path.ends_with("/chat/completions") || path == "/api/chat" {
-                    let mut c = chats.lock().unwrap();
-                    c.push(body.clone());
-                    heads.lock().unwrap().push(head.clone());
-                    c.len() - 1
-                } else {
-                    usize::MAX
-                };
-                let reply = handler(&path, &body, index);
-                if !reply.delay.is_zero() {
-                    tokio::time::sleep(reply.delay).await;
-                }
-                let mut out = format!("HTTP/1.1 {} X\r\nContent-Type: application/json\r\nConnection: close\r\n", reply.status);
-                if !reply.no_length {
-                    out.push_str(&format!("Content-Length: {}\r\n", reply.body.len()));
-                }
-                for (k, v) in &reply.headers {
-                    out.push_str(&format!("{k}: {v}\r\n"));
-                }
-                out.push_str("\r\n");
-                out.push_str(&reply.body);
+                let reply = meta(&path).unwrap_or_else(|| Reply::status(200, &body));
+                let out = format!("HTTP/1.1 {} X\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n", reply.status);
                 let _ = sock.write_all(out.as_bytes()).await;
+                let _ = sock.write_all(reply.body.as_bytes()).await;
                 let _ = sock.shutdown().await;
             });
         }
     });
-    Server { url, chats, heads }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+    Server { url, chats: Arc::default(), heads: Arc::default(), _mock: None }
 }
 
 pub fn openai_text(text: &str) -> Reply {
