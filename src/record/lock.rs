@@ -109,17 +109,8 @@ fn read_holder(file: &mut File) -> String {
 
 /// The host name (gethostname), or `unknown`.
 pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes at most that.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc == 0 {
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        let name = String::from_utf8_lossy(&buf[..end]).trim().to_string();
-        if !name.is_empty() {
-            return name;
-        }
-    }
-    "unknown".into()
+    let name = rustix::system::uname().nodename().to_string_lossy().trim().to_string();
+    if name.is_empty() { "unknown".into() } else { name }
 }
 
 fn command_line() -> String {

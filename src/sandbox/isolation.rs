@@ -83,8 +83,7 @@ fn bwrap_path() -> Option<PathBuf> {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: plain syscall without arguments.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// Find bwrap and prove it can build the jail here (namespaces may be refused).
@@ -225,21 +224,16 @@ pub fn chown_tree(root: &Path, uid: u32, skip: Option<&Path>) -> std::io::Result
 /// `processes` is left out when the limit cannot be per-sandbox (no uid of its
 /// own): RLIMIT_NPROC counts every process of the user.
 pub fn apply_rlimits(l: &Limits, processes: bool) -> std::io::Result<()> {
-    let set = |res, value: u64| -> std::io::Result<()> {
-        let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
-        // SAFETY: setrlimit with a valid pointer; async-signal-safe.
-        if unsafe { libc::setrlimit(res, &lim) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    };
-    set(libc::RLIMIT_AS, l.memory_mb.saturating_mul(1 << 20))?;
-    set(libc::RLIMIT_FSIZE, l.file_size_mb.saturating_mul(1 << 20))?;
-    set(libc::RLIMIT_CPU, l.cpu_seconds)?;
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    // setrlimit is one system call (async-signal-safe); rustix makes it without libc.
+    let set = |res, value: u64| setrlimit(res, Rlimit { current: Some(value), maximum: Some(value) }).map_err(std::io::Error::from);
+    set(Resource::As, l.memory_mb.saturating_mul(1 << 20))?;
+    set(Resource::Fsize, l.file_size_mb.saturating_mul(1 << 20))?;
+    set(Resource::Cpu, l.cpu_seconds)?;
     if processes {
-        set(libc::RLIMIT_NPROC, l.processes)?;
+        set(Resource::Nproc, l.processes)?;
     }
-    set(libc::RLIMIT_NOFILE, l.open_files)?;
-    set(libc::RLIMIT_CORE, 0)?;
+    set(Resource::Nofile, l.open_files)?;
+    set(Resource::Core, 0)?;
     Ok(())
 }

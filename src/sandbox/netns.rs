@@ -5,7 +5,7 @@
 //! loopback, not the outside. Needs root (CAP_SYS_ADMIN) to create and join.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// The port the gateway listens on inside the namespace: Ollama's, so that
 /// Ollama clients with default settings find it.
@@ -76,12 +76,9 @@ fn loopback_up() -> std::io::Result<()> {
 }
 
 /// Join the namespace `fd` (in a forked child before exec).
-pub fn join(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: setns is async-signal-safe.
-    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+pub fn join(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    // setns is one system call (async-signal-safe).
+    rustix::thread::move_into_link_name_space(fd, Some(rustix::thread::LinkNameSpaceType::Network)).map_err(std::io::Error::from)
 }
 
 #[cfg(test)]
@@ -108,9 +105,9 @@ mod tests {
         let fd = net.fd();
         let mut child = std::process::Command::new("python3");
         child.args(["-c", "import socket; s = socket.create_connection(('127.0.0.1', 11434)); s.sendall(b'hello')"]);
-        // SAFETY: pre_exec runs setns only.
+        // SAFETY: pre_exec runs setns only; `net` keeps the fd open while the child starts.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut child, move || join(fd));
+            std::os::unix::process::CommandExt::pre_exec(&mut child, move || join(BorrowedFd::borrow_raw(fd)));
         }
         let status = child.status().unwrap();
         assert!(status.success());

@@ -146,11 +146,13 @@ pub async fn run_until(
         let limits = c.limits;
         let per_uid = matches!(c.isolation, Isolation::Bubblewrap { uid_switch: true, .. });
         let netns = c.jail.netns.filter(|_| c.isolation.is_isolated());
-        // SAFETY: the closure runs in the forked child and calls only setns and setrlimit.
+        // SAFETY: the closure runs in the forked child and calls only setns and
+        // setrlimit; the namespace fd stays open (in `c.jail`) until the child has run.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(fd) = netns {
-                    super::netns::join(fd)?;
+                    // The namespace's fd is open for as long as the jail's trial runs.
+                    super::netns::join(std::os::fd::BorrowedFd::borrow_raw(fd))?;
                 }
                 apply_rlimits(&limits, per_uid)
             });
@@ -195,13 +197,9 @@ pub async fn run_until(
 }
 
 fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid
-        && pgid > 0
-    {
-        // SAFETY: plain syscall; a group that no longer exists gives ESRCH, which is fine.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
+    if let Some(pgid) = pgid.and_then(rustix::process::Pid::from_raw) {
+        // A group that no longer exists gives ESRCH, which is fine.
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
     }
 }
 
