@@ -157,7 +157,18 @@ fn export<T>(dir: &Path, with: impl FnOnce(&super::load::RunData) -> T) -> Resul
 mod tests {
     use super::*;
 
-    /// A synthetic run of `configs/ablate.toml`'s `full` arm, every trial passed.
+    /// A synthetic run folder of `configs/ablate.toml`'s `full` arm, every
+    /// trial passed, and a reporter told that it started with `already`
+    /// trials recorded: (its temporary home, the folder, records, reporter).
+    fn started(trials: u32, already: u64) -> (tempfile::TempDir, PathBuf, usize, LiveExports) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let n = folder(&dir, trials);
+        let live = LiveExports::new(Reporters::default());
+        live.report(&Event::Started { dir: &dir, planned: n as u64, already });
+        (tmp, dir, n, live)
+    }
+
     fn folder(dir: &Path, trials: u32) -> usize {
         let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
         let mut exp = crate::experiment::config::load(&cfg).unwrap();
@@ -171,11 +182,7 @@ mod tests {
 
     #[test]
     fn the_final_exports_are_written_when_the_run_finishes_and_handed_over() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("run");
-        let n = folder(&dir, 2);
-        let live = LiveExports::new(Reporters::default());
-        live.report(&Event::Started { dir: &dir, planned: n as u64, already: 1 });
+        let (_tmp, dir, n, live) = started(2, 1);
         live.report(&Event::Finished { interrupted: false });
         let done = live.finish().expect("the final export");
         let report = done.report.expect("written");
@@ -194,11 +201,7 @@ mod tests {
 
     #[test]
     fn an_interrupted_run_gets_no_final_export_and_says_so() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("run");
-        let n = folder(&dir, 1);
-        let live = LiveExports::new(Reporters::default());
-        live.report(&Event::Started { dir: &dir, planned: n as u64, already: 0 });
+        let (_tmp, dir, _, live) = started(1, 0);
         live.report(&Event::Finished { interrupted: true });
         assert_eq!(live.finish().unwrap_err(), "the run ended before its final export");
         assert!(!dir.join("report.json").exists(), "nothing written: no trial finished");
@@ -208,11 +211,7 @@ mod tests {
 
     #[test]
     fn a_finished_trial_rewrites_the_exports_once_the_clock_allows() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("run");
-        let n = folder(&dir, 1);
-        let live = LiveExports::new(Reporters::default());
-        live.report(&Event::Started { dir: &dir, planned: n as u64, already: 0 });
+        let (_tmp, dir, _, live) = started(1, 0);
         let rec = crate::record::jsonl::read::<crate::record::TrialRecord>(&dir.join("trials.jsonl")).unwrap().records.remove(0);
         live.report(&Event::TrialFinished(&rec));
         // The first finished trial is exported at once (no export before it).
