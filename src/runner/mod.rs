@@ -115,8 +115,8 @@ struct Shared {
     instructions: HashMap<String, ArmPrompts>,
     run_id: String,
     dir: PathBuf,
-    trials_writer: Mutex<JsonlWriter>,
-    attempts_writer: Mutex<JsonlWriter>,
+    trials_writer: Arc<Mutex<JsonlWriter>>,
+    attempts_writer: Arc<Mutex<JsonlWriter>>,
 }
 
 /// `--jobs` when not given: with the embedded model, as many trials as it
@@ -195,8 +195,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         instructions: setup.instructions,
         run_id,
         dir: dir.clone(),
-        trials_writer: Mutex::new(trials_writer),
-        attempts_writer: Mutex::new(attempts_writer),
+        trials_writer: Arc::new(Mutex::new(trials_writer)),
+        attempts_writer: Arc::new(Mutex::new(attempts_writer)),
     });
     reporters.emit(&Event::Started { dir: &dir, planned: planned_count as u64, already: already as u64 });
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -461,7 +461,7 @@ fn interrupted_record(run_id: &str, spec: &TrialSpec, a: &AttemptStart) -> Trial
 async fn run_trial(shared: &Shared, spec: &TrialSpec, attempt: u32) -> std::io::Result<TrialRecord> {
     let started_at = now_rfc3339();
     let wall = Instant::now();
-    shared.attempts_writer.lock().unwrap().append(&AttemptStart { trial_id: spec.id.clone(), attempt, started_at: started_at.clone() })?;
+    append(&shared.attempts_writer, AttemptStart { trial_id: spec.id.clone(), attempt, started_at: started_at.clone() }).await?;
     let mut record = TrialRecord::blank(&shared.run_id, spec, attempt, TrialStatus::HarnessError, EndReason::HarnessError, started_at);
     let outcome = CatchUnwind(Box::pin(attempt_body(shared, spec, attempt, &mut record))).await;
     if let Err(panic) = outcome {
@@ -472,8 +472,15 @@ async fn run_trial(shared: &Shared, spec: &TrialSpec, attempt: u32) -> std::io::
     }
     record.wall_seconds = wall.elapsed().as_secs_f64();
     record.finished_at = now_rfc3339();
-    shared.trials_writer.lock().unwrap().append(&record)?;
-    Ok(record)
+    append(&shared.trials_writer, record).await
+}
+
+/// Append a line and sync it on a blocking thread, not a runtime thread: the
+/// sync can take milliseconds, which would stall the other trials' tasks.
+async fn append<T: serde::Serialize + Send + 'static>(writer: &Arc<Mutex<JsonlWriter>>, line: T) -> std::io::Result<T> {
+    let writer = writer.clone();
+    let written = tokio::task::spawn_blocking(move || writer.lock().unwrap().append(&line).map(|()| line)).await;
+    written.map_err(std::io::Error::other)?
 }
 
 /// The attempt itself: sandbox, agent loop, final grading, filled into `record`.
@@ -662,8 +669,8 @@ mod tests {
             instructions: HashMap::from([("b".to_string(), ArmPrompts::builtin())]),
             run_id: "r".into(),
             dir: dir.to_path_buf(),
-            trials_writer: Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap()),
-            attempts_writer: Mutex::new(JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap()),
+            trials_writer: Arc::new(Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap())),
+            attempts_writer: Arc::new(Mutex::new(JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap())),
         };
         (Arc::new(shared), manifest.plan)
     }
