@@ -106,6 +106,9 @@ treatment = "harness"
     assert!(engine["slots"].as_u64().is_some_and(|s| s >= 1), "{engine}");
     assert_eq!(engine["prefix_cache"], true, "{engine}");
     assert_eq!(engine["template"], "gguf", "{engine}");
+    // The GGUF's template is the one the golden tests render (`sha256sum
+    // src/model/chat_templates/smollm2-135m-instruct.jinja`).
+    assert_eq!(engine["template_sha256"], "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788", "{engine}");
     assert!(summary.dir.join("report.html").is_file(), "exports written at the end of the run");
 }
 

@@ -5,6 +5,8 @@
 //! (`parse_tool_calls`, `parse_fenced_tool_calls`). `model::local` describes
 //! the format in full.
 
+use super::chat_template::arguments_value;
+use super::py_json;
 use super::{Message, Role, ToolCall, ToolSpec};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -12,19 +14,18 @@ use std::fmt::Write as _;
 const TOOLS_HEAD: &str = "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>";
 const TOOLS_TAIL: &str = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>";
 
-/// The tools section Qwen2.5's template appends to the system message.
+/// The tools section Qwen2.5's template appends to the system message: each
+/// tool as `{"type": "function", "function": {...}}` in `json.dumps`'s layout.
 pub fn tools_section(tools: &[ToolSpec]) -> String {
+    #[derive(serde::Serialize)]
+    struct Entry<'t> {
+        r#type: &'static str,
+        function: &'t ToolSpec,
+    }
     let mut s = String::from(TOOLS_HEAD);
-    for t in tools {
+    for function in tools {
         s.push('\n');
-        let _ = write!(
-            s,
-            "{{\"type\": \"function\", \"function\": {{\"name\": {}, \"description\": {}, \"parameters\": ",
-            Value::from(t.name.as_str()),
-            Value::from(t.description.as_str())
-        );
-        py_json(&t.parameters, &mut s);
-        s.push_str("}}");
+        s.push_str(&py_json::compact(&Entry { r#type: "function", function }));
     }
     s.push_str(TOOLS_TAIL);
     s
@@ -78,66 +79,11 @@ fn assistant_content(m: &Message) -> String {
         if !s.is_empty() {
             s.push('\n');
         }
-        let args = c.arguments.trim();
-        let args = if serde_json::from_str::<Value>(args).is_ok() { py_style(args) } else { args.to_string() };
+        let args = arguments_value(c.arguments.trim());
+        let args = if args.as_str().is_some() { c.arguments.trim().to_string() } else { py_json::compact(&args) };
         let _ = write!(s, "<tool_call>\n{{\"name\": \"{}\", \"arguments\": {args}}}\n</tool_call>", c.name);
     }
     s
-}
-
-/// JSON as Python's `json.dumps` writes it (", " and ": " separators, no
-/// ASCII escaping), which is what Qwen's template (`tojson`) produces.
-fn py_json(v: &Value, out: &mut String) {
-    let mut bytes = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut bytes, PyFormatter);
-    serde::Serialize::serialize(v, &mut ser).expect("a Value serializes");
-    out.push_str(std::str::from_utf8(&bytes).expect("serde_json writes UTF-8"));
-}
-
-/// serde_json's compact output with Python's default separators.
-struct PyFormatter;
-
-impl serde_json::ser::Formatter for PyFormatter {
-    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        w.write_all(b": ")
-    }
-}
-
-/// Re-space valid JSON text as `json.dumps` would, keeping its key order and
-/// its strings as written.
-fn py_style(json_text: &str) -> String {
-    let mut out = String::with_capacity(json_text.len() + 16);
-    let (mut in_str, mut esc) = (false, false);
-    for c in json_text.chars() {
-        if in_str {
-            out.push(c);
-            if esc {
-                esc = false;
-            } else if c == '\\' {
-                esc = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match c {
-            '"' => {
-                in_str = true;
-                out.push(c);
-            }
-            ',' => out.push_str(", "),
-            ':' => out.push_str(": "),
-            ' ' | '\t' | '\n' | '\r' => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------
@@ -285,15 +231,6 @@ mod tests {
         assert_eq!(raw_member(t, "nope"), None);
         // Repeated keys: the last, as serde_json's Value (and Python's json) keep.
         assert_eq!(raw_member(r#"{"arguments": {"a": 1}, "arguments": {"b":2}}"#, "arguments"), Some(r#"{"b":2}"#));
-    }
-
-    #[test]
-    fn py_json_writes_what_pythons_json_dumps_writes() {
-        // python3 -c 'import json; print(json.dumps(v, ensure_ascii=False))'
-        let v = json!({"a": [1, 2.5, {}], "b": "é\"x", "c": [], "d": null, "e": true});
-        let mut out = String::new();
-        py_json(&v, &mut out);
-        assert_eq!(out, r#"{"a": [1, 2.5, {}], "b": "é\"x", "c": [], "d": null, "e": true}"#);
     }
 
     #[test]

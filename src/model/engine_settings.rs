@@ -27,9 +27,9 @@ pub struct EngineSettings {
     /// Also read tool calls written as a JSON object in a code fence (on/off) [default: off]
     #[arg(long = "local-fenced-tool-calls", env = "ABLATE_LOCAL_FENCED_TOOL_CALLS", value_name = "ON", hide_env_values = true, value_parser = clap::builder::BoolishValueParser::new(), help_heading = HEADING)]
     pub fenced_tool_calls: Option<bool>,
-    /// A llama.cpp template name (chatml, llama3, ...) instead of the GGUF's own template
-    #[arg(long = "local-template", env = "ABLATE_LOCAL_TEMPLATE", value_name = "NAME", hide_env_values = true, help_heading = HEADING)]
-    pub template: Option<String>,
+    /// A Jinja chat template file, run instead of the GGUF's own template
+    #[arg(long = "local-template", env = "ABLATE_LOCAL_TEMPLATE", value_name = "FILE", hide_env_values = true, help_heading = HEADING)]
+    pub template: Option<std::path::PathBuf>,
     /// Keep llama.cpp's own log on stderr (on/off) [default: off]
     #[arg(long = "local-log", env = "ABLATE_LOCAL_LOG", value_name = "ON", hide_env_values = true, value_parser = clap::builder::BoolishValueParser::new(), help_heading = HEADING)]
     pub log: Option<bool>,
@@ -66,8 +66,8 @@ mod tests {
 
     #[test]
     fn flags_parse_and_bad_values_are_refused() {
-        let s = Flags::try_parse_from(["--local-threads", "3", "--local-prefix-cache", "off", "--local-template", "chatml"]).unwrap().settings;
-        assert_eq!((s.threads, s.prefix_cache, s.template.as_deref()), (Some(3), Some(false), Some("chatml")));
+        let s = Flags::try_parse_from(["--local-threads", "3", "--local-prefix-cache", "off", "--local-template", "chat.jinja"]).unwrap().settings;
+        assert_eq!((s.threads, s.prefix_cache, s.template.as_deref()), (Some(3), Some(false), Some(std::path::Path::new("chat.jinja"))));
         let s = Flags::try_parse_from(["--local-fenced-tool-calls", "1", "--local-log", "no"]).unwrap().settings;
         assert_eq!((s.fenced_tool_calls, s.log), (Some(true), Some(false)));
         for bad in [["--local-threads", "0"], ["--local-slots", "1025"], ["--local-batch", "x"], ["--local-log", "maybe"]] {

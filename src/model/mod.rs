@@ -5,12 +5,14 @@
 //! `ChatReply`. The exact body sent is returned for the trace.
 
 pub mod chat_format;
+pub mod chat_template;
 pub mod engine_settings;
 pub mod http;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod ollama;
 pub mod openai;
+pub mod py_json;
 pub mod sampling;
 
 use crate::experiment::config::{ModelSpec, Provider};

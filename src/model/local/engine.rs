@@ -4,14 +4,14 @@
 
 use super::*;
 use super::{Message, ModelError, ToolSpec};
-use crate::model::chat_format::template_turns;
+use crate::model::chat_template::ChatTemplate;
 use crate::model::sampling::TokenSampler;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -47,7 +47,7 @@ struct Engine<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
     batch: LlamaBatch<'static>,
-    template: LlamaChatTemplate,
+    template: ChatTemplate,
     slots: Vec<Slot>,
     /// Per-slot limit of prompt + generated tokens.
     limit: usize,
@@ -74,24 +74,30 @@ pub(super) fn worker_main(
         Ok(m) => m,
         Err(e) => return fail(format!("cannot load GGUF `{}`: {e}", path.display())),
     };
-    let (template, template_text) = match &opts.template {
-        Some(name) => match LlamaChatTemplate::new(name) {
-            Ok(t) => (t, name.clone()),
-            Err(e) => return fail(format!("bad ABLATE_LOCAL_TEMPLATE: {e}")),
+    let template_text = match &opts.template {
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => return fail(format!("--local-template `{}`: cannot read it: {e}", file.display())),
         },
-        None => match model.chat_template(None) {
-            Ok(t) => {
-                let text = t.to_string().unwrap_or_default();
-                (t, text)
-            }
-            Err(e) => return fail(format!("the GGUF has no usable chat template ({e}); set ABLATE_LOCAL_TEMPLATE")),
+        None => match model.chat_template(None).map(|t| t.to_string()) {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => return fail(format!("the chat template of `{}` is not UTF-8 ({e}); give one with --local-template", path.display())),
+            Err(e) => return fail(format!("`{}` carries no chat template ({e}); give one with --local-template", path.display())),
         },
     };
-    // llama.cpp recognizes templates by their markers; fail now if it does not know this one.
-    let probe = [LlamaChatMessage::new("system".into(), "s".into()), LlamaChatMessage::new("user".into(), "u".into())];
-    let probe: Vec<LlamaChatMessage> = probe.into_iter().filter_map(Result::ok).collect();
-    if let Err(e) = model.apply_chat_template(&template, &probe, true) {
-        return fail(format!("llama.cpp does not recognize the model's chat template ({e}); set ABLATE_LOCAL_TEMPLATE"));
+    let where_from = || match &opts.template {
+        Some(file) => format!("--local-template `{}`", file.display()),
+        None => format!("the chat template of `{}`", path.display()),
+    };
+    let vocab = model.vocab();
+    let token_text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
+    let template = match ChatTemplate::new(&template_text, &token_text(vocab.bos()), &token_text(vocab.eos())) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("{}: {e}", where_from())),
+    };
+    // A template that cannot render a plain exchange fails now, not at the first trial.
+    if let Err(e) = template.render(&[Message::system("s"), Message::user("u")], &[]) {
+        return fail(format!("{}: cannot render a system and a user message: {e}", where_from()));
     }
     // llama.cpp gives each sequence n_ctx / n_seq_max cells, padded to 256.
     let per_slot = context_tokens.div_ceil(256) * 256;
@@ -440,12 +446,7 @@ impl Engine<'_> {
     }
 
     fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, ModelError> {
-        let chat = template_turns(messages, tools)
-            .into_iter()
-            .map(|(role, content)| LlamaChatMessage::new(role, content.replace('\0', "\u{FFFD}")))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ModelError::Other(format!("cannot pass a message to llama.cpp: {e}")))?;
-        self.model.apply_chat_template(&self.template, &chat, true).map_err(|e| ModelError::Other(format!("cannot apply the chat template: {e}")))
+        self.template.render(messages, tools).map_err(|e| ModelError::Other(format!("cannot apply the chat template: {e}")))
     }
 
     /// Special tokens written in the prompt text (template markers) are parsed;

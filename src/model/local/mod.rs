@@ -7,20 +7,16 @@
 //! A process-wide lock also serializes the work of different local models so
 //! that they never oversubscribe the CPU.
 //!
-//! Prompt: the messages are mapped to plain (role, content) turns in
-//! Qwen2.5's native tool format and rendered with the GGUF's own chat template
-//! through llama.cpp's built-in template engine (`llama_chat_apply_template`,
-//! which recognizes the template, it does not run its Jinja). That engine
-//! takes no tools, so the tools go into the system turn as Qwen2.5's template
-//! writes them (`# Tools`, `<tools></tools>` holding the function signatures,
-//! the `<tool_call>` instruction); assistant tool calls are rendered back as
-//! `<tool_call>` blocks and consecutive tool results become one user turn of
-//! `<tool_response>` blocks. For a ChatML model (Qwen2.5) the prompt is then
-//! byte for byte what Qwen2.5's Jinja template gives (checked against the
-//! GGUF's template rendered by jinja2; JSON key order aside:
-//! tool parameter schemas come out with sorted keys). Other model families get
-//! the same Hermes-style tool text in their own turn markup. Without tools, no
-//! default system prompt is added (Qwen's "You are Qwen ..." is not).
+//! Prompt: the GGUF's own chat template (or the `--local-template` file)
+//! run as transformers runs it (`model::chat_template`, minijinja): a
+//! template that reads `tools` gets the tools and the conversation as such
+//! templates expect them, so the prompt is what the model's own tokenizer
+//! config gives (Qwen2.5's default system prompt included when a
+//! conversation has none); a template that takes no tools gets the tools in
+//! Qwen2.5's Hermes-style text (`# Tools`, `<tools></tools>`, the
+//! `<tool_call>` instruction) in the system turn, calls rendered back as
+//! `<tool_call>` blocks and each run of results as one user turn of
+//! `<tool_response>` blocks (`chat_format::template_turns`).
 //!
 //! Reply: `<tool_call>{"name": ..., "arguments": ...}</tool_call>` blocks are
 //! read out of the generated text into `ToolCall`s (`call_<n>`, `arguments` is
@@ -60,8 +56,8 @@
 //! see `LocalOptions`),
 //! ABLATE_LOCAL_SLOTS (default 8), ABLATE_LOCAL_BATCH (default 4; 1 = one sequence at a time), ABLATE_LOCAL_PREFIX_CACHE (default on),
 //! ABLATE_LOCAL_FENCED_TOOL_CALLS (default off; see `LocalOptions`),
-//! ABLATE_LOCAL_TEMPLATE (a llama.cpp template name such as `chatml`, instead
-//! of the GGUF's), ABLATE_LOCAL_LOG=1 (keep llama.cpp's own log on stderr).
+//! ABLATE_LOCAL_TEMPLATE (a Jinja chat template file, instead of the GGUF's),
+//! ABLATE_LOCAL_LOG=1 (keep llama.cpp's own log on stderr).
 
 mod engine;
 
@@ -112,8 +108,8 @@ pub struct LocalOptions {
     /// JSON object in a code fence (or as the whole reply) naming an offered
     /// tool, as small Qwen2.5-Coder models tend to write them.
     pub fenced_tool_calls: bool,
-    /// A llama.cpp template name (`chatml`, `llama3`, ...) used instead of the GGUF's template.
-    pub template: Option<String>,
+    /// A Jinja chat template file used instead of the GGUF's own template.
+    pub template: Option<PathBuf>,
     /// Leave llama.cpp's log on stderr.
     pub log: bool,
 }
@@ -172,7 +168,7 @@ impl LocalOptions {
         if let Some(b) = s.log {
             o.log = b;
         }
-        o.template = s.template.clone().map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        o.template = s.template.clone().filter(|t| !t.as_os_str().is_empty());
         o
     }
 }
@@ -279,7 +275,7 @@ pub struct LocalInfo {
     pub n_params: u64,
     pub size_bytes: u64,
     pub n_ctx_train: u32,
-    /// The chat template given to llama.cpp (a name or the GGUF's Jinja text).
+    /// The chat template's Jinja text (the GGUF's, or the --local-template file's).
     pub template: String,
 }
 
@@ -448,7 +444,7 @@ impl ModelClient for LocalClient {
             "batch_threads": o.batch_threads,
             "prefix_cache": o.prefix_cache,
             "fenced_tool_calls": o.fenced_tool_calls,
-            "template": o.template.as_deref().unwrap_or("gguf"),
+            "template": o.template.as_deref().map_or("gguf".into(), |f| f.display().to_string()),
             "template_sha256": crate::digest::sha256_hex(i.template.as_bytes()),
         }))
     }
