@@ -46,14 +46,17 @@ fn mean_and_sd() {
 
 #[test]
 fn wilson_known_values() {
+    // Wilson's formula evaluated in mpmath at 40 digits, z = sqrt(2) erfinv(0.95) (what R's
+    // prop.test(7, 10, correct = FALSE) computes: 0.3967781 0.8922087).
     let (lo, hi) = wilson(7, 10, 0.95);
-    assert_close!(lo, 0.397, 5e-4);
-    assert_close!(hi, 0.892, 5e-4);
+    assert_close!(lo, 0.396778147461145, 1e-9);
+    assert_close!(hi, 0.892208732593699, 1e-9);
+    // By hand: 0/20: hi = z^2/(20 + z^2) = 0.161125158052819; 20/20: lo = 20/(20 + z^2) = 0.838874841947181.
     let (lo, hi) = wilson(0, 20, 0.95);
     assert_eq!(lo, 0.0);
-    assert_close!(hi, 0.161, 5e-4);
+    assert_close!(hi, 0.161125158052819, 1e-9);
     let (lo, hi) = wilson(20, 20, 0.95);
-    assert_close!(lo, 0.839, 5e-4);
+    assert_close!(lo, 0.838874841947181, 1e-9);
     assert_eq!(hi, 1.0);
     assert!(wilson(0, 0, 0.95).0.is_nan());
     assert!(wilson(3, 2, 0.95).1.is_nan());
@@ -61,9 +64,11 @@ fn wilson_known_values() {
 
 #[test]
 fn clopper_pearson_known_values() {
+    // The roots of P(X >= 7 | 10, p) = 0.025 and P(X <= 7 | 10, p) = 0.025 (binomial sums,
+    // mpmath findroot at 40 digits; R's binom.test(7, 10) prints 0.3475471 0.9332605).
     let (lo, hi) = clopper_pearson(7, 10, 0.95);
-    assert_close!(lo, 0.348, 5e-4);
-    assert_close!(hi, 0.933, 5e-4);
+    assert_close!(lo, 0.347547149940003, 1e-9);
+    assert_close!(hi, 0.933260488822266, 1e-9);
     let (lo, hi) = clopper_pearson(0, 10, 0.95);
     assert_eq!(lo, 0.0);
     // Exact: 1 - 0.025^(1/10).
@@ -84,9 +89,10 @@ fn pass_rate_basic() {
     assert_close!(e.mean, 0.5, 1e-12);
     assert_close!(e.se, 0.5 / 3f64.sqrt(), 1e-12);
     assert_eq!(e.df, 2.0);
-    let half = t_quantile(0.975, 2.0) * e.se;
-    assert_close!(e.lo, 0.5 - half, 1e-12);
-    assert_close!(e.hi, 0.5 + half, 1e-12);
+    // t_{.975,2} in closed form: (2q - 1)/sqrt(2q(1 - q)) = 0.95/sqrt(0.04875) = 4.302652729749;
+    // half-width 4.302652729749 * 0.288675134595 = 1.242068855875 (t tables: 4.303).
+    assert_close!(e.lo, -0.742068855875165, 1e-9);
+    assert_close!(e.hi, 1.742068855875165, 1e-9);
     // Unequal repeats: each task weighs the same.
     let e = pass_rate(&[vec![1.0], vec![0.0, 0.0, 0.0, 0.0]], 0.95);
     assert_close!(e.mean, 0.5, 1e-12);
@@ -109,22 +115,20 @@ fn paired_effect_basic() {
     let control = vec![vec![0.0, 0.0], vec![1.0, 0.0], vec![1.0, 1.0], vec![0.0, 1.0]];
     let treatment = vec![vec![1.0, 0.0], vec![1.0, 1.0], vec![1.0, 1.0], vec![1.0, 1.0]];
     // d = 0.5, 0.5, 0, 0.5
+    // By hand: mean 0.375, deviations 0.125 (x3) and -0.375, sum of squares 0.1875,
+    // sd sqrt(0.1875/3) = 0.25, se 0.25/sqrt(4) = 0.125, t = 0.375/0.125 = 3.
     let p = paired_effect(&control, &treatment, 0.95);
-    let d = [0.5, 0.5, 0.0, 0.5];
-    let se = sample_sd(&d) / 2.0;
     assert_eq!(p.n_tasks, 4);
     assert_close!(p.mean_diff, 0.375, 1e-12);
-    assert_close!(p.se, se, 1e-12);
+    assert_close!(p.se, 0.125, 1e-12);
     assert_eq!(p.df, 3.0);
-    let t_stat = 0.375 / se; // = 3.0
-    assert_close!(t_stat, 3.0, 1e-12);
-    // Two-sided p of t = 3 on 3 df is 0.05767 (R: 2*pt(-3, 3)).
-    assert_close!(p.p_value, 0.057669, 1e-5);
-    let half = t_quantile(0.975, 3.0) * se;
-    assert_close!(p.lo, 0.375 - half, 1e-12);
-    assert_close!(p.hi, 0.375 + half, 1e-12);
-    // The interval excludes 0 exactly when p < 0.05.
-    assert!(p.lo < 0.0);
+    // Two-sided p of t = 3 on 3 df, in closed form (t_3's CDF, Abramowitz & Stegun 26.7.3, at
+    // theta = atan(3/sqrt(3)) = pi/3): 1/3 - sqrt(3)/(2 pi) = 0.0576688856224 (R: 2*pt(-3, 3) = 0.05766889).
+    assert_close!(p.p_value, 0.0576688856224373, 1e-10);
+    // t_{.975,3} = 3.182446305284 (root of t_3's closed-form CDF in mpmath; t tables: 3.182):
+    // 0.375 -/+ 0.125 * 3.182446305284. The lower bound is below 0, as p > 0.05 says.
+    assert_close!(p.lo, -0.0228057881604636, 1e-9);
+    assert_close!(p.hi, 0.772805788160464, 1e-9);
 
     // All differences zero.
     let z = paired_effect(&vec![vec![0.0]; 6], &vec![vec![0.0]; 6], 0.95);
@@ -166,9 +170,11 @@ fn mcnemar_known_values() {
     assert_close!(mcnemar_mid_p(2, 10), 92.0 / 4096.0, 1e-12);
     assert_eq!(mcnemar_mid_p(0, 0), 1.0);
     assert_close!(mcnemar_mid_p(4, 4), 1.0, 1e-12);
-    // Large n does not underflow: symmetric -> 1, lopsided -> tiny.
+    // Large n does not underflow: symmetric -> 1, lopsided -> tiny. Exact with Python's integers:
+    // (2 sum_{x <= 1000} C(2400, x) - C(2400, 1000)) / 2^2400 = 2.790525215958831e-16 (math.comb, Fraction).
     assert_close!(mcnemar_mid_p(1500, 1500), 1.0, 1e-9);
-    assert!(mcnemar_mid_p(1000, 1400) < 1e-9);
+    let exact = 2.790525215958831e-16;
+    assert_close!((mcnemar_mid_p(1000, 1400) - exact) / exact, 0.0, 1e-6);
 }
 
 #[test]
@@ -278,23 +284,57 @@ fn newcombe_known_values() {
 
 #[test]
 fn paired_inference_one_method() {
-    // 2 tasks, 0/2 -> 2/2: no verdict can come from two tasks.
+    // 2 tasks, 0/2 -> 2/2: no verdict can come from two tasks. Sign flip on d = (1, 1): the 3
+    // subset means are all 1 > 0, p = 2 (1 + 0)/4 = 0.5, c = floor(0.025 * 4) = 0 -> [-1, 1].
+    // MOVER (r = 0, n* = 2 (z/t_1)^2): lo = 1 - sqrt(2) t_1^2/(t_1^2 + 2), which reaches 0 at
+    // t_1^2 = 2 (sqrt(2) + 1), alpha = 1 - 2 atan(2.197368)/pi = 0.271887 (Cauchy quantile):
+    // the reported p is the larger, the sign flip's.
     let i = paired_inference(&vec![vec![0.0, 0.0]; 2], &vec![vec![1.0, 1.0]; 2], 0.95);
     assert_eq!((i.lo, i.hi), (-1.0, 1.0));
-    assert!(i.p_value >= 0.5, "{i:?}");
-    // 3 tasks each 5/10 -> 6/10: p >= 2/8, interval holds 0.
+    assert_close!(i.p_value, 0.5, 1e-12);
+    // 3 tasks each 5/10 -> 6/10, d = (0.1, 0.1, 0.1). Sign flip: c = floor(0.025 * 8) = 0 -> [-1, 1],
+    // p = 2/8 = 0.25. MOVER: every control task mean 0.5, no spread, so n_eff = 3 tasks,
+    // n* = 3 (z/t_2)^2 with t_2 = (2q - 1)/sqrt(2q(1 - q)), r = 0; its 95% interval is
+    // (-0.618391230163, 0.697388550160) and its lower bound reaches 0 at alpha = 0.828366904196
+    // (root of that closed form in mpmath at 40 digits): the reported p is the larger, MOVER's.
     let c: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 5) as u8 as f64).collect()).collect();
     let t: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 6) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
-    assert!(i.lo < 0.0 && i.p_value >= 0.25, "{i:?}");
+    assert_eq!((i.lo, i.hi), (-1.0, 1.0));
+    assert_close!(i.p_value, 0.828366904195768, 1e-9);
     assert_eq!(i.method.name(), "sign_flip_exact+mover");
+    let m = paired_effect_mover(&c, &t, 0.95);
+    assert_close!(m.lo, -0.618391230163, 1e-9);
+    assert_close!(m.hi, 0.697388550160, 1e-9);
     // One task: Newcombe over the trials, 0/5 -> 5/5: Wilson 0/5 upper 3.8415/8.8415 = 0.43448,
     // lo = 1 - sqrt(2) 0.43448 = 0.38555 > 0.
     let i = paired_inference(&[vec![0.0; 5]], &[vec![1.0; 5]], 0.95);
     assert_eq!(i.method.name(), "newcombe_one_task");
     let z2 = 1.959963984540054f64.powi(2);
     assert_close!(i.lo, 1.0 - 2f64.sqrt() * z2 / (5.0 + z2), 1e-9);
-    assert!(i.p_value < 0.05, "{i:?}");
+    // By hand: lo = 1 - sqrt(2) z^2/(5 + z^2) = 0 when z^2 = 5/(sqrt(2) - 1) = 12.0710678, z = 3.4743442,
+    // so p = 2 (1 - Phi(3.4743442)) = erfc(3.4743442/sqrt(2)) = 5.12103608485e-4 (mpmath).
+    assert_close!(i.p_value, 5.12103608484847e-4, 1e-9);
+}
+
+#[test]
+fn paired_inference_two_tasks_rests_on_the_sign_flip() {
+    // 2 tasks at 0.2, 0.4 (5 trials each) -> 0.6, 0.8. Two points always correlate perfectly: r = 1,
+    // and the two arms' Wilson intervals mirror each other (l(p) = 1 - u(1 - p)), so
+    // p2 - l2 = u1 - p1 and u2 - p2 = p1 - l1: MOVER's terms cancel,
+    // lo = d - |(p2 - l2) - (u1 - p1)| = d = hi, a zero-width interval [0.4, 0.4] that excludes 0 at
+    // every level. The reported inference stays honest only through the sign flip's [-1, 1] and p 2/4.
+    let c = vec![vec![1.0, 0.0, 0.0, 0.0, 0.0], vec![1.0, 1.0, 0.0, 0.0, 0.0]];
+    let t = vec![vec![1.0, 1.0, 1.0, 0.0, 0.0], vec![1.0, 1.0, 1.0, 1.0, 0.0]];
+    for conf in [0.95, 0.999999] {
+        let m = paired_effect_mover(&c, &t, conf);
+        assert_close!(m.lo, 0.4, 1e-6);
+        assert_close!(m.hi, 0.4, 1e-6);
+    }
+    let i = paired_inference(&c, &t, 0.95);
+    assert_eq!((i.lo, i.hi), (-1.0, 1.0));
+    assert_close!(i.mean_diff, 0.4, 1e-12);
+    assert_close!(i.p_value, 0.5, 1e-12);
 }
 
 #[test]
@@ -314,12 +354,11 @@ fn one_sided_bounds_basic() {
 fn score_intervals_basic() {
     // 10 tasks x 1 trial, all failed: n* = 10 (z / t_9)^2, Wilson upper z^2/(n* + z^2).
     let all_fail = vec![vec![0.0]; 10];
+    // With z = 1.959963984540, t_9 = 2.262157162798 (root of t_9's closed-form CDF, mpmath):
+    // n* = 7.506727203360, hi = 3.841458820694/11.348186024054 = 0.338508622660.
     let e = pass_rate_wilson(&all_fail, 0.95);
-    let z = normal_quantile(0.975);
-    let n_star = 10.0 * (z / t_quantile(0.975, 9.0)).powi(2);
     assert_eq!(e.lo, 0.0);
-    assert_close!(e.hi, z * z / (n_star + z * z), 1e-12);
-    assert_close!(e.hi, 0.3385, 1e-3);
+    assert_close!(e.hi, 0.338508622660183, 1e-9);
     assert_eq!((e.mean, e.se, e.n_tasks, e.n_trials), (0.0, 0.0, 10, 10));
     // Every trial passes: the effective size falls back to the 10 tasks, not the 30
     // trials: n* = 10 (z/t_9)^2, lo = n*/(n* + z^2) = 0.66149 (scipy); 14 tasks x 10
@@ -329,27 +368,36 @@ fn score_intervals_basic() {
     assert_close!(e.lo, 0.6614913773398168, 1e-9);
     let e = pass_rate_wilson(&vec![vec![1.0; 10]; 14], 0.95);
     assert_close!(e.lo, 0.7499788640490404, 1e-9);
-    // Away from the boundary with many tasks it is close to the t interval.
+    // Away from the boundary with many tasks it is close to the t interval. Task means: 50 x 0,
+    // 100 x 0.5, 50 x 1; p = 0.5, var = (25/199)/200, n_eff = 0.25/var = 398 (of 400 trials),
+    // n* = 398 (z/t_199)^2, t_199 = 1.971956544252 (mpmath, closed-form t CDF): Wilson
+    // (0.450817059066, 0.549182940934); the t interval 0.5 -/+ t_199 sqrt(var) = (0.450577375, 0.549422625).
     let tasks: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64, ((i / 2) % 2) as f64]).collect();
     let (t, w) = (pass_rate(&tasks, 0.95), pass_rate_wilson(&tasks, 0.95));
-    assert_close!(w.lo, t.lo, 0.01);
-    assert_close!(w.hi, t.hi, 0.01);
+    assert_close!(w.lo, 0.4508170590659585, 1e-9);
+    assert_close!(w.hi, 0.5491829409340415, 1e-9);
+    assert_close!(t.lo, 0.450577374998, 1e-9);
+    assert_close!(t.hi, 0.549422625002, 1e-9);
     assert!(pass_rate_wilson(&[vec![1.0]], 0.95).lo.is_nan());
 
-    // MOVER: both arms all fail -> symmetric interval around 0, not [0, 0].
+    // MOVER: both arms all fail -> symmetric interval around 0, not [0, 0]: with r = 0 and
+    // p1 = p2 = l1 = l2 = 0, lo = -u1 and hi = u2, the all-fail upper bound above.
     let m = paired_effect_mover(&all_fail, &all_fail, 0.95);
     assert_eq!((m.mean_diff, m.p_value), (0.0, 1.0));
-    assert_close!(m.lo, -e_hi_all_fail(), 1e-12);
-    assert_close!(m.hi, e_hi_all_fail(), 1e-12);
-    // Many tasks, away from the boundary: close to the paired t interval.
+    assert_close!(m.lo, -0.338508622660183, 1e-9);
+    assert_close!(m.hi, 0.338508622660183, 1e-9);
+    // Many tasks, away from the boundary: close to the paired t interval. Control 100/200,
+    // treatment 134/200, d = 1 on the 34 tasks with i % 6 == 0, else 0: mean 0.17, t = 6.384280,
+    // r = 0.701810; MOVER (0.116841390256, 0.221083324239) from the formula of
+    // paired_effect_mover in mpmath; paired t 0.17 -/+ t_199 se = (0.117490932125, 0.222509067875),
+    // p = 2 P(t_199 > 6.384280) = 1.1885944e-9 (closed-form t CDF).
     let control: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64]).collect();
     let treatment: Vec<Vec<f64>> = (0..200).map(|i| vec![((i % 2 == 1) || i % 3 == 0) as u8 as f64]).collect();
     let (t, m) = (paired_effect(&control, &treatment, 0.95), paired_effect_mover(&control, &treatment, 0.95));
     assert_eq!((t.mean_diff, t.p_value), (m.mean_diff, m.p_value));
-    assert_close!(m.lo, t.lo, 0.01);
-    assert_close!(m.hi, t.hi, 0.01);
-}
-
-fn e_hi_all_fail() -> f64 {
-    pass_rate_wilson(&vec![vec![0.0]; 10], 0.95).hi
+    assert_close!(m.lo, 0.11684139025588734, 1e-9);
+    assert_close!(m.hi, 0.22108332423913255, 1e-9);
+    assert_close!(t.lo, 0.117490932125, 1e-9);
+    assert_close!(t.hi, 0.222509067875, 1e-9);
+    assert_close!((t.p_value - 1.1885944e-9) / 1.1885944e-9, 0.0, 1e-6);
 }
