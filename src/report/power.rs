@@ -65,16 +65,7 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
             let var_within = if within.is_empty() { 0.0 } else { stats::mean(&within) };
             let r = pairs.iter().map(|(a, b)| (a.len() + b.len()) as f64 / 2.0).sum::<f64>() / pairs.len() as f64;
             let var_between = (var_d - 2.0 * var_within / r).max(0.0);
-            let t = pairs.len() as f64;
-            let q = stats::t_quantile(1.0 - level / 2.0, t - 1.0) + stats::t_quantile(power, t - 1.0);
-            let room = t * mde * mde / (q * q) - var_between;
-            let trials_needed = if var_within == 0.0 {
-                (room >= 0.0).then_some(1)
-            } else if room > 0.0 {
-                Some(((2.0 * var_within / room).ceil() as u64).max(1))
-            } else {
-                None
-            };
+            let trials_needed = trials_needed(var_between, var_within, pairs.len() as f64, mde, level, power);
             out.push(PowerRow {
                 comparison: c.name.clone(),
                 model: data.models.name(model).to_string(),
@@ -91,6 +82,25 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
         }
     }
     out
+}
+
+/// Trials per task and arm that give a paired t-test on `tasks` tasks the
+/// `power` to detect `mde` at two-sided `level`, when the per-task difference
+/// has variance `var_between + 2 var_within / r` with `r` trials: the smallest
+/// `r` with `var_between + 2 var_within / r <= tasks mde^2 / q^2`, `q =
+/// t_{1-level/2, tasks-1} + t_{power, tasks-1}`. `None` when the between-task
+/// variance alone leaves no room (more tasks are needed); `Some(1)` when there
+/// is no trial noise and the room suffices.
+fn trials_needed(var_between: f64, var_within: f64, tasks: f64, mde: f64, level: f64, power: f64) -> Option<u64> {
+    let q = stats::t_quantile(1.0 - level / 2.0, tasks - 1.0) + stats::t_quantile(power, tasks - 1.0);
+    let room = tasks * mde * mde / (q * q) - var_between;
+    if var_within == 0.0 {
+        (room >= 0.0).then_some(1)
+    } else if room > 0.0 {
+        Some(((2.0 * var_within / room).ceil() as u64).max(1))
+    } else {
+        None
+    }
 }
 
 pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
@@ -126,15 +136,21 @@ pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::trials_needed;
+
     #[test]
     fn trials_formula_matches_the_decomposition() {
         // With s2_b = 0.01, s2_w = 0.2, T = 20, delta = 0.1, alpha 0.01 (5 ablations), power 0.8:
-        // scipy: t.ppf(0.995, 19) + t.ppf(0.8, 19) = 2.860935 + 0.860951 = 3.721886;
-        // need 0.01 + 0.4 / r <= 20 * 0.01 / 3.721886^2 = 0.0144379 -> r >= 90.13 -> 91.
-        let q = super::stats::t_quantile(0.995, 19.0) + super::stats::t_quantile(0.8, 19.0);
-        assert!((q - 3.721886).abs() < 1e-5, "{q}");
-        let room = 20.0 * 0.1 * 0.1 / (q * q) - 0.01;
-        assert!((2.0 * 0.2 / room - 90.1327).abs() < 1e-3);
-        assert_eq!((2.0 * 0.2 / room).ceil() as u64, 91);
+        // t.ppf(0.995, 19) + t.ppf(0.8, 19) = 2.860934606 + 0.860950550 = 3.721885157 (roots of
+        // t_19's closed-form CDF, Abramowitz & Stegun 26.7, in mpmath; scipy.stats.t.ppf gives the same);
+        // need 0.01 + 0.4 / r <= 20 * 0.01 / 3.721885^2 = 0.0144379 -> r >= 0.4 / 0.0044379 = 90.13 -> 91.
+        assert_eq!(trials_needed(0.01, 0.2, 20.0, 0.1, 0.01, 0.8), Some(91));
+        // The between-task variance alone exceeds the room: 0.02 > 0.0144379, no number of trials helps.
+        assert_eq!(trials_needed(0.02, 0.2, 20.0, 0.1, 0.01, 0.8), None);
+        // No trial noise: one trial suffices when the between-task variance fits, none does otherwise.
+        assert_eq!(trials_needed(0.01, 0.0, 20.0, 0.1, 0.01, 0.8), Some(1));
+        assert_eq!(trials_needed(0.02, 0.0, 20.0, 0.1, 0.01, 0.8), None);
+        // A tiny trial noise still needs at least one trial: 0.4e-6 / 0.0044379 = 9e-5 -> 1.
+        assert_eq!(trials_needed(0.01, 2e-7, 20.0, 0.1, 0.01, 0.8), Some(1));
     }
 }
