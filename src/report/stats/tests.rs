@@ -122,7 +122,7 @@ fn paired_effect_basic() {
     assert_close!(p.mean_diff, 0.375, 1e-12);
     assert_close!(p.se, 0.125, 1e-12);
     assert_eq!(p.df, 3.0);
-    // Two-sided p of t = 3 on 3 df, in closed form (t_3's CDF, Abramowitz & Stegun 26.7.3, at
+    // Two-sided p of t = 3 on 3 df, in closed form (t_3's CDF, Abramowitz & Stegun 26.7, at
     // theta = atan(3/sqrt(3)) = pi/3): 1/3 - sqrt(3)/(2 pi) = 0.0576688856224 (R: 2*pt(-3, 3) = 0.05766889).
     assert_close!(p.p_value, 0.0576688856224373, 1e-10);
     // t_{.975,3} = 3.182446305284 (root of t_3's closed-form CDF in mpmath; t tables: 3.182):
