@@ -1,4 +1,5 @@
-# Independent brute force of the gate's exact test (scipy.stats).
+# Independent brute force of the gate's exact test (scipy.stats): the p-values and bounds that
+# src/gate/decision.rs and render.rs assert. Run: python3 scripts/gate_reference.py (needs scipy).
 from scipy.stats import binom, beta
 import numpy as np
 def cp(x,n,conf=0.999):
@@ -31,3 +32,19 @@ print("NI 126/140->130/140", repr(p(126,140,130,140,0.05,True)))
 print("REG 8/8->4/8", repr(p(8,8,4,8,0.0,False)))
 print("REG 3/10->0/10", repr(p(3,10,0,10,0.0,False)))
 print("REG 18/30->15/30", repr(p(18,30,15,30,0.0,False)))
+print("REG 126/140->130/140", repr(p(126,140,130,140,0.0,False)))
+print("REG 10/10->0/10", repr(p(10,10,0,10,0.0,False)))
+print("REG 2/2->1/2", repr(p(2,2,1,2,0.0,False)))
+print("REG 12/12->1/12", repr(p(12,12,1,12,0.0,False)))
+# One-sided bounds by inverting the same tests, bisected as the gate does (30 halvings of [-1, 1]).
+def bound(reject, rejected_low):
+    a, b = -1.0, 1.0
+    if rejected_low and not reject(-1.0 + 1e-9): return -1.0
+    if not rejected_low and not reject(1.0 - 1e-9): return 1.0
+    for _ in range(30):
+        mid = 0.5 * (a + b)
+        if reject(mid) == rejected_low: a = mid
+        else: b = mid
+    return a if rejected_low else b
+x, nx, y, ny, alpha = 6, 8, 8, 8, 0.05
+print("bounds 6/8->8/8", repr(bound(lambda d: p(x,nx,y,ny,-d,True) <= alpha, True)), repr(bound(lambda d: p(x,nx,y,ny,-d,False) <= alpha, False)))

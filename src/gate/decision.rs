@@ -1,0 +1,533 @@
+//! The gate's decision rule: two exact unconditional tests on the pooled
+//! pass counts (`ExactTest`), the verdict they give at alpha, the one-sided
+//! bounds that invert them, and the rule's operating characteristics.
+
+use super::baseline::BaselineRow;
+use crate::report::stats;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn exit_code(self) -> crate::error::Exit {
+        match self {
+            Verdict::Pass => crate::error::Exit::Ok,
+            Verdict::Fail => crate::error::Exit::Failure,
+            Verdict::Inconclusive => crate::error::Exit::Inconclusive,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub n_tasks: usize,
+    /// Pooled pass counts over the paired tasks.
+    pub baseline_passes: u64,
+    pub baseline_trials: u64,
+    pub candidate_passes: u64,
+    pub candidate_trials: u64,
+    /// Candidate rate - baseline rate (pooled over the paired tasks).
+    pub mean: f64,
+    /// One-sided (1 - alpha) bounds on the difference, by inverting the exact tests.
+    pub lower: f64,
+    pub upper: f64,
+    /// Exact p-value of "worse by the margin or more" (PASS when <= alpha).
+    pub p_non_inferior: f64,
+    /// Exact p-value of "not worse" (FAIL when <= alpha).
+    pub p_regression: f64,
+    pub margin: f64,
+    pub alpha: f64,
+}
+
+/// Points of the nuisance grid over which the exact p-values take their supremum.
+const NUISANCE_GRID: usize = 200;
+
+/// `ln C(n, k)` for k = 0..=n.
+fn ln_choose(n: u64) -> Vec<f64> {
+    (0..=n).map(|k| statrs::function::factorial::ln_binomial(n, k)).collect()
+}
+
+fn pmf(ln_c: &[f64], p: f64) -> Vec<f64> {
+    let n = ln_c.len() - 1;
+    (0..=n)
+        .map(|k| {
+            if p <= 0.0 {
+                (k == 0) as u8 as f64
+            } else if p >= 1.0 {
+                (k == n) as u8 as f64
+            } else {
+                (ln_c[k] + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp()
+            }
+        })
+        .collect()
+}
+
+/// Confidence level of the interval for the nuisance rate (Berger & Boos):
+/// the p-value is the largest tail probability over that interval, plus `1 - NUISANCE_CONF`.
+const NUISANCE_CONF: f64 = 0.999;
+
+/// Exact unconditional test (Barnard 1947; Chan 1998, Stat. Med. 17:1403-1413,
+/// for a non-zero null difference) on baseline `x` of `nx` and candidate `y`
+/// of `ny` independent trials, with the nuisance rate confined to a
+/// confidence interval (Berger & Boos 1994, JASA 89:1012-1016).
+///
+/// * `upper = true`: `H0: py - px <= -shift` against `py - px > -shift`
+///   (non-inferiority with `shift` = the margin);
+/// * `upper = false`: `H0: py - px >= -shift` against `py - px < -shift`
+///   (a regression with `shift = 0`).
+///
+/// The statistic is the Wald statistic with half-counts added to the
+/// variance, `Z = (y/ny - x/nx + shift) / sqrt(a(1-a)/nx + b(1-b)/ny)`,
+/// `a = (x + 1/2)/(nx + 1)`, `b = (y + 1/2)/(ny + 1)`, made monotone in `y`
+/// (its running maximum over `y' <= y` for `upper`, running minimum over
+/// `y' >= y` otherwise), so the rejection region is one threshold of `y`
+/// per `x`. Under the null boundary `py = px - shift` (where the tail is
+/// largest) the tail probability is computed exactly for `px` on a
+/// 201-point grid; the p-value is its largest value over the grid points
+/// inside the 99.9% Clopper-Pearson interval of the baseline rate `px`
+/// from `x`, plus 0.001. Valid at every size (up to the grid).
+pub struct ExactTest {
+    nx: u64,
+    ny: u64,
+    upper: bool,
+    /// Monotone statistic per (x, y), row-major.
+    stat: Vec<f64>,
+    grid: Vec<f64>,
+    fx: Vec<Vec<f64>>,
+    /// Upper tails `P(Y >= k)` (for `upper`) or lower `P(Y <= k)` at each grid point.
+    tail: Vec<Vec<f64>>,
+    /// The nuisance interval for each baseline count, computed when first needed.
+    interval: Vec<std::sync::OnceLock<(f64, f64)>>,
+}
+
+impl ExactTest {
+    pub fn new(nx: u64, ny: u64, shift: f64, upper: bool) -> ExactTest {
+        let (from, to) = (shift.max(0.0), (1.0 + shift).min(1.0));
+        let mut t = ExactTest { nx, ny, upper, stat: Vec::new(), grid: Vec::new(), fx: Vec::new(), tail: Vec::new(), interval: Vec::new() };
+        if nx == 0 || ny == 0 || from > to {
+            return t;
+        }
+        let (nxf, nyf) = (nx as f64, ny as f64);
+        t.stat = vec![0.0; ((nx + 1) * (ny + 1)) as usize];
+        for x in 0..=nx {
+            let a = (x as f64 + 0.5) / (nxf + 1.0);
+            let row = &mut t.stat[(x * (ny + 1)) as usize..((x + 1) * (ny + 1)) as usize];
+            for y in 0..=ny {
+                let b = (y as f64 + 0.5) / (nyf + 1.0);
+                row[y as usize] = (y as f64 / nyf - x as f64 / nxf + shift) / (a * (1.0 - a) / nxf + b * (1.0 - b) / nyf).sqrt();
+            }
+            if upper {
+                for k in 1..row.len() {
+                    row[k] = row[k].max(row[k - 1]);
+                }
+            } else {
+                for k in (0..row.len() - 1).rev() {
+                    row[k] = row[k].min(row[k + 1]);
+                }
+            }
+        }
+        t.interval = (0..=nx).map(|_| std::sync::OnceLock::new()).collect();
+        let (lx, ly) = (ln_choose(nx), ln_choose(ny));
+        for i in 0..=NUISANCE_GRID {
+            let px = from + (to - from) * i as f64 / NUISANCE_GRID as f64;
+            let fy = pmf(&ly, (px - shift).clamp(0.0, 1.0));
+            let mut tail = vec![0.0; ny as usize + 1];
+            if upper {
+                let mut acc = 0.0;
+                for k in (0..=ny as usize).rev() {
+                    acc += fy[k];
+                    tail[k] = acc;
+                }
+            } else {
+                let mut acc = 0.0;
+                for k in 0..=ny as usize {
+                    acc += fy[k];
+                    tail[k] = acc;
+                }
+            }
+            t.grid.push(px);
+            t.fx.push(pmf(&lx, px));
+            t.tail.push(tail);
+        }
+        t
+    }
+
+    /// The p-value of baseline `x` of `nx` and candidate `y` of `ny`.
+    pub fn p(&self, x: u64, y: u64) -> f64 {
+        if self.grid.is_empty() {
+            return 1.0;
+        }
+        let (nx, ny) = (self.nx as usize, self.ny as usize);
+        let obs = self.stat[x as usize * (ny + 1) + y as usize];
+        // Per baseline count x': the rejection region in y' as an index into the tails.
+        let cut: Vec<Option<usize>> = (0..=nx)
+            .map(|xp| {
+                let row = &self.stat[xp * (ny + 1)..(xp + 1) * (ny + 1)];
+                if self.upper {
+                    // first y' with stat >= obs (row nondecreasing)
+                    let k = row.partition_point(|&v| v < obs - 1e-12);
+                    (k <= ny).then_some(k)
+                } else {
+                    // last y' with stat <= obs
+                    let k = row.partition_point(|&v| v <= obs + 1e-12);
+                    (k > 0).then(|| k - 1)
+                }
+            })
+            .collect();
+        let (lo, hi) = *self.interval[x as usize].get_or_init(|| stats::clopper_pearson(x, self.nx, NUISANCE_CONF));
+        let mut worst: f64 = 0.0;
+        for (g, &px) in self.grid.iter().enumerate() {
+            if px < lo || px > hi {
+                continue;
+            }
+            let (fx, tail) = (&self.fx[g], &self.tail[g]);
+            let prob: f64 = cut.iter().enumerate().map(|(xp, c)| c.map_or(0.0, |k| fx[xp] * tail[k])).sum();
+            worst = worst.max(prob);
+        }
+        (worst + (1.0 - NUISANCE_CONF)).min(1.0)
+    }
+}
+
+/// Non-inferiority p-value: `H0: candidate rate <= baseline rate - shift`.
+pub fn non_inferiority_p(base: u64, nb: u64, cand: u64, nc: u64, shift: f64) -> f64 {
+    ExactTest::new(nb, nc, shift, true).p(base, cand)
+}
+
+/// Regression p-value: `H0: candidate rate >= baseline rate - shift`.
+pub fn regression_p(base: u64, nb: u64, cand: u64, nc: u64, shift: f64) -> f64 {
+    ExactTest::new(nb, nc, shift, false).p(base, cand)
+}
+
+/// The gate's rule on pooled counts over the paired tasks (baseline `x` of
+/// `nx`, candidate `y` of `ny`): FAIL when "the candidate is not worse" is
+/// rejected by the exact test at `alpha` (a significant regression), else PASS
+/// when "worse by the margin or more" is rejected at `alpha` (non-inferior),
+/// else INCONCLUSIVE. A PASS for a true drop of the margin or more therefore
+/// happens in at most `alpha` of runs (the test's level, whatever the size);
+/// with few tasks and trials neither can be shown and the gate says so.
+pub fn decide_counts(x: u64, nx: u64, y: u64, ny: u64, n_tasks: usize, alpha: f64, margin: f64) -> Decision {
+    let (verdict, p_non_inferior, p_regression) = verdict_counts(x, nx, y, ny, alpha, margin);
+    // Bounds: the largest delta with "diff <= delta" rejected, the smallest with "diff >= delta" rejected.
+    let bound = |reject: &dyn Fn(f64) -> bool, rejected_low: bool| -> f64 {
+        // `reject(delta)` is true on one side of the bound: below it when `rejected_low`.
+        let (mut a, mut b) = (-1.0, 1.0);
+        if rejected_low {
+            if !reject(-1.0 + 1e-9) {
+                return -1.0;
+            }
+        } else if !reject(1.0 - 1e-9) {
+            return 1.0;
+        }
+        for _ in 0..30 {
+            let mid = 0.5 * (a + b);
+            if reject(mid) == rejected_low {
+                a = mid;
+            } else {
+                b = mid;
+            }
+        }
+        if rejected_low { a } else { b }
+    };
+    let lower = bound(&|delta| non_inferiority_p(x, nx, y, ny, -delta) <= alpha, true);
+    let upper = bound(&|delta| regression_p(x, nx, y, ny, -delta) <= alpha, false);
+    let mean = if nx == 0 || ny == 0 { f64::NAN } else { y as f64 / ny as f64 - x as f64 / nx as f64 };
+    Decision {
+        verdict,
+        n_tasks,
+        baseline_passes: x,
+        baseline_trials: nx,
+        candidate_passes: y,
+        candidate_trials: ny,
+        mean,
+        lower,
+        upper,
+        p_non_inferior,
+        p_regression,
+        margin,
+        alpha,
+    }
+}
+
+/// The verdict of [`decide_counts`] with its two p-values (non-inferiority, regression), without the bounds.
+pub fn verdict_counts(x: u64, nx: u64, y: u64, ny: u64, alpha: f64, margin: f64) -> (Verdict, f64, f64) {
+    verdict_with(&ExactTest::new(nx, ny, 0.0, false), &ExactTest::new(nx, ny, margin, true), x, y, alpha)
+}
+
+/// The verdict with the regression test (candidate as `x`) and the non-inferiority test built once.
+fn verdict_with(regression: &ExactTest, non_inferior: &ExactTest, x: u64, y: u64, alpha: f64) -> (Verdict, f64, f64) {
+    let p_regression = regression.p(x, y);
+    let p_non_inferior = non_inferior.p(x, y);
+    let verdict = if p_regression <= alpha {
+        Verdict::Fail
+    } else if p_non_inferior <= alpha {
+        Verdict::Pass
+    } else {
+        Verdict::Inconclusive
+    };
+    (verdict, p_non_inferior, p_regression)
+}
+
+/// The rule on paired baseline and candidate rows.
+pub fn decide(pairs: &[(&BaselineRow, &BaselineRow)], alpha: f64, margin: f64) -> Decision {
+    let sum = |f: &dyn Fn(&(&BaselineRow, &BaselineRow)) -> u32| pairs.iter().map(|p| f(p) as u64).sum::<u64>();
+    decide_counts(sum(&|p| p.0.passes), sum(&|p| p.0.trials), sum(&|p| p.1.passes), sum(&|p| p.1.trials), pairs.len(), alpha, margin)
+}
+
+/// Whether one task regressed by the gate's own rule: the exact regression
+/// test on its counts at `alpha / tasks` (Bonferroni over the tasks, so that
+/// an unchanged candidate shows no red task in at least 1 - alpha of runs).
+pub fn task_regressed(b: &BaselineRow, c: &BaselineRow, alpha: f64, tasks: usize) -> bool {
+    regression_p(b.passes as u64, b.trials as u64, c.passes as u64, c.trials as u64, 0.0) <= alpha / tasks.max(1) as f64
+}
+
+/// Operating characteristics of the rule at the sizes at hand.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Characteristic {
+    /// True drop of the candidate's rate below the baseline rate.
+    pub drop: f64,
+    pub p_fail: f64,
+    pub p_pass: f64,
+    /// `true` when computed exactly (every outcome enumerated), else a Normal approximation.
+    pub exact: bool,
+}
+
+/// Probability of each verdict when every task's baseline rate is `rate` and
+/// the candidate's is `rate - drop`, with `nx` and `ny` trials in all: exact
+/// enumeration of the outcomes (the verdict is monotone in the candidate's
+/// passes, so one threshold per baseline count) up to 120 trials a side, a
+/// Normal approximation above. Heterogeneous task rates only make the pooled
+/// counts less variable.
+pub fn characteristic(rate: f64, drop: f64, nx: u64, ny: u64, alpha: f64, margin: f64) -> Characteristic {
+    let q = (rate - drop).clamp(0.0, 1.0);
+    if nx > 120 || ny > 120 {
+        let se = (rate * (1.0 - rate) / nx as f64 + q * (1.0 - q) / ny as f64).sqrt().max(1e-12);
+        let z = stats::normal_quantile(1.0 - alpha);
+        let phi = |v: f64| 1.0 - stats::t_sf(v, f64::INFINITY);
+        return Characteristic { drop, p_fail: phi((drop - z * se) / se), p_pass: phi((margin - drop - z * se) / se), exact: false };
+    }
+    let fx = pmf(&ln_choose(nx), rate);
+    let fy = pmf(&ln_choose(ny), q);
+    let (regression, non_inferior) = (ExactTest::new(nx, ny, 0.0, false), ExactTest::new(nx, ny, margin, true));
+    let (mut p_fail, mut p_pass) = (0.0, 0.0);
+    for x in 0..=nx {
+        // FAIL for y <= y_fail (monotone), PASS for y >= y_pass unless FAIL.
+        let fails = |y: u64| regression.p(x, y) <= alpha;
+        let passes = |y: u64| non_inferior.p(x, y) <= alpha;
+        let y_fail = partition(ny, &fails, true);
+        let y_pass = partition(ny, &passes, false);
+        for y in 0..=ny {
+            let f = y_fail.is_some_and(|t| y <= t);
+            let p = !f && y_pass.is_some_and(|t| y >= t);
+            let w = fx[x as usize] * fy[y as usize];
+            if f {
+                p_fail += w;
+            } else if p {
+                p_pass += w;
+            }
+        }
+    }
+    Characteristic { drop, p_fail, p_pass, exact: true }
+}
+
+/// For a predicate monotone over 0..=n: when `low`, the largest y with
+/// `pred(y)` (true for small y); else the smallest y with `pred(y)`.
+fn partition(n: u64, pred: &dyn Fn(u64) -> bool, low: bool) -> Option<u64> {
+    if low {
+        if !pred(0) {
+            return None;
+        }
+        let (mut a, mut b) = (0u64, n + 1); // pred(a) true, pred(b) false (b = n+1 virtual)
+        while b - a > 1 {
+            let m = (a + b) / 2;
+            if pred(m) { a = m } else { b = m }
+        }
+        Some(a)
+    } else {
+        if !pred(n) {
+            return None;
+        }
+        let (mut a, mut b) = (-1i64, n as i64); // pred(a) false (virtual), pred(b) true
+        while b - a > 1 {
+            let m = (a + b) / 2;
+            if pred(m as u64) { b = m } else { a = m }
+        }
+        Some(b as u64)
+    }
+}
+
+/// The characteristics printed by the gate: no change, a drop of the margin,
+/// and drops of 10 and 20 pp, at the baseline's pooled rate.
+pub fn characteristics(d: &Decision) -> Vec<Characteristic> {
+    let rate = if d.baseline_trials == 0 { 0.5 } else { d.baseline_passes as f64 / d.baseline_trials as f64 };
+    let mut drops = vec![0.0, d.margin, 0.10, 0.20];
+    drops.sort_by(f64::total_cmp);
+    // A margin of 10 or 20 pp is listed once.
+    drops.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
+    drops.into_iter().map(|drop| characteristic(rate, drop, d.baseline_trials, d.candidate_trials, d.alpha, d.margin)).collect()
+}
+/// How many times its current trials per task (same tasks, the baseline as
+/// it is) the candidate would need for an unchanged candidate to PASS in at
+/// least 80% of runs; `None` when even 32 times is not enough (the baseline
+/// is then too small as well).
+pub fn size_hint(d: &Decision) -> Option<u64> {
+    if d.baseline_trials == 0 {
+        return None;
+    }
+    let rate = d.baseline_passes as f64 / d.baseline_trials as f64;
+    [2u64, 4, 8, 16, 32].into_iter().find(|&k| characteristic(rate, 0.0, d.baseline_trials, k * d.candidate_trials, d.alpha, d.margin).p_pass >= 0.8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SplitMix64: a tiny seeded generator for the simulations.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    #[test]
+    fn exact_p_known_values() {
+        // The same definition brute-forced in Python with scipy.stats (binom, beta): every
+        // (x', y') and the same 201-point grid (scripts/gate_reference.py).
+        let ni = [((6, 8, 8, 8), 0.07449855337889635), ((40, 50, 48, 50), 0.0019051175317531862), ((126, 140, 130, 140), 0.014665149091872717)];
+        for ((x, nx, y, ny), want) in ni {
+            let got = non_inferiority_p(x, nx, y, ny, 0.05);
+            assert!((got - want).abs() < 1e-9, "non-inferiority {x}/{nx} -> {y}/{ny}: {got}, want {want}");
+        }
+        let reg = [((8, 8, 4, 8), 0.014946915936095987), ((3, 10, 0, 10), 0.05888803100585939), ((18, 30, 15, 30), 0.24869559548303827)];
+        for ((x, nx, y, ny), want) in reg {
+            let got = regression_p(x, nx, y, ny, 0.0);
+            assert!((got - want).abs() < 1e-9, "regression {x}/{nx} -> {y}/{ny}: {got}, want {want}");
+        }
+    }
+
+    #[test]
+    fn decision_rule() {
+        // 2 tasks x 1 trial, all passing on both sides: once PASS, now undecidable.
+        assert_eq!(decide_counts(2, 2, 2, 2, 2, 0.05, 0.05).verdict, Verdict::Inconclusive);
+        // 3 tasks 6/10 -> 5/10 each (18/30 -> 15/30): once FAIL, not a significant regression.
+        assert_eq!(decide_counts(18, 30, 15, 30, 3, 0.05, 0.05).verdict, Verdict::Inconclusive);
+        // 14 tasks x 10: 140/140 -> 70/140 fails; 126/140 -> 130/140 passes (p 0.0147 above).
+        assert_eq!(decide_counts(140, 140, 70, 140, 14, 0.05, 0.05).verdict, Verdict::Fail);
+        // The p-values and bounds computed by scripts/gate_reference.py (scipy.stats, the same
+        // definition brute-forced; its bounds bisect as the gate does).
+        let d = decide_counts(126, 140, 130, 140, 14, 0.05, 0.05);
+        assert_eq!(d.verdict, Verdict::Pass);
+        assert!((d.p_non_inferior - 0.014665149091872717).abs() < 1e-9, "{d:?}");
+        assert!((d.p_regression - 0.8102359254891907).abs() < 1e-9, "{d:?}");
+        assert!((d.mean - 4.0 / 140.0).abs() < 1e-15, "{d:?}");
+        let d = decide_counts(6, 8, 8, 8, 1, 0.05, 0.05);
+        assert!((d.lower + 0.10036689601838589).abs() < 1e-9 && (d.upper - 0.6013114992529154).abs() < 1e-9, "{d:?}");
+        assert_eq!(Verdict::Inconclusive.exit_code().code(), 3);
+    }
+
+    /// The false-PASS rate of a true drop of the margin or more, computed
+    /// exactly (every outcome enumerated) when every task has the same rate,
+    /// over tasks {2, 3, 4, 5} x trials {1, 2, 5}, 10 x 2, 14 x 2, 14 x 5 and rates from 0.05
+    /// to 1, drops of the margin (5 pp), 10 and 20 pp: at most alpha in every
+    /// cell. With identical rates the pooled counts are binomial, so this is
+    /// the rule's exact operating characteristic.
+    #[test]
+    fn simulation_gate_false_pass_exact() {
+        let (alpha, margin) = (0.05, 0.05);
+        let mut worst: (f64, String) = (0.0, String::new());
+        let mut aa_fail: f64 = 0.0;
+        let mut shipped = Vec::new();
+        let sizes = [2u64, 3, 4, 5].iter().flat_map(|&t| [(t, 1u64), (t, 2), (t, 5)]).chain([(10, 2), (14, 2), (14, 5)]);
+        for (tasks, trials) in sizes {
+            {
+                let n = tasks * trials;
+                for rate in [1.0, 0.97, 0.8, 0.5, 0.3, 0.05] {
+                    for drop in [0.0, margin, 0.10, 0.20] {
+                        if rate - drop < -1e-12 {
+                            continue;
+                        }
+                        let c = characteristic(rate, drop, n, n, alpha, margin);
+                        assert!(c.exact);
+                        if drop == 0.0 {
+                            aa_fail = aa_fail.max(c.p_fail);
+                        } else if c.p_pass > worst.0 {
+                            worst = (c.p_pass, format!("{tasks} tasks x {trials}, {rate} -> {}", rate - drop));
+                        }
+                        if tasks == 4 && trials == 2 && [(1.0, 0.2), (0.97, 0.2), (0.05, 0.05)].contains(&(rate, drop)) {
+                            shipped.push(format!(
+                                "{:.0}% -> {:.0}%: PASS {:.1}%, FAIL {:.1}%",
+                                rate * 100.0,
+                                (rate - drop) * 100.0,
+                                c.p_pass * 100.0,
+                                c.p_fail * 100.0
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        println!(
+            "gate, exact: largest false-PASS rate for a true drop >= the margin: {:.4} ({}); largest FAIL rate with no change: {:.4}",
+            worst.0, worst.1, aa_fail
+        );
+        println!("gate at the shipped size (4 tasks x 2 trials): {}", shipped.join("; "));
+        assert!(worst.0 <= alpha + 1e-9, "false PASS {worst:?}");
+        assert!(aa_fail <= alpha + 1e-9, "A/A FAIL {aa_fail}");
+        // The figures the README states.
+        assert!(worst.0 <= 0.04885 && aa_fail <= 0.04765, "README: false PASS at most 4.88%, A/A FAIL at most 4.76%");
+    }
+
+    /// Heterogeneous tasks (rates uniform in [0.05, 1] per task, each task
+    /// dropping by the margin or 20 pp): the false-PASS rate by simulation,
+    /// 2000 replications per cell, tasks {2, 3, 4, 5} x trials {1, 2} and 14 x 2.
+    /// Asserted at most alpha + 3 simulation standard errors.
+    #[test]
+    fn simulation_gate_false_pass_heterogeneous() {
+        let (alpha, margin, reps) = (0.05, 0.05, 2000);
+        let limit = alpha + 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt();
+        let mut rng = Rng(0x6A7E);
+        let mut worst: f64 = 0.0;
+        for (tasks, trials) in [(2u64, 1u64), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2), (5, 1), (5, 2), (14, 2)] {
+            let n = tasks * trials;
+            let (regression, non_inferior) = (ExactTest::new(n, n, 0.0, false), ExactTest::new(n, n, margin, true));
+            for drop in [margin, 0.2] {
+                let mut passes = 0;
+                for _ in 0..reps {
+                    let (mut x, mut y) = (0, 0);
+                    for _ in 0..tasks {
+                        let p = 0.05 + 0.95 * rng.next();
+                        let q = (p - drop).max(0.0);
+                        for _ in 0..trials {
+                            x += (rng.next() < p) as u64;
+                            y += (rng.next() < q) as u64;
+                        }
+                    }
+                    passes += (verdict_with(&regression, &non_inferior, x, y, alpha).0 == Verdict::Pass) as usize;
+                }
+                let rate = passes as f64 / reps as f64;
+                worst = worst.max(rate);
+                assert!(rate <= limit, "{tasks} tasks x {trials}, drop {drop}: false PASS {rate} > {limit}");
+            }
+        }
+        println!("gate, heterogeneous tasks: largest false-PASS rate {worst:.4} (limit {limit:.4}, {reps} replications per cell)");
+        assert!(worst <= 0.0185, "README: at most 1.85% with heterogeneous tasks; saw {worst}");
+    }
+}

@@ -1,0 +1,195 @@
+//! The gate's outputs: the terminal report, the Markdown summary (a CI job
+//! summary) and JUnit XML (one case per task, one for the verdict).
+
+use super::baseline::BaselineRow;
+use super::decision::{Characteristic, Decision, Verdict, task_regressed};
+use std::fmt::Write;
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Characteristic], hint: Option<u64>) -> String {
+    let pp = |x: f64| if x.is_finite() { format!("{:+.1} pp", x * 100.0) } else { "n/a".into() };
+    let mut s = format!(
+        "gate: {}  candidate - baseline over {} tasks: {}/{} -> {}/{} ({}), one-sided {:.0}% bounds [{}, {}], margin {:.1} pp\n",
+        d.verdict.name(),
+        d.n_tasks,
+        d.baseline_passes,
+        d.baseline_trials,
+        d.candidate_passes,
+        d.candidate_trials,
+        pp(d.mean),
+        (1.0 - d.alpha) * 100.0,
+        pp(d.lower),
+        pp(d.upper),
+        d.margin * 100.0
+    );
+    let why = match d.verdict {
+        Verdict::Fail => format!("\"not worse\" is rejected (exact p {:.4} <= {}): a significant regression", d.p_regression, d.alpha),
+        Verdict::Pass => format!(
+            "\"worse by {:.1} pp or more\" is rejected (exact p {:.4} <= {}): not worse than the baseline by more than the margin",
+            d.margin * 100.0,
+            d.p_non_inferior,
+            d.alpha
+        ),
+        Verdict::Inconclusive => format!(
+            "neither a regression (p {:.3}) nor non-inferiority (p {:.3}) is shown at {}; {}",
+            d.p_regression,
+            d.p_non_inferior,
+            d.alpha,
+            match hint {
+                Some(k) => format!("about {k} times the candidate's trials per task would let an unchanged candidate PASS in 80% of runs"),
+                None => "even 32 times the candidate's trials per task would not let an unchanged candidate PASS in 80% of runs: the baseline needs more tasks or trials too".into(),
+            }
+        ),
+    };
+    let _ = writeln!(s, "  {why}");
+    if let Some(first) = oc.first() {
+        let rate = if d.baseline_trials == 0 { f64::NAN } else { d.baseline_passes as f64 / d.baseline_trials as f64 };
+        let _ = writeln!(
+            s,
+            "  operating characteristics at this size ({} baseline and {} candidate trials, every task at the baseline's {}; {}):",
+            d.baseline_trials,
+            d.candidate_trials,
+            pct(rate),
+            if first.exact { "exact" } else { "Normal approximation" }
+        );
+        for c in oc {
+            let what = if c.drop == 0.0 { "no change".to_string() } else { format!("a drop of {:.0} pp", c.drop * 100.0) };
+            let _ = writeln!(s, "    {what:<16} caught (FAIL) in {:>6} of runs, PASS in {:>6}", pct(c.p_fail), pct(c.p_pass));
+        }
+        let _ = writeln!(
+            s,
+            "    a true drop of {:.1} pp or more PASSes in at most {:.0}% of runs (the test's level), whatever the size",
+            d.margin * 100.0,
+            d.alpha * 100.0
+        );
+    }
+    let red: Vec<String> = pairs
+        .iter()
+        .filter(|(b, c)| task_regressed(b, c, d.alpha, pairs.len()))
+        .map(|(b, c)| format!("{} {}/{} -> {}/{}", b.task, b.passes, b.trials, c.passes, c.trials))
+        .collect();
+    if !red.is_empty() {
+        let _ = writeln!(s, "  tasks that regressed by the gate's rule (exact test at alpha/{}): {}", pairs.len(), red.join(", "));
+    }
+    s
+}
+
+pub fn markdown(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Characteristic], hint: Option<u64>) -> String {
+    let icon = match d.verdict {
+        Verdict::Pass => "✅",
+        Verdict::Fail => "❌",
+        Verdict::Inconclusive => "⚠️",
+    };
+    let mut s = format!("## ablate gate: {icon} {}\n\n", d.verdict.name());
+    let _ = writeln!(s, "```\n{}```\n", render(d, pairs, oc, hint));
+    s.push_str("| task | baseline | candidate | change | regressed |\n|---|---|---|---|---|\n");
+    for (b, c) in pairs {
+        let _ = writeln!(
+            s,
+            "| {} | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {:+.0} pp | {} |",
+            b.task,
+            b.passes,
+            b.trials,
+            b.pass_rate * 100.0,
+            c.passes,
+            c.trials,
+            c.pass_rate * 100.0,
+            (c.pass_rate - b.pass_rate) * 100.0,
+            if task_regressed(b, c, d.alpha, pairs.len()) { "yes" } else { "no" }
+        );
+    }
+    s
+}
+
+/// JUnit XML: one test case per task with its counts, failed only where the
+/// gate's own rule says the task regressed ([`task_regressed`]), and one test
+/// case for the overall verdict (failed on FAIL, skipped on INCONCLUSIVE).
+pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let red: Vec<bool> = pairs.iter().map(|(b, c)| task_regressed(b, c, d.alpha, pairs.len())).collect();
+    let summary = format!(
+        "baseline {}/{}, candidate {}/{}, difference {:+.1} pp, one-sided bounds [{:+.1}, {:+.1}] pp, margin {:.1} pp",
+        d.baseline_passes,
+        d.baseline_trials,
+        d.candidate_passes,
+        d.candidate_trials,
+        d.mean * 100.0,
+        d.lower * 100.0,
+        d.upper * 100.0,
+        d.margin * 100.0
+    );
+    let case = |name: String, status: TestCaseStatus, out: &str| {
+        let mut case = TestCase::new(name, status);
+        case.set_classname("ablate.gate").set_system_out(out);
+        case
+    };
+    let mut suite = TestSuite::new(format!("ablate gate: {}", d.verdict.name()));
+    let overall = match d.verdict {
+        Verdict::Fail => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("significant regression (exact p {:.4})", d.p_regression)).set_description(summary.as_str());
+            s
+        }
+        Verdict::Inconclusive => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message("inconclusive: the data cannot decide");
+            s
+        }
+        Verdict::Pass => TestCaseStatus::success(),
+    };
+    suite.add_test_case(case(format!("overall: {}", d.verdict.name()), overall, &summary));
+    for ((b, c), red) in pairs.iter().zip(red) {
+        let counts = format!("baseline {}/{}, candidate {}/{}", b.passes, b.trials, c.passes, c.trials);
+        let status = if red {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("regressed: {counts}")).set_description(counts.as_str());
+            s
+        } else {
+            TestCaseStatus::success()
+        };
+        suite.add_test_case(case(b.task.clone(), status, &counts));
+    }
+    let mut report = Report::new("ablate gate");
+    report.add_test_suite(suite);
+    report.to_string().unwrap_or_else(|e| format!("<!-- cannot write JUnit: {e} -->\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::decide;
+
+    #[test]
+    fn a_red_task_is_a_task_the_rule_says_regressed() {
+        let row = |task: &str, trials, passes| BaselineRow {
+            task: task.into(),
+            trials,
+            passes,
+            pass_rate: passes as f64 / trials as f64,
+            arm: "a".into(),
+            model: "m".into(),
+            model_identity: String::new(),
+            suite_digest: String::new(),
+            budget: String::new(),
+            run_id: String::new(),
+        };
+        // scripts/gate_reference.py: 2/2 -> 1/2 has exact p 0.3135 (no evidence at 0.05/2);
+        // 10/10 -> 0/10 has 0.0010010 (red); pooled, 12/12 -> 1/12 has 0.0010014: FAIL.
+        let (b1, c1, b2, c2) = (row("a", 2, 2), row("a", 2, 1), row("b", 10, 10), row("b", 10, 0));
+        assert!((crate::gate::regression_p(2, 2, 1, 2, 0.0) - 0.3135).abs() < 1e-9);
+        assert!((crate::gate::regression_p(10, 10, 0, 10, 0.0) - 0.0010009536743164063).abs() < 1e-9);
+        assert!(!task_regressed(&b1, &c1, 0.05, 2));
+        assert!(task_regressed(&b2, &c2, 0.05, 2));
+        let pairs = vec![(&b1, &c1), (&b2, &c2)];
+        let d = decide(&pairs, 0.05, 0.05);
+        assert_eq!(d.verdict, Verdict::Fail, "{d:?}");
+        assert!((d.p_regression - 0.0010014181021035257).abs() < 1e-9, "{d:?}");
+        let xml = junit(&d, &pairs);
+        assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
+        assert_eq!(xml.matches("<failure ").count(), 2, "the red task and the verdict: {xml}");
+        assert!(xml.contains("baseline 2/2, candidate 1/2") && xml.contains("name=\"overall: "), "{xml}");
+    }
+}
