@@ -85,17 +85,20 @@ pub fn digest_parts<'a>(parts: impl IntoIterator<Item = (&'a str, &'a str)>) -> 
 mod tests {
     use super::*;
 
+    /// The digest of a tree as documented, in Python:
+    /// `hashlib.sha256(b"".join(p.encode() + b"\0" + hashlib.sha256(c).hexdigest().encode() + b"\n" for p, c in sorted(files))).hexdigest()`.
     #[test]
     fn tree_digest_changes_with_content_and_name() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("a")).unwrap();
         std::fs::write(dir.path().join("a/x.py"), "1").unwrap();
         let d1 = tree_digest(dir.path()).unwrap();
+        assert_eq!(d1, "2db863ce93c6245a3468ad85239112911921129e8d5a7c015699b94e0226b186", "a/x.py = \"1\"");
         std::fs::write(dir.path().join("a/x.py"), "2").unwrap();
         let d2 = tree_digest(dir.path()).unwrap();
-        assert_ne!(d1, d2);
+        assert_eq!(d2, "65d0c952d660f8bb3fc3ad6a8ce8d2fedf43e136ee305373e66aa5dc36717e09", "a/x.py = \"2\"");
         std::fs::rename(dir.path().join("a/x.py"), dir.path().join("a/y.py")).unwrap();
-        assert_ne!(d2, tree_digest(dir.path()).unwrap());
+        assert_eq!(tree_digest(dir.path()).unwrap(), "2064f2a25c8c736b325b965ce05ba9f654288b30e23a8aa5761e502796b6bb52", "a/y.py = \"2\"");
         // caches do not count
         std::fs::create_dir(dir.path().join("a/__pycache__")).unwrap();
         std::fs::write(dir.path().join("a/__pycache__/y.pyc"), "zz").unwrap();

@@ -368,8 +368,10 @@ mod tests {
         assert_eq!(changed, vec!["tests/test_m.py".to_string(), "tests/extra.py".to_string()]);
         assert_eq!(std::fs::read_to_string(sb.path().join("tests/test_m.py")).unwrap(), "tests");
         assert!(!sb.path().join("tests/extra.py").exists());
-        let before = sb.snapshot_sha256();
+        // The editable files as digested (name, NUL, sha256 hex of the bytes, newline), in Python:
+        // hashlib.sha256(b"m.py\0" + hashlib.sha256(b"stub").hexdigest().encode() + b"\n").hexdigest().
+        assert_eq!(sb.snapshot_sha256(), "07a3f6fd1e4f0c32278f0c5fb720d471cd2972d9a24904d17d68e694a02566d6", "m.py = \"stub\"");
         sb.apply_solution(&t).unwrap();
-        assert_ne!(before, sb.snapshot_sha256());
+        assert_eq!(sb.snapshot_sha256(), "7cf80338eb005456868ba5f468e21efb2865c4fc641d839215f610f9bfdb74d6", "m.py = \"solved\"");
     }
 }
