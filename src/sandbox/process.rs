@@ -229,10 +229,8 @@ mod tests {
         let mut c = Capture::new(10);
         c.push(b"0123456789abcdefghij");
         assert!(c.truncated());
-        let t = c.text();
-        assert!(t.starts_with("01234"), "{t}");
-        assert!(t.ends_with("fghij"), "{t}");
-        assert!(t.contains("10 bytes omitted"), "{t}");
+        // Cap 10: the first 5 and the last 5 of the 20 bytes, 20 - 10 = 10 omitted.
+        assert_eq!(c.text(), "01234\n[... 10 bytes omitted ...]\nfghij");
     }
 
     #[tokio::test]
@@ -265,6 +263,12 @@ mod tests {
                 .await
                 .unwrap();
         assert_eq!(out.stdout.total_bytes, 5_000_000);
-        assert!(out.stdout.text().len() < 4200);
+        // Cap 4096: the first and the last 2048 bytes. 2048 = 341 * 6 + 2 and 5_000_000 - 2048 is a
+        // multiple of 6, so both are "flood\n" x 341 + "fl"; 5_000_000 - 4096 = 4_995_904 omitted, and
+        // the text is 2048 + 33 + 2048 = 4129 bytes (Python: ("flood\n" * 833334)[:5000000]).
+        let kept = format!("{}fl", "flood\n".repeat(341));
+        let text = out.stdout.text();
+        assert_eq!(text.len(), 4129);
+        assert_eq!(text, format!("{kept}\n[... 4995904 bytes omitted ...]\n{kept}"));
     }
 }
