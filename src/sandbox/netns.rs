@@ -84,35 +84,63 @@ pub fn join(fd: BorrowedFd<'_>) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
+    use std::io::{ErrorKind, Read, Write};
+    use std::time::{Duration, Instant};
+
+    /// How long any step of the test may wait: every wait below has this bound, so a
+    /// connection that never comes fails the test instead of hanging it.
+    const PATIENCE: Duration = Duration::from_secs(5);
 
     #[test]
     fn the_listener_lives_in_a_namespace_of_its_own() {
         if !crate::sandbox::isolation::is_root() {
+            eprintln!("SKIPPED the_listener_lives_in_a_namespace_of_its_own: creating a network namespace needs root");
             return;
         }
         let net = TrialNet::create().unwrap();
         assert_eq!(net.listener.local_addr().unwrap().port(), GATEWAY_PORT);
         // From the host's namespace nothing listens there (or something else does).
-        let host = std::net::TcpStream::connect_timeout(&"127.0.0.1:11434".parse().unwrap(), std::time::Duration::from_millis(200));
+        let host = std::net::TcpStream::connect_timeout(&"127.0.0.1:11434".parse().unwrap(), Duration::from_millis(200));
         if let Ok(mut s) = host {
             // Something of the host's own: our listener must not see it.
             let _ = s.write_all(b"x");
         }
         net.listener.set_nonblocking(true).unwrap();
-        assert!(net.listener.accept().is_err(), "a host connection reached the namespace's listener");
+        let first = net.listener.accept();
+        assert!(matches!(&first, Err(e) if e.kind() == ErrorKind::WouldBlock), "a host connection reached the namespace's listener: {first:?}");
         // A child that joins the namespace reaches it.
         let fd = net.fd();
         let mut child = std::process::Command::new("python3");
-        child.args(["-c", "import socket; s = socket.create_connection(('127.0.0.1', 11434)); s.sendall(b'hello')"]);
+        child.args(["-c", "import socket; s = socket.create_connection(('127.0.0.1', 11434), timeout=5); s.sendall(b'hello')"]);
         // SAFETY: pre_exec runs setns only; `net` keeps the fd open while the child starts.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut child, move || join(BorrowedFd::borrow_raw(fd)));
         }
-        let status = child.status().unwrap();
-        assert!(status.success());
-        net.listener.set_nonblocking(false).unwrap();
-        let (mut conn, _) = net.listener.accept().unwrap();
+        let mut child = child.spawn().unwrap();
+        let deadline = Instant::now() + 2 * PATIENCE;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the child did not finish within {:?}", 2 * PATIENCE);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "{status}");
+        // The listener stays nonblocking: poll accept() until the deadline.
+        let deadline = Instant::now() + PATIENCE;
+        let mut conn = loop {
+            match net.listener.accept() {
+                Ok((conn, _)) => break conn,
+                Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => panic!("no connection from the namespace within {PATIENCE:?}: {e}"),
+            }
+        };
+        conn.set_nonblocking(false).unwrap();
+        conn.set_read_timeout(Some(PATIENCE)).unwrap();
         let mut buf = String::new();
         conn.read_to_string(&mut buf).unwrap();
         assert_eq!(buf, "hello");
