@@ -414,14 +414,24 @@ mod tests {
 
     #[test]
     fn requests_the_apis_do_not_accept_are_refused() {
-        for body in [
-            json!([]),
-            json!({"messages": []}),
-            json!({"messages": [{"role": "function", "content": "x"}]}),
-            json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}),
-            json!({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search"}]}),
+        // Each refusal is the message of the 400 the client gets, naming what it sent.
+        for (body, message) in [
+            (json!([]), "the request body is not a JSON object"),
+            (json!({"messages": []}), "`messages` is empty"),
+            (
+                json!({"messages": [{"role": "function", "content": "x"}]}),
+                "messages[0]: role `function` is not supported (system, developer, user, assistant, tool)",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}),
+                "messages[0]: content part of type `image_url` is not supported: the gateway forwards text",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search"}]}),
+                "tools[0]: tool type `web_search` is not supported (function)",
+            ),
         ] {
-            assert!(read_request(Api::OpenAi, &body).is_err(), "{body}");
+            assert_eq!(read_request(Api::OpenAi, &body).err().as_deref(), Some(message), "{body}");
         }
     }
 
