@@ -624,6 +624,28 @@ mod tests {
     use crate::record::jsonl;
     use progress::{Progress, ProgressMode};
 
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, as `now_rfc3339` writes it), read by
+    /// hand (the time crate is built without its parser); panics unless the text is that and
+    /// formats back to itself.
+    fn parse_utc(text: &str) -> time::OffsetDateTime {
+        let bad = || -> ! { panic!("not an RFC 3339 UTC time: {text:?}") };
+        let (date, clock) = text.strip_suffix('Z').and_then(|t| t.split_once('T')).unwrap_or_else(|| bad());
+        let (clock, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+        let num = |s: &str, len: usize| -> u32 { if s.len() == len && s.bytes().all(|b| b.is_ascii_digit()) { s.parse().unwrap() } else { bad() } };
+        let d: Vec<&str> = date.split('-').collect();
+        let c: Vec<&str> = clock.split(':').collect();
+        if d.len() != 3 || c.len() != 3 || fraction.len() > 9 {
+            bad();
+        }
+        let nanos = if fraction.is_empty() { 0 } else { num(fraction, fraction.len()) * 10u32.pow(9 - fraction.len() as u32) };
+        let month = time::Month::try_from(num(d[1], 2) as u8).unwrap_or_else(|_| bad());
+        let day = time::Date::from_calendar_date(num(d[0], 4) as i32, month, num(d[2], 2) as u8).unwrap_or_else(|_| bad());
+        let at = time::Time::from_hms_nano(num(c[0], 2) as u8, num(c[1], 2) as u8, num(c[2], 2) as u8, nanos).unwrap_or_else(|_| bad());
+        let parsed = time::PrimitiveDateTime::new(day, at).assume_utc();
+        assert_eq!(parsed.format(&time::format_description::well_known::Rfc3339).unwrap(), text, "formats back to itself");
+        parsed
+    }
+
     /// Answers with a correct add.py, and panics on the is-even task's requests.
     struct PanicsOnIsEven;
 
@@ -694,7 +716,9 @@ mod tests {
         let seen = Arc::new(Seen::default());
         let reporters = Reporters::new(vec![Arc::new(Progress::new(ProgressMode::Quiet)), seen.clone()]);
         let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let before = time::OffsetDateTime::now_utc();
         execute(shared, work, 2, reporters, finished.clone()).await.expect("a panic does not stop the run");
+        let after = time::OffsetDateTime::now_utc();
         let mut events = seen.0.lock().unwrap().clone();
         events.sort();
         assert_eq!(
@@ -711,7 +735,14 @@ mod tests {
         assert_eq!(even.end_reason, EndReason::HarnessError);
         assert_eq!(even.error.as_deref(), Some("ablate panicked during the trial: scripted client panic on is-even"));
         assert_eq!(even.attempt, 1);
-        assert!(!even.finished_at.is_empty());
+        // The panicked attempt's times are real RFC 3339 instants, in order, within the run.
+        let (started_at, finished_at) = (parse_utc(&even.started_at), parse_utc(&even.finished_at));
+        assert!(
+            before <= started_at && started_at <= finished_at && finished_at <= after,
+            "{} .. {} outside {before} .. {after}",
+            even.started_at,
+            even.finished_at
+        );
         let add = written.iter().find(|r| r.task == "add-two").unwrap();
         assert_eq!(add.status, TrialStatus::Passed, "{add:?}");
         assert_eq!((add.tests_passed, add.tests_total), (6, 6));
