@@ -354,13 +354,19 @@ parser = "unittest"
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("suite.toml"), "name = \"s\"\nversion = \"1\"\n").unwrap();
         write_task(dir.path(), "t1", GOOD);
+        // The digests as documented, from Python's hashlib: a task's is the tree digest of its
+        // folder (path, NUL, sha256 hex of the bytes, newline, in path order: solution/m.py,
+        // task.toml, tests/test_m.py, workspace/m.py); the suite's digests the parts
+        // ("suite.toml", sha256 of suite.toml) and ("t1", the task's digest) as name, NUL, value, newline.
         let s1 = load(dir.path()).unwrap();
         assert_eq!(s1.tasks.len(), 1);
         assert_eq!(s1.tasks[0].check.tests, 1);
+        assert_eq!(s1.tasks[0].digest, "6d874fcc8f98d29f5b3f157e76ed79273226eda722ff286b194df5f55a2a0aff");
+        assert_eq!(s1.digest, "45917b64b5f72c87b712cd585dec948cd14aee32af709a2e0e6910de644bd79c");
         std::fs::write(dir.path().join("t1/tests/test_m.py"), "# changed").unwrap();
         let s2 = load(dir.path()).unwrap();
-        assert_ne!(s1.digest, s2.digest);
-        assert_ne!(s1.tasks[0].digest, s2.tasks[0].digest);
+        assert_eq!(s2.tasks[0].digest, "bb2de6ba9465b9cdddcc23a702c2901ce827a4a5a78c9321971179cc7c788b78");
+        assert_eq!(s2.digest, "d0d3ddb33564cd28dd4f0812710780148446c10cf7b6262d814d08efd513a842");
     }
 
     #[test]
