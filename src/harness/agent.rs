@@ -507,7 +507,11 @@ mod tests {
         let (messages, task) = first_request(&ArmPrompts::builtin()).await;
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0].content, prompts::DEFAULT_SYSTEM);
-        assert!(messages[1].content.starts_with(task.prompt.trim()), "{}", messages[1].content);
+        // The whole builtin task message (its text is pinned in prompts.rs), over the task's files
+        // as a fresh sandbox shows them, tools off (bare).
+        let files = Sandbox::create(&task).unwrap().task_files(FILE_CAP);
+        assert_eq!(files.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["add.py", "tests/__init__.py", "tests/test_add.py"]);
+        assert_eq!(messages[1].content, prompts::task_message(&task, &files, false));
         assert!(messages[1].content.contains("Editable file(s): add.py"));
     }
 
