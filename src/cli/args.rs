@@ -22,6 +22,12 @@ pub struct Cli {
     /// (recorded in the manifest as isolation: none). Never needed on Linux with bubblewrap.
     #[arg(long, global = true)]
     pub unsandboxed: bool,
+    /// The bubblewrap program that sandboxes candidate code [default: bwrap on PATH]
+    #[arg(long, global = true, env = "ABLATE_BWRAP", value_name = "PATH", hide_env_values = true)]
+    pub bwrap: Option<PathBuf>,
+    /// The Python that runs task checks and Python harnesses [default: python3 on PATH, resolved once to the real interpreter]
+    #[arg(long, global = true, env = "ABLATE_PYTHON", value_name = "PATH", hide_env_values = true)]
+    pub python: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]

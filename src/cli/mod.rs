@@ -19,9 +19,15 @@ use std::sync::Arc;
 
 /// Run the command `cli` names: its arguments resolved, then its pipeline.
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
+    if let Some(python) = &cli.python
+        && let Err(e) = ablate::grader::use_python(&python.to_string_lossy())
+    {
+        eprintln!("error: --python (or ABLATE_PYTHON): {e}");
+        return Ok(Exit::Usage);
+    }
     if matches!(cli.command, Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run(_)) {
         // Candidate code runs only under the sandbox, or where the user opted out.
-        if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed) {
+        if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed, cli.bwrap.as_deref()) {
             eprintln!("error: {e}");
             return Ok(Exit::Usage);
         }

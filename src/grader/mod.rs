@@ -23,18 +23,34 @@ pub const OUTPUT_CAP: usize = 64 * 1024;
 
 /// The Python interpreter behind `python3` on PATH, resolved once, with the
 /// installation folders the sandbox must show it. On machines where `python3`
-/// is a pyenv shim each call through it costs ~55 ms extra. `ABLATE_PYTHON`
-/// overrides it.
+/// is a pyenv shim each call through it costs ~55 ms extra. `use_python`
+/// (the command line's `--python`, or ABLATE_PYTHON) names another.
 pub struct Python {
     pub executable: String,
     /// sys.prefix, sys.base_prefix, sys.exec_prefix (deduplicated).
     pub prefixes: Vec<PathBuf>,
 }
 
+static PYTHON: OnceLock<Python> = OnceLock::new();
+static GIVEN_PYTHON: OnceLock<String> = OnceLock::new();
+
+/// Run checks with `exe` instead of `python3`, once it is shown to run:
+/// called before the first check or harness resolves the interpreter (the
+/// command line does); a later call changes nothing.
+pub fn use_python(exe: &str) -> Result<(), String> {
+    match std::process::Command::new(exe).args(["-c", "pass"]).output() {
+        Ok(o) if o.status.success() => {
+            let _ = GIVEN_PYTHON.set(exe.to_string());
+            Ok(())
+        }
+        Ok(o) => Err(format!("`{exe} -c pass` failed ({}): {}", o.status, String::from_utf8_lossy(&o.stderr).trim())),
+        Err(e) => Err(format!("cannot run `{exe}`: {e}")),
+    }
+}
+
 pub fn python_info() -> &'static Python {
-    static PYTHON: OnceLock<Python> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let exe = std::env::var("ABLATE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+        let exe = GIVEN_PYTHON.get().cloned().unwrap_or_else(|| "python3".to_string());
         let out = std::process::Command::new(&exe)
             .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix)"])
             .output()

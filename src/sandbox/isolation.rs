@@ -48,13 +48,14 @@ pub fn check_env(python_bin_dir: Option<&Path>) -> Vec<(String, String)> {
 
 static CHOSEN: OnceLock<Isolation> = OnceLock::new();
 
-/// Decide the isolation for this process, once: bubblewrap when it works here;
-/// otherwise an error that says how to get it, unless `allow_none`.
-pub fn init(allow_none: bool) -> Result<&'static Isolation, String> {
+/// Decide the isolation for this process, once: bubblewrap (the `bwrap`
+/// given, else `bwrap` on PATH) when it works here; otherwise an error that
+/// says how to get it, unless `allow_none`.
+pub fn init(allow_none: bool, bwrap: Option<&std::path::Path>) -> Result<&'static Isolation, String> {
     if let Some(i) = CHOSEN.get() {
         return Ok(i);
     }
-    let found = match probe() {
+    let found = match probe(bwrap) {
         Ok(iso) => iso,
         Err(reason) if allow_none => Isolation::None { reason },
         Err(reason) => {
@@ -70,15 +71,13 @@ pub fn init(allow_none: bool) -> Result<&'static Isolation, String> {
     Ok(CHOSEN.get_or_init(|| found))
 }
 
-/// The isolation in force; bubblewrap is required unless `init(true)` ran first.
+/// The isolation in force; bubblewrap (on PATH) is required unless `init`
+/// chose otherwise first.
 pub fn current() -> Result<&'static Isolation, String> {
-    init(false)
+    init(false, None)
 }
 
-fn bwrap_path() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("ABLATE_BWRAP") {
-        return Some(PathBuf::from(p));
-    }
+fn bwrap_on_path() -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("bwrap")).find(|p| p.is_file()))
 }
 
@@ -87,8 +86,11 @@ pub fn is_root() -> bool {
 }
 
 /// Find bwrap and prove it can build the jail here (namespaces may be refused).
-fn probe() -> Result<Isolation, String> {
-    let bwrap = bwrap_path().ok_or_else(|| "bwrap (bubblewrap) is not on PATH".to_string())?;
+fn probe(given: Option<&std::path::Path>) -> Result<Isolation, String> {
+    let bwrap = match given {
+        Some(p) => p.to_path_buf(),
+        None => bwrap_on_path().ok_or_else(|| "bwrap (bubblewrap) is not on PATH".to_string())?,
+    };
     let version = std::process::Command::new(&bwrap).arg("--version").output().map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
     let version = String::from_utf8_lossy(&version.stdout).trim().trim_start_matches("bubblewrap ").to_string();
     let uid_switch = is_root();
