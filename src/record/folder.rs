@@ -87,11 +87,27 @@ mod tests {
 
     #[test]
     fn run_ids_must_be_plain_names() {
-        for bad in ["", "a/b", "a\\b", "..", "../x", "x..y", ".hidden", "a\0b", "a\nb", "\u{7f}"] {
-            assert!(check_run_id(bad).is_err(), "{bad:?} refused");
+        // The first rule broken is named; the id is shown escaped (escape_debug), so a control
+        // character cannot corrupt the message.
+        for (bad, message) in [
+            ("", "`` is not a plain folder name: it is empty"),
+            ("a/b", "`a/b` is not a plain folder name: it contains a path separator"),
+            ("a\\b", "`a\\\\b` is not a plain folder name: it contains a path separator"),
+            ("..", "`..` is not a plain folder name: it contains `..`"),
+            ("../x", "`../x` is not a plain folder name: it contains a path separator"),
+            ("x..y", "`x..y` is not a plain folder name: it contains `..`"),
+            (".hidden", "`.hidden` is not a plain folder name: it starts with `.` (hidden)"),
+            ("a\0b", "`a\\0b` is not a plain folder name: it contains a control character"),
+            ("a\nb", "`a\\nb` is not a plain folder name: it contains a control character"),
+            ("\u{7f}", "`\\u{7f}` is not a plain folder name: it contains a control character"),
+        ] {
+            assert_eq!(check_run_id(bad).err().as_deref(), Some(message), "{bad:?} refused");
         }
+        let long = "x".repeat(201);
+        assert_eq!(check_run_id(&long).err(), Some(format!("`{long}` is not a plain folder name: it is longer than 200 bytes")));
+        assert_eq!(check_run_id(&"x".repeat(200)), Ok(()));
         for good in ["candidate", "2026-run_1", "a.b"] {
-            assert!(check_run_id(good).is_ok(), "{good:?} accepted");
+            assert_eq!(check_run_id(good), Ok(()), "{good:?} accepted");
         }
     }
 
