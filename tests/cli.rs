@@ -1,10 +1,13 @@
 //! The real binary, run as a user would.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("run ablate");
+    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")), Duration::from_secs(60));
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
@@ -88,8 +91,9 @@ fn run_with_an_unreachable_endpoint_stops_before_any_trial() {
 }
 
 fn ablate_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).envs(env.iter().copied()).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("run ablate");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ablate"));
+    cmd.args(args).envs(env.iter().copied()).current_dir(env!("CARGO_MANIFEST_DIR"));
+    let out = common::output_within(&mut cmd, Duration::from_secs(60));
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 

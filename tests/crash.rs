@@ -37,8 +37,11 @@ async fn spinning_run(dir: &std::path::Path, healed: Arc<AtomicBool>) -> (std::p
     let results = dir.join("results");
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
         .args(["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain", "--run-id", "r"])
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
+        // A test that panics must not leave `ablate run` (and its spinning check) behind.
+        .kill_on_drop(true)
         .spawn()
         .unwrap();
     (config, results.join("r"), child)
@@ -57,11 +60,11 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     wait_for("the sandbox to die with ablate", Duration::from_secs(5), || sandbox_processes().is_empty()).await;
 
     healed.store(true, Ordering::SeqCst);
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"])
-        .output()
-        .await
-        .unwrap();
+    let out = output_within_async(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"]),
+        Duration::from_secs(120),
+    )
+    .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let records = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
     let statuses: Vec<TrialStatus> = records.iter().map(|r| r.status).collect();

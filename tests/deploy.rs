@@ -2,9 +2,15 @@
 //! correct agree with each other (shard count, index wiring, shared volume,
 //! model Service). They are not run on a cluster here.
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
+
+/// deploy/k8s/run.sh waits with `kubectl wait --timeout=-1s`: every bash here has a deadline.
+const LIMIT: Duration = Duration::from_secs(30);
 
 fn k8s(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s").join(name)
@@ -37,13 +43,14 @@ fn shard_command(job: &Value, index: u32) -> String {
     let c = &job["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(c["command"], serde_json::json!(["bash", "-c"]));
     let script = c["args"][0].as_str().unwrap().replace("exec /ablate/deploy/shard-run.sh", "echo");
-    let out = Command::new("bash")
-        .args(["-c", &script])
-        .env("JOB_COMPLETION_INDEX", index.to_string())
-        .env("SHARDS", env(c, "SHARDS"))
-        .env("RUN_ID", env(c, "RUN_ID"))
-        .output()
-        .unwrap();
+    let out = common::output_within(
+        Command::new("bash")
+            .args(["-c", &script])
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env("SHARDS", env(c, "SHARDS"))
+            .env("RUN_ID", env(c, "RUN_ID")),
+        LIMIT,
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -73,7 +80,7 @@ fn check_merge_job(job: &Value, n: u32, run_id: &str) {
     assert_eq!(claim_at(pod, "/results"), "ablate-results", "the merge reads the claim the shards write");
     // The folders it merges are the ones the shards write.
     let script = c["args"][0].as_str().unwrap().replace("exec ablate", "echo ablate");
-    let out = Command::new("bash").args(["-c", &script]).env("SHARDS", n.to_string()).env("RUN_ID", run_id).output().unwrap();
+    let out = common::output_within(Command::new("bash").args(["-c", &script]).env("SHARDS", n.to_string()).env("RUN_ID", run_id), LIMIT);
     let folders: Vec<String> = (1..=n).map(|k| format!("/results/{run_id}-shard-{k}-of-{n}")).collect();
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), format!("ablate merge -o /results/{run_id} {}", folders.join(" ")));
 }
@@ -115,7 +122,7 @@ fn run_sh_sets_the_shard_count_and_id_in_both_jobs() {
     std::fs::write(&bin, format!("#!/bin/sh\nif [ \"$1\" = apply ]; then cat > {}/$(date +%s%N).yaml; fi\nexit 0\n", log.display())).unwrap();
     std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap());
-    let out = Command::new("bash").arg(k8s("run.sh")).args(["7", "big-run"]).env("PATH", path).output().unwrap();
+    let out = common::output_within(Command::new("bash").arg(k8s("run.sh")).args(["7", "big-run"]).env("PATH", path), LIMIT);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut applied: Vec<PathBuf> = std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().path()).collect();
     applied.sort();

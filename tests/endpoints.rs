@@ -79,10 +79,10 @@ async fn a_model_the_openai_endpoint_does_not_serve_is_refused_at_setup() {
     // The binary exits with 2 and says what the endpoint serves.
     let results = dir.path().join("results");
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-            .args(["run", config.to_str().unwrap(), "--results", results.to_str().unwrap()])
-            .output()
-            .unwrap()
+        output_within(
+            std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["run", config.to_str().unwrap(), "--results", results.to_str().unwrap()]),
+            std::time::Duration::from_secs(60),
+        )
     })
     .await
     .unwrap();

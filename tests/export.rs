@@ -1,10 +1,13 @@
 //! `ablate export`: one typed dataset of many runs, as Parquet and CSV (feature `polars`).
 #![cfg(feature = "polars")]
 
+mod common;
+
 use ablate::report::synth;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn generate(dir: &Path, name: &str, config: &str, trials: Option<u32>, seed: u64) -> PathBuf {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join(config);
@@ -20,7 +23,7 @@ fn generate(dir: &Path, name: &str, config: &str, trials: Option<u32>, seed: u64
 }
 
 fn ablate(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).output().unwrap();
+    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args), Duration::from_secs(60));
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into())
 }
 

@@ -5,9 +5,12 @@
 use ablate::experiment::config::{Experiment, load_str};
 use ablate::experiment::matrix::{ArmOrigin, ComparisonKind, ComparisonOrigin};
 use ablate::experiment::{Component, HarnessKind};
+mod common;
+
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 const BASE: &str = r#"
 [experiment]
@@ -318,7 +321,7 @@ fn builtin_config_digests_are_unchanged() {
 }
 
 fn ablate_bin(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1").output().unwrap();
+    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1"), Duration::from_secs(60));
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 

@@ -21,10 +21,13 @@ fn cmd(args: &[&str]) -> tokio::process::Command {
     c
 }
 
+/// How long one `ablate` of these tests may take.
+const LIMIT: Duration = Duration::from_secs(120);
+
 /// The command is built at the call, so the future does not borrow `args`.
 fn ablate(args: &[&str]) -> impl Future<Output = Output> + use<> {
     let mut c = cmd(args);
-    async move { c.output().await.unwrap() }
+    async move { output_within_async(&mut c, LIMIT).await }
 }
 
 fn stderr(o: &Output) -> String {
@@ -135,10 +138,11 @@ async fn a_second_resume_of_one_folder_is_refused_and_names_the_holder() {
     assert_eq!(std::fs::read_to_string(dir.join(".lock")).unwrap(), "", "a finished run names no holder");
 
     let d = dir.to_str().unwrap();
-    let first = cmd(&["run", c, "--resume", d, "--plain"]).spawn().unwrap();
-    let second = cmd(&["run", c, "--resume", d, "--plain"]).spawn().unwrap();
+    let first = cmd(&["run", c, "--resume", d, "--plain"]).kill_on_drop(true).spawn().unwrap();
+    let second = cmd(&["run", c, "--resume", d, "--plain"]).kill_on_drop(true).spawn().unwrap();
     let pids = (first.id().unwrap(), second.id().unwrap());
-    let (first, second) = tokio::join!(first.wait_with_output(), second.wait_with_output());
+    // Past the limit both futures are dropped, and with them (kill_on_drop) both runs.
+    let (first, second) = within(LIMIT, "the two resumes", async { tokio::join!(first.wait_with_output(), second.wait_with_output()) }).await;
     let (first, second) = (first.unwrap(), second.unwrap());
     let (winner, loser, winner_pid) = match (first.status.code(), second.status.code()) {
         (Some(0), Some(2)) => (&first, &second, pids.0),
@@ -266,14 +270,14 @@ fn report_on_a_folder_without_a_manifest_writes_nothing() {
     ablate::sandbox::copy_tree(&fixture("tiny").join("add-two"), &dir).unwrap();
     std::fs::write(dir.join("trials.jsonl"), "").unwrap();
     let before = listing(&dir);
-    let out = std::process::Command::new(BIN).args(["report", dir.to_str().unwrap()]).output().unwrap();
+    let out = output_within(std::process::Command::new(BIN).args(["report", dir.to_str().unwrap()]), LIMIT);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let msg = stderr(&out);
     assert!(msg.contains(&format!("{} has no manifest.json", dir.display())), "{msg}");
     assert_eq!(listing(&dir), before, "nothing written");
     // A folder that does not exist is not created.
     let missing = tmp.path().join("nope");
-    let out = std::process::Command::new(BIN).args(["report", missing.to_str().unwrap()]).output().unwrap();
+    let out = output_within(std::process::Command::new(BIN).args(["report", missing.to_str().unwrap()]), LIMIT);
     assert_eq!(out.status.code(), Some(2));
     assert!(!missing.exists());
 }
@@ -339,14 +343,14 @@ fn report_on_a_folder_in_use_prints_without_writing() {
     ablate::report::synth::write_run(&run, &exp, &suite, &plan, 1, |_, _| 0.5).unwrap();
     let held = ablate::record::lock::RunLock::acquire(&run).unwrap();
     let before = listing(&run);
-    let out = std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1").output().unwrap();
+    let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1"), LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!out.stdout.is_empty(), "the report is printed");
     let msg = stderr(&out);
     assert!(msg.contains(&format!("is in use by pid {}", std::process::id())) && msg.contains("not written"), "{msg}");
     assert_eq!(listing(&run), before, "no export written while another process holds the folder");
     drop(held);
-    let out = std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).output().unwrap();
+    let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]), LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(run.join("report.json").is_file());
 }
@@ -363,7 +367,7 @@ async fn isolation_is_recorded_and_resume_does_not_mix_it() {
     let (c, r) = (config.to_str().unwrap(), results.to_str().unwrap());
     // Without bubblewrap, and opted in: recorded as none.
     let mut run = cmd(&["run", c, "--results", r, "--plain", "--run-id", "u", "--unsandboxed"]);
-    let out = run.env("ABLATE_BWRAP", "/nonexistent/bwrap").output().await.unwrap();
+    let out = output_within_async(run.env("ABLATE_BWRAP", "/nonexistent/bwrap"), LIMIT).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("WITHOUT a sandbox"), "{}", stderr(&out));
     let dir = results.join("u");

@@ -1,8 +1,11 @@
 //! `ablate baseline save` and `ablate gate`: verdicts, exit codes, drift refusal, CI outputs.
 
+mod common;
+
 use ablate::report::synth;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 /// A synthetic run of the full suite, arm `full` only, `trials` per task.
 fn run(dir: &Path, name: &str, trials: u32, seed: u64, max_steps: u32, rate: impl Fn(&str) -> f64) -> PathBuf {
@@ -25,7 +28,7 @@ fn task_rate(task: &str) -> f64 {
 }
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).output().unwrap();
+    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args), Duration::from_secs(60));
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 

@@ -60,7 +60,9 @@ async fn gateway(model: ModelSpec, budget: Budget) -> Gw {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let task = tokio::spawn(serve(listener, meter.clone()));
-    Gw { url, key: meter.key().to_string(), meter, steps, http: reqwest::Client::new(), task }
+    // No request of these tests waits on the gateway for long: a hung one fails the test.
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    Gw { url, key: meter.key().to_string(), meter, steps, http, task }
 }
 
 impl Gw {
@@ -96,7 +98,7 @@ async fn stop_of(meter: &TrialMeter) -> GatewayStop {
     tokio::time::timeout(Duration::from_secs(5), meter.stopped()).await.expect("stopped() resolves")
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_calls_streaming_or_not_are_answered_and_traced() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
@@ -149,7 +151,7 @@ async fn openai_calls_streaming_or_not_are_answered_and_traced() {
     assert!(not_stopped(&gw.meter).await);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ollama_chat_streams_ndjson_by_default_and_answers_one_json_when_asked() {
     let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| ollama_text("hi there")))).await;
     let gw = gateway(spec(Provider::Ollama, &server.url), budget(10, 100_000)).await;
@@ -181,7 +183,7 @@ async fn ollama_chat_streams_ndjson_by_default_and_answers_one_json_when_asked()
     assert_eq!((chats[0]["stream"].clone(), chats[0]["options"]["seed"].clone()), (json!(false), json!(SEED)));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_round_trip_across_both_apis() {
     let handler: Handler = Arc::new(|path, _, i| {
         meta(path).unwrap_or_else(|| if i % 2 == 0 { openai_tool("call_7", "read_file", r#"{"path":"a.py"}"#) } else { openai_text("done") })
@@ -235,7 +237,7 @@ async fn tool_calls_round_trip_across_both_apis() {
     assert!(steps[1].request.get("tools").is_none());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_experiment_fixes_sampling_and_the_output_cap_and_the_trace_notes_the_ask() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
@@ -270,7 +272,7 @@ async fn the_experiment_fixes_sampling_and_the_output_cap_and_the_trace_notes_th
     assert!(!s.requested.contains_key("seed") || s.requested["seed"].count == 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_greedy_harness_is_stopped_at_max_steps() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(3, 100_000)).await;
@@ -308,7 +310,7 @@ async fn a_greedy_harness_is_stopped_at_max_steps() {
     assert_eq!(server.chats.lock().unwrap().len(), 3);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_calls_cannot_exceed_max_steps() {
     let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| openai_text("x").delayed(Duration::from_millis(100))))).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(4, 1_000_000)).await;
@@ -326,14 +328,14 @@ async fn parallel_calls_cannot_exceed_max_steps() {
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 4, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 8, "{statuses:?}");
     assert_eq!(server.chats.lock().unwrap().len(), 4);
-    gw.meter.settled().await;
+    tokio::time::timeout(Duration::from_secs(5), gw.meter.settled()).await.expect("the calls settle");
     assert_eq!(gw.steps().len(), 12);
     let mut numbers: Vec<u32> = gw.steps().iter().map(|s| s.step).collect();
     numbers.sort();
     assert_eq!(numbers, (1..=12).collect::<Vec<_>>(), "each call its own step number");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_token_budget_caps_each_call_and_refuses_past_it() {
     let server = start(openai_server()).await;
     // Each reply uses 120 tokens: 150 allows a second call (capped at 30
@@ -355,7 +357,7 @@ async fn the_token_budget_caps_each_call_and_refuses_past_it() {
     assert_eq!((chats[0]["max_tokens"].clone(), chats[1]["max_tokens"].clone()), (json!(150), json!(30)));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cost_budget_refuses_past_it() {
     let server = start(openai_server()).await;
     let mut model = spec(Provider::Openai, &server.url);
@@ -373,7 +375,7 @@ async fn the_cost_budget_refuses_past_it() {
     assert!((s.cost_usd.unwrap() - 0.00024).abs() < 1e-12, "{:?}", s.cost_usd);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_working_time_budget_ends_a_slow_call_and_the_runner_can_mark_it() {
     let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| openai_text("late").delayed(Duration::from_secs(3))))).await;
     let mut b = budget(10, 100_000);
@@ -396,7 +398,7 @@ async fn the_working_time_budget_ends_a_slow_call_and_the_runner_can_mark_it() {
     assert!(server.chats.lock().unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_is_required_in_the_header_or_the_path() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
@@ -428,7 +430,7 @@ async fn the_key_is_required_in_the_header_or_the_path() {
     assert_eq!(server.chats.lock().unwrap().len(), 2);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_failures_beyond_the_retry_policy_give_502_and_stop_the_harness() {
     let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| Reply::status(500, "{\"error\": \"boom\"}")))).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
@@ -450,7 +452,7 @@ async fn upstream_failures_beyond_the_retry_policy_give_502_and_stop_the_harness
     assert!(step.error.as_deref().unwrap().contains("HTTP 500"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_lists_unknown_paths_bad_bodies() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
@@ -483,7 +485,7 @@ async fn model_lists_unknown_paths_bad_bodies() {
     assert!(steps[2].error.as_deref().unwrap().contains("exceeds"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_harness_hangs_up_on_is_still_counted_and_traced() {
     let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| openai_text("slow").delayed(Duration::from_millis(400))))).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;

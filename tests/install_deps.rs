@@ -3,8 +3,11 @@
 //! new machine of this kind), it still installs libclang-dev. Run with stub
 //! `dpkg-query` and `apt-get` first on PATH, which record what is asked.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 fn run_with(installed: &[&str]) -> (bool, String) {
     let stubs = tempfile::tempdir().unwrap();
@@ -20,12 +23,10 @@ fn run_with(installed: &[&str]) -> (bool, String) {
         std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     }
     let path = format!("{}:{}", stubs.path().display(), std::env::var("PATH").unwrap());
-    let out = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-deps.sh"))
-        .env("PATH", path)
-        .env_remove("LIBCLANG_PATH")
-        .output()
-        .unwrap();
+    let out = common::output_within(
+        Command::new("bash").arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-deps.sh")).env("PATH", path).env_remove("LIBCLANG_PATH"),
+        Duration::from_secs(60),
+    );
     (out.status.success(), std::fs::read_to_string(&log).unwrap_or_default())
 }
 

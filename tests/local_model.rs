@@ -3,6 +3,8 @@
 //! status, real token counts and a trace.
 #![cfg(feature = "local")]
 
+mod common;
+
 use ablate::record::{TraceStep, TrialRecord, TrialStatus};
 use std::path::Path;
 
@@ -65,7 +67,7 @@ treatment = "harness"
             cmd.env_remove(key);
         }
     }
-    let out = cmd.output().await.unwrap();
+    let out = common::output_within_async(&mut cmd, std::time::Duration::from_secs(1800)).await;
     assert!(out.status.success(), "the run completes: {}", String::from_utf8_lossy(&out.stderr));
     struct Summary {
         dir: std::path::PathBuf,
@@ -149,14 +151,28 @@ fn batched_greedy_generations_match_one_at_a_time() {
     let single: Vec<String> = prompts.iter().map(|p| alone.generate_blocking(p, &params).unwrap().text).collect();
     drop(alone);
     let batched = std::sync::Arc::new(LocalClient::with_options(&spec, LocalOptions { batch: 4, ..LocalOptions::default() }).unwrap());
-    let handles: Vec<_> = prompts
+    // Each thread sends its generation (or its panic) back; the wait for it is bounded.
+    let waits: Vec<_> = prompts
         .iter()
         .map(|p| {
             let (c, p, params) = (batched.clone(), p.to_string(), params.clone());
-            std::thread::spawn(move || c.generate_blocking(&p, &params).unwrap())
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(c.generate_blocking(&p, &params).unwrap());
+            });
+            rx
         })
         .collect();
-    let together: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let limit = std::time::Duration::from_secs(300);
+    let together: Vec<_> = waits
+        .into_iter()
+        .enumerate()
+        .map(|(i, rx)| match rx.recv_timeout(limit) {
+            Ok(g) => g,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("the generation of prompt {i} panicked"),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("the generation of prompt {i} did not finish within {limit:?}"),
+        })
+        .collect();
     let mut same = 0;
     for (i, g) in together.iter().enumerate() {
         eprintln!("prompt {i}: alone {:?}\n          batched {:?}", single[i], g.text);

@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 const RIGHT_EVEN: &str = "```python even.py\ndef is_even(n):\n    return n % 2 == 0\n```\nDONE";
 const WRONG_EVEN: &str = "```python even.py\ndef is_even(n):\n    return n % 2 == 1\n```\nDONE";
@@ -90,8 +91,8 @@ async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> (ablate::r
         reporters: vec![exports.clone()],
         engine: Default::default(),
     };
-    let summary = ablate::runner::run(exp, suite, opts).await.unwrap();
-    let exported = tokio::task::spawn_blocking(move || exports.finish()).await.unwrap();
+    let summary = within(RUN_LIMIT, "the run", ablate::runner::run(exp, suite, opts)).await.unwrap();
+    let exported = within(RUN_LIMIT, "the final exports", tokio::task::spawn_blocking(move || exports.finish())).await.unwrap();
     (summary, exported.and_then(|e| e.report).map(|_| ()))
 }
 
@@ -167,12 +168,12 @@ async fn merged_shards_report_what_the_unsharded_run_reports() {
 
     // The CLI reads it like any run: report, and the gate against the unsharded run.
     let bin = env!("CARGO_BIN_EXE_ablate");
-    let report = std::process::Command::new(bin).args(["report", out.to_str().unwrap(), "--no-color"]).output().unwrap();
+    let report = output_within(std::process::Command::new(bin).args(["report", out.to_str().unwrap(), "--no-color"]), Duration::from_secs(60));
     assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
-    let gate = std::process::Command::new(bin)
-        .args(["gate", "--baseline", whole.to_str().unwrap(), "--candidate", out.to_str().unwrap(), "--arm", "full"])
-        .output()
-        .unwrap();
+    let gate = output_within(
+        std::process::Command::new(bin).args(["gate", "--baseline", whole.to_str().unwrap(), "--candidate", out.to_str().unwrap(), "--arm", "full"]),
+        Duration::from_secs(60),
+    );
     // Equal counts: never FAIL, never a usage error or drift (exit 2).
     assert!(matches!(gate.status.code(), Some(0) | Some(3)), "gate exit {:?}: {}", gate.status.code(), String::from_utf8_lossy(&gate.stdout));
 }
@@ -244,15 +245,14 @@ async fn shards_of_different_experiments_or_twice_the_same_are_refused() {
     assert!(e.contains("exists"), "{e}");
 }
 
-/// scripts/local-shards.sh 3 CONFIG RESULTS local, with this build's ablate.
+/// scripts/local-shards.sh 3 CONFIG RESULTS local, with this build's ablate. The script
+/// backgrounds its shards: past the limit its whole process group is killed.
 async fn local_shards(cfg: &Path, results: &Path) -> std::process::Output {
-    tokio::process::Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-shards.sh"))
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-shards.sh"))
         .args(["3", cfg.to_str().unwrap(), results.to_str().unwrap(), "local"])
-        .env("ABLATE", env!("CARGO_BIN_EXE_ablate"))
-        .output()
-        .await
-        .unwrap()
+        .env("ABLATE", env!("CARGO_BIN_EXE_ablate"));
+    output_within_async(&mut cmd, Duration::from_secs(300)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

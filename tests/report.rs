@@ -1,9 +1,12 @@
 //! `ablate report` on generated run folders: files, key numbers, the guard.
 
+mod common;
+
 use ablate::report::synth;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn generate(dir: &Path, trials: u32, rate: impl Fn(&str, &str) -> f64) -> PathBuf {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
@@ -28,7 +31,7 @@ fn rate(_task: &str, arm: &str) -> f64 {
 }
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1").output().unwrap();
+    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1"), Duration::from_secs(60));
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 

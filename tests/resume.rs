@@ -22,8 +22,11 @@ async fn resume_after_a_killed_run_completes_the_plan_once() {
 
     let mut child = tokio::process::Command::new(bin)
         .args(["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain"])
+        .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
+        // A test that panics before the kill must not leave the run behind.
+        .kill_on_drop(true)
         .spawn()
         .unwrap();
     // Wait until a few trials are recorded, then kill -9 mid-trial.
@@ -42,8 +45,11 @@ async fn resume_after_a_killed_run_completes_the_plan_once() {
     let before = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
     assert!(before.len() < 8, "killed before the end ({} records)", before.len());
 
-    let out =
-        tokio::process::Command::new(bin).args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"]).output().await.unwrap();
+    let out = output_within_async(
+        tokio::process::Command::new(bin).args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"]),
+        Duration::from_secs(120),
+    )
+    .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     let records = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;

@@ -1,12 +1,15 @@
 //! `ablate suite import`: HumanEval-shaped and JSONL-schema sources written for
 //! the tests (tests/fixtures/imports/), through the real binary.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("run ablate");
+    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")), Duration::from_secs(60));
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 

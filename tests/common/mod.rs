@@ -2,9 +2,11 @@
 #![allow(dead_code)]
 
 use serde_json::{Value, json};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -269,8 +271,8 @@ pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, 
         reporters: vec![exports.clone()],
         engine: Default::default(),
     };
-    let summary = ablate::runner::run(exp, suite, opts).await?;
-    let exported = tokio::task::spawn_blocking(move || exports.finish()).await.unwrap();
+    let summary = within(RUN_LIMIT, "the run", ablate::runner::run(exp, suite, opts)).await?;
+    let exported = within(RUN_LIMIT, "the final exports", tokio::task::spawn_blocking(move || exports.finish())).await.unwrap();
     assert!(exported.is_ok_and(|e| e.report.is_ok()), "the final exports are written");
     Ok(Ran::from(summary))
 }
@@ -292,4 +294,111 @@ pub fn sandbox_processes() -> Vec<String> {
 
 pub fn traces(dir: &Path, trial_id: &str) -> Vec<ablate::record::TraceStep> {
     ablate::record::jsonl::read(&dir.join("traces").join(format!("{trial_id}.jsonl"))).unwrap().records
+}
+
+/// How long an in-process run (and its exports) may take before the test fails.
+/// The tests' multi-thread runtimes keep timers firing while a worker is busy.
+pub const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+/// `fut`'s output, or a panic naming `what` once `limit` has passed.
+pub async fn within<T>(limit: Duration, what: &str, fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(limit, fut).await.unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
+}
+
+/// SIGKILL to every process of the group `pgid` (a group that is gone gives ESRCH, ignored).
+pub fn kill_group(pgid: Option<u32>) {
+    if let Some(pgid) = pgid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Has the child `pid` exited? Asked with WNOWAIT: the child stays a zombie, so
+/// its pid (the id of its process group) cannot be reused before the group is killed.
+fn exited(pid: u32) -> bool {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    let Some(pid) = Pid::from_raw(pid as i32) else { return true };
+    match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
+        Ok(status) => status.is_some(),
+        // Already reaped (ECHILD): nothing left to wait for.
+        Err(_) => true,
+    }
+}
+
+/// A pipe read to its end on a thread of its own; the bytes arrive on the channel.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+/// How long stdout and stderr may stay open after the command's group is dead.
+const PIPE_GRACE: Duration = Duration::from_secs(5);
+
+/// Run `cmd` to its end, at most `limit`: stdin null, stdout and stderr piped
+/// and read on threads, the command in a process group of its own. Past the
+/// limit the group is killed and the test panics naming the command; after the
+/// exit the group is killed too (a grandchild left behind would hold the pipes
+/// open), and the pipes' ends are waited for a few seconds at most.
+pub fn output_within(cmd: &mut std::process::Command, limit: Duration) -> Output {
+    use std::os::unix::process::CommandExt;
+    let what = format!("{cmd:?}");
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let pid = child.id();
+    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let deadline = Instant::now() + limit;
+    while !exited(pid) {
+        if Instant::now() >= deadline {
+            kill_group(Some(pid));
+            let _ = child.wait();
+            panic!("{what} did not finish within {limit:?}: its process group was killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_group(Some(pid));
+    let status = child.wait().unwrap();
+    let pipe = |rx: mpsc::Receiver<Vec<u8>>, name: &str| {
+        rx.recv_timeout(PIPE_GRACE).unwrap_or_else(|_| panic!("{what}: {name} still open {PIPE_GRACE:?} after the exit"))
+    };
+    Output { status, stdout: pipe(out, "stdout"), stderr: pipe(err, "stderr") }
+}
+
+/// `output_within` for a tokio command, awaited: the same deadline, process
+/// group and kills, and kill_on_drop should the test's future be dropped.
+pub async fn output_within_async(cmd: &mut tokio::process::Command, limit: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let pid = child.id().expect("a child not yet waited for has a pid");
+    let read = |pipe: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf).await;
+            }
+            buf
+        })
+    };
+    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + limit;
+    while !exited(pid) {
+        if Instant::now() >= deadline {
+            kill_group(Some(pid));
+            let _ = child.wait().await;
+            panic!("{what} did not finish within {limit:?}: its process group was killed");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill_group(Some(pid));
+    let status = child.wait().await.unwrap();
+    let stdout = within(PIPE_GRACE, &format!("{what}: stdout after the exit"), out).await.unwrap();
+    let stderr = within(PIPE_GRACE, &format!("{what}: stderr after the exit"), err).await.unwrap();
+    Output { status, stdout, stderr }
 }
