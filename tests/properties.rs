@@ -137,3 +137,19 @@ proptest! {
         prop_assert!(ab.lo >= -1.0 && ab.hi <= 1.0 && ab.lo <= ab.mean_diff + 1e-12 && ab.mean_diff <= ab.hi + 1e-12);
     }
 }
+
+/// Known values beside the property above: Wilson's score interval
+/// `(p + z^2/(2n) -/+ z sqrt(p(1-p)/n + z^2/(4n^2))) / (1 + z^2/n)`, evaluated in mpmath at
+/// 40 digits with z = sqrt(2) erfinv(conf) (the interval R's prop.test(x, n, correct = FALSE)
+/// gives), at three levels, away from 0 and 1.
+#[test]
+fn wilson_known_cases() {
+    for (x, n, conf, lo, hi) in [
+        (1, 3, 0.90, 0.0782657263337284, 0.746466131718776),
+        (37, 100, 0.99, 0.257386290078033, 0.498791088728081),
+        (250, 499, 0.50, 0.485910844872199, 0.516091337761457),
+    ] {
+        let (l, h) = stats::wilson(x, n, conf);
+        assert!((l - lo).abs() < 1e-9 && (h - hi).abs() < 1e-9, "wilson({x}, {n}, {conf}) = ({l}, {h}), expected ({lo}, {hi})");
+    }
+}
