@@ -8,6 +8,13 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// sha256 over "add.py\0" + hex sha256(add.py) + "\n", the framing of
+/// `Sandbox::snapshot_sha256` (python3 hashlib), for add.py as RIGHT_ADD and WRONG_ADD
+/// write it and as the tiny suite's stub has it.
+const SNAPSHOT_RIGHT: &str = "6a7819cd700e942daa3b8f2ec298f0d8494c20ca11e98aa8612979906ada42e4";
+const SNAPSHOT_WRONG: &str = "ac8ff5768e73072fefe45f21c0dd1321a31322c849f466f40bddc843fe245012";
+const SNAPSHOT_STUB: &str = "55d61c6e2992ab7edc22ea94f5e7234b98edecd4c5af7368c031e4513352090b";
+
 const FEEDBACK_ARMS: &str = "[arms.nofb]\n[arms.fb]\nfeedback = true\n[[matrix.pairs]]\ncontrol = \"nofb\"\ntreatment = \"fb\"\n";
 
 /// Wrong code first; correct code once the harness has shown failing checks.
@@ -43,13 +50,14 @@ async fn feedback_lets_a_fixing_model_pass_openai() {
                 assert_eq!(r.status, TrialStatus::Failed, "{r:?}");
                 assert_eq!(r.end_reason, EndReason::ModelDone);
                 assert_eq!(r.steps, 1, "without feedback the bare loop is one call");
-                assert!(r.tests_passed < 6);
+                // a - b passes test_zero_plus_zero only (tests/fixtures/suites/tiny/add-two/tests/test_add.py).
+                assert_eq!((r.tests_passed, r.tests_total), (1, 6));
             }
         }
         assert_eq!(r.tokens.input, 100 * r.steps as u64);
         assert_eq!(r.tokens.cached, 10 * r.steps as u64);
         let g = r.grade.as_ref().expect("final grading recorded");
-        assert_eq!(g.snapshot_sha256.len(), 64);
+        assert_eq!(g.snapshot_sha256, if r.arm == "fb" { SNAPSHOT_RIGHT } else { SNAPSHOT_WRONG }, "{}", r.arm);
         assert!(g.check.command.iter().any(|a| a == "unittest"));
         let steps = traces(&summary.dir, &r.trial_id);
         assert_eq!(steps.len() as u32, r.steps);
@@ -59,7 +67,7 @@ async fn feedback_lets_a_fixing_model_pass_openai() {
     // The request as sent after feedback carries the check summary.
     let fb = summary.records.iter().find(|r| r.arm == "fb").unwrap();
     let steps = traces(&summary.dir, &fb.trial_id);
-    assert!(steps[0].check.as_ref().unwrap().passed < 6);
+    assert_eq!(steps[0].check.as_ref().map(|c| (c.passed, c.total)), Some((1, 6)), "step 1 sent a - b");
     assert!(steps[1].request.to_string().contains("Checks: "), "{}", steps[1].request);
     // Manifest written with the plan and digests.
     let m: Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
@@ -203,7 +211,9 @@ async fn server_errors_beyond_the_retry_limit_give_provider_error() {
     assert_eq!(server.chats.lock().unwrap().len(), 3, "max_attempts = 3");
     let steps = traces(&summary.dir, &r.trial_id);
     assert_eq!(steps[0].request_attempts, 3);
-    assert!(r.grade.is_some(), "the snapshot is still graded");
+    // The snapshot is still graded: the stub as the suite gives it, which passes no test.
+    let g = r.grade.as_ref().expect("the snapshot is still graded");
+    assert_eq!((r.tests_passed, r.tests_total, g.snapshot_sha256.as_str()), (0, 6, SNAPSHOT_STUB));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,14 +242,21 @@ async fn a_malformed_body_gives_a_recorded_error() {
     let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.b]\n");
     cfg.trials = 2;
     let summary = run(&cfg.write(dir.path()), dir.path()).await;
+    // The first request of the run gets the HTML, the other the empty choices; which trial
+    // sends first is up to the two workers.
+    let mut replies = Vec::new();
     for r in &summary.records {
         assert_eq!(r.status, TrialStatus::ProviderError);
-        let e = r.error.as_deref().unwrap();
-        assert!(e.contains("malformed reply"), "{e}");
         let steps = traces(&summary.dir, &r.trial_id);
-        assert!(steps[0].reply.is_some(), "the body received is in the trace");
-        assert!(steps[0].error.is_some());
+        assert_eq!(steps[0].error, r.error, "{r:?}");
+        replies.push((steps[0].reply.clone(), r.error.clone()));
     }
+    replies.sort_by_key(|(reply, _)| reply.as_ref().map(|v| v.is_string()));
+    let expected = vec![
+        (Some(json!({"choices": []})), Some("malformed reply: no choices[0] in the reply".to_string())),
+        (Some(json!("<html>not json")), Some("malformed reply: body is not JSON: expected value at line 1 column 1".to_string())),
+    ];
+    assert_eq!(replies, expected, "the body received is in the trace, with the error");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,8 +283,14 @@ async fn a_candidate_cannot_rewrite_the_tests() {
     let suite = fixture("tiny");
     let summary = run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\nacceptance = true\n").write(dir.path()), dir.path()).await;
     let r = &summary.records[0];
-    // The tests are read-only in the sandbox: the write fails and the import with it.
-    assert_ne!(r.status, TrialStatus::Passed, "{r:?}");
+    // The tests are read-only in the sandbox: the write fails and the import with it. Every
+    // DONE is refused (acceptance: the checks fail) until the 4 steps are spent.
+    assert_eq!(
+        (r.status, &r.end_reason, r.steps, r.incidents.refused_done),
+        (TrialStatus::BudgetExhausted, &EndReason::Budget { limit: BudgetLimit::Steps }, 4, 4),
+        "{r:?}"
+    );
+    assert_eq!((r.tests_passed, r.tests_total), (0, 6));
     let check = &r.grade.as_ref().unwrap().check;
     assert!(check.output.contains("Read-only file system"), "{}", check.output);
     assert!(r.grade.as_ref().unwrap().tampered_tests.is_empty());
