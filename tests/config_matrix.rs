@@ -68,7 +68,9 @@ fn guard_accepts_exactly_one_differing_component() {
 fn combined_comparison_may_differ_in_several() {
     let exp = load("[arms.bare]\n[arms.full]\nbase = \"full\"\n[[matrix.combined]]\ncontrol = \"bare\"\ntreatment = \"full\"\n").unwrap();
     assert_eq!(exp.comparisons[0].kind, ComparisonKind::Combined);
-    assert_eq!(exp.comparisons[0].differs.len(), 5);
+    // The boolean components `full` switches on; edit_format and instructions stay as in bare.
+    let differs: Vec<&str> = exp.comparisons[0].differs.iter().map(|d| d.component.as_str()).collect();
+    assert_eq!(differs, ["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]);
 }
 
 #[test]
@@ -132,10 +134,35 @@ fn type_and_value_errors_name_the_key() {
 
 #[test]
 fn shipped_configs_load() {
-    for cfg in ["configs/ablate.toml", "configs/seed-demo.toml", "configs/humaneval.toml"] {
+    let row = |kind: &str, control: &str, treatment: &str, differs: &str| (kind.to_string(), control.to_string(), treatment.to_string(), differs.to_string());
+    // (kind, control, treatment, the components that differ), as each config's [arms] and [matrix] declare them.
+    let mut ablate_toml: Vec<_> = ["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]
+        .iter()
+        .map(|c| row(&format!("ablation {c}"), &format!("full-minus-{}", c.replace('_', "-")), "full", c))
+        .collect();
+    ablate_toml.push(row("combined", "bare", "full", "feedback loop_guard tools acceptance progress_handoff"));
+    let expected = [
+        ("configs/ablate.toml", ablate_toml),
+        ("configs/seed-demo.toml", vec![row("combined", "bare", "harness", "feedback loop_guard tools")]),
+        // bare keeps the EvalPlus instructions, full the builtin prompt.
+        ("configs/humaneval.toml", vec![row("combined", "bare", "full", "feedback loop_guard tools acceptance progress_handoff instructions")]),
+    ];
+    for (cfg, want) in expected {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(cfg);
         let exp = ablate::experiment::config::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!exp.comparisons.is_empty(), "{cfg}");
+        let got: Vec<_> = exp
+            .comparisons
+            .iter()
+            .map(|c| {
+                let kind = match &c.kind {
+                    ComparisonKind::Ablation { component } => format!("ablation {component}"),
+                    ComparisonKind::Combined => "combined".to_string(),
+                };
+                let differs = c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(" ");
+                row(&kind, &c.control, &c.treatment, &differs)
+            })
+            .collect();
+        assert_eq!(got, want, "{cfg}");
     }
 }
 
@@ -206,5 +233,6 @@ fn an_instructions_toml_is_checked_at_load_and_digested() {
     assert!(err.file.ends_with("card.toml") && err.key.as_deref() == Some("user_template"), "{err}");
     std::fs::write(&prompt, "user_template = \"Solve:\\n{code}\\n\"\n").unwrap();
     let exp = load_str(&cfg, &text).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(exp.prompt_digests["card.toml"], ablate::digest::sha256_hex(&std::fs::read(&prompt).unwrap()));
+    // `printf 'user_template = "Solve:\\n{code}\\n"\n' | sha256sum`: the file's bytes as written above.
+    assert_eq!(exp.prompt_digests["card.toml"], "ef9469b95db2c8605c8a398180bf962b3d3f0dca7366a34854ebdec9ff45d3fa");
 }

@@ -275,6 +275,13 @@ fn agent_dir(agent: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, cfg)
 }
 
+/// The files digest of agent_dir's harness, with agent.py = "print('a')\n" and "print('b')\n"
+/// (python3 hashlib, as src/digest.rs frames it): sha256 over "agents/my-agent/\0" + the folder's
+/// tree digest + "\n" and "run.sh\0" + sha256("python3 agent.py\n") + "\n", the tree digest being
+/// sha256 over "agent.py\0" + sha256(agent.py) + "\n".
+const FILES_DIGEST_A: &str = "276d7abf2ef0caaddcbcfaaa7901d6ea17c582a154e92ed4dd89956449940c7d";
+const FILES_DIGEST_B: &str = "209885a09ce067b945915a18c9a170d1c6ada395f12426ea9581145598ff7fd4";
+
 #[test]
 fn the_harness_files_are_part_of_the_config_digest_and_trial_ids() {
     let (dir, cfg) = agent_dir("print('a')\n");
@@ -283,12 +290,12 @@ fn the_harness_files_are_part_of_the_config_digest_and_trial_ids() {
     assert_eq!(a.config_digest(), again.config_digest());
     let HarnessKind::External(h) = &a.harness_kind else { panic!("external") };
     assert_eq!(h.files, vec!["agents/my-agent/", "run.sh"]);
-    let folder = ablate::digest::tree_digest(&dir.path().join("agents/my-agent")).unwrap();
-    let script = ablate::digest::sha256_hex(b"python3 agent.py\n");
-    assert_eq!(h.files_digest, ablate::digest::digest_parts([("agents/my-agent/", folder.as_str()), ("run.sh", script.as_str())]));
+    assert_eq!(h.files_digest, FILES_DIGEST_A);
 
     std::fs::write(dir.path().join("agents/my-agent/agent.py"), "print('b')\n").unwrap();
     let b = ablate::experiment::config::load(&cfg).unwrap();
+    let HarnessKind::External(hb) = &b.harness_kind else { panic!("external") };
+    assert_eq!(hb.files_digest, FILES_DIGEST_B);
     assert_ne!(a.config_digest(), b.config_digest(), "editing the agent changes the digest");
     let suite = ablate::suite::load(&a.suite_path).unwrap();
     let (pa, pb) = (ablate::plan::build(&a, &suite).unwrap(), ablate::plan::build(&b, &suite).unwrap());
@@ -372,7 +379,7 @@ fn the_manifest_carries_the_external_harness_and_every_arms_values() {
     let HarnessKind::External(h) = m.harness_kind() else { panic!("external in the manifest") };
     assert_eq!(h.command, vec!["python3", "agent.py"]);
     assert_eq!(h.files, vec!["agents/my-agent/", "run.sh"]);
-    assert_eq!(h.files_digest.len(), 64);
+    assert_eq!(h.files_digest, FILES_DIGEST_A);
     assert!(m.prompt_digests.is_empty(), "no builtin prompt for an external harness");
     let arms = m.arms();
     assert_eq!(arms.len(), 4);
