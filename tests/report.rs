@@ -324,7 +324,12 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
             }
         }
         if file == "trials.csv" {
-            let expected: Vec<String> = ablate::report::export::TRIALS_COLUMNS.iter().map(|c| c.to_string()).collect();
+            // docs/exports.md's order: the run's four, then trials.csv's own.
+            let expected = "run_id,experiment,config_digest,suite_digest,trial_id,task,arm,model,repeat,seed,attempt,counted,status,end_reason,\
+                            budget_limit,tests_passed,tests_total,steps,sessions,tokens_input,tokens_output,tokens_cached,working_seconds,wall_seconds,\
+                            rate_limit_wait_seconds,cost_usd,loop_guard_hits,invalid_tool_calls,unparsed_replies,path_refusals,snapshot_sha256,\
+                            finished_at,system_fingerprints";
+            let expected: Vec<&str> = expected.split(',').collect();
             assert_eq!(header[..expected.len()], expected[..]);
             // The two attempts of the rerun trial: only the second counts.
             let tid = first["trial_id"].as_str().unwrap();

@@ -5,7 +5,8 @@
 use super::analysis::{EffectKind, EffectReport, Report};
 use super::format::{p, pct, pp};
 use super::html;
-use crate::record::{EndReason, TrialRecord};
+use super::rows::{self, ArmRow, EffectRow, RunCells, TrialRow};
+use crate::record::TrialRecord;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -15,139 +16,7 @@ fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(tmp, dir.join(name))
 }
 
-/// A float cell: always written as a float (`3.0`, never `3`), so that a
-/// column's type does not depend on the data; empty (null) when not finite.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return String::new();
-    }
-    let s = format!("{x}");
-    if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
-}
-
-/// The columns every CSV starts with: which run, experiment, config and suite.
-pub const RUN_COLUMNS: [&str; 4] = ["run_id", "experiment", "config_digest", "suite_digest"];
-
-/// The name of a component's column.
-pub fn component_column(name: &str) -> String {
-    format!("component.{name}")
-}
-
-fn run_cells(r: &Report) -> Vec<String> {
-    vec![r.run_id.clone(), r.experiment.clone(), r.config_digest.clone(), r.suite_digest.clone()]
-}
-
-fn opt(x: Option<f64>) -> String {
-    x.map(num).unwrap_or_default()
-}
-
-/// Columns of the first pass over the records (the record's own fields).
-const TRIALS_BASE: [&str; 29] = [
-    "run_id",
-    "trial_id",
-    "task",
-    "arm",
-    "model",
-    "repeat",
-    "seed",
-    "attempt",
-    "status",
-    "end_reason",
-    "budget_limit",
-    "tests_passed",
-    "tests_total",
-    "steps",
-    "sessions",
-    "tokens_input",
-    "tokens_output",
-    "tokens_cached",
-    "working_seconds",
-    "wall_seconds",
-    "rate_limit_wait_seconds",
-    "cost_usd",
-    "loop_guard_hits",
-    "invalid_tool_calls",
-    "unparsed_replies",
-    "path_refusals",
-    "snapshot_sha256",
-    "finished_at",
-    "system_fingerprints",
-];
-
-/// Position of `attempt` in `TRIALS_BASE`: trials.csv puts `counted` after it.
-const ATTEMPT: usize = 7;
-
-/// Columns of trials.csv, documented in docs/exports.md: the run's columns,
-/// then the record's own (`TRIALS_BASE` after its run_id) with `counted`
-/// after `attempt`; then one `component.<name>` column per component of the
-/// run's arms.
-pub const TRIALS_COLUMNS: [&str; RUN_COLUMNS.len() + TRIALS_BASE.len()] = {
-    let mut out = [""; RUN_COLUMNS.len() + TRIALS_BASE.len()];
-    let mut i = 0;
-    while i < RUN_COLUMNS.len() {
-        out[i] = RUN_COLUMNS[i];
-        i += 1;
-    }
-    let mut j = 1;
-    while j < TRIALS_BASE.len() {
-        out[i] = TRIALS_BASE[j];
-        i += 1;
-        if j == ATTEMPT {
-            out[i] = "counted";
-            i += 1;
-        }
-        j += 1;
-    }
-    out
-};
-
-fn end_reason(e: &EndReason) -> (&'static str, &'static str) {
-    match e {
-        EndReason::ChecksPassed => ("checks_passed", ""),
-        EndReason::ModelDone => ("model_done", ""),
-        EndReason::Budget { limit } => ("budget", limit.name()),
-        EndReason::ProviderError => ("provider_error", ""),
-        EndReason::RequestTimeout => ("request_timeout", ""),
-        EndReason::HarnessError => ("harness_error", ""),
-        EndReason::Interrupted => ("interrupted", ""),
-        EndReason::CommandExited => ("command_exited", ""),
-    }
-}
-
-fn trial_row(r: &TrialRecord) -> Vec<String> {
-    let (reason, limit) = end_reason(&r.end_reason);
-    vec![
-        r.run_id.clone(),
-        r.trial_id.clone(),
-        r.task.clone(),
-        r.arm.clone(),
-        r.model.clone(),
-        r.repeat.to_string(),
-        r.seed.to_string(),
-        r.attempt.to_string(),
-        r.status.name().to_string(),
-        reason.to_string(),
-        limit.to_string(),
-        r.tests_passed.to_string(),
-        r.tests_total.to_string(),
-        r.steps.to_string(),
-        r.sessions.to_string(),
-        r.tokens.input.to_string(),
-        r.tokens.output.to_string(),
-        r.tokens.cached.to_string(),
-        num(r.working_seconds),
-        num(r.wall_seconds),
-        num(r.rate_limit_wait_seconds),
-        opt(r.cost_usd),
-        r.incidents.loop_guard_hits.to_string(),
-        r.incidents.invalid_tool_calls.to_string(),
-        r.incidents.unparsed_replies.to_string(),
-        r.incidents.path_refusals.to_string(),
-        r.grade.as_ref().map(|g| g.snapshot_sha256.clone()).unwrap_or_default(),
-        r.finished_at.clone(),
-        r.system_fingerprints.join(" "),
-    ]
-}
+pub use super::rows::{component_column, num};
 
 /// trials.csv: one row per recorded attempt, written while the run is loaded
 /// (see `report_dir`) to a temporary file that `finish` renames.
@@ -160,14 +29,13 @@ pub struct TrialsCsv {
 impl TrialsCsv {
     pub fn create(dir: &Path) -> std::io::Result<TrialsCsv> {
         let tmp = dir.join(".trials.csv.tmp");
-        let mut writer = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
-        writer.write_record(TRIALS_BASE).map_err(std::io::Error::other)?;
+        let writer = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
         Ok(TrialsCsv { writer, tmp, error: None })
     }
 
     pub fn push(&mut self, r: &TrialRecord) {
         if self.error.is_none()
-            && let Err(e) = self.writer.write_record(trial_row(r))
+            && let Err(e) = self.writer.serialize(TrialRow::of(r))
         {
             self.error = Some(e);
         }
@@ -198,18 +66,16 @@ impl TrialsCsv {
         let out_tmp = dir.join(".trials.csv.final.tmp");
         let result = (|| -> Result<(), csv::Error> {
             let mut reader = csv::Reader::from_path(&self.tmp)?;
-            let mut w = csv::Writer::from_path(&out_tmp)?;
-            let mut header: Vec<String> = TRIALS_COLUMNS.iter().map(|c| c.to_string()).collect();
+            let mut w = csv::WriterBuilder::new().has_headers(false).from_path(&out_tmp)?;
+            let mut header = rows::trials_columns();
             header.extend(report.component_names.iter().map(|n| component_column(n)));
             w.write_record(&header)?;
-            for (i, rec) in reader.records().enumerate() {
-                let rec = rec?;
-                let mut row = run_cells(report);
-                row.extend(rec.iter().skip(1).take(ATTEMPT).map(String::from)); // trial_id .. attempt
-                row.push(counted(i).to_string());
-                row.extend(rec.iter().skip(ATTEMPT + 1).map(String::from));
-                row.extend(values_of(rec.get(3).unwrap_or("")));
-                w.write_record(&row)?;
+            let run = RunCells::of(report);
+            for (i, row) in reader.deserialize::<TrialRow>().enumerate() {
+                let mut row = row?;
+                row.counted = Some(counted(i));
+                let values = values_of(&row.arm);
+                w.serialize((&run, &row, values))?;
             }
             w.flush()?;
             Ok(())
@@ -220,175 +86,32 @@ impl TrialsCsv {
     }
 }
 
-/// Columns of arms.csv, documented in docs/exports.md; then one
-/// `component.<name>` column per component.
-pub const ARMS_COLUMNS: [&str; 37] = [
-    "run_id",
-    "experiment",
-    "config_digest",
-    "suite_digest",
-    "alpha",
-    "arm",
-    "model",
-    "trials",
-    "tasks",
-    "pass_rate",
-    "pass_rate_lo",
-    "pass_rate_hi",
-    "pass_rate_method",
-    "pass_rate_excl_infra",
-    "pass_rate_excl_infra_lo",
-    "pass_rate_excl_infra_hi",
-    "trials_excl_infra",
-    "tests_passed_fraction",
-    "tests_passed_fraction_lo",
-    "tests_passed_fraction_hi",
-    "passed",
-    "failed",
-    "timeout",
-    "budget_exhausted",
-    "provider_error",
-    "harness_error",
-    "grader_error",
-    "policy_violation",
-    "interrupted",
-    "tokens_per_trial",
-    "working_seconds_per_trial",
-    "steps_per_trial",
-    "cost_per_trial",
-    "tokens_per_solved",
-    "working_seconds_per_solved",
-    "cost_per_solved",
-    "interval_level",
-];
-
+/// arms.csv: one row per (arm, model), then its component values.
 pub fn arms_csv(r: &Report) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = ARMS_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+    let mut header = rows::arms_columns();
     header.extend(r.component_names.iter().map(|n| component_column(n)));
     w.write_record(&header).expect("writing to memory");
+    let run = RunCells::of(r);
     for a in &r.arms {
-        let s = |k: &str| a.statuses.get(k).copied().unwrap_or(0).to_string();
-        let mut row = run_cells(r);
-        row.extend([
-            num(r.alpha),
-            a.arm.clone(),
-            a.model.clone(),
-            a.trials.to_string(),
-            a.tasks.to_string(),
-            num(a.pass_rate.mean),
-            num(a.pass_rate.lo),
-            num(a.pass_rate.hi),
-            a.pass_rate.method.name().to_string(),
-            num(a.pass_rate_excl_infra.mean),
-            num(a.pass_rate_excl_infra.lo),
-            num(a.pass_rate_excl_infra.hi),
-            a.trials_excl_infra.to_string(),
-            num(a.tests_passed.mean),
-            num(a.tests_passed.lo),
-            num(a.tests_passed.hi),
-            s("passed"),
-            s("failed"),
-            s("timeout"),
-            s("budget_exhausted"),
-            s("provider_error"),
-            s("harness_error"),
-            s("grader_error"),
-            s("policy_violation"),
-            s("interrupted"),
-            num(a.tokens_per_trial),
-            num(a.working_seconds_per_trial),
-            num(a.steps_per_trial),
-            opt(a.cost_per_trial),
-            opt(a.tokens_per_solved),
-            opt(a.working_seconds_per_solved),
-            opt(a.cost_per_solved),
-            num(1.0 - r.alpha),
-        ]);
-        row.extend(r.component_names.iter().map(|n| a.components.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()));
-        w.write_record(&row).expect("a row has one cell per column of its header");
+        let values: Vec<&str> = r.component_names.iter().map(|n| a.components.iter().find(|(k, _)| k == n).map_or("", |(_, v)| v.as_str())).collect();
+        w.serialize((&run, ArmRow::of(r, a), values)).expect("writing to memory");
     }
     w.into_inner().unwrap_or_default()
 }
 
+/// effects.csv: one row per comparison.
 pub fn effects_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(EFFECTS_COLUMNS).expect("writing to memory");
+    let run = RunCells::of(r);
     for e in r.ablations.iter().chain(&r.combined) {
-        let x = e.excl_infra.as_ref();
-        let mut row = run_cells(r);
-        row.extend([
-            num(r.alpha),
-            e.name.clone(),
-            e.kind.name().to_string(),
-            e.components.join(";"),
-            e.model.clone(),
-            e.control.clone(),
-            e.treatment.clone(),
-            num(e.control_rate),
-            num(e.treatment_rate),
-            num(e.delta),
-            num(e.lo),
-            num(e.hi),
-            num(e.interval_level),
-            e.method.name().to_string(),
-            e.scope.clone(),
-            num(e.p_value),
-            opt(e.p_adjusted),
-            e.family_size.to_string(),
-            e.n_tasks.to_string(),
-            num(e.mde),
-            e.infra_errors_control.to_string(),
-            e.infra_errors_treatment.to_string(),
-            e.infra_differs.to_string(),
-            opt(x.map(|x| x.delta)),
-            opt(x.map(|x| x.lo)),
-            opt(x.map(|x| x.hi)),
-            opt(x.map(|x| x.p_value)),
-            if e.family_size > 1 { "bonferroni".into() } else { "none".into() },
-            e.verdict.to_string(),
-        ]);
-        w.write_record(&row).expect("a row has one cell per column of its header");
+        w.serialize((&run, EffectRow::of(r, e))).expect("writing to memory");
+    }
+    if r.ablations.is_empty() && r.combined.is_empty() {
+        w.write_record(rows::effects_columns()).expect("writing to memory");
     }
     w.into_inner().unwrap_or_default()
 }
-
-/// Columns of effects.csv, documented in docs/exports.md.
-pub const EFFECTS_COLUMNS: [&str; 33] = [
-    "run_id",
-    "experiment",
-    "config_digest",
-    "suite_digest",
-    "alpha",
-    "name",
-    "kind",
-    "components",
-    "model",
-    "control",
-    "treatment",
-    "control_rate",
-    "treatment_rate",
-    "delta",
-    "lo",
-    "hi",
-    "interval_level",
-    "method",
-    "scope",
-    "p_value",
-    "p_adjusted",
-    "family_size",
-    "n_tasks",
-    "mde",
-    "infra_errors_control",
-    "infra_errors_treatment",
-    "infra_differs",
-    "delta_excl_infra",
-    "lo_excl_infra",
-    "hi_excl_infra",
-    "p_value_excl_infra",
-    "adjustment",
-    "verdict",
-];
 
 fn md_effect(s: &mut String, e: &EffectReport) {
     let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
@@ -494,21 +217,5 @@ pub fn excl_note(e: &EffectReport) -> String {
             if x.verdict_changes { " — the verdict changes" } else { "" }
         ),
         None => String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// trials.csv's columns as docs/exports.md lists them: the run's four,
-    /// the record's from trial_id to attempt, counted, then the rest.
-    #[test]
-    fn trials_columns_put_counted_after_attempt() {
-        assert_eq!(TRIALS_BASE[ATTEMPT], "attempt");
-        assert_eq!(TRIALS_COLUMNS.len(), 33);
-        assert_eq!(TRIALS_COLUMNS[..5], ["run_id", "experiment", "config_digest", "suite_digest", "trial_id"]);
-        assert_eq!(TRIALS_COLUMNS[10..13], ["attempt", "counted", "status"]);
-        assert_eq!(TRIALS_COLUMNS[31..], ["finished_at", "system_fingerprints"]);
     }
 }

@@ -10,6 +10,7 @@ pub mod html;
 pub mod live;
 pub mod load;
 pub mod power;
+pub mod rows;
 pub mod stats;
 pub mod summary;
 pub mod synth;
