@@ -1,6 +1,8 @@
 //! Properties checked over generated inputs (proptest): the JSONL reader and
 //! writer under truncation at any byte, the sandbox's path resolver, the
-//! local model's tool-call parser, and invariants of the statistics.
+//! local model's tool-call parser, the config, task and baseline parsers (a cut or a
+//! value of the wrong type is read or refused naming file and key, never a
+//! panic), and invariants of the statistics.
 
 mod common;
 
@@ -151,5 +153,142 @@ fn wilson_known_cases() {
     ] {
         let (l, h) = stats::wilson(x, n, conf);
         assert!((l - lo).abs() < 1e-9 && (h - hi).abs() < 1e-9, "wilson({x}, {n}, {conf}) = ({l}, {h}), expected ({lo}, {hi})");
+    }
+}
+
+/// A sound config for the parser properties: the tiny suite, an OpenAI-compatible
+/// model (no file to find), two arms.
+const CONFIG: &str = r#"[experiment]
+name = "props"
+suite = "SUITE"
+tasks = ["add-two"]
+trials = 2
+seed = 7
+alpha = 0.05
+
+[budget]
+max_steps = 3
+max_output_tokens_per_step = 256
+max_total_tokens = 12000
+max_working_seconds = 90
+
+[harness]
+session_steps = 2
+feedback_tail_bytes = 1200
+
+[[models]]
+name = "m"
+provider = "openai"
+model = "m"
+endpoint = "http://127.0.0.1:9/v1"
+temperature = 0.7
+
+[arms.bare]
+base = "bare"
+
+[arms.full]
+base = "full"
+"#;
+
+/// Values of other types and out of range, for a key's value.
+const ODD_VALUES: [&str; 12] = ["\"x\"", "\"\"", "-1", "0", "1e309", "nan", "[]", "{}", "true", "18446744073709551616", "0.0", "[1, \"a\"]"];
+
+/// Each one-line `key = value` of `text`: (line index, key).
+fn keyed_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| l.split_once(" = ").filter(|(_, v)| !v.starts_with("\"\"\"")).map(|(k, _)| (i, k.trim().to_string())))
+        .collect()
+}
+
+/// `text` with line `line`'s value replaced by `value`.
+fn with_value(text: &str, line: usize, value: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| if i == line { format!("{} = {value}", l.split_once(" = ").unwrap().0) } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A config cut at any byte, or with any key's value swapped for one of
+    /// another type or out of range, is read or refused, never a panic; a
+    /// refusal names the file, and a swapped value's refusal names its key.
+    #[test]
+    fn a_config_is_read_or_refused_naming_file_and_key(cut in any::<prop::sample::Index>(), pick in any::<prop::sample::Index>(), value in prop::sample::select(ODD_VALUES.to_vec())) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/props.toml");
+        let text = CONFIG.replace("SUITE", &common::fixture("tiny").display().to_string());
+        prop_assert!(ablate::experiment::config::load_str(&path, &text).is_ok(), "the sound config loads");
+        let k = cut.index(text.len() + 1);
+        if text.is_char_boundary(k) {
+            if let Err(e) = ablate::experiment::config::load_str(&path, &text[..k]) {
+                prop_assert!(e.to_string().starts_with(&format!("{}: ", path.display())), "{e}");
+            }
+        }
+        let lines = keyed_lines(&text);
+        let (line, key) = &lines[pick.index(lines.len())];
+        if let Err(e) = ablate::experiment::config::load_str(&path, &with_value(&text, *line, value)) {
+            let shown = e.to_string();
+            prop_assert!(shown.starts_with(&format!("{}: ", path.display())), "{shown}");
+            // A value TOML itself refuses (1e309 overflows) is named by its line and column.
+            prop_assert!(shown.contains(key.as_str()) || shown.contains(&format!("at line {}, column", line + 1)), "`{key} = {value}` refused without naming `{key}`: {shown}");
+        }
+    }
+
+    /// A task.toml with any value swapped, or cut at any byte, is loaded or
+    /// refused naming the task file (and the key, for a swapped value).
+    #[test]
+    fn a_task_is_read_or_refused_naming_file_and_key(cut in any::<prop::sample::Index>(), pick in any::<prop::sample::Index>(), value in prop::sample::select(ODD_VALUES.to_vec())) {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("add-two");
+        ablate::sandbox::copy_tree(&common::fixture("tiny").join("add-two"), &task).unwrap();
+        let file = task.join("task.toml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let k = cut.index(text.len() + 1);
+        if text.is_char_boundary(k) {
+            std::fs::write(&file, &text[..k]).unwrap();
+            if let Err(e) = ablate::suite::load_task(&task) {
+                prop_assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+            }
+        }
+        let lines = keyed_lines(&text);
+        let (line, key) = &lines[pick.index(lines.len())];
+        std::fs::write(&file, with_value(&text, *line, value)).unwrap();
+        if let Err(e) = ablate::suite::load_task(&task) {
+            let shown = e.to_string();
+            prop_assert!(shown.contains(&file.display().to_string()), "{shown}");
+            prop_assert!(shown.contains(key.as_str()) || shown.contains(&format!("at line {}, column", line + 1)), "`{key} = {value}` refused without naming `{key}`: {shown}");
+        }
+    }
+
+    /// A baseline CSV with any cell replaced, or cut at any byte, is read or
+    /// refused naming the file; a refused replaced cell names its row and a
+    /// column (the cell's, or the one it contradicts: passes 0 of 4 against a
+    /// pass rate of 0.75 names `pass_rate`).
+    #[test]
+    fn a_baseline_is_read_or_refused_naming_row_and_column(cut in any::<prop::sample::Index>(), row in 0usize..2, col in 0usize..10, cell in prop::sample::select(vec!["", "-1", "x", "1.5", "99", "NaN", "\"a,b\"", "0"])) {
+        let header = "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id";
+        let rows = ["a,4,3,0.75,full,m,,d,b,r", "b,4,1,0.25,full,m,,d,b,r"];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("base.csv");
+        let text = format!("{header}\n{}\n{}\n", rows[0], rows[1]);
+        let k = cut.index(text.len() + 1);
+        std::fs::write(&path, &text[..k]).unwrap();
+        if let Err(e) = ablate::gate::read_baseline(&path) {
+            prop_assert!(e.to_string().starts_with(&format!("{}: ", path.display())), "{e}");
+        }
+        let mut cells: Vec<String> = rows[row].split(',').map(str::to_string).collect();
+        cells[col] = cell.to_string();
+        let mut lines = vec![header.to_string(), rows[0].to_string(), rows[1].to_string()];
+        lines[row + 1] = cells.join(",");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        if let Err(e) = ablate::gate::read_baseline(&path) {
+            let shown = e.to_string();
+            let name = header.split(',').nth(col).unwrap();
+            prop_assert!(shown.starts_with(&format!("{}: row ", path.display())), "cell {name} = {cell}: {shown}");
+            prop_assert!(shown.contains(", column `") || shown.contains(": CSV error"), "cell {name} = {cell}: {shown}");
+        }
     }
 }

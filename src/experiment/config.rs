@@ -633,10 +633,13 @@ fn validate_models(path: &Path, config_dir: &Path, raw: Vec<RawModel>) -> Result
     let mut out: Vec<ModelSpec> = Vec::new();
     for (i, m) in raw.into_iter().enumerate() {
         let key = |k: &str| format!("models[{i}].{k}");
-        let name = m.name.unwrap_or_else(|| m.model.clone());
-        if name.trim().is_empty() || m.model.trim().is_empty() {
+        if m.model.trim().is_empty() {
             return Err(InputError::at(path, key("model"), "must not be empty"));
         }
+        if m.name.as_ref().is_some_and(|n| n.trim().is_empty()) {
+            return Err(InputError::at(path, key("name"), "must not be empty (leave it out to use `model`)"));
+        }
+        let name = m.name.unwrap_or_else(|| m.model.clone());
         if out.iter().any(|o| o.name == name) {
             return Err(InputError::at(path, key("name"), format!("model name `{name}` is used twice; give each a distinct `name`")));
         }
