@@ -222,10 +222,10 @@ proptest! {
         let text = CONFIG.replace("SUITE", &common::fixture("tiny").display().to_string());
         prop_assert!(ablate::experiment::config::load_str(&path, &text).is_ok(), "the sound config loads");
         let k = cut.index(text.len() + 1);
-        if text.is_char_boundary(k) {
-            if let Err(e) = ablate::experiment::config::load_str(&path, &text[..k]) {
-                prop_assert!(e.to_string().starts_with(&format!("{}: ", path.display())), "{e}");
-            }
+        if text.is_char_boundary(k)
+            && let Err(e) = ablate::experiment::config::load_str(&path, &text[..k])
+        {
+            prop_assert!(e.to_string().starts_with(&format!("{}: ", path.display())), "{e}");
         }
         let lines = keyed_lines(&text);
         let (line, key) = &lines[pick.index(lines.len())];
@@ -281,7 +281,7 @@ proptest! {
         }
         let mut cells: Vec<String> = rows[row].split(',').map(str::to_string).collect();
         cells[col] = cell.to_string();
-        let mut lines = vec![header.to_string(), rows[0].to_string(), rows[1].to_string()];
+        let mut lines = [header.to_string(), rows[0].to_string(), rows[1].to_string()];
         lines[row + 1] = cells.join(",");
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
         if let Err(e) = ablate::gate::read_baseline(&path) {
