@@ -1,21 +1,23 @@
 //! What every command prints, pinned as insta snapshots (`tests/snapshots/`):
-//! each command's `--help`, and the output of `plan`, `report`, `baseline
-//! save`, `gate`, `merge` and `suite check` on fixed inputs. Paths, digests,
-//! run ids and times are replaced by placeholders. After an intended change:
+//! each command's `--help`, and the output of `run`, `plan`, `report`,
+//! `baseline save`, `gate`, `merge`, `suite check` and `suite import` on fixed
+//! inputs, and of refused inputs. Paths, digests, run ids and times are
+//! replaced by placeholders. After an intended change:
 //! `INSTA_UPDATE=always cargo test --test snapshots`, then review the diff.
+
+mod common;
 
 use ablate::report::synth;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
 fn ablate(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .env_remove("CI")
-        .output()
-        .expect("run ablate");
+    let out = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).env("NO_COLOR", "1").env_remove("CI"),
+        Duration::from_secs(120),
+    );
     format!(
         "exit: {}\n--- stdout\n{}--- stderr\n{}",
         out.status.code().unwrap_or(-1),
@@ -104,4 +106,40 @@ fn command_outputs() {
     m["experiment"]["arms"][1]["name"] = serde_json::json!(5);
     std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
     insta::assert_snapshot!("report-bad-manifest", ablate(&["report", bad.to_str().unwrap()]));
+    insta::assert_snapshot!("python-error", ablate(&["--python", "/nonexistent/python3", "suite", "check", "tests/fixtures/suites/tiny"]));
+    let imported = dir.path().join("imported");
+    let imported_s = imported.to_str().unwrap();
+    insta::assert_snapshot!("suite-import", ablate(&["suite", "import", "humaneval", "tests/fixtures/imports/humaneval-mini.jsonl", "-o", imported_s]));
+    insta::assert_snapshot!("suite-import-exists", ablate(&["suite", "import", "humaneval", "tests/fixtures/imports/humaneval-mini.jsonl", "-o", imported_s]));
+}
+
+/// `ablate run` to its end against a scripted model (wrong code, then right
+/// code once the checks' failures are shown), one trial at a time so that the
+/// lines come in plan order; then the same run again, refused, and resumed.
+#[test]
+fn run_output() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let server = rt.block_on(common::start(Arc::new(|path, body, _| {
+        if let Some(r) = common::meta(path) {
+            return r;
+        }
+        let fixed = common::count_messages(body, "The harness ran the checks") > 0;
+        common::openai_text(if fixed { common::RIGHT_ADD } else { common::WRONG_ADD })
+    })));
+    let dir = tempfile::tempdir().unwrap();
+    let suite = common::fixture("tiny");
+    let arms = "[arms.nofb]\n[arms.fb]\nfeedback = true\n[[matrix.pairs]]\ncontrol = \"nofb\"\ntreatment = \"fb\"\n";
+    let mut cfg = common::Cfg::new(&suite, "openai", &server.url, arms);
+    cfg.trials = 2;
+    let config = cfg.write(dir.path());
+    let mut s = settings(Some(dir.path()));
+    s.add_filter(&regex::escape(&server.url), "[model server]");
+    s.add_filter(&regex::escape(&suite.display().to_string()), "[suite]");
+    let _g = s.bind_to_scope();
+    let results = dir.path().join("results");
+    let (config_s, results_s) = (config.to_str().unwrap(), results.to_str().unwrap());
+    insta::assert_snapshot!("run", ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"]));
+    insta::assert_snapshot!("run-exists", ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"]));
+    insta::assert_snapshot!("run-resume-done", ablate(&["run", config_s, "--resume", results.join("r").to_str().unwrap(), "-j", "1", "--plain"]));
+    drop(server);
 }

@@ -3,7 +3,7 @@
 //! and renamed, so a reader never sees half a file and a crash loses nothing.
 
 use super::analysis::{EffectKind, EffectReport, Report};
-use super::format::{p, pct, pp};
+use super::format::{count, p, pct, pp};
 use super::html;
 use super::rows::{self, ArmRow, EffectRow, RunCells, TrialRow};
 use crate::record::TrialRecord;
@@ -174,8 +174,8 @@ pub fn markdown(r: &Report) -> String {
     if !r.ablations.is_empty() {
         let _ = writeln!(
             s,
-            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for the {} ablations (Bonferroni).\n\n{header}",
-            r.ablations.first().map_or(0, |e| e.family_size)
+            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni).\n\n{header}",
+            count(r.ablations.first().map_or(0, |e| e.family_size), "ablation")
         );
         for e in &r.ablations {
             md_effect(&mut s, e);

@@ -3,6 +3,11 @@
 
 use super::analysis::{Interval, IntervalMethod};
 
+/// `n` with its noun, singular for 1: `1 task`, `2 tasks`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 pub fn pct(x: f64) -> String {
     if x.is_finite() { format!("{:.1}%", x * 100.0) } else { "n/a".into() }
 }

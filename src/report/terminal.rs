@@ -2,7 +2,7 @@
 //! one line per effect. Colour only when asked (a terminal without NO_COLOR).
 
 use super::analysis::{ArmReport, EffectKind, EffectReport, EffectVerdict, Report};
-use super::format::{interval, p, pct, pp};
+use super::format::{count, interval, p, pct, pp};
 use std::fmt::Write;
 
 struct Paint(bool);
@@ -28,7 +28,8 @@ impl Paint {
 }
 
 fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
-    let _ = writeln!(s, "{} {}", c.bold(&format!("Arm {}", a.arm)), c.dim(&format!("({}, {} trials over {} tasks)", a.model, a.trials, a.tasks)));
+    let _ =
+        writeln!(s, "{} {}", c.bold(&format!("Arm {}", a.arm)), c.dim(&format!("({}, {} over {})", a.model, count(a.trials, "trial"), count(a.tasks, "task"))));
     let _ = writeln!(s, "  Pass rate:       {}  {:.0}% CI", c.green(&interval(&a.pass_rate)), level * 100.0);
     let _ = writeln!(s, "  Excl. infra:     {}  ({} trials)", interval(&a.pass_rate_excl_infra), a.trials_excl_infra);
     let _ = writeln!(s, "  Tests passed:    {}", interval(&a.tests_passed));
@@ -136,10 +137,10 @@ pub fn render(r: &Report, colour: bool) -> String {
             s,
             "{}",
             c.bold(&format!(
-                "Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} ablations (Bonferroni); {}):",
+                "Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} (Bonferroni); {}):",
                 r.ablations.first().map_or(level, |e| e.interval_level) * 100.0,
                 level * 100.0,
-                r.ablations.first().map_or(0, |e| e.family_size),
+                count(r.ablations.first().map_or(0, |e| e.family_size), "ablation"),
                 methods(&r.ablations)
             ))
         );
