@@ -110,6 +110,10 @@ fn command_outputs() {
     let imported = dir.path().join("imported");
     let imported_s = imported.to_str().unwrap();
     insta::assert_snapshot!("suite-import", ablate(&["suite", "import", "humaneval", "tests/fixtures/imports/humaneval-mini.jsonl", "-o", imported_s]));
+    // This build has no polars (the default features): export says how to get it.
+    if cfg!(not(feature = "polars")) {
+        insta::assert_snapshot!("export-without-polars", ablate(&["export", run_s, "-o", dir.path().join("x.parquet").to_str().unwrap()]));
+    }
     insta::assert_snapshot!("suite-import-exists", ablate(&["suite", "import", "humaneval", "tests/fixtures/imports/humaneval-mini.jsonl", "-o", imported_s]));
 }
 
@@ -141,5 +145,14 @@ fn run_output() {
     insta::assert_snapshot!("run", ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"]));
     insta::assert_snapshot!("run-exists", ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"]));
     insta::assert_snapshot!("run-resume-done", ablate(&["run", config_s, "--resume", results.join("r").to_str().unwrap(), "-j", "1", "--plain"]));
+    // The same experiment as two shards, put back together.
+    for k in ["1/2", "2/2"] {
+        let id = format!("s{}", &k[..1]);
+        let out = ablate(&["run", config_s, "--results", results_s, "--run-id", &id, "--shard", k, "-j", "1", "--plain"]);
+        assert!(out.starts_with("exit: 0\n"), "{out}");
+    }
+    let (s1, s2, merged) = (results.join("s1"), results.join("s2"), results.join("merged"));
+    insta::assert_snapshot!("merge", ablate(&["merge", "-o", merged.to_str().unwrap(), s1.to_str().unwrap(), s2.to_str().unwrap()]));
+    insta::assert_snapshot!("merge-one-shard-missing", ablate(&["merge", "-o", results.join("m2").to_str().unwrap(), s1.to_str().unwrap()]));
     drop(server);
 }
