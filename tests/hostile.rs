@@ -87,6 +87,9 @@ fn assert_no_sandbox_process_left() {
 
 const WRONG: &str = "def add(a, b):\n    return a - b";
 
+/// The snapshot of a workspace whose add.py is not a regular file (read as empty).
+const EMPTY_ADD_PY: &str = "0e5621e01549f488478114244c16cb903e048862b13cd0703d3229b4df216ee5";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summary_printed_at_exit_over_failures_is_a_policy_violation() {
     let _g = SERIAL.lock().await;
@@ -210,7 +213,16 @@ def add(a, b):
     );
     let a = attack(&code, 10.0).await;
     assert_eq!(a.rec.status, TrialStatus::Failed, "{:?}", a.rec);
-    assert!(a.output.contains("TRIES"), "{}", a.output);
+    // Every attempt, by the exception it met: the final grading's line first, then step 1's check.
+    // The jail sees neither the host's temporary folder nor its own symlink's target; /etc, /usr and
+    // the mount of tests/ are read-only. Step 1's check made `link`, which the grading finds there.
+    let tries = |symlink: &str| {
+        format!(
+            "TRIES [('absolute', 'FileNotFoundError'), ('dotdot', 'FileNotFoundError'), ('etc', 'OSError'), ('symlink', '{symlink}'), ('tests', 'PermissionError'), ('tests_rename', 'OSError'), ('tmp', 'WROTE'), ('usr', 'OSError')]"
+        )
+    };
+    let lines: Vec<&str> = a.output.lines().filter(|l| l.starts_with("TRIES")).collect();
+    assert_eq!(lines, [tries("FileExistsError"), tries("FileNotFoundError")], "{}", a.output);
     assert!(!target.exists(), "wrote {}", target.display());
     assert!(!Path::new(&marker).exists(), "wrote {marker}");
     assert!(!Path::new("/etc/ablate-pwned").exists() && !Path::new("/usr/ablate-pwned").exists());
@@ -247,10 +259,11 @@ def add(a, b):
     );
     let a = attack(&code, 10.0).await;
     assert_eq!(a.rec.status, TrialStatus::Failed, "{:?}", a.rec);
-    assert!(a.output.contains("('loopback', '") && !a.output.contains("CONNECTED"), "{}", a.output);
+    // No route to the host's loopback from the jail's own: its loopback refuses the port.
+    assert!(a.output.contains("('loopback', 'ConnectionRefusedError')") && !a.output.contains("CONNECTED"), "{}", a.output);
     assert!(a.output.contains("('dns', 'gaierror')"), "{}", a.output);
     assert!(a.output.contains("('interfaces', ['lo'])"), "{}", a.output);
-    assert!(listener.accept().is_err(), "the jail connected to the host's loopback");
+    assert!(matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "the jail connected to the host's loopback");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,7 +299,8 @@ def add(a, b):
     assert!(a.output.contains("('file', 'OSError')"), "{}", a.output);
     let forked: u32 = a.output.split("('forked', ").nth(1).and_then(|s| s.split(')').next()).and_then(|n| n.parse().ok()).expect("forked count");
     assert!(forked < 64, "forked {forked} children under a limit of 64 processes");
-    assert_ne!(a.rec.status, TrialStatus::Passed);
+    // The limits held and the tests ran: a - b fails them (1 of 6 passes).
+    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 1, 6), "{:?}", a.rec);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -418,10 +432,14 @@ async fn an_editable_file_replaced_by_a_symlink_or_fifo_is_never_followed() {
         secret_file.display()
     );
     let a = attack(&code, 10.0).await;
-    assert_ne!(a.rec.status, TrialStatus::Passed);
+    // Graded as it is left: no add.py to import (0 of 6), and the snapshot counts the link as an
+    // empty file: sha256 over "add.py\0" + sha256("") + "\n" (python3 hashlib).
+    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 0, 6), "{:?}", a.rec);
+    assert_eq!(a.rec.grade.as_ref().unwrap().snapshot_sha256, EMPTY_ADD_PY);
     assert_eq!(std::fs::read_to_string(&secret_file).unwrap(), "TOP-SECRET-HOST-FILE", "the host file was written through the link");
     assert!(!a.written.contains("TOP-SECRET-HOST-FILE"), "the host file was read through the link");
     let code = "import os\ndef add(a, b):\n    return a - b\ntry:\n    os.remove('add.py'); os.mkfifo('add.py')\nexcept OSError:\n    pass\n";
     let a = attack(code, 4.0).await;
-    assert_ne!(a.rec.status, TrialStatus::Passed);
+    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 0, 6), "{:?}", a.rec);
+    assert_eq!(a.rec.grade.as_ref().unwrap().snapshot_sha256, EMPTY_ADD_PY);
 }
