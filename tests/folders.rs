@@ -345,14 +345,18 @@ fn report_on_a_folder_in_use_prints_without_writing() {
     let before = listing(&run);
     let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1"), LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(!out.stdout.is_empty(), "the report is printed");
+    let printed = out.stdout.clone();
     let msg = stderr(&out);
     assert!(msg.contains(&format!("is in use by pid {}", std::process::id())) && msg.contains("not written"), "{msg}");
     assert_eq!(listing(&run), before, "no export written while another process holds the folder");
     drop(held);
-    let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]), LIMIT);
+    let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1"), LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(run.join("report.json").is_file());
+    assert_eq!(String::from_utf8_lossy(&printed), String::from_utf8_lossy(&out.stdout), "the report printed while held is the one written after");
+    // configs/ablate.toml's 4 tasks x 7 arms x 2 trials, every one recorded.
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!((json["planned_trials"].as_u64(), json["recorded_trials"].as_u64()), (Some(4 * 7 * 2), Some(4 * 7 * 2)));
+    assert_eq!(json["arms"].as_array().unwrap().len(), 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
