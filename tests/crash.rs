@@ -76,11 +76,16 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
 async fn ctrl_c_during_a_check_leaves_no_process() {
     let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_config, _run_dir, mut child) = spinning_run(dir.path(), Arc::new(AtomicBool::new(false))).await;
+    let (_config, run_dir, mut child) = spinning_run(dir.path(), Arc::new(AtomicBool::new(false))).await;
     wait_for("the spinning check", Duration::from_secs(30), || !sandbox_processes().is_empty()).await;
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
     let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("ablate stops on Ctrl-C").unwrap();
-    assert!(!status.success());
+    // 128 + SIGINT (README: 130, a run interrupted by Ctrl-C). The attempt in flight has its start
+    // line and no record: a --resume records it as interrupted before anything runs.
+    assert_eq!(status.code(), Some(130), "{status:?}");
     wait_for("the sandbox to die with the run", Duration::from_secs(5), || sandbox_processes().is_empty()).await;
+    assert!(ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records.is_empty());
+    let attempts = ablate::record::jsonl::read::<ablate::record::AttemptStart>(&run_dir.join("attempts.jsonl")).unwrap().records;
+    assert_eq!(attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(), vec![1], "{attempts:?}");
 }
