@@ -70,7 +70,7 @@ async fn an_external_harness_is_metered_graded_and_contained() {
     let r = record(rs, "stream");
     assert_eq!(r.status, TrialStatus::Passed, "{r:?}");
     let trace = traces(&summary.dir, &r.trial_id);
-    assert!(trace[0].notes.iter().any(|n| n.contains("sse")), "{:?}", trace[0].notes);
+    assert!(trace[0].notes.contains(&"streamed (sse)".to_string()), "{:?}", trace[0].notes);
 
     // A greedy harness is stopped at max_steps: exactly 3 calls reached the model.
     let r = record(rs, "greedy");
@@ -115,6 +115,15 @@ async fn an_external_harness_is_metered_graded_and_contained() {
 
     // The manifest records the harness, its files' digest and the declared components.
     let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
-    let text = m["experiment"].to_string();
-    assert!(text.contains("probe.py") && text.contains("files_digest"), "{text}");
+    let h = &m["experiment"]["harness_kind"];
+    let probe = fixture_dir().join("harnesses/probe");
+    assert_eq!((&h["kind"], &h["files"]), (&serde_json::json!("external"), &serde_json::json!([probe.display().to_string()])), "{h}");
+    // The files' digest as its definition gives it, with the sha2 crate: sha256 over "<file>\0<digest>\n"
+    // per listed file, a folder's digest being sha256 over "<path>\0<sha256 of its bytes>\n" per file in it.
+    let sha = |b: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b));
+    let folder = sha(format!("probe.py\0{}\n", sha(&std::fs::read(probe.join("probe.py")).unwrap())).as_bytes());
+    assert_eq!(h["files_digest"], serde_json::json!(sha(format!("{}\0{folder}\n", probe.display()).as_bytes())), "{h}");
+    let components: Vec<(String, serde_json::Value)> =
+        h["components"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap().to_string(), c["values"].clone())).collect();
+    assert_eq!(components, [("mode".to_string(), serde_json::json!(MODES)), ("color".to_string(), serde_json::json!(["red", "blue"]))], "{h}");
 }
