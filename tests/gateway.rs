@@ -159,7 +159,9 @@ async fn ollama_chat_streams_ndjson_by_default_and_answers_one_json_when_asked()
     let (status, ctype, text) = gw.post("/api/chat", &json!({"model": "exp-model", "messages": [user("hi")]})).await;
     assert_eq!((status, ctype.as_str()), (200, "application/x-ndjson"), "{text}");
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(lines.len() >= 2, "{text}");
+    // The upstream reply was whole (not streamed): its text in one line, then the closing line.
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!((lines[0]["message"]["content"].clone(), lines[1]["message"]["content"].clone()), (json!("hi there"), json!("")), "{text}");
     let content: String = lines.iter().filter_map(|l| l["message"]["content"].as_str()).collect();
     assert_eq!(content, "hi there");
     assert!(lines[..lines.len() - 1].iter().all(|l| l["done"] == false));
@@ -269,7 +271,8 @@ async fn the_experiment_fixes_sampling_and_the_output_cap_and_the_trace_notes_th
     assert_eq!(s.requested["temperature"].last, json!(1.5));
     assert_eq!(s.requested["max_completion_tokens"].last, json!(64));
     assert_eq!(s.requested["max_tokens"].count, 1);
-    assert!(!s.requested.contains_key("seed") || s.requested["seed"].count == 1);
+    // Asked once (7, by the first request), then not at all.
+    assert_eq!((s.requested["seed"].count, &s.requested["seed"].last), (1, &json!(7)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
