@@ -86,7 +86,13 @@ treatment = "harness"
         );
         assert!(r.steps >= 1);
         assert!(r.tokens.input > 100 && r.tokens.output > 0, "real token counts: {:?}", r.tokens);
-        assert!(r.grade.as_ref().is_some_and(|g| g.check.total > 0), "graded");
+        // Graded against the task's declared tests (tasks/core/*/task.toml: `tests = 8` and `tests = 13`).
+        let declared = match r.task.as_str() {
+            "count-vowels" => 8,
+            "parse-duration" => 13,
+            other => panic!("task {other} is not in the config"),
+        };
+        assert_eq!((r.grade.as_ref().map(|g| g.check.total), r.tests_total), (Some(declared), declared), "{}: graded", r.trial_id);
         let steps: Vec<TraceStep> = ablate::record::jsonl::read(&summary.dir.join("traces").join(format!("{}.jsonl", r.trial_id))).unwrap().records;
         assert_eq!(steps.len() as u32, r.steps, "one trace line per step");
         assert_eq!(steps.iter().map(|s| s.tokens.output).sum::<u64>(), r.tokens.output);
@@ -104,14 +110,23 @@ treatment = "harness"
     let manifest: ablate::record::Manifest = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest.models[0].identity.as_deref(), Some(format!("gguf-sha256:{SMALL_SHA256}").as_str()));
     let engine = manifest.models[0].engine.as_ref().expect("the local engine's settings are recorded");
-    assert!(engine["threads"].as_u64().is_some_and(|t| t >= 1), "{engine}");
-    assert!(engine["slots"].as_u64().is_some_and(|s| s >= 1), "{engine}");
+    // The defaults (README: every core for prompts and generation, ABLATE_LOCAL_SLOTS 8, ABLATE_LOCAL_BATCH 4).
+    let cores = std::thread::available_parallelism().unwrap().get() as u64;
+    let settings: Vec<Option<u64>> = ["threads", "batch_threads", "slots", "batch"].iter().map(|k| engine[k].as_u64()).collect();
+    assert_eq!(settings, [Some(cores), Some(cores), Some(8), Some(4)], "{engine}");
     assert_eq!(engine["prefix_cache"], true, "{engine}");
     assert_eq!(engine["template"], "gguf", "{engine}");
     // The GGUF's template is the one the golden tests render (`sha256sum
     // src/model/chat_templates/smollm2-135m-instruct.jinja`).
     assert_eq!(engine["template_sha256"], "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788", "{engine}");
-    assert!(summary.dir.join("report.html").is_file(), "exports written at the end of the run");
+    // Exports written at the end of the run: every trial recorded, the one combined comparison.
+    assert!(summary.dir.join("report.html").is_file());
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!((report["planned_trials"].as_u64(), report["recorded_trials"].as_u64()), (Some(8), Some(8)), "{report}");
+    let combined: Vec<(&str, &str)> =
+        report["combined"].as_array().unwrap().iter().map(|c| (c["control"].as_str().unwrap(), c["treatment"].as_str().unwrap())).collect();
+    assert_eq!(combined, [("bare", "harness")]);
+    assert!(report["ablations"].as_array().unwrap().is_empty());
 }
 
 /// Continuous batching: four greedy requests decoded together give each the
