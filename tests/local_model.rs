@@ -129,6 +129,64 @@ treatment = "harness"
     assert!(report["ablations"].as_array().unwrap().is_empty());
 }
 
+/// `--local-template FILE`: the file's Jinja is run instead of the GGUF's
+/// template (the prompt is exactly its rendering, with the vocabulary's BOS
+/// text given as `bos_token`), and the manifest's engine settings name it with
+/// the sha256 of its text; a template that does not parse stops the client at
+/// load, naming the file.
+#[test]
+fn a_template_file_replaces_the_ggufs_own() {
+    use ablate::model::local::{LocalClient, LocalOptions};
+    use ablate::model::{ChatRequest, Message, ModelClient};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let model = root.join(SMALL_MODEL);
+    assert!(model.is_file(), "{} is missing: run `make model-small`", model.display());
+    let spec = ablate::experiment::config::ModelSpec {
+        name: "s".into(),
+        provider: ablate::experiment::config::Provider::Local,
+        model: "s".into(),
+        endpoint: None,
+        api_key_env: None,
+        path: Some(model.display().to_string()),
+        resolved_path: Some(model.clone()),
+        temperature: 0.0,
+        top_p: 1.0,
+        context_tokens: Some(512),
+        request_timeout_seconds: 120.0,
+        price: None,
+        retry: ablate::experiment::config::RetryPolicy::None,
+        max_response_bytes: ablate::experiment::config::DEFAULT_MAX_RESPONSE_BYTES,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain.jinja");
+    let text = "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
+    std::fs::write(&file, text).unwrap();
+    let client = LocalClient::with_options(&spec, LocalOptions { template: Some(file.clone()), ..LocalOptions::default() }).unwrap();
+    let req = ChatRequest {
+        messages: vec![Message::user("Say hi.")],
+        tools: vec![],
+        max_tokens: 4,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 1,
+        timeout: std::time::Duration::from_secs(120),
+    };
+    let out = client.chat_blocking(&req, "op".into());
+    assert!(out.result.is_ok(), "{:?}", out.result);
+    // jinja2's rendering of the same template and message (trim_blocks, lstrip_blocks; the
+    // source's one trailing newline dropped, as jinja2 drops it); SmolLM2's BOS is <|im_start|>
+    // (its GGUF's tokenizer.ggml.bos_token_id 1); no default system turn is added.
+    assert_eq!(out.request_body["prompt"], "<|im_start|><|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant");
+    let engine = client.engine().unwrap();
+    assert_eq!(engine["template"], file.display().to_string());
+    // sha256 of `text` (python3 -c 'import hashlib; print(hashlib.sha256(text.encode()).hexdigest())').
+    assert_eq!(engine["template_sha256"], "da984122ef578daa5946eee655faac4227ebb1906bd987c81461b8d808ad84ef");
+    drop(client);
+    std::fs::write(&file, "{% for m in messages %}").unwrap();
+    let err = LocalClient::with_options(&spec, LocalOptions { template: Some(file.clone()), ..LocalOptions::default() }).err().unwrap();
+    assert!(err.contains(&format!("--local-template `{}`", file.display())) && err.contains("line 1"), "{err}");
+}
+
 /// Continuous batching: four greedy requests decoded together give each the
 /// text it gets alone (one sequence at a time, ABLATE_LOCAL_BATCH=1), and
 /// each request's trace says how it shared the engine.
