@@ -446,6 +446,13 @@ fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
     assert!(out.contains("infrastructure errors differ (0 in full, 18 in full-minus-feedback)"), "{out}");
     let other = effects.iter().find(|e| e["components"] == "tools").unwrap();
     assert_eq!(other["infra_differs"], "false");
+    // report.md: the ablations' table stays one table (every line from its header to its
+    // last row a table line), the note on feedback after it.
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let section = &md[md.find("## Ablations").unwrap()..md.find("## Combined comparisons").unwrap()];
+    let table: Vec<&str> = section.lines().skip_while(|l| !l.starts_with("| component |")).take_while(|l| l.starts_with('|')).collect();
+    assert_eq!(table.len(), 2 + 5, "header, rule and the 5 ablations in one table:\n{section}");
+    assert!(section.contains(&format!("\n> **Infrastructure errors differ** in {} (0 vs 18): without them", fb["name"])), "{section}");
 }
 
 /// The columns of a CSV, in file order.

@@ -127,8 +127,18 @@ fn md_effect(s: &mut String, e: &EffectReport) {
         e.p_adjusted.map(p).unwrap_or_else(|| "-".into()),
         e.verdict
     );
-    if e.infra_differs {
-        let _ = writeln!(s, "\n> **Infrastructure errors differ** ({} vs {}): {}\n", e.infra_errors_treatment, e.infra_errors_control, excl_note(e));
+}
+
+/// The table of `effects` (one row each), then a note for each whose arms
+/// differ in infrastructure errors: a note between rows would end the table.
+fn md_effects(s: &mut String, header: &str, effects: &[EffectReport]) {
+    let _ = writeln!(s, "{header}");
+    for e in effects {
+        md_effect(s, e);
+    }
+    for e in effects.iter().filter(|e| e.infra_differs) {
+        let _ =
+            writeln!(s, "\n> **Infrastructure errors differ** in {} ({} vs {}): {}", e.name, e.infra_errors_treatment, e.infra_errors_control, excl_note(e));
     }
 }
 
@@ -174,18 +184,14 @@ pub fn markdown(r: &Report) -> String {
     if !r.ablations.is_empty() {
         let _ = writeln!(
             s,
-            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni).\n\n{header}",
+            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni).\n",
             count(r.ablations.first().map_or(0, |e| e.family_size), "ablation")
         );
-        for e in &r.ablations {
-            md_effect(&mut s, e);
-        }
+        md_effects(&mut s, header, &r.ablations);
     }
     if !r.combined.is_empty() {
-        let _ = writeln!(s, "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component.\n\n{header}");
-        for e in &r.combined {
-            md_effect(&mut s, e);
-        }
+        let _ = writeln!(s, "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component.\n");
+        md_effects(&mut s, header, &r.combined);
     }
     for x in &r.refused {
         let _ = writeln!(s, "\n> **Refused**: {x}");
