@@ -18,6 +18,7 @@ test: deps model-small
 	ABLATE=target/debug/ablate bash scripts/test-notebook.sh
 	@echo "--- ablate export (feature polars; its own target dir, so the binaries above stay as built) ---"
 	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --test export
+	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --lib export::
 	$(CARGO) run --quiet -- suite check tasks/core
 	@echo "--- deploy/slurm on a private single-node Slurm: an array of 3 shards and the merge ---"
 	bash scripts/test-slurm.sh target/debug/ablate
