@@ -129,6 +129,29 @@ treatment = "harness"
     assert!(report["ablations"].as_array().unwrap().is_empty());
 }
 
+/// The small model as a greedy local model spec.
+fn small_model(context_tokens: u32, request_timeout_seconds: f64) -> ablate::experiment::config::ModelSpec {
+    use ablate::experiment::config::{DEFAULT_MAX_RESPONSE_BYTES, ModelSpec, Provider, RetryPolicy};
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join(SMALL_MODEL);
+    assert!(model.is_file(), "{} is missing: run `make model-small`", model.display());
+    ModelSpec {
+        name: "s".into(),
+        provider: Provider::Local,
+        model: "s".into(),
+        endpoint: None,
+        api_key_env: None,
+        path: Some(model.display().to_string()),
+        resolved_path: Some(model),
+        temperature: 0.0,
+        top_p: 1.0,
+        context_tokens: Some(context_tokens),
+        request_timeout_seconds,
+        price: None,
+        retry: RetryPolicy::None,
+        max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+    }
+}
+
 /// `--local-template FILE`: the file's Jinja is run instead of the GGUF's
 /// template (the prompt is exactly its rendering, with the vocabulary's BOS
 /// text given as `bos_token`), and the manifest's engine settings name it with
@@ -138,25 +161,7 @@ treatment = "harness"
 fn a_template_file_replaces_the_ggufs_own() {
     use ablate::model::local::{LocalClient, LocalOptions};
     use ablate::model::{ChatRequest, Message, ModelClient};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let model = root.join(SMALL_MODEL);
-    assert!(model.is_file(), "{} is missing: run `make model-small`", model.display());
-    let spec = ablate::experiment::config::ModelSpec {
-        name: "s".into(),
-        provider: ablate::experiment::config::Provider::Local,
-        model: "s".into(),
-        endpoint: None,
-        api_key_env: None,
-        path: Some(model.display().to_string()),
-        resolved_path: Some(model.clone()),
-        temperature: 0.0,
-        top_p: 1.0,
-        context_tokens: Some(512),
-        request_timeout_seconds: 120.0,
-        price: None,
-        retry: ablate::experiment::config::RetryPolicy::None,
-        max_response_bytes: ablate::experiment::config::DEFAULT_MAX_RESPONSE_BYTES,
-    };
+    let spec = small_model(512, 120.0);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("plain.jinja");
     let text = "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
@@ -192,27 +197,8 @@ fn a_template_file_replaces_the_ggufs_own() {
 /// each request's trace says how it shared the engine.
 #[test]
 fn batched_greedy_generations_match_one_at_a_time() {
-    use ablate::experiment::config::{ModelSpec, Provider, RetryPolicy};
     use ablate::model::local::{GenParams, LocalClient, LocalOptions};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let model = root.join(SMALL_MODEL);
-    assert!(model.is_file(), "{} is missing: run `make model-small`", model.display());
-    let spec = ModelSpec {
-        name: "s".into(),
-        provider: Provider::Local,
-        model: "s".into(),
-        endpoint: None,
-        api_key_env: None,
-        path: Some(model.display().to_string()),
-        resolved_path: Some(model.clone()),
-        temperature: 0.0,
-        top_p: 1.0,
-        context_tokens: Some(1024),
-        request_timeout_seconds: 600.0,
-        price: None,
-        retry: RetryPolicy::None,
-        max_response_bytes: ablate::experiment::config::DEFAULT_MAX_RESPONSE_BYTES,
-    };
+    let spec = small_model(1024, 600.0);
     let prompts = [
         "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
         "The capital of France is",
