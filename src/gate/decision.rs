@@ -395,18 +395,6 @@ pub fn size_hint(d: &Decision) -> Option<u64> {
 mod tests {
     use super::*;
 
-    /// SplitMix64: a tiny seeded generator for the simulations.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-        }
-    }
-
     #[test]
     fn exact_p_known_values() {
         // The same definition brute-forced in Python with scipy.stats (binom, beta): every
@@ -503,7 +491,7 @@ mod tests {
     fn simulation_gate_false_pass_heterogeneous() {
         let (alpha, margin, reps) = (0.05, 0.05, 2000);
         let limit = alpha + 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt();
-        let mut rng = Rng(0x6A7E);
+        let mut rng = crate::report::stats::simulation::SplitMix64(0x6A7E);
         let mut worst: f64 = 0.0;
         for (tasks, trials) in [(2u64, 1u64), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2), (5, 1), (5, 2), (14, 2)] {
             let n = tasks * trials;
@@ -513,11 +501,11 @@ mod tests {
                 for _ in 0..reps {
                     let (mut x, mut y) = (0, 0);
                     for _ in 0..tasks {
-                        let p = 0.05 + 0.95 * rng.next();
+                        let p = 0.05 + 0.95 * rng.uniform();
                         let q = (p - drop).max(0.0);
                         for _ in 0..trials {
-                            x += (rng.next() < p) as u64;
-                            y += (rng.next() < q) as u64;
+                            x += (rng.uniform() < p) as u64;
+                            y += (rng.uniform() < q) as u64;
                         }
                     }
                     passes += (verdict_with(&regression, &non_inferior, x, y, alpha).0 == Verdict::Pass) as usize;

@@ -43,7 +43,7 @@ mod dist;
 mod inference;
 mod power;
 #[cfg(test)]
-mod simulation;
+pub(crate) mod simulation;
 #[cfg(test)]
 mod tests;
 
