@@ -5,7 +5,6 @@
 //! (`parse_tool_calls`, `parse_fenced_tool_calls`). `model::local` describes
 //! the format in full.
 
-use super::chat_template::arguments_value;
 use super::py_json;
 use super::{Message, Role, ToolCall, ToolSpec};
 use serde_json::Value;
@@ -17,15 +16,10 @@ const TOOLS_TAIL: &str = "\n</tools>\n\nFor each function call, return a json ob
 /// The tools section Qwen2.5's template appends to the system message: each
 /// tool as `{"type": "function", "function": {...}}` in `json.dumps`'s layout.
 pub fn tools_section(tools: &[ToolSpec]) -> String {
-    #[derive(serde::Serialize)]
-    struct Entry<'t> {
-        r#type: &'static str,
-        function: &'t ToolSpec,
-    }
     let mut s = String::from(TOOLS_HEAD);
-    for function in tools {
+    for t in tools {
         s.push('\n');
-        s.push_str(&py_json::compact(&Entry { r#type: "function", function }));
+        s.push_str(&py_json::compact(&t.as_function()));
     }
     s.push_str(TOOLS_TAIL);
     s
@@ -79,8 +73,8 @@ fn assistant_content(m: &Message) -> String {
         if !s.is_empty() {
             s.push('\n');
         }
-        let args = arguments_value(c.arguments.trim());
-        let args = if args.as_str().is_some() { c.arguments.trim().to_string() } else { py_json::compact(&args) };
+        let args = c.arguments.trim();
+        let args = py_json::loads_object(args).map_or_else(|| args.to_string(), |v| py_json::compact(&v));
         let _ = write!(s, "<tool_call>\n{{\"name\": \"{}\", \"arguments\": {args}}}\n</tool_call>", c.name);
     }
     s

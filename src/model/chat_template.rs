@@ -24,7 +24,7 @@
 
 use super::chat_format::template_turns;
 use super::py_json;
-use super::{Message, Role, ToolSpec};
+use super::{FunctionTool, Message, ToolSpec};
 use minijinja::value::{Kwargs, Serde, Value};
 use minijinja::{Environment, Error, ErrorKind};
 use serde::Serialize;
@@ -62,8 +62,8 @@ impl ChatTemplate {
     /// turn opened (`add_generation_prompt`).
     pub fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, String> {
         let template = self.env.get_template(NAME).map_err(|e| describe(&e))?;
-        let (messages, tools): (Vec<TemplateMessage>, Vec<TemplateTool>) = if self.takes_tools {
-            (messages.iter().map(TemplateMessage::of).collect(), tools.iter().map(TemplateTool::of).collect())
+        let (messages, tools): (Vec<TemplateMessage>, Vec<FunctionTool>) = if self.takes_tools {
+            (messages.iter().map(TemplateMessage::of).collect(), tools.iter().map(ToolSpec::as_function).collect())
         } else {
             let turns = template_turns(messages, tools);
             (turns.into_iter().map(|(role, content)| TemplateMessage::plain(role, content)).collect(), vec![])
@@ -124,60 +124,29 @@ struct TemplateFunctionCall {
     arguments: Value,
 }
 
-#[derive(Serialize)]
-struct TemplateTool {
-    r#type: &'static str,
-    function: TemplateFunction,
-}
-
-#[derive(Serialize)]
-struct TemplateFunction {
-    name: String,
-    description: String,
-    parameters: serde_json::Value,
-}
-
 impl TemplateMessage {
     fn plain(role: String, content: String) -> TemplateMessage {
         TemplateMessage { role, content, tool_calls: vec![], tool_call_id: None, name: None }
     }
 
     fn of(m: &Message) -> TemplateMessage {
-        let role = match m.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
         let tool_calls = m
             .tool_calls
             .iter()
             .map(|c| TemplateCall {
                 id: c.id.clone(),
                 r#type: "function",
-                function: TemplateFunctionCall { name: c.name.clone(), arguments: arguments_value(&c.arguments) },
+                function: TemplateFunctionCall { name: c.name.clone(), arguments: call_arguments(&c.arguments) },
             })
             .collect();
-        TemplateMessage { role: role.into(), content: m.content.clone(), tool_calls, tool_call_id: m.tool_call_id.clone(), name: m.name.clone() }
-    }
-}
-
-impl TemplateTool {
-    fn of(t: &ToolSpec) -> TemplateTool {
-        TemplateTool {
-            r#type: "function",
-            function: TemplateFunction { name: t.name.clone(), description: t.description.clone(), parameters: t.parameters.clone() },
-        }
+        TemplateMessage { role: m.role.as_str().into(), content: m.content.clone(), tool_calls, tool_call_id: m.tool_call_id.clone(), name: m.name.clone() }
     }
 }
 
 /// A call's arguments as the template reads them: the JSON object as a map in
 /// the order written, or the text itself when it is not a JSON object.
-pub fn arguments_value(text: &str) -> Value {
-    match serde_json::from_str::<Value>(text) {
-        Ok(v) if v.kind() == minijinja::value::ValueKind::Map => v,
-        _ => Value::from(text),
-    }
+fn call_arguments(text: &str) -> Value {
+    py_json::loads_object(text).unwrap_or_else(|| Value::from(text))
 }
 
 /// `tojson` as transformers defines it: `json.dumps(x, ensure_ascii=False,
@@ -211,7 +180,7 @@ fn json_error(e: serde_json::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolCall;
+    use crate::model::{Role, ToolCall};
 
     const TEMPLATES: [(&str, &str); 2] = [
         ("qwen2.5-coder-0.5b-instruct", include_str!("chat_templates/qwen2.5-coder-0.5b-instruct.jinja")),
@@ -336,10 +305,10 @@ mod tests {
 
     #[test]
     fn arguments_keep_the_order_written() {
-        let v = arguments_value(r#"{"z": 1, "a": {"y": [2], "b": "x"}}"#);
+        let v = call_arguments(r#"{"z": 1, "a": {"y": [2], "b": "x"}}"#);
         assert_eq!(py_json::compact(&v), r#"{"z": 1, "a": {"y": [2], "b": "x"}}"#);
-        assert_eq!(arguments_value("[1, 2]").as_str(), Some("[1, 2]"), "not an object: the text");
-        assert_eq!(arguments_value("nope").as_str(), Some("nope"));
+        assert_eq!(call_arguments("[1, 2]").as_str(), Some("[1, 2]"), "not an object: the text");
+        assert_eq!(call_arguments("nope").as_str(), Some("nope"));
     }
 
     #[test]

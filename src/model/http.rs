@@ -164,10 +164,7 @@ pub fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, M
 /// Tools in the `{"type": "function", "function": {...}}` form both HTTP
 /// providers take.
 pub fn tools_json(tools: &[ToolSpec]) -> serde_json::Value {
-    tools
-        .iter()
-        .map(|t| serde_json::json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-        .collect()
+    tools.iter().map(|t| serde_json::to_value(t.as_function()).expect("a tool serializes")).collect()
 }
 
 /// One logical chat call: send `body` with the retry policy, keep the reply

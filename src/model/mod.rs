@@ -88,6 +88,20 @@ pub struct ToolSpec {
     pub parameters: serde_json::Value,
 }
 
+/// A tool as chat APIs and chat templates write it: `{"type": "function",
+/// "function": {"name", "description", "parameters"}}`, keys in that order.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FunctionTool<'t> {
+    r#type: &'static str,
+    function: &'t ToolSpec,
+}
+
+impl ToolSpec {
+    pub fn as_function(&self) -> FunctionTool<'_> {
+        FunctionTool { r#type: "function", function: self }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,

@@ -2,9 +2,17 @@
 //! print through transformers' `tojson`: `", "` and `": "` separators (or the
 //! ones given), `indent` as Python lays it out, non-ASCII kept or escaped as
 //! `\uXXXX` (`ensure_ascii`), floats as Python's `repr`; keys in the order
-//! the value holds them.
+//! the value holds them; and `json.loads` of an object, which keeps them in
+//! the order written.
 
 use serde::Serialize;
+
+/// `json.loads` of a JSON object, as a value whose keys stay in the order
+/// written (minijinja's map keeps insertion order); `None` for any text that
+/// is not one JSON object.
+pub fn loads_object(text: &str) -> Option<minijinja::Value> {
+    serde_json::from_str::<minijinja::Value>(text).ok().filter(|v| v.kind() == minijinja::value::ValueKind::Map)
+}
 
 /// `json.dumps` of a value: separators, optional indentation, floats as
 /// Python's `repr`.
