@@ -19,16 +19,17 @@ use std::sync::Arc;
 
 /// Run the command `cli` names: its arguments resolved, then its pipeline.
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
-    if let Some(python) = &cli.python
-        && let Err(e) = ablate::grader::use_python(&python.to_string_lossy())
-    {
-        eprintln!("error: --python (or ABLATE_PYTHON): {e}");
-        return Ok(Exit::Usage);
-    }
     if matches!(cli.command, Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run(_)) {
-        // Candidate code runs only under the sandbox, or where the user opted out.
+        // Candidate code runs only under the sandbox, or where the user opted out, and
+        // with the Python named (shown to run before anything starts).
         if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed, cli.bwrap.as_deref()) {
             eprintln!("error: {e}");
+            return Ok(Exit::Usage);
+        }
+        if let Some(python) = &cli.python
+            && let Err(e) = ablate::grader::use_python(&python.to_string_lossy())
+        {
+            eprintln!("error: --python (or ABLATE_PYTHON): {e}");
             return Ok(Exit::Usage);
         }
     }

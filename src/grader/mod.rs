@@ -32,43 +32,41 @@ pub struct Python {
 }
 
 static PYTHON: OnceLock<Python> = OnceLock::new();
-static GIVEN_PYTHON: OnceLock<String> = OnceLock::new();
+
+/// Ask `exe` for its real executable and its installation folders.
+fn resolve(exe: &str) -> Result<Python, String> {
+    let out = std::process::Command::new(exe)
+        .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix)"])
+        .output()
+        .map_err(|e| format!("cannot run `{exe}`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`{exe}` failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let out = String::from_utf8_lossy(&out.stdout);
+    let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
+    let executable = lines.next().unwrap_or(exe).to_string();
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    for l in lines {
+        let p = PathBuf::from(l);
+        if !prefixes.contains(&p) {
+            prefixes.push(p);
+        }
+    }
+    Ok(Python { executable, prefixes })
+}
 
 /// Run checks with `exe` instead of `python3`, once it is shown to run:
 /// called before the first check or harness resolves the interpreter (the
 /// command line does); a later call changes nothing.
 pub fn use_python(exe: &str) -> Result<(), String> {
-    match std::process::Command::new(exe).args(["-c", "pass"]).output() {
-        Ok(o) if o.status.success() => {
-            let _ = GIVEN_PYTHON.set(exe.to_string());
-            Ok(())
-        }
-        Ok(o) => Err(format!("`{exe} -c pass` failed ({}): {}", o.status, String::from_utf8_lossy(&o.stderr).trim())),
-        Err(e) => Err(format!("cannot run `{exe}`: {e}")),
-    }
+    let _ = PYTHON.set(resolve(exe)?);
+    Ok(())
 }
 
+/// The interpreter checks run with: the one `use_python` named, else the
+/// real one behind `python3` (or `python3` as it is, when it does not answer).
 pub fn python_info() -> &'static Python {
-    PYTHON.get_or_init(|| {
-        let exe = GIVEN_PYTHON.get().cloned().unwrap_or_else(|| "python3".to_string());
-        let out = std::process::Command::new(&exe)
-            .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix)"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
-        let executable = lines.next().map(str::to_string).unwrap_or(exe);
-        let mut prefixes: Vec<PathBuf> = Vec::new();
-        for l in lines {
-            let p = PathBuf::from(l);
-            if !prefixes.contains(&p) {
-                prefixes.push(p);
-            }
-        }
-        Python { executable, prefixes }
-    })
+    PYTHON.get_or_init(|| resolve("python3").unwrap_or_else(|_| Python { executable: "python3".into(), prefixes: vec![] }))
 }
 
 pub fn python() -> &'static str {
