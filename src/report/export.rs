@@ -7,6 +7,7 @@ use super::format::{count, p, pct, pp};
 use super::html;
 use super::rows::{self, ArmRow, EffectRow, RunCells, TrialRow};
 use crate::record::TrialRecord;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -58,24 +59,37 @@ impl TrialsCsv {
         self.writer.flush()?;
         drop(self.writer);
         let counted = |i: usize| u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok());
-        let arms = data.manifest.arms();
-        let values_of = |arm: &str| -> Vec<String> {
-            let values = arms.iter().find(|a| a.name == arm).map(|a| a.component_values()).unwrap_or_default();
-            report.component_names.iter().map(|n| values.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()).collect()
-        };
+        // Each arm's component values, once (not once a row).
+        let values: HashMap<String, Vec<String>> = data
+            .manifest
+            .arms()
+            .iter()
+            .map(|a| {
+                let v = a.component_values();
+                let cells = report.component_names.iter().map(|n| v.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()).collect();
+                (a.name.clone(), cells)
+            })
+            .collect();
+        let no_arm = vec![String::new(); report.component_names.len()];
         let out_tmp = dir.join(".trials.csv.final.tmp");
         let result = (|| -> Result<(), csv::Error> {
             let mut reader = csv::Reader::from_path(&self.tmp)?;
+            // The first pass wrote TrialRow's columns, `counted` empty: the cells pass through as
+            // written, `counted` filled in.
+            let at = |headers: &csv::StringRecord, name: &str| headers.iter().position(|h| h == name).expect("a TrialRow column");
+            let (counted_at, arm_at) = (at(reader.headers()?, "counted"), at(reader.headers()?, "arm"));
             let mut w = csv::WriterBuilder::new().has_headers(false).from_path(&out_tmp)?;
             let mut header = rows::trials_columns();
             header.extend(report.component_names.iter().map(|n| component_column(n)));
             w.write_record(&header)?;
             let run = RunCells::of(report);
-            for (i, row) in reader.deserialize::<TrialRow>().enumerate() {
-                let mut row = row?;
-                row.counted = Some(counted(i));
-                let values = values_of(&row.arm);
-                w.serialize((&run, &row, values))?;
+            let mut rec = csv::StringRecord::new();
+            let mut i = 0;
+            while reader.read_record(&mut rec)? {
+                let flag = if counted(i) { "true" } else { "false" };
+                let cells: Vec<&str> = rec.iter().enumerate().map(|(j, c)| if j == counted_at { flag } else { c }).collect();
+                w.serialize((&run, cells, values.get(&rec[arm_at]).unwrap_or(&no_arm)))?;
+                i += 1;
             }
             w.flush()?;
             Ok(())

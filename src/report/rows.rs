@@ -7,7 +7,7 @@
 
 use super::analysis::{ArmReport, EffectReport, Report};
 use crate::record::{EndReason, TrialRecord};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 /// A float cell: always written as a float (`3.0`, never `3`), so that a
 /// column's type does not depend on the data; empty (null) when not finite or
@@ -39,16 +39,6 @@ pub fn num(x: f64) -> String {
 impl Serialize for Num {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.0.map(num).unwrap_or_default())
-    }
-}
-
-impl<'de> Deserialize<'de> for Num {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
-        let text = String::deserialize(d)?;
-        if text.is_empty() {
-            return Ok(Num(None));
-        }
-        text.parse().map(|x| Num(Some(x))).map_err(serde::de::Error::custom)
     }
 }
 
@@ -87,7 +77,7 @@ pub fn component_column(name: &str) -> String {
 /// component columns. `counted` (the attempt the analysis counts: the last
 /// final attempt of its trial) is known only once the whole file is read:
 /// empty in the first pass, filled in by the second.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct TrialRow {
     pub trial_id: String,
     pub task: String,
