@@ -37,7 +37,7 @@ fn passes(run: &Path) -> BTreeMap<String, (u64, u64)> {
 }
 
 /// The 40 pp drop's tasks (baseline seed 1, candidate seed 3, 40 trials a side): passes of each,
-/// and the exact regression p-value of that pair by tests/reference/gate.py.
+/// and the exact regression p-value of that pair by scripts/gate_reference.py.
 const WORSE: [(&str, u64, u64, f64); 14] = [
     ("balanced-brackets", 15, 3, 0.0017219069823860228),
     ("camel-to-snake", 6, 0, 0.009272303055400378),
@@ -109,7 +109,7 @@ fn pass_fail_and_outputs() {
     assert!(out.starts_with("gate: FAIL") && out.contains("tasks that regressed by the gate's rule"), "{out}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     // Each task's case: its counts (as the records have them) and red exactly when its own exact
-    // regression test rejects at alpha/14 (p-values from tests/reference/gate.py).
+    // regression test rejects at alpha/14 (p-values from scripts/gate_reference.py).
     let (base_counts, worse_counts) = (passes(&base_run), passes(&worse));
     let cases: Vec<(String, u64, u64, bool)> = xml
         .split("<testcase name=\"")
@@ -232,10 +232,10 @@ fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
     // At the default margin of 5 pp the same sizes rarely PASS an unchanged project (README).
     let tight = ablate::gate::characteristic(63.0 / 96.0, 0.0, 96, 48, alpha, 0.05);
     println!("at margin 5 pp: no change PASSes {:.1}%", tight.p_pass * 100.0);
-    // tests/reference/gate.py: 0.13271229988867045; the README rounds it to 13.3%.
+    // scripts/gate_reference.py: 0.13271229988867045; the README rounds it to 13.3%.
     assert!((tight.p_pass - 0.13271229988867045).abs() < 1e-9, "{tight:?}");
     assert_eq!(format!("{:.1}", tight.p_pass * 100.0), "13.3");
-    // (drop, P(FAIL), P(PASS)) by tests/reference/gate.py, and as the README's table rounds them.
+    // (drop, P(FAIL), P(PASS)) by scripts/gate_reference.py, and as the README's table rounds them.
     let table = [
         (0.0, 0.04687201727213731, 0.7529767162328116, "4.7", "75.3"),
         (0.10, 0.3047378763226838, 0.30848504381112785, "30.5", "30.8"),

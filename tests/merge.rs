@@ -179,7 +179,7 @@ async fn merged_shards_report_what_the_unsharded_run_reports() {
         Duration::from_secs(60),
     );
     // Equal counts, 10 trials a side: x/10 -> x/10 is INCONCLUSIVE at margin 5 pp for every x
-    // (tests/reference/gate.py, verdict(x, 10, x, 10, 0.05, 0.05)); never FAIL, drift or a usage error.
+    // (scripts/gate_reference.py, verdict(x, 10, x, 10, 0.05, 0.05)); never FAIL, drift or a usage error.
     assert_eq!(gate.status.code(), Some(3), "{}", String::from_utf8_lossy(&gate.stdout));
     assert!(String::from_utf8_lossy(&gate.stdout).starts_with("gate: INCONCLUSIVE"), "{}", String::from_utf8_lossy(&gate.stdout));
 }

@@ -397,8 +397,9 @@ mod tests {
 
     #[test]
     fn exact_p_known_values() {
-        // The same definition brute-forced in Python with scipy.stats (binom, beta): every
-        // (x', y') and the same 201-point grid (scripts/gate_reference.py).
+        // The same definition brute-forced in Python with scipy.stats (binom, beta) over every
+        // (x', y') and the same 201-point grid; scripts/gate_reference.py (plain Python)
+        // reproduces them to 1e-12.
         let ni = [((6, 8, 8, 8), 0.07449855337889635), ((40, 50, 48, 50), 0.0019051175317531862), ((126, 140, 130, 140), 0.014665149091872717)];
         for ((x, nx, y, ny), want) in ni {
             let got = non_inferiority_p(x, nx, y, ny, 0.05);
@@ -419,8 +420,8 @@ mod tests {
         assert_eq!(decide_counts(18, 30, 15, 30, 3, 0.05, 0.05).verdict, Verdict::Inconclusive);
         // 14 tasks x 10: 140/140 -> 70/140 fails; 126/140 -> 130/140 passes (p 0.0147 above).
         assert_eq!(decide_counts(140, 140, 70, 140, 14, 0.05, 0.05).verdict, Verdict::Fail);
-        // The p-values and bounds computed by scripts/gate_reference.py (scipy.stats, the same
-        // definition brute-forced; its bounds bisect as the gate does).
+        // The p-values and bounds computed by scripts/gate_reference.py (the same definition
+        // written again in plain Python; its bounds bisect as the gate does).
         let d = decide_counts(126, 140, 130, 140, 14, 0.05, 0.05);
         assert_eq!(d.verdict, Verdict::Pass);
         assert!((d.p_non_inferior - 0.014665149091872717).abs() < 1e-9, "{d:?}");
