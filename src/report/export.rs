@@ -116,13 +116,11 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
 
 /// effects.csv: one row per comparison.
 pub fn effects_csv(r: &Report) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+    w.write_record(rows::effects_columns()).expect("writing to memory");
     let run = RunCells::of(r);
     for e in r.ablations.iter().chain(&r.combined) {
         w.serialize((&run, EffectRow::of(r, e))).expect("writing to memory");
-    }
-    if r.ablations.is_empty() && r.combined.is_empty() {
-        w.write_record(rows::effects_columns()).expect("writing to memory");
     }
     w.into_inner().unwrap_or_default()
 }
