@@ -624,25 +624,13 @@ mod tests {
     use crate::record::jsonl;
     use progress::{Progress, ProgressMode};
 
-    /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, as `now_rfc3339` writes it), read by
-    /// hand (the time crate is built without its parser); panics unless the text is that and
-    /// formats back to itself.
+    /// An RFC 3339 time in UTC, as `now_rfc3339` writes it; panics unless the text is one
+    /// and formats back to itself.
     fn parse_utc(text: &str) -> time::OffsetDateTime {
-        let bad = || -> ! { panic!("not an RFC 3339 UTC time: {text:?}") };
-        let (date, clock) = text.strip_suffix('Z').and_then(|t| t.split_once('T')).unwrap_or_else(|| bad());
-        let (clock, fraction) = clock.split_once('.').unwrap_or((clock, ""));
-        let num = |s: &str, len: usize| -> u32 { if s.len() == len && s.bytes().all(|b| b.is_ascii_digit()) { s.parse().unwrap() } else { bad() } };
-        let d: Vec<&str> = date.split('-').collect();
-        let c: Vec<&str> = clock.split(':').collect();
-        if d.len() != 3 || c.len() != 3 || fraction.len() > 9 {
-            bad();
-        }
-        let nanos = if fraction.is_empty() { 0 } else { num(fraction, fraction.len()) * 10u32.pow(9 - fraction.len() as u32) };
-        let month = time::Month::try_from(num(d[1], 2) as u8).unwrap_or_else(|_| bad());
-        let day = time::Date::from_calendar_date(num(d[0], 4) as i32, month, num(d[2], 2) as u8).unwrap_or_else(|_| bad());
-        let at = time::Time::from_hms_nano(num(c[0], 2) as u8, num(c[1], 2) as u8, num(c[2], 2) as u8, nanos).unwrap_or_else(|_| bad());
-        let parsed = time::PrimitiveDateTime::new(day, at).assume_utc();
-        assert_eq!(parsed.format(&time::format_description::well_known::Rfc3339).unwrap(), text, "formats back to itself");
+        use time::format_description::well_known::Rfc3339;
+        let parsed = time::OffsetDateTime::parse(text, &Rfc3339).unwrap_or_else(|e| panic!("not an RFC 3339 time: {text:?}: {e}"));
+        assert!(parsed.offset().is_utc(), "not in UTC: {text:?}");
+        assert_eq!(parsed.format(&Rfc3339).unwrap(), text, "formats back to itself");
         parsed
     }
 
