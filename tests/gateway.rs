@@ -54,6 +54,10 @@ impl Drop for Gw {
 
 async fn gateway(model: ModelSpec, budget: Budget) -> Gw {
     let client: Arc<dyn ablate::model::ModelClient> = Arc::from(ablate::model::client_for(&model, &Default::default()).unwrap());
+    gateway_with(model, client, budget).await
+}
+
+async fn gateway_with(model: ModelSpec, client: Arc<dyn ablate::model::ModelClient>, budget: Budget) -> Gw {
     let steps = Arc::new(Mutex::new(Vec::new()));
     let sink = steps.clone();
     let meter = TrialMeter::new("t1".into(), 1, model, client, budget, SEED, Box::new(move |s| sink.lock().unwrap().push(s)));
@@ -630,4 +634,126 @@ async fn refused_requests_are_traced_as_an_excerpt_with_their_size() {
         assert_eq!(s.request["excerpt"].as_str().map(str::len), Some(ablate::gateway::REFUSED_EXCERPT_BYTES));
         assert!(serde_json::to_string(s).unwrap().len() < 8 << 10);
     }
+}
+
+/// An upstream serving embeddings in both APIs: input i gets [i + 0.5, -1.25, 0.375]
+/// (floats exact in float32), 3 tokens an input reported (none when `usage` is false).
+fn embedding_server(usage: bool) -> Handler {
+    Arc::new(move |path, body, _| {
+        if let Some(m) = meta(path) {
+            return m;
+        }
+        let inputs: Vec<Value> = match &body["input"] {
+            Value::Array(a) => a.clone(),
+            v => vec![v.clone()],
+        };
+        let vector = |i: usize| json!([i as f64 + 0.5, -1.25, 0.375]);
+        // What must reach the upstream: its own model id for the experiment's name, floats.
+        if body["model"] == "exp-model" || body.get("encoding_format").is_some_and(|f| f != "float") {
+            return Reply::status(400, r#"{"error": {"message": "the gateway forwarded the harness's name or encoding"}}"#);
+        }
+        match path {
+            "/v1/embeddings" if body["model"] == "unknown-embedder" => Reply::status(404, r#"{"error": {"message": "model not found"}}"#),
+            "/v1/embeddings" => {
+                let data: Vec<Value> = (0..inputs.len()).map(|i| json!({"object": "embedding", "index": i, "embedding": vector(i)})).collect();
+                let mut v = json!({"object": "list", "data": data, "model": body["model"]});
+                if usage {
+                    v["usage"] = json!({"prompt_tokens": 3 * inputs.len(), "total_tokens": 3 * inputs.len()});
+                }
+                Reply::json(v)
+            }
+            "/api/embed" => {
+                let mut v = json!({"model": body["model"], "embeddings": (0..inputs.len()).map(vector).collect::<Vec<_>>()});
+                if usage {
+                    v["prompt_eval_count"] = json!(3 * inputs.len());
+                }
+                Reply::json(v)
+            }
+            _ => Reply::status(404, "{}"),
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_are_forwarded_in_the_form_asked_and_their_tokens_metered() {
+    for provider in [Provider::Openai, Provider::Ollama] {
+        let server = start(embedding_server(true)).await;
+        let gw = gateway(spec(provider, &server.url), budget(1, 100)).await;
+        // OpenAI's form, floats: two inputs, the experiment's name standing for the upstream's id.
+        let (status, _, text) = gw.post("/v1/embeddings", &json!({"model": "exp-model", "input": ["a", "b"]})).await;
+        assert_eq!(status, 200, "{provider:?}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["data"][1]["embedding"], json!([1.5, -1.25, 0.375]), "{provider:?}");
+        assert_eq!((v["usage"]["prompt_tokens"].as_u64(), v["model"].as_str()), (Some(6), Some("exp-model")));
+        // Base64 (the openai SDK's default): [0.5, -1.25, 0.375] as little-endian float32, by
+        // python3 -c 'import base64,struct; print(base64.b64encode(struct.pack("<3f", 0.5, -1.25, 0.375)).decode())'
+        let (_, _, text) = gw.post("/v1/embeddings", &json!({"model": "nomic", "input": "a", "encoding_format": "base64"})).await;
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["data"][0]["embedding"], "AAAAPwAAoL8AAMA+", "{provider:?}");
+        // Ollama's two forms.
+        let (_, _, text) = gw.post("/api/embed", &json!({"model": "nomic", "input": ["a", "b", "c"]})).await;
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((v["embeddings"][2][0].as_f64(), v["prompt_eval_count"].as_u64()), (Some(2.5), Some(9)), "{provider:?}");
+        let (_, _, text) = gw.post("/api/embeddings", &json!({"model": "nomic", "prompt": "a"})).await;
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"embedding": [0.5, -1.25, 0.375]}), "{provider:?}");
+        // 6 + 3 + 9 + 3 = 21 input tokens, four calls, no step: max_steps = 1 still allows a chat call.
+        let s = gw.meter.summary();
+        assert_eq!((s.tokens.input, s.tokens.output, s.steps, s.embedding_calls), (21, 0, 0, 4), "{provider:?}");
+        let steps = gw.steps();
+        assert_eq!(steps.len(), 4);
+        assert!(steps.iter().all(|st| st.notes[0] == "embeddings" && st.tokens.input > 0), "{steps:?}");
+        assert_eq!(steps[0].reply, Some(json!({"vectors": 2, "dimensions": 3})), "the trace keeps the shape, not the vectors");
+        assert_eq!(server.chats.lock().unwrap().len(), 0, "no chat call was made");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_are_refused_past_the_token_budget_and_an_upstream_refusal_is_passed_back() {
+    // Without usage, each call counts its input's bytes: 40 bytes a call under 100 tokens.
+    let server = start(embedding_server(false)).await;
+    let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100)).await;
+    let body = json!({"model": "e", "input": "x".repeat(40)});
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(gw.post("/v1/embeddings", &body).await.0);
+    }
+    // 0, 40, 80 counted before the first three calls (each under 100); 120 before the fourth.
+    assert_eq!(statuses, [200, 200, 200, 429]);
+    let s = gw.meter.summary();
+    assert_eq!((s.tokens.input, s.tokens_estimated_calls, s.embedding_calls), (120, 3, 4));
+    assert_eq!(s.exhausted, Some(BudgetLimit::TotalTokens));
+
+    let server = start(embedding_server(true)).await;
+    let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 1000)).await;
+    let (status, _, text) = gw.post("/v1/embeddings", &json!({"model": "unknown-embedder", "input": "a"})).await;
+    assert_eq!(status, 404, "{text}");
+    assert!(text.contains("model not found"), "{text}");
+    assert!(not_stopped(&gw.meter).await, "an upstream's refusal of the embedding model does not stop the trial");
+    let (status, _, text) = gw.post("/v1/embeddings", &json!({"model": "e", "input": [[1, 2, 3]]})).await;
+    assert_eq!(status, 400);
+    assert!(text.contains("token ids"), "{text}");
+}
+
+/// A provider with no embeddings (as the embedded model): chat is never called here.
+struct ChatOnly;
+
+impl ablate::model::ModelClient for ChatOnly {
+    fn chat<'a>(&'a self, _: &'a ablate::model::ChatRequest, _: String) -> ablate::model::BoxFuture<'a, ablate::model::CallOutcome> {
+        unreachable!("no chat call in this test")
+    }
+    fn identity(&self) -> ablate::model::BoxFuture<'_, Result<Option<String>, ablate::model::ModelError>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_without_embeddings_answers_501_traced_and_counted() {
+    let gw = gateway_with(spec(Provider::Local, "unused"), Arc::new(ChatOnly), budget(10, 1000)).await;
+    for (path, body) in [("/v1/embeddings", json!({"model": "e", "input": "a"})), ("/api/embed", json!({"model": "e", "input": "a"}))] {
+        let (status, _, text) = gw.post(path, &body).await;
+        assert_eq!(status, 501, "{text}");
+        assert!(text.contains("serves no embeddings"), "{text}");
+    }
+    let s = gw.meter.summary();
+    assert_eq!((s.refused_requests, s.embedding_calls, s.tokens.total()), (2, 2, 0));
+    assert_eq!(gw.steps()[1].notes, ["embeddings", "refused: POST /api/embed"]);
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const CLIENTS: [&str; 14] = [
+const CLIENTS: [&str; 16] = [
     "openai-chat",
     "openai-chat-stream",
     "openai-tools",
@@ -30,6 +30,8 @@ const CLIENTS: [&str; 14] = [
     "ollama-stream",
     "ollama-generate",
     "ollama-show",
+    "openai-embed",
+    "ollama-embed",
 ];
 
 fn venv_python() -> Option<PathBuf> {
@@ -50,6 +52,12 @@ fn upstream() -> Handler {
     Arc::new(|path, body, _n| {
         if let Some(m) = meta(path) {
             return m;
+        }
+        if path == "/v1/embeddings" {
+            // Input i: [i + 0.5, -1.25, 0.375] (exact in float32), 3 tokens an input.
+            let n = body["input"].as_array().map_or(1, Vec::len);
+            let data: Vec<Value> = (0..n).map(|i| json!({"object": "embedding", "index": i, "embedding": [i as f64 + 0.5, -1.25, 0.375]})).collect();
+            return Reply::json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 3 * n, "total_tokens": 3 * n}}));
         }
         let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
         let answered = body["messages"].as_array().is_some_and(|ms| ms.iter().any(|m| m["role"] == "tool"));
@@ -121,6 +129,15 @@ async fn the_official_clients_work_through_the_gateway() {
     assert_eq!(seen["anthropic-tools"]["call"], json!(["read_file", {"path": "add.py"}, "tool_use"]));
     assert_eq!(seen["ollama"]["done_reason"], "stop");
     assert_eq!(seen["ollama-show"]["context"], json!([4096]), "the context length where Ollama's clients look for it");
+    // Embeddings: the openai client asks base64 by default and decodes float32; Ollama's reads floats.
+    assert_eq!(seen["openai-embed"]["vectors"], json!([[0.5, -1.25, 0.375], [1.5, -1.25, 0.375]]));
+    assert_eq!(seen["openai-embed"]["usage"], 6);
+    assert_eq!(seen["ollama-embed"]["vectors"], json!([[0.5, -1.25, 0.375]]));
+    for arm in ["openai-embed", "ollama-embed"] {
+        let r = ran.records.iter().find(|r| r.arm == arm).unwrap();
+        assert_eq!(r.harness_command.as_ref().unwrap().embedding_calls, 1, "{arm}");
+        assert_eq!(r.steps, 1, "{arm}: the embeddings call is not a step; the chat call is");
+    }
     // What reached the model: the stop strings, the schema, the continued conversation.
     let chats = server.chats.lock().unwrap().clone();
     let with = |needle: &str| chats.iter().filter(|b| b.to_string().contains(needle)).cloned().collect::<Vec<Value>>();
@@ -165,7 +182,7 @@ def go(method, path, body=None, headers=None):
 out["model"] = go("GET", "/v1/models/" + os.environ["ABLATE_MODEL"])
 out["other_model"] = go("GET", "/v1/models/gpt-9")[0]
 out["ps"] = go("GET", "/api/ps")
-out["embed"] = go("POST", "/v1/embeddings", {"model": "m", "input": "x"})[0]
+out["embed"] = go("POST", "/v1/embeddings", {"model": "m", "input": "x"})
 out["nowhere"] = go("POST", "/v1/assistants", {"x": 1})
 out["lower_bearer"] = go("GET", "/v1/models", headers={"Authorization": "bearer " + key})[0]
 out["x_api_key"] = go("GET", "/v1/models", headers={"x-api-key": key})[0]
@@ -195,7 +212,8 @@ print("OUT", json.dumps(out))
     assert_eq!(out["model"], json!([200, {"id": "m", "object": "model", "created": 0, "owned_by": "ablate"}]));
     assert_eq!(out["other_model"], 404);
     assert_eq!(out["ps"][1]["models"][0]["name"], "m");
-    assert_eq!(out["embed"], 501);
+    assert_eq!(out["embed"][0], 200, "{out}");
+    assert_eq!(out["embed"][1]["data"][0]["embedding"], json!([0.5, -1.25, 0.375]));
     assert_eq!(out["nowhere"][0], 404);
     assert!(out["nowhere"][1]["error"]["message"].as_str().unwrap().contains("POST /v1/assistants"), "{out}");
     assert_eq!((out["lower_bearer"].as_u64(), out["x_api_key"].as_u64(), out["api_key"].as_u64()), (Some(200), Some(200), Some(200)));
@@ -214,8 +232,9 @@ print("OUT", json.dumps(out))
     // The refused requests are in the trace, each a line of its own, and counted.
     let trace = traces(&ran.dir, &r.trial_id);
     let refused: Vec<&str> = trace.iter().flat_map(|s| s.notes.iter()).filter_map(|n| n.strip_prefix("refused: ")).collect();
-    assert_eq!(refused, vec!["GET /v1/models/gpt-9", "POST /v1/embeddings", "POST /v1/assistants", "POST /v1/messages"], "{trace:?}");
-    assert_eq!(cmd.refused_requests, 4, "{cmd:?}");
+    assert_eq!(refused, vec!["GET /v1/models/gpt-9", "POST /v1/assistants", "POST /v1/messages"], "{trace:?}");
+    assert_eq!(cmd.refused_requests, 3, "{cmd:?}");
+    assert_eq!(cmd.embedding_calls, 1, "{cmd:?}");
     // Three model calls: the completion (as one user turn, said in the trace) and two chats.
     assert_eq!(r.steps, 3);
     assert!(trace.iter().any(|s| s.notes.iter().any(|n| n == ablate::gateway::legacy::NOTE)));

@@ -9,6 +9,7 @@
 //! "The gateway", is the user-facing description.
 
 pub mod anthropic;
+pub mod embeddings;
 pub mod legacy;
 pub mod responses;
 pub mod wire;
@@ -88,6 +89,8 @@ pub struct MeterSummary {
     pub fingerprints: Vec<String>,
     /// Commands run through the exec endpoint (a harness on the host, a container task).
     pub exec_calls: u32,
+    /// Embeddings calls forwarded upstream (their tokens are in `tokens`; they are not steps).
+    pub embedding_calls: u32,
     /// From the meter's start to the first model call the gateway received.
     pub first_request: Option<Duration>,
     /// Requests refused before any model call: no such endpoint, a wrong key.
@@ -100,6 +103,7 @@ struct State {
     lines: u32,
     calls: u32,
     exec_calls: u32,
+    embedding_calls: u32,
     forwarded: u32,
     in_flight: u32,
     tokens: Tokens,
@@ -215,6 +219,7 @@ impl TrialMeter {
             requested: st.requested.clone(),
             fingerprints: st.fingerprints.clone(),
             exec_calls: st.exec_calls,
+            embedding_calls: st.embedding_calls,
             first_request: st.first_request,
             refused_requests: st.refused_requests,
         }
@@ -353,6 +358,14 @@ impl TrialMeter {
         st.lines
     }
 
+    /// The next trace line's number, counting an embeddings call.
+    fn next_embedding(&self) -> u32 {
+        let mut st = self.state.lock().unwrap();
+        st.embedding_calls += 1;
+        st.lines += 1;
+        st.lines
+    }
+
     fn operation_id(&self, n: u32) -> String {
         format!("{}-{}-s{}", self.trial_id, self.attempt, n)
     }
@@ -385,13 +398,15 @@ impl TrialMeter {
     /// bounds); its cap is clamped to that room. So calls in parallel can never
     /// spend more than calls one at a time: at most the last call's own prompt
     /// over the budget.
-    fn reserve(&self, prompt_bound: u64) -> Result<Reservation, BudgetLimit> {
+    /// An embeddings call reserves its input's bound only and is not a step.
+    fn reserve(&self, prompt_bound: u64, kind: CallKind) -> Result<Reservation, BudgetLimit> {
+        let chat = kind == CallKind::Chat;
         let mut st = self.state.lock().unwrap();
         let b = &self.budget;
         let working = self.working_in(&st).as_secs_f64();
         let committed = st.tokens.total().saturating_add(st.reserved);
         let limit = st.exhausted.or_else(|| {
-            if st.forwarded >= b.max_steps {
+            if chat && st.forwarded >= b.max_steps {
                 Some(BudgetLimit::Steps)
             } else if committed >= b.max_total_tokens {
                 Some(BudgetLimit::TotalTokens)
@@ -410,21 +425,23 @@ impl TrialMeter {
             self.request_stop(GatewayStop::Budget(limit));
             return Err(limit);
         }
-        st.forwarded += 1;
-        if st.forwarded >= b.max_steps {
-            st.limit_reached.get_or_insert(BudgetLimit::Steps);
+        if chat {
+            st.forwarded += 1;
+            if st.forwarded >= b.max_steps {
+                st.limit_reached.get_or_insert(BudgetLimit::Steps);
+            }
         }
         st.in_flight += 1;
         self.in_flight.send_replace(st.in_flight);
         let remaining_time = Duration::from_secs_f64((b.max_working_seconds - working).max(0.0));
         let model_timeout = Duration::from_secs_f64(self.model.request_timeout_seconds);
         let remaining_tokens = b.max_total_tokens.saturating_sub(committed);
-        let max_tokens = (b.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32;
+        let max_tokens = if chat { (b.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32 } else { 0 };
         let reserved = max_tokens as u64 + prompt_bound;
         st.reserved += reserved;
         Ok(Reservation {
             max_tokens,
-            clamped: (max_tokens as u64) < b.max_output_tokens_per_step as u64,
+            clamped: chat && (max_tokens as u64) < b.max_output_tokens_per_step as u64,
             reserved,
             timeout: remaining_time.min(model_timeout),
             limited_by_budget: remaining_time < model_timeout,
@@ -469,6 +486,14 @@ impl TrialMeter {
             })
             .collect()
     }
+}
+
+/// What a reservation is for: a chat call is a step with an output cap; an
+/// embeddings call is neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallKind {
+    Chat,
+    Embedding,
 }
 
 struct Reservation {
@@ -536,7 +561,7 @@ enum Route {
     Root,
     Exec,
     CountTokens,
-    Embeddings(Api),
+    Embeddings(embeddings::EmbedApi),
     NotFound,
 }
 
@@ -593,8 +618,9 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
         (&Method::POST, "/v1/completions" | "/completions") => Route::Chat(Api::Completions),
         (&Method::POST, "/api/chat") => Route::Chat(Api::Ollama),
         (&Method::POST, "/api/generate") => Route::Chat(Api::Generate),
-        (&Method::POST, "/v1/embeddings" | "/embeddings") => Route::Embeddings(Api::OpenAi),
-        (&Method::POST, "/api/embed" | "/api/embeddings") => Route::Embeddings(Api::Ollama),
+        (&Method::POST, "/v1/embeddings" | "/embeddings") => Route::Embeddings(embeddings::EmbedApi::OpenAi),
+        (&Method::POST, "/api/embed") => Route::Embeddings(embeddings::EmbedApi::Ollama),
+        (&Method::POST, "/api/embeddings") => Route::Embeddings(embeddings::EmbedApi::OllamaLegacy),
         (&Method::GET, "/v1/models" | "/models") => Route::Models,
         (&Method::GET, p) if p.starts_with("/v1/models/") => Route::Model(p["/v1/models/".len()..].to_string()),
         (&Method::GET, "/api/tags") => Route::Tags,
@@ -646,6 +672,14 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
             Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", format!("the gateway failed: {e}")).0,
         };
     }
+    if let Route::Embeddings(e) = route {
+        let m = meter.clone();
+        let shown = format!("{method} {shown_path}");
+        return match tokio::spawn(async move { embeddings_request(m, e, body, shown).await }).await {
+            Ok(resp) => resp,
+            Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", format!("the gateway failed: {e}")).0,
+        };
+    }
     let name = &meter.model.name;
     let context = meter.model.context_tokens;
     let details = json!({"parent_model": "", "format": "gguf", "family": "gateway", "families": ["gateway"], "parameter_size": "", "quantization_level": ""});
@@ -690,14 +724,9 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
             Some(Err(e)) => refused(StatusCode::BAD_REQUEST, "invalid_request_error", e),
             None => refused(StatusCode::BAD_REQUEST, "invalid_request_error", "the request body is not JSON".into()),
         },
-        Route::Embeddings(e) => {
-            let v = wire::error_body(e, "not_implemented", "the gateway serves no embeddings: the experiment's model is a chat model", None);
-            meter.trace_refusal(&method, &shown_path, &body, v.clone());
-            json_response(StatusCode::NOT_IMPLEMENTED, &v)
-        }
         Route::Version => json_response(StatusCode::OK, &json!({"version": OLLAMA_VERSION})),
         Route::Root => respond(StatusCode::OK, "text/plain", "Ollama is running"),
-        Route::Chat(_) | Route::Exec | Route::NotFound => refused(
+        Route::Chat(_) | Route::Exec | Route::Embeddings(_) | Route::NotFound => refused(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("no such endpoint: {method} {shown_path} (docs/external-harness.md lists the gateway's endpoints)"),
@@ -841,7 +870,7 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
         );
         return Err(refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &msg, None));
     }
-    let r = meter.reserve(crate::model::prompt_bound(&request)).map_err(|limit| {
+    let r = meter.reserve(crate::model::prompt_bound(&request), CallKind::Chat).map_err(|limit| {
         let name = limit.name();
         let msg = format!("budget exhausted ({name}): the trial's {name} budget is spent; no further model calls are allowed");
         step.error = Some(msg.clone());
@@ -949,6 +978,134 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
     };
     step.reply = Some(json_reply);
     Ok(resp)
+}
+
+/// An embeddings request from an authorized harness: forwarded to the
+/// upstream when it serves embeddings (501 when it does not), its input
+/// tokens counted against the budget; one trace line whatever becomes of it.
+async fn embeddings_request(meter: Arc<TrialMeter>, api: embeddings::EmbedApi, body: Result<Bytes, bool>, shown: String) -> Resp {
+    let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
+        let v = wire::error_body(api.errors(), kind, message, limit);
+        (json_response(status, &v), v)
+    };
+    meter.note_request();
+    let n = meter.next_embedding();
+    let mut step = meter.blank_step(n);
+    let received = match &body {
+        Ok(b) => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))),
+        Err(_) => Value::Null,
+    };
+    let (mut reserved, mut unserved) = (None, false);
+    let outcome: Result<Resp, (Resp, Value)> = async {
+        let bytes = body.map_err(|too_large| {
+            if too_large {
+                refusal(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"), None)
+            } else {
+                refusal(StatusCode::BAD_REQUEST, "invalid_request_error", "the request body could not be read", None)
+            }
+        })?;
+        let v: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("the request body is not JSON: {e}"), None))?;
+        let mut asked = embeddings::read(api, &v, &meter.model.name, &meter.model.model)
+            .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
+        if meter.client.embed(&asked.request, &step.operation_id).is_none() {
+            unserved = true;
+            let msg = format!("the experiment's model (provider {}) serves no embeddings", meter.model.provider.name());
+            return Err(refusal(StatusCode::NOT_IMPLEMENTED, "not_implemented", &msg, None));
+        }
+        let r = meter.reserve(asked.request.bound(), CallKind::Embedding).map_err(|limit| {
+            let name = limit.name();
+            let msg = format!("budget exhausted ({name}): the trial's {name} budget is spent; no further model calls are allowed");
+            refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &msg, Some(name))
+        })?;
+        reserved = Some(r.reserved);
+        if !asked.ignored.is_empty() {
+            step.notes.push(format!("not forwarded: {}", asked.ignored.join(", ")));
+        }
+        asked.request.timeout = r.timeout;
+        let Some(call) = meter.client.embed(&asked.request, &step.operation_id) else { unreachable!("the provider served embeddings a moment ago") };
+        let outcome = call.await;
+        step.request_attempts = outcome.attempts;
+        step.latency_ms = outcome.latency.as_millis() as u64;
+        step.rate_limit_wait_ms = outcome.wait.as_millis() as u64;
+        let mut st = meter.state.lock().unwrap();
+        st.wait += outcome.wait;
+        match outcome.result {
+            Ok(reply) => {
+                let tokens = Tokens { input: reply.input_tokens, output: 0, cached: 0 };
+                st.tokens.add(tokens);
+                if reply.token_source == crate::record::TokenSource::Estimated {
+                    st.estimated_calls += 1;
+                    step.notes.push("no usage in the reply: input tokens counted from bytes".into());
+                }
+                if st.tokens.total() >= meter.budget.max_total_tokens {
+                    st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
+                }
+                if let (Some(max), Some(c)) = (meter.budget.max_cost_usd, st.tokens.cost(meter.model.price.as_ref()))
+                    && c >= max
+                {
+                    st.limit_reached.get_or_insert(BudgetLimit::Cost);
+                }
+                drop(st);
+                step.tokens = tokens;
+                step.tokens_counted = reply.token_source;
+                let asked_model = v.get("model").and_then(Value::as_str).unwrap_or_default();
+                step.reply = Some(embeddings::traced(&reply));
+                Ok(json_response(StatusCode::OK, &embeddings::reply(api, &reply, &asked, asked_model)))
+            }
+            // The upstream refused the request itself (an unknown embedding model, bad input): the harness hears it; the trial goes on.
+            Err(ModelError::Status { status, body }) if (400..500).contains(&status) && status != 429 => {
+                drop(st);
+                let msg = format!("the upstream refused the embeddings request: HTTP {status}: {body}");
+                step.error = Some(msg.clone());
+                Err(refusal(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST), "upstream_refused", &msg, None))
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                step.error = Some(msg.clone());
+                let budget_timeout = matches!(e, ModelError::Timeout(_)) && r.limited_by_budget;
+                let stop = if budget_timeout {
+                    st.exhausted.get_or_insert(BudgetLimit::WorkingSeconds);
+                    st.limit_reached.get_or_insert(BudgetLimit::WorkingSeconds);
+                    GatewayStop::Budget(BudgetLimit::WorkingSeconds)
+                } else {
+                    st.provider_error.get_or_insert(msg.clone());
+                    st.request_timed_out |= matches!(e, ModelError::Timeout(_));
+                    GatewayStop::ProviderError(msg.clone())
+                };
+                drop(st);
+                meter.request_stop(stop);
+                Err(refusal(StatusCode::BAD_GATEWAY, "provider_error", &format!("the embeddings endpoint failed: {msg}"), None))
+            }
+        }
+    }
+    .await;
+    let resp = match outcome {
+        Ok(resp) => resp,
+        Err((resp, reply)) => {
+            if step.error.is_none() {
+                step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
+            }
+            step.reply = Some(reply);
+            resp
+        }
+    };
+    step.notes.insert(0, "embeddings".into());
+    if unserved {
+        // As an endpoint the gateway lacks: counted and said so.
+        meter.state.lock().unwrap().refused_requests += 1;
+        step.notes.push(format!("refused: {shown}"));
+    }
+    meter.trace(step, if reserved.is_some() { received } else { refused_excerpt(&received) });
+    if let Some(r) = reserved {
+        let mut st = meter.state.lock().unwrap();
+        st.reserved = st.reserved.saturating_sub(r);
+        st.in_flight -= 1;
+        meter.in_flight.send_replace(st.in_flight);
+    }
+    let mut resp = resp;
+    meter.budget_headers(resp.headers_mut());
+    resp
 }
 
 /// The exec endpoint (a harness on the host, a container task): one command

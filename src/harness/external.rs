@@ -383,6 +383,7 @@ fn command_outcome(command: Vec<String>, out: crate::sandbox::process::ProcessOu
         first_model_call_seconds: summary.first_request.map(|d| d.as_secs_f64()),
         refused_requests: summary.refused_requests,
         exec_calls: summary.exec_calls,
+        embedding_calls: summary.embedding_calls,
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod chat_format;
 pub mod chat_template;
+pub mod embed;
 pub mod engine_settings;
 pub mod http;
 #[cfg(feature = "local")]
@@ -350,6 +351,13 @@ pub trait ModelClient: Send + Sync {
     /// refused rather than run another way.
     fn cannot_honour(&self, request: &ChatRequest) -> Option<&'static str> {
         let _ = request;
+        None
+    }
+
+    /// An embeddings call, where the provider serves embeddings; None: it
+    /// serves none (the gateway answers 501).
+    fn embed<'a>(&'a self, request: &'a embed::EmbedRequest, operation_id: &'a str) -> Option<BoxFuture<'a, embed::EmbedOutcome>> {
+        let _ = (request, operation_id);
         None
     }
 }

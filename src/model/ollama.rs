@@ -129,6 +129,14 @@ impl ModelClient for OllamaClient {
         })
     }
 
+    fn embed<'a>(&'a self, req: &'a super::embed::EmbedRequest, operation_id: &'a str) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
+        let url = format!("{}/api/embed", self.base);
+        let body = super::embed::ollama_body(req);
+        Some(Box::pin(async move {
+            super::embed::call(&self.http, &url, body, None, req, operation_id, &self.retry, self.max_bytes, super::embed::parse_ollama).await
+        }))
+    }
+
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
         Box::pin(async move {
             let t = Duration::from_secs(30);

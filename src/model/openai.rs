@@ -165,6 +165,15 @@ impl ModelClient for OpenAiClient {
         })
     }
 
+    fn embed<'a>(&'a self, req: &'a super::embed::EmbedRequest, operation_id: &'a str) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
+        let url = format!("{}/v1/embeddings", self.base);
+        let body = super::embed::openai_body(req);
+        Some(Box::pin(async move {
+            super::embed::call(&self.http, &url, body, self.api_key.as_deref(), req, operation_id, &self.retry, self.max_bytes, super::embed::parse_openai)
+                .await
+        }))
+    }
+
     fn served(&self) -> Option<Value> {
         self.served.get().cloned()
     }

@@ -135,6 +135,9 @@ pub struct CommandOutcome {
     /// Commands run through the gateway's exec endpoint (`runs_in = "host"`).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub exec_calls: u32,
+    /// Embeddings calls the gateway forwarded (their input tokens are in the trial's tokens).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub embedding_calls: u32,
 }
 
 /// What ended the agent loop.
@@ -692,6 +695,9 @@ pub struct RecordedExperiment {
     #[serde(default)]
     pub tasks: Vec<String>,
     pub alpha: f64,
+    /// The equivalence margin, when the experiment declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f64>,
     pub arms: Vec<crate::experiment::matrix::Arm>,
     #[serde(default)]
     pub comparisons: Vec<crate::experiment::matrix::Comparison>,

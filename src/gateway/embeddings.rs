@@ -1,0 +1,177 @@
+//! Embeddings through the gateway: OpenAI's `/v1/embeddings`, Ollama's
+//! `/api/embed` and its older `/api/embeddings`, read into one
+//! `EmbedRequest` and answered in the form asked, whatever the upstream's API.
+//! The embedding model is the harness's choice (it names it); the call is
+//! metered (its input tokens count against `max_total_tokens`, not a step)
+//! and traced. An upstream that serves no embeddings (the embedded model)
+//! gets a 501.
+
+use super::wire::Api;
+use crate::model::embed::{EmbedReply, EmbedRequest};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Which endpoint was called: its request and reply forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedApi {
+    /// OpenAI's `POST /v1/embeddings`.
+    OpenAi,
+    /// Ollama's `POST /api/embed`.
+    Ollama,
+    /// Ollama's older `POST /api/embeddings` (`prompt`, one vector).
+    OllamaLegacy,
+}
+
+impl EmbedApi {
+    /// The API whose error form its errors take.
+    pub fn errors(self) -> Api {
+        match self {
+            EmbedApi::OpenAi => Api::OpenAi,
+            EmbedApi::Ollama | EmbedApi::OllamaLegacy => Api::Ollama,
+        }
+    }
+}
+
+/// What an embeddings request asks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    pub request: EmbedRequest,
+    /// OpenAI's `encoding_format: "base64"`: little-endian float32, base64.
+    pub base64: bool,
+    /// Keys read and not forwarded (said in the trace).
+    pub ignored: Vec<String>,
+}
+
+fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
+    let token_ids = || format!("`{key}` as token ids is not supported by the gateway: send the text");
+    let out = match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Value::String(s) => out.push(s.clone()),
+                    Value::Number(_) | Value::Array(_) => return Err(token_ids()),
+                    other => return Err(format!("`{key}` must be a string or an array of strings; it holds {other}")),
+                }
+            }
+            out
+        }
+        Value::Null => return Err(format!("`{key}` is missing")),
+        other => return Err(format!("`{key}` must be a string or an array of strings, not {other}")),
+    };
+    if out.is_empty() {
+        return Err(format!("`{key}` is empty"));
+    }
+    Ok(out)
+}
+
+/// Read a request body in `api`'s form. The experiment's model name (or
+/// `NAME:latest`) stands for `upstream_model`; any other name is the
+/// harness's own embedding model and is forwarded as named.
+pub fn read(api: EmbedApi, body: &Value, experiment_name: &str, upstream_model: &str) -> Result<Asked, String> {
+    let obj = body.as_object().ok_or("the request body must be a JSON object")?;
+    let model = obj.get("model").and_then(Value::as_str).ok_or("`model` must be a string: the embedding model")?;
+    let model = if model.strip_suffix(":latest").unwrap_or(model) == experiment_name { upstream_model } else { model };
+    let (input_key, known): (&str, &[&str]) = match api {
+        EmbedApi::OpenAi => ("input", &["model", "input", "encoding_format", "dimensions", "user"]),
+        EmbedApi::Ollama => ("input", &["model", "input", "dimensions", "truncate", "options", "keep_alive"]),
+        EmbedApi::OllamaLegacy => ("prompt", &["model", "prompt", "options", "keep_alive"]),
+    };
+    if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("unknown key `{k}` (known: {})", known.join(", ")));
+    }
+    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)?;
+    if api == EmbedApi::OllamaLegacy && input.len() != 1 {
+        return Err("`prompt` must be one string".into());
+    }
+    let dimensions = match obj.get("dimensions") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().filter(|&d| d > 0).ok_or("`dimensions` must be a positive whole number")?),
+    };
+    let base64 = match obj.get("encoding_format").and_then(|v| if v.is_null() { None } else { Some(v) }) {
+        None => false,
+        Some(v) => match v.as_str() {
+            Some("float") => false,
+            Some("base64") => true,
+            _ => return Err(format!("`encoding_format` must be \"float\" or \"base64\", not {v}")),
+        },
+    };
+    let ignored = ["user", "truncate", "options", "keep_alive"].iter().filter(|k| obj.get(**k).is_some_and(|v| !v.is_null())).map(|k| k.to_string()).collect();
+    Ok(Asked { request: EmbedRequest { model: model.to_string(), input, dimensions, timeout: Duration::ZERO }, base64, ignored })
+}
+
+/// The reply in `api`'s form; `asked_model` is the name the harness used.
+pub fn reply(api: EmbedApi, r: &EmbedReply, asked: &Asked, asked_model: &str) -> Value {
+    match api {
+        EmbedApi::OpenAi => {
+            let data: Vec<Value> = r
+                .vectors
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let embedding = if asked.base64 { json!(base64_f32(v)) } else { json!(v) };
+                    json!({"object": "embedding", "index": i, "embedding": embedding})
+                })
+                .collect();
+            json!({"object": "list", "data": data, "model": asked_model,
+                "usage": {"prompt_tokens": r.input_tokens, "total_tokens": r.input_tokens}})
+        }
+        EmbedApi::Ollama => json!({"model": asked_model, "embeddings": r.vectors, "total_duration": 0, "load_duration": 0,
+            "prompt_eval_count": r.input_tokens}),
+        EmbedApi::OllamaLegacy => json!({"embedding": r.vectors.first().cloned().unwrap_or_default()}),
+    }
+}
+
+/// What the trace keeps of a reply: its shape, not the vectors.
+pub fn traced(r: &EmbedReply) -> Value {
+    json!({"vectors": r.vectors.len(), "dimensions": r.vectors.first().map_or(0, Vec::len)})
+}
+
+/// A vector as OpenAI's base64 encoding: little-endian float32, standard alphabet, padded.
+pub fn base64_f32(v: &[f64]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes: Vec<u8> = v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect();
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> shift) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_pythons_struct_and_base64() {
+        // python3 -c 'import base64,struct; print(base64.b64encode(struct.pack("<3f", 1.0, -2.5, 0.1)).decode())'
+        assert_eq!(base64_f32(&[1.0, -2.5, 0.1]), "AACAPwAAIMDNzMw9");
+        // struct.pack("<f", 1.0) alone: 4 bytes, two padding characters.
+        assert_eq!(base64_f32(&[1.0]), "AACAPw==");
+    }
+
+    #[test]
+    fn requests_are_read_in_each_form_and_token_ids_refused() {
+        let a = read(EmbedApi::OpenAi, &json!({"model": "m", "input": "hi", "encoding_format": "base64", "user": "u"}), "m", "up").unwrap();
+        assert_eq!(
+            (a.request.model.as_str(), a.request.input.clone(), a.base64, a.ignored.clone()),
+            ("up", vec!["hi".to_string()], true, vec!["user".to_string()])
+        );
+        let a = read(EmbedApi::Ollama, &json!({"model": "nomic", "input": ["a", "b"], "dimensions": 8}), "m", "up").unwrap();
+        assert_eq!((a.request.model.as_str(), a.request.input.len(), a.request.dimensions), ("nomic", 2, Some(8)));
+        assert_eq!(read(EmbedApi::OllamaLegacy, &json!({"model": "m:latest", "prompt": "x"}), "m", "up").unwrap().request.model, "up");
+        let e = read(EmbedApi::OpenAi, &json!({"model": "m", "input": [[1, 2]]}), "m", "up").unwrap_err();
+        assert!(e.contains("token ids"), "{e}");
+        assert!(read(EmbedApi::OpenAi, &json!({"model": "m", "input": []}), "m", "up").unwrap_err().contains("empty"));
+        assert!(read(EmbedApi::Ollama, &json!({"model": "m", "input": "x", "stream": true}), "m", "up").unwrap_err().contains("`stream`"));
+    }
+}
