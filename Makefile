@@ -6,7 +6,7 @@ ABLATE := target/release/ablate
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
-## the suite proof, the Slurm array job and merge on a single-node Slurm, and the statistics simulations printed once (about 20 s in a debug build).
+## the suite proof, the Slurm array job and merge on a single-node Slurm, and the statistics simulations printed once (about 5 min in a debug build).
 ## make lint: the formatting (rustfmt.toml) and clippy, warnings as errors.
 lint:
 	$(CARGO) fmt --check

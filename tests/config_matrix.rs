@@ -127,6 +127,12 @@ fn type_and_value_errors_name_the_key() {
     assert_eq!(err.key.as_deref(), Some("models[0].temperature"));
     let err = load_str(Path::new("c.toml"), &format!("{}\nbogus = 1\n[arms.a]\n", BASE.replace("[budget]", "[budget]\nmax_stepz = 1"))).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("budget.max_stepz"), "{err}");
+    for bad in ["0.0", "1.5", "-0.05"] {
+        let err = load_str(Path::new("c.toml"), &format!("{}\n[arms.a]\n", BASE.replace("seed = 7", &format!("seed = 7\nmargin = {bad}")))).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("experiment.margin"), "{bad}: {err}");
+    }
+    let ok = load_str(Path::new("c.toml"), &format!("{}\n[arms.a]\n", BASE.replace("seed = 7", "seed = 7\nmargin = 0.05"))).unwrap();
+    assert_eq!(ok.margin, Some(0.05));
     let err = load("[arms.a]\n[matrix.leave_one_out]\nfrom = \"nope\"\n").unwrap_err();
     assert_eq!(err.key.as_deref(), Some("matrix.leave_one_out.from"));
     assert!(err.to_string().contains("arms: a"), "{err}");

@@ -41,6 +41,9 @@ struct RawExperiment {
     seed: u64,
     #[serde(default = "default_alpha")]
     alpha: f64,
+    /// "Equivalent" means |delta| below this (a fraction, 0.05 = 5 pp).
+    #[serde(default)]
+    margin: Option<f64>,
     /// Container tasks whose task.toml asks for a public network may have it.
     #[serde(default)]
     allow_network: bool,
@@ -269,6 +272,9 @@ pub struct Experiment {
     pub trials: u32,
     pub seed: u64,
     pub alpha: f64,
+    /// The equivalence margin: comparisons then say helps, hurts, equivalent within ±margin or undecided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f64>,
     /// Container tasks may have the public network their task.toml asks for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_network: bool,
@@ -377,6 +383,11 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     if !(e.alpha > 0.0 && e.alpha < 0.5) {
         return Err(at("experiment.alpha", format!("{} is not in (0, 0.5)", e.alpha)));
     }
+    if let Some(m) = e.margin
+        && !(m > 0.0 && m < 1.0)
+    {
+        return Err(at("experiment.margin", format!("{m} is not in (0, 1): the margin is a fraction (0.05 = 5 pp)")));
+    }
     let b = &raw.budget;
     if b.max_steps == 0 {
         return Err(at("budget.max_steps", "must be at least 1".into()));
@@ -433,6 +444,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         trials: raw.experiment.trials,
         seed: raw.experiment.seed,
         alpha: raw.experiment.alpha,
+        margin: raw.experiment.margin,
         allow_network: raw.experiment.allow_network,
         budget: raw.budget,
         harness,

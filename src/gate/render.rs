@@ -9,6 +9,10 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// How the gate counts trials that ended in an infrastructure error (said in its output and docs).
+pub const INFRASTRUCTURE_COUNTS: &str =
+    "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
+
 pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Characteristic], hint: Option<u64>) -> String {
     let pp = |x: f64| if x.is_finite() { format!("{:+.1} pp", x * 100.0) } else { "n/a".into() };
     let mut s = format!(
@@ -45,6 +49,7 @@ pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Charac
         ),
     };
     let _ = writeln!(s, "  {why}");
+    let _ = writeln!(s, "  {INFRASTRUCTURE_COUNTS}");
     if let Some(first) = oc.first() {
         let rate = if d.baseline_trials == 0 { f64::NAN } else { d.baseline_passes as f64 / d.baseline_trials as f64 };
         let _ = writeln!(

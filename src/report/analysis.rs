@@ -69,6 +69,11 @@ pub enum EffectVerdict {
     NoVerdictPossible { tasks: usize, needed: u64 },
     /// The interval holds 0; `could_detect`: the effect the design detects at 80% power.
     NoDetectableEffect { could_detect: Option<f64>, one_task: bool },
+    /// With a declared margin: two one-sided tests at the comparison's level
+    /// put the difference inside (-margin, +margin).
+    Equivalent { margin: f64, one_task: bool },
+    /// With a declared margin: neither an effect nor equivalence shown.
+    Undecided { margin: f64, one_task: bool },
 }
 
 impl EffectVerdict {
@@ -78,6 +83,8 @@ impl EffectVerdict {
             EffectVerdict::Helps { .. } => "helps",
             EffectVerdict::Hurts { .. } => "hurts",
             EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => "n.s.",
+            EffectVerdict::Equivalent { .. } => "equivalent",
+            EffectVerdict::Undecided { .. } => "undecided",
             EffectVerdict::NotEnoughData => "n/a",
         }
     }
@@ -95,8 +102,19 @@ impl std::fmt::Display for EffectVerdict {
                 write!(f, "no detectable effect (could detect ±{:.0} pp at 80% power)", mde * 100.0)
             }
             EffectVerdict::NoDetectableEffect { could_detect: None, one_task } => write!(f, "no detectable effect{}", only(one_task)),
+            EffectVerdict::Equivalent { margin, one_task } => write!(f, "equivalent within ±{} pp{}", pp(margin), only(one_task)),
+            EffectVerdict::Undecided { margin, one_task } => {
+                write!(f, "undecided: neither an effect nor within ±{} pp{}", pp(margin), only(one_task))
+            }
         }
     }
+}
+
+/// A margin in percentage points, as few digits as it needs (5, 2.5).
+fn pp(margin: f64) -> String {
+    let v = margin * 100.0;
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Serialised under `name()`: the one list of the names records and exports hold.
@@ -491,6 +509,7 @@ pub fn analyse(data: &RunData) -> Report {
             pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }
     }
+    let margin = data.manifest.experiment.margin;
     let family = pending.iter().filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0).count().max(1);
     let mut ablations = Vec::new();
     let mut combined = Vec::new();
@@ -510,9 +529,17 @@ pub fn analyse(data: &RunData) -> Report {
         effect.p_adjusted = (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0));
         effect.method = inf.method;
         effect.verdict = verdict(&inf, effect.mde, level_alpha);
+        if let Some(margin) = margin {
+            // Two one-sided tests at level_alpha: the 1 - 2 level_alpha interval inside the margins.
+            let tost = stats::paired_inference(&all.0, &all.1, 1.0 - 2.0 * level_alpha);
+            effect.verdict = with_margin(effect.verdict, &tost, margin);
+        }
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
             let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
-            let v = verdict(&x, f64::NAN, level_alpha);
+            let mut v = verdict(&x, f64::NAN, level_alpha);
+            if let Some(margin) = margin {
+                v = with_margin(v, &stats::paired_inference(&kept.0, &kept.1, 1.0 - 2.0 * level_alpha), margin);
+            }
             effect.excl_infra = Some(ExclInfra {
                 delta: x.mean_diff,
                 lo: x.lo,
@@ -545,6 +572,18 @@ pub fn analyse(data: &RunData) -> Report {
             .iter()
             .map(|((model, fp), &attempts)| FingerprintSeen { model: data.models.name(*model).to_string(), fingerprint: fp.clone(), attempts })
             .collect(),
+    }
+}
+
+/// With a declared margin, a verdict that shows no effect becomes
+/// `equivalent` when the two one-sided tests' interval (`tost`, at
+/// `1 - 2 level`) lies inside `(-margin, +margin)`, else `undecided`.
+pub fn with_margin(v: EffectVerdict, tost: &stats::Inference, margin: f64) -> EffectVerdict {
+    let one_task = tost.n_tasks == 1;
+    match v {
+        EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. } | EffectVerdict::NotEnoughData => v,
+        _ if tost.lo > -margin && tost.hi < margin => EffectVerdict::Equivalent { margin, one_task },
+        _ => EffectVerdict::Undecided { margin, one_task },
     }
 }
 
@@ -585,7 +624,7 @@ mod tests {
         assert_eq!(serde_json::to_value(IntervalMethod::ClusteredWilson).unwrap(), json!("clustered_wilson"));
         assert_eq!(serde_json::to_value(IntervalMethod::Wilson).unwrap(), json!("wilson"));
         assert_eq!(serde_json::to_value(stats::InferenceMethod::SignFlipExactMover).unwrap(), json!("sign_flip_exact+mover"));
-        assert_eq!(serde_json::to_value(stats::InferenceMethod::SignFlipNormalMover).unwrap(), json!("sign_flip_normal+mover"));
+        assert_eq!(serde_json::to_value(stats::InferenceMethod::SignFlipMonteCarloMover).unwrap(), json!("sign_flip_monte_carlo+mover"));
         assert_eq!(serde_json::to_value(stats::InferenceMethod::NewcombeOneTask).unwrap(), json!("newcombe_one_task"));
         assert_eq!(serde_json::to_value(stats::InferenceMethod::None).unwrap(), json!("none"));
         for (v, text) in [
@@ -608,7 +647,7 @@ mod tests {
             hi,
             p_value: 0.5,
             n_tasks,
-            method: stats::InferenceMethod::SignFlipNormalMover,
+            method: stats::InferenceMethod::SignFlipMonteCarloMover,
         };
         assert_eq!(verdict(&inf(0.01, 0.3, 20), 0.1, 0.05), EffectVerdict::Helps { one_task: false });
         assert_eq!(verdict(&inf(-0.3, -0.01, 1), 0.1, 0.05), EffectVerdict::Hurts { one_task: true });
@@ -616,5 +655,26 @@ mod tests {
         assert_eq!(verdict(&inf(-0.1, 0.3, 5), 0.2, 0.05), EffectVerdict::NoVerdictPossible { tasks: 5, needed: 6 });
         assert_eq!(verdict(&inf(-0.1, 0.3, 6), 0.2, 0.05), EffectVerdict::NoDetectableEffect { could_detect: Some(0.2), one_task: false });
         assert_eq!(verdict(&inf(f64::NAN, f64::NAN, 3), 0.2, 0.05), EffectVerdict::NotEnoughData);
+    }
+
+    #[test]
+    fn a_margin_turns_no_effect_into_equivalent_or_undecided() {
+        let inf = |lo: f64, hi: f64| stats::Inference {
+            mean_diff: (lo + hi) / 2.0,
+            lo,
+            hi,
+            p_value: 0.5,
+            n_tasks: 20,
+            method: stats::InferenceMethod::SignFlipExactMover,
+        };
+        let none = EffectVerdict::NoDetectableEffect { could_detect: None, one_task: false };
+        // The two one-sided tests' interval inside (-5, +5) pp: equivalent; touching a margin: undecided.
+        assert_eq!(with_margin(none, &inf(-0.049, 0.03), 0.05), EffectVerdict::Equivalent { margin: 0.05, one_task: false });
+        assert_eq!(with_margin(none, &inf(-0.05, 0.03), 0.05), EffectVerdict::Undecided { margin: 0.05, one_task: false });
+        // An effect shown stays one.
+        let helps = EffectVerdict::Helps { one_task: false };
+        assert_eq!(with_margin(helps, &inf(0.01, 0.03), 0.05), helps);
+        assert_eq!(EffectVerdict::Equivalent { margin: 0.05, one_task: false }.to_string(), "equivalent within ±5 pp");
+        assert_eq!(EffectVerdict::Undecided { margin: 0.025, one_task: false }.to_string(), "undecided: neither an effect nor within ±2.5 pp");
     }
 }

@@ -215,7 +215,10 @@ pub fn markdown(r: &Report) -> String {
         md_effects(&mut s, header, &r.ablations);
     }
     if !r.combined.is_empty() {
-        let _ = writeln!(s, "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component.\n");
+        let _ = writeln!(
+            s,
+            "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family.\n"
+        );
         md_effects(&mut s, header, &r.combined);
     }
     for x in &r.refused {

@@ -152,7 +152,10 @@ pub fn render(r: &Report) -> String {
         s.push_str("</table>\n");
     }
     if !r.combined.is_empty() {
-        let _ = writeln!(s, "<h2>Combined comparisons</h2><p>Several components differ: not attributable to one component.</p><table>{head}");
+        let _ = writeln!(
+            s,
+            "<h2>Combined comparisons</h2><p>Several components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family.</p><table>{head}"
+        );
         effect_rows(&mut s, &r.combined);
         s.push_str("</table>\n");
     }

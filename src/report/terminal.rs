@@ -158,7 +158,13 @@ pub fn render(r: &Report, colour: bool) -> String {
         s.push('\n');
     }
     if !r.combined.is_empty() {
-        let _ = writeln!(s, "{}", c.bold("Combined comparisons (several components differ: not attributable to one component):"));
+        let _ = writeln!(
+            s,
+            "{}",
+            c.bold(
+                "Combined comparisons (several components differ: not attributable to one component; each at alpha, unadjusted, outside the ablations' family):"
+            )
+        );
         for e in &r.combined {
             effect_line(&mut s, e, &c, width);
         }

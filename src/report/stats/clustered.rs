@@ -137,7 +137,7 @@ pub fn paired_effect(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) ->
     let se = sample_sd(&diffs) / (n_tasks as f64).sqrt();
     if se == 0.0 {
         // All differences are identical.
-        let p_value = if mean_diff == 0.0 { 1.0 } else { 0.0 };
+        let p_value = if mean_diff.abs() <= SPREAD_TOLERANCE { 1.0 } else { 0.0 };
         return Paired { mean_diff, se, lo: mean_diff, hi: mean_diff, df, p_value, n_tasks };
     }
     let half = t_two_sided(conf, df) * se;
@@ -216,7 +216,7 @@ pub(super) fn correlation(a: &[f64], b: &[f64]) -> f64 {
         saa += (x - ma) * (x - ma);
         sbb += (y - mb) * (y - mb);
     }
-    if saa == 0.0 || sbb == 0.0 { 0.0 } else { (sab / (saa * sbb).sqrt()).clamp(-1.0, 1.0) }
+    if no_spread(a) || no_spread(b) { 0.0 } else { (sab / (saa * sbb).sqrt()).clamp(-1.0, 1.0) }
 }
 
 /// Paired effect with a MOVER interval built from the two arms' clustered

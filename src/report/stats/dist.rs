@@ -97,9 +97,25 @@ pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
+/// Values closer than this count as equal: per-task means are ratios of
+/// trial counts (two distinct ones differ by at least `1/(n1 n2)`, far above
+/// this), while averaging equal values can leave a float error near `1e-16`
+/// (14 tasks all at 6/10 gave a variance of about `1e-33`, not 0).
+pub const SPREAD_TOLERANCE: f64 = 1e-12;
+
+/// Whether `xs` have no spread: their range is at most [`SPREAD_TOLERANCE`].
+/// Every "all alike" decision of the statistics goes through this, never `== 0.0`
+/// on a computed variance.
+pub fn no_spread(xs: &[f64]) -> bool {
+    let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    hi - lo <= SPREAD_TOLERANCE
+}
+
 /// Sample standard deviation with Bessel's correction,
 /// `sqrt(sum((x - mean)^2) / (n - 1))`, computed in two passes (mean first)
 /// for numerical stability.
+///
+/// Exactly 0 when the values have no spread ([`no_spread`]).
 ///
 /// Policy for `n < 2`: returns `NaN`. One observation carries no information
 /// about spread; returning `0` would make every downstream interval look
@@ -107,6 +123,9 @@ pub fn mean(xs: &[f64]) -> f64 {
 pub fn sample_sd(xs: &[f64]) -> f64 {
     if xs.len() < 2 {
         return f64::NAN;
+    }
+    if no_spread(xs) {
+        return 0.0;
     }
     let m = mean(xs);
     let ss: f64 = xs.iter().map(|x| (x - m) * (x - m)).sum();

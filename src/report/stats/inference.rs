@@ -1,96 +1,12 @@
-//! One inference per comparison: the exact sign-flip test and its inverted
-//! interval, Newcombe for one task, McNemar, Holm.
+//! One inference per comparison: the sign-flip test (`sign_flip.rs`) and
+//! MOVER, Newcombe for one task, McNemar, Holm.
 
 use super::*;
-use statrs::distribution::ContinuousCDF;
 use statrs::function::factorial::ln_binomial;
 
 // ---------------------------------------------------------------------------
 // One inference per comparison
 // ---------------------------------------------------------------------------
-
-/// Tasks up to which [`sign_flip`] enumerates every sign vector (`2^T`);
-/// above, the Normal approximation of the sign-flip distribution is used.
-pub const SIGN_FLIP_EXACT_MAX: usize = 16;
-
-/// A sign-flip (randomization) test on per-task differences and the
-/// interval that inverts it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SignFlip {
-    pub lo: f64,
-    pub hi: f64,
-    pub p_value: f64,
-    /// `true` when every one of the `2^T` sign vectors was enumerated.
-    pub exact: bool,
-}
-
-/// Fisher's one-sample randomization test of `H0: mean difference = delta`
-/// on per-task differences `d_t` (each task's difference is equally likely to
-/// have either sign under `H0`), with the confidence interval that inverts it
-/// (Hartigan 1969, JASA 64:1303-1317: the bounds are order statistics of the
-/// `2^T - 1` subset means).
-///
-/// Exact (`T <= SIGN_FLIP_EXACT_MAX`): with `M_(1) <= ... <= M_(N)` the means
-/// of the `N = 2^T - 1` non-empty subsets of the `d_t`, and
-/// `c = floor((1 - conf)/2 * 2^T)`, the interval is `[M_(c), M_(N+1-c)]`, or
-/// `[-1, 1]` when `c = 0` (too few tasks for any conclusion at this level:
-/// with 5 tasks at 95%, with 2 tasks at any level below 50%). The two-sided
-/// p-value of `delta = 0` is `min(1, 2 min(1 + #{M <= 0}, 1 + #{M >= 0}) / 2^T)`.
-/// Then `p <= 1 - conf` exactly when the interval excludes 0.
-///
-/// Approximate (`T > SIGN_FLIP_EXACT_MAX`): the sign-flip distribution of
-/// `S = sum(d_t - delta)` is Normal with variance `sum((d_t - delta)^2)`
-/// (its exact permutation variance), which inverts in closed form to
-/// `mean ± z sqrt(SS / (T (T - z^2)))`, `SS = sum((d_t - mean)^2)`, and
-/// `p = 2 P(Z > |sum d| / sqrt(sum d^2))`; again `p < 1 - conf` exactly
-/// when the interval excludes 0.
-///
-/// Bounds are clamped to `[-1, 1]`. `T = 0` or `conf` outside `(0, 1)` gives NaN.
-pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
-    let t_count = d.len();
-    let nan = SignFlip { lo: f64::NAN, hi: f64::NAN, p_value: f64::NAN, exact: false };
-    if t_count == 0 || !is_open_unit(conf) || d.iter().any(|x| !x.is_finite()) {
-        return nan;
-    }
-    let a = (1.0 - conf) / 2.0;
-    let m = mean(d);
-    if t_count <= SIGN_FLIP_EXACT_MAX {
-        let total = 1usize << t_count;
-        let mut sums = vec![0.0f64; total];
-        let mut means = Vec::with_capacity(total - 1);
-        for mask in 1..total {
-            let low = mask.trailing_zeros() as usize;
-            sums[mask] = sums[mask & (mask - 1)] + d[low];
-            let mean_f = sums[mask] / mask.count_ones() as f64;
-            means.push(if mean_f.abs() < 1e-12 { 0.0 } else { mean_f });
-        }
-        let n = means.len();
-        let below = means.iter().filter(|&&x| x <= 0.0).count();
-        let above = means.iter().filter(|&&x| x >= 0.0).count();
-        let p_value = (2.0 * (1 + below.min(above)) as f64 / total as f64).min(1.0);
-        let c = (a * total as f64).floor() as usize;
-        let (lo, hi) = if c == 0 {
-            (-1.0, 1.0)
-        } else {
-            let lo = *means.select_nth_unstable_by(c - 1, f64::total_cmp).1;
-            let hi = *means.select_nth_unstable_by(n - c, f64::total_cmp).1;
-            (lo, hi)
-        };
-        return SignFlip { lo: lo.max(-1.0), hi: hi.min(1.0), p_value, exact: true };
-    }
-    let tf = t_count as f64;
-    let z = normal_quantile(1.0 - a);
-    let ss: f64 = d.iter().map(|x| (x - m) * (x - m)).sum();
-    let (lo, hi) = if tf > z * z {
-        let half = z * (ss / (tf * (tf - z * z))).sqrt();
-        ((m - half).max(-1.0), (m + half).min(1.0))
-    } else {
-        (-1.0, 1.0)
-    };
-    let q: f64 = d.iter().map(|x| x * x).sum();
-    let p_value = if q == 0.0 { 1.0 } else { (2.0 * std_normal().sf(d.iter().sum::<f64>().abs() / q.sqrt())).min(1.0) };
-    SignFlip { lo, hi, p_value, exact: false }
-}
 
 /// The p-value of `H0: difference = 0` that inverts a nested family of
 /// intervals `interval(conf)`: the level `alpha` at which 0 is on the edge
@@ -143,10 +59,10 @@ pub enum InferenceMethod {
     None,
     /// One task: Newcombe over its trials.
     NewcombeOneTask,
-    /// Tasks as the unit: the exact sign-flip test (all sign patterns) and MOVER.
+    /// Tasks as the unit: the exact sign-flip test (every subset, or the lattice of the differences) and MOVER.
     SignFlipExactMover,
-    /// Tasks as the unit: the sign-flip test's Normal approximation (many tasks) and MOVER.
-    SignFlipNormalMover,
+    /// Tasks as the unit: the sign-flip test by seeded Monte Carlo (fractional scores off a small lattice) and MOVER.
+    SignFlipMonteCarloMover,
 }
 
 impl InferenceMethod {
@@ -156,7 +72,7 @@ impl InferenceMethod {
             InferenceMethod::None => "none",
             InferenceMethod::NewcombeOneTask => "newcombe_one_task",
             InferenceMethod::SignFlipExactMover => "sign_flip_exact+mover",
-            InferenceMethod::SignFlipNormalMover => "sign_flip_normal+mover",
+            InferenceMethod::SignFlipMonteCarloMover => "sign_flip_monte_carlo+mover",
         }
     }
 
@@ -166,7 +82,7 @@ impl InferenceMethod {
             InferenceMethod::None => "none",
             InferenceMethod::NewcombeOneTask => "Newcombe, one task",
             InferenceMethod::SignFlipExactMover => "exact sign-flip + MOVER",
-            InferenceMethod::SignFlipNormalMover => "sign-flip (Normal) + MOVER",
+            InferenceMethod::SignFlipMonteCarloMover => "Monte Carlo sign-flip + MOVER",
         }
     }
 }
@@ -224,7 +140,7 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
         let m = paired_effect_mover(&cv, &tv, cf);
         (m.lo, m.hi)
     });
-    let method = if sf.exact { InferenceMethod::SignFlipExactMover } else { InferenceMethod::SignFlipNormalMover };
+    let method = if sf.exact { InferenceMethod::SignFlipExactMover } else { InferenceMethod::SignFlipMonteCarloMover };
     Inference { mean_diff, lo, hi, p_value: sf.p_value.max(p_mover), n_tasks, method }
 }
 
@@ -260,16 +176,6 @@ pub fn newcombe_unpaired(x1: f64, n1: f64, x2: f64, n2: f64, conf: f64) -> (f64,
     let ((p1, l1, u1), (p2, l2, u2)) = (w(x1, n1), w(x2, n2));
     let d = p2 - p1;
     (d - ((p2 - l2).powi(2) + (u1 - p1).powi(2)).sqrt(), d + ((u2 - p2).powi(2) + (p1 - l1).powi(2)).sqrt())
-}
-
-/// Fewest tasks with which an exact sign-flip test can reject at two-sided
-/// level `alpha` at all: the smallest `T` with `2 / 2^T <= alpha`.
-pub fn sign_flip_min_tasks(alpha: f64) -> u64 {
-    let mut t = 1u64;
-    while t < 64 && 2.0 / (1u64 << t) as f64 > alpha {
-        t += 1;
-    }
-    t
 }
 
 /// Mid-p McNemar test for paired binary outcomes with one trial per task

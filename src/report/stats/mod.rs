@@ -33,7 +33,9 @@
 //!
 //! `dist` (quantiles, mean, sd), `binomial` (Wilson, Clopper-Pearson, pass@k),
 //! `clustered` (pass rate and paired effect over tasks, score-type intervals),
-//! `inference` (sign-flip, Newcombe, McNemar, Holm), `power` (sample size,
+//! `sign_flip` (the sign-flip test and its interval: enumerated, on the
+//! lattice of the differences, or Monte Carlo), `inference` (the reported
+//! inference, Newcombe, McNemar, Holm), `power` (sample size,
 //! detectable effect, gate bounds); `tests` holds the known-value tests and
 //! `simulation` the coverage simulations.
 
@@ -42,6 +44,7 @@ mod clustered;
 mod dist;
 mod inference;
 mod power;
+mod sign_flip;
 #[cfg(test)]
 pub(crate) mod simulation;
 #[cfg(test)]
@@ -52,6 +55,7 @@ pub use clustered::*;
 pub use dist::*;
 pub use inference::*;
 pub use power::*;
+pub use sign_flip::*;
 
 /// Degrees of freedom above which the Student-t distribution is computed from
 /// the standard Normal instead of statrs' t routines (see [`t_quantile`]).

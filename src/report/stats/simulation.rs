@@ -203,3 +203,38 @@ fn simulation_interval_and_p_value_agree() {
     }
     assert!(disagree.is_empty(), "{disagree:#?}");
 }
+
+/// The size of the equivalence verdict: when the true difference is exactly
+/// the margin (0.1), "equivalent within ±10 pp" (the `1 - 2 alpha` interval
+/// inside the margins: two one-sided tests at alpha = 0.05) must be declared
+/// in at most alpha of replications, over tasks {20, 100} x repeats {1, 5} x
+/// ICC {0, 0.5} at base 0.5, 2000 replications a cell (simulation standard
+/// error at 0.05: 0.005). `make test` prints the table.
+#[test]
+fn simulation_equivalence_size() {
+    let (alpha, margin) = (0.05, 0.1);
+    let mut rng = SplitMix64(0x5EED_E0C1_7A1E_0001);
+    println!("simulation_equivalence_size: true difference = margin = 0.1, alpha 0.05; P(declared equivalent) should be at most 0.05");
+    println!("{:>5} {:>3} {:>4} | {:>8}", "tasks", "rep", "icc", "P(equiv)");
+    let mut worst: f64 = 0.0;
+    for &tasks in &[20usize, 100] {
+        for &repeats in &[1usize, 5] {
+            for &icc in &[0.0, 0.5] {
+                let cell = Cell { tasks, repeats, base: 0.5, icc, delta: margin };
+                let mut control = vec![Vec::with_capacity(repeats); tasks];
+                let mut treatment = vec![Vec::with_capacity(repeats); tasks];
+                let mut declared = 0usize;
+                for _ in 0..COVERAGE_REPS {
+                    cell.draw(&mut rng, &mut control, &mut treatment);
+                    let (lo, hi) = paired_interval(&control, &treatment, 1.0 - 2.0 * alpha);
+                    declared += (lo > -margin && hi < margin) as usize;
+                }
+                let rate = declared as f64 / COVERAGE_REPS as f64;
+                println!("{tasks:5} {repeats:3} {icc:4.1} | {rate:8.3}");
+                worst = worst.max(rate);
+            }
+        }
+    }
+    println!("largest rate of a false 'equivalent': {worst:.3}");
+    assert!(worst <= alpha + 0.01, "equivalence declared at the margin in {worst} of replications");
+}

@@ -259,14 +259,24 @@ fn sign_flip_known_values() {
     assert_close!(s.p_value, 2.0 / 64.0, 1e-15);
     assert_close!(s.lo, 0.1, 1e-12);
     assert_close!(s.hi, 0.1, 1e-12);
-    // Normal form (20 tasks): half-width z sqrt(SS/(T(T - z^2))) = 0.048758127 and
-    // p = 2 P(Z > 2/sqrt(0.4)) = 0.0015654 (scipy.stats.norm).
+    // Above 16 tasks, the lattice: ten tasks +0.2 and ten unchanged. Brute force over the 2^20
+    // subsets in exact rationals (Python, fractions): p = 2/2^10 = 0.001953125, and with
+    // c = floor(0.025 2^20) = 26214 the interval [M_(c), M_(N+1-c)] = [0.05, 0.15].
     let d: Vec<f64> = (0..20).map(|i| if i < 10 { 0.2 } else { 0.0 }).collect();
     let s = sign_flip(&d, 0.95);
-    assert!(!s.exact);
-    assert_close!(s.lo, 0.1 - 0.04875812723671694, 1e-9);
-    assert_close!(s.hi, 0.1 + 0.04875812723671694, 1e-9);
-    assert_close!(s.p_value, 0.001565402258002548, 1e-9);
+    assert_eq!((s.exact, s.method), (true, SignFlipMethod::Lattice));
+    assert_close!(s.p_value, 0.001953125, 1e-15);
+    assert_close!(s.lo, 0.05, 1e-12);
+    assert_close!(s.hi, 0.15, 1e-12);
+    // 18 tasks with differences in sixths (trial counts 2 and 3), by the same brute force:
+    // p = 0.0108642578125, [1/12, 13/27].
+    let sixths = [2, -3, 4, 3, 0, 1, 2, -2, 6, 3, 0, 4, -1, 2, 3, 0, 2, 5];
+    let d: Vec<f64> = sixths.iter().map(|&k| k as f64 / 6.0).collect();
+    let s = sign_flip(&d, 0.95);
+    assert_eq!(s.method, SignFlipMethod::Lattice);
+    assert_close!(s.p_value, 0.0108642578125, 1e-13);
+    assert_close!(s.lo, 1.0 / 12.0, 1e-12);
+    assert_close!(s.hi, 13.0 / 27.0, 1e-12);
     assert!(sign_flip(&[], 0.95).p_value.is_nan());
 }
 
@@ -400,4 +410,76 @@ fn score_intervals_basic() {
     assert_close!(t.lo, 0.117490932125, 1e-9);
     assert_close!(t.hi, 0.222509067875, 1e-9);
     assert_close!((t.p_value - 1.1885944e-9) / 1.1885944e-9, 0.0, 1e-6);
+}
+
+#[test]
+fn an_unchanged_task_added_does_not_move_the_sign_flip_test() {
+    // 16 tasks x 1 trial, 4 fail -> pass: the exact p is 2/2^4 = 0.125 (the 12 unchanged tasks
+    // change no sum); a 17th unchanged task leaves it there (the Normal approximation gave 0.0455).
+    // 5 flips: 2/2^5 = 0.0625 (it gave 0.025). Brute force over all subsets in exact rationals
+    // (Python, fractions) gives these p-values and the intervals [0, 0.5] (16 tasks) and
+    // [0, 4/9] (17), [0, 0.5] (17 tasks, 5 flips).
+    for (flips, tasks, p, hi) in [(4, 16, 0.125, 0.5), (4, 17, 0.125, 4.0 / 9.0), (5, 17, 0.0625, 0.5)] {
+        let d: Vec<f64> = (0..tasks).map(|i| if i < flips { 1.0 } else { 0.0 }).collect();
+        let s = sign_flip(&d, 0.95);
+        assert!(s.exact, "{tasks}");
+        assert_close!(s.p_value, p, 1e-15);
+        assert_close!(s.lo, 0.0, 1e-15);
+        assert_close!(s.hi, hi, 1e-12);
+        // The reported inference: no verdict, as the exact test says.
+        let control: Vec<Vec<f64>> = vec![vec![0.0]; tasks];
+        let treatment: Vec<Vec<f64>> = d.iter().map(|&x| vec![x]).collect();
+        let i = paired_inference(&control, &treatment, 0.95);
+        assert!(i.p_value >= p - 1e-15 && i.lo <= 0.0, "{tasks} tasks, {flips} flips: {i:?}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Adding tasks whose difference is 0 never changes the p-value (on the lattice, exactly).
+    #[test]
+    fn zeros_never_change_the_sign_flip_p_value(k in proptest::collection::vec(-4i32..=4, 1..=14), zeros in 1usize..=30) {
+        let d: Vec<f64> = k.iter().map(|&x| x as f64 / 4.0).collect();
+        let mut with = d.clone();
+        with.extend(std::iter::repeat_n(0.0, zeros));
+        let (a, b) = (sign_flip(&d, 0.95), sign_flip(&with, 0.95));
+        proptest::prop_assert!((a.p_value - b.p_value).abs() < 1e-12, "{} vs {} ({:?})", a.p_value, b.p_value, b.method);
+        proptest::prop_assert!(b.exact);
+    }
+}
+
+#[test]
+fn fractional_scores_off_the_lattice_are_tested_by_monte_carlo_with_its_error() {
+    // 20 tasks, 10 at +0.1234567 and 10 at -0.0004321 (no lattice up to 5040). Exact, by counting
+    // subsets C(10, i) C(10, j) in rationals (Python, fractions): p = 0.001953125, interval
+    // [0.0305401, 0.0924845]. Monte Carlo must land within 4 of its stated standard errors of
+    // the exact p, never below 1/(draws + 1), and near the exact interval.
+    let d: Vec<f64> = (0..20).map(|i| if i < 10 { 0.1234567 } else { -0.0004321 }).collect();
+    let s = sign_flip(&d, 0.95);
+    assert_eq!((s.exact, s.method), (false, SignFlipMethod::MonteCarlo));
+    assert!(s.p_value >= 1.0 / (SIGN_FLIP_DRAWS as f64 + 1.0));
+    assert!((s.p_value - 0.001953125).abs() <= 4.0 * s.p_monte_carlo_se, "{s:?}");
+    assert_close!(s.p_monte_carlo_se, (s.p_value * (1.0 - s.p_value) / SIGN_FLIP_DRAWS as f64).sqrt(), 1e-15);
+    assert!((s.lo - 0.0305401).abs() < 0.005 && (s.hi - 0.0924845).abs() < 0.005, "{s:?}");
+}
+
+#[test]
+fn no_spread_is_decided_by_a_tolerance_not_by_float_equality() {
+    // 14 tasks, each 6 passes in 10 trials (in different orders): the task means are all 0.6 and
+    // the float variance was about 1e-33, so the Wilson fallback to n_eff = 14 tasks did not fire
+    // ([0.509, 0.685]). By hand: n* = 14 (z / t_{0.975,13})^2 with t = 2.160368656 (t table),
+    // Wilson at p = 0.6 on n*: [0.328765926, 0.821229847].
+    let tasks: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + k) % 10 < 6) as u8 as f64).collect()).collect();
+    let means: Vec<f64> = tasks.iter().map(|t| mean(t)).collect();
+    assert_eq!(sample_sd(&means), 0.0);
+    let e = pass_rate_wilson(&tasks, 0.95);
+    assert_close!(e.lo, 0.32876592602534327, 1e-9);
+    assert_close!(e.hi, 0.8212298467845265, 1e-9);
+    // Every task 6/10 -> 8/10: the differences have no spread, so no t-test MDE is claimed
+    // (it printed "could detect ±0 pp"), and the correlation of the arms is 0.
+    let better: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
+    let d: Vec<f64> = tasks.iter().zip(&better).map(|(c, t)| mean(t) - mean(c)).collect();
+    assert_eq!(sample_sd(&d), 0.0);
+    assert_eq!(min_detectable_effect(sample_sd(&d).powi(2), 14, 0.05, 0.8), 0.0);
+    assert!(no_spread(&d) && !no_spread(&[0.6, 0.6 + 1e-9]));
 }
