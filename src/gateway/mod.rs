@@ -329,6 +329,38 @@ impl TrialMeter {
         self.trace(step, refused_excerpt(&json!({"method": method.as_str(), "path": path, "body": received})));
     }
 
+    /// After a call's tokens are counted: the token and cost limits it reached.
+    fn note_spent(&self, st: &mut State) {
+        if st.tokens.total() >= self.budget.max_total_tokens {
+            st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
+        }
+        if let (Some(max), Some(c)) = (self.budget.max_cost_usd, st.tokens.cost(self.model.price.as_ref()))
+            && c >= max
+        {
+            st.limit_reached.get_or_insert(BudgetLimit::Cost);
+        }
+    }
+
+    /// A forwarded call failed beyond the retry policy: the harness is to be
+    /// stopped, for its working time (a timeout the budget caused: true) or
+    /// for the provider's error.
+    fn upstream_failed(&self, mut st: std::sync::MutexGuard<'_, State>, e: &ModelError, limited_by_budget: bool) -> bool {
+        let budget_timeout = matches!(e, ModelError::Timeout(_)) && limited_by_budget;
+        let stop = if budget_timeout {
+            st.exhausted.get_or_insert(BudgetLimit::WorkingSeconds);
+            st.limit_reached.get_or_insert(BudgetLimit::WorkingSeconds);
+            GatewayStop::Budget(BudgetLimit::WorkingSeconds)
+        } else {
+            let msg = e.to_string();
+            st.provider_error.get_or_insert(msg.clone());
+            st.request_timed_out |= matches!(e, ModelError::Timeout(_));
+            GatewayStop::ProviderError(msg)
+        };
+        drop(st);
+        self.request_stop(stop);
+        budget_timeout
+    }
+
     /// The conversation stored under a response id (Responses API).
     fn stored(&self, id: &str) -> Option<Vec<crate::model::Message>> {
         self.state.lock().unwrap().stored.iter().find(|(k, _)| k == id).map(|(_, m)| m.clone())
@@ -778,16 +810,7 @@ async fn chat_request(meter: Arc<TrialMeter>, api: Api, authorized: bool, body: 
             }
         },
     };
-    let resp = match outcome {
-        Ok(resp) => resp,
-        Err((resp, reply)) => {
-            if step.error.is_none() {
-                step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
-            }
-            step.reply = Some(reply);
-            resp
-        }
-    };
+    let resp = settle(outcome, &mut step);
     // A refused request is traced as an excerpt with its size: a harness that
     // keeps sending large bodies past its budget cannot fill the run folder.
     let received = if forwarded { received } else { refused_excerpt(&received) };
@@ -903,32 +926,13 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
                 st.estimated_calls += 1;
             }
             reply.note_fingerprint(&mut st.fingerprints);
-            let b = &meter.budget;
-            if st.tokens.total() >= b.max_total_tokens {
-                st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
-            }
-            if let (Some(max), Some(c)) = (b.max_cost_usd, st.tokens.cost(meter.model.price.as_ref()))
-                && c >= max
-            {
-                st.limit_reached.get_or_insert(BudgetLimit::Cost);
-            }
+            meter.note_spent(&mut st);
             reply
         }
         Err(e) => {
             let msg = e.to_string();
             step.error = Some(msg.clone());
-            let budget_timeout = matches!(e, ModelError::Timeout(_)) && r.limited_by_budget;
-            let stop = if budget_timeout {
-                st.exhausted.get_or_insert(BudgetLimit::WorkingSeconds);
-                st.limit_reached.get_or_insert(BudgetLimit::WorkingSeconds);
-                GatewayStop::Budget(BudgetLimit::WorkingSeconds)
-            } else {
-                st.provider_error.get_or_insert(msg.clone());
-                st.request_timed_out |= matches!(e, ModelError::Timeout(_));
-                GatewayStop::ProviderError(msg.clone())
-            };
-            drop(st);
-            meter.request_stop(stop);
+            let budget_timeout = meter.upstream_failed(st, &e, r.limited_by_budget);
             return Err(if budget_timeout {
                 let m = format!("budget exhausted (working_seconds): the model call timed out with the trial's working time ({msg})");
                 refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &m, Some("working_seconds"))
@@ -991,21 +995,10 @@ async fn embeddings_request(meter: Arc<TrialMeter>, api: embeddings::EmbedApi, b
     meter.note_request();
     let n = meter.next_embedding();
     let mut step = meter.blank_step(n);
-    let received = match &body {
-        Ok(b) => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))),
-        Err(_) => Value::Null,
-    };
+    let received = as_received(&body);
     let (mut reserved, mut unserved) = (None, false);
     let outcome: Result<Resp, (Resp, Value)> = async {
-        let bytes = body.map_err(|too_large| {
-            if too_large {
-                refusal(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"), None)
-            } else {
-                refusal(StatusCode::BAD_REQUEST, "invalid_request_error", "the request body could not be read", None)
-            }
-        })?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("the request body is not JSON: {e}"), None))?;
+        let v = json_of(body, api)?;
         let mut asked = embeddings::read(api, &v, &meter.model.name, &meter.model.model)
             .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
         if meter.client.embed(&asked.request, &step.operation_id).is_none() {
@@ -1038,14 +1031,7 @@ async fn embeddings_request(meter: Arc<TrialMeter>, api: embeddings::EmbedApi, b
                     st.estimated_calls += 1;
                     step.notes.push("no usage in the reply: input tokens counted from bytes".into());
                 }
-                if st.tokens.total() >= meter.budget.max_total_tokens {
-                    st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
-                }
-                if let (Some(max), Some(c)) = (meter.budget.max_cost_usd, st.tokens.cost(meter.model.price.as_ref()))
-                    && c >= max
-                {
-                    st.limit_reached.get_or_insert(BudgetLimit::Cost);
-                }
+                meter.note_spent(&mut st);
                 drop(st);
                 step.tokens = tokens;
                 step.tokens_counted = reply.token_source;
@@ -1063,33 +1049,17 @@ async fn embeddings_request(meter: Arc<TrialMeter>, api: embeddings::EmbedApi, b
             Err(e) => {
                 let msg = e.to_string();
                 step.error = Some(msg.clone());
-                let budget_timeout = matches!(e, ModelError::Timeout(_)) && r.limited_by_budget;
-                let stop = if budget_timeout {
-                    st.exhausted.get_or_insert(BudgetLimit::WorkingSeconds);
-                    st.limit_reached.get_or_insert(BudgetLimit::WorkingSeconds);
-                    GatewayStop::Budget(BudgetLimit::WorkingSeconds)
+                if meter.upstream_failed(st, &e, r.limited_by_budget) {
+                    let m = format!("budget exhausted (working_seconds): the embeddings call timed out with the trial's working time ({msg})");
+                    Err(refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &m, Some("working_seconds")))
                 } else {
-                    st.provider_error.get_or_insert(msg.clone());
-                    st.request_timed_out |= matches!(e, ModelError::Timeout(_));
-                    GatewayStop::ProviderError(msg.clone())
-                };
-                drop(st);
-                meter.request_stop(stop);
-                Err(refusal(StatusCode::BAD_GATEWAY, "provider_error", &format!("the embeddings endpoint failed: {msg}"), None))
+                    Err(refusal(StatusCode::BAD_GATEWAY, "provider_error", &format!("the embeddings endpoint failed: {msg}"), None))
+                }
             }
         }
     }
     .await;
-    let resp = match outcome {
-        Ok(resp) => resp,
-        Err((resp, reply)) => {
-            if step.error.is_none() {
-                step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
-            }
-            step.reply = Some(reply);
-            resp
-        }
-    };
+    let resp = settle(outcome, &mut step);
     step.notes.insert(0, "embeddings".into());
     if unserved {
         // As an endpoint the gateway lacks: counted and said so.
@@ -1106,6 +1076,63 @@ async fn embeddings_request(meter: Arc<TrialMeter>, api: embeddings::EmbedApi, b
     let mut resp = resp;
     meter.budget_headers(resp.headers_mut());
     resp
+}
+
+/// The response of a handled request; a refusal's body (and its message, when
+/// the step has no error yet) goes into the step's trace line.
+fn settle(outcome: Result<Resp, (Resp, Value)>, step: &mut TraceStep) -> Resp {
+    match outcome {
+        Ok(resp) => resp,
+        Err((resp, reply)) => {
+            if step.error.is_none() {
+                step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
+            }
+            step.reply = Some(reply);
+            resp
+        }
+    }
+}
+
+/// A request body as its trace line keeps it: its JSON, or its text (capped).
+fn as_received(body: &Result<Bytes, bool>) -> Value {
+    match body {
+        Ok(b) => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))),
+        Err(_) => Value::Null,
+    }
+}
+
+/// A request body read as JSON, or its refusal (413 too large, 400 unreadable
+/// or not JSON) in `api`'s error form: the handlers' refusal type, as they return it.
+#[allow(clippy::result_large_err)]
+fn json_of(body: Result<Bytes, bool>, api: impl Into<ErrorForm>) -> Result<Value, (Resp, Value)> {
+    let api = api.into().0;
+    let refusal = |status: StatusCode, kind: &str, message: &str| {
+        let v = wire::error_body(api, kind, message, None);
+        (json_response(status, &v), v)
+    };
+    let bytes = body.map_err(|too_large| {
+        if too_large {
+            refusal(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"))
+        } else {
+            refusal(StatusCode::BAD_REQUEST, "invalid_request_error", "the request body could not be read")
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("the request body is not JSON: {e}")))
+}
+
+/// The API whose error form a refusal takes.
+struct ErrorForm(Api);
+
+impl From<Api> for ErrorForm {
+    fn from(api: Api) -> Self {
+        ErrorForm(api)
+    }
+}
+
+impl From<embeddings::EmbedApi> for ErrorForm {
+    fn from(api: embeddings::EmbedApi) -> Self {
+        ErrorForm(api.errors())
+    }
 }
 
 /// The exec endpoint (a harness on the host, a container task): one command
@@ -1165,21 +1192,10 @@ async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, bool>) -> Resp
     };
     let n = meter.next_exec();
     let mut step = meter.blank_step(n);
-    let received = match &body {
-        Ok(b) => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))),
-        Err(_) => Value::Null,
-    };
+    let received = as_received(&body);
     let mut ran = false;
     let outcome: Result<Resp, (Resp, Value)> = async {
-        let bytes = body.map_err(|too_large| {
-            if too_large {
-                refusal(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"), None)
-            } else {
-                refusal(StatusCode::BAD_REQUEST, "invalid_request_error", "the request body could not be read", None)
-            }
-        })?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("the request body is not JSON: {e}"), None))?;
+        let v = json_of(body, Api::OpenAi)?;
         let ask = read_exec(&v).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
         let target = meter.exec.get().cloned().ok_or_else(|| refusal(StatusCode::NOT_FOUND, "not_found", "no exec endpoint in this trial", None))?;
         // One command at a time; the budget is looked at once it is this one's turn.
@@ -1218,14 +1234,7 @@ async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, bool>) -> Resp
         Ok(json_response(StatusCode::OK, &reply))
     }
     .await;
-    let resp = match outcome {
-        Ok(resp) => resp,
-        Err((resp, reply)) => {
-            step.error = reply.pointer("/error/message").and_then(Value::as_str).map(str::to_string);
-            step.reply = Some(reply);
-            resp
-        }
-    };
+    let resp = settle(outcome, &mut step);
     step.notes.insert(0, "exec".into());
     // A refused request is traced as an excerpt, as a refused chat request is.
     let received = json!({"exec": received});
