@@ -581,7 +581,8 @@ pub fn analyse(data: &RunData) -> Report {
 pub fn with_margin(v: EffectVerdict, tost: &stats::Inference, margin: f64) -> EffectVerdict {
     let one_task = tost.n_tasks == 1;
     match v {
-        EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. } | EffectVerdict::NotEnoughData => v,
+        // Too few tasks for any test to reject: no equivalence either, and the reason says more.
+        EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. } | EffectVerdict::NotEnoughData | EffectVerdict::NoVerdictPossible { .. } => v,
         _ if tost.lo > -margin && tost.hi < margin => EffectVerdict::Equivalent { margin, one_task },
         _ => EffectVerdict::Undecided { margin, one_task },
     }
@@ -674,6 +675,8 @@ mod tests {
         // An effect shown stays one.
         let helps = EffectVerdict::Helps { one_task: false };
         assert_eq!(with_margin(helps, &inf(0.01, 0.03), 0.05), helps);
+        let few = EffectVerdict::NoVerdictPossible { tasks: 4, needed: 8 };
+        assert_eq!(with_margin(few, &inf(-1.0, 1.0), 0.05), few);
         assert_eq!(EffectVerdict::Equivalent { margin: 0.05, one_task: false }.to_string(), "equivalent within ±5 pp");
         assert_eq!(EffectVerdict::Undecided { margin: 0.025, one_task: false }.to_string(), "undecided: neither an effect nor within ±2.5 pp");
     }
