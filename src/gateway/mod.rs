@@ -998,7 +998,7 @@ async fn embeddings_request(meter: Arc<TrialMeter>, api: embeddings::EmbedApi, b
     let received = as_received(&body);
     let (mut reserved, mut unserved) = (None, false);
     let outcome: Result<Resp, (Resp, Value)> = async {
-        let v = json_of(body, api)?;
+        let v = json_of(body, api.errors())?;
         let mut asked = embeddings::read(api, &v, &meter.model.name, &meter.model.model)
             .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
         if meter.client.embed(&asked.request, &step.operation_id).is_none() {
@@ -1104,8 +1104,7 @@ fn as_received(body: &Result<Bytes, bool>) -> Value {
 /// A request body read as JSON, or its refusal (413 too large, 400 unreadable
 /// or not JSON) in `api`'s error form: the handlers' refusal type, as they return it.
 #[allow(clippy::result_large_err)]
-fn json_of(body: Result<Bytes, bool>, api: impl Into<ErrorForm>) -> Result<Value, (Resp, Value)> {
-    let api = api.into().0;
+fn json_of(body: Result<Bytes, bool>, api: Api) -> Result<Value, (Resp, Value)> {
     let refusal = |status: StatusCode, kind: &str, message: &str| {
         let v = wire::error_body(api, kind, message, None);
         (json_response(status, &v), v)
@@ -1118,21 +1117,6 @@ fn json_of(body: Result<Bytes, bool>, api: impl Into<ErrorForm>) -> Result<Value
         }
     })?;
     serde_json::from_slice(&bytes).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("the request body is not JSON: {e}")))
-}
-
-/// The API whose error form a refusal takes.
-struct ErrorForm(Api);
-
-impl From<Api> for ErrorForm {
-    fn from(api: Api) -> Self {
-        ErrorForm(api)
-    }
-}
-
-impl From<embeddings::EmbedApi> for ErrorForm {
-    fn from(api: embeddings::EmbedApi) -> Self {
-        ErrorForm(api.errors())
-    }
 }
 
 /// The exec endpoint (a harness on the host, a container task): one command

@@ -175,18 +175,24 @@ fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
     Some(SubsetMeans { means, below, above, unit: 0.5f64.powi(t as i32) })
 }
 
-/// SplitMix64 (Steele, Lea & Flood 2014): the Monte Carlo's fixed-seed draws.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// SplitMix64 (Steele, Lea & Flood 2014): tiny, seedable, good enough; the
+/// Monte Carlo's fixed-seed draws here, and the simulations' (which add
+/// their distributions to it in `simulation.rs`).
+pub(crate) struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
 }
 
 fn monte_carlo(d: &[f64]) -> SubsetMeans {
     let unit = 1.0 / (SIGN_FLIP_DRAWS + 1) as f64;
-    let mut state = 0xAB1A_7E00_0000_0000 ^ d.len() as u64;
+    let mut rng = SplitMix64(0xAB1A_7E00_0000_0000 ^ d.len() as u64);
     let mut means = Vec::with_capacity(SIGN_FLIP_DRAWS);
     // The observed sign pattern (the empty set) counts on both sides.
     let (mut below, mut above) = (unit, unit);
@@ -195,7 +201,7 @@ fn monte_carlo(d: &[f64]) -> SubsetMeans {
         let (mut sum, mut n) = (0.0, 0u32);
         for (i, x) in d.iter().enumerate() {
             if i % 64 == 0 {
-                bits = splitmix(&mut state);
+                bits = rng.next_u64();
             }
             if bits >> (i % 64) & 1 == 1 {
                 sum += x;

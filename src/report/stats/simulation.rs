@@ -7,17 +7,10 @@ use super::*;
 // Coverage simulation
 // -----------------------------------------------------------------------
 
-/// SplitMix64 (Steele, Lea & Flood 2014): tiny, seedable, good enough.
-pub(crate) struct SplitMix64(pub u64);
+pub(crate) use super::sign_flip::SplitMix64;
 
+/// The simulations' draws from `SplitMix64`.
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
     /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
