@@ -118,6 +118,7 @@ const CATEGORIES: &[&str] = &[
     "treatment",
     "method",
     "scope",
+    "estimand",
     "adjustment",
     "pass_rate_method",
 ];

@@ -96,6 +96,10 @@ fn pass_fail_and_outputs() {
     assert!(mdtext.contains("## ablate gate: ✅ PASS") && mdtext.contains("| parse-duration |"), "{mdtext}");
     assert!(out.contains("operating characteristics at this size (560 baseline and 560 candidate trials"), "{out}");
     assert!(out.contains("a drop of 20 pp") && out.contains("PASSes in at most 5% of runs"), "{out}");
+    // A PASS is non-inferiority; in the report's words it is equivalence only when the upper bound is inside the margin too.
+    let upper: f64 = out.split("bounds [").nth(1).unwrap().split(", ").nth(1).unwrap().split(" pp]").next().unwrap().trim_start_matches('+').parse().unwrap();
+    let words = if upper < 5.0 { "equivalent within ±5 pp" } else { "non-inferior: not worse by 5 pp or more" };
+    assert!(out.contains(&format!("\n  in the report's words: {words}")), "{out}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testcase ").count(), 15, "14 tasks and the verdict");
     assert_eq!(xml.matches("<failure ").count(), 0, "no task regressed by the rule: {xml}");
@@ -107,6 +111,8 @@ fn pass_fail_and_outputs() {
         ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", worse.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.starts_with("gate: FAIL") && out.contains("tasks that regressed by the gate's rule"), "{out}");
+    assert!(out.contains("\n  in the report's words: hurts\n"), "{out}");
+    assert!(out.contains("\n  estimand: these tasks (the pass rate over the suite's own tasks"), "{out}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     // Each task's case: its counts (as the records have them) and red exactly when its own exact
     // regression test rejects at alpha/14 (p-values from scripts/gate_reference.py).
@@ -249,5 +255,39 @@ fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
             (readme_fail.to_string(), readme_pass.to_string()),
             "README row {drop}"
         );
+    }
+}
+
+/// A candidate whose tasks have unequal trial counts (an interrupted run: one task with 2 of its
+/// 24 trials) would pool as a change with no task changed: baseline 24/24 and 0/24 on each side of
+/// 2/2 and 0/24. The gate refuses it by name (exit 2), --allow-drift or not.
+#[test]
+fn unequal_trials_per_task_are_refused_not_pooled() {
+    let dir = tempfile::tempdir().unwrap();
+    let rate = |t: &str| if t == "is-prime" { 1.0 } else { 0.0 };
+    let base_run = run(dir.path(), "base", 24, 1, 4, rate);
+    let cand = run(dir.path(), "cand", 24, 2, 4, rate);
+    let records = std::fs::read_to_string(cand.join("trials.jsonl")).unwrap();
+    let mut kept = 0;
+    let lines: Vec<&str> = records
+        .lines()
+        .filter(|l| {
+            if !l.contains("\"task\":\"is-prime\"") {
+                return true;
+            }
+            kept += 1;
+            kept <= 2
+        })
+        .collect();
+    std::fs::write(cand.join("trials.jsonl"), lines.join("\n") + "\n").unwrap();
+    assert_eq!(passes(&cand)["is-prime"], (2, 2));
+    for extra in [&[][..], &["--allow-drift"][..]] {
+        let mut args = vec!["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", cand.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let (code, out, err) = ablate(&args);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(out.is_empty(), "no verdict: {out}");
+        assert!(err.contains(&format!("{}", cand.display())) && err.contains("trials per task"), "{err}");
+        assert!(err.contains("the candidate's tasks have unequal trial counts (24 trials: ") && err.contains("; 2 trials: is-prime)"), "{err}");
     }
 }

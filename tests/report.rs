@@ -140,7 +140,12 @@ fn report_writes_every_file_with_the_right_numbers() {
         // Shown with one decimal in report.md's table and in the terminal.
         let shown = format!("{:.1}% [{:.1}%, {:.1}%]", expect * 100.0, lo * 100.0, hi * 100.0);
         assert!(md.contains(&format!("| {} | {} | 56 | 14 | {shown} |", a["arm"], a["model"])), "{shown} in report.md:\n{md}");
-        let block = format!("Arm {} ({}, 56 trials over 14 tasks)\n  Pass rate:       {}  95% CI", a["arm"], a["model"], shown.replacen(" [", "  [", 1));
+        let block = format!(
+            "Arm {} ({}, 56 trials over 14 tasks)\n  Pass rate:       {}  95% CI, tasks like these",
+            a["arm"],
+            a["model"],
+            shown.replacen(" [", "  [", 1)
+        );
         assert!(out.contains(&block), "{block:?} in:\n{out}");
     }
 
@@ -153,7 +158,8 @@ fn report_writes_every_file_with_the_right_numbers() {
     let (p, padj): (f64, f64) = (fb["p_value"].parse().unwrap(), fb["p_adjusted"].parse().unwrap());
     assert!((padj - (5.0 * p).min(1.0)).abs() < 1e-12, "Bonferroni over 5 ablations");
     assert_eq!(fb["interval_level"], "0.99");
-    assert_eq!(fb["method"], "sign_flip_exact+mover");
+    assert_eq!(fb["method"], "sign_flip_exact");
+    assert_eq!(fb["estimand"], "tasks like these");
     // Every effect's rates and delta, recomputed from trials.csv: the mean over tasks of each arm's
     // task means, and of the per-task differences; its p-value is at least the exact sign-flip one.
     for e in &effects {
@@ -558,7 +564,7 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
         assert!((t - c - d).abs() < 1e-9, "{e:?}");
         // Ablations are adjusted over the family of 5 (Bonferroni); a combined comparison stands alone.
         let adjustment = if e["kind"] == "ablation" { "bonferroni" } else { "none" };
-        assert_eq!((e["method"].as_str(), e["adjustment"].as_str()), ("sign_flip_exact+mover", adjustment), "{e:?}");
+        assert_eq!((e["method"].as_str(), e["adjustment"].as_str()), ("sign_flip_exact", adjustment), "{e:?}");
     }
     // The counted rows give the report's pass rate (the naive count over every row would not).
     let trials = csv_rows(&run.join("trials.csv"));
@@ -571,4 +577,27 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
     let expect = per_task.values().map(|(p, n)| p / n).sum::<f64>() / per_task.len() as f64;
     let arm = arms.iter().find(|a| a["arm"] == first["arm"].as_str().unwrap()).unwrap();
     assert!((arm["pass_rate"].parse::<f64>().unwrap() - expect).abs() < 1e-12);
+}
+
+/// `ablate report --margin`: the verdicts in the equivalence words, printed only (the exports keep
+/// the experiment's own, here none); a margin outside (0, 1) is refused naming the option.
+#[test]
+fn report_margin_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 4, rate);
+    let (code, _, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let before = std::fs::read_to_string(run.join("effects.csv")).unwrap();
+    assert!(!before.contains("equivalent within"), "{before}");
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap(), "--margin", "0.5"]);
+    assert_eq!(code, 0, "{err}");
+    // The arms at 0.85 and 0.9 (14 tasks x 4 trials): no effect shown, and the two one-sided tests
+    // put the difference well inside ±50 pp; feedback (0.9 vs 0.1) still helps.
+    assert!(out.contains("equivalent within ±50 pp"), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("feedback") && l.ends_with("helps")), "{out}");
+    assert!(err.contains("margin ±50 pp from the command line") && err.contains("were not rewritten"), "{err}");
+    assert_eq!(std::fs::read_to_string(run.join("effects.csv")).unwrap(), before);
+    let (code, _, err) = ablate(&["report", run.to_str().unwrap(), "--margin", "1.5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--margin") && err.contains("1.5 is not in (0, 1)"), "{err}");
 }

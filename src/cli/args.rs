@@ -176,6 +176,11 @@ pub struct ReportArgs {
     /// No colour, even on a terminal (NO_COLOR is honoured too).
     #[arg(long)]
     pub no_color: bool,
+    /// Equivalence margin as a fraction (0.05 = ±5 pp): each effect reads helps / hurts /
+    /// equivalent within ±margin / undecided. Printed only; the run's exports keep the
+    /// experiment's own margin.
+    #[arg(long, value_name = "FRACTION")]
+    pub margin: Option<f64>,
 }
 
 #[derive(Args)]

@@ -42,7 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir, container_engine),
         Command::Suite { command: SuiteCommand::Import(a) } => suite_import(a.resolve()),
         Command::Plan(a) => plan_cmd(a.resolve()?),
-        Command::Report(a) => report_cmd(&a.run, a.no_color),
+        Command::Report(a) => report_cmd(&a.run, a.no_color, a.margin),
         Command::Merge(a) => merge_cmd(a.resolve()),
         Command::Baseline { command: BaselineCommand::Save(a) } => baseline_save(a.resolve()?),
         Command::Gate(a) => gate_cmd(a.resolve()),
@@ -191,10 +191,23 @@ fn colour(no_color: bool) -> bool {
 /// `ablate report`: nothing is written into a folder without a manifest; the
 /// exports are written under the folder's lock, and while a run holds it the
 /// report is printed only (the run rewrites the exports itself).
-fn report_cmd(run: &std::path::Path, no_color: bool) -> anyhow::Result<Exit> {
+fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> anyhow::Result<Exit> {
     if let Err(e) = ablate::report::require_manifest(run) {
         eprintln!("error: {e}");
         return Ok(Exit::Usage);
+    }
+    if let Some(m) = margin {
+        if !(m > 0.0 && m < 1.0) {
+            return Err(InputError::at(run, "--margin", format!("{m} is not in (0, 1); give a fraction such as 0.05")).into());
+        }
+        let report = ablate::report::analyse_dir_with_margin(run, m).map_err(|e| InputError::new(run, e))?;
+        print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+        eprintln!(
+            "note: margin ±{} pp from the command line; the exports in {} were not rewritten (they keep the experiment's own margin)",
+            ablate::report::format::margin_pp(m),
+            run.display()
+        );
+        return Ok(Exit::Ok);
     }
     match RunLock::acquire(run) {
         Ok(_lock) => write_report(run, no_color),

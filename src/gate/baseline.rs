@@ -205,9 +205,46 @@ pub fn pair<'a>(base: &'a [BaselineRow], cand: &'a [BaselineRow]) -> Vec<(&'a Ba
     base.iter().filter_map(|b| cand.iter().find(|c| c.task == b.task).map(|c| (b, c))).collect()
 }
 
-/// How many times its current trials per task (same tasks, the baseline as
-/// it is) the candidate would need for an unchanged candidate to PASS in at
-/// least 80% of runs; `None` when even 32 times is not enough (the baseline
+/// Why the paired rows cannot be pooled with each task weighing the same:
+/// the tasks' trial counts differ within the baseline or within the
+/// candidate (a partial or interrupted run has this shape). Pooled counts
+/// weigh each task by its trials, so baseline 24/24 and 0/24 against a
+/// candidate's 2/2 and 0/24 would read as -42 pp with no task changed; the
+/// gate refuses instead (the report weighs every task the same).
+pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<String> {
+    let side = |name: &str, rows: Vec<&BaselineRow>| -> Option<String> {
+        let first = rows.first()?.trials;
+        if rows.iter().all(|r| r.trials == first) {
+            return None;
+        }
+        let mut counts: Vec<(u32, Vec<&str>)> = Vec::new();
+        for r in &rows {
+            match counts.iter_mut().find(|(n, _)| *n == r.trials) {
+                Some((_, tasks)) => tasks.push(&r.task),
+                None => counts.push((r.trials, vec![&r.task])),
+            }
+        }
+        counts.sort_by_key(|(_, tasks)| std::cmp::Reverse(tasks.len()));
+        let listed = counts
+            .iter()
+            .map(|(n, tasks)| {
+                let shown = if tasks.len() > 4 { format!("{} and {} more", tasks[..4].join(", "), tasks.len() - 4) } else { tasks.join(", ") };
+                format!("{n} trials: {shown}")
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        Some(format!("the {name}'s tasks have unequal trial counts ({listed})"))
+    };
+    let problems: Vec<String> =
+        [side("baseline", pairs.iter().map(|p| p.0).collect()), side("candidate", pairs.iter().map(|p| p.1).collect())].into_iter().flatten().collect();
+    (!problems.is_empty()).then(|| {
+        format!(
+            "{}: pooled pass counts would weigh the tasks unequally; the gate compares every task with the same weight, so each side needs the same trials on every task (resume an interrupted run: ablate run --resume)",
+            problems.join("; ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

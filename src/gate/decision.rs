@@ -53,6 +53,28 @@ pub struct Decision {
     pub alpha: f64,
 }
 
+impl Decision {
+    /// The verdict in the report's words, from the two one-sided `1 - alpha`
+    /// bounds (together two one-sided tests at alpha): `hurts` (the upper
+    /// bound below 0: the FAIL), `helps` (the lower above 0), `equivalent
+    /// within ±margin` (both inside the margin), `non-inferior` (the lower
+    /// above -margin only: the PASS without equivalence), else `undecided`.
+    pub fn words(&self) -> String {
+        let m = crate::report::format::margin_pp(self.margin);
+        if self.upper < 0.0 {
+            "hurts".into()
+        } else if self.lower > 0.0 {
+            "helps".into()
+        } else if self.lower > -self.margin && self.upper < self.margin {
+            format!("equivalent within ±{m} pp")
+        } else if self.lower > -self.margin {
+            format!("non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)")
+        } else {
+            format!("undecided: neither an effect nor within ±{m} pp")
+        }
+    }
+}
+
 /// Points of the nuisance grid over which the exact p-values take their supremum.
 const NUISANCE_GRID: usize = 200;
 

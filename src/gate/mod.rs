@@ -1,7 +1,9 @@
 //! The CI regression gate on pass rate.
 //!
 //! Pooled pass counts of the candidate and the baseline over the tasks both
-//! hold, and two exact unconditional tests (`ExactTest`): FAIL when "not
+//! hold (each side must have the same trials on every task, so that pooling
+//! weighs every task the same, as the report does; unequal counts are
+//! refused by name), and two exact unconditional tests (`ExactTest`): FAIL when "not
 //! worse" is rejected at alpha (a significant regression), PASS when "worse by
 //! the margin or more" is rejected at alpha (non-inferior), INCONCLUSIVE
 //! otherwise; the one-sided bounds that invert the same tests are printed
@@ -19,7 +21,7 @@ mod baseline;
 mod decision;
 mod render;
 
-pub use baseline::{BASELINE_COLUMNS, BaselineRow, baseline_of_run, drifts, pair, read_baseline, write_baseline};
+pub use baseline::{BASELINE_COLUMNS, BaselineRow, baseline_of_run, drifts, pair, read_baseline, unequal_trials, write_baseline};
 pub use decision::{
     Characteristic, Decision, ExactTest, Verdict, characteristic, characteristics, decide, decide_counts, non_inferiority_p, regression_p, size_hint,
     task_regressed, verdict_counts,
@@ -88,6 +90,10 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         return Ok(GateOutcome { drifts, decided: None, exit: crate::error::Exit::Usage });
     }
     let pairs = pair(&base, &cand);
+    if let Some(why) = unequal_trials(&pairs) {
+        let file = if why.contains("the candidate's") { &o.candidate } else { &o.baseline };
+        return Err(InputError::at(file, "trials per task", why).into());
+    }
     let decision = decide(&pairs, o.alpha, o.margin);
     let oc = characteristics(&decision);
     let hint = if decision.verdict == Verdict::Inconclusive { size_hint(&decision) } else { None };

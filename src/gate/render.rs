@@ -3,6 +3,7 @@
 
 use super::baseline::BaselineRow;
 use super::decision::{Characteristic, Decision, Verdict, task_regressed};
+use crate::report::analysis::ESTIMAND_THESE_TASKS;
 use std::fmt::Write;
 
 fn pct(x: f64) -> String {
@@ -49,6 +50,9 @@ pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Charac
         ),
     };
     let _ = writeln!(s, "  {why}");
+    let _ = writeln!(s, "  in the report's words: {}", d.words());
+    let _ =
+        writeln!(s, "  estimand: {ESTIMAND_THESE_TASKS} (the pass rate over the suite's own tasks, each weighing the same; the trials are the random part)");
     let _ = writeln!(s, "  {INFRASTRUCTURE_COUNTS}");
     if let Some(first) = oc.first() {
         let rate = if d.baseline_trials == 0 { f64::NAN } else { d.baseline_passes as f64 / d.baseline_trials as f64 };

@@ -55,6 +55,17 @@ impl EffectKind {
     }
 }
 
+/// The estimand of an interval over two tasks or more: the mean over the
+/// population of tasks the suite is a sample of (the coverage simulation's
+/// target); its p-value tests "no effect" on the suite's own tasks.
+pub const ESTIMAND_TASKS_LIKE_THESE: &str = "tasks like these";
+/// The estimand of a one-task interval: that task's rate, its trials the sample.
+pub const ESTIMAND_THIS_TASK: &str = "this task";
+/// What the effects' intervals and p-values are about, said in every output.
+pub const ESTIMAND_NOTE: &str = "intervals: the mean difference over tasks like these (the population of tasks the suite samples); p: no effect on these tasks";
+/// The gate's estimand: the pass rate over the suite's own tasks, the trials the random part.
+pub const ESTIMAND_THESE_TASKS: &str = "these tasks";
+
 /// The verdict on an effect, read from its interval. Written out (JSON, CSV,
 /// Markdown) as the sentence `Display` gives.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,8 +78,9 @@ pub enum EffectVerdict {
     Hurts { one_task: bool },
     /// Too few tasks for the exact test to ever reject at this level.
     NoVerdictPossible { tasks: usize, needed: u64 },
-    /// The interval holds 0; `could_detect`: the effect the design detects at 80% power.
-    NoDetectableEffect { could_detect: Option<f64>, one_task: bool },
+    /// The interval holds 0: absence of evidence, not evidence of no effect
+    /// (declare a margin for that).
+    NoDetectableEffect { one_task: bool },
     /// With a declared margin: two one-sided tests at the comparison's level
     /// put the difference inside (-margin, +margin).
     Equivalent { margin: f64, one_task: bool },
@@ -98,23 +110,13 @@ impl std::fmt::Display for EffectVerdict {
             EffectVerdict::Helps { one_task } => write!(f, "helps{}", only(one_task)),
             EffectVerdict::Hurts { one_task } => write!(f, "hurts{}", only(one_task)),
             EffectVerdict::NoVerdictPossible { tasks, needed } => write!(f, "no verdict possible: {tasks} tasks, at least {needed} needed at this level"),
-            EffectVerdict::NoDetectableEffect { could_detect: Some(mde), .. } => {
-                write!(f, "no detectable effect (could detect ±{:.0} pp at 80% power)", mde * 100.0)
-            }
-            EffectVerdict::NoDetectableEffect { could_detect: None, one_task } => write!(f, "no detectable effect{}", only(one_task)),
-            EffectVerdict::Equivalent { margin, one_task } => write!(f, "equivalent within ±{} pp{}", pp(margin), only(one_task)),
+            EffectVerdict::NoDetectableEffect { one_task } => write!(f, "no detectable effect{}", only(one_task)),
+            EffectVerdict::Equivalent { margin, one_task } => write!(f, "equivalent within ±{} pp{}", super::format::margin_pp(margin), only(one_task)),
             EffectVerdict::Undecided { margin, one_task } => {
-                write!(f, "undecided: neither an effect nor within ±{} pp{}", pp(margin), only(one_task))
+                write!(f, "undecided: neither an effect nor within ±{} pp{}", super::format::margin_pp(margin), only(one_task))
             }
         }
     }
-}
-
-/// A margin in percentage points, as few digits as it needs (5, 2.5).
-fn pp(margin: f64) -> String {
-    let v = margin * 100.0;
-    let s = format!("{v:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Serialised under `name()`: the one list of the names records and exports hold.
@@ -238,6 +240,10 @@ pub struct EffectReport {
     /// `tasks` (the tasks as a sample of a population), or `one task: <task>`
     /// (the trials of a single task: speaks for that task only).
     pub scope: String,
+    /// What the interval covers: `tasks like these` (the mean difference over
+    /// the population of tasks the suite samples) or `this task` (one task's
+    /// trials). See [`ESTIMAND_TASKS_LIKE_THESE`].
+    pub estimand: &'static str,
     pub n_tasks: usize,
     /// Smallest effect a paired t-test at `1 - interval_level` detects with 80% power on these tasks.
     pub mde: f64,
@@ -497,6 +503,7 @@ pub fn analyse(data: &RunData) -> Report {
                 family_size: 1,
                 interval_level: conf,
                 method: stats::InferenceMethod::None,
+                estimand: if present.len() == 1 { ESTIMAND_THIS_TASK } else { ESTIMAND_TASKS_LIKE_THESE },
                 scope,
                 n_tasks: present.len(),
                 mde: f64::NAN,
@@ -528,7 +535,7 @@ pub fn analyse(data: &RunData) -> Report {
         effect.interval_level = 1.0 - level_alpha;
         effect.p_adjusted = (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0));
         effect.method = inf.method;
-        effect.verdict = verdict(&inf, effect.mde, level_alpha);
+        effect.verdict = verdict(&inf, level_alpha);
         if let Some(margin) = margin {
             // Two one-sided tests at level_alpha: the 1 - 2 level_alpha interval inside the margins.
             let tost = stats::paired_inference(&all.0, &all.1, 1.0 - 2.0 * level_alpha);
@@ -536,7 +543,7 @@ pub fn analyse(data: &RunData) -> Report {
         }
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
             let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
-            let mut v = verdict(&x, f64::NAN, level_alpha);
+            let mut v = verdict(&x, level_alpha);
             if let Some(margin) = margin {
                 v = with_margin(v, &stats::paired_inference(&kept.0, &kept.1, 1.0 - 2.0 * level_alpha), margin);
             }
@@ -590,7 +597,7 @@ pub fn with_margin(v: EffectVerdict, tost: &stats::Inference, margin: f64) -> Ef
 
 /// helps / hurts / no verdict, read from the interval (which excludes 0
 /// exactly when the p-value is at most the level): never against it.
-pub fn verdict(inf: &stats::Inference, mde: f64, level_alpha: f64) -> EffectVerdict {
+pub fn verdict(inf: &stats::Inference, level_alpha: f64) -> EffectVerdict {
     if inf.n_tasks == 0 || inf.lo.is_nan() {
         return EffectVerdict::NotEnoughData;
     }
@@ -604,10 +611,8 @@ pub fn verdict(inf: &stats::Inference, mde: f64, level_alpha: f64) -> EffectVerd
     let needed = stats::sign_flip_min_tasks(level_alpha);
     if inf.n_tasks >= 2 && (inf.n_tasks as u64) < needed {
         EffectVerdict::NoVerdictPossible { tasks: inf.n_tasks, needed }
-    } else if mde.is_finite() && mde > 0.0 {
-        EffectVerdict::NoDetectableEffect { could_detect: Some(mde), one_task }
     } else {
-        EffectVerdict::NoDetectableEffect { could_detect: None, one_task }
+        EffectVerdict::NoDetectableEffect { one_task }
     }
 }
 
@@ -624,8 +629,17 @@ mod tests {
         assert_eq!(serde_json::to_value(EffectKind::Combined).unwrap(), json!("combined"));
         assert_eq!(serde_json::to_value(IntervalMethod::ClusteredWilson).unwrap(), json!("clustered_wilson"));
         assert_eq!(serde_json::to_value(IntervalMethod::Wilson).unwrap(), json!("wilson"));
-        assert_eq!(serde_json::to_value(stats::InferenceMethod::SignFlipExactMover).unwrap(), json!("sign_flip_exact+mover"));
-        assert_eq!(serde_json::to_value(stats::InferenceMethod::SignFlipMonteCarloMover).unwrap(), json!("sign_flip_monte_carlo+mover"));
+        use stats::{InferenceMethod::SignFlip, SpreadFloor};
+        for (exact, floor, name) in [
+            (true, SpreadFloor::None, "sign_flip_exact"),
+            (false, SpreadFloor::None, "sign_flip_monte_carlo"),
+            (true, SpreadFloor::TrialNoise, "sign_flip_exact+trial_noise"),
+            (false, SpreadFloor::TrialNoise, "sign_flip_monte_carlo+trial_noise"),
+            (true, SpreadFloor::Mover, "sign_flip_exact+mover"),
+            (false, SpreadFloor::Mover, "sign_flip_monte_carlo+mover"),
+        ] {
+            assert_eq!(serde_json::to_value(SignFlip { exact, floor }).unwrap(), json!(name));
+        }
         assert_eq!(serde_json::to_value(stats::InferenceMethod::NewcombeOneTask).unwrap(), json!("newcombe_one_task"));
         assert_eq!(serde_json::to_value(stats::InferenceMethod::None).unwrap(), json!("none"));
         for (v, text) in [
@@ -633,8 +647,8 @@ mod tests {
             (EffectVerdict::Helps { one_task: false }, "helps"),
             (EffectVerdict::Hurts { one_task: true }, "hurts (this task only)"),
             (EffectVerdict::NoVerdictPossible { tasks: 4, needed: 6 }, "no verdict possible: 4 tasks, at least 6 needed at this level"),
-            (EffectVerdict::NoDetectableEffect { could_detect: Some(0.234), one_task: false }, "no detectable effect (could detect ±23 pp at 80% power)"),
-            (EffectVerdict::NoDetectableEffect { could_detect: None, one_task: true }, "no detectable effect (this task only)"),
+            (EffectVerdict::NoDetectableEffect { one_task: false }, "no detectable effect"),
+            (EffectVerdict::NoDetectableEffect { one_task: true }, "no detectable effect (this task only)"),
         ] {
             assert_eq!(serde_json::to_value(v).unwrap(), json!(text));
         }
@@ -648,14 +662,14 @@ mod tests {
             hi,
             p_value: 0.5,
             n_tasks,
-            method: stats::InferenceMethod::SignFlipMonteCarloMover,
+            method: stats::InferenceMethod::SignFlip { exact: false, floor: stats::SpreadFloor::None },
         };
-        assert_eq!(verdict(&inf(0.01, 0.3, 20), 0.1, 0.05), EffectVerdict::Helps { one_task: false });
-        assert_eq!(verdict(&inf(-0.3, -0.01, 1), 0.1, 0.05), EffectVerdict::Hurts { one_task: true });
+        assert_eq!(verdict(&inf(0.01, 0.3, 20), 0.05), EffectVerdict::Helps { one_task: false });
+        assert_eq!(verdict(&inf(-0.3, -0.01, 1), 0.05), EffectVerdict::Hurts { one_task: true });
         // At alpha 0.05 the exact sign-flip test needs 6 tasks (2 / 2^6 = 0.031 <= 0.05 < 2 / 2^5).
-        assert_eq!(verdict(&inf(-0.1, 0.3, 5), 0.2, 0.05), EffectVerdict::NoVerdictPossible { tasks: 5, needed: 6 });
-        assert_eq!(verdict(&inf(-0.1, 0.3, 6), 0.2, 0.05), EffectVerdict::NoDetectableEffect { could_detect: Some(0.2), one_task: false });
-        assert_eq!(verdict(&inf(f64::NAN, f64::NAN, 3), 0.2, 0.05), EffectVerdict::NotEnoughData);
+        assert_eq!(verdict(&inf(-0.1, 0.3, 5), 0.05), EffectVerdict::NoVerdictPossible { tasks: 5, needed: 6 });
+        assert_eq!(verdict(&inf(-0.1, 0.3, 6), 0.05), EffectVerdict::NoDetectableEffect { one_task: false });
+        assert_eq!(verdict(&inf(f64::NAN, f64::NAN, 3), 0.05), EffectVerdict::NotEnoughData);
     }
 
     #[test]
@@ -666,9 +680,9 @@ mod tests {
             hi,
             p_value: 0.5,
             n_tasks: 20,
-            method: stats::InferenceMethod::SignFlipExactMover,
+            method: stats::InferenceMethod::SignFlip { exact: true, floor: stats::SpreadFloor::None },
         };
-        let none = EffectVerdict::NoDetectableEffect { could_detect: None, one_task: false };
+        let none = EffectVerdict::NoDetectableEffect { one_task: false };
         // The two one-sided tests' interval inside (-5, +5) pp: equivalent; touching a margin: undecided.
         assert_eq!(with_margin(none, &inf(-0.049, 0.03), 0.05), EffectVerdict::Equivalent { margin: 0.05, one_task: false });
         assert_eq!(with_margin(none, &inf(-0.05, 0.03), 0.05), EffectVerdict::Undecided { margin: 0.05, one_task: false });

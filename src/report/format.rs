@@ -35,3 +35,10 @@ pub fn p(x: f64) -> String {
         format!("{x:.3}")
     }
 }
+
+/// A margin in percentage points, as few digits as it needs (5, 2.5).
+pub fn margin_pp(margin: f64) -> String {
+    let v = margin * 100.0;
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}

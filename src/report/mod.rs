@@ -53,6 +53,15 @@ pub fn analyse_dir(dir: &Path) -> Result<analysis::Report, String> {
     Ok(analysis::analyse(&data))
 }
 
+/// [`analyse_dir`] with an equivalence margin in place of the experiment's own
+/// (`ablate report --margin`); nothing is written.
+pub fn analyse_dir_with_margin(dir: &Path, margin: f64) -> Result<analysis::Report, String> {
+    require_manifest(dir)?;
+    let mut data = load::load(dir).map_err(|e| e.to_string())?;
+    data.manifest.experiment.margin = Some(margin);
+    Ok(analysis::analyse(&data))
+}
+
 /// A run folder has a manifest.json; anything else is refused before a file is written.
 pub fn require_manifest(dir: &Path) -> Result<(), String> {
     let path = dir.join("manifest.json");

@@ -274,6 +274,7 @@ pub struct EffectRow<'a> {
     pub interval_level: Num,
     pub method: &'a str,
     pub scope: &'a str,
+    pub estimand: &'a str,
     pub p_value: Num,
     pub p_adjusted: Num,
     pub family_size: usize,
@@ -309,6 +310,7 @@ impl<'a> EffectRow<'a> {
             interval_level: e.interval_level.into(),
             method: e.method.name(),
             scope: &e.scope,
+            estimand: e.estimand,
             p_value: e.p_value.into(),
             p_adjusted: e.p_adjusted.into(),
             family_size: e.family_size,
@@ -381,7 +383,7 @@ mod tests {
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
         assert_eq!(arms_columns().len(), 41);
-        assert_eq!(effects_columns().len(), 33);
+        assert_eq!(effects_columns().len(), 34);
         for (table, cols) in [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())] {
             let doc = documented(table);
             let doc: Vec<&String> = doc.iter().filter(|c| !c.starts_with("component.")).collect();

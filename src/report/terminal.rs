@@ -1,7 +1,7 @@
 //! The terminal report, in the spirit of hyperfine: one block per arm, then
 //! one line per effect. Colour only when asked (a terminal without NO_COLOR).
 
-use super::analysis::{ArmReport, EffectKind, EffectReport, EffectVerdict, Report};
+use super::analysis::{ArmReport, ESTIMAND_NOTE, ESTIMAND_TASKS_LIKE_THESE, ESTIMAND_THIS_TASK, EffectKind, EffectReport, EffectVerdict, Report};
 use super::format::{count, interval, p, pct, pp};
 use std::fmt::Write;
 
@@ -30,7 +30,8 @@ impl Paint {
 fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
     let _ =
         writeln!(s, "{} {}", c.bold(&format!("Arm {}", a.arm)), c.dim(&format!("({}, {} over {})", a.model, count(a.trials, "trial"), count(a.tasks, "task"))));
-    let _ = writeln!(s, "  Pass rate:       {}  {:.0}% CI", c.green(&interval(&a.pass_rate)), level * 100.0);
+    let estimand = if a.pass_rate.n_tasks == 1 { ESTIMAND_THIS_TASK } else { ESTIMAND_TASKS_LIKE_THESE };
+    let _ = writeln!(s, "  Pass rate:       {}  {:.0}% CI, {estimand}", c.green(&interval(&a.pass_rate)), level * 100.0);
     let _ = writeln!(s, "  Excl. infra:     {}  ({} trials)", interval(&a.pass_rate_excl_infra), a.trials_excl_infra);
     if a.stopped_but_passing > 0 {
         let n = count(a.stopped_but_passing, "trial");
@@ -152,6 +153,9 @@ pub fn render(r: &Report, colour: bool) -> String {
                 methods(&r.ablations)
             ))
         );
+        if r.ablations.iter().any(|e| e.estimand == ESTIMAND_TASKS_LIKE_THESE) {
+            let _ = writeln!(s, "  {}", c.dim(ESTIMAND_NOTE));
+        }
         for e in &r.ablations {
             effect_line(&mut s, e, &c, width);
         }
@@ -165,6 +169,9 @@ pub fn render(r: &Report, colour: bool) -> String {
                 "Combined comparisons (several components differ: not attributable to one component; each at alpha, unadjusted, outside the ablations' family):"
             )
         );
+        if r.combined.iter().any(|e| e.estimand == ESTIMAND_TASKS_LIKE_THESE) {
+            let _ = writeln!(s, "  {}", c.dim(ESTIMAND_NOTE));
+        }
         for e in &r.combined {
             effect_line(&mut s, e, &c, width);
         }

@@ -52,37 +52,62 @@ pub struct Inference {
 }
 
 /// Which inference [`paired_inference`] used; written (serialised) under
-/// its `name`, the one records and exports have always held.
+/// its `name`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InferenceMethod {
     /// No task in both arms: nothing to infer.
     None,
     /// One task: Newcombe over its trials.
     NewcombeOneTask,
-    /// Tasks as the unit: the exact sign-flip test (every subset, or the lattice of the differences) and MOVER.
-    SignFlipExactMover,
-    /// Tasks as the unit: the sign-flip test by seeded Monte Carlo (fractional scores off a small lattice) and MOVER.
-    SignFlipMonteCarloMover,
+    /// Tasks as the unit: the sign-flip test on the per-task differences,
+    /// exact (every subset, or the lattice of the differences) or by seeded
+    /// Monte Carlo, with the floor its interval needed (see [`SpreadFloor`]).
+    SignFlip { exact: bool, floor: SpreadFloor },
+}
+
+/// What gives the sign-flip interval its width when the per-task
+/// differences have no spread (every task moved by the same amount, where
+/// a shift test alone collapses to a point).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpreadFloor {
+    /// The differences have spread: the sign-flip test alone.
+    None,
+    /// No spread, and the trials within tasks vary: the hull with the t
+    /// interval whose variance is the trial noise of the differences.
+    TrialNoise,
+    /// No spread and no trial noise (one trial, or every trial of a task
+    /// alike): the hull with the MOVER score interval.
+    Mover,
 }
 
 impl InferenceMethod {
     /// The name written in records and exports.
     pub fn name(self) -> &'static str {
+        use SpreadFloor as F;
         match self {
             InferenceMethod::None => "none",
             InferenceMethod::NewcombeOneTask => "newcombe_one_task",
-            InferenceMethod::SignFlipExactMover => "sign_flip_exact+mover",
-            InferenceMethod::SignFlipMonteCarloMover => "sign_flip_monte_carlo+mover",
+            InferenceMethod::SignFlip { exact: true, floor: F::None } => "sign_flip_exact",
+            InferenceMethod::SignFlip { exact: false, floor: F::None } => "sign_flip_monte_carlo",
+            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => "sign_flip_exact+trial_noise",
+            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "sign_flip_monte_carlo+trial_noise",
+            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "sign_flip_exact+mover",
+            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => "sign_flip_monte_carlo+mover",
         }
     }
 
     /// The method in words, for reports.
     pub fn words(self) -> &'static str {
+        use SpreadFloor as F;
         match self {
             InferenceMethod::None => "none",
             InferenceMethod::NewcombeOneTask => "Newcombe, one task",
-            InferenceMethod::SignFlipExactMover => "exact sign-flip + MOVER",
-            InferenceMethod::SignFlipMonteCarloMover => "Monte Carlo sign-flip + MOVER",
+            InferenceMethod::SignFlip { exact: true, floor: F::None } => "exact sign-flip",
+            InferenceMethod::SignFlip { exact: false, floor: F::None } => "Monte Carlo sign-flip",
+            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => "exact sign-flip + trial-noise t (no spread)",
+            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "Monte Carlo sign-flip + trial-noise t (no spread)",
+            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "exact sign-flip + MOVER (no spread)",
+            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => "Monte Carlo sign-flip + MOVER (no spread)",
         }
     }
 }
@@ -101,13 +126,24 @@ impl serde::Serialize for InferenceMethod {
 
 /// The paired comparison reported for every ablation: tasks are the unit.
 ///
-/// * `T >= 2` tasks: the interval is the hull of the [`sign_flip`] interval
-///   on the per-task differences (exact for small `T`: no verdict from 2 to
-///   5 tasks at 95%, whatever the trials) and the MOVER score interval of
-///   [`paired_effect_mover`] (which keeps its width when every task agrees,
-///   where a shift test alone collapses); the p-value is the larger of the
-///   two tests' p-values (the MOVER one by inversion). Both must reject for
-///   the interval to exclude 0: conservative, and consistent by construction.
+/// * `T >= 2` tasks whose differences `d_t` have spread: the [`sign_flip`]
+///   test and the interval that inverts it, alone. Studentizing changes
+///   nothing here: under sign flips `sum d_t^2` is fixed, and the one-sample
+///   t statistic is an increasing function of `sum d_t`, so the permutation
+///   t-test *is* this test (`permutation_t_is_the_sign_flip_test`); the
+///   power grid (`simulation_power_grid`) compares it with the paired t-test.
+/// * `T >= 2`, no spread (every task moved by the same amount, by
+///   [`no_spread`]): the sign-flip interval is a point, so it takes its
+///   width from a second interval, the hull of the two reported, the
+///   p-value the larger of the two tests' (so both must reject):
+///   - when every task has at least 2 trials in each arm and the trials
+///     vary ([`SpreadFloor::TrialNoise`]): the t interval with the trial
+///     noise of the differences as their variance,
+///     `v = mean_t(s2_ct / n_ct + s2_tt / n_tt)` (the variance the `d_t`
+///     would show from trial noise alone, were the tasks' true effects
+///     identical), `d ± t_{T-1} sqrt(v / T)`;
+///   - otherwise ([`SpreadFloor::Mover`]) the MOVER score interval of
+///     [`paired_effect_mover`].
 /// * `T = 1`: [`newcombe_unpaired`] over the task's trials (independent
 ///   trials of one task), labelled as speaking for that task only.
 /// * `T = 0`: NaN, method `none`.
@@ -133,27 +169,96 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
     }
     let (cv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = pairs.iter().map(|(c, t)| ((*c).clone(), (*t).clone())).unzip();
     let sf = sign_flip(&d, conf);
-    let mv = paired_effect_mover(&cv, &tv, conf);
-    let lo = sf.lo.min(mv.lo).max(-1.0);
-    let hi = sf.hi.max(mv.hi).min(1.0);
-    let p_mover = inverted_p_value(|cf| {
-        let m = paired_effect_mover(&cv, &tv, cf);
-        (m.lo, m.hi)
-    });
-    let method = if sf.exact { InferenceMethod::SignFlipExactMover } else { InferenceMethod::SignFlipMonteCarloMover };
-    Inference { mean_diff, lo, hi, p_value: sf.p_value.max(p_mover), n_tasks, method }
+    let (floor, (lo, hi), p_value) = match spread_floor(&cv, &tv, &d) {
+        SpreadFloor::None => (SpreadFloor::None, (sf.lo, sf.hi), sf.p_value),
+        SpreadFloor::TrialNoise => {
+            let v = trial_noise(&cv, &tv);
+            let (lo, hi) = trial_noise_interval(mean_diff, v, n_tasks, conf);
+            let p = trial_noise_p(mean_diff, v, n_tasks);
+            (SpreadFloor::TrialNoise, (sf.lo.min(lo), sf.hi.max(hi)), sf.p_value.max(p))
+        }
+        SpreadFloor::Mover => {
+            let mv = paired_effect_mover(&cv, &tv, conf);
+            let p_mover = inverted_p_value(|cf| {
+                let m = paired_effect_mover(&cv, &tv, cf);
+                (m.lo, m.hi)
+            });
+            (SpreadFloor::Mover, (sf.lo.min(mv.lo), sf.hi.max(mv.hi)), sf.p_value.max(p_mover))
+        }
+    };
+    let method = InferenceMethod::SignFlip { exact: sf.exact, floor };
+    Inference { mean_diff, lo: lo.max(-1.0), hi: hi.min(1.0), p_value, n_tasks, method }
+}
+
+/// Which second interval the differences `d` need (see [`paired_inference`]).
+fn spread_floor(control: &[Vec<f64>], treatment: &[Vec<f64>], d: &[f64]) -> SpreadFloor {
+    if !no_spread(d) {
+        SpreadFloor::None
+    } else if control.iter().chain(treatment).all(|v| v.len() >= 2) && trial_noise(control, treatment) > SPREAD_TOLERANCE {
+        SpreadFloor::TrialNoise
+    } else {
+        SpreadFloor::Mover
+    }
+}
+
+/// The trial noise of the per-task differences: `mean_t(s2_ct / n_ct + s2_tt / n_tt)`,
+/// with `s2` the sample variance of a task's trials in an arm (each arm of
+/// each task needs 2 trials).
+fn trial_noise(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> f64 {
+    let var_of_mean = |v: &Vec<f64>| sample_sd(v).powi(2) / v.len() as f64;
+    mean(&control.iter().zip(treatment).map(|(c, t)| var_of_mean(c) + var_of_mean(t)).collect::<Vec<_>>())
+}
+
+fn trial_noise_interval(m: f64, v: f64, tasks: usize, conf: f64) -> (f64, f64) {
+    let half = t_two_sided(conf, (tasks - 1) as f64) * (v / tasks as f64).sqrt();
+    (m - half, m + half)
+}
+
+fn trial_noise_p(m: f64, v: f64, tasks: usize) -> f64 {
+    (2.0 * t_sf((m / (v / tasks as f64).sqrt()).abs(), (tasks - 1) as f64)).min(1.0)
 }
 
 /// Only the interval of [`paired_inference`] (no p-value): what the coverage
 /// simulation checks, at a fraction of the cost.
 pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> (f64, f64) {
-    let d: Vec<f64> = control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| mean(t) - mean(c)).collect();
+    let pairs: Vec<(Vec<f64>, Vec<f64>)> =
+        control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| (c.clone(), t.clone())).collect();
+    let (cv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = pairs.into_iter().unzip();
+    let d: Vec<f64> = cv.iter().zip(&tv).map(|(c, t)| mean(t) - mean(c)).collect();
     if d.len() < 2 {
         return (f64::NAN, f64::NAN);
     }
     let sf = sign_flip(&d, conf);
-    let mv = paired_effect_mover(control, treatment, conf);
-    (sf.lo.min(mv.lo).max(-1.0), sf.hi.max(mv.hi).min(1.0))
+    let (lo, hi) = match spread_floor(&cv, &tv, &d) {
+        SpreadFloor::None => (sf.lo, sf.hi),
+        SpreadFloor::TrialNoise => {
+            let (lo, hi) = trial_noise_interval(mean(&d), trial_noise(&cv, &tv), d.len(), conf);
+            (sf.lo.min(lo), sf.hi.max(hi))
+        }
+        SpreadFloor::Mover => {
+            let mv = paired_effect_mover(&cv, &tv, conf);
+            (sf.lo.min(mv.lo), sf.hi.max(mv.hi))
+        }
+    };
+    (lo.max(-1.0), hi.min(1.0))
+}
+
+/// Whether [`paired_inference`] rejects "no difference" at two-sided level
+/// `alpha`, computed from the p-values alone (no interval): the power
+/// simulation's test, at a fraction of the cost. Two tasks or more.
+pub fn paired_rejects(control: &[Vec<f64>], treatment: &[Vec<f64>], alpha: f64) -> bool {
+    let d: Vec<f64> = control.iter().zip(treatment).map(|(c, t)| mean(t) - mean(c)).collect();
+    if sign_flip_p(&d) > alpha {
+        return false;
+    }
+    match spread_floor(control, treatment, &d) {
+        SpreadFloor::None => true,
+        SpreadFloor::TrialNoise => trial_noise_p(mean(&d), trial_noise(control, treatment), d.len()) <= alpha,
+        SpreadFloor::Mover => {
+            let m = paired_effect_mover(control, treatment, 1.0 - alpha);
+            m.lo > 0.0 || m.hi < 0.0
+        }
+    }
 }
 
 /// Newcombe's hybrid score interval for the difference `x2/n2 - x1/n1` of

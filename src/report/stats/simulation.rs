@@ -231,3 +231,121 @@ fn simulation_equivalence_size() {
     println!("largest rate of a false 'equivalent': {worst:.3}");
     assert!(worst <= alpha + 0.01, "equivalence declared at the margin in {worst} of replications");
 }
+
+/// Power of three paired tests in one grid cell at `tasks` tasks, on the
+/// same replications (common random numbers, seeded by the cell and the
+/// size): (ablate's rule, the paired t-test, the previous rule: the hull of
+/// the sign-flip test and MOVER).
+fn power_at(cell_seed: u64, cell: &Cell, alpha: f64, reps: usize) -> [f64; 3] {
+    let mut rng = SplitMix64(cell_seed ^ (cell.tasks as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut control = vec![Vec::with_capacity(cell.repeats); cell.tasks];
+    let mut treatment = vec![Vec::with_capacity(cell.repeats); cell.tasks];
+    let mut hits = [0usize; 3];
+    for _ in 0..reps {
+        cell.draw(&mut rng, &mut control, &mut treatment);
+        hits[0] += paired_rejects(&control, &treatment, alpha) as usize;
+        hits[1] += (paired_effect(&control, &treatment, 1.0 - alpha).p_value <= alpha) as usize;
+        let d: Vec<f64> = control.iter().zip(&treatment).map(|(c, t)| mean(t) - mean(c)).collect();
+        let previous = sign_flip_p(&d) <= alpha && {
+            let m = paired_effect_mover(&control, &treatment, 1.0 - alpha);
+            m.lo > 0.0 || m.hi < 0.0
+        };
+        hits[2] += previous as usize;
+    }
+    hits.map(|h| h as f64 / reps as f64)
+}
+
+pub(crate) const POWER_REPS: usize = 1000;
+
+/// Tasks for 80% power, per test, over the grid trials {1, 3, 5} x base
+/// rates {0.1, 0.5, 0.9} x ICC {0, 0.25, 0.5} x effects {10, 20} pp, at
+/// two-sided alpha 0.05: the smallest size in [6, 164] (by bisection on the
+/// power of 1000 replications a size, the three tests on the same draws)
+/// at which each test reaches 80%; `>164` when even 164 tasks do not. And
+/// the size of ablate's rule with no effect, at 6, 20 and 60 tasks in each
+/// (trials, base, ICC), 2000 replications. `make test` prints the table.
+#[test]
+fn simulation_power_grid() {
+    let started = std::time::Instant::now();
+    let alpha = 0.05;
+    println!("simulation_power_grid: tasks for 80% power at alpha 0.05 ({POWER_REPS} replications a size, the tests on the same draws)");
+    println!("{:>3} {:>4} {:>4} {:>5} | {:>6} {:>8} {:>9} | {:>7}", "rep", "base", "icc", "delta", "ablate", "paired t", "sf+MOVER", "ablate/t");
+    let (lo_n, hi_n) = (6usize, 164usize);
+    let mut worst_ratio: (f64, String) = (0.0, String::new());
+    let mut failures = Vec::new();
+    let mut seed = 0x90E4_0000_0000_0000u64;
+    for &repeats in &[1usize, 3, 5] {
+        for &base in &[0.1, 0.5, 0.9] {
+            for &icc in &[0.0, 0.25, 0.5] {
+                for &delta in &[0.1, 0.2] {
+                    seed += 1;
+                    let mut memo: std::collections::HashMap<usize, [f64; 3]> = std::collections::HashMap::new();
+                    let mut power =
+                        |tasks: usize| *memo.entry(tasks).or_insert_with(|| power_at(seed, &Cell { tasks, repeats, base, icc, delta }, alpha, POWER_REPS));
+                    let mut needed = [None; 3];
+                    for (k, slot) in needed.iter_mut().enumerate() {
+                        if power(hi_n)[k] < 0.8 {
+                            continue;
+                        }
+                        if power(lo_n)[k] >= 0.8 {
+                            *slot = Some(lo_n);
+                            continue;
+                        }
+                        let (mut a, mut b) = (lo_n, hi_n); // power(a) < 0.8 <= power(b)
+                        while b - a > 1 {
+                            let m = (a + b) / 2;
+                            if power(m)[k] >= 0.8 { b = m } else { a = m }
+                        }
+                        *slot = Some(b);
+                    }
+                    let show = |n: Option<usize>| n.map_or(format!(">{hi_n}"), |n| n.to_string());
+                    let ratio = match (needed[0], needed[1]) {
+                        (Some(a), Some(t)) => a as f64 / t as f64,
+                        (None, Some(_)) => f64::INFINITY,
+                        _ => f64::NAN,
+                    };
+                    println!(
+                        "{repeats:3} {base:4.1} {icc:4.2} {delta:5.1} | {:>6} {:>8} {:>9} | {ratio:7.3}",
+                        show(needed[0]),
+                        show(needed[1]),
+                        show(needed[2])
+                    );
+                    let name = format!("trials {repeats} base {base} icc {icc} delta {delta}");
+                    if ratio > worst_ratio.0 {
+                        worst_ratio = (ratio, name.clone());
+                    }
+                    if let (Some(a), Some(p)) = (needed[0], needed[2])
+                        && a > p
+                    {
+                        failures.push(format!("{name}: ablate needs {a} tasks, the previous rule {p}"));
+                    }
+                }
+            }
+        }
+    }
+    println!("largest ablate / paired t tasks for 80% power: {:.3} ({})", worst_ratio.0, worst_ratio.1);
+    // Size: no effect, each test.
+    let mut rng_seed = 0x512E_0000_0000_0000u64;
+    let mut worst_size: [(f64, String); 3] = Default::default();
+    for &repeats in &[1usize, 3, 5] {
+        for &base in &[0.1, 0.5, 0.9] {
+            for &icc in &[0.0, 0.25, 0.5] {
+                for &tasks in &[6usize, 20, 60] {
+                    rng_seed += 1;
+                    let size = power_at(rng_seed, &Cell { tasks, repeats, base, icc, delta: 0.0 }, alpha, 2 * POWER_REPS);
+                    for (k, w) in worst_size.iter_mut().enumerate() {
+                        if size[k] > w.0 {
+                            *w = (size[k], format!("trials {repeats} base {base} icc {icc} tasks {tasks}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (k, name) in ["ablate", "paired t", "sf+MOVER"].iter().enumerate() {
+        println!("largest rejection rate with no effect, {name} (2000 replications a cell, 6, 20 and 60 tasks): {:.4} ({})", worst_size[k].0, worst_size[k].1);
+    }
+    println!("{:.1} s", started.elapsed().as_secs_f64());
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(worst_size[0].0 <= alpha + 3.0 * (alpha * (1.0 - alpha) / (2 * POWER_REPS) as f64).sqrt(), "size {worst_size:?}");
+}

@@ -302,20 +302,24 @@ fn paired_inference_one_method() {
     let i = paired_inference(&vec![vec![0.0, 0.0]; 2], &vec![vec![1.0, 1.0]; 2], 0.95);
     assert_eq!((i.lo, i.hi), (-1.0, 1.0));
     assert_close!(i.p_value, 0.5, 1e-12);
-    // 3 tasks each 5/10 -> 6/10, d = (0.1, 0.1, 0.1). Sign flip: c = floor(0.025 * 8) = 0 -> [-1, 1],
-    // p = 2/8 = 0.25. MOVER: every control task mean 0.5, no spread, so n_eff = 3 tasks,
-    // n* = 3 (z/t_2)^2 with t_2 = (2q - 1)/sqrt(2q(1 - q)), r = 0; its 95% interval is
-    // (-0.618391230163, 0.697388550160) and its lower bound reaches 0 at alpha = 0.828366904196
-    // (root of that closed form in mpmath at 40 digits): the reported p is the larger, MOVER's.
+    // 3 tasks each 5/10 -> 6/10, d = (0.1, 0.1, 0.1): no spread, and the trials vary, so the
+    // sign flip (c = floor(0.025 * 8) = 0 -> [-1, 1], p = 2/8 = 0.25) takes the trial-noise t
+    // beside it: v = (s2(5/10) + s2(6/10))/10 = (10/9)(0.25 + 0.24)/10, t = 0.1/sqrt(v/3) on 2 df,
+    // p = 2 P(t_2 > t) = 0.535241998455 (mpmath, regularized incomplete beta): the larger.
     let c: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 5) as u8 as f64).collect()).collect();
     let t: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 6) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
     assert_eq!((i.lo, i.hi), (-1.0, 1.0));
-    assert_close!(i.p_value, 0.828366904195768, 1e-9);
-    assert_eq!(i.method.name(), "sign_flip_exact+mover");
+    assert_close!(i.p_value, 0.535241998455110, 1e-9);
+    assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
+    // MOVER, still the floor where the trials cannot say (below): 3 tasks of this shape, its 95%
+    // interval (-0.618391230163, 0.697388550160) from its closed form in mpmath.
     let m = paired_effect_mover(&c, &t, 0.95);
     assert_close!(m.lo, -0.618391230163, 1e-9);
     assert_close!(m.hi, 0.697388550160, 1e-9);
+    // 6 tasks of one trial, 0 -> 1 everywhere: no spread, no trial noise -> MOVER's floor.
+    let i = paired_inference(&vec![vec![0.0]; 6], &vec![vec![1.0]; 6], 0.95);
+    assert_eq!(i.method.name(), "sign_flip_exact+mover");
     // One task: Newcombe over the trials, 0/5 -> 5/5: Wilson 0/5 upper 3.8415/8.8415 = 0.43448,
     // lo = 1 - sqrt(2) 0.43448 = 0.38555 > 0.
     let i = paired_inference(&[vec![0.0; 5]], &[vec![1.0; 5]], 0.95);
@@ -482,4 +486,63 @@ fn no_spread_is_decided_by_a_tolerance_not_by_float_equality() {
     assert_eq!(sample_sd(&d), 0.0);
     assert_eq!(min_detectable_effect(sample_sd(&d).powi(2), 14, 0.05, 0.8), 0.0);
     assert!(no_spread(&d) && !no_spread(&[0.6, 0.6 + 1e-9]));
+}
+
+#[test]
+fn every_task_moving_alike_is_an_effect_when_the_trials_say_so() {
+    // 14 tasks, each 6/10 -> 8/10 (280 trials): the differences have no spread, so the sign flip
+    // (p = 2/2^14) has a point for an interval; the hull with MOVER said "no detectable effect".
+    // Now its width comes from the trial noise: v = (10/9)(0.24 + 0.16)/10, t = 0.2/sqrt(v/14)
+    // = 3.549648 on 13 df, p = 2 P(t_13 > t) = 0.003558812 and 0.2 -/+ t_{0.975,13} sqrt(v/14)
+    // = [0.078277016, 0.321722984] (mpmath: regularized incomplete beta and its root).
+    let c: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + k) % 10 < 6) as u8 as f64).collect()).collect();
+    let t: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
+    let i = paired_inference(&c, &t, 0.95);
+    assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
+    assert_close!(i.p_value, 0.003558811743000776, 1e-9);
+    assert_close!(i.lo, 0.07827701588055613, 1e-9);
+    assert_close!(i.hi, 0.3217229841194439, 1e-9);
+    assert_eq!(paired_interval(&c, &t, 0.95), (i.lo, i.hi));
+    assert!(paired_rejects(&c, &t, 0.05) && !paired_rejects(&c, &t, 0.003));
+}
+
+/// The permutation t-test (the one-sample t statistic recomputed under every sign flip, by brute
+/// force here) gives the same p-value as the sign-flip test of the mean: under flips `sum d^2` is
+/// fixed and t is increasing in `sum d`.
+#[test]
+fn permutation_t_is_the_sign_flip_test() {
+    let mut rng = super::simulation::SplitMix64(0x7E57);
+    for case in 0..200 {
+        let n = 2 + case % 11;
+        let d: Vec<f64> = (0..n).map(|_| ((rng.uniform() * 9.0).floor() - 4.0) / 4.0).collect();
+        if no_spread(&d) {
+            continue;
+        }
+        let t_of = |x: &[f64]| {
+            let m = mean(x);
+            let sd = sample_sd(x);
+            if sd == 0.0 { m.signum() * f64::INFINITY } else { m / (sd / (x.len() as f64).sqrt()) }
+        };
+        let observed = t_of(&d);
+        let (mut ge, mut le) = (0u32, 0u32);
+        for mask in 0..(1u32 << n) {
+            let flipped: Vec<f64> = d.iter().enumerate().map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x }).collect();
+            let t = t_of(&flipped);
+            ge += (t >= observed - 1e-9) as u32;
+            le += (t <= observed + 1e-9) as u32;
+        }
+        let p_t = (2.0 * f64::from(ge.min(le)) / f64::from(1u32 << n)).min(1.0);
+        assert_close!(sign_flip(&d, 0.95).p_value, p_t, 1e-12);
+        assert_close!(sign_flip_p(&d), p_t, 1e-12);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// The cheap p-value (flipped sums only) is the full test's, above the enumeration too.
+    #[test]
+    fn the_sums_alone_give_the_sign_flip_p_value(k in proptest::collection::vec(-6i32..=6, 2..=40)) {
+        let d: Vec<f64> = k.iter().map(|&x| x as f64 / 6.0).collect();
+        proptest::prop_assert!((sign_flip_p(&d) - sign_flip(&d, 0.95).p_value).abs() < 1e-12);
+    }
 }
