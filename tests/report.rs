@@ -158,7 +158,7 @@ fn report_writes_every_file_with_the_right_numbers() {
     let (p, padj): (f64, f64) = (fb["p_value"].parse().unwrap(), fb["p_adjusted"].parse().unwrap());
     assert!((padj - (5.0 * p).min(1.0)).abs() < 1e-12, "Bonferroni over 5 ablations");
     assert_eq!(fb["interval_level"], "0.99");
-    assert_eq!(fb["method"], "sign_flip_exact");
+    assert_eq!(fb["method"], "sign_flip_exact+trial_noise");
     assert_eq!(fb["estimand"], "tasks like these");
     // Every effect's rates and delta, recomputed from trials.csv: the mean over tasks of each arm's
     // task means, and of the per-task differences; its p-value is at least the exact sign-flip one.
@@ -401,11 +401,18 @@ fn the_one_task_seed_demo_gets_an_answer_for_that_task() {
     for e in &effects {
         assert_eq!(e["scope"], "one task: parse-duration");
         assert_eq!(e["method"], "newcombe_one_task");
+        assert_eq!(e["estimand"], "this task");
         // Newcombe 1998 method 10, 5/5 - 0/5: lo = 1 - sqrt(2) * 3.8415/8.8415 = 0.38555 (hand).
         let lo: f64 = e["lo"].parse().unwrap();
         assert!((lo - 0.385548).abs() < 1e-5, "{lo}");
         assert_eq!(e["verdict"], "helps (this task only)");
     }
+    // No output claims "tasks like these" for a one-task run.
+    for f in ["report.md", "report.html"] {
+        let text = std::fs::read_to_string(run.join(f)).unwrap();
+        assert!(!text.contains("tasks like these") && text.contains("this task"), "{f}: {text}");
+    }
+    assert!(!out.contains("tasks like these") && out.contains("95% CI, this task"), "{out}");
     assert!(out.contains("says nothing about other tasks"), "{out}");
 }
 
@@ -564,7 +571,7 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
         assert!((t - c - d).abs() < 1e-9, "{e:?}");
         // Ablations are adjusted over the family of 5 (Bonferroni); a combined comparison stands alone.
         let adjustment = if e["kind"] == "ablation" { "bonferroni" } else { "none" };
-        assert_eq!((e["method"].as_str(), e["adjustment"].as_str()), ("sign_flip_exact", adjustment), "{e:?}");
+        assert_eq!((e["method"].as_str(), e["adjustment"].as_str()), ("sign_flip_exact+trial_noise", adjustment), "{e:?}");
     }
     // The counted rows give the report's pass rate (the naive count over every row would not).
     let trials = csv_rows(&run.join("trials.csv"));

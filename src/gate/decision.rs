@@ -54,23 +54,22 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// The verdict in the report's words, from the two one-sided `1 - alpha`
-    /// bounds (together two one-sided tests at alpha): `hurts` (the upper
-    /// bound below 0: the FAIL), `helps` (the lower above 0), `equivalent
-    /// within ±margin` (both inside the margin), `non-inferior` (the lower
-    /// above -margin only: the PASS without equivalence), else `undecided`.
+    /// The verdict in the report's words, from the verdict and the same
+    /// exact tests (never from the bisected bounds, which need not agree
+    /// with the tests: the non-inferiority p-value is not monotone in the
+    /// shift): FAIL is `hurts`, INCONCLUSIVE `undecided`; a PASS is `helps`
+    /// when "no better" (difference <= 0) is rejected at alpha too,
+    /// `equivalent within ±margin` when "better by the margin or more" is
+    /// (two one-sided tests at alpha), and `non-inferior` otherwise.
     pub fn words(&self) -> String {
         let m = crate::report::format::margin_pp(self.margin);
-        if self.upper < 0.0 {
-            "hurts".into()
-        } else if self.lower > 0.0 {
-            "helps".into()
-        } else if self.lower > -self.margin && self.upper < self.margin {
-            format!("equivalent within ±{m} pp")
-        } else if self.lower > -self.margin {
-            format!("non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)")
-        } else {
-            format!("undecided: neither an effect nor within ±{m} pp")
+        let (x, nx, y, ny) = (self.baseline_passes, self.baseline_trials, self.candidate_passes, self.candidate_trials);
+        match self.verdict {
+            Verdict::Fail => "hurts".into(),
+            Verdict::Inconclusive => format!("undecided: neither an effect nor within ±{m} pp"),
+            Verdict::Pass if non_inferiority_p(x, nx, y, ny, 0.0) <= self.alpha => "helps".into(),
+            Verdict::Pass if regression_p(x, nx, y, ny, -self.margin) <= self.alpha => format!("equivalent within ±{m} pp"),
+            Verdict::Pass => format!("non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)"),
         }
     }
 }
@@ -432,6 +431,26 @@ mod tests {
             let got = regression_p(x, nx, y, ny, 0.0);
             assert!((got - want).abs() < 1e-9, "regression {x}/{nx} -> {y}/{ny}: {got}, want {want}");
         }
+    }
+
+    #[test]
+    fn words_follow_the_verdict_not_the_bounds() {
+        // 5/20 -> 10/20 at margin 5 pp: non-inferiority p 0.0299 (PASS), yet the bisected lower
+        // bound is -14 pp (the p-value is not monotone in the shift: 0.0702 at -12.5 pp).
+        let d = decide_counts(5, 20, 10, 20, 4, 0.05, 0.05);
+        assert_eq!(d.verdict, Verdict::Pass);
+        assert!(d.lower < -0.05, "{d:?}");
+        // scripts/gate_reference.py: "no better" p 0.0597 (not helps), "better by 5 pp or more"
+        // p 0.956 (not equivalent): non-inferior, as the PASS says (the bounds read "undecided").
+        assert_eq!(d.words(), "non-inferior: not worse by 5 pp or more (equivalence within ±5 pp not shown)");
+        // FAIL is hurts; INCONCLUSIVE is undecided. The reference gives 900/1000 -> 900/1000 "better
+        // by 5 pp or more" p 0.00120 (equivalent) and 500/1000 -> 800/1000 "no better" p 0.001 (helps).
+        assert_eq!(decide_counts(140, 140, 70, 140, 14, 0.05, 0.05).words(), "hurts");
+        assert!(decide_counts(18, 30, 15, 30, 3, 0.05, 0.05).words().starts_with("undecided"));
+        let d = decide_counts(900, 1000, 900, 1000, 100, 0.05, 0.05);
+        assert_eq!((d.verdict, d.words().as_str()), (Verdict::Pass, "equivalent within ±5 pp"));
+        let d = decide_counts(500, 1000, 800, 1000, 100, 0.05, 0.05);
+        assert_eq!((d.verdict, d.words().as_str()), (Verdict::Pass, "helps"));
     }
 
     #[test]

@@ -63,6 +63,23 @@ pub const ESTIMAND_TASKS_LIKE_THESE: &str = "tasks like these";
 pub const ESTIMAND_THIS_TASK: &str = "this task";
 /// What the effects' intervals and p-values are about, said in every output.
 pub const ESTIMAND_NOTE: &str = "intervals: the mean difference over tasks like these (the population of tasks the suite samples); p: no effect on these tasks";
+/// The estimand of the arms' pass-rate intervals, for a table of them.
+pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
+    let one = arms.iter().filter(|a| a.pass_rate.n_tasks == 1).count();
+    if one == 0 {
+        ESTIMAND_TASKS_LIKE_THESE
+    } else if one == arms.len() {
+        ESTIMAND_THIS_TASK
+    } else {
+        "tasks like these; one-task arms: this task"
+    }
+}
+
+/// [`ESTIMAND_NOTE`] when some effect of the list covers tasks like these.
+pub fn estimand_note(effects: &[EffectReport]) -> Option<&'static str> {
+    effects.iter().any(|e| e.estimand == ESTIMAND_TASKS_LIKE_THESE).then_some(ESTIMAND_NOTE)
+}
+
 /// The gate's estimand: the pass rate over the suite's own tasks, the trials the random part.
 pub const ESTIMAND_THESE_TASKS: &str = "these tasks";
 

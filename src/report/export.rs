@@ -167,7 +167,8 @@ pub fn markdown(r: &Report) -> String {
     let level = (1.0 - r.alpha) * 100.0;
     let _ = writeln!(
         s,
-        "## Arms\n\n| arm | model | trials | tasks | pass rate ({level:.0}% CI, tasks like these) | excl. infra errors | tests passed | statuses | tokens/trial |\n|---|---|---|---|---|---|---|---|---|"
+        "## Arms\n\n| arm | model | trials | tasks | pass rate ({level:.0}% CI, {}) | excl. infra errors | tests passed | statuses | tokens/trial |\n|---|---|---|---|---|---|---|---|---|",
+        super::analysis::arms_estimand(&r.arms)
     );
     for a in &r.arms {
         let ci = |i: &super::analysis::Interval| {
@@ -209,17 +210,17 @@ pub fn markdown(r: &Report) -> String {
     if !r.ablations.is_empty() {
         let _ = writeln!(
             s,
-            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni). {}.\n",
+            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni).{}\n",
             count(r.ablations.first().map_or(0, |e| e.family_size), "ablation"),
-            super::analysis::ESTIMAND_NOTE
+            super::analysis::estimand_note(&r.ablations).map(|n| format!(" {n}.")).unwrap_or_default()
         );
         md_effects(&mut s, header, &r.ablations);
     }
     if !r.combined.is_empty() {
         let _ = writeln!(
             s,
-            "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family. {}.\n",
-            super::analysis::ESTIMAND_NOTE
+            "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family.{}\n",
+            super::analysis::estimand_note(&r.combined).map(|n| format!(" {n}.")).unwrap_or_default()
         );
         md_effects(&mut s, header, &r.combined);
     }

@@ -110,7 +110,8 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "<h2>Arms</h2><table><tr><th>arm</th><th>model</th><th>trials</th><th>tasks</th><th>pass rate ({level:.0}% CI, tasks like these)</th><th>excl. infra errors</th><th>tests passed</th><th>statuses</th><th>tokens / trial</th><th>s / trial</th></tr>"
+        "<h2>Arms</h2><table><tr><th>arm</th><th>model</th><th>trials</th><th>tasks</th><th>pass rate ({level:.0}% CI, {})</th><th>excl. infra errors</th><th>tests passed</th><th>statuses</th><th>tokens / trial</th><th>s / trial</th></tr>",
+        super::analysis::arms_estimand(&r.arms)
     );
     for a in &r.arms {
         let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
@@ -147,15 +148,19 @@ pub fn render(r: &Report) -> String {
     }
     let head = "<tr><th>component</th><th>treatment vs control</th><th>model</th><th>delta</th><th>CI</th><th>p</th><th>adjusted p</th><th>verdict</th></tr>";
     if !r.ablations.is_empty() {
-        let _ = writeln!(s, "<h2>Ablations</h2><p>Delta = treatment − control, paired over tasks; {}.</p><table>{head}", super::analysis::ESTIMAND_NOTE);
+        let _ = writeln!(
+            s,
+            "<h2>Ablations</h2><p>Delta = treatment − control, paired over tasks{}.</p><table>{head}",
+            super::analysis::estimand_note(&r.ablations).map(|n| format!("; {n}")).unwrap_or_default()
+        );
         effect_rows(&mut s, &r.ablations);
         s.push_str("</table>\n");
     }
     if !r.combined.is_empty() {
         let _ = writeln!(
             s,
-            "<h2>Combined comparisons</h2><p>Several components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family; {}.</p><table>{head}",
-            super::analysis::ESTIMAND_NOTE
+            "<h2>Combined comparisons</h2><p>Several components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family{}.</p><table>{head}",
+            super::analysis::estimand_note(&r.combined).map(|n| format!("; {n}")).unwrap_or_default()
         );
         effect_rows(&mut s, &r.combined);
         s.push_str("</table>\n");

@@ -1,7 +1,7 @@
 //! The terminal report, in the spirit of hyperfine: one block per arm, then
 //! one line per effect. Colour only when asked (a terminal without NO_COLOR).
 
-use super::analysis::{ArmReport, ESTIMAND_NOTE, ESTIMAND_TASKS_LIKE_THESE, ESTIMAND_THIS_TASK, EffectKind, EffectReport, EffectVerdict, Report};
+use super::analysis::{ArmReport, ESTIMAND_TASKS_LIKE_THESE, ESTIMAND_THIS_TASK, EffectKind, EffectReport, EffectVerdict, Report, estimand_note};
 use super::format::{count, interval, p, pct, pp};
 use std::fmt::Write;
 
@@ -153,8 +153,8 @@ pub fn render(r: &Report, colour: bool) -> String {
                 methods(&r.ablations)
             ))
         );
-        if r.ablations.iter().any(|e| e.estimand == ESTIMAND_TASKS_LIKE_THESE) {
-            let _ = writeln!(s, "  {}", c.dim(ESTIMAND_NOTE));
+        if let Some(note) = estimand_note(&r.ablations) {
+            let _ = writeln!(s, "  {}", c.dim(note));
         }
         for e in &r.ablations {
             effect_line(&mut s, e, &c, width);
@@ -169,8 +169,8 @@ pub fn render(r: &Report, colour: bool) -> String {
                 "Combined comparisons (several components differ: not attributable to one component; each at alpha, unadjusted, outside the ablations' family):"
             )
         );
-        if r.combined.iter().any(|e| e.estimand == ESTIMAND_TASKS_LIKE_THESE) {
-            let _ = writeln!(s, "  {}", c.dim(ESTIMAND_NOTE));
+        if let Some(note) = estimand_note(&r.combined) {
+            let _ = writeln!(s, "  {}", c.dim(note));
         }
         for e in &r.combined {
             effect_line(&mut s, e, &c, width);

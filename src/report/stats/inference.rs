@@ -65,18 +65,18 @@ pub enum InferenceMethod {
     SignFlip { exact: bool, floor: SpreadFloor },
 }
 
-/// What gives the sign-flip interval its width when the per-task
-/// differences have no spread (every task moved by the same amount, where
-/// a shift test alone collapses to a point).
+/// The floor under the sign-flip interval's width (which shrinks to a point
+/// when every task moved by the same amount); see [`paired_inference`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpreadFloor {
-    /// The differences have spread: the sign-flip test alone.
+    /// One trial a task (or no trial noise), and the differences have
+    /// spread: the sign-flip test alone.
     None,
-    /// No spread, and the trials within tasks vary: the hull with the t
-    /// interval whose variance is the trial noise of the differences.
+    /// Every task has 2 trials or more in each arm and the trials vary: the
+    /// hull with the t interval whose variance is the differences' trial noise.
     TrialNoise,
-    /// No spread and no trial noise (one trial, or every trial of a task
-    /// alike): the hull with the MOVER score interval.
+    /// No trial noise to go by and no spread among the differences: the
+    /// hull with the MOVER score interval.
     Mover,
 }
 
@@ -104,8 +104,8 @@ impl InferenceMethod {
             InferenceMethod::NewcombeOneTask => "Newcombe, one task",
             InferenceMethod::SignFlip { exact: true, floor: F::None } => "exact sign-flip",
             InferenceMethod::SignFlip { exact: false, floor: F::None } => "Monte Carlo sign-flip",
-            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => "exact sign-flip + trial-noise t (no spread)",
-            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "Monte Carlo sign-flip + trial-noise t (no spread)",
+            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => "exact sign-flip, trial-noise t floor",
+            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "Monte Carlo sign-flip, trial-noise t floor",
             InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "exact sign-flip + MOVER (no spread)",
             InferenceMethod::SignFlip { exact: false, floor: F::Mover } => "Monte Carlo sign-flip + MOVER (no spread)",
         }
@@ -126,24 +126,29 @@ impl serde::Serialize for InferenceMethod {
 
 /// The paired comparison reported for every ablation: tasks are the unit.
 ///
-/// * `T >= 2` tasks whose differences `d_t` have spread: the [`sign_flip`]
-///   test and the interval that inverts it, alone. Studentizing changes
-///   nothing here: under sign flips `sum d_t^2` is fixed, and the one-sample
-///   t statistic is an increasing function of `sum d_t`, so the permutation
+/// * `T >= 2` tasks: the [`sign_flip`] test on the per-task differences
+///   `d_t` and the interval that inverts it. Studentizing changes nothing
+///   here: under sign flips `sum d_t^2` is fixed, and the one-sample t
+///   statistic is an increasing function of `sum d_t`, so the permutation
 ///   t-test *is* this test (`permutation_t_is_the_sign_flip_test`); the
 ///   power grid (`simulation_power_grid`) compares it with the paired t-test.
-/// * `T >= 2`, no spread (every task moved by the same amount, by
-///   [`no_spread`]): the sign-flip interval is a point, so it takes its
-///   width from a second interval, the hull of the two reported, the
-///   p-value the larger of the two tests' (so both must reject):
+/// * The sign-flip interval knows only the spread the `d_t` show: when they
+///   show little or none (every task moved alike), it shrinks towards a
+///   point, though each `d_t` carries its trials' noise. So it has a floor,
+///   and the reported interval is the hull of the two, the p-value the
+///   larger of the two tests' (both must reject):
 ///   - when every task has at least 2 trials in each arm and the trials
-///     vary ([`SpreadFloor::TrialNoise`]): the t interval with the trial
-///     noise of the differences as their variance,
+///     vary ([`SpreadFloor::TrialNoise`]), always: the t interval whose
+///     variance is the trial noise of the differences,
 ///     `v = mean_t(s2_ct / n_ct + s2_tt / n_tt)` (the variance the `d_t`
 ///     would show from trial noise alone, were the tasks' true effects
-///     identical), `d ± t_{T-1} sqrt(v / T)`;
-///   - otherwise ([`SpreadFloor::Mover`]) the MOVER score interval of
-///     [`paired_effect_mover`].
+///     identical), `d ± t_{T-1} sqrt(v / T)`. Applied always, not only at
+///     zero spread, so that a little more spread never narrows the interval
+///     (13 tasks 6/10 -> 6/10 and one 6/10 -> 7/10 would otherwise be
+///     "equivalent within ±5 pp" on a sign-flip interval of [0, +2] pp);
+///   - otherwise, when the `d_t` have no spread at all ([`no_spread`]):
+///     the MOVER score interval of [`paired_effect_mover`];
+///   - otherwise the sign-flip test alone ([`SpreadFloor::None`]).
 /// * `T = 1`: [`newcombe_unpaired`] over the task's trials (independent
 ///   trials of one task), labelled as speaking for that task only.
 /// * `T = 0`: NaN, method `none`.
@@ -192,12 +197,12 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
 
 /// Which second interval the differences `d` need (see [`paired_inference`]).
 fn spread_floor(control: &[Vec<f64>], treatment: &[Vec<f64>], d: &[f64]) -> SpreadFloor {
-    if !no_spread(d) {
-        SpreadFloor::None
-    } else if control.iter().chain(treatment).all(|v| v.len() >= 2) && trial_noise(control, treatment) > SPREAD_TOLERANCE {
+    if control.iter().chain(treatment).all(|v| v.len() >= 2) && trial_noise(control, treatment) > SPREAD_TOLERANCE {
         SpreadFloor::TrialNoise
-    } else {
+    } else if no_spread(d) {
         SpreadFloor::Mover
+    } else {
+        SpreadFloor::None
     }
 }
 
@@ -225,7 +230,7 @@ pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) 
         control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| (c.clone(), t.clone())).collect();
     let (cv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = pairs.into_iter().unzip();
     let d: Vec<f64> = cv.iter().zip(&tv).map(|(c, t)| mean(t) - mean(c)).collect();
-    if d.len() < 2 {
+    if d.len() < 2 || !is_open_unit(conf) {
         return (f64::NAN, f64::NAN);
     }
     let sf = sign_flip(&d, conf);
@@ -245,10 +250,14 @@ pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) 
 
 /// Whether [`paired_inference`] rejects "no difference" at two-sided level
 /// `alpha`, computed from the p-values alone (no interval): the power
-/// simulation's test, at a fraction of the cost. Two tasks or more.
+/// simulation's test, at a fraction of the cost. Tasks without trials in
+/// both arms are left out; fewer than two tasks left never reject here.
 pub fn paired_rejects(control: &[Vec<f64>], treatment: &[Vec<f64>], alpha: f64) -> bool {
+    let (control, treatment): (Vec<Vec<f64>>, Vec<Vec<f64>>) =
+        control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| (c.clone(), t.clone())).unzip();
+    let (control, treatment) = (&control[..], &treatment[..]);
     let d: Vec<f64> = control.iter().zip(treatment).map(|(c, t)| mean(t) - mean(c)).collect();
-    if sign_flip_p(&d) > alpha {
+    if d.len() < 2 || !is_open_unit(alpha) || sign_flip_p(&d) > alpha {
         return false;
     }
     match spread_floor(control, treatment, &d) {

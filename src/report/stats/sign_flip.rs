@@ -28,7 +28,9 @@
 //!    nothing to any sum, so the p-value does not change when an unchanged
 //!    task is added (the defect of the Normal approximation this replaces:
 //!    16 tasks with 4 flips gave p 0.125, a 17th unchanged task p 0.0455).
-//! 3. **Monte Carlo** (fractional scores off any small lattice):
+//! 3. **Monte Carlo** (fractional scores off any small lattice, or a lattice
+//!    too large for the programme: more than 4e8 cells times tasks, such as
+//!    500 tasks of 10 trials with differences spread over all of [-1, 1]):
 //!    [`SIGN_FLIP_DRAWS`] subsets drawn with a fixed seed, the observed one
 //!    added (so `p >= 1/(draws + 1)`); the Monte Carlo standard error of the
 //!    p-value is returned beside it.
@@ -259,8 +261,8 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
     SignFlip { lo: lo.max(-1.0), hi: hi.min(1.0), p_value, exact, method, p_monte_carlo_se: se }
 }
 
-/// Only the p-value of [`sign_flip`], the same number computed more
-/// cheaply when the differences lie on a lattice: the distribution of the
+/// Only the p-value of [`sign_flip`], the same number (its lattice, its
+/// limits, its Monte Carlo) computed more cheaply when the differences lie on a lattice: the distribution of the
 /// flipped sum alone (no subset sizes), one dynamic programme over the
 /// tasks on the integer sums. Otherwise [`sign_flip`]'s own.
 pub fn sign_flip_p(d: &[f64]) -> f64 {
@@ -270,7 +272,8 @@ pub fn sign_flip_p(d: &[f64]) -> f64 {
     let neg: i64 = a.iter().filter(|x| **x < 0).map(|x| -x).sum();
     let pos: i64 = a.iter().filter(|x| **x > 0).sum();
     let width = (neg + pos + 1) as usize;
-    if width as f64 * a.len() as f64 > SIGN_FLIP_LATTICE_MAX_WORK {
+    // The same limit as the full test's lattice, so that both always give the same number.
+    if (a.len() + 1) as f64 * width as f64 * a.len() as f64 > SIGN_FLIP_LATTICE_MAX_WORK {
         return sign_flip(d, 0.95).p_value;
     }
     let mut p = vec![0.0f64; width];

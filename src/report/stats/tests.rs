@@ -546,3 +546,26 @@ proptest::proptest! {
         proptest::prop_assert!((sign_flip_p(&d) - sign_flip(&d, 0.95).p_value).abs() < 1e-12);
     }
 }
+
+#[test]
+fn a_little_spread_never_narrows_the_interval_below_the_trials_noise() {
+    // 13 tasks 6/10 -> 6/10 and one 6/10 -> 7/10: the sign-flip interval alone at 90% is [0, +2] pp
+    // (by hand: 8191 subset means 0, and from the top 1 + 13 + 78 + 286 + 715 subsets reach
+    // floor(0.05 2^14) = 819 at the mean 0.1/5), which two one-sided tests at 5% would read as
+    // "equivalent within ±5 pp"; with every task unchanged the floor already applied. The trial
+    // noise is the floor:
+    // v = (13 (s2(6/10) + s2(6/10)) + s2(6/10) + s2(7/10)) / 10 / 14, mean 0.1/14, 90% interval
+    // mean -/+ t_{0.95,13} sqrt(v/14) = [-0.101917269, 0.116202983] (mpmath), which is the hull.
+    let arm = |k: usize| -> Vec<f64> { (0..10).map(|i| (i < k) as u8 as f64).collect() };
+    let c: Vec<Vec<f64>> = (0..14).map(|_| arm(6)).collect();
+    let t: Vec<Vec<f64>> = (0..14).map(|i| arm(if i == 0 { 7 } else { 6 })).collect();
+    let i = paired_inference(&c, &t, 0.90);
+    assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
+    assert_close!(i.lo, -0.10191726917334388, 1e-9);
+    assert_close!(i.hi, 0.11620298345905816, 1e-9);
+    assert!(!(i.lo > -0.05 && i.hi < 0.05), "not equivalent within ±5 pp: {i:?}");
+    let d: Vec<f64> = (0..14).map(|i| if i == 0 { 0.1 } else { 0.0 }).collect();
+    let s = sign_flip(&d, 0.90);
+    assert_close!(s.lo, 0.0, 1e-15);
+    assert_close!(s.hi, 0.02, 1e-15);
+}
