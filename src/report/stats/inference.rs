@@ -138,14 +138,16 @@ impl serde::Serialize for InferenceMethod {
 ///   and the reported interval is the hull of the two, the p-value the
 ///   larger of the two tests' (both must reject):
 ///   - when every task has at least 2 trials in each arm and the trials
-///     vary ([`SpreadFloor::TrialNoise`]), always: the t interval whose
-///     variance is the trial noise of the differences,
+///     vary ([`SpreadFloor::TrialNoise`]), always: the t interval
+///     `d ± t_{T-1} sqrt(f / T)` whose variance `f` is the floor of
+///     [`trial_noise_floor`]: the trial noise of the differences,
 ///     `v = mean_t(s2_ct / n_ct + s2_tt / n_tt)` (the variance the `d_t`
 ///     would show from trial noise alone, were the tasks' true effects
-///     identical), `d ± t_{T-1} sqrt(v / T)`. Applied always, not only at
-///     zero spread, so that a little more spread never narrows the interval
-///     (13 tasks 6/10 -> 6/10 and one 6/10 -> 7/10 would otherwise be
-///     "equivalent within ±5 pp" on a sign-flip interval of [0, +2] pp);
+///     identical), times the 2.5% quantile of `chi2_{T-1} / (T - 1)`.
+///     Applied always, not only at zero spread, so that a little more
+///     spread never narrows the interval (13 tasks 6/10 -> 6/10 and one
+///     6/10 -> 7/10 would otherwise be "equivalent within ±5 pp" on a
+///     sign-flip interval of [0, +2] pp);
 ///   - otherwise, when the `d_t` have no spread at all ([`no_spread`]):
 ///     the MOVER score interval of [`paired_effect_mover`];
 ///   - otherwise the sign-flip test alone ([`SpreadFloor::None`]).
@@ -177,7 +179,7 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
     let (floor, (lo, hi), p_value) = match spread_floor(&cv, &tv, &d) {
         SpreadFloor::None => (SpreadFloor::None, (sf.lo, sf.hi), sf.p_value),
         SpreadFloor::TrialNoise => {
-            let v = trial_noise(&cv, &tv);
+            let v = trial_noise_floor(&cv, &tv);
             let (lo, hi) = trial_noise_interval(mean_diff, v, n_tasks, conf);
             let p = trial_noise_p(mean_diff, v, n_tasks);
             (SpreadFloor::TrialNoise, (sf.lo.min(lo), sf.hi.max(hi)), sf.p_value.max(p))
@@ -214,6 +216,22 @@ fn trial_noise(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> f64 {
     mean(&control.iter().zip(treatment).map(|(c, t)| var_of_mean(c) + var_of_mean(t)).collect::<Vec<_>>())
 }
 
+/// The quantile of the spread trial noise alone would show below which the
+/// observed spread is not trusted (see [`trial_noise_floor`]).
+pub const TRIAL_NOISE_FLOOR_QUANTILE: f64 = 0.025;
+
+/// The floor's variance: the trial noise `v` times `chi2_{T-1}(0.025) / (T - 1)`,
+/// the 2.5% quantile of the sample variance of `T` differences scattered by
+/// that noise alone (Normal theory). The floor binds only where the
+/// differences scatter less than trial noise would let them in 97.5% of
+/// samples, so it costs the test almost no power where the tasks behave
+/// like their trials, and it varies continuously with the data.
+fn trial_noise_floor(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> f64 {
+    let df = (control.len() - 1) as f64;
+    let q = statrs::distribution::ChiSquared::new(df).map(|c| statrs::distribution::ContinuousCDF::inverse_cdf(&c, TRIAL_NOISE_FLOOR_QUANTILE)).unwrap_or(0.0);
+    trial_noise(control, treatment) * q / df
+}
+
 fn trial_noise_interval(m: f64, v: f64, tasks: usize, conf: f64) -> (f64, f64) {
     let half = t_two_sided(conf, (tasks - 1) as f64) * (v / tasks as f64).sqrt();
     (m - half, m + half)
@@ -237,7 +255,7 @@ pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) 
     let (lo, hi) = match spread_floor(&cv, &tv, &d) {
         SpreadFloor::None => (sf.lo, sf.hi),
         SpreadFloor::TrialNoise => {
-            let (lo, hi) = trial_noise_interval(mean(&d), trial_noise(&cv, &tv), d.len(), conf);
+            let (lo, hi) = trial_noise_interval(mean(&d), trial_noise_floor(&cv, &tv), d.len(), conf);
             (sf.lo.min(lo), sf.hi.max(hi))
         }
         SpreadFloor::Mover => {
@@ -262,7 +280,7 @@ pub fn paired_rejects(control: &[Vec<f64>], treatment: &[Vec<f64>], alpha: f64) 
     }
     match spread_floor(control, treatment, &d) {
         SpreadFloor::None => true,
-        SpreadFloor::TrialNoise => trial_noise_p(mean(&d), trial_noise(control, treatment), d.len()) <= alpha,
+        SpreadFloor::TrialNoise => trial_noise_p(mean(&d), trial_noise_floor(control, treatment), d.len()) <= alpha,
         SpreadFloor::Mover => {
             let m = paired_effect_mover(control, treatment, 1.0 - alpha);
             m.lo > 0.0 || m.hi < 0.0

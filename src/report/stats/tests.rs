@@ -302,15 +302,15 @@ fn paired_inference_one_method() {
     let i = paired_inference(&vec![vec![0.0, 0.0]; 2], &vec![vec![1.0, 1.0]; 2], 0.95);
     assert_eq!((i.lo, i.hi), (-1.0, 1.0));
     assert_close!(i.p_value, 0.5, 1e-12);
-    // 3 tasks each 5/10 -> 6/10, d = (0.1, 0.1, 0.1): no spread, and the trials vary, so the
-    // sign flip (c = floor(0.025 * 8) = 0 -> [-1, 1], p = 2/8 = 0.25) takes the trial-noise t
-    // beside it: v = (s2(5/10) + s2(6/10))/10 = (10/9)(0.25 + 0.24)/10, t = 0.1/sqrt(v/3) on 2 df,
-    // p = 2 P(t_2 > t) = 0.535241998455 (mpmath, regularized incomplete beta): the larger.
+    // 3 tasks each 5/10 -> 6/10, d = (0.1, 0.1, 0.1): the trials vary, so the sign flip
+    // (c = floor(0.025 * 8) = 0 -> [-1, 1], p = 2/8 = 0.25) has the trial-noise floor beside it:
+    // v = (10/9)(0.25 + 0.24)/10 times chi2_2(0.025)/2, t = 0.1/sqrt(that/3) on 2 df, p 0.0430049
+    // (mpmath: regularized incomplete gamma and beta); the larger, the sign flip's, is reported.
     let c: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 5) as u8 as f64).collect()).collect();
     let t: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 6) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
     assert_eq!((i.lo, i.hi), (-1.0, 1.0));
-    assert_close!(i.p_value, 0.535241998455110, 1e-9);
+    assert_close!(i.p_value, 0.25, 1e-15);
     assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
     // MOVER, still the floor where the trials cannot say (below): 3 tasks of this shape, its 95%
     // interval (-0.618391230163, 0.697388550160) from its closed form in mpmath.
@@ -492,18 +492,19 @@ fn no_spread_is_decided_by_a_tolerance_not_by_float_equality() {
 fn every_task_moving_alike_is_an_effect_when_the_trials_say_so() {
     // 14 tasks, each 6/10 -> 8/10 (280 trials): the differences have no spread, so the sign flip
     // (p = 2/2^14) has a point for an interval; the hull with MOVER said "no detectable effect".
-    // Now its width comes from the trial noise: v = (10/9)(0.24 + 0.16)/10, t = 0.2/sqrt(v/14)
-    // = 3.549648 on 13 df, p = 2 P(t_13 > t) = 0.003558812 and 0.2 -/+ t_{0.975,13} sqrt(v/14)
-    // = [0.078277016, 0.321722984] (mpmath: regularized incomplete beta and its root).
+    // The floor gives it width: v = (10/9)(0.24 + 0.16)/10 times chi2_13(0.025)/13 = 5.0087505/13,
+    // 0.2 -/+ t_{0.975,13} sqrt(that/14) = [0.124444582, 0.275555418] (mpmath: regularized
+    // incomplete gamma and beta and their roots); its t-test p 7.07e-5 is below the sign flip's
+    // 2/2^14, which is reported.
     let c: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + k) % 10 < 6) as u8 as f64).collect()).collect();
     let t: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
     assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
-    assert_close!(i.p_value, 0.003558811743000776, 1e-9);
-    assert_close!(i.lo, 0.07827701588055613, 1e-9);
-    assert_close!(i.hi, 0.3217229841194439, 1e-9);
+    assert_close!(i.p_value, 2.0 / 16384.0, 1e-15);
+    assert_close!(i.lo, 0.12444458165309147, 1e-9);
+    assert_close!(i.hi, 0.27555541834690853, 1e-9);
     assert_eq!(paired_interval(&c, &t, 0.95), (i.lo, i.hi));
-    assert!(paired_rejects(&c, &t, 0.05) && !paired_rejects(&c, &t, 0.003));
+    assert!(paired_rejects(&c, &t, 0.05) && !paired_rejects(&c, &t, 0.0001));
 }
 
 /// The permutation t-test (the one-sample t statistic recomputed under every sign flip, by brute
@@ -554,15 +555,16 @@ fn a_little_spread_never_narrows_the_interval_below_the_trials_noise() {
     // floor(0.05 2^14) = 819 at the mean 0.1/5), which two one-sided tests at 5% would read as
     // "equivalent within ±5 pp"; with every task unchanged the floor already applied. The trial
     // noise is the floor:
-    // v = (13 (s2(6/10) + s2(6/10)) + s2(6/10) + s2(7/10)) / 10 / 14, mean 0.1/14, 90% interval
-    // mean -/+ t_{0.95,13} sqrt(v/14) = [-0.101917269, 0.116202983] (mpmath), which is the hull.
+    // v = (13 (s2(6/10) + s2(6/10)) + s2(6/10) + s2(7/10)) / 10 / 14 times chi2_13(0.025)/13, mean
+    // 0.1/14, 90% interval mean -/+ t_{0.95,13} sqrt(that/14) = [-0.060552521, 0.074838236]
+    // (mpmath), which is the hull.
     let arm = |k: usize| -> Vec<f64> { (0..10).map(|i| (i < k) as u8 as f64).collect() };
     let c: Vec<Vec<f64>> = (0..14).map(|_| arm(6)).collect();
     let t: Vec<Vec<f64>> = (0..14).map(|i| arm(if i == 0 { 7 } else { 6 })).collect();
     let i = paired_inference(&c, &t, 0.90);
     assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
-    assert_close!(i.lo, -0.10191726917334388, 1e-9);
-    assert_close!(i.hi, 0.11620298345905816, 1e-9);
+    assert_close!(i.lo, -0.06055252124764845, 1e-9);
+    assert_close!(i.hi, 0.07483823553336273, 1e-9);
     assert!(!(i.lo > -0.05 && i.hi < 0.05), "not equivalent within ±5 pp: {i:?}");
     let d: Vec<f64> = (0..14).map(|i| if i == 0 { 0.1 } else { 0.0 }).collect();
     let s = sign_flip(&d, 0.90);
