@@ -127,20 +127,31 @@ fn lattice_of(d: &[f64]) -> Option<(Vec<i64>, u64)> {
     None
 }
 
+/// The work of the lattice's dynamic programme over the non-zero `a_t`
+/// (cells times tasks); above [`SIGN_FLIP_LATTICE_MAX_WORK`], Monte Carlo.
+fn lattice_work(a: &[i64]) -> (usize, f64) {
+    let n = a.iter().filter(|x| **x != 0).count();
+    let width = a.iter().map(|x| x.unsigned_abs()).sum::<u64>() + 1;
+    (width as usize, (n + 1) as f64 * width as f64 * n as f64)
+}
+
 fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
     let t = a.len();
-    let neg: i64 = a.iter().filter(|x| **x < 0).map(|x| -x).sum();
-    let pos: i64 = a.iter().filter(|x| **x > 0).sum();
-    let width = (neg + pos + 1) as usize;
-    if (t + 1) as f64 * width as f64 * t as f64 > SIGN_FLIP_LATTICE_MAX_WORK {
+    let (width, work) = lattice_work(a);
+    if work > SIGN_FLIP_LATTICE_MAX_WORK {
         return None;
     }
-    // p[k][s + neg]: the probability that a subset of the tasks seen so far has k members summing to s.
-    let mut p = vec![vec![0.0f64; width]; t + 1];
+    let neg: i64 = a.iter().filter(|x| **x < 0).map(|x| -x).sum();
+    // The programme runs over the tasks whose difference is not 0; the `z` others change no sum,
+    // only the subset's size, which they add to binomially at the end.
+    let nonzero: Vec<i64> = a.iter().copied().filter(|x| *x != 0).collect();
+    let (n, z) = (nonzero.len(), t - nonzero.len());
+    // p[k][s + neg]: the probability that a subset of the non-zero tasks seen so far has k members summing to s.
+    let mut p = vec![vec![0.0f64; width]; n + 1];
     p[0][neg as usize] = 1.0;
     // The sums reachable so far, as indices: [neg - neg_seen, neg + pos_seen].
     let (mut from, mut to) = (neg as usize, neg as usize);
-    for (seen, &x) in a.iter().enumerate() {
+    for (seen, &x) in nonzero.iter().enumerate() {
         for k in (0..=seen).rev() {
             let (head, tail) = p.split_at_mut(k + 1);
             let (row, next) = (&mut head[k], &mut tail[0]);
@@ -159,6 +170,14 @@ fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
             to += x as usize;
         }
     }
+    // The zero tasks: j of them in the subset with probability C(z, j) / 2^z.
+    // C(z, j) by the recurrence (exact in f64 while it stays below 2^53), times 2^-z.
+    let mut zeros = Vec::with_capacity(z + 1);
+    let mut c = 1.0f64;
+    for j in 0..=z {
+        zeros.push(c * 0.5f64.powi(z as i32));
+        c = c * (z - j) as f64 / (j + 1) as f64;
+    }
     let mut means = Vec::new();
     let (mut below, mut above) = (0.0, 0.0);
     for (k, row) in p.iter().enumerate() {
@@ -169,8 +188,10 @@ fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
             let s = i as i64 - neg;
             below += if s <= 0 { v } else { 0.0 };
             above += if s >= 0 { v } else { 0.0 };
-            if k > 0 {
-                means.push((s as f64 / (l as f64 * k as f64), v));
+            for (j, &w) in zeros.iter().enumerate() {
+                if k + j > 0 {
+                    means.push((s as f64 / (l as f64 * (k + j) as f64), v * w));
+                }
             }
         }
     }
@@ -270,10 +291,9 @@ pub fn sign_flip_p(d: &[f64]) -> f64 {
         return sign_flip(d, 0.95).p_value;
     };
     let neg: i64 = a.iter().filter(|x| **x < 0).map(|x| -x).sum();
-    let pos: i64 = a.iter().filter(|x| **x > 0).sum();
-    let width = (neg + pos + 1) as usize;
+    let (width, work) = lattice_work(&a);
     // The same limit as the full test's lattice, so that both always give the same number.
-    if (a.len() + 1) as f64 * width as f64 * a.len() as f64 > SIGN_FLIP_LATTICE_MAX_WORK {
+    if work > SIGN_FLIP_LATTICE_MAX_WORK {
         return sign_flip(d, 0.95).p_value;
     }
     let mut p = vec![0.0f64; width];
