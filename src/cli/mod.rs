@@ -200,7 +200,7 @@ fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> any
         if !(m > 0.0 && m < 1.0) {
             return Err(InputError::at(run, "--margin", format!("{m} is not in (0, 1); give a fraction such as 0.05")).into());
         }
-        let report = ablate::report::analyse_dir_with_margin(run, m).map_err(|e| InputError::new(run, e))?;
+        let report = ablate::report::analyse_dir(run, Some(m)).map_err(|e| InputError::new(run, e))?;
         print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
         eprintln!(
             "note: margin ±{} pp from the command line; the exports in {} were not rewritten (they keep the experiment's own margin)",
@@ -212,7 +212,7 @@ fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> any
     match RunLock::acquire(run) {
         Ok(_lock) => write_report(run, no_color),
         Err(LockError::InUse { holder, .. }) => {
-            let report = ablate::report::analyse_dir(run).map_err(|e| InputError::new(run, e))?;
+            let report = ablate::report::analyse_dir(run, None).map_err(|e| InputError::new(run, e))?;
             print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
             eprintln!("note: {} is in use by {holder}; the exports were not written (that run rewrites them)", run.display());
             Ok(Exit::Ok)

@@ -210,8 +210,9 @@ pub fn pair<'a>(base: &'a [BaselineRow], cand: &'a [BaselineRow]) -> Vec<(&'a Ba
 /// candidate (a partial or interrupted run has this shape). Pooled counts
 /// weigh each task by its trials, so baseline 24/24 and 0/24 against a
 /// candidate's 2/2 and 0/24 would read as -42 pp with no task changed; the
-/// gate refuses instead (the report weighs every task the same).
-pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<String> {
+/// gate refuses instead (the report weighs every task the same). The flag
+/// says whether the candidate is among the sides at fault (the file to name).
+pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<(bool, String)> {
     let side = |name: &str, rows: Vec<&BaselineRow>| -> Option<String> {
         let first = rows.first()?.trials;
         if rows.iter().all(|r| r.trials == first) {
@@ -235,12 +236,16 @@ pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<String> 
             .join("; ");
         Some(format!("the {name}'s tasks have unequal trial counts ({listed})"))
     };
-    let problems: Vec<String> =
-        [side("baseline", pairs.iter().map(|p| p.0).collect()), side("candidate", pairs.iter().map(|p| p.1).collect())].into_iter().flatten().collect();
+    let candidate = side("candidate", pairs.iter().map(|p| p.1).collect());
+    let in_candidate = candidate.is_some();
+    let problems: Vec<String> = [side("baseline", pairs.iter().map(|p| p.0).collect()), candidate].into_iter().flatten().collect();
     (!problems.is_empty()).then(|| {
-        format!(
-            "{}: pooled pass counts would weigh the tasks unequally; the gate compares every task with the same weight, so each side needs the same trials on every task (resume an interrupted run: ablate run --resume)",
-            problems.join("; ")
+        (
+            in_candidate,
+            format!(
+                "{}: pooled pass counts would weigh the tasks unequally; the gate compares every task with the same weight, so each side needs the same trials on every task (resume an interrupted run: ablate run --resume)",
+                problems.join("; ")
+            ),
         )
     })
 }

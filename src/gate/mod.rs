@@ -90,8 +90,8 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         return Ok(GateOutcome { drifts, decided: None, exit: crate::error::Exit::Usage });
     }
     let pairs = pair(&base, &cand);
-    if let Some(why) = unequal_trials(&pairs) {
-        let file = if why.contains("the candidate's") { &o.candidate } else { &o.baseline };
+    if let Some((in_candidate, why)) = unequal_trials(&pairs) {
+        let file = if in_candidate { &o.candidate } else { &o.baseline };
         return Err(InputError::at(file, "trials per task", why).into());
     }
     let decision = decide(&pairs, o.alpha, o.margin);

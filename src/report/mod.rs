@@ -46,19 +46,15 @@ pub fn report_dir_with<T>(dir: &Path, with: impl FnOnce(&load::RunData) -> T) ->
     Ok((report, drawn))
 }
 
-/// Load and analyse a run folder without writing anything into it.
-pub fn analyse_dir(dir: &Path) -> Result<analysis::Report, String> {
-    require_manifest(dir)?;
-    let data = load::load(dir).map_err(|e| e.to_string())?;
-    Ok(analysis::analyse(&data))
-}
-
-/// [`analyse_dir`] with an equivalence margin in place of the experiment's own
-/// (`ablate report --margin`); nothing is written.
-pub fn analyse_dir_with_margin(dir: &Path, margin: f64) -> Result<analysis::Report, String> {
+/// Load and analyse a run folder without writing anything into it; `margin`
+/// (`ablate report --margin`) in place of the experiment's own when given.
+pub fn analyse_dir(dir: &Path, margin: Option<f64>) -> Result<analysis::Report, String> {
     require_manifest(dir)?;
     let mut data = load::load(dir).map_err(|e| e.to_string())?;
-    data.manifest.experiment.margin = Some(margin);
+    if margin.is_some() {
+        // `ablate report --margin`: in place of the experiment's own.
+        data.manifest.experiment.margin = margin;
+    }
     Ok(analysis::analyse(&data))
 }
 

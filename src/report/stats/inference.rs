@@ -140,7 +140,7 @@ impl serde::Serialize for InferenceMethod {
 ///   - when every task has at least 2 trials in each arm and the trials
 ///     vary ([`SpreadFloor::TrialNoise`]), always: the t interval
 ///     `d ± t_{T-1} sqrt(f / T)` whose variance `f` is the floor of
-///     [`trial_noise_floor`]: the trial noise of the differences,
+///     [`trial_noise_floor_factor`]: the trial noise of the differences,
 ///     `v = mean_t(s2_ct / n_ct + s2_tt / n_tt)` (the variance the `d_t`
 ///     would show from trial noise alone, were the tasks' true effects
 ///     identical), times the 2.5% quantile of `chi2_{T-1} / (T - 1)`.
@@ -159,52 +159,101 @@ impl serde::Serialize for InferenceMethod {
 /// If the arms list different numbers of tasks (caller bug).
 pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Inference {
     assert_eq!(control.len(), treatment.len(), "paired_inference: both arms must list the same tasks");
-    let pairs: Vec<(&Vec<f64>, &Vec<f64>)> = control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).collect();
-    let n_tasks = pairs.len();
-    let d: Vec<f64> = pairs.iter().map(|(c, t)| mean(t) - mean(c)).collect();
-    let mean_diff = mean(&d);
+    let tasks = PairedTasks::of(control, treatment);
+    let n_tasks = tasks.d.len();
+    let mean_diff = mean(&tasks.d);
     if n_tasks == 0 || !is_open_unit(conf) {
         return Inference { mean_diff, lo: f64::NAN, hi: f64::NAN, p_value: f64::NAN, n_tasks, method: InferenceMethod::None };
     }
     if n_tasks == 1 {
-        let (c, t) = pairs[0];
+        let (c, t) = (&tasks.control[0], &tasks.treatment[0]);
         let count = |v: &Vec<f64>| v.iter().sum::<f64>();
         let (x1, n1, x2, n2) = (count(c), c.len() as f64, count(t), t.len() as f64);
         let (lo, hi) = newcombe_unpaired(x1, n1, x2, n2, conf);
         let p_value = inverted_p_value(|cf| newcombe_unpaired(x1, n1, x2, n2, cf));
         return Inference { mean_diff, lo, hi, p_value, n_tasks, method: InferenceMethod::NewcombeOneTask };
     }
-    let (cv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = pairs.iter().map(|(c, t)| ((*c).clone(), (*t).clone())).unzip();
-    let sf = sign_flip(&d, conf);
-    let (floor, (lo, hi), p_value) = match spread_floor(&cv, &tv, &d) {
-        SpreadFloor::None => (SpreadFloor::None, (sf.lo, sf.hi), sf.p_value),
-        SpreadFloor::TrialNoise => {
-            let v = trial_noise_floor(&cv, &tv);
-            let (lo, hi) = trial_noise_interval(mean_diff, v, n_tasks, conf);
-            let p = trial_noise_p(mean_diff, v, n_tasks);
-            (SpreadFloor::TrialNoise, (sf.lo.min(lo), sf.hi.max(hi)), sf.p_value.max(p))
-        }
-        SpreadFloor::Mover => {
-            let mv = paired_effect_mover(&cv, &tv, conf);
-            let p_mover = inverted_p_value(|cf| {
-                let m = paired_effect_mover(&cv, &tv, cf);
-                (m.lo, m.hi)
-            });
-            (SpreadFloor::Mover, (sf.lo.min(mv.lo), sf.hi.max(mv.hi)), sf.p_value.max(p_mover))
-        }
-    };
-    let method = InferenceMethod::SignFlip { exact: sf.exact, floor };
-    Inference { mean_diff, lo: lo.max(-1.0), hi: hi.min(1.0), p_value, n_tasks, method }
+    let sf = sign_flip(&tasks.d, conf);
+    let floor = tasks.floor();
+    let (lo, hi) = floor.widen((sf.lo, sf.hi), &tasks, conf);
+    let p_value = sf.p_value.max(floor.p_value(&tasks));
+    let method = InferenceMethod::SignFlip { exact: sf.exact, floor: floor.kind() };
+    Inference { mean_diff, lo, hi, p_value, n_tasks, method }
 }
 
-/// Which second interval the differences `d` need (see [`paired_inference`]).
-fn spread_floor(control: &[Vec<f64>], treatment: &[Vec<f64>], d: &[f64]) -> SpreadFloor {
-    if control.iter().chain(treatment).all(|v| v.len() >= 2) && trial_noise(control, treatment) > SPREAD_TOLERANCE {
-        SpreadFloor::TrialNoise
-    } else if no_spread(d) {
-        SpreadFloor::Mover
-    } else {
-        SpreadFloor::None
+/// The tasks with trials in both arms, and their differences `d_t`.
+struct PairedTasks {
+    control: Vec<Vec<f64>>,
+    treatment: Vec<Vec<f64>>,
+    d: Vec<f64>,
+}
+
+impl PairedTasks {
+    fn of(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> PairedTasks {
+        let (control, treatment): (Vec<Vec<f64>>, Vec<Vec<f64>>) =
+            control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| (c.clone(), t.clone())).unzip();
+        let d = control.iter().zip(&treatment).map(|(c, t)| mean(t) - mean(c)).collect();
+        PairedTasks { control, treatment, d }
+    }
+
+    /// The floor under the sign-flip interval (see [`paired_inference`]),
+    /// the trial noise's variance computed once.
+    fn floor(&self) -> Floor {
+        if self.control.iter().chain(&self.treatment).all(|v| v.len() >= 2) {
+            let v = trial_noise(&self.control, &self.treatment);
+            if v > SPREAD_TOLERANCE {
+                return Floor::TrialNoise(v * trial_noise_floor_factor(self.d.len()));
+            }
+        }
+        if no_spread(&self.d) { Floor::Mover } else { Floor::None }
+    }
+}
+
+/// A [`SpreadFloor`] with what it needs: the trial-noise floor's variance.
+enum Floor {
+    None,
+    TrialNoise(f64),
+    Mover,
+}
+
+impl Floor {
+    fn kind(&self) -> SpreadFloor {
+        match self {
+            Floor::None => SpreadFloor::None,
+            Floor::TrialNoise(_) => SpreadFloor::TrialNoise,
+            Floor::Mover => SpreadFloor::Mover,
+        }
+    }
+
+    /// The hull of the sign-flip interval and the floor's, clamped to `[-1, 1]`.
+    fn widen(&self, (lo, hi): (f64, f64), tasks: &PairedTasks, conf: f64) -> (f64, f64) {
+        let (flo, fhi) = match *self {
+            Floor::None => (lo, hi),
+            Floor::TrialNoise(v) => {
+                let half = t_two_sided(conf, (tasks.d.len() - 1) as f64) * (v / tasks.d.len() as f64).sqrt();
+                (mean(&tasks.d) - half, mean(&tasks.d) + half)
+            }
+            Floor::Mover => {
+                let m = paired_effect_mover(&tasks.control, &tasks.treatment, conf);
+                (m.lo, m.hi)
+            }
+        };
+        (lo.min(flo).max(-1.0), hi.max(fhi).min(1.0))
+    }
+
+    /// The floor's own two-sided p-value of "no difference" (0 without a floor).
+    fn p_value(&self, tasks: &PairedTasks) -> f64 {
+        match *self {
+            Floor::None => 0.0,
+            Floor::TrialNoise(v) => {
+                let n = tasks.d.len() as f64;
+                (2.0 * t_sf((mean(&tasks.d) / (v / n).sqrt()).abs(), n - 1.0)).min(1.0)
+            }
+            Floor::Mover => inverted_p_value(|cf| {
+                let m = paired_effect_mover(&tasks.control, &tasks.treatment, cf);
+                (m.lo, m.hi)
+            }),
+        }
     }
 }
 
@@ -217,75 +266,46 @@ fn trial_noise(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> f64 {
 }
 
 /// The quantile of the spread trial noise alone would show below which the
-/// observed spread is not trusted (see [`trial_noise_floor`]).
+/// observed spread is not trusted (see [`trial_noise_floor_factor`]).
 pub const TRIAL_NOISE_FLOOR_QUANTILE: f64 = 0.025;
 
-/// The floor's variance: the trial noise `v` times `chi2_{T-1}(0.025) / (T - 1)`,
+/// The floor's variance is the trial noise `v` times `chi2_{T-1}(0.025) / (T - 1)`,
 /// the 2.5% quantile of the sample variance of `T` differences scattered by
 /// that noise alone (Normal theory). The floor binds only where the
 /// differences scatter less than trial noise would let them in 97.5% of
 /// samples, so it costs the test almost no power where the tasks behave
 /// like their trials, and it varies continuously with the data.
-fn trial_noise_floor(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> f64 {
-    let df = (control.len() - 1) as f64;
-    let q = statrs::distribution::ChiSquared::new(df).map(|c| statrs::distribution::ContinuousCDF::inverse_cdf(&c, TRIAL_NOISE_FLOOR_QUANTILE)).unwrap_or(0.0);
-    trial_noise(control, treatment) * q / df
-}
-
-fn trial_noise_interval(m: f64, v: f64, tasks: usize, conf: f64) -> (f64, f64) {
-    let half = t_two_sided(conf, (tasks - 1) as f64) * (v / tasks as f64).sqrt();
-    (m - half, m + half)
-}
-
-fn trial_noise_p(m: f64, v: f64, tasks: usize) -> f64 {
-    (2.0 * t_sf((m / (v / tasks as f64).sqrt()).abs(), (tasks - 1) as f64)).min(1.0)
+fn trial_noise_floor_factor(tasks: usize) -> f64 {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    let df = (tasks - 1) as f64;
+    ChiSquared::new(df).map(|c| c.inverse_cdf(TRIAL_NOISE_FLOOR_QUANTILE) / df).unwrap_or(0.0)
 }
 
 /// Only the interval of [`paired_inference`] (no p-value): what the coverage
 /// simulation checks, at a fraction of the cost.
 pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> (f64, f64) {
-    let pairs: Vec<(Vec<f64>, Vec<f64>)> =
-        control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| (c.clone(), t.clone())).collect();
-    let (cv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = pairs.into_iter().unzip();
-    let d: Vec<f64> = cv.iter().zip(&tv).map(|(c, t)| mean(t) - mean(c)).collect();
-    if d.len() < 2 || !is_open_unit(conf) {
+    let tasks = PairedTasks::of(control, treatment);
+    if tasks.d.len() < 2 || !is_open_unit(conf) {
         return (f64::NAN, f64::NAN);
     }
-    let sf = sign_flip(&d, conf);
-    let (lo, hi) = match spread_floor(&cv, &tv, &d) {
-        SpreadFloor::None => (sf.lo, sf.hi),
-        SpreadFloor::TrialNoise => {
-            let (lo, hi) = trial_noise_interval(mean(&d), trial_noise_floor(&cv, &tv), d.len(), conf);
-            (sf.lo.min(lo), sf.hi.max(hi))
-        }
-        SpreadFloor::Mover => {
-            let mv = paired_effect_mover(&cv, &tv, conf);
-            (sf.lo.min(mv.lo), sf.hi.max(mv.hi))
-        }
-    };
-    (lo.max(-1.0), hi.min(1.0))
+    let sf = sign_flip(&tasks.d, conf);
+    tasks.floor().widen((sf.lo, sf.hi), &tasks, conf)
 }
 
 /// Whether [`paired_inference`] rejects "no difference" at two-sided level
-/// `alpha`, computed from the p-values alone (no interval): the power
-/// simulation's test, at a fraction of the cost. Tasks without trials in
-/// both arms are left out; fewer than two tasks left never reject here.
+/// `alpha`, computed from the sign-flip p-value alone and the floor's
+/// interval at `1 - alpha` (no inversion): the power simulation's test, at a
+/// fraction of the cost. Tasks without trials in both arms are left out;
+/// fewer than two tasks left never reject here.
 pub fn paired_rejects(control: &[Vec<f64>], treatment: &[Vec<f64>], alpha: f64) -> bool {
-    let (control, treatment): (Vec<Vec<f64>>, Vec<Vec<f64>>) =
-        control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| (c.clone(), t.clone())).unzip();
-    let (control, treatment) = (&control[..], &treatment[..]);
-    let d: Vec<f64> = control.iter().zip(treatment).map(|(c, t)| mean(t) - mean(c)).collect();
-    if d.len() < 2 || !is_open_unit(alpha) || sign_flip_p(&d) > alpha {
+    let tasks = PairedTasks::of(control, treatment);
+    if tasks.d.len() < 2 || !is_open_unit(alpha) || sign_flip_p(&tasks.d) > alpha {
         return false;
     }
-    match spread_floor(control, treatment, &d) {
-        SpreadFloor::None => true,
-        SpreadFloor::TrialNoise => trial_noise_p(mean(&d), trial_noise_floor(control, treatment), d.len()) <= alpha,
-        SpreadFloor::Mover => {
-            let m = paired_effect_mover(control, treatment, 1.0 - alpha);
-            m.lo > 0.0 || m.hi < 0.0
-        }
-    }
+    // The sign flip rejects: its interval excludes 0, so the hull does exactly when the floor's does.
+    let m = mean(&tasks.d);
+    let (lo, hi) = tasks.floor().widen((m, m), &tasks, 1.0 - alpha);
+    lo > 0.0 || hi < 0.0
 }
 
 /// Newcombe's hybrid score interval for the difference `x2/n2 - x1/n1` of

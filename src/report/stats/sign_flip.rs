@@ -127,21 +127,24 @@ fn lattice_of(d: &[f64]) -> Option<(Vec<i64>, u64)> {
     None
 }
 
-/// The work of the lattice's dynamic programme over the non-zero `a_t`
-/// (cells times tasks); above [`SIGN_FLIP_LATTICE_MAX_WORK`], Monte Carlo.
-fn lattice_work(a: &[i64]) -> (usize, f64) {
+/// The integer sums of the lattice `a` span `[-neg, pos]`: `neg`, the
+/// span's `width` and, when the dynamic programme over the non-zero `a_t`
+/// (cells times tasks) is within [`SIGN_FLIP_LATTICE_MAX_WORK`], `true`
+/// (else Monte Carlo). One limit for [`sign_flip`] and [`sign_flip_p`], so
+/// that both always give the same p-value.
+fn lattice_span(a: &[i64]) -> (i64, usize, bool) {
     let n = a.iter().filter(|x| **x != 0).count();
-    let width = a.iter().map(|x| x.unsigned_abs()).sum::<u64>() + 1;
-    (width as usize, (n + 1) as f64 * width as f64 * n as f64)
+    let neg: i64 = a.iter().filter(|x| **x < 0).map(|x| -x).sum();
+    let width = a.iter().map(|x| x.unsigned_abs()).sum::<u64>() as usize + 1;
+    (neg, width, (n + 1) as f64 * width as f64 * n as f64 <= SIGN_FLIP_LATTICE_MAX_WORK)
 }
 
 fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
     let t = a.len();
-    let (width, work) = lattice_work(a);
-    if work > SIGN_FLIP_LATTICE_MAX_WORK {
+    let (neg, width, feasible) = lattice_span(a);
+    if !feasible {
         return None;
     }
-    let neg: i64 = a.iter().filter(|x| **x < 0).map(|x| -x).sum();
     // The programme runs over the tasks whose difference is not 0; the `z` others change no sum,
     // only the subset's size, which they add to binomially at the end.
     let nonzero: Vec<i64> = a.iter().copied().filter(|x| *x != 0).collect();
@@ -290,10 +293,8 @@ pub fn sign_flip_p(d: &[f64]) -> f64 {
     let Some((a, _)) = (d.iter().all(|x| x.is_finite()) && !d.is_empty()).then(|| lattice_of(d)).flatten() else {
         return sign_flip(d, 0.95).p_value;
     };
-    let neg: i64 = a.iter().filter(|x| **x < 0).map(|x| -x).sum();
-    let (width, work) = lattice_work(&a);
-    // The same limit as the full test's lattice, so that both always give the same number.
-    if work > SIGN_FLIP_LATTICE_MAX_WORK {
+    let (neg, width, feasible) = lattice_span(&a);
+    if !feasible {
         return sign_flip(d, 0.95).p_value;
     }
     let mut p = vec![0.0f64; width];
