@@ -100,6 +100,9 @@ const INTS: &[&str] = &[
     "family_size",
     "infra_errors_control",
     "infra_errors_treatment",
+    "decided_after_tasks",
+    "sequential_trials",
+    "projected_tasks",
 ];
 const BOOLS: &[&str] = &["counted", "infra_differs", "graded_pass"];
 const CATEGORIES: &[&str] = &[

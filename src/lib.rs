@@ -20,6 +20,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod sandbox;
+pub mod sequential;
 pub mod suite;
 
 pub use error::InputError;

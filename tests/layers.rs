@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Top to bottom: a module may use the ones before it.
-const LAYERS: [&str; 16] = [
+const LAYERS: [&str; 17] = [
     "error",
     "digest",
+    "sequential",
     "suite",
     "experiment",
     "plan",

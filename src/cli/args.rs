@@ -113,6 +113,11 @@ pub struct RunArgs {
     /// (a different experiment: its trial ids differ).
     #[arg(long)]
     trials: Option<u32>,
+    /// Run until decided: the sequential design for this config (tasks in a
+    /// seeded order, each comparison stopped once decided; a different
+    /// experiment from the fixed one: its trial ids differ; resume with it too).
+    #[arg(long)]
+    until_decided: bool,
     /// With --resume: go on when a model's identity (GGUF sha256, Ollama
     /// digest) differs from the one the run started with, warning instead
     /// of refusing.
@@ -146,6 +151,9 @@ impl RunArgs {
                 return Err(InputError::at(&self.config, "--trials", format!("must be from 1 to {}", ablate::experiment::config::MAX_TRIALS)));
             }
             exp.trials = n;
+        }
+        if self.until_decided && exp.sequential.is_none() {
+            exp.sequential = Some(Default::default());
         }
         let jobs = match self.jobs {
             Some(0) => return Err(InputError::at(&self.config, "--jobs", "must be at least 1")),

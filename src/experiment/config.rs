@@ -47,6 +47,37 @@ struct RawExperiment {
     /// Container tasks whose task.toml asks for a public network may have it.
     #[serde(default)]
     allow_network: bool,
+    /// "fixed" (every planned trial runs) or "sequential" (run until decided).
+    #[serde(default)]
+    design: RawDesign,
+    /// The sequential design's budget: at most this many tasks enter.
+    #[serde(default)]
+    max_tasks: Option<u32>,
+    /// The sequential design's budget: at most this many trials start.
+    #[serde(default)]
+    max_trials: Option<u64>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawDesign {
+    #[default]
+    Fixed,
+    Sequential,
+}
+
+/// The sequential design (`design = "sequential"` or `run --until-decided`):
+/// tasks enter in the plan's order, every comparison's confidence sequence is
+/// updated after each task, and trials that serve only decided comparisons
+/// are not started (`crate::sequential`). The budget of the whole experiment:
+/// at most `max_tasks` tasks (default: every task) and `max_trials` trials.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequentialDesign {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tasks: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_trials: Option<u64>,
 }
 
 fn default_alpha() -> f64 {
@@ -278,6 +309,9 @@ pub struct Experiment {
     /// Container tasks may have the public network their task.toml asks for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_network: bool,
+    /// Run until decided (None: the fixed design, every planned trial).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialDesign>,
     pub budget: Budget,
     pub harness: HarnessSettings,
     /// Builtin (left out of the recorded experiment, so builtin configs
@@ -388,6 +422,26 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     {
         return Err(at("experiment.margin", format!("{m} is not in (0, 1): the margin is a fraction (0.05 = 5 pp)")));
     }
+    let sequential = match e.design {
+        RawDesign::Fixed => {
+            if e.max_tasks.is_some() {
+                return Err(at("experiment.max_tasks", "is the budget of a sequential design: set design = \"sequential\" or leave it out".into()));
+            }
+            if e.max_trials.is_some() {
+                return Err(at("experiment.max_trials", "is the budget of a sequential design: set design = \"sequential\" or leave it out".into()));
+            }
+            None
+        }
+        RawDesign::Sequential => {
+            if e.max_tasks == Some(0) {
+                return Err(at("experiment.max_tasks", "must be at least 1".into()));
+            }
+            if e.max_trials == Some(0) {
+                return Err(at("experiment.max_trials", "must be at least 1".into()));
+            }
+            Some(SequentialDesign { max_tasks: e.max_tasks, max_trials: e.max_trials })
+        }
+    };
     let b = &raw.budget;
     if b.max_steps == 0 {
         return Err(at("budget.max_steps", "must be at least 1".into()));
@@ -446,6 +500,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         alpha: raw.experiment.alpha,
         margin: raw.experiment.margin,
         allow_network: raw.experiment.allow_network,
+        sequential,
         budget: raw.budget,
         harness,
         harness_kind,

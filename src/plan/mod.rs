@@ -10,6 +10,10 @@
 //! - The order is blocked: each (model, task, repeat) block holds every arm, in
 //!   a seeded random order, and blocks are shuffled. Arms are interleaved over
 //!   time, so drift of an endpoint hits every arm alike.
+//! - The sequential design (run until decided) orders tasks instead: the
+//!   tasks in a seeded random order, and each task's blocks (every arm for one
+//!   (model, repeat)) together, shuffled among themselves, so each task is
+//!   complete as early as it can be and tasks enter the decision in that order.
 
 pub mod render;
 
@@ -162,14 +166,26 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
         ));
     }
     let config_digest = exp.config_digest();
+    let entries = if exp.sequential.is_some() { task_major(exp, task_ids.len()) } else { interleaved(exp, task_ids.len()) };
+    Ok(Order {
+        config_digest,
+        seed: exp.seed,
+        tasks: task_ids.iter().map(|t| t.to_string()).collect(),
+        arms: exp.arms.iter().map(|a| a.name.clone()).collect(),
+        models: exp.models.iter().map(|m| m.name.clone()).collect(),
+        entries,
+    })
+}
+
+/// Blocks of every arm for one (model, task, repeat), each shuffled, then
+/// the blocks shuffled: the shuffles draw from the seed by length alone. Built
+/// in one vector (a block is a slice of it), then laid out block by block.
+fn interleaved(exp: &Experiment, tasks: usize) -> Vec<Entry> {
     let mut rng = ChaCha8Rng::seed_from_u64(trial_seed(exp.seed, "<order>", 0));
-    // Blocks of every arm for one (model, task, repeat), each shuffled, then
-    // the blocks shuffled: the shuffles draw from `rng` by length alone. Built
-    // in one vector (a block is a slice of it), then laid out block by block.
     let arms = exp.arms.len();
-    let mut by_block: Vec<Entry> = Vec::with_capacity(exp.models.len() * task_ids.len() * exp.trials as usize * arms);
+    let mut by_block: Vec<Entry> = Vec::with_capacity(exp.models.len() * tasks * exp.trials as usize * arms);
     for model in 0..exp.models.len() {
-        for task in 0..task_ids.len() {
+        for task in 0..tasks {
             for repeat in 0..exp.trials {
                 let start = by_block.len();
                 by_block.extend((0..arms).map(|arm| Entry { model: model as u32, arm: arm as u32, task: task as u32, repeat }));
@@ -179,16 +195,46 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
     }
     let mut blocks: Vec<u32> = (0..(by_block.len() / arms.max(1)) as u32).collect();
     blocks.shuffle(&mut rng);
-    let entries: Vec<Entry> = blocks.iter().flat_map(|&b| &by_block[b as usize * arms..(b as usize + 1) * arms]).copied().collect();
-    drop(by_block);
-    Ok(Order {
-        config_digest,
-        seed: exp.seed,
-        tasks: task_ids.iter().map(|t| t.to_string()).collect(),
-        arms: exp.arms.iter().map(|a| a.name.clone()).collect(),
-        models: exp.models.iter().map(|m| m.name.clone()).collect(),
-        entries,
-    })
+    blocks.iter().flat_map(|&b| &by_block[b as usize * arms..(b as usize + 1) * arms]).copied().collect()
+}
+
+/// The sequential design's order: the tasks shuffled (their own seed), then
+/// task by task its blocks (every arm for one (model, repeat)), each shuffled,
+/// and the task's blocks shuffled among themselves.
+fn task_major(exp: &Experiment, tasks: usize) -> Vec<Entry> {
+    let mut task_rng = ChaCha8Rng::seed_from_u64(trial_seed(exp.seed, "<task order>", 0));
+    let mut rng = ChaCha8Rng::seed_from_u64(trial_seed(exp.seed, "<order>", 0));
+    let mut order: Vec<u32> = (0..tasks as u32).collect();
+    order.shuffle(&mut task_rng);
+    let arms = exp.arms.len();
+    let mut entries = Vec::with_capacity(exp.models.len() * tasks * exp.trials as usize * arms);
+    for &task in &order {
+        let mut blocks: Vec<Vec<Entry>> = Vec::new();
+        for model in 0..exp.models.len() {
+            for repeat in 0..exp.trials {
+                let mut block: Vec<Entry> = (0..arms).map(|arm| Entry { model: model as u32, arm: arm as u32, task, repeat }).collect();
+                block.shuffle(&mut rng);
+                blocks.push(block);
+            }
+        }
+        blocks.shuffle(&mut rng);
+        entries.extend(blocks.into_iter().flatten());
+    }
+    entries
+}
+
+impl Order {
+    /// The tasks in the order they first appear (the sequential design's task order).
+    pub fn task_order(&self) -> Vec<String> {
+        let mut seen = vec![false; self.tasks.len()];
+        let mut out = Vec::with_capacity(self.tasks.len());
+        for e in &self.entries {
+            if !std::mem::replace(&mut seen[e.task as usize], true) {
+                out.push(self.tasks[e.task as usize].clone());
+            }
+        }
+        out
+    }
 }
 
 /// Build the plan with every spec written out (`order` holds it compactly).

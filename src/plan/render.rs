@@ -75,6 +75,31 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
     }
     let total = tasks * exp.arms.len() * exp.models.len() * exp.trials as usize;
     let _ = writeln!(s, "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}", exp.arms.len(), exp.models.len(), exp.trials);
+    if let Some(d) = &exp.sequential {
+        let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
+        let ablations = exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
+        let _ = writeln!(
+            s,
+            "design: sequential (run until decided): tasks enter in a seeded order; after each, every comparison's anytime-valid confidence sequence \
+             (ablations at {:.4}, i.e. alpha {} over {}) decides helps / hurts{}; trials that serve only decided comparisons are not started",
+            exp.alpha / ablations.max(1) as f64,
+            exp.alpha,
+            if ablations == 1 { "1 ablation".to_string() } else { format!("{ablations} ablations") },
+            exp.margin.map(|m| format!(" / equivalent within ±{:.1} pp", m * 100.0)).unwrap_or_default()
+        );
+        let _ = writeln!(
+            s,
+            "budget: at most {max_tasks} of {tasks} tasks{}; at most {total} trials if nothing is decided",
+            d.max_trials.map(|n| format!(" and {n} trials")).unwrap_or_default()
+        );
+        let order = plan.trials.iter().fold(Vec::<&str>::new(), |mut v, t| {
+            if !v.contains(&t.task.as_str()) {
+                v.push(&t.task);
+            }
+            v
+        });
+        let _ = writeln!(s, "task order (first {} of {}): {}", order.len().min(8), order.len(), order.iter().take(8).copied().collect::<Vec<_>>().join(", "));
+    }
     if let Some(shard) = shard {
         let n = plan.shard(Some(shard)).len();
         let _ = writeln!(s, "shard {shard}: {n} trials");

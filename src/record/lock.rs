@@ -61,12 +61,27 @@ impl RunLock {
         let path = dir.join(LOCK_FILE);
         let io = |source| LockError::Io { path: path.clone(), source };
         let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                return Err(LockError::InUse { dir: dir.to_path_buf(), holder: read_holder(&mut file) });
+        // A lock held while the file names nobody is either a holder between
+        // taking the lock and writing its name, or a lock already released
+        // whose open file a child process forked at that moment (by any thread
+        // of this process) still shares until it execs. Both pass in moments:
+        // the lock itself is tried again, not only the file read.
+        let mut tries = 0;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => match read_holder(&mut file) {
+                    Some(holder) => return Err(LockError::InUse { dir: dir.to_path_buf(), holder }),
+                    None if tries < UNNAMED_RETRIES => {
+                        tries += 1;
+                        std::thread::sleep(UNNAMED_PAUSE);
+                    }
+                    None => {
+                        return Err(LockError::InUse { dir: dir.to_path_buf(), holder: "another process (its lock file names no holder)".into() });
+                    }
+                },
+                Err(TryLockError::Error(e)) => return Err(io(e)),
             }
-            Err(TryLockError::Error(e)) => return Err(io(e)),
         }
         let text = serde_json::to_string(&Holder::current()).map_err(|e| io(std::io::Error::other(e)))?;
         file.set_len(0).map_err(io)?;
@@ -90,21 +105,23 @@ impl Drop for RunLock {
     }
 }
 
-/// The holder named in a locked lock file. The holder writes its name right
-/// after taking the lock: an empty file is read again for a moment.
-fn read_holder(file: &mut File) -> String {
-    for _ in 0..20 {
-        let mut text = String::new();
-        let read = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut text));
-        if read.is_ok() && !text.trim().is_empty() {
-            return match serde_json::from_str::<Holder>(text.trim()) {
-                Ok(h) => h.to_string(),
-                Err(_) => format!("another process ({})", text.trim()),
-            };
-        }
-        std::thread::sleep(Duration::from_millis(50));
+/// How often, and how far apart, a lock held by nobody named is tried again
+/// before it is refused (3 s in all).
+const UNNAMED_RETRIES: u32 = 60;
+const UNNAMED_PAUSE: Duration = Duration::from_millis(50);
+
+/// The holder a locked lock file names, if it names one yet.
+fn read_holder(file: &mut File) -> Option<String> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut text)).ok()?;
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
     }
-    "another process (its lock file names no holder)".into()
+    Some(match serde_json::from_str::<Holder>(text) {
+        Ok(h) => h.to_string(),
+        Err(_) => format!("another process ({text})"),
+    })
 }
 
 /// The host name (gethostname), or `unknown`.
@@ -139,6 +156,30 @@ mod tests {
         assert_eq!(holder.pid, std::process::id());
         drop(again);
         assert_eq!(std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap(), "", "released: names no holder");
+    }
+
+    #[test]
+    fn a_lock_held_for_a_moment_by_nobody_named_is_waited_for() {
+        // As a child forked while the lock was held shares it until it execs:
+        // held, the file empty, released 300 ms later.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let other = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        other.try_lock().unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(other);
+        });
+        let lock = RunLock::acquire(dir.path()).unwrap();
+        release.join().unwrap();
+        let holder: Holder = serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        assert_eq!(holder.pid, std::process::id());
+        drop(lock);
+        // Held for good by nobody named: refused after the wait, and said so.
+        let stuck = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        stuck.try_lock().unwrap();
+        let err = RunLock::acquire(dir.path()).unwrap_err().to_string();
+        assert!(err.ends_with("is in use by another process (its lock file names no holder)"), "{err}");
     }
 
     #[test]

@@ -622,11 +622,21 @@ pub struct Manifest<P = Vec<TrialSpec>> {
     /// Container (Harbor) tasks: the engine, each task's image, the pass rule.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub containers: Option<ContainerFacts>,
+    /// The sequential design: the order tasks enter the decision in.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sequential: Option<SequentialFacts>,
     /// Trials of this run (after sharding), in execution order.
     pub planned_trials: usize,
     /// The plan as read back (`Manifest::write` writes it, or the specs it is given).
     #[serde(skip_serializing, default)]
     pub plan: P,
+}
+
+/// What the sequential design needs of the plan to decide again from the records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialFacts {
+    /// The experiment's tasks in the seeded order they enter the decision.
+    pub task_order: Vec<String>,
 }
 
 /// The manifest with its plan read as sorted keys (`PlanKeys`).
@@ -694,10 +704,16 @@ pub struct RecordedExperiment {
     pub name: String,
     #[serde(default)]
     pub tasks: Vec<String>,
+    /// Trials per (task, arm, model).
+    #[serde(default)]
+    pub trials: u32,
     pub alpha: f64,
     /// The equivalence margin, when the experiment declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin: Option<f64>,
+    /// Run until decided: the sequential design and its budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::experiment::config::SequentialDesign>,
     pub arms: Vec<crate::experiment::matrix::Arm>,
     #[serde(default)]
     pub comparisons: Vec<crate::experiment::matrix::Comparison>,
@@ -745,6 +761,7 @@ impl Manifest {
             shard,
             merged: None,
             containers: None,
+            sequential: exp.sequential.as_ref().map(|_| SequentialFacts { task_order: plan.task_order() }),
             planned_trials: plan.count(shard),
             plan: Vec::new(),
         }

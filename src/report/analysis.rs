@@ -75,13 +75,35 @@ pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
     }
 }
 
-/// [`ESTIMAND_NOTE`] when some effect of the list covers tasks like these.
+/// What a sequential run's effects are, said in every output.
+pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (over these tasks, as run, once every task entered undecided); no p-values: a fixed-design test is not valid after stopping on the data";
+
+/// [`SEQUENTIAL_NOTE`] for a sequential run's effects; else [`ESTIMAND_NOTE`]
+/// when some effect of the list covers tasks like these.
 pub fn estimand_note(effects: &[EffectReport]) -> Option<&'static str> {
+    if effects.iter().any(|e| e.sequential.is_some()) {
+        return Some(SEQUENTIAL_NOTE);
+    }
     effects.iter().any(|e| e.estimand == ESTIMAND_TASKS_LIKE_THESE).then_some(ESTIMAND_NOTE)
+}
+
+/// A sequential comparison's course in one line: what was decided after how
+/// many tasks and trials, or where the budget ended it.
+pub fn sequential_note(e: &EffectReport) -> Option<String> {
+    let q = e.sequential.as_ref()?;
+    let tasks = super::format::count(q.tasks, "task");
+    Some(match q.decided_after_tasks {
+        Some(_) => format!("sequence: decided ({}) after {tasks}, {} trials", e.verdict.short(), q.trials),
+        None => format!("sequence: undecided after {tasks}, {} trials ({}); its interval now: {}", q.trials, e.estimand, e.method.words()),
+    })
 }
 
 /// The gate's estimand: the pass rate over the suite's own tasks, the trials the random part.
 pub const ESTIMAND_THESE_TASKS: &str = "these tasks";
+/// A sequential run that used every task, undecided for tasks like these: the
+/// without-replacement sequence's estimand, the suite's mean with each task's
+/// outcome as this run gave it (what the whole suite gave, not what a re-run would).
+pub const ESTIMAND_THESE_TASKS_AS_RUN: &str = "these tasks, as run";
 
 /// The verdict on an effect, read from its interval. Written out (JSON, CSV,
 /// Markdown) as the sentence `Display` gives.
@@ -103,7 +125,14 @@ pub enum EffectVerdict {
     Equivalent { margin: f64, one_task: bool },
     /// With a declared margin: neither an effect nor equivalence shown.
     Undecided { margin: f64, one_task: bool },
+    /// A sequential run that spent its budget before deciding: the tasks the
+    /// current estimate suggests a decision needs in all (None: more than
+    /// `PROJECTION_CAP`, or too few tasks to tell).
+    UndecidedAtBudget { projected_tasks: Option<usize> },
 }
+
+/// The most tasks a sequential report projects a decision to need.
+pub const PROJECTION_CAP: usize = 100_000;
 
 impl EffectVerdict {
     /// One word: `helps`, `hurts`, `n.s.` (no effect shown) or `n/a`.
@@ -113,7 +142,7 @@ impl EffectVerdict {
             EffectVerdict::Hurts { .. } => "hurts",
             EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => "n.s.",
             EffectVerdict::Equivalent { .. } => "equivalent",
-            EffectVerdict::Undecided { .. } => "undecided",
+            EffectVerdict::Undecided { .. } | EffectVerdict::UndecidedAtBudget { .. } => "undecided",
             EffectVerdict::NotEnoughData => "n/a",
         }
     }
@@ -131,6 +160,12 @@ impl std::fmt::Display for EffectVerdict {
             EffectVerdict::Equivalent { margin, one_task } => write!(f, "equivalent within ±{} pp{}", super::format::margin_pp(margin), only(one_task)),
             EffectVerdict::Undecided { margin, one_task } => {
                 write!(f, "undecided: neither an effect nor within ±{} pp{}", super::format::margin_pp(margin), only(one_task))
+            }
+            EffectVerdict::UndecidedAtBudget { projected_tasks: Some(n) } => {
+                write!(f, "undecided at budget: about {n} tasks in all would decide it at the current estimate")
+            }
+            EffectVerdict::UndecidedAtBudget { projected_tasks: None } => {
+                write!(f, "undecided at budget: more than {PROJECTION_CAP} tasks would be needed at the current estimate")
             }
         }
     }
@@ -272,6 +307,23 @@ pub struct EffectReport {
     /// The effect without infrastructure-error trials (when either arm had any).
     pub excl_infra: Option<ExclInfra>,
     pub verdict: EffectVerdict,
+    /// A sequential run: how the comparison's sequence went.
+    pub sequential: Option<SequentialEffect>,
+}
+
+/// A comparison of a sequential run (`crate::sequential`): its interval,
+/// level and verdict are the confidence sequence's at the stopping time.
+#[derive(Debug, Clone, Serialize)]
+pub struct SequentialEffect {
+    /// Tasks in the sequence when it was decided (None: undecided).
+    pub decided_after_tasks: Option<usize>,
+    /// Tasks that entered the sequence, and the trials they took in the two arms.
+    pub tasks: usize,
+    pub trials: usize,
+    /// Undecided at budget: the tasks in all the current estimate suggests.
+    pub projected_tasks: Option<usize>,
+    /// The running interval (tasks like these) after each task, for the plot.
+    pub history: Vec<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -285,6 +337,8 @@ pub struct Report {
     pub suite: String,
     pub suite_digest: String,
     pub alpha: f64,
+    /// The equivalence margin, when the experiment declares one.
+    pub margin: Option<f64>,
     pub planned_trials: usize,
     pub recorded_trials: usize,
     pub interrupted_attempts: usize,
@@ -529,6 +583,7 @@ pub fn analyse(data: &RunData) -> Report {
                 infra_differs: infra_c != infra_t,
                 excl_infra: None,
                 verdict: EffectVerdict::NotEnoughData,
+                sequential: None,
             };
             pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }
@@ -575,6 +630,9 @@ pub fn analyse(data: &RunData) -> Report {
         }
         if effect.kind == EffectKind::Ablation { ablations.push(effect) } else { combined.push(effect) }
     }
+    if let Some(facts) = &data.manifest.sequential {
+        sequential_effects(data, &facts.task_order, &mut ablations, &mut combined);
+    }
     Report {
         run_id: data.manifest.run_id.clone(),
         experiment: data.manifest.experiment.name.clone(),
@@ -583,6 +641,7 @@ pub fn analyse(data: &RunData) -> Report {
         suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),
         suite_digest: data.manifest.suite.digest.clone(),
         alpha,
+        margin: data.manifest.experiment.margin,
         planned_trials: data.manifest.planned_trials,
         recorded_trials: data.trials.len(),
         interrupted_attempts: data.interrupted.values().sum(),
@@ -602,6 +661,88 @@ pub fn analyse(data: &RunData) -> Report {
 /// With a declared margin, a verdict that shows no effect becomes
 /// `equivalent` when the two one-sided tests' interval (`tost`, at
 /// `1 - 2 level`) lies inside `(-margin, +margin)`, else `undecided`.
+/// A sequential run's comparisons: the decisions replayed from the records
+/// in the run's task order, by the runner's own rule (`crate::sequential`);
+/// each effect's interval, level, verdict and method become the confidence
+/// sequence's at the stopping time (the fixed-design inference is not valid
+/// after stopping on the data, so none of it is shown).
+fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectReport], combined: &mut [EffectReport]) {
+    use crate::sequential::{Decision, Monitor};
+    let exp = &data.manifest.experiment;
+    let design = exp.sequential.clone().unwrap_or_default();
+    let max_tasks = design.max_tasks.map_or(order.len(), |n| (n as usize).min(order.len()));
+    let comparisons = data.manifest.comparisons();
+    let named: Vec<crate::sequential::Named<'_>> =
+        comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
+    let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
+    let models = if models.is_empty() { data.models.list.clone() } else { models };
+    let family = crate::sequential::family(&named, &models, exp.alpha);
+    let mut monitor = Monitor::new(order, exp.trials, max_tasks, exp.margin, crate::sequential::bets_for(max_tasks), family);
+    for r in &data.trials {
+        if r.status.is_final() {
+            monitor.record(data.tasks.name(r.task), data.arms.name(r.arm), data.models.name(r.model), r.repeat, r.passed());
+        }
+    }
+    let position: std::collections::HashMap<&str, usize> = order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    for effect in ablations.iter_mut().chain(combined.iter_mut()) {
+        let Some((spec, seq)) = monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model) else { continue };
+        let used = seq.tasks();
+        let all_in = seq.decision == Decision::Undecided && used == order.len();
+        let interval = seq.interval(all_in);
+        let in_sequence = |r: &&Row| {
+            data.models.name(r.model) == effect.model
+                && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
+                && r.status.is_final()
+        };
+        let rate = |arm: &str| {
+            let rows: Vec<&Row> = data.trials.iter().filter(in_sequence).filter(|r| data.arms.name(r.arm) == arm).collect();
+            let per_task = by_task(&rows, data.tasks.list.len(), Row::passed);
+            let means: Vec<f64> = per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+            (stats::mean(&means), rows.len())
+        };
+        let ((control_rate, nc), (treatment_rate, nt)) = (rate(&effect.control), rate(&effect.treatment));
+        effect.control_rate = control_rate;
+        effect.treatment_rate = treatment_rate;
+        effect.delta = seq.mean();
+        effect.lo = interval.lo;
+        effect.hi = interval.hi;
+        effect.p_value = f64::NAN;
+        effect.p_adjusted = None;
+        effect.interval_level = 1.0 - spec.alpha;
+        effect.method = stats::InferenceMethod::BettingCs { without_replacement: interval.these_tasks };
+        effect.estimand = if interval.these_tasks { ESTIMAND_THESE_TASKS_AS_RUN } else { ESTIMAND_TASKS_LIKE_THESE };
+        effect.scope = "tasks".into();
+        effect.n_tasks = used;
+        effect.mde = f64::NAN;
+        effect.excl_infra = None;
+        let projected_tasks = (seq.decision == Decision::Undecided).then(|| seq.projected_tasks(PROJECTION_CAP)).flatten();
+        effect.verdict = match seq.decision {
+            Decision::Helps => EffectVerdict::Helps { one_task: false },
+            Decision::Hurts => EffectVerdict::Hurts { one_task: false },
+            Decision::Equivalent => EffectVerdict::Equivalent { margin: exp.margin.unwrap_or(f64::NAN), one_task: false },
+            Decision::Undecided if interval.these_tasks => these_tasks_verdict(interval.lo, interval.hi, exp.margin),
+            Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
+            Decision::Undecided => EffectVerdict::UndecidedAtBudget { projected_tasks },
+        };
+        effect.sequential =
+            Some(SequentialEffect { decided_after_tasks: seq.decided_at, tasks: used, trials: nc + nt, projected_tasks, history: seq.history() });
+    }
+}
+
+/// Every task of the suite in: the without-replacement sequence speaks for
+/// these tasks, and decides by the same rule.
+fn these_tasks_verdict(lo: f64, hi: f64, margin: Option<f64>) -> EffectVerdict {
+    if lo > 0.0 {
+        EffectVerdict::Helps { one_task: false }
+    } else if hi < 0.0 {
+        EffectVerdict::Hurts { one_task: false }
+    } else if let Some(m) = margin.filter(|&m| lo > -m && hi < m) {
+        EffectVerdict::Equivalent { margin: m, one_task: false }
+    } else {
+        EffectVerdict::UndecidedAtBudget { projected_tasks: None }
+    }
+}
+
 pub fn with_margin(v: EffectVerdict, tost: &stats::Inference, margin: f64) -> EffectVerdict {
     let one_task = tost.n_tasks == 1;
     match v {

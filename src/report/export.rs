@@ -152,6 +152,10 @@ fn md_effects(s: &mut String, header: &str, effects: &[EffectReport]) {
         let _ =
             writeln!(s, "\n> **Infrastructure errors differ** in {} ({} vs {}): {}", e.name, e.infra_errors_treatment, e.infra_errors_control, excl_note(e));
     }
+    let notes: Vec<String> = effects.iter().filter_map(|e| super::analysis::sequential_note(e).map(|n| format!("- {} ({}): {n}", e.name, e.model))).collect();
+    if !notes.is_empty() {
+        let _ = writeln!(s, "\n{}", notes.join("\n"));
+    }
 }
 
 pub fn markdown(r: &Report) -> String {

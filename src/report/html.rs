@@ -70,6 +70,47 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
     s
 }
 
+/// A sequential comparison's confidence sequence over tasks: its running
+/// interval after each task (a band), zero and the margins as lines, and the
+/// task it was decided at.
+pub fn sequence_svg(e: &EffectReport, margin: Option<f64>) -> Option<String> {
+    let q = e.sequential.as_ref()?;
+    if q.history.is_empty() {
+        return None;
+    }
+    let (w, h, left, top, bottom) = (560.0, 220.0, 50.0, 14.0, 30.0);
+    let n = q.history.len() as f64;
+    let x = |t: f64| left + (t / n.max(1.0)) * (w - left - 10.0);
+    let y = |v: f64| top + (1.0 - (v.clamp(-1.0, 1.0) + 1.0) / 2.0) * (h - top - bottom);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11" role="img" aria-label="confidence sequence of {}">"#,
+        esc(&e.name)
+    );
+    let mut band = String::new();
+    for (i, (lo, _)) in q.history.iter().enumerate() {
+        let _ = write!(band, "{:.1},{:.1} ", x(i as f64 + 1.0), y(*lo));
+    }
+    for (i, (_, hi)) in q.history.iter().enumerate().rev() {
+        let _ = write!(band, "{:.1},{:.1} ", x(i as f64 + 1.0), y(*hi));
+    }
+    let _ = write!(s, r##"<polygon points="{band}" fill="#9ecae1" fill-opacity="0.6" stroke="#3182bd"/>"##);
+    let _ = write!(s, r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#333"/>"##, y(0.0), w - 10.0);
+    for v in [-1.0, -0.5, 0.0, 0.5, 1.0] {
+        let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="end" fill="#555">{} pp</text>"##, left - 4.0, y(v) + 4.0, pp(v));
+    }
+    if let Some(m) = margin {
+        for v in [-m, m] {
+            let _ = write!(s, r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#9a6700" stroke-dasharray="4 3"/>"##, y(v), w - 10.0);
+        }
+    }
+    if let Some(k) = q.decided_after_tasks {
+        let _ = write!(s, r##"<line x1="{0}" y1="{top}" x2="{0}" y2="{1}" stroke="#1a7f37" stroke-dasharray="2 2"/>"##, x(k as f64), h - bottom);
+    }
+    let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">tasks in the order they entered (1 to {})</text>"##, (left + w) / 2.0, h - 8.0, q.history.len());
+    s.push_str("</svg>");
+    Some(s)
+}
+
 fn effect_rows(s: &mut String, effects: &[EffectReport]) {
     for e in effects {
         let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
@@ -164,6 +205,18 @@ pub fn render(r: &Report) -> String {
         );
         effect_rows(&mut s, &r.combined);
         s.push_str("</table>\n");
+    }
+    let sequences: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).filter(|e| e.sequential.is_some()).collect();
+    if !sequences.is_empty() {
+        s.push_str("<h2>Confidence sequences</h2><p>Each comparison's running interval after each task in the order tasks entered (dashed: the margins; green: where it was decided).</p>\n");
+        for e in sequences {
+            let note = super::analysis::sequential_note(e).unwrap_or_default();
+            let _ = writeln!(s, "<h3>{} ({})</h3><p>{}</p>", esc(&e.name), esc(&e.model), esc(&note));
+            if let Some(svg) = sequence_svg(e, r.margin) {
+                s.push_str(&svg);
+                s.push('\n');
+            }
+        }
     }
     for x in &r.refused {
         let _ = writeln!(s, "<p class=warn>Refused: {}</p>", esc(x));

@@ -289,6 +289,10 @@ pub struct EffectRow<'a> {
     pub p_value_excl_infra: Num,
     pub adjustment: &'a str,
     pub verdict: String,
+    pub design: &'static str,
+    pub decided_after_tasks: Option<usize>,
+    pub sequential_trials: Option<usize>,
+    pub projected_tasks: Option<usize>,
 }
 
 impl<'a> EffectRow<'a> {
@@ -325,6 +329,10 @@ impl<'a> EffectRow<'a> {
             p_value_excl_infra: x.map(|x| x.p_value).into(),
             adjustment: if e.family_size > 1 { "bonferroni" } else { "none" },
             verdict: e.verdict.to_string(),
+            design: if e.sequential.is_some() { "sequential" } else { "fixed" },
+            decided_after_tasks: e.sequential.as_ref().and_then(|s| s.decided_after_tasks),
+            sequential_trials: e.sequential.as_ref().map(|s| s.trials),
+            projected_tasks: e.sequential.as_ref().and_then(|s| s.projected_tasks),
         }
     }
 }

@@ -96,6 +96,9 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
     if e.scope != "tasks" {
         let _ = writeln!(s, "  {:<16} {}", "", c.dim(&format!("{}: the trials of one task ({}); says nothing about other tasks", e.scope, e.method)));
     }
+    if let Some(note) = super::analysis::sequential_note(e) {
+        let _ = writeln!(s, "  {:<16} {}", "", c.dim(&note));
+    }
     if e.infra_differs {
         let _ = writeln!(
             s,

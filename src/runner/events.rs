@@ -18,6 +18,9 @@ pub enum Event<'a> {
     TrialFinished(&'a TrialRecord),
     /// Something the user should know that does not stop the run.
     Warning(&'a str),
+    /// A sequential run decided a comparison (its trials are no longer started):
+    /// "NAME on MODEL: DECISION after N tasks".
+    Decided(&'a str),
     /// No more trials will run: all done, or `interrupted` (Ctrl-C; trials under
     /// way were stopped). The run's lock is still held.
     Finished { interrupted: bool },

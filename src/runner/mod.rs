@@ -148,6 +148,14 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let reporters = Reporters::new(opts.reporters.clone());
     // The execution order, 16 bytes a trial; specs are made as they are needed.
     let plan = plan::order(&exp, &suite)?;
+    if exp.sequential.is_some() && opts.shard.is_some() {
+        return Err(InputError::at(
+            &exp.config_path,
+            "--shard",
+            "a sequential design decides after each task in order, in one process: it cannot be split into shards (run it whole, or with design = \"fixed\")",
+        )
+        .into());
+    }
     // The folder being resumed (same experiment only) is locked before
     // anything is read from it but its manifest; a new folder is made (and
     // locked) after setup, so a setup failure leaves no folder behind.
@@ -218,6 +226,22 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     drop(starts);
     let planned_count = ledger.planned();
     let already = ledger.finished();
+    // The sequential design: the decisions so far, from the records (a resumed
+    // run replays them and reaches the decisions an uninterrupted one would).
+    let monitor = match &exp.sequential {
+        None => None,
+        Some(design) => {
+            let mut m = monitor_for(&exp, &plan, design);
+            crate::record::jsonl::for_each::<TrialRecord>(&trials_path, |r| {
+                if r.status.is_final() {
+                    m.record(&r.task, &r.arm, &r.model, r.repeat, passed(&r));
+                }
+            })
+            .map_err(io_error(&dir))?;
+            Some(Arc::new(Mutex::new(m)))
+        }
+    };
+    let max_trials = exp.sequential.as_ref().and_then(|d| d.max_trials).map(|n| n as usize);
 
     let shared = Arc::new(Shared {
         exp,
@@ -234,10 +258,20 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     });
     reporters.emit(&Event::Started { dir: &dir, planned: planned_count as u64, already: already as u64 });
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    // The trials to run, made one at a time from the order as slots free up.
-    let work = plan.specs(part).filter_map(|spec| ledger.next_attempt(&spec).map(|attempt| (spec, attempt)));
+    // The trials to run, made one at a time from the order as slots free up;
+    // in a sequential run only those a comparison not yet decided needs, within its budget.
+    let mut started = already;
+    let needed = monitor.clone();
+    let work = plan
+        .specs(part)
+        .filter_map(|spec| ledger.next_attempt(&spec).map(|attempt| (spec, attempt)))
+        .filter(move |(spec, _)| needed.as_ref().is_none_or(|m| m.lock().unwrap().needs(&spec.task, &spec.arm, &spec.model)))
+        .take_while(move |_| {
+            started += 1;
+            max_trials.is_none_or(|max| started <= max)
+        });
     let outcome = tokio::select! {
-        r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone()) => r,
+        r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone(), monitor.clone()) => r,
         // Dropping `execute` drops its JoinSet, which aborts the trials under way.
         _ = tokio::signal::ctrl_c() => {
             reporters.emit(&Event::Finished { interrupted: true });
@@ -250,7 +284,25 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     drop((ledger, plan));
     reporters.emit(&Event::Finished { interrupted: false });
     outcome?;
-    Ok(RunSummary { dir, planned: planned_count, ran_now: planned_count - already, interrupted, lock })
+    let ran_now = finished_now.load(std::sync::atomic::Ordering::SeqCst);
+    Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
+}
+
+/// The sequential rule of this experiment: its task order, its comparisons
+/// on every model, its budget of tasks, its bets sized for that budget.
+fn monitor_for(exp: &Experiment, plan: &plan::Order, design: &crate::experiment::config::SequentialDesign) -> crate::sequential::Monitor {
+    let order = plan.task_order();
+    let max_tasks = design.max_tasks.map_or(order.len(), |n| (n as usize).min(order.len()));
+    let named: Vec<crate::sequential::Named<'_>> =
+        exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
+    let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
+    let family = crate::sequential::family(&named, &models, exp.alpha);
+    crate::sequential::Monitor::new(&order, exp.trials, max_tasks, exp.margin, crate::sequential::bets_for(max_tasks), family)
+}
+
+/// A record's pass value for the sequential rule: the report's (`passed` status).
+fn passed(r: &TrialRecord) -> f64 {
+    if r.status == TrialStatus::Passed { 1.0 } else { 0.0 }
 }
 
 fn io_error(dir: &Path) -> impl Fn(std::io::Error) -> RunError + use<> {
@@ -279,10 +331,15 @@ fn open_resumed(dir: &Path, exp: &Experiment, suite: &Suite, plan: &plan::Order)
             &path,
             "config_digest",
             format!(
-                "the run was planned from another experiment ({}) than {} ({}); resume with the config it was started with",
+                "the run was planned from another experiment ({}) than {} ({}); resume with the config it was started with{}",
                 &m.config_digest[..12],
                 exp.config_path.display(),
-                &plan.config_digest[..12]
+                &plan.config_digest[..12],
+                match (m.experiment.sequential.is_some(), exp.sequential.is_some()) {
+                    (true, false) => " (it runs until decided: add --until-decided)",
+                    (false, true) => " (it was not run until decided: leave out --until-decided)",
+                    _ => "",
+                }
             ),
         )
         .into());
@@ -471,15 +528,35 @@ async fn execute(
     jobs: usize,
     reporters: Reporters,
     finished: Arc<std::sync::atomic::AtomicUsize>,
+    monitor: Option<Arc<Mutex<crate::sequential::Monitor>>>,
 ) -> Result<(), RunError> {
     let mut set = tokio::task::JoinSet::new();
     let mut work = work.peekable();
     loop {
         while set.len() < jobs.max(1) {
             let Some((spec, attempt)) = work.next() else { break };
-            let (shared, reporters, finished) = (shared.clone(), reporters.clone(), finished.clone());
+            let (shared, reporters, finished, monitor) = (shared.clone(), reporters.clone(), finished.clone(), monitor.clone());
             set.spawn(async move {
                 let rec = run_trial(&shared, &spec, attempt).await?;
+                if let Some(m) = &monitor
+                    && rec.status.is_final()
+                {
+                    let decided = {
+                        let mut m = m.lock().unwrap();
+                        let before: Vec<_> = m.comparisons().map(|(_, s)| s.decision).collect();
+                        m.record(&rec.task, &rec.arm, &rec.model, rec.repeat, passed(&rec));
+                        let now: Vec<String> = m
+                            .comparisons()
+                            .zip(before)
+                            .filter(|((_, s), b)| s.decision != *b)
+                            .map(|((c, s), _)| format!("{} on {}: {} after {} tasks", c.name, c.model, s.decision.name(), s.tasks()))
+                            .collect();
+                        now
+                    };
+                    for d in decided {
+                        reporters.emit(&Event::Decided(&d));
+                    }
+                }
                 reporters.emit(&Event::TrialFinished(&rec));
                 finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 Ok::<(), std::io::Error>(())
@@ -740,7 +817,7 @@ mod tests {
         let reporters = Reporters::new(vec![Arc::new(Progress::new(ProgressMode::Quiet)), seen.clone()]);
         let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let before = time::OffsetDateTime::now_utc();
-        execute(shared, work, 2, reporters, finished.clone()).await.expect("a panic does not stop the run");
+        execute(shared, work, 2, reporters, finished.clone(), None).await.expect("a panic does not stop the run");
         let after = time::OffsetDateTime::now_utc();
         let mut events = seen.0.lock().unwrap().clone();
         events.sort();

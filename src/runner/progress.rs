@@ -94,6 +94,15 @@ impl Progress {
         }
     }
 
+    /// A sequential run's decision: a line above the bar, or a plain line (not when quiet).
+    fn decided(&self, message: &str) {
+        match (&*self.bar.lock().unwrap(), self.mode) {
+            (Some(bar), _) => bar.suspend(|| eprintln!("decided: {message}")),
+            (None, ProgressMode::Quiet) => {}
+            (None, _) => eprintln!("decided: {message}"),
+        }
+    }
+
     fn finish(&self) {
         if let Some(bar) = &*self.bar.lock().unwrap() {
             bar.finish();
@@ -107,6 +116,7 @@ impl Reporter for Progress {
             Event::Started { planned, already, .. } => self.started(*planned, *already),
             Event::TrialFinished(r) => self.trial_done(r),
             Event::Warning(m) => self.warn(m),
+            Event::Decided(m) => self.decided(m),
             Event::Finished { .. } => self.finish(),
         }
     }

@@ -63,6 +63,10 @@ pub enum InferenceMethod {
     /// exact (every subset, or the lattice of the differences) or by seeded
     /// Monte Carlo, with the floor its interval needed (see [`SpreadFloor`]).
     SignFlip { exact: bool, floor: SpreadFloor },
+    /// A sequential run: the anytime-valid betting confidence sequence at the
+    /// stopping time (`crate::sequential`), for tasks like these, or without
+    /// replacement for these tasks once every task entered. No p-value.
+    BettingCs { without_replacement: bool },
 }
 
 /// The floor under the sign-flip interval's width (which shrinks to a point
@@ -93,6 +97,8 @@ impl InferenceMethod {
             InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "sign_flip_monte_carlo+trial_noise",
             InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "sign_flip_exact+mover",
             InferenceMethod::SignFlip { exact: false, floor: F::Mover } => "sign_flip_monte_carlo+mover",
+            InferenceMethod::BettingCs { without_replacement: false } => "betting_cs",
+            InferenceMethod::BettingCs { without_replacement: true } => "betting_cs_without_replacement",
         }
     }
 
@@ -108,6 +114,8 @@ impl InferenceMethod {
             InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "Monte Carlo sign-flip, trial-noise t floor",
             InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "exact sign-flip + MOVER (no spread)",
             InferenceMethod::SignFlip { exact: false, floor: F::Mover } => "Monte Carlo sign-flip + MOVER (no spread)",
+            InferenceMethod::BettingCs { without_replacement: false } => "anytime-valid betting confidence sequence",
+            InferenceMethod::BettingCs { without_replacement: true } => "anytime-valid betting confidence sequence, without replacement",
         }
     }
 }

@@ -48,6 +48,8 @@ mod sign_flip;
 #[cfg(test)]
 pub(crate) mod simulation;
 #[cfg(test)]
+mod simulation_sequential;
+#[cfg(test)]
 mod tests;
 
 pub use binomial::*;

@@ -1,0 +1,350 @@
+//! Run until decided: the sequential design's rule, the same for the runner
+//! (which trials to start) and the report (what was decided).
+//!
+//! Tasks enter in the plan's seeded order. After each task, in that order,
+//! each comparison adds the task's paired difference (treatment pass rate
+//! minus control pass rate over the task's trials, in [-1, 1]) to an
+//! anytime-valid confidence sequence on the mean difference
+//! (`betting`: Waudby-Smith & Ramdas 2024), at level alpha / m over the
+//! family of m ablations (combined comparisons at alpha, as in the fixed
+//! design). A comparison is decided, for good, the first time its sequence
+//!
+//! - lies above 0: **helps**; below 0: **hurts**;
+//! - lies inside (-margin, +margin): **equivalent** within the margin.
+//!
+//! Because the sequence holds at every time at once, stopping at the first
+//! decision keeps the error rates: under no effect, helps or hurts is ever
+//! declared with probability at most alpha / m; at a true difference of
+//! exactly the margin, equivalent at most alpha / m.
+//!
+//! The decision after task k depends only on the records of the first k
+//! tasks in the order, never on which trials finished first: a resumed run
+//! replays its records and reaches the same decisions.
+
+pub mod betting;
+
+use betting::{BettingCs, Bets};
+use std::collections::HashMap;
+
+/// Where a comparison stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Undecided,
+    Helps,
+    Hurts,
+    Equivalent,
+}
+
+impl Decision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Undecided => "undecided",
+            Decision::Helps => "helps",
+            Decision::Hurts => "hurts",
+            Decision::Equivalent => "equivalent",
+        }
+    }
+}
+
+/// One comparison followed by the sequential rule: arm `treatment` against
+/// arm `control` on `model`, at level `alpha`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonSpec {
+    pub name: String,
+    pub control: String,
+    pub treatment: String,
+    pub model: String,
+    pub alpha: f64,
+}
+
+/// A comparison as the runner and the report name it: (name, control arm,
+/// treatment arm, whether it is an ablation).
+pub type Named<'a> = (&'a str, &'a str, &'a str, bool);
+
+/// What a sequential run follows: each comparison on each model, ablations at
+/// alpha / m for the m ablations of the run (every ablation on every model),
+/// combined comparisons at alpha, as the fixed design's report does.
+pub fn family(comparisons: &[Named<'_>], models: &[String], alpha: f64) -> Vec<ComparisonSpec> {
+    let m = (comparisons.iter().filter(|c| c.3).count() * models.len()).max(1);
+    let mut out = Vec::new();
+    for &(name, control, treatment, ablation) in comparisons {
+        for model in models {
+            out.push(ComparisonSpec {
+                name: name.to_string(),
+                control: control.to_string(),
+                treatment: treatment.to_string(),
+                model: model.clone(),
+                alpha: if ablation { alpha / m as f64 } else { alpha },
+            });
+        }
+    }
+    out
+}
+
+/// The bets of a run whose budget is `max_tasks` tasks: sized for half of
+/// it, so an effect a fixed design of that half detects with 80% power is
+/// decided in about as many tasks, a larger one in far fewer, while the
+/// sequence still narrows up to the budget (docs/statistics.md, the
+/// efficiency table).
+pub fn bets_for(max_tasks: usize) -> Bets {
+    Bets::Horizon((max_tasks / 2).max(1))
+}
+
+/// The confidence sequence of a mean difference in [-1, 1] and its decision.
+#[derive(Debug, Clone)]
+pub struct Sequence {
+    /// On x = (d + 1) / 2 in [0, 1]: the population of tasks like these.
+    cs: BettingCs,
+    /// Without replacement from the experiment's tasks: these tasks (None in simulations).
+    wor: Option<BettingCs>,
+    margin: Option<f64>,
+    sizing: Bets,
+    pub decision: Decision,
+    /// Tasks added when the decision was taken.
+    pub decided_at: Option<usize>,
+    sum_d: f64,
+    sum_d2: f64,
+}
+
+/// The followed points of a sequence: 0, then -margin and +margin (x scale).
+fn decision_points(margin: Option<f64>) -> Vec<f64> {
+    let mut points = vec![0.5];
+    if let Some(m) = margin {
+        points.extend([0.5 - m / 2.0, 0.5 + m / 2.0]);
+    }
+    points
+}
+
+/// A confidence interval of the mean difference, with what it speaks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SequenceInterval {
+    pub lo: f64,
+    pub hi: f64,
+    /// The suite's own mean (without replacement; every task used), or the
+    /// population of tasks like these.
+    pub these_tasks: bool,
+}
+
+impl Sequence {
+    /// `population`: the experiment's tasks (the without-replacement form's N);
+    /// `sizing`: the bets' (`Bets::Horizon(max_tasks)` in runs).
+    pub fn new(alpha: f64, margin: Option<f64>, population: usize, sizing: Bets) -> Sequence {
+        Sequence {
+            cs: BettingCs::new(alpha, sizing, None, &decision_points(margin), true),
+            wor: Some(BettingCs::new(alpha, sizing, Some(population.max(1)), &[], true)),
+            margin,
+            sizing,
+            decision: Decision::Undecided,
+            decided_at: None,
+            sum_d: 0.0,
+            sum_d2: 0.0,
+        }
+    }
+
+    /// The decisions alone, with `also` (differences) followed too (`excludes`):
+    /// no interval is computed, so each task costs a few logarithms (simulations).
+    pub fn untracked(alpha: f64, margin: Option<f64>, sizing: Bets, also: &[f64]) -> Sequence {
+        let mut points = decision_points(margin);
+        points.extend(also.iter().map(|d| (d + 1.0) / 2.0));
+        Sequence {
+            cs: BettingCs::new(alpha, sizing, None, &points, false),
+            wor: None,
+            margin,
+            sizing,
+            decision: Decision::Undecided,
+            decided_at: None,
+            sum_d: 0.0,
+            sum_d2: 0.0,
+        }
+    }
+
+    /// Whether the `i`-th difference given to `untracked` has left the sequence.
+    pub fn excludes(&self, i: usize) -> bool {
+        let p = self.cs.points()[1 + 2 * self.margin.is_some() as usize + i];
+        p.above || p.below
+    }
+
+    pub fn tasks(&self) -> usize {
+        self.cs.len()
+    }
+
+    /// Add a task's difference (treatment minus control, in [-1, 1]); decide
+    /// if the sequence now allows it. Differences after the decision are not added.
+    pub fn push(&mut self, d: f64) {
+        if self.decision != Decision::Undecided {
+            return;
+        }
+        let d = d.clamp(-1.0, 1.0);
+        self.sum_d += d;
+        self.sum_d2 += d * d;
+        self.cs.push((d + 1.0) / 2.0);
+        if let Some(w) = &mut self.wor {
+            w.push((d + 1.0) / 2.0);
+        }
+        let p = self.cs.points();
+        let decision = if p[0].above {
+            Decision::Helps
+        } else if p[0].below {
+            Decision::Hurts
+        } else if self.margin.is_some() && p[1].above && p[2].below {
+            Decision::Equivalent
+        } else {
+            Decision::Undecided
+        };
+        if decision != Decision::Undecided {
+            self.decision = decision;
+            self.decided_at = Some(self.cs.len());
+        }
+    }
+
+    /// The mean difference of the tasks added.
+    pub fn mean(&self) -> f64 {
+        if self.cs.is_empty() { f64::NAN } else { self.sum_d / self.cs.len() as f64 }
+    }
+
+    /// The sequence now, on the difference scale: for tasks like these, or,
+    /// once every task of the experiment is in, for these tasks.
+    pub fn interval(&self, all_tasks_in: bool) -> SequenceInterval {
+        let (lo, hi) = match (&self.wor, all_tasks_in) {
+            (Some(w), true) => w.interval(),
+            _ => self.cs.interval(),
+        };
+        SequenceInterval { lo: 2.0 * lo - 1.0, hi: 2.0 * hi - 1.0, these_tasks: all_tasks_in && self.wor.is_some() }
+    }
+
+    /// The running interval after each task (tasks like these), on the difference scale.
+    pub fn history(&self) -> Vec<(f64, f64)> {
+        self.cs.history().iter().map(|&(l, h)| (2.0 * l - 1.0, 2.0 * h - 1.0)).collect()
+    }
+
+    /// How many tasks in all the current estimate suggests a decision needs
+    /// (a projection of the sequence's width at the observed mean and spread):
+    /// None when it is more than `cap`.
+    pub fn projected_tasks(&self, cap: usize) -> Option<usize> {
+        let t = self.cs.len();
+        if t < 2 {
+            return None;
+        }
+        let mean = self.mean();
+        let var = ((self.sum_d2 - t as f64 * mean * mean) / (t as f64 - 1.0)).max(0.0);
+        // On x = (d + 1) / 2: half the spread; the half-width doubles back to d.
+        let sd_x = var.sqrt() / 2.0;
+        let room = |hw: f64| match self.margin {
+            Some(m) => hw < mean.abs() || hw < m - mean.abs(),
+            None => hw < mean.abs(),
+        };
+        let mut n = t;
+        while n <= cap {
+            if room(2.0 * betting::projected_half_width(sd_x, n, self.cs.alpha(), self.sizing)) {
+                return Some(n);
+            }
+            n = (n + 1).max(n + n / 20);
+        }
+        None
+    }
+}
+
+/// The sequential rule over a run: the task order, each comparison's
+/// sequence, and the outcomes of the tasks not yet added.
+#[derive(Debug)]
+pub struct Monitor {
+    order: HashMap<String, usize>,
+    tasks: usize,
+    trials: u32,
+    max_tasks: usize,
+    comparisons: Vec<(ComparisonSpec, Sequence)>,
+    /// The next task (position in the order) each comparison waits for.
+    next: Vec<usize>,
+    /// Pass values by (task position, arm, model): one slot per repeat.
+    outcomes: HashMap<(usize, String, String), Vec<Option<f64>>>,
+}
+
+impl Monitor {
+    /// `task_order`: the experiment's tasks in the order they enter;
+    /// `trials`: trials of each task per arm and model; at most `max_tasks` enter;
+    /// `sizing`: the bets of every sequence.
+    pub fn new(task_order: &[String], trials: u32, max_tasks: usize, margin: Option<f64>, sizing: Bets, comparisons: Vec<ComparisonSpec>) -> Monitor {
+        let n = task_order.len();
+        let next = vec![0; comparisons.len()];
+        Monitor {
+            order: task_order.iter().enumerate().map(|(i, t)| (t.clone(), i)).collect(),
+            tasks: n,
+            trials,
+            max_tasks: max_tasks.min(n),
+            comparisons: comparisons
+                .into_iter()
+                .map(|c| {
+                    let s = Sequence::new(c.alpha, margin, n, sizing);
+                    (c, s)
+                })
+                .collect(),
+            next,
+            outcomes: HashMap::new(),
+        }
+    }
+
+    /// A final record: `passed` (0 or 1, or a fraction) of `repeat` of `task` in `arm` on `model`.
+    /// Tasks now complete enter every comparison waiting for them, in order.
+    pub fn record(&mut self, task: &str, arm: &str, model: &str, repeat: u32, passed: f64) {
+        let Some(&k) = self.order.get(task) else { return };
+        if repeat >= self.trials {
+            return;
+        }
+        let slots = self.outcomes.entry((k, arm.to_string(), model.to_string())).or_insert_with(|| vec![None; self.trials as usize]);
+        slots[repeat as usize] = Some(passed);
+        self.advance();
+    }
+
+    fn mean_of(&self, k: usize, arm: &str, model: &str) -> Option<f64> {
+        let slots = self.outcomes.get(&(k, arm.to_string(), model.to_string()))?;
+        let mut sum = 0.0;
+        for s in slots {
+            sum += (*s)?;
+        }
+        Some(sum / slots.len() as f64)
+    }
+
+    fn advance(&mut self) {
+        for i in 0..self.comparisons.len() {
+            loop {
+                let k = self.next[i];
+                let (spec, seq) = &self.comparisons[i];
+                if seq.decision != Decision::Undecided || k >= self.max_tasks {
+                    break;
+                }
+                let (Some(c), Some(t)) = (self.mean_of(k, &spec.control, &spec.model), self.mean_of(k, &spec.treatment, &spec.model)) else { break };
+                self.comparisons[i].1.push(t - c);
+                self.next[i] += 1;
+            }
+        }
+    }
+
+    /// Whether a trial of `task` in `arm` on `model` serves a comparison not yet decided.
+    pub fn needs(&self, task: &str, arm: &str, model: &str) -> bool {
+        let Some(&k) = self.order.get(task) else { return false };
+        k < self.max_tasks
+            && self.comparisons.iter().any(|(c, s)| s.decision == Decision::Undecided && c.model == model && (c.control == arm || c.treatment == arm))
+    }
+
+    /// Every comparison decided, or at the end of its tasks.
+    pub fn finished(&self) -> bool {
+        self.comparisons.iter().zip(&self.next).all(|((_, s), &k)| s.decision != Decision::Undecided || k >= self.max_tasks)
+    }
+
+    pub fn comparisons(&self) -> impl Iterator<Item = (&ComparisonSpec, &Sequence)> {
+        self.comparisons.iter().map(|(c, s)| (c, s))
+    }
+
+    /// The experiment's tasks (the without-replacement population).
+    pub fn tasks(&self) -> usize {
+        self.tasks
+    }
+
+    pub fn max_tasks(&self) -> usize {
+        self.max_tasks
+    }
+}
+
+#[cfg(test)]
+mod tests;

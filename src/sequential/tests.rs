@@ -1,0 +1,141 @@
+//! Known values of the sequential rule. The sequences' expected ends come from
+//! `scripts/betting_cs_reference.py` (the formulas written again in plain
+//! Python: products, a grid scan and halving), printed by running it.
+
+use super::betting::{BettingCs, Bets};
+use super::*;
+
+const D1: [f64; 20] = [0.2, 0.1, 0.3, -0.1, 0.2, 0.4, 0.0, 0.2, 0.1, 0.3, 0.2, 0.1, 0.3, 0.2, 0.0, 0.2, 0.1, 0.3, 0.2, 0.2];
+const D2: [f64; 25] = [1., 0., 0., 1., 0., -1., 1., 0., 1., 1., 0., 0., 1., 0., 1., 1., 0., 1., 0., 1., 1., 0., 1., 1., 0.];
+
+fn x(d: &[f64]) -> Vec<f64> {
+    d.iter().map(|d| (d + 1.0) / 2.0).collect()
+}
+
+/// The running intersection after t observations, against the reference's (lo, hi) for each listed t.
+fn check(xs: &[f64], alpha: f64, sizing: Bets, population: Option<usize>, expected: &[(usize, f64, f64)]) {
+    let mut cs = BettingCs::new(alpha, sizing, population, &[], true);
+    for &v in xs {
+        cs.push(v);
+    }
+    for &(t, lo, hi) in expected {
+        let (l, h) = cs.history()[t - 1];
+        assert!((l - lo).abs() < 1e-7 && (h - hi).abs() < 1e-7, "t = {t}: [{l:.9}, {h:.9}], reference [{lo:.9}, {hi:.9}]");
+    }
+    // The untracked form recomputes the same running intersection.
+    let mut plain = BettingCs::new(alpha, sizing, population, &[], false);
+    for &v in xs {
+        plain.push(v);
+    }
+    let (l, h) = plain.interval();
+    let (el, eh) = cs.interval();
+    assert!((l - el).abs() < 1e-12 && (h - eh).abs() < 1e-12);
+}
+
+#[test]
+fn sequences_match_the_reference() {
+    check(&x(&D1), 0.05, Bets::Uniform, None, &[(1, 0.0, 1.0), (5, 0.178083147, 0.866108633), (10, 0.307634971, 0.782760768), (20, 0.416865164, 0.708151585)]);
+    check(&x(&D2), 0.01, Bets::Uniform, None, &[(1, 0.0, 1.0), (5, 0.139648865, 1.0), (10, 0.258105375, 0.976268729), (25, 0.475448278, 0.901921466)]);
+}
+
+#[test]
+fn without_replacement_matches_the_reference_and_ends_at_the_population_mean() {
+    check(
+        &x(&D1),
+        0.05,
+        Bets::Uniform,
+        Some(20),
+        &[(1, 0.03, 0.98), (5, 0.223160901, 0.839083689), (10, 0.381053281, 0.728545229), (20, 0.5875, 0.5875)],
+    );
+    check(&x(&D2), 0.05, Bets::Uniform, Some(30), &[(1, 0.033333333, 1.0), (5, 0.248261571, 0.95), (10, 0.384318951, 0.897403948), (25, 0.629756768, 0.783333333)]);
+}
+
+#[test]
+fn bets_sized_for_a_horizon_match_the_reference() {
+    check(&x(&D1), 0.05, Bets::Horizon(40), None, &[(5, 0.0, 1.0), (10, 0.292274743, 0.834639570), (20, 0.414950309, 0.712608037)]);
+    check(&x(&D2), 0.025, Bets::Horizon(25), Some(30), &[(5, 0.116666667, 0.95), (10, 0.343905121, 0.9), (25, 0.628773983, 0.783333333)]);
+}
+
+#[test]
+fn followed_points_agree_with_the_interval() {
+    // A point has left the sequence exactly when the running interval no longer holds it.
+    let xs = x(&D2);
+    let points: Vec<f64> = (0..=40).map(|i| i as f64 / 40.0).collect();
+    let mut cs = BettingCs::new(0.05, Bets::Uniform, None, &points, true);
+    for &v in &xs {
+        cs.push(v);
+        let (lo, hi) = cs.interval();
+        for p in cs.points() {
+            if (p.m - lo).abs() < 1e-6 || (p.m - hi).abs() < 1e-6 {
+                continue;
+            }
+            assert_eq!(p.above, p.m < lo, "m = {} [{lo}, {hi}]", p.m);
+            assert_eq!(p.below, p.m > hi, "m = {} [{lo}, {hi}]", p.m);
+        }
+    }
+}
+
+fn spec(name: &str, control: &str, treatment: &str, alpha: f64) -> ComparisonSpec {
+    ComparisonSpec { name: name.into(), control: control.into(), treatment: treatment.into(), model: "m".into(), alpha }
+}
+
+#[test]
+fn a_large_effect_is_decided_and_its_arm_stops_being_needed() {
+    // Every task: full passes, -a fails; -b the same as full. 40 tasks, one trial, margin 20 pp.
+    let tasks: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+    let comparisons = vec![spec("-a", "full", "minus-a", 0.025), spec("-b", "full", "minus-b", 0.025)];
+    let mut m = Monitor::new(&tasks, 1, 40, Some(0.2), Bets::Uniform, comparisons);
+    let mut stopped_at = None;
+    for (k, t) in tasks.iter().enumerate() {
+        m.record(t, "full", "m", 0, 1.0);
+        m.record(t, "minus-b", "m", 0, 1.0);
+        if m.needs(t, "minus-a", "m") {
+            m.record(t, "minus-a", "m", 0, 0.0);
+        } else if stopped_at.is_none() {
+            stopped_at = Some(k);
+        }
+    }
+    let seqs: Vec<&Sequence> = m.comparisons().map(|(_, s)| s).collect();
+    // By hand. -a: d = -1, x = 0 every task. The bet l_t^2 = 2 ln 80 / (s2_{t-1} t ln(1 + t)) with
+    // s2_{t-1} <= 0.41 / t stays above 1, so the downward bet at m = 1/2 is its truncation
+    // 0.5 / (1 - 0.5) = 1 and each factor is 1 + 1 * 0.5 = 1.5: 0.5 * 1.5^k >= 1 / 0.025 = 40
+    // first at k = 11 (1.5^10 = 57.7, 1.5^11 = 86.5).
+    assert_eq!((seqs[0].decision, seqs[0].decided_at), (Decision::Hurts, Some(11)));
+    assert_eq!(stopped_at, Some(11), "minus-a is not needed after its decision");
+    // -b: d = 0, x = 1/2 every task, s2_{t-1} = 0.25 / t, l_t^2 = 35.06 / ln(1 + t) > 1.25^2: the bets
+    // at 0.4 and 0.6 are their truncation 0.5 / 0.4 = 1.25, each factor 1 + 1.25 * 0.1 = 1.125, and
+    // 0.5 * 1.125^k >= 40 first at k = 38 (1.125^37 = 78.2, 1.125^38 = 88.0).
+    assert_eq!((seqs[1].decision, seqs[1].decided_at), (Decision::Equivalent, Some(38)), "{:?}", seqs[1].interval(false));
+    assert!(m.finished());
+    assert!(!m.needs("t39", "full", "m"), "every comparison is decided");
+}
+
+#[test]
+fn decisions_do_not_depend_on_the_order_records_arrive_in() {
+    let tasks: Vec<String> = (0..30).map(|i| format!("t{i}")).collect();
+    let outcome = |k: usize, arm: &str, r: u32| -> f64 {
+        let h = (k * 7 + r as usize * 3 + arm.len()) % 5;
+        if arm == "full" { (h < 4) as u8 as f64 } else { (h < 2) as u8 as f64 }
+    };
+    let mut records = Vec::new();
+    for (k, t) in tasks.iter().enumerate() {
+        for arm in ["full", "minus-a"] {
+            for r in 0..3 {
+                records.push((t.clone(), arm, r, outcome(k, arm, r)));
+            }
+        }
+    }
+    let run = |recs: &[(String, &str, u32, f64)]| {
+        let mut m = Monitor::new(&tasks, 3, 30, None, Bets::Horizon(30), vec![spec("-a", "full", "minus-a", 0.05)]);
+        for (t, arm, r, v) in recs {
+            m.record(t, arm, "m", *r, *v);
+        }
+        let (_, s) = m.comparisons().next().unwrap();
+        (s.decision, s.decided_at, s.tasks(), s.interval(false))
+    };
+    let forward = run(&records);
+    let mut shuffled = records.clone();
+    shuffled.reverse();
+    shuffled.swap(3, 40);
+    assert_eq!(forward, run(&shuffled));
+}

@@ -1,0 +1,173 @@
+//! The sequential design end to end against a scripted model with known pass
+//! rates: a large effect is decided after a fraction of the tasks and its
+//! arm stops; no effect is decided equivalent; a run killed with SIGKILL and
+//! resumed reaches the decisions of an uninterrupted one.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+const TASKS: usize = 40;
+
+/// Arm `b`'s instructions carry this marker: the scripted model answers it
+/// wrongly; every other arm rightly. So a -> b moves every task from pass to
+/// fail (d = -1) and a -> c moves none (d = 0).
+const MARK: &str = "WRONG-ARM";
+
+fn scripted(body: &Value) -> Reply {
+    let text = serde_json::to_string(&body["messages"]).unwrap();
+    openai_text(if text.contains(MARK) { WRONG_ADD } else { RIGHT_ADD })
+}
+
+/// A suite of `TASKS` copies of the tiny suite's add-two, ids add-00..add-39.
+fn suite(dir: &Path) -> PathBuf {
+    let from = fixture("tiny").join("add-two");
+    let root = dir.join("adds");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("suite.toml"), "name = \"adds\"\nversion = \"1.0.0\"\ndescription = \"copies of add-two\"\n").unwrap();
+    for i in 0..TASKS {
+        let id = format!("add-{i:02}");
+        let to = root.join(&id);
+        copy_dir(&from, &to);
+        let toml = std::fs::read_to_string(to.join("task.toml")).unwrap().replace("id = \"add-two\"", &format!("id = \"{id}\""));
+        std::fs::write(to.join("task.toml"), toml).unwrap();
+    }
+    root
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() { copy_dir(&p, &to.join(e.file_name())) } else { std::fs::copy(&p, to.join(e.file_name())).map(|_| ()).unwrap() }
+    }
+}
+
+fn config(dir: &Path, url: &str) -> PathBuf {
+    let suite = suite(dir);
+    for (name, text) in [("a.md", "You write Python. Arm A."), ("b.md", &format!("You write Python. {MARK}.")), ("c.md", "You write Python. Arm C.")] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let text = format!(
+        "[experiment]\nname = \"seq\"\nsuite = \"{}\"\ntrials = 1\nseed = 3\nmargin = 0.2\ndesign = \"sequential\"\n\n\
+         [budget]\nmax_steps = 2\nmax_output_tokens_per_step = 200\nmax_total_tokens = 100000\nmax_working_seconds = 60\n\n\
+         [[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"{url}\"\ntemperature = 0.0\n\n\
+         [arms.a]\nbase = \"bare\"\ninstructions = \"a.md\"\n[arms.b]\nbase = \"bare\"\ninstructions = \"b.md\"\n[arms.c]\nbase = \"bare\"\ninstructions = \"c.md\"\n\n\
+         [[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"c\"\n",
+        suite.display()
+    );
+    let path = dir.join("seq.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// effects.csv as (name -> column -> value).
+fn effects(run: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(run.join("effects.csv")).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    r.records().map(|row| header.iter().cloned().zip(row.unwrap().iter().map(String::from)).collect()).collect()
+}
+
+fn records(run: &Path) -> Vec<ablate::record::TrialRecord> {
+    ablate::record::jsonl::read::<ablate::record::TrialRecord>(&run.join("trials.jsonl")).unwrap().records
+}
+
+fn ablate(args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ablate"));
+    cmd.args(args).arg("--plain");
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions() {
+    let server = start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let results = dir.path().join("results");
+    let (cfg_s, results_s) = (cfg.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
+
+    // Uninterrupted.
+    let out = tokio::task::spawn_blocking({
+        let (c, r) = (cfg_s.clone(), results_s.clone());
+        move || output_within(&mut ablate(&["run", &c, "--results", &r, "--run-id", "whole", "--jobs", "2"]), Duration::from_secs(600))
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let whole = results.join("whole");
+    let e = effects(&whole);
+    let row = |treatment: &str| e.iter().find(|r| r["treatment"] == treatment).unwrap_or_else(|| panic!("{treatment}: {e:?}")).clone();
+    // By hand: alpha 0.05 / 2 ablations, bets sized for half the 40 tasks, l_t = sqrt(2 ln 80 / (s2_{t-1} 20)),
+    // at least sqrt(0.4382 / 0.25) = 1.32 here. a -> b, d = -1 (x = 0) each task: the downward bet at 1/2 is
+    // its truncation 1, each factor 1.5, and 0.5 * 1.5^k >= 40 first at k = 11 (1.5^10 = 57.7, 1.5^11 = 86.5).
+    let (hurt, same) = (row("b"), row("c"));
+    assert_eq!((hurt["design"].as_str(), hurt["verdict"].as_str(), hurt["decided_after_tasks"].as_str()), ("sequential", "hurts", "11"), "{hurt:?}");
+    assert_eq!(hurt["method"], "betting_cs");
+    assert_eq!(hurt["p_value"], "", "no p-value after optional stopping");
+    // a -> c, d = 0 (x = 1/2) each task: the bets at 0.4 and 0.6 are their truncation 1.25, each factor 1.125,
+    // and 0.5 * 1.125^k >= 40 first at k = 38 (1.125^37 = 78.2, 1.125^38 = 88.0).
+    assert_eq!((same["verdict"].as_str(), same["decided_after_tasks"].as_str()), ("equivalent within ±20 pp", "38"), "{same:?}");
+    assert!(stderr.contains("decided: ") && stderr.contains("hurts after 11 tasks"), "{stderr}");
+
+    // b's trials stop once a -> b is decided (a few may be under way: 2 at a time).
+    let recs = records(&whole);
+    let b_trials = recs.iter().filter(|r| r.arm == "b").count();
+    assert!((11..=13).contains(&b_trials), "{b_trials} trials of b");
+    // a and c run until a -> c is decided at task 38 (and no further than the tasks under way).
+    let c_trials = recs.iter().filter(|r| r.arm == "c").count();
+    assert!((38..=40).contains(&c_trials), "{c_trials} trials of c");
+    let manifest = ablate::record::ManifestHead::read(&whole).unwrap();
+    let order = manifest.sequential.unwrap().task_order;
+    assert_eq!(order.len(), TASKS);
+    // The seeded order is not the suite's.
+    assert_ne!(order, (0..TASKS).map(|i| format!("add-{i:02}")).collect::<Vec<_>>());
+    // b ran on the first tasks of the order only.
+    let first: std::collections::BTreeSet<&str> = order[..13].iter().map(String::as_str).collect();
+    assert!(recs.iter().filter(|r| r.arm == "b").all(|r| first.contains(r.task.as_str())));
+
+    // Killed (SIGKILL, the whole process group) part way, then resumed: the same decisions.
+    let log = dir.path().join("killed.log");
+    let mut child = {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = ablate(&["run", &cfg_s, "--results", &results_s, "--run-id", "killed", "--jobs", "2"]);
+        cmd.stdout(std::fs::File::create(&log).unwrap()).stderr(std::fs::File::create(dir.path().join("killed.err")).unwrap()).process_group(0);
+        cmd.spawn().unwrap()
+    };
+    let killed = results.join("killed");
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    loop {
+        let n = std::fs::read_to_string(killed.join("trials.jsonl")).map(|t| t.lines().count()).unwrap_or(0);
+        if n >= 20 || std::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = child.id() as i32;
+    rustix::process::kill_process_group(rustix::process::Pid::from_raw(pid).unwrap(), rustix::process::Signal::KILL).unwrap();
+    let _ = child.wait();
+    let partial = records(&killed).len();
+    assert!(partial >= 20 && partial < recs.len(), "killed after {partial} of {} records", recs.len());
+    let out = tokio::task::spawn_blocking({
+        let (c, k) = (cfg_s.clone(), killed.to_str().unwrap().to_string());
+        move || output_within(&mut ablate(&["run", &c, "--resume", &k, "--jobs", "2"]), Duration::from_secs(600))
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again = effects(&killed);
+    let key = |rows: &[std::collections::BTreeMap<String, String>]| -> Vec<(String, String, String, String, String)> {
+        rows.iter().map(|r| (r["name"].clone(), r["verdict"].clone(), r["decided_after_tasks"].clone(), r["lo"].clone(), r["hi"].clone())).collect()
+    };
+    assert_eq!(key(&again), key(&e));
+
+    // Shards are refused by name.
+    let out = output_within(&mut ablate(&["run", &cfg_s, "--results", &results_s, "--shard", "1/2"]), Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"), "{}", String::from_utf8_lossy(&out.stderr));
+}
