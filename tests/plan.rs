@@ -122,3 +122,51 @@ fn unknown_task_in_config_names_the_key() {
     assert_eq!(err.key.as_deref(), Some("experiment.tasks[1]"));
     assert!(err.to_string().contains("add-two, is-even"), "{err}");
 }
+
+#[test]
+fn a_sequential_design_runs_task_by_task_in_a_seeded_order_and_refuses_a_fixed_budget() {
+    let mut exp = experiment(3, 1, 2);
+    let fixed = build(&exp);
+    exp.sequential = Some(Default::default());
+    let seq = build(&exp);
+    // The same trials (ids hash the resolved experiment, so they differ from the fixed design's), task by task:
+    // every trial of the first task before any of the second.
+    assert_eq!(seq.trials.len(), fixed.trials.len());
+    let per_task = 7 * 2 * 3;
+    let first = &seq.trials[0].task;
+    assert!(seq.trials[..per_task].iter().all(|t| &t.task == first), "one task's trials come together");
+    assert!(seq.trials[per_task..].iter().all(|t| &t.task != first));
+    // Each (model, repeat) block holds every arm.
+    for block in seq.trials.chunks(7) {
+        let arms: HashSet<&str> = block.iter().map(|t| t.arm.as_str()).collect();
+        assert_eq!(arms.len(), 7);
+        assert!(block.iter().all(|t| t.model == block[0].model && t.repeat == block[0].repeat && t.task == block[0].task));
+    }
+    // The fixed design's order is the interleaved one, as before.
+    assert_ne!(fixed.trials[..per_task].iter().map(|t| &t.task).collect::<HashSet<_>>().len(), 1);
+    // The task order follows the seed: over seeds, both tasks come first.
+    let firsts: HashSet<String> = (1..12)
+        .map(|seed| {
+            let mut e = experiment(1, seed, 1);
+            e.sequential = Some(Default::default());
+            build(&e).trials[0].task.clone()
+        })
+        .collect();
+    assert_eq!(firsts.len(), 2);
+
+    // A budget of the sequential design in a fixed one: refused, naming the key.
+    let text = |extra: &str| {
+        format!(
+            "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n{extra}\n[budget]\nmax_steps = 3\nmax_output_tokens_per_step = 10\nmax_total_tokens = 100\nmax_working_seconds = 5\n\n[[models]]\nname = \"m\"\nprovider = \"ollama\"\nmodel = \"x\"\nendpoint = \"http://127.0.0.1:9\"\ntemperature = 0.3\n\n[arms.bare]\n",
+            tiny_suite().display()
+        )
+    };
+    let err = load_str(Path::new("/tmp/p.toml"), &text("max_tasks = 10\n")).unwrap_err().to_string();
+    assert!(err.contains("experiment.max_tasks") && err.contains("sequential"), "{err}");
+    let err = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_trials = 0\n")).unwrap_err().to_string();
+    assert!(err.contains("experiment.max_trials"), "{err}");
+    let err = load_str(Path::new("/tmp/p.toml"), &text("design = \"adaptive\"\n")).unwrap_err().to_string();
+    assert!(err.contains("experiment.design"), "{err}");
+    let ok = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_tasks = 1\n")).unwrap();
+    assert_eq!(ok.sequential.unwrap().max_tasks, Some(1));
+}

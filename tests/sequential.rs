@@ -131,6 +131,22 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     let first: std::collections::BTreeSet<&str> = order[..13].iter().map(String::as_str).collect();
     assert!(recs.iter().filter(|r| r.arm == "b").all(|r| first.contains(r.task.as_str())));
 
+    // The report says how each sequence went, with no p-value, and plots the sequences.
+    let report = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["report", whole.to_str().unwrap(), "--no-color"]),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&report.stdout);
+    println!("{text}");
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(text.contains("sequence: decided (hurts) after 11 tasks, "), "{text}");
+    assert!(text.contains("sequence: decided (equivalent) after 38 tasks, "), "{text}");
+    assert!(text.contains("anytime-valid"), "{text}");
+    let html = std::fs::read_to_string(whole.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Confidence sequences</h2>") && html.matches("<polygon").count() == 2, "two sequences plotted");
+    let md = std::fs::read_to_string(whole.join("report.md")).unwrap();
+    assert!(md.contains("decided (hurts) after 11 tasks"), "{md}");
+
     // Killed (SIGKILL, the whole process group) part way, then resumed: the same decisions.
     let log = dir.path().join("killed.log");
     let mut child = {

@@ -76,7 +76,7 @@ pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
 }
 
 /// What a sequential run's effects are, said in every output.
-pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (over these tasks, as run, once every task entered undecided); no p-values: a fixed-design test is not valid after stopping on the data";
+pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (over these tasks, as run, once every task entered undecided); no p-values: a fixed-design test is not valid after stopping on the data (the arms' pass-rate intervals describe the tasks each arm ran)";
 
 /// [`SEQUENTIAL_NOTE`] for a sequential run's effects; else [`ESTIMAND_NOTE`]
 /// when some effect of the list covers tasks like these.
@@ -689,11 +689,8 @@ fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectR
         let used = seq.tasks();
         let all_in = seq.decision == Decision::Undecided && used == order.len();
         let interval = seq.interval(all_in);
-        let in_sequence = |r: &&Row| {
-            data.models.name(r.model) == effect.model
-                && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
-                && r.status.is_final()
-        };
+        let in_sequence =
+            |r: &&Row| data.models.name(r.model) == effect.model && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used) && r.status.is_final();
         let rate = |arm: &str| {
             let rows: Vec<&Row> = data.trials.iter().filter(in_sequence).filter(|r| data.arms.name(r.arm) == arm).collect();
             let per_task = by_task(&rows, data.tasks.list.len(), Row::passed);

@@ -106,7 +106,13 @@ pub fn sequence_svg(e: &EffectReport, margin: Option<f64>) -> Option<String> {
     if let Some(k) = q.decided_after_tasks {
         let _ = write!(s, r##"<line x1="{0}" y1="{top}" x2="{0}" y2="{1}" stroke="#1a7f37" stroke-dasharray="2 2"/>"##, x(k as f64), h - bottom);
     }
-    let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">tasks in the order they entered (1 to {})</text>"##, (left + w) / 2.0, h - 8.0, q.history.len());
+    let _ = write!(
+        s,
+        r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">tasks in the order they entered (1 to {})</text>"##,
+        (left + w) / 2.0,
+        h - 8.0,
+        q.history.len()
+    );
     s.push_str("</svg>");
     Some(s)
 }

@@ -235,8 +235,20 @@ impl BettingCs {
         // The lower end: where the upward bettor stops winning (its capital decreases in m).
         let up_wins = |m: f64| self.capital(m).is_none_or(|c| c.up_wins(self.alpha));
         let down_wins = |m: f64| self.capital(m).is_none_or(|c| c.down_wins(self.alpha));
-        let lower = if !up_wins(lo) { lo } else if up_wins(hi) { hi } else { bisect(lo, hi, up_wins) };
-        let upper = if !down_wins(hi) { hi } else if down_wins(lo) { lo } else { bisect(lo, hi, |m| !down_wins(m)) };
+        let lower = if !up_wins(lo) {
+            lo
+        } else if up_wins(hi) {
+            hi
+        } else {
+            bisect(lo, hi, up_wins)
+        };
+        let upper = if !down_wins(hi) {
+            hi
+        } else if down_wins(lo) {
+            lo
+        } else {
+            bisect(lo, hi, |m| !down_wins(m))
+        };
         (lower, upper)
     }
 
@@ -267,7 +279,11 @@ impl BettingCs {
 fn bisect(mut lo: f64, mut hi: f64, inside: impl Fn(f64) -> bool) -> f64 {
     for _ in 0..60 {
         let mid = 0.5 * (lo + hi);
-        if inside(mid) { lo = mid } else { hi = mid }
+        if inside(mid) {
+            lo = mid
+        } else {
+            hi = mid
+        }
         if hi - lo < 1e-12 {
             break;
         }

@@ -23,7 +23,7 @@
 
 pub mod betting;
 
-use betting::{BettingCs, Bets};
+use betting::{Bets, BettingCs};
 use std::collections::HashMap;
 
 /// Where a comparison stands.

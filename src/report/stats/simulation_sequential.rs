@@ -27,7 +27,7 @@ fn replicate(cell: &Cell, rng: &mut SplitMix64, alpha: f64, margin: Option<f64>,
     let one = Cell { tasks: 1, ..*cell };
     let (mut c, mut t) = (vec![Vec::with_capacity(cell.repeats)], vec![Vec::with_capacity(cell.repeats)]);
     let (mut sum, mut sum2, mut peeked_rejects) = (0.0, 0.0, false);
-    for k in 1..=max_tasks {
+    for (k, &crit) in t_crit.iter().enumerate().take(max_tasks + 1).skip(1) {
         one.draw(rng, &mut c, &mut t);
         let d = mean(&t[0]) - mean(&c[0]);
         seq.push(d);
@@ -36,7 +36,7 @@ fn replicate(cell: &Cell, rng: &mut SplitMix64, alpha: f64, margin: Option<f64>,
         if k >= 2 && !peeked_rejects {
             let m = sum / k as f64;
             let var = (sum2 - k as f64 * m * m) / (k as f64 - 1.0);
-            peeked_rejects = var > 1e-12 && m.abs() > t_crit[k] * (var / k as f64).sqrt();
+            peeked_rejects = var > 1e-12 && m.abs() > crit * (var / k as f64).sqrt();
         }
         if seq.decision != Decision::Undecided {
             break;
@@ -145,7 +145,9 @@ fn simulation_sequential_efficiency() {
     let max_tasks = 2 * fixed;
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0xEF_F1C1_E000_0027);
-    println!("simulation_sequential_efficiency: the fixed design {fixed} tasks (paired t, 80% power at its MDE, alpha {alpha}); sequential up to {max_tasks} tasks; {reps} replications");
+    println!(
+        "simulation_sequential_efficiency: the fixed design {fixed} tasks (paired t, 80% power at its MDE, alpha {alpha}); sequential up to {max_tasks} tasks; {reps} replications"
+    );
     println!(
         "{:>6} {:>4} {:>4} {:>6} | {:>13} {:>13} {:>13} | {:>20}",
         "trials", "base", "icc", "MDE", "1x: ratio/ok", "2x: ratio/ok", "4x: ratio/ok", "0, margin 2x: ratio/eq"
