@@ -71,42 +71,22 @@ def interval(xs, alpha, n_pop=None, horizon=None):
         return k is None or (1 - THETA) * k[1] >= 1 / alpha
 
     grid = [lo_l + (hi_l - lo_l) * i / 20000 for i in range(20001)]
-    # lower end: first grid point where the upward bettor has not won
-    lo = None
-    for i, m in enumerate(grid):
-        if not up(m):
-            if i == 0:
-                lo = m
+
+    def halve(inside, a, b):
+        """The edge between a (inside) and b (outside)."""
+        for _ in range(80):
+            mid = (a + b) / 2
+            if inside(mid):
+                a = mid
             else:
-                a, b = grid[i - 1], m
-                for _ in range(80):
-                    mid = (a + b) / 2
-                    if up(mid):
-                        a = mid
-                    else:
-                        b = mid
-                lo = (a + b) / 2
-            break
-    if lo is None:
-        lo = hi_l
-    hi = None
-    for i in range(len(grid) - 1, -1, -1):
-        m = grid[i]
-        if not down(m):
-            if i == len(grid) - 1:
-                hi = m
-            else:
-                a, b = m, grid[i + 1]
-                for _ in range(80):
-                    mid = (a + b) / 2
-                    if down(mid):
-                        b = mid
-                    else:
-                        a = mid
-                hi = (a + b) / 2
-            break
-    if hi is None:
-        hi = lo_l
+                b = mid
+        return (a + b) / 2
+
+    # lower end: the first grid point where the upward bettor has not won
+    lo = next((m if i == 0 else halve(up, grid[i - 1], m) for i, m in enumerate(grid) if not up(m)), hi_l)
+    # upper end: the last grid point where the downward bettor has not won
+    last = len(grid) - 1
+    hi = next((grid[i] if i == last else halve(down, grid[i + 1], grid[i]) for i in range(last, -1, -1) if not down(grid[i])), lo_l)
     return lo, hi
 
 

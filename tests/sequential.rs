@@ -182,6 +182,26 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     };
     assert_eq!(key(&again), key(&e));
 
+    // A budget of 40 trials: tasks 0..10 need a, b and c (33 trials); after -b's decision at task 11,
+    // 2 a task: tasks 11, 12 and 13 enter (39), task 14 would make 41. -c is then undecided at budget after
+    // 14 tasks, whatever order the trials finished in.
+    let budget_cfg = dir.path().join("budget.toml");
+    std::fs::write(&budget_cfg, std::fs::read_to_string(&cfg).unwrap().replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_trials = 40\n"))
+        .unwrap();
+    let out = output_within(
+        &mut ablate(&["run", budget_cfg.to_str().unwrap(), "--results", &results_s, "--run-id", "budget", "--jobs", "3"]),
+        Duration::from_secs(600),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let budget = effects(&results.join("budget"));
+    let c = budget.iter().find(|r| r["treatment"] == "c").unwrap();
+    assert_eq!((c["n_tasks"].as_str(), c["decided_after_tasks"].as_str()), ("14", ""), "{c:?}");
+    assert!(c["verdict"].starts_with("undecided at budget: about "), "{c:?}");
+    let b = budget.iter().find(|r| r["treatment"] == "b").unwrap();
+    assert_eq!((b["verdict"].as_str(), b["decided_after_tasks"].as_str()), ("hurts", "11"));
+    let started = records(&results.join("budget")).len();
+    assert!((39..=42).contains(&started), "{started} trials started for a budget of 40 (39 used; b's trials under way at its decision)");
+
     // Shards are refused by name.
     let out = output_within(&mut ablate(&["run", &cfg_s, "--results", &results_s, "--shard", "1/2"]), Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(2));

@@ -121,7 +121,17 @@ fn plan_cmd(req: PlanRequest) -> anyhow::Result<Exit> {
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
         }
-        PlanRequest::Plan { exp, suite, plan, shard, json: false } => print!("{}", plan::render::render(&exp, &suite, &plan, shard)),
+        PlanRequest::Plan { exp, suite, plan, shard, json: false } => {
+            print!("{}", plan::render::render(&exp, &suite, &plan, shard));
+            if let Some(d) = &exp.sequential {
+                let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
+                let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
+                let ablations = exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
+                let level = exp.alpha / ablations.max(1) as f64;
+                let p = ablate::report::power::sequential_projection(exp.trials, max_tasks, level, exp.margin, 0.5, 0.25);
+                print!("{}", ablate::report::power::render_projection(&p, exp.trials, exp.margin));
+            }
+        }
     }
     Ok(Exit::Ok)
 }

@@ -127,8 +127,9 @@ pub enum EffectVerdict {
     Undecided { margin: f64, one_task: bool },
     /// A sequential run that spent its budget before deciding: the tasks the
     /// current estimate suggests a decision needs in all (None: more than
-    /// `PROJECTION_CAP`, or too few tasks to tell).
-    UndecidedAtBudget { projected_tasks: Option<usize> },
+    /// `PROJECTION_CAP`), `tasks` the tasks that entered, `every_task` when
+    /// they are all of the experiment's.
+    UndecidedAtBudget { projected_tasks: Option<usize>, tasks: usize, every_task: bool },
 }
 
 /// The most tasks a sequential report projects a decision to need.
@@ -161,11 +162,13 @@ impl std::fmt::Display for EffectVerdict {
             EffectVerdict::Undecided { margin, one_task } => {
                 write!(f, "undecided: neither an effect nor within ±{} pp{}", super::format::margin_pp(margin), only(one_task))
             }
-            EffectVerdict::UndecidedAtBudget { projected_tasks: Some(n) } => {
-                write!(f, "undecided at budget: about {n} tasks in all would decide it at the current estimate")
-            }
-            EffectVerdict::UndecidedAtBudget { projected_tasks: None } => {
-                write!(f, "undecided at budget: more than {PROJECTION_CAP} tasks would be needed at the current estimate")
+            EffectVerdict::UndecidedAtBudget { projected_tasks, tasks, every_task } => {
+                f.write_str(if every_task { "undecided with every task in" } else { "undecided at budget" })?;
+                match projected_tasks {
+                    _ if tasks < 2 => write!(f, ": {} too few to project how many more a decision needs", super::format::count(tasks, "task")),
+                    Some(n) => write!(f, ": about {n} tasks like these in all would decide it at the current estimate"),
+                    None => write!(f, ": more than {PROJECTION_CAP} tasks like these would be needed at the current estimate"),
+                }
             }
         }
     }
@@ -677,7 +680,8 @@ fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectR
     let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
     let models = if models.is_empty() { data.models.list.clone() } else { models };
     let family = crate::sequential::family(&named, &models, exp.alpha);
-    let mut monitor = Monitor::new(order, exp.trials, max_tasks, exp.margin, crate::sequential::bets_for(max_tasks), family);
+    let max_trials = design.max_trials.map(|n| n as usize);
+    let mut monitor = Monitor::new(order, exp.trials, max_tasks, max_trials, exp.margin, crate::sequential::bets_for(max_tasks), family);
     for r in &data.trials {
         if r.status.is_final() {
             monitor.record(data.tasks.name(r.task), data.arms.name(r.arm), data.models.name(r.model), r.repeat, r.passed());
@@ -717,26 +721,11 @@ fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectR
             Decision::Helps => EffectVerdict::Helps { one_task: false },
             Decision::Hurts => EffectVerdict::Hurts { one_task: false },
             Decision::Equivalent => EffectVerdict::Equivalent { margin: exp.margin.unwrap_or(f64::NAN), one_task: false },
-            Decision::Undecided if interval.these_tasks => these_tasks_verdict(interval.lo, interval.hi, exp.margin),
             Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
-            Decision::Undecided => EffectVerdict::UndecidedAtBudget { projected_tasks },
+            Decision::Undecided => EffectVerdict::UndecidedAtBudget { projected_tasks, tasks: used, every_task: used == order.len() },
         };
         effect.sequential =
             Some(SequentialEffect { decided_after_tasks: seq.decided_at, tasks: used, trials: nc + nt, projected_tasks, history: seq.history() });
-    }
-}
-
-/// Every task of the suite in: the without-replacement sequence speaks for
-/// these tasks, and decides by the same rule.
-fn these_tasks_verdict(lo: f64, hi: f64, margin: Option<f64>) -> EffectVerdict {
-    if lo > 0.0 {
-        EffectVerdict::Helps { one_task: false }
-    } else if hi < 0.0 {
-        EffectVerdict::Hurts { one_task: false }
-    } else if let Some(m) = margin.filter(|&m| lo > -m && hi < m) {
-        EffectVerdict::Equivalent { margin: m, one_task: false }
-    } else {
-        EffectVerdict::UndecidedAtBudget { projected_tasks: None }
     }
 }
 

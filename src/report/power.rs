@@ -154,3 +154,99 @@ mod tests {
         assert_eq!(trials_needed(0.01, 2e-7, 20.0, 0.1, 0.01, 0.8), Some(1));
     }
 }
+
+/// `ablate plan` for a sequential design: what a comparison is expected to
+/// take to a decision, by simulating the run's own rule (its level, margin,
+/// trials per task, budget and bets) on an assumed population of tasks:
+/// control pass rates Beta with mean `base` and intraclass correlation
+/// `icc`, the treatment moving each task in proportion to its room. Against
+/// it, the fixed design of half the budget of tasks (the size the bets are
+/// sized for): its MDE at 80% power (paired t at the comparison's level).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projection {
+    pub base: f64,
+    pub icc: f64,
+    pub level: f64,
+    pub fixed_tasks: usize,
+    pub mde: f64,
+    /// (effect, mean tasks used, share decided rightly) at 1x, 2x and 4x the
+    /// MDE (those the pass rate has room for) and at no effect, last.
+    pub rows: Vec<(f64, f64, f64)>,
+}
+
+pub const PROJECTION_REPS: usize = 400;
+
+pub fn sequential_projection(trials: u32, max_tasks: usize, level: f64, margin: Option<f64>, base: f64, icc: f64) -> Projection {
+    use crate::sequential::{Decision, Sequence, bets_for};
+    let fixed_tasks = (max_tasks / 2).max(2);
+    let var_d = 2.0 * base * (1.0 - base) * (1.0 - icc) / trials.max(1) as f64;
+    let mde = stats::min_detectable_effect(var_d, fixed_tasks as u64, level, 0.8);
+    let mut rng = stats::SplitMix64(0x9E0_7EC7_0000_0027);
+    let mut rows = Vec::new();
+    for k in [1.0, 2.0, 4.0, 0.0] {
+        // Effects the pass rate has no room for are left out.
+        let effect = k * mde;
+        if !(effect <= 1.0 - base) {
+            continue;
+        }
+        let (mut tasks, mut right) = (0usize, 0usize);
+        for _ in 0..PROJECTION_REPS {
+            let mut seq = Sequence::untracked(level, margin, bets_for(max_tasks), &[]);
+            for _ in 0..max_tasks {
+                let p = if icc == 0.0 {
+                    base
+                } else {
+                    let s = (1.0 - icc) / icc;
+                    rng.beta(base * s, (1.0 - base) * s)
+                };
+                let q = p + effect * (1.0 - p) / (1.0 - base);
+                let (mut c, mut t) = (0.0, 0.0);
+                for _ in 0..trials {
+                    c += rng.bernoulli(p);
+                    t += rng.bernoulli(q);
+                }
+                seq.push((t - c) / trials.max(1) as f64);
+                if seq.decision != Decision::Undecided {
+                    break;
+                }
+            }
+            tasks += seq.tasks();
+            let wanted = if k == 0.0 { Decision::Equivalent } else { Decision::Helps };
+            right += (seq.decision == wanted) as usize;
+        }
+        rows.push((effect, tasks as f64 / PROJECTION_REPS as f64, right as f64 / PROJECTION_REPS as f64));
+    }
+    Projection { base, icc, level, fixed_tasks, mde, rows }
+}
+
+pub fn render_projection(p: &Projection, trials: u32, margin: Option<f64>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "expected to a decision, per comparison (simulated with this design's rule, {PROJECTION_REPS} runs each; assumed: control pass rate {:.0}%, task ICC {}, the effect varying by task):",
+        p.base * 100.0,
+        p.icc
+    );
+    let _ = writeln!(s, "  {:>12} {:>8} {:>16} {:>8}", "effect", "tasks", "trials (2 arms)", "decided");
+    if p.rows.len() == 1 {
+        let _ = writeln!(s, "  no effect the pass rate has room for is detectable with this budget of tasks (below)");
+    }
+    for &(effect, tasks, right) in &p.rows {
+        let label = match (effect == 0.0, margin) {
+            (true, Some(m)) => format!("0 (±{:.1} pp)", m * 100.0),
+            (true, None) => "0".to_string(),
+            _ => format!("{:+.1} pp", effect * 100.0),
+        };
+        let decided = if effect == 0.0 && margin.is_none() { "never (no margin)".to_string() } else { format!("{:.0}%", right * 100.0) };
+        let _ = writeln!(s, "  {label:>12} {tasks:>8.1} {:>16.0} {decided:>8}", tasks * 2.0 * trials as f64);
+    }
+    let _ = writeln!(
+        s,
+        "  against the fixed design of {} tasks ({} trials a comparison): 80% power at {} (paired t at {:.4})",
+        p.fixed_tasks,
+        p.fixed_tasks * 2 * trials as usize,
+        if p.mde <= 1.0 { format!("{:+.1} pp", p.mde * 100.0) } else { "no effect at all".to_string() },
+        p.level
+    );
+    s
+}

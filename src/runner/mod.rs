@@ -241,7 +241,6 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             Some(Arc::new(Mutex::new(m)))
         }
     };
-    let max_trials = exp.sequential.as_ref().and_then(|d| d.max_trials).map(|n| n as usize);
 
     let shared = Arc::new(Shared {
         exp,
@@ -258,18 +257,9 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     });
     reporters.emit(&Event::Started { dir: &dir, planned: planned_count as u64, already: already as u64 });
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    // The trials to run, made one at a time from the order as slots free up;
-    // in a sequential run only those a comparison not yet decided needs, within its budget.
-    let mut started = already;
-    let needed = monitor.clone();
-    let work = plan
-        .specs(part)
-        .filter_map(|spec| ledger.next_attempt(&spec).map(|attempt| (spec, attempt)))
-        .filter(move |(spec, _)| needed.as_ref().is_none_or(|m| m.lock().unwrap().needs(&spec.task, &spec.arm, &spec.model)))
-        .take_while(move |_| {
-            started += 1;
-            max_trials.is_none_or(|max| started <= max)
-        });
+    // The trials to run, made one at a time from the order as slots free up
+    // (in a sequential run, gated by the monitor: `execute`).
+    let work = plan.specs(part).filter_map(|spec| ledger.next_attempt(&spec).map(|attempt| (spec, attempt)));
     let outcome = tokio::select! {
         r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone(), monitor.clone()) => r,
         // Dropping `execute` drops its JoinSet, which aborts the trials under way.
@@ -297,7 +287,8 @@ fn monitor_for(exp: &Experiment, plan: &plan::Order, design: &crate::experiment:
         exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
     let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
     let family = crate::sequential::family(&named, &models, exp.alpha);
-    crate::sequential::Monitor::new(&order, exp.trials, max_tasks, exp.margin, crate::sequential::bets_for(max_tasks), family)
+    let max_trials = design.max_trials.map(|n| n as usize);
+    crate::sequential::Monitor::new(&order, exp.trials, max_tasks, max_trials, exp.margin, crate::sequential::bets_for(max_tasks), family)
 }
 
 /// A record's pass value for the sequential rule: the report's (`passed` status).
@@ -534,6 +525,20 @@ async fn execute(
     let mut work = work.peekable();
     loop {
         while set.len() < jobs.max(1) {
+            // A sequential run starts only the trials an open comparison needs;
+            // near its budget of trials it waits for the trials under way.
+            let gate = match (&monitor, work.peek()) {
+                (Some(m), Some((spec, _))) => m.lock().unwrap().gate(&spec.task, &spec.arm, &spec.model),
+                _ => crate::sequential::Gate::Run,
+            };
+            match gate {
+                crate::sequential::Gate::Skip => {
+                    work.next();
+                    continue;
+                }
+                crate::sequential::Gate::Wait if !set.is_empty() => break,
+                _ => {}
+            }
             let Some((spec, attempt)) = work.next() else { break };
             let (shared, reporters, finished, monitor) = (shared.clone(), reporters.clone(), finished.clone(), monitor.clone());
             set.spawn(async move {

@@ -128,18 +128,10 @@ pub struct SequenceInterval {
 
 impl Sequence {
     /// `population`: the experiment's tasks (the without-replacement form's N);
-    /// `sizing`: the bets' (`Bets::Horizon(max_tasks)` in runs).
+    /// `sizing`: the bets' (`bets_for(max_tasks)` in runs).
     pub fn new(alpha: f64, margin: Option<f64>, population: usize, sizing: Bets) -> Sequence {
-        Sequence {
-            cs: BettingCs::new(alpha, sizing, None, &decision_points(margin), true),
-            wor: Some(BettingCs::new(alpha, sizing, Some(population.max(1)), &[], true)),
-            margin,
-            sizing,
-            decision: Decision::Undecided,
-            decided_at: None,
-            sum_d: 0.0,
-            sum_d2: 0.0,
-        }
+        let cs = BettingCs::new(alpha, sizing, None, &decision_points(margin), true);
+        Sequence::of(cs, Some(BettingCs::new(alpha, sizing, Some(population.max(1)), &[], true)), margin, sizing)
     }
 
     /// The decisions alone, with `also` (differences) followed too (`excludes`):
@@ -147,16 +139,11 @@ impl Sequence {
     pub fn untracked(alpha: f64, margin: Option<f64>, sizing: Bets, also: &[f64]) -> Sequence {
         let mut points = decision_points(margin);
         points.extend(also.iter().map(|d| (d + 1.0) / 2.0));
-        Sequence {
-            cs: BettingCs::new(alpha, sizing, None, &points, false),
-            wor: None,
-            margin,
-            sizing,
-            decision: Decision::Undecided,
-            decided_at: None,
-            sum_d: 0.0,
-            sum_d2: 0.0,
-        }
+        Sequence::of(BettingCs::new(alpha, sizing, None, &points, false), None, margin, sizing)
+    }
+
+    fn of(cs: BettingCs, wor: Option<BettingCs>, margin: Option<f64>, sizing: Bets) -> Sequence {
+        Sequence { cs, wor, margin, sizing, decision: Decision::Undecided, decided_at: None, sum_d: 0.0, sum_d2: 0.0 }
     }
 
     /// Whether the `i`-th difference given to `untracked` has left the sequence.
@@ -258,13 +245,45 @@ pub struct Monitor {
     next: Vec<usize>,
     /// Pass values by (task position, arm, model): one slot per repeat.
     outcomes: HashMap<(usize, String, String), Vec<Option<f64>>>,
+    /// The budget of trials: tasks enter while the trials the tasks so far
+    /// needed (`needed_through`) stay within it.
+    max_trials: Option<usize>,
+}
+
+/// What the runner does with a trial of a sequential run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Some comparison not yet decided needs it.
+    Run,
+    /// No comparison will: decided, or past the budget.
+    Skip,
+    /// Whether it falls inside the budget of trials depends on decisions the
+    /// trials under way will make: ask again when one has finished.
+    Wait,
+}
+
+/// How a comparison is counted as needing a task it has not reached yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Count {
+    /// Only what is known: it needs the tasks it entered and, open, its next one (decided, no later one).
+    Known,
+    /// As if it needed every task until its budget (it may decide before).
+    Undecided,
 }
 
 impl Monitor {
     /// `task_order`: the experiment's tasks in the order they enter;
     /// `trials`: trials of each task per arm and model; at most `max_tasks` enter;
-    /// `sizing`: the bets of every sequence.
-    pub fn new(task_order: &[String], trials: u32, max_tasks: usize, margin: Option<f64>, sizing: Bets, comparisons: Vec<ComparisonSpec>) -> Monitor {
+    /// `sizing`: the bets of every sequence; `max_trials`: the budget of trials.
+    pub fn new(
+        task_order: &[String],
+        trials: u32,
+        max_tasks: usize,
+        max_trials: Option<usize>,
+        margin: Option<f64>,
+        sizing: Bets,
+        comparisons: Vec<ComparisonSpec>,
+    ) -> Monitor {
         let n = task_order.len();
         let next = vec![0; comparisons.len()];
         Monitor {
@@ -281,6 +300,7 @@ impl Monitor {
                 .collect(),
             next,
             outcomes: HashMap::new(),
+            max_trials,
         }
     }
 
@@ -305,31 +325,99 @@ impl Monitor {
         Some(sum / slots.len() as f64)
     }
 
+    /// Tasks enter each comparison in order once complete. With a budget of
+    /// trials, task k enters only when the trials tasks 0..=k need are known
+    /// (every comparison still open has entered the tasks before k) and
+    /// within the budget: the rule depends on the records alone.
     fn advance(&mut self) {
-        for i in 0..self.comparisons.len() {
-            loop {
-                let k = self.next[i];
-                let (spec, seq) = &self.comparisons[i];
-                if seq.decision != Decision::Undecided || k >= self.max_tasks {
-                    break;
+        loop {
+            let mut moved = false;
+            for i in 0..self.comparisons.len() {
+                loop {
+                    let k = self.next[i];
+                    let (spec, seq) = &self.comparisons[i];
+                    if seq.decision != Decision::Undecided || k >= self.max_tasks || !self.within_budget(k) {
+                        break;
+                    }
+                    let (Some(c), Some(t)) = (self.mean_of(k, &spec.control, &spec.model), self.mean_of(k, &spec.treatment, &spec.model)) else { break };
+                    self.comparisons[i].1.push(t - c);
+                    self.next[i] += 1;
+                    moved = true;
                 }
-                let (Some(c), Some(t)) = (self.mean_of(k, &spec.control, &spec.model), self.mean_of(k, &spec.treatment, &spec.model)) else { break };
-                self.comparisons[i].1.push(t - c);
-                self.next[i] += 1;
+            }
+            if !moved {
+                break;
             }
         }
     }
 
+    /// Whether task k may enter under the budget of trials (known for certain).
+    fn within_budget(&self, k: usize) -> bool {
+        let Some(max) = self.max_trials else { return true };
+        let open_behind = self.comparisons.iter().zip(&self.next).any(|((_, s), &n)| s.decision == Decision::Undecided && n < k);
+        !open_behind && self.needed_through(k, Count::Undecided) <= max
+    }
+
+    /// Whether comparison `i` needs task `j`, counted as `count` says when it is open and has not reached `j`.
+    fn needs_task(&self, i: usize, j: usize, count: Count) -> bool {
+        let seq = &self.comparisons[i].1;
+        match seq.decided_at {
+            Some(d) => j < d,
+            // Open now, it needs its next task for certain; later ones only if it stays open.
+            None => j <= self.next[i] || count == Count::Undecided,
+        }
+    }
+
+    /// The trials tasks 0..=k need: per task, every (arm, model) of a
+    /// comparison that needs it, times the trials per task.
+    fn needed_through(&self, k: usize, count: Count) -> usize {
+        let mut total = 0;
+        for j in 0..=k.min(self.tasks.saturating_sub(1)) {
+            let mut arms: Vec<(&str, &str)> = Vec::new();
+            for (i, (c, _)) in self.comparisons.iter().enumerate() {
+                if self.needs_task(i, j, count) {
+                    for arm in [&c.control, &c.treatment] {
+                        if !arms.contains(&(arm.as_str(), c.model.as_str())) {
+                            arms.push((arm.as_str(), c.model.as_str()));
+                        }
+                    }
+                }
+            }
+            total += arms.len() * self.trials as usize;
+        }
+        total
+    }
+
     /// Whether a trial of `task` in `arm` on `model` serves a comparison not yet decided.
     pub fn needs(&self, task: &str, arm: &str, model: &str) -> bool {
-        let Some(&k) = self.order.get(task) else { return false };
-        k < self.max_tasks
-            && self.comparisons.iter().any(|(c, s)| s.decision == Decision::Undecided && c.model == model && (c.control == arm || c.treatment == arm))
+        self.gate(task, arm, model) != Gate::Skip
+    }
+
+    /// Whether to start a trial of `task` in `arm` on `model` now: run it
+    /// when an open comparison needs it and the task is inside the budgets
+    /// for certain; skip it when not; wait when the budget of trials depends
+    /// on decisions still to come (the trials under way decide it).
+    pub fn gate(&self, task: &str, arm: &str, model: &str) -> Gate {
+        let Some(&k) = self.order.get(task) else { return Gate::Skip };
+        let open = self.comparisons.iter().any(|(c, s)| s.decision == Decision::Undecided && c.model == model && (c.control == arm || c.treatment == arm));
+        if k >= self.max_tasks || !open {
+            return Gate::Skip;
+        }
+        let Some(max) = self.max_trials else { return Gate::Run };
+        if self.needed_through(k, Count::Undecided) <= max {
+            Gate::Run
+        } else if self.needed_through(k, Count::Known) > max {
+            Gate::Skip
+        } else {
+            Gate::Wait
+        }
     }
 
     /// Every comparison decided, or at the end of its tasks.
     pub fn finished(&self) -> bool {
-        self.comparisons.iter().zip(&self.next).all(|((_, s), &k)| s.decision != Decision::Undecided || k >= self.max_tasks)
+        self.comparisons.iter().zip(&self.next).all(|((_, s), &k)| {
+            s.decision != Decision::Undecided || k >= self.max_tasks || self.max_trials.is_some_and(|m| self.needed_through(k, Count::Known) > m)
+        })
     }
 
     pub fn comparisons(&self) -> impl Iterator<Item = (&ComparisonSpec, &Sequence)> {

@@ -84,7 +84,7 @@ fn a_large_effect_is_decided_and_its_arm_stops_being_needed() {
     // Every task: full passes, -a fails; -b the same as full. 40 tasks, one trial, margin 20 pp.
     let tasks: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
     let comparisons = vec![spec("-a", "full", "minus-a", 0.025), spec("-b", "full", "minus-b", 0.025)];
-    let mut m = Monitor::new(&tasks, 1, 40, Some(0.2), Bets::Uniform, comparisons);
+    let mut m = Monitor::new(&tasks, 1, 40, None, Some(0.2), Bets::Uniform, comparisons);
     let mut stopped_at = None;
     for (k, t) in tasks.iter().enumerate() {
         m.record(t, "full", "m", 0, 1.0);
@@ -126,7 +126,7 @@ fn decisions_do_not_depend_on_the_order_records_arrive_in() {
         }
     }
     let run = |recs: &[(String, &str, u32, f64)]| {
-        let mut m = Monitor::new(&tasks, 3, 30, None, Bets::Horizon(30), vec![spec("-a", "full", "minus-a", 0.05)]);
+        let mut m = Monitor::new(&tasks, 3, 30, None, None, Bets::Horizon(30), vec![spec("-a", "full", "minus-a", 0.05)]);
         for (t, arm, r, v) in recs {
             m.record(t, arm, "m", *r, *v);
         }
@@ -138,4 +138,43 @@ fn decisions_do_not_depend_on_the_order_records_arrive_in() {
     shuffled.reverse();
     shuffled.swap(3, 40);
     assert_eq!(forward, run(&shuffled));
+}
+
+#[test]
+fn a_budget_of_trials_counts_what_the_tasks_needed_whatever_order_records_come_in() {
+    // a -> b: d = -1 every task (decided after 11 tasks, by the hand computation above); a -> c: d = 0,
+    // no margin, never decided. One trial. Tasks 0..10 need a, b and c (33 trials), later tasks a and c
+    // (2 each): a budget of 40 trials lets tasks 11, 12 and 13 in (39), not task 14 (41).
+    let tasks: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+    let comparisons = || vec![spec("-b", "a", "b", 0.025), spec("-c", "a", "c", 0.025)];
+    let mut records = Vec::new();
+    for t in &tasks {
+        records.push((t.clone(), "a", 1.0));
+        records.push((t.clone(), "b", 0.0));
+        records.push((t.clone(), "c", 1.0));
+    }
+    let replay = |recs: &[(String, &str, f64)]| {
+        let mut m = Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons());
+        for (t, arm, v) in recs {
+            m.record(t, arm, "m", 0, *v);
+        }
+        let seqs: Vec<(Decision, Option<usize>, usize)> = m.comparisons().map(|(_, s)| (s.decision, s.decided_at, s.tasks())).collect();
+        (seqs, m.finished(), m.gate("t13", "c", "m"), m.gate("t14", "c", "m"), m.gate("t11", "b", "m"))
+    };
+    let forward = replay(&records);
+    assert_eq!(forward.0, vec![(Decision::Hurts, Some(11), 11), (Decision::Undecided, None, 14)]);
+    assert!(forward.1, "every comparison decided or at its budget");
+    assert_eq!((forward.2, forward.3, forward.4), (Gate::Run, Gate::Skip, Gate::Skip));
+    // Records of later tasks first (trials finishing out of order, or started and not needed): the same.
+    let mut backward = records.clone();
+    backward.reverse();
+    assert_eq!(replay(&backward), forward);
+
+    // Before -b is decided, whether task 14's trials fall inside the budget is not known yet: wait.
+    let mut m = Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons());
+    for (t, arm, v) in &records[..3 * 5] {
+        m.record(t, arm, "m", 0, *v);
+    }
+    assert_eq!(m.gate("t12", "c", "m"), Gate::Run, "13 tasks of 3 trials are 39 even if nothing is decided");
+    assert_eq!(m.gate("t13", "c", "m"), Gate::Wait, "42 if -b stays open, 39 if it is decided by task 11");
 }

@@ -216,6 +216,50 @@ impl SplitMix64 {
     }
 }
 
+/// Draws from `SplitMix64` for the simulations and the sequential design's
+/// projection (`report::power::sequential_projection`).
+impl SplitMix64 {
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+    /// Standard Normal by Box-Muller.
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.uniform(); // (0, 1]
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+    pub fn bernoulli(&mut self, p: f64) -> f64 {
+        if self.uniform() < p { 1.0 } else { 0.0 }
+    }
+    /// Gamma(k, 1) by Marsaglia & Tsang (2000, ACM TOMS 26:363-372),
+    /// with `Gamma(k) = Gamma(k + 1) U^(1/k)` for `k < 1`.
+    pub fn gamma(&mut self, k: f64) -> f64 {
+        if k < 1.0 {
+            let u = 1.0 - self.uniform();
+            return self.gamma(k + 1.0) * u.powf(1.0 / k);
+        }
+        let d = k - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = 1.0 - self.uniform();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+    /// Beta(a, b) as X / (X + Y), X ~ Gamma(a), Y ~ Gamma(b).
+    pub fn beta(&mut self, a: f64, b: f64) -> f64 {
+        let (x, y) = (self.gamma(a), self.gamma(b));
+        if x + y == 0.0 { 0.5 } else { x / (x + y) }
+    }
+}
+
 fn monte_carlo(d: &[f64]) -> SubsetMeans {
     let unit = 1.0 / (SIGN_FLIP_DRAWS + 1) as f64;
     let mut rng = SplitMix64(0xAB1A_7E00_0000_0000 ^ d.len() as u64);
