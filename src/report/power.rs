@@ -186,7 +186,7 @@ pub fn sequential_projection(trials: u32, max_tasks: usize, level: f64, margin: 
     for k in [1.0, 2.0, 4.0, 0.0] {
         // Effects the pass rate has no room for are left out.
         let effect = k * mde;
-        if !(effect <= 1.0 - base) {
+        if effect.is_nan() || effect > 1.0 - base {
             continue;
         }
         let (mut tasks, mut right) = (0usize, 0usize);
