@@ -92,12 +92,8 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             "budget: at most {max_tasks} of {tasks} tasks{}; at most {total} trials if nothing is decided",
             d.max_trials.map(|n| format!(" and {n} trials")).unwrap_or_default()
         );
-        let order = plan.trials.iter().fold(Vec::<&str>::new(), |mut v, t| {
-            if !v.contains(&t.task.as_str()) {
-                v.push(&t.task);
-            }
-            v
-        });
+        let mut seen = std::collections::HashSet::new();
+        let order: Vec<&str> = plan.trials.iter().map(|t| t.task.as_str()).filter(|t| seen.insert(*t)).collect();
         let _ = writeln!(s, "task order (first {} of {}): {}", order.len().min(8), order.len(), order.iter().take(8).copied().collect::<Vec<_>>().join(", "));
     }
     if let Some(shard) = shard {

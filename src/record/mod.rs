@@ -83,6 +83,11 @@ impl TrialStatus {
         matches!(self, TrialStatus::ProviderError | TrialStatus::HarnessError | TrialStatus::GraderError | TrialStatus::Interrupted)
     }
 
+    /// The trial's outcome as the analysis counts it: 1 for passed, 0 for anything else.
+    pub fn pass_value(self) -> f64 {
+        if self == TrialStatus::Passed { 1.0 } else { 0.0 }
+    }
+
     /// A final record ends the trial; an interrupted attempt is re-run on resume.
     pub fn is_final(self) -> bool {
         self != TrialStatus::Interrupted

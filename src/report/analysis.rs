@@ -673,15 +673,20 @@ fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectR
     use crate::sequential::{Decision, Monitor};
     let exp = &data.manifest.experiment;
     let design = exp.sequential.clone().unwrap_or_default();
-    let max_tasks = design.max_tasks.map_or(order.len(), |n| (n as usize).min(order.len()));
     let comparisons = data.manifest.comparisons();
     let named: Vec<crate::sequential::Named<'_>> =
         comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
     let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
     let models = if models.is_empty() { data.models.list.clone() } else { models };
-    let family = crate::sequential::family(&named, &models, exp.alpha);
-    let max_trials = design.max_trials.map(|n| n as usize);
-    let mut monitor = Monitor::new(order, exp.trials, max_tasks, max_trials, exp.margin, crate::sequential::bets_for(max_tasks), family);
+    let run = crate::sequential::RunDesign {
+        task_order: order,
+        trials: exp.trials,
+        max_tasks: design.max_tasks,
+        max_trials: design.max_trials,
+        margin: exp.margin,
+        alpha: exp.alpha,
+    };
+    let mut monitor = Monitor::for_run(&run, &named, &models, true);
     for r in &data.trials {
         if r.status.is_final() {
             monitor.record(data.tasks.name(r.task), data.arms.name(r.arm), data.models.name(r.model), r.repeat, r.passed());

@@ -35,7 +35,7 @@ pub struct Row {
 
 impl Row {
     pub fn passed(&self) -> f64 {
-        if self.status == TrialStatus::Passed { 1.0 } else { 0.0 }
+        self.status.pass_value()
     }
     /// Passed when what the trial left passes, a timed-out or stopped trial
     /// too (Harbor's scoring: the reward counts). Policy violations never pass.

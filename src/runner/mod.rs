@@ -234,7 +234,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             let mut m = monitor_for(&exp, &plan, design);
             crate::record::jsonl::for_each::<TrialRecord>(&trials_path, |r| {
                 if r.status.is_final() {
-                    m.record(&r.task, &r.arm, &r.model, r.repeat, passed(&r));
+                    m.record(&r.task, &r.arm, &r.model, r.repeat, r.status.pass_value());
                 }
             })
             .map_err(io_error(&dir))?;
@@ -282,18 +282,18 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
 /// on every model, its budget of tasks, its bets sized for that budget.
 fn monitor_for(exp: &Experiment, plan: &plan::Order, design: &crate::experiment::config::SequentialDesign) -> crate::sequential::Monitor {
     let order = plan.task_order();
-    let max_tasks = design.max_tasks.map_or(order.len(), |n| (n as usize).min(order.len()));
+    let run = crate::sequential::RunDesign {
+        task_order: &order,
+        trials: exp.trials,
+        max_tasks: design.max_tasks,
+        max_trials: design.max_trials,
+        margin: exp.margin,
+        alpha: exp.alpha,
+    };
     let named: Vec<crate::sequential::Named<'_>> =
         exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
     let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
-    let family = crate::sequential::family(&named, &models, exp.alpha);
-    let max_trials = design.max_trials.map(|n| n as usize);
-    crate::sequential::Monitor::new(&order, exp.trials, max_tasks, max_trials, exp.margin, crate::sequential::bets_for(max_tasks), family)
-}
-
-/// A record's pass value for the sequential rule: the report's (`passed` status).
-fn passed(r: &TrialRecord) -> f64 {
-    if r.status == TrialStatus::Passed { 1.0 } else { 0.0 }
+    crate::sequential::Monitor::for_run(&run, &named, &models, false)
 }
 
 fn io_error(dir: &Path) -> impl Fn(std::io::Error) -> RunError + use<> {
@@ -546,18 +546,7 @@ async fn execute(
                 if let Some(m) = &monitor
                     && rec.status.is_final()
                 {
-                    let decided = {
-                        let mut m = m.lock().unwrap();
-                        let before: Vec<_> = m.comparisons().map(|(_, s)| s.decision).collect();
-                        m.record(&rec.task, &rec.arm, &rec.model, rec.repeat, passed(&rec));
-                        let now: Vec<String> = m
-                            .comparisons()
-                            .zip(before)
-                            .filter(|((_, s), b)| s.decision != *b)
-                            .map(|((c, s), _)| format!("{} on {}: {} after {} tasks", c.name, c.model, s.decision.name(), s.tasks()))
-                            .collect();
-                        now
-                    };
+                    let decided = m.lock().unwrap().record(&rec.task, &rec.arm, &rec.model, rec.repeat, rec.status.pass_value());
                     for d in decided {
                         reporters.emit(&Event::Decided(&d));
                     }

@@ -82,6 +82,29 @@ pub fn family(comparisons: &[Named<'_>], models: &[String], alpha: f64) -> Vec<C
     out
 }
 
+/// A run's sequential design as the manifest or the config gives it.
+pub struct RunDesign<'a> {
+    /// The experiment's tasks in the order they enter.
+    pub task_order: &'a [String],
+    pub trials: u32,
+    pub max_tasks: Option<u32>,
+    pub max_trials: Option<u64>,
+    pub margin: Option<f64>,
+    pub alpha: f64,
+}
+
+impl Monitor {
+    /// The monitor of a run: its comparisons on every model (`family`), at
+    /// most `max_tasks` tasks (every task by default), its bets (`bets_for`).
+    /// The runner and the report both build it here, so they follow one rule.
+    pub fn for_run(d: &RunDesign<'_>, comparisons: &[Named<'_>], models: &[String], history: bool) -> Monitor {
+        let max_tasks = d.max_tasks.map_or(d.task_order.len(), |n| (n as usize).min(d.task_order.len()));
+        let family = family(comparisons, models, d.alpha);
+        let max_trials = d.max_trials.map(|n| n as usize);
+        Monitor::new(d.task_order, d.trials, max_tasks, max_trials, d.margin, bets_for(max_tasks), family, history)
+    }
+}
+
 /// The bets of a run whose budget is `max_tasks` tasks: sized for half of
 /// it, so an effect a fixed design of that half detects with 80% power is
 /// decided in about as many tasks, a larger one in far fewer, while the
@@ -128,10 +151,12 @@ pub struct SequenceInterval {
 
 impl Sequence {
     /// `population`: the experiment's tasks (the without-replacement form's N);
-    /// `sizing`: the bets' (`bets_for(max_tasks)` in runs).
-    pub fn new(alpha: f64, margin: Option<f64>, population: usize, sizing: Bets) -> Sequence {
-        let cs = BettingCs::new(alpha, sizing, None, &decision_points(margin), true);
-        Sequence::of(cs, Some(BettingCs::new(alpha, sizing, Some(population.max(1)), &[], true)), margin, sizing)
+    /// `sizing`: the bets' (`bets_for(max_tasks)` in runs); `history`: the
+    /// interval after every task kept (the report's plot; the runner needs
+    /// only the decisions). The without-replacement interval is found when asked.
+    pub fn new(alpha: f64, margin: Option<f64>, population: usize, sizing: Bets, history: bool) -> Sequence {
+        let cs = BettingCs::new(alpha, sizing, None, &decision_points(margin), history);
+        Sequence::of(cs, Some(BettingCs::new(alpha, sizing, Some(population.max(1)), &[], false)), margin, sizing)
     }
 
     /// The decisions alone, with `also` (differences) followed too (`excludes`):
@@ -200,7 +225,8 @@ impl Sequence {
         SequenceInterval { lo: 2.0 * lo - 1.0, hi: 2.0 * hi - 1.0, these_tasks: all_tasks_in && self.wor.is_some() }
     }
 
-    /// The running interval after each task (tasks like these), on the difference scale.
+    /// The running interval after each task (tasks like these), on the
+    /// difference scale; empty unless the sequence keeps its history.
     pub fn history(&self) -> Vec<(f64, f64)> {
         self.cs.history().iter().map(|&(l, h)| (2.0 * l - 1.0, 2.0 * h - 1.0)).collect()
     }
@@ -274,7 +300,9 @@ enum Count {
 impl Monitor {
     /// `task_order`: the experiment's tasks in the order they enter;
     /// `trials`: trials of each task per arm and model; at most `max_tasks` enter;
-    /// `sizing`: the bets of every sequence; `max_trials`: the budget of trials.
+    /// `sizing`: the bets of every sequence; `max_trials`: the budget of
+    /// trials; `history`: every sequence keeps its interval after each task.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         task_order: &[String],
         trials: u32,
@@ -283,6 +311,7 @@ impl Monitor {
         margin: Option<f64>,
         sizing: Bets,
         comparisons: Vec<ComparisonSpec>,
+        history: bool,
     ) -> Monitor {
         let n = task_order.len();
         let next = vec![0; comparisons.len()];
@@ -294,7 +323,7 @@ impl Monitor {
             comparisons: comparisons
                 .into_iter()
                 .map(|c| {
-                    let s = Sequence::new(c.alpha, margin, n, sizing);
+                    let s = Sequence::new(c.alpha, margin, n, sizing, history);
                     (c, s)
                 })
                 .collect(),
@@ -306,14 +335,22 @@ impl Monitor {
 
     /// A final record: `passed` (0 or 1, or a fraction) of `repeat` of `task` in `arm` on `model`.
     /// Tasks now complete enter every comparison waiting for them, in order.
-    pub fn record(&mut self, task: &str, arm: &str, model: &str, repeat: u32, passed: f64) {
-        let Some(&k) = self.order.get(task) else { return };
+    /// Returns the comparisons this decided, as "NAME on MODEL: DECISION after N tasks".
+    pub fn record(&mut self, task: &str, arm: &str, model: &str, repeat: u32, passed: f64) -> Vec<String> {
+        let Some(&k) = self.order.get(task) else { return Vec::new() };
         if repeat >= self.trials {
-            return;
+            return Vec::new();
         }
         let slots = self.outcomes.entry((k, arm.to_string(), model.to_string())).or_insert_with(|| vec![None; self.trials as usize]);
         slots[repeat as usize] = Some(passed);
+        let open: Vec<bool> = self.comparisons.iter().map(|(_, s)| s.decision == Decision::Undecided).collect();
         self.advance();
+        self.comparisons
+            .iter()
+            .zip(open)
+            .filter(|((_, s), was_open)| *was_open && s.decision != Decision::Undecided)
+            .map(|((c, s), _)| format!("{} on {}: {} after {} tasks", c.name, c.model, s.decision.name(), s.tasks()))
+            .collect()
     }
 
     fn mean_of(&self, k: usize, arm: &str, model: &str) -> Option<f64> {

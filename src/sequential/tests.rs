@@ -84,7 +84,7 @@ fn a_large_effect_is_decided_and_its_arm_stops_being_needed() {
     // Every task: full passes, -a fails; -b the same as full. 40 tasks, one trial, margin 20 pp.
     let tasks: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
     let comparisons = vec![spec("-a", "full", "minus-a", 0.025), spec("-b", "full", "minus-b", 0.025)];
-    let mut m = Monitor::new(&tasks, 1, 40, None, Some(0.2), Bets::Uniform, comparisons);
+    let mut m = Monitor::new(&tasks, 1, 40, None, Some(0.2), Bets::Uniform, comparisons, true);
     let mut stopped_at = None;
     for (k, t) in tasks.iter().enumerate() {
         m.record(t, "full", "m", 0, 1.0);
@@ -126,7 +126,7 @@ fn decisions_do_not_depend_on_the_order_records_arrive_in() {
         }
     }
     let run = |recs: &[(String, &str, u32, f64)]| {
-        let mut m = Monitor::new(&tasks, 3, 30, None, None, Bets::Horizon(30), vec![spec("-a", "full", "minus-a", 0.05)]);
+        let mut m = Monitor::new(&tasks, 3, 30, None, None, Bets::Horizon(30), vec![spec("-a", "full", "minus-a", 0.05)], true);
         for (t, arm, r, v) in recs {
             m.record(t, arm, "m", *r, *v);
         }
@@ -154,7 +154,7 @@ fn a_budget_of_trials_counts_what_the_tasks_needed_whatever_order_records_come_i
         records.push((t.clone(), "c", 1.0));
     }
     let replay = |recs: &[(String, &str, f64)]| {
-        let mut m = Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons());
+        let mut m = Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons(), false);
         for (t, arm, v) in recs {
             m.record(t, arm, "m", 0, *v);
         }
@@ -171,7 +171,7 @@ fn a_budget_of_trials_counts_what_the_tasks_needed_whatever_order_records_come_i
     assert_eq!(replay(&backward), forward);
 
     // Before -b is decided, whether task 14's trials fall inside the budget is not known yet: wait.
-    let mut m = Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons());
+    let mut m = Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons(), false);
     for (t, arm, v) in &records[..3 * 5] {
         m.record(t, arm, "m", 0, *v);
     }
