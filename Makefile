@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate ablate-terminal base-image sdk-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
+.PHONY: test ablate ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
@@ -12,7 +12,7 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-test: deps model-small base-image sdk-venv
+test: deps model-small base-image sdk-venv import-venv
 	$(CARGO) test -- --skip simulation
 	$(CARGO) build
 	ABLATE=target/debug/ablate bash scripts/test-notebook.sh
@@ -77,6 +77,15 @@ plan: build
 ## target/sdk-venv, for the gateway's conformance tests (tests/sdk.rs).
 sdk-venv:
 	bash scripts/venv.sh --optional target/sdk-venv "openai, anthropic, ollama" openai==3.57.0 anthropic==2.15.0 ollama==0.6.3
+
+## make import-venv: inspect-ai and harbor (pinned, from PyPI) in target/import-venv, for the
+## import tests (tests/import.rs), which make real Inspect logs and Harbor job folders with them.
+## harbor needs Python >= 3.12 (scripts/find-python.sh looks on PATH and under pyenv).
+import-venv:
+	@if py=$$(bash scripts/find-python.sh 3.12); then \
+	  PYTHON=$$py bash scripts/venv.sh --optional target/import-venv "inspect_ai, harbor" inspect-ai==0.3.285 harbor==0.26.0; \
+	elif [ -n "$${CI:-}" ]; then echo "make import-venv: no Python >= 3.12 (harbor needs it)" >&2; exit 1; \
+	else echo "*** no Python >= 3.12: the import tests will be SKIPPED ***" >&2; fi
 
 ## make base-image: the base image of tasks/terminal, made without a registry (mmdebstrap from
 ## the host's apt sources, imported into podman or docker); proves a container of it starts.

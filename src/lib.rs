@@ -14,6 +14,7 @@ pub mod gate;
 pub mod gateway;
 pub mod grader;
 pub mod harness;
+pub mod import;
 pub mod model;
 pub mod plan;
 pub mod record;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Top to bottom: a module may use the ones before it.
-const LAYERS: [&str; 17] = [
+const LAYERS: [&str; 18] = [
     "error",
     "digest",
     "sequential",
@@ -24,6 +24,7 @@ const LAYERS: [&str; 17] = [
     "report",
     "gate",
     "export",
+    "import",
 ];
 
 /// The top-level modules named as `crate::<name>` in the Rust files under `path`.

@@ -63,6 +63,9 @@ pub enum Command {
     SynthRun(SynthRunArgs),
     /// Print the arms, comparisons and trial plan of a config, without running.
     Plan(PlanArgs),
+    /// Bring runs made by another tool into a run folder that report, gate, baseline save and
+    /// export read like any run: Harbor job folders or Inspect eval logs (docs/import.md).
+    Import(ImportRunArgs),
 }
 
 #[derive(Subcommand)]
@@ -385,4 +388,39 @@ impl BaselineSaveArgs {
 
 fn load_run(run: &std::path::Path) -> Result<RunData, InputError> {
     ablate::report::load::load(run).map_err(|e| InputError::new(run, e.to_string()))
+}
+
+#[derive(Args)]
+pub struct ImportRunArgs {
+    /// `harbor` (job folders: one folder per trial with config.json and result.json) or
+    /// `inspect` (eval logs: `.eval` or `.json`).
+    tool: ImportTool,
+    /// Harbor job folders, or Inspect log files (or folders of them).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The run folder to write (must not exist, or be empty).
+    #[arg(short = 'o', long)]
+    output: PathBuf,
+    /// A TOML file naming components, arms and comparisons and setting the pass rule (docs/import.md).
+    #[arg(long, value_name = "MAP.toml")]
+    map: Option<PathBuf>,
+    /// Replace a run folder an earlier import wrote at --output.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ImportTool {
+    Harbor,
+    Inspect,
+}
+
+impl ImportRunArgs {
+    pub fn resolve(self) -> ablate::import::ImportOptions {
+        let tool = match self.tool {
+            ImportTool::Harbor => ablate::import::Tool::Harbor,
+            ImportTool::Inspect => ablate::import::Tool::Inspect,
+        };
+        ablate::import::ImportOptions { tool, inputs: self.inputs, out: self.output, map: self.map, force: self.force }
+    }
 }

@@ -42,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir, container_engine),
         Command::Suite { command: SuiteCommand::Import(a) } => suite_import(a.resolve()),
         Command::Plan(a) => plan_cmd(a.resolve()?),
+        Command::Import(a) => import_cmd(a.resolve()),
         Command::Report(a) => report_cmd(&a.run, a.no_color, a.margin),
         Command::Merge(a) => merge_cmd(a.resolve()),
         Command::Baseline { command: BaselineCommand::Save(a) } => baseline_save(a.resolve()?),
@@ -100,6 +101,25 @@ fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<Exit> {
         done.source_sha256
     );
     println!("prove it: ablate suite check {}", opts.out.display());
+    Ok(Exit::Ok)
+}
+
+/// `ablate import`: another tool's runs as a run folder.
+fn import_cmd(opts: ablate::import::ImportOptions) -> anyhow::Result<Exit> {
+    let done = ablate::import::import(&opts)?;
+    let statuses = done.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ");
+    println!("{} trials of {} tasks imported into {} ({statuses})", done.trials, done.tasks, opts.out.display());
+    println!("arms: {}", done.arms.join(", "));
+    for c in &done.comparisons {
+        let kind = match &c.kind {
+            ablate::experiment::matrix::ComparisonKind::Ablation { component } => format!("ablation of `{component}`"),
+            ablate::experiment::matrix::ComparisonKind::Combined => {
+                format!("not an ablation: {} differ", c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(", "))
+            }
+        };
+        println!("comparison {}: {kind}", c.name);
+    }
+    println!("report: ablate report {}", opts.out.display());
     Ok(Exit::Ok)
 }
 

@@ -480,6 +480,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         let (description, settings) = match &harness_kind {
             HarnessKind::Builtin => builtin_arm(path, &config_dir, &key, table, &mut prompt_digests)?,
             HarnessKind::External(ext) => external_arm(path, &key, table, ext)?,
+            HarnessKind::Imported(_) => return Err(at("harness", "a config cannot name an imported harness".into())),
         };
         arms.push(Arm { name, description, settings, origin: matrix::ArmOrigin::Declared });
     }

@@ -14,6 +14,10 @@ pub enum HarnessKind {
     Builtin,
     /// A command run in the trial's workspace.
     External(ExternalHarness),
+    /// Another tool ran the trials (`ablate import`): nothing here can run
+    /// them again. Its components are the fields of the agent's identity
+    /// that differ between arms.
+    Imported(ImportedHarness),
 }
 
 impl HarnessKind {
@@ -23,10 +27,20 @@ impl HarnessKind {
 
     pub fn external(&self) -> Option<&ExternalHarness> {
         match self {
-            HarnessKind::Builtin => None,
+            HarnessKind::Builtin | HarnessKind::Imported(_) => None,
             HarnessKind::External(e) => Some(e),
         }
     }
+}
+
+/// The harness of an imported run: the tool that ran it, and the components
+/// derived from its records (docs/import.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedHarness {
+    /// `harbor` or `inspect`.
+    pub tool: String,
+    /// The component names, in the order of the source's fields.
+    pub components: Vec<String>,
 }
 
 /// An external harness as resolved from `[harness]`.

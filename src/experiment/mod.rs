@@ -14,4 +14,4 @@ pub mod instructions;
 pub mod matrix;
 
 pub use components::{ArmSettings, Component, ComponentDiff, ComponentValue, Components, EditFormat, Instructions, value_text};
-pub use harness_kind::{DeclaredComponent, ExternalHarness, HarnessKind, RunsIn};
+pub use harness_kind::{DeclaredComponent, ExternalHarness, HarnessKind, ImportedHarness, RunsIn};

@@ -11,6 +11,7 @@
 
 pub mod folder;
 pub mod grade;
+pub mod imported;
 pub mod jsonl;
 pub mod lock;
 pub mod merge;
@@ -286,6 +287,9 @@ pub struct TrialRecord {
     /// An external harness's command: exit code, why it was stopped, output tails.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub harness_command: Option<CommandOutcome>,
+    /// An imported trial: the source file and the source's own words for its outcome.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub imported: Option<imported::ImportedFrom>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
     pub started_at: String,
@@ -324,6 +328,7 @@ impl TrialRecord {
             system_fingerprints: Vec::new(),
             incidents: Incidents::default(),
             harness_command: None,
+            imported: None,
             error: None,
             started_at,
             finished_at: String::new(),
@@ -630,6 +635,9 @@ pub struct Manifest<P = Vec<TrialSpec>> {
     /// The sequential design: the order tasks enter the decision in.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sequential: Option<SequentialFacts>,
+    /// A run imported from another tool's records (`ablate import`): the sources and the mapping.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub imported: Option<imported::ImportFacts>,
     /// Trials of this run (after sharding), in execution order.
     pub planned_trials: usize,
     /// The plan as read back (`Manifest::write` writes it, or the specs it is given).
@@ -767,6 +775,7 @@ impl Manifest {
             merged: None,
             containers: None,
             sequential: exp.sequential.as_ref().map(|_| SequentialFacts { task_order: plan.task_order() }),
+            imported: None,
             planned_trials: plan.count(shard),
             plan: Vec::new(),
         }

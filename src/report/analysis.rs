@@ -355,6 +355,9 @@ pub struct Report {
     /// servers that send one). Two or more for one model: its serving stack
     /// changed during the run.
     pub system_fingerprints: Vec<FingerprintSeen>,
+    /// An imported run (`ablate import`): where its trials came from and how they were graded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported: Option<String>,
 }
 
 /// A sentence per model whose replies carried more than one `system_fingerprint`.
@@ -466,7 +469,8 @@ pub fn analyse(data: &RunData) -> Report {
                 100.0 * troubled as f64 / n
             ));
         }
-        let silent = rows.iter().filter(|r| r.steps == 0).count();
+        // An imported run's sources may not count model calls (docs/import.md): no warning from a count they lack.
+        let silent = if data.manifest.imported.is_some() { 0 } else { rows.iter().filter(|r| r.steps == 0).count() };
         if silent == rows.len() && !rows.is_empty() {
             warnings.push(format!(
                 "no trial of this arm made a model call ({} of {}): its pass rate is not the model's; look at the traces for the requests the gateway refused (an endpoint it lacks, a wrong key) and at the harness's stderr",
@@ -658,6 +662,10 @@ pub fn analyse(data: &RunData) -> Report {
             .iter()
             .map(|((model, fp), &attempts)| FingerprintSeen { model: data.models.name(*model).to_string(), fingerprint: fp.clone(), attempts })
             .collect(),
+        imported: data.manifest.imported.as_ref().map(|i| {
+            let sources = i.sources.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", ");
+            format!("imported from {} records ({sources}; docs/import.md); pass rule: {}", i.tool.name(), i.pass_rule)
+        }),
     }
 }
 

@@ -168,6 +168,9 @@ pub fn markdown(r: &Report) -> String {
         r.recorded_trials,
         r.planned_trials
     );
+    if let Some(imported) = &r.imported {
+        let _ = writeln!(s, "{imported}\n");
+    }
     let level = (1.0 - r.alpha) * 100.0;
     let _ = writeln!(
         s,

@@ -151,6 +151,9 @@ pub fn render(r: &Report) -> String {
         r.planned_trials,
         if r.interrupted_attempts > 0 { format!(", {} interrupted attempts", r.interrupted_attempts) } else { String::new() }
     );
+    if let Some(imported) = &r.imported {
+        let _ = writeln!(s, "<p>{}</p>", esc(imported));
+    }
     let effects: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).collect();
     if !effects.is_empty() {
         let _ = writeln!(s, "<h2>Effects ({level:.0}% CI)</h2>{}", forest_svg(&effects));

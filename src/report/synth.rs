@@ -88,6 +88,7 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
             system_fingerprints: Vec::new(),
             incidents: Incidents::default(),
             harness_command: None,
+            imported: None,
             error: None,
             started_at: "2026-11-30T00:00:00Z".into(),
             finished_at: "2026-11-30T00:00:03Z".into(),

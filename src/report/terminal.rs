@@ -140,6 +140,9 @@ pub fn render(r: &Report, colour: bool) -> String {
         r.planned_trials,
         if r.interrupted_attempts > 0 { format!(", {} interrupted attempts", r.interrupted_attempts) } else { String::new() }
     );
+    if let Some(imported) = &r.imported {
+        let _ = writeln!(s, "{}\n", c.dim(imported));
+    }
     for a in &r.arms {
         arm_block(&mut s, a, &c, level);
     }

@@ -317,6 +317,18 @@ fn open_resumed(dir: &Path, exp: &Experiment, suite: &Suite, plan: &plan::Order)
     let path = dir.join("manifest.json");
     let m = ManifestHead::read(dir)?;
     let lock = RunLock::acquire(dir)?;
+    if let Some(imported) = &m.imported {
+        return Err(InputError::at(
+            &path,
+            "imported",
+            format!(
+                "this run was imported from {} records (ablate import): its trials were run by {} and cannot be resumed here",
+                imported.tool.name(),
+                imported.tool.name()
+            ),
+        )
+        .into());
+    }
     if m.config_digest != plan.config_digest {
         return Err(InputError::at(
             &path,
@@ -372,6 +384,7 @@ async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: b
     let isolation = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
     let (harness_dir, harness_python) = match &exp.harness_kind {
         HarnessKind::Builtin => (None, None),
+        HarnessKind::Imported(i) => return Err(RunError::Setup(format!("the trials of a run imported from {} cannot be run by ablate", i.tool))),
         HarnessKind::External(ext) => {
             external::can_run(isolation).map_err(RunError::Setup)?;
             let dir = crate::sandbox::scratch::tempdir("harness-").map_err(|e| RunError::Setup(e.to_string()))?;
