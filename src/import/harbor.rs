@@ -385,27 +385,16 @@ fn unfinished(job: &Path, dir: &str, config: &Value) -> Result<ImportedTrial, In
         .to_string();
     let identity = identity(config, None);
     let model = model_of(&identity);
-    Ok(ImportedTrial {
-        from: ImportedFrom { file, id: dir.to_string(), detail: serde_json::json!({"missing": "result.json"}) },
-        input: job.to_path_buf(),
+    Ok(ImportedTrial::unfinished(
+        ImportedFrom { file, id: dir.to_string(), detail: serde_json::json!({"missing": "result.json"}) },
+        job.to_path_buf(),
         task,
-        task_digest: String::new(),
+        String::new(),
         identity,
         model,
-        repeat: None,
-        sort_key: dir.to_string(),
-        status: TrialStatus::Interrupted,
-        end_reason: EndReason::Interrupted,
-        graded_pass: None,
-        steps: 0,
-        tokens: Tokens::default(),
-        cost_usd: None,
-        working_seconds: 0.0,
-        wall_seconds: 0.0,
-        started_at: String::new(),
-        finished_at: String::new(),
-        error: Some("the trial folder has no result.json: the trial never finished".into()),
-    })
+        None,
+        "the trial folder has no result.json: the trial never finished".into(),
+    ))
 }
 
 trait IfEmpty {

@@ -500,31 +500,20 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
                 }
                 // Without a finished sample of the task its input is unknown: it pairs by id alone.
                 let Some(digest) = digests.get(id).cloned() else { continue };
-                out.push(ImportedTrial {
-                    from: ImportedFrom {
+                out.push(ImportedTrial::unfinished(
+                    ImportedFrom {
                         file: log.file.clone(),
                         id: format!("sample {id} epoch {epoch}"),
                         detail: serde_json::json!({"missing": format!("not in the log, whose status is `{status}`")}),
                     },
-                    input: log.input.clone(),
-                    task: id.clone(),
-                    task_digest: digest,
-                    identity: identity.clone(),
-                    model: model.clone(),
-                    repeat: Some(epoch - 1),
-                    sort_key: String::new(),
-                    status: TrialStatus::Interrupted,
-                    end_reason: EndReason::Interrupted,
-                    graded_pass: None,
-                    steps: 0,
-                    tokens: Tokens::default(),
-                    cost_usd: None,
-                    working_seconds: 0.0,
-                    wall_seconds: 0.0,
-                    started_at: String::new(),
-                    finished_at: String::new(),
-                    error: Some(format!("the sample is not in the log (the eval's status is `{status}`)")),
-                });
+                    log.input.clone(),
+                    id.clone(),
+                    digest,
+                    identity.clone(),
+                    model.clone(),
+                    Some(epoch - 1),
+                    format!("the sample is not in the log (the eval's status is `{status}`)"),
+                ));
             }
         }
     }

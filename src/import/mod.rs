@@ -69,6 +69,42 @@ impl ImportedTrial {
     pub fn path(&self) -> PathBuf {
         self.input.join(&self.from.file)
     }
+
+    /// A trial the source shows started and never finished (`interrupted`):
+    /// nothing measured, `error` saying why.
+    #[allow(clippy::too_many_arguments)]
+    pub fn unfinished(
+        from: ImportedFrom,
+        input: PathBuf,
+        task: String,
+        task_digest: String,
+        identity: IndexMap<String, ComponentValue>,
+        model: String,
+        repeat: Option<u32>,
+        error: String,
+    ) -> ImportedTrial {
+        ImportedTrial {
+            sort_key: from.id.clone(),
+            from,
+            input,
+            task,
+            task_digest,
+            identity,
+            model,
+            repeat,
+            status: TrialStatus::Interrupted,
+            end_reason: EndReason::Interrupted,
+            graded_pass: None,
+            steps: 0,
+            tokens: Tokens::default(),
+            cost_usd: None,
+            working_seconds: 0.0,
+            wall_seconds: 0.0,
+            started_at: String::new(),
+            finished_at: String::new(),
+            error: Some(error),
+        }
+    }
 }
 
 /// What the reader found, for the writer.
@@ -514,47 +550,15 @@ fn write_folder(out: &Path, force: bool, run: &Assembled) -> Result<(), InputErr
     if data.records != run.records.len() || !data.unreadable_lines.is_empty() {
         return Err(InputError::new(out, format!("the imported run reads back {} of its {} records", data.records, run.records.len())));
     }
-    let root = tmp.keep();
-    let aside = if existing && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(false) {
-        let aside = parent.join(format!(".ablate-replaced-{}", std::process::id()));
-        std::fs::rename(out, &aside).map_err(|e| {
-            let _ = std::fs::remove_dir_all(&root);
-            io(out, "cannot move the old folder aside", e)
-        })?;
-        Some(aside)
-    } else {
-        if existing {
-            let _ = std::fs::remove_dir(out);
-        }
-        None
-    };
-    if let Err(e) = std::fs::rename(&root, out) {
-        if let Some(aside) = &aside {
-            let _ = std::fs::rename(aside, out);
-        }
-        let _ = std::fs::remove_dir_all(&root);
-        return Err(io(out, "cannot move the imported run into place", e));
-    }
-    if let Some(aside) = aside {
-        std::fs::remove_dir_all(&aside).map_err(|e| io(&aside, "imported, but cannot remove the replaced folder", e))?;
-    }
-    Ok(())
+    crate::suite::import::move_into_place(tmp.keep(), out, &parent, existing, "run")
 }
 
-/// sha256 over files read from a folder: each path relative to `root`, NUL,
-/// the file's sha256, newline, in path order (as `digest::tree_digest`).
+/// sha256 over files read from a folder: each path relative to it, NUL, the
+/// file's sha256, newline, in path order (the shape of `digest::tree_digest`).
 pub fn folder_digest(files: &[(String, String)]) -> String {
-    use sha2::{Digest, Sha256};
-    let mut sorted: Vec<&(String, String)> = files.iter().collect();
-    sorted.sort();
-    let mut h = Sha256::new();
-    for (rel, sha) in sorted {
-        h.update(rel.as_bytes());
-        h.update([0u8]);
-        h.update(sha.as_bytes());
-        h.update([b'\n']);
-    }
-    hex::encode(h.finalize())
+    let mut sorted: Vec<(&str, &str)> = files.iter().map(|(rel, sha)| (rel.as_str(), sha.as_str())).collect();
+    sorted.sort_unstable();
+    crate::digest::digest_parts(sorted)
 }
 
 /// Seconds between two ISO 8601 / RFC 3339 times as Python writes them

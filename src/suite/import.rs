@@ -567,7 +567,14 @@ fn write_suite(out: &Path, force: bool, suite_toml: &str, problems: &[Problem]) 
     }
     // What was written must load as a suite; a failure here is a bug of the importer.
     super::load(root).map_err(|e| InputError::new(out, format!("the imported suite does not load: {e}")))?;
-    let root = tmp.keep();
+    move_into_place(tmp.keep(), out, &parent, existing, "suite")
+}
+
+/// Move `root`, a folder written beside `out` (in `parent`), into place as
+/// `out`. An existing `out` is moved aside first, put back when the move
+/// fails, and removed once the new folder is in place; `root` never stays
+/// behind. `what` names the folder in errors.
+pub fn move_into_place(root: PathBuf, out: &Path, parent: &Path, existing: bool, what: &str) -> Result<(), InputError> {
     let aside = if existing {
         let aside = parent.join(format!(".ablate-replaced-{}", std::process::id()));
         std::fs::rename(out, &aside).map_err(|e| {
@@ -583,7 +590,7 @@ fn write_suite(out: &Path, force: bool, suite_toml: &str, problems: &[Problem]) 
             let _ = std::fs::rename(aside, out);
         }
         let _ = std::fs::remove_dir_all(&root);
-        return Err(io_err(out, "cannot move the imported suite into place", e));
+        return Err(io_err(out, &format!("cannot move the imported {what} into place"), e));
     }
     if let Some(aside) = aside {
         std::fs::remove_dir_all(&aside).map_err(|e| io_err(&aside, "imported, but cannot remove the replaced folder", e))?;
