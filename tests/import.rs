@@ -83,6 +83,15 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// Whole numbers as integers, however written (docs/import.md: `0` and `0.0` are one value).
+fn norm(v: &Value) -> Value {
+    match v {
+        Value::Number(n) if n.as_f64().is_some_and(|x| x.fract() == 0.0) => Value::from(n.as_f64().unwrap() as i64),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Each arm's component values, by name, from the manifest.
 fn arm_values(run: &Path) -> Vec<(String, Value)> {
     let m = json(&run.join("manifest.json"));
@@ -94,7 +103,7 @@ fn matches_reference(run: &Path, reference: &Value) {
     let report = json(&run.join("report.json"));
     let arms = arm_values(run);
     let name_of = |values: &Value| -> String {
-        arms.iter().find(|(_, v)| v == values).unwrap_or_else(|| panic!("no arm with values {values}; arms: {arms:?}")).0.clone()
+        arms.iter().find(|(_, v)| norm(v) == norm(values)).unwrap_or_else(|| panic!("no arm with values {values}; arms: {arms:?}")).0.clone()
     };
     let ref_arms = reference["arms"].as_array().unwrap();
     assert_eq!(ref_arms.len(), arms.len(), "arms: reference {ref_arms:?}, ablate {arms:?}");
@@ -303,6 +312,9 @@ fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recom
         refused(&["import", "harbor", s(&conflict.join("job-a")), s(&conflict.join("job-b")), "-o", s(&tmp.path().join("x"))], &["count-lines", "checksum"]);
     assert!(err.contains("job-a") && err.contains("job-b"), "{err}");
     refused(&["import", "harbor", s(&jobs), "-o", s(&tmp.path().join("x"))], &["give those"]);
+    refused(&["import", "harbor", s(&a), s(&a), "-o", s(&tmp.path().join("x"))], &["the same trial", "job-a"]);
+    std::fs::create_dir(cut.join("job-b/notes")).unwrap();
+    refused(&["import", "harbor", s(&cut.join("job-b")), "-o", s(&tmp.path().join("x"))], &["notes", "not a Harbor trial folder"]);
     refused(&["run", "--resume", s(&run), s(&root().join("configs/ablate.toml"))], &["imported from harbor"]);
 }
 

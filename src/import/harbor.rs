@@ -65,8 +65,19 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
     let mut versions: Vec<String> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     let mut timeout: Option<f64> = None;
+    // Each trial's own id (result.json `id`; for an unfinished one, its job id and trial name): given twice, refused.
+    let mut seen: std::collections::HashMap<String, PathBuf> = std::collections::HashMap::new();
     for input in inputs {
+        let first = trials.len();
         let job = read_job(input, threshold, reward_key.as_deref(), &mut trials)?;
+        for (t, key) in trials[first..].iter().zip(&job.keys) {
+            if let Some(other) = seen.insert(key.clone(), t.path()) {
+                return Err(InputError::new(
+                    t.path(),
+                    format!("the same trial ({key}) as {}: a job folder given twice, or copied; import each trial once", other.display()),
+                ));
+            }
+        }
         sources.push(SourceFacts {
             path: input.display().to_string(),
             kind: "folder".into(),
@@ -109,6 +120,8 @@ struct Job {
     version: Option<String>,
     /// (path relative to the job folder, sha256) of every file read.
     files: Vec<(String, String)>,
+    /// Each trial's own id, in the order the trials were read.
+    keys: Vec<String>,
     agent_timeout: Option<f64>,
 }
 
@@ -139,7 +152,7 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
     let mut subdirs: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| InputError::new(dir, format!("cannot list the job folder: {e}")))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     subdirs.sort();
@@ -151,14 +164,20 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
         return Err(InputError::new(dir, format!("this folder holds job folders ({job}, ...), not trials: give those (jobs/<job name>) instead")));
     }
     let is_trial = |d: &str| dir.join(d).join("result.json").is_file() || dir.join(d).join("config.json").is_file();
-    let trial_dirs: Vec<&String> = subdirs.iter().filter(|d| is_trial(d)).collect();
+    if let Some(other) = subdirs.iter().find(|d| !is_trial(d)) {
+        return Err(InputError::new(dir.join(other), "neither result.json nor config.json: not a Harbor trial folder (a job folder holds only trial folders)"));
+    }
+    let trial_dirs: Vec<&String> = subdirs.iter().collect();
     if trial_dirs.is_empty() {
         return Err(InputError::new(dir, "no trial folder (a folder with result.json or config.json) in this job folder"));
     }
     let mut agent_timeout = None;
     let first = out.len();
-    // Each trial's agent config as text: an unfinished trial takes the identity of a finished one run with the same.
+    // Each trial's agent config as text, and whether its record says who the agent is (agent_info):
+    // a trial that does not (unfinished, or failed before the agent started) takes the identity of one
+    // that does, run with the same agent config.
     let mut agents: Vec<(String, bool)> = Vec::new();
+    let mut keys = Vec::new();
     for d in trial_dirs {
         let result = read_json(dir, &format!("{d}/result.json"), &mut files)?;
         let trial_config = read_json(dir, &format!("{d}/config.json"), &mut files)?;
@@ -170,7 +189,11 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
             Some(r) => r.pointer("/config/agent"),
             None => trial_config.as_ref().and_then(|c| c.get("agent")),
         };
-        agents.push((agent_config.map(Value::to_string).unwrap_or_default(), result.is_some()));
+        let own_id = result.as_ref().and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string);
+        let job_id = trial_config.as_ref().and_then(|c| c.get("job_id")).and_then(Value::as_str).unwrap_or("");
+        keys.push(own_id.unwrap_or_else(|| format!("{job_id}/{d}")));
+        let known_agent = result.as_ref().is_some_and(|r| r.get("agent_info").is_some_and(|a| !a.is_null()));
+        agents.push((agent_config.map(Value::to_string).unwrap_or_default(), known_agent));
         if agent_timeout.is_none() {
             agent_timeout = trial_config.as_ref().and_then(|c| c.pointer("/agent/override_timeout_sec")).and_then(Value::as_f64);
         }
@@ -195,16 +218,7 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
             out[first + i].model = model;
         }
     }
-    Ok(Job { name, version, files, agent_timeout })
-}
-
-/// A value as a component value: text, booleans and numbers as they are,
-/// lists and tables as compact JSON text.
-fn component(v: &Value) -> ComponentValue {
-    match v {
-        Value::Array(_) | Value::Object(_) => Value::String(v.to_string()),
-        other => other.clone(),
-    }
+    Ok(Job { name, version, files, keys, agent_timeout })
 }
 
 /// The agent's identity from a trial's config (`result.json`'s `config`, or `config.json`).
@@ -212,12 +226,12 @@ fn identity(config: &Value, agent_info: Option<&Value>) -> IndexMap<String, Comp
     let agent = config.get("agent").unwrap_or(&Value::Null);
     let mut id = IndexMap::new();
     let name = agent_info.and_then(|a| a.get("name")).filter(|v| !v.is_null()).or_else(|| agent.get("name")).cloned().unwrap_or(Value::Null);
-    id.insert("agent".to_string(), component(&name));
+    id.insert("agent".to_string(), super::component_value(&name));
     if let Some(v) = agent_info.and_then(|a| a.get("version")).filter(|v| !v.is_null()) {
-        id.insert("agent_version".into(), component(v));
+        id.insert("agent_version".into(), super::component_value(v));
     }
     if let Some(v) = agent.get("import_path").filter(|v| !v.is_null()) {
-        id.insert("import_path".into(), component(v));
+        id.insert("import_path".into(), super::component_value(v));
     }
     let model = agent
         .get("model_name")
@@ -225,26 +239,26 @@ fn identity(config: &Value, agent_info: Option<&Value>) -> IndexMap<String, Comp
         .cloned()
         .or_else(|| agent_info.and_then(|a| a.pointer("/model_info/name")).cloned())
         .unwrap_or(Value::Null);
-    id.insert("model".into(), component(&model));
+    id.insert("model".into(), super::component_value(&model));
     for (group, key) in [("kwargs", "kwargs"), ("env", "env")] {
         if let Some(o) = agent.get(key).and_then(Value::as_object) {
             for (k, v) in o {
-                id.insert(format!("{group}.{k}"), component(v));
+                id.insert(format!("{group}.{k}"), super::component_value(v));
             }
         }
     }
-    for k in ["override_timeout_sec", "max_timeout_sec"] {
-        if let Some(v) = agent.get(k).filter(|v| !v.is_null()) {
-            id.insert(format!("agent.{k}"), component(v));
+    for k in ["override_timeout_sec", "max_timeout_sec", "base_url", "mcp_servers", "skills"] {
+        if let Some(v) = agent.get(k).filter(|v| !v.is_null() && *v != &Value::Array(Vec::new())) {
+            id.insert(format!("agent.{k}"), super::component_value(v));
         }
     }
-    for k in ["timeout_multiplier", "agent_timeout_multiplier"] {
-        if let Some(v) = config.get(k).filter(|v| !v.is_null()) {
-            id.insert(k.into(), component(v));
+    for k in ["timeout_multiplier", "agent_timeout_multiplier", "extra_instructions", "extra_instruction_paths"] {
+        if let Some(v) = config.get(k).filter(|v| !v.is_null() && *v != &Value::Array(Vec::new())) {
+            id.insert(k.into(), super::component_value(v));
         }
     }
     if let Some(v) = config.pointer("/environment/type").filter(|v| !v.is_null()) {
-        id.insert("environment".into(), component(v));
+        id.insert("environment".into(), super::component_value(v));
     }
     id
 }
@@ -268,7 +282,7 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
     let identity = identity(config, r.get("agent_info"));
     let exception = r.get("exception_info").filter(|e| !e.is_null());
     let exception_type = exception.and_then(|e| e.get("exception_type")).and_then(Value::as_str);
-    let rewards = r.pointer("/verifier_result/rewards").filter(|v| !v.is_null());
+    let rewards = r.pointer("/verifier_result/rewards").filter(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()));
     let reward = match rewards {
         None => None,
         Some(Value::Object(o)) => {
@@ -292,8 +306,10 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
         Some(other) => return Err(err("verifier_result.rewards", format!("{other} is not a table of rewards"))),
     };
     // Harbor's reward_valid; for records without it, valid when no exception or one its policy grades with a valid reward.
+    let policy_keeps = exception.and_then(|e| e.pointer("/policy/has_valid_reward")).and_then(Value::as_bool);
     let reward_valid = r.get("reward_valid").and_then(Value::as_bool).unwrap_or_else(|| {
-        reward.is_some() && exception_type.is_none_or(|t| t == "AgentTimeoutError" || GRADED_EXITS.contains(&t) || LENGTH_ERRORS.contains(&t))
+        reward.is_some()
+            && exception_type.is_none_or(|t| policy_keeps.unwrap_or(t == "AgentTimeoutError" || GRADED_EXITS.contains(&t) || LENGTH_ERRORS.contains(&t)))
     });
     let graded_pass = reward.filter(|_| reward_valid).map(|x| x >= threshold);
     let (status, end_reason) = match exception_type {
@@ -314,6 +330,11 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
             None => (TrialStatus::HarnessError, EndReason::HarnessError),
         },
         Some(_) => (TrialStatus::HarnessError, EndReason::HarnessError),
+    };
+    // The final state of a trial whose status says it has none (docs/import.md): not counted.
+    let graded_pass = match (status, exception_type) {
+        (TrialStatus::ProviderError | TrialStatus::GraderError | TrialStatus::Interrupted, _) | (_, Some("BudgetExceededError")) => None,
+        _ => graded_pass,
     };
     let message = exception.map(|e| {
         let t = exception_type.unwrap_or("exception");

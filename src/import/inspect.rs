@@ -14,6 +14,12 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// Files `inspect eval-set` writes into a log folder that are not logs.
+pub const NOT_LOGS: [&str; 2] = ["eval-set.json", "logs.json"];
+
+/// Most epochs a log may declare: beyond it the declaration is not believed.
+pub const MAX_EPOCHS: u64 = 100_000;
+
 /// Log format versions read.
 pub const VERSIONS: [u64; 2] = [1, 2];
 
@@ -46,6 +52,8 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .filter(|n| n.ends_with(".eval") || n.ends_with(".json"))
+                // What `inspect eval-set` writes beside its logs.
+                .filter(|n| !NOT_LOGS.contains(&n.as_str()))
                 .collect();
             names.sort();
             if names.is_empty() {
@@ -112,7 +120,9 @@ fn read_log(dir: &Path, name: &str) -> Result<(Log, String), InputError> {
         let mut v = parse_json(&path, "", &bytes)?;
         let samples = match v.as_object_mut().and_then(|o| o.remove("samples")) {
             Some(Value::Array(s)) => s,
-            None | Some(Value::Null) => Vec::new(),
+            None | Some(Value::Null) => {
+                return Err(InputError::at(&path, "samples", "missing: the log holds no samples (written with log_samples=False?), so it has no trials"));
+            }
             Some(_) => return Err(InputError::at(&path, "samples", "not a list")),
         };
         Log { input: PathBuf::new(), file: String::new(), header: v, samples }
@@ -161,6 +171,9 @@ fn read_eval_archive(path: &Path, bytes: &[u8]) -> Result<Log, InputError> {
     let mut names: Vec<String> = all.iter().filter(|n| n.starts_with("samples/") && n.ends_with(".json")).cloned().collect();
     names.sort();
     names.dedup();
+    if names.is_empty() && header.get("status").and_then(Value::as_str) == Some("success") {
+        return Err(InputError::new(path, "no `samples/` member: the log holds no samples (written with log_samples=False?), so it has no trials"));
+    }
     let mut samples = Vec::with_capacity(names.len());
     for name in names {
         let b = member(&name)?.expect("listed");
@@ -268,25 +281,19 @@ fn choose_scorer(logs: &[Log], map: &ImportMap) -> Result<String, InputError> {
     }
 }
 
-/// A value as a component value: strings, booleans and numbers as they are,
-/// lists and tables as their compact JSON text.
-fn component(v: &Value) -> ComponentValue {
-    match v {
-        Value::Array(_) | Value::Object(_) => Value::String(v.to_string()),
-        other => other.clone(),
-    }
-}
-
 /// The arm's identity: task and arguments, solver and arguments (or the
 /// plan's steps), model and generate config, limits.
 fn identity(log: &Log) -> IndexMap<String, ComponentValue> {
     let h = &log.header;
     let mut id = IndexMap::new();
     let eval = &h["eval"];
-    id.insert("task".to_string(), component(&eval["task"]));
+    id.insert("task".to_string(), super::component_value(&eval["task"]));
+    if let Some(v) = eval.get("task_version").filter(|v| !v.is_null()) {
+        id.insert("task_version".into(), super::component_value(v));
+    }
     if let Some(args) = eval.get("task_args").and_then(Value::as_object) {
         for (k, v) in args {
-            id.insert(format!("task_args.{k}"), component(v));
+            id.insert(format!("task_args.{k}"), super::component_value(v));
         }
     }
     match eval.get("solver").and_then(Value::as_str) {
@@ -294,7 +301,7 @@ fn identity(log: &Log) -> IndexMap<String, ComponentValue> {
             id.insert("solver".into(), Value::String(solver.into()));
             if let Some(args) = eval.get("solver_args").and_then(Value::as_object) {
                 for (k, v) in args {
-                    id.insert(format!("solver_args.{k}"), component(v));
+                    id.insert(format!("solver_args.{k}"), super::component_value(v));
                 }
             }
         }
@@ -307,24 +314,29 @@ fn identity(log: &Log) -> IndexMap<String, ComponentValue> {
                 let label = if names.iter().filter(|n| **n == name).count() > 1 { format!("{name}#{}", i + 1) } else { name.to_string() };
                 if let Some(params) = step.get("params").and_then(Value::as_object) {
                     for (k, v) in params {
-                        id.insert(format!("{label}.{k}"), component(v));
+                        id.insert(format!("{label}.{k}"), super::component_value(v));
                     }
                 }
             }
         }
     }
-    id.insert("model".into(), component(&eval["model"]));
+    id.insert("model".into(), super::component_value(&eval["model"]));
+    if let Some(args) = eval.get("model_args").and_then(Value::as_object) {
+        for (k, v) in args {
+            id.insert(format!("model_args.{k}"), super::component_value(v));
+        }
+    }
     if let Some(cfg) = eval.get("model_generate_config").and_then(Value::as_object) {
         for (k, v) in cfg {
             if !v.is_null() {
-                id.insert(format!("generate.{k}"), component(v));
+                id.insert(format!("generate.{k}"), super::component_value(v));
             }
         }
     }
     if let Some(cfg) = eval.get("config").and_then(Value::as_object) {
         for k in ["message_limit", "token_limit", "time_limit", "working_limit", "cost_limit"] {
             if let Some(v) = cfg.get(k).filter(|v| !v.is_null()) {
-                id.insert(format!("config.{k}"), component(v));
+                id.insert(format!("config.{k}"), super::component_value(v));
             }
         }
     }
@@ -405,7 +417,7 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
     let identity = identity(log);
     let model = log.header.pointer("/eval/model").and_then(Value::as_str).unwrap_or("").to_string();
     let status = log.header.get("status").and_then(Value::as_str).unwrap_or("started");
-    let mut seen: Vec<(String, u32)> = Vec::new();
+    let mut seen: std::collections::HashSet<(String, u32)> = std::collections::HashSet::new();
     for (i, s) in log.samples.iter().enumerate() {
         let key = |field: &str| format!("samples[{i}].{field}");
         let id = match s.get("id") {
@@ -413,9 +425,12 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
             Some(Value::Number(n)) => n.to_string(),
             _ => return Err(log.err(&key("id"), "missing or not a string or number")),
         };
-        let epoch =
-            s.get("epoch").and_then(Value::as_u64).filter(|&e| e >= 1).ok_or_else(|| log.err(&key("epoch"), "missing or not a whole number from 1"))? as u32;
-        seen.push((id.clone(), epoch));
+        let epoch = s
+            .get("epoch")
+            .and_then(Value::as_u64)
+            .filter(|&e| (1..=MAX_EPOCHS).contains(&e))
+            .ok_or_else(|| log.err(&key("epoch"), format!("missing or not a whole number from 1 to {MAX_EPOCHS}")))? as u32;
+        seen.insert((id.clone(), epoch));
         let mut detail = serde_json::Map::new();
         let tokens = usage(s);
         let cost: Option<f64> =
@@ -427,11 +442,17 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
         }
         let number = value.and_then(score_value);
         let graded_pass = number.map(|x| x >= threshold);
-        let error =
-            s.get("error").filter(|e| !e.is_null()).map(|e| e.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| e.to_string()));
+        let error_value = s.get("error").filter(|e| !e.is_null());
+        let error = error_value.map(|e| e.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| e.to_string()));
+        // The exception's class: the traceback's last line (`openai.RateLimitError: ...`), else the message's repr.
+        let error_class = error_value.map(|e| {
+            let last = e.get("traceback").and_then(Value::as_str).and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty())).unwrap_or("");
+            let from_traceback = last.split(':').next().unwrap_or("").trim();
+            if !from_traceback.is_empty() && !from_traceback.contains(' ') { from_traceback.to_string() } else { error.clone().unwrap_or_default() }
+        });
         let limit = s.get("limit").filter(|l| !l.is_null());
-        let (status, end_reason) = if let Some(message) = &error {
-            let st = error_status(message);
+        let (status, end_reason) = if let (Some(message), Some(class)) = (&error, &error_class) {
+            let st = error_status(class);
             detail.insert("error".into(), Value::String(message.clone()));
             (st, if st == TrialStatus::ProviderError { EndReason::ProviderError } else { EndReason::HarnessError })
         } else if let Some(l) = limit {
@@ -490,7 +511,11 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string()))).collect())
             .unwrap_or_default();
-        let epochs = log.header.pointer("/eval/config/epochs").and_then(Value::as_u64).unwrap_or(1) as u32;
+        let epochs = log.header.pointer("/eval/config/epochs").and_then(Value::as_u64).unwrap_or(1);
+        if epochs > MAX_EPOCHS {
+            return Err(log.err("eval.config.epochs", format!("{epochs} epochs: more than {MAX_EPOCHS} is not believed")));
+        }
+        let epochs = epochs as u32;
         let digests: std::collections::HashMap<String, String> =
             out.iter().filter(|t| t.input == log.input && t.from.file == log.file).map(|t| (t.task.clone(), t.task_digest.clone())).collect();
         for id in &ids {
@@ -572,5 +597,7 @@ mod tests {
         assert_eq!(error_status("RateLimitError('Error code: 429')"), TrialStatus::ProviderError);
         assert_eq!(error_status("openai.AuthenticationError: bad key"), TrialStatus::ProviderError);
         assert_eq!(error_status("RuntimeError('deliberate solver failure')"), TrialStatus::HarnessError);
+        // inspect stores an openai exception's `.message` ("Error code: 429 ..."); the class comes from the traceback.
+        assert_eq!(error_status("openai.RateLimitError"), TrialStatus::ProviderError);
     }
 }

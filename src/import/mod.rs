@@ -67,7 +67,7 @@ pub struct ImportedTrial {
 
 impl ImportedTrial {
     pub fn path(&self) -> PathBuf {
-        self.input.join(&self.from.file)
+        if self.from.file.is_empty() { self.input.clone() } else { self.input.join(&self.from.file) }
     }
 
     /// A trial the source shows started and never finished (`interrupted`):
@@ -553,6 +553,22 @@ fn write_folder(out: &Path, force: bool, run: &Assembled) -> Result<(), InputErr
     crate::suite::import::move_into_place(tmp.keep(), out, &parent, existing, "run")
 }
 
+/// A source's value as a component value: text and booleans as they are, a
+/// whole number as an integer whether written `0` or `0.0` (so equal settings
+/// make one arm), other numbers as they are, lists and tables as their compact
+/// JSON text.
+pub fn component_value(v: &serde_json::Value) -> ComponentValue {
+    use serde_json::Value;
+    match v {
+        Value::Array(_) | Value::Object(_) => Value::String(v.to_string()),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Value::from(x as i64),
+            _ => v.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
 /// sha256 over files read from a folder: each path relative to it, NUL, the
 /// file's sha256, newline, in path order (the shape of `digest::tree_digest`).
 pub fn folder_digest(files: &[(String, String)]) -> String {
@@ -566,7 +582,7 @@ pub fn folder_digest(files: &[(String, String)]) -> String {
 /// either does not read.
 pub fn seconds_between(start: &str, end: &str) -> Option<f64> {
     let d = epoch_seconds(end)? - epoch_seconds(start)?;
-    d.is_finite().then_some(d)
+    (d.is_finite() && d >= 0.0).then_some(d)
 }
 
 /// Seconds since 1970 of an ISO 8601 time (naive times are taken as UTC).
@@ -585,12 +601,19 @@ pub fn epoch_seconds(s: &str) -> Option<f64> {
     let mut c = clock.split(':');
     let (h, mi): (i64, i64) = (c.next()?.parse().ok()?, c.next()?.parse().ok()?);
     let sec: f64 = c.next().unwrap_or("0").parse().ok()?;
+    if !(1..=9999).contains(&y) || !(0..=24).contains(&h) || !(0..=59).contains(&mi) || !(0.0..61.0).contains(&sec) {
+        return None;
+    }
     let off_seconds = match offset {
         "" | "Z" | "z" => 0,
         o => {
             let sign = if o.starts_with('-') { -1 } else { 1 };
             let (oh, om) = o[1..].split_once(':').unwrap_or((&o[1..], "0"));
-            sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60)
+            let (oh, om): (i64, i64) = (oh.parse().ok()?, om.parse().ok()?);
+            if !(0..=23).contains(&oh) || !(0..=59).contains(&om) {
+                return None;
+            }
+            sign * (oh * 3600 + om * 60)
         }
     };
     // Days from the civil date (Howard Hinnant's algorithm).
@@ -757,5 +780,7 @@ mod tests {
         assert_eq!(seconds_between("2025-03-01T12:00:00Z", "2025-03-01T12:01:30.5Z"), Some(90.5));
         assert_eq!(epoch_seconds("yesterday"), None);
         assert_eq!(epoch_seconds("2025-13-01T00:00:00"), None);
+        assert_eq!(epoch_seconds("99999999999999999-01-01T00:00:00Z"), None);
+        assert_eq!(epoch_seconds("2025-01-01T99999999999999999:00:00Z"), None);
     }
 }
