@@ -58,6 +58,7 @@ fn every_help() {
         &["gate"],
         &["export"],
         &["plan"],
+        &["import"],
     ];
     let _g = settings(None).bind_to_scope();
     for c in commands {

@@ -5,6 +5,29 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// Write `path` whole or not at all: `write` fills a temporary file in the
+/// same folder (buffered), which is synced and then renamed over `path`. A
+/// reader sees the old file or the new one, never half of one; a crash
+/// leaves at most a hidden `.<name>.<random>.tmp` behind. The one way the
+/// record and the report write a file in place.
+pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn io::Write) -> io::Result<()>) -> io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir)?;
+    {
+        let mut w = io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+        write(&mut w)?;
+        w.flush()?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 /// Longest experiment name kept in a folder name (in bytes, ASCII after sanitising).
 const MAX_NAME: usize = 100;
 
@@ -138,5 +161,27 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 8);
+    }
+}
+
+#[cfg(test)]
+mod atomic_tests {
+    use super::write_atomic;
+
+    #[test]
+    fn an_atomic_write_replaces_the_file_whole_and_a_failed_one_leaves_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(&path, "old").unwrap();
+        write_atomic(&path, |w| w.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let failed = write_atomic(&path, |w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::other("disk full"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new", "a failed write leaves the old file");
+        let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["report.json"], "no temporary file left behind");
     }
 }

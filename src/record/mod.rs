@@ -795,7 +795,6 @@ impl Manifest {
         I: Iterator,
         I::Item: std::borrow::Borrow<TrialSpec> + Serialize,
     {
-        use std::io::Write;
         struct Specs<I>(std::cell::RefCell<Option<I>>);
         impl<I: Iterator<Item: Serialize>> Serialize for Specs<I> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -810,13 +809,8 @@ impl Manifest {
             manifest: &'a Manifest,
             plan: Specs<I>,
         }
-        let tmp = dir.join("manifest.json.tmp");
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
         let out = WithPlan { manifest: self, plan: Specs(std::cell::RefCell::new(Some(plan))) };
-        serde_json::to_writer_pretty(&mut w, &out).map_err(std::io::Error::other)?;
-        w.flush()?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(tmp, dir.join("manifest.json"))
+        folder::write_atomic(&dir.join("manifest.json"), |w| serde_json::to_writer_pretty(w, &out).map_err(std::io::Error::other))
     }
 }
 

@@ -12,9 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(tmp, dir.join(name))
+    crate::record::folder::write_atomic(&dir.join(name), |w| w.write_all(bytes))
 }
 
 pub use super::rows::{component_column, num};
@@ -71,14 +69,13 @@ impl TrialsCsv {
             })
             .collect();
         let no_arm = vec![String::new(); report.component_names.len()];
-        let out_tmp = dir.join(".trials.csv.final.tmp");
-        let result = (|| -> Result<(), csv::Error> {
+        let result = crate::record::folder::write_atomic(&dir.join("trials.csv"), |out| {
             let mut reader = csv::Reader::from_path(&self.tmp)?;
             // The first pass wrote TrialRow's columns, `counted` empty: the cells pass through as
             // written, `counted` filled in.
             let at = |headers: &csv::StringRecord, name: &str| headers.iter().position(|h| h == name).expect("a TrialRow column");
             let (counted_at, arm_at) = (at(reader.headers()?, "counted"), at(reader.headers()?, "arm"));
-            let mut w = csv::WriterBuilder::new().has_headers(false).from_path(&out_tmp)?;
+            let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(out);
             let mut header = rows::trials_columns();
             header.extend(report.component_names.iter().map(|n| component_column(n)));
             w.write_record(&header)?;
@@ -93,10 +90,9 @@ impl TrialsCsv {
             }
             w.flush()?;
             Ok(())
-        })();
+        });
         let _ = std::fs::remove_file(&self.tmp);
-        result.map_err(std::io::Error::other)?;
-        std::fs::rename(out_tmp, dir.join("trials.csv"))
+        result
     }
 }
 
