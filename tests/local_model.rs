@@ -249,3 +249,44 @@ fn batched_greedy_generations_match_one_at_a_time() {
     );
     assert_eq!(same, prompts.len(), "batched greedy outputs differ from one-at-a-time ones");
 }
+
+/// A stop sequence ends the embedded engine's generation on the detokenized text, at the byte
+/// where it begins: greedy generation with a stop sequence gives the generation without it,
+/// cut before the sequence's first occurrence, and names the sequence that stopped it. The
+/// chat path starts the assistant's turn with a prefill and reads the reply as prefill + text.
+#[test]
+fn a_stop_sequence_cuts_the_generation_where_it_begins_and_a_prefill_starts_the_reply() {
+    use ablate::model::local::{GenParams, LocalClient, LocalOptions, Stop};
+    let spec = small_model(1024, 600.0);
+    let client = LocalClient::with_options(&spec, LocalOptions { batch: 1, ..LocalOptions::default() }).unwrap();
+    let prompt = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n";
+    let params =
+        GenParams { max_tokens: 40, temperature: 0.0, top_p: 1.0, seed: 1, timeout: std::time::Duration::from_secs(120), ignore_eos: false, stop: Vec::new() };
+    let free = client.generate_blocking(prompt, &params).unwrap().text;
+    // A stop sequence the free generation contains after its start: two characters of its second line.
+    let second = free.find('\n').map(|i| i + 1).filter(|&i| free.len() >= i + 2).expect("the free generation has a second line");
+    let stop = free[second..].chars().take(2).collect::<String>();
+    let cut = free.find(&stop).unwrap();
+    let stopped = client.generate_blocking(prompt, &GenParams { stop: vec![stop.clone(), "\u{1}never".into()], ..params.clone() }).unwrap();
+    eprintln!("free {free:?}\nstop {stop:?} -> {:?}", stopped.text);
+    assert_eq!(stopped.text, free[..cut], "cut at the byte where {stop:?} first begins");
+    assert_eq!(stopped.stop, Stop::StopString);
+    assert_eq!(stopped.stop_sequence.as_deref(), Some(stop.as_str()));
+
+    let req = ablate::model::ChatRequest {
+        messages: vec![ablate::model::Message::user("Write a Python function that adds two numbers.")],
+        max_tokens: 24,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 1,
+        timeout: std::time::Duration::from_secs(120),
+        prefill: Some("```python\ndef add(".into()),
+        ..ablate::model::ChatRequest::default()
+    };
+    let out = client.chat_blocking(&req, "op".into());
+    let reply = out.result.unwrap();
+    assert!(reply.text.starts_with("```python\ndef add("), "{:?}", reply.text);
+    let prompt = out.request_body["prompt"].as_str().unwrap();
+    assert!(prompt.ends_with("<|im_start|>assistant\n```python\ndef add("), "the prefill follows the generation prompt: {prompt:?}");
+    assert_eq!(out.reply_body.unwrap()["text"].as_str().map(|t| format!("```python\ndef add({t}")), Some(reply.text.clone()));
+}

@@ -479,3 +479,42 @@ async fn openai_identity_and_a_fingerprint_change_are_recorded() {
     let csv = std::fs::read_to_string(summary.dir.join("trials.csv")).unwrap();
     assert_eq!(csv.matches(",fp_a").count() + csv.matches(",fp_b").count(), 4, "{csv}");
 }
+
+/// An arm's prompt file may end generation at stop sequences: they reach the model's API as
+/// its own `stop` (OpenAI's top-level `stop`, Ollama's `options.stop`), every call, and a reply
+/// that stopped inside the code fence it opened is read with the fence closed where it
+/// stopped. A prefill is refused for a model whose API cannot start the assistant's turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arms_stop_sequences_reach_every_http_provider_and_close_the_open_fence() {
+    let code = "```python\ndef add(a, b):\n    return a + b".to_string();
+    for provider in ["openai", "ollama"] {
+        // The model's reply stopped at "\n```": the fence it opened is not closed in the text.
+        let open = code.clone();
+        let server = start(Arc::new(move |path, _body, _| {
+            if let Some(r) = meta(path) {
+                return r;
+            }
+            if path == "/api/chat" { ollama_text(&open) } else { openai_text(&open) }
+        }))
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("card.toml"), "user_template = \"Complete:\\n{code}\\n\"\nstop = [\"\\n```\", \"\\nif __name__\"]\n").unwrap();
+        let suite = fixture("tiny");
+        let arms = "[arms.card]\ninstructions = \"card.toml\"\n";
+        let cfg = Cfg::new(&suite, provider, &server.url, arms);
+        let summary = run(&cfg.write(dir.path()), dir.path()).await;
+        let r = &summary.records[0];
+        assert_eq!(r.status, TrialStatus::Passed, "{provider}: the open fence's code was graded: {r:?}");
+        let chats = server.chats.lock().unwrap().clone();
+        assert!(!chats.is_empty());
+        for body in &chats {
+            let stop = if provider == "ollama" { &body["options"]["stop"] } else { &body["stop"] };
+            assert_eq!(stop, &json!(["\n```", "\nif __name__"]), "{provider}: {body}");
+        }
+
+        std::fs::write(dir.path().join("card.toml"), "user_template = \"Complete:\\n{code}\\n\"\nprefill = \"```python\\n\"\n").unwrap();
+        let err = ablate::experiment::config::load(&cfg.write(dir.path())).unwrap_err();
+        assert!(err.file.ends_with("card.toml") && err.key.as_deref() == Some("prefill"), "{provider}: {err}");
+        assert!(err.message.contains(provider), "{err}");
+    }
+}

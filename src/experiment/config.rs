@@ -471,6 +471,9 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     }
 
     let mut prompt_digests = IndexMap::new();
+    // Models whose API cannot start the assistant's turn with a text (only the embedded engine can).
+    let without_prefill: Vec<String> =
+        models.iter().filter(|m| m.provider != Provider::Local).map(|m| format!("`{}` ({})", m.name, m.provider.name())).collect();
     let mut arms = Vec::new();
     for (name, table) in raw.arms {
         let key = format!("arms.{name}");
@@ -478,7 +481,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             return Err(at(&key, "arm names use lowercase letters, digits, '-' and '_'".into()));
         }
         let (description, settings) = match &harness_kind {
-            HarnessKind::Builtin => builtin_arm(path, &config_dir, &key, table, &mut prompt_digests)?,
+            HarnessKind::Builtin => builtin_arm(path, &config_dir, &key, table, &mut prompt_digests, &without_prefill)?,
             HarnessKind::External(ext) => external_arm(path, &key, table, ext)?,
             HarnessKind::Imported(_) => return Err(at("harness", "a config cannot name an imported harness".into())),
         };
@@ -674,6 +677,7 @@ fn builtin_arm(
     key: &str,
     table: toml::Table,
     prompt_digests: &mut IndexMap<String, String>,
+    without_prefill: &[String],
 ) -> Result<(String, ArmSettings), InputError> {
     let raw_arm: RawArm = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let sub = e.path().to_string();
@@ -708,7 +712,17 @@ fn builtin_arm(
         // A `.toml` prompt file (system + user_template) is checked here, so `plan` catches it.
         let text = String::from_utf8(bytes.clone())
             .map_err(|_| InputError::at(path, format!("{key}.instructions"), format!("`{}` is not UTF-8 text", full.display())))?;
-        crate::experiment::instructions::parse_instructions(&full, &text)?;
+        let prompts = crate::experiment::instructions::parse_instructions(&full, &text)?;
+        if prompts.prefill.is_some() && !without_prefill.is_empty() {
+            return Err(InputError::at(
+                &full,
+                "prefill",
+                format!(
+                    "only the embedded model (provider = \"local\") can start the assistant's turn with a text; the experiment also runs {}, whose API cannot",
+                    without_prefill.join(", ")
+                ),
+            ));
+        }
         prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
         c.instructions = Instructions::File(file);
     }

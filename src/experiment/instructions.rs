@@ -17,7 +17,18 @@ pub struct ArmPrompts {
     pub system: Option<String>,
     /// None: the builtin task message (`task_message`).
     pub user_template: Option<String>,
+    /// The text the assistant's turn starts with (`prefill`): sent after the
+    /// chat template's generation prompt (the embedded model only), and the
+    /// reply is read as this text followed by the generated one.
+    pub prefill: Option<String>,
+    /// Generation stops before the first of these strings (`stop`), which
+    /// are cut from the reply; every provider honours them.
+    pub stop: Vec<String>,
 }
+
+/// Most stop sequences an arm may give (OpenAI's own API takes at most 4;
+/// OpenAI-compatible servers, Ollama and the embedded engine take more).
+pub const MAX_STOP: usize = 16;
 
 /// The placeholders of a `user_template`.
 pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{code}", "{file}", "{files}"];
@@ -27,6 +38,9 @@ pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{code}", "{file}", "{files}"];
 struct RawPromptFile {
     system: Option<String>,
     user_template: Option<String>,
+    prefill: Option<String>,
+    #[serde(default)]
+    stop: Vec<String>,
 }
 
 /// Read an arm's instructions file. A `.toml` file holds `system` and/or
@@ -39,7 +53,7 @@ pub fn load_instructions(path: &Path) -> Result<ArmPrompts, InputError> {
 
 pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputError> {
     if path.extension().is_none_or(|e| e != "toml") {
-        return Ok(ArmPrompts { system: Some(text.to_string()), user_template: None });
+        return Ok(ArmPrompts { system: Some(text.to_string()), user_template: None, prefill: None, stop: Vec::new() });
     }
     let raw: RawPromptFile = parse_toml_str(path, text)?;
     if raw.system.is_none() && raw.user_template.is_none() {
@@ -50,5 +64,14 @@ pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputEr
     {
         return Err(InputError::at(path, "user_template", "holds none of {prompt}, {code} and {files}: the task would not reach the model"));
     }
-    Ok(ArmPrompts { system: raw.system, user_template: raw.user_template })
+    if raw.prefill.as_deref() == Some("") {
+        return Err(InputError::at(path, "prefill", "is empty: leave it out, or give the text the assistant's turn starts with"));
+    }
+    if raw.stop.len() > MAX_STOP {
+        return Err(InputError::at(path, "stop", format!("{} stop sequences: at most {MAX_STOP}", raw.stop.len())));
+    }
+    if let Some(i) = raw.stop.iter().position(String::is_empty) {
+        return Err(InputError::at(path, format!("stop[{i}]"), "an empty stop sequence would stop before anything is generated"));
+    }
+    Ok(ArmPrompts { system: raw.system, user_template: raw.user_template, prefill: raw.prefill, stop: raw.stop })
 }

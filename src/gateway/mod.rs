@@ -883,6 +883,7 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
         seed: meter.seed,
         timeout: Duration::ZERO,
         stop: asked.stop.clone(),
+        prefill: None,
         tool_choice: asked.tool_choice.clone(),
         response_format: asked.response_format.clone(),
     };

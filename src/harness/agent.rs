@@ -40,7 +40,16 @@ pub struct TrialContext<'a> {
 
 impl<'a> TrialContext<'a> {
     fn call_context(&self) -> CallContext<'a> {
-        CallContext { trial_id: self.trial_id, attempt: self.attempt, budget: self.budget, model: self.model, client: self.client, seed: self.seed }
+        CallContext {
+            trial_id: self.trial_id,
+            attempt: self.attempt,
+            budget: self.budget,
+            model: self.model,
+            client: self.client,
+            seed: self.seed,
+            prefill: self.instructions.prefill.as_deref(),
+            stop: &self.instructions.stop,
+        }
     }
 }
 
@@ -195,6 +204,15 @@ impl Loop<'_> {
     /// file was written.
     fn apply_edit(&mut self, text: &str, steps: u32, step: &mut TraceStep, turn: &mut Turn) -> bool {
         let (c, sandbox) = (self.ctx.components, self.sandbox);
+        // With stop sequences (a prompt file's `stop`, e.g. "\n```"), a reply that ends inside the
+        // fence its prefill opened is closed where generation stopped.
+        let closed;
+        let text = if !self.ctx.instructions.stop.is_empty() && edit::ends_in_open_fence(text) {
+            closed = format!("{}\n```\n", text.trim_end_matches('\n'));
+            closed.as_str()
+        } else {
+            text
+        };
         match edit::extract(text, c.edit_format, sandbox.editable()) {
             Extracted::Edit { file, content } => {
                 let fp = edit::fingerprint(&content);
@@ -411,7 +429,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_user_template_without_system_sends_one_user_message() {
-        let card = ArmPrompts { system: None, user_template: Some("Complete this:\n```python\n{code}\n```".into()) };
+        let card = ArmPrompts { system: None, user_template: Some("Complete this:\n```python\n{code}\n```".into()), prefill: None, stop: Vec::new() };
         let (messages, task) = first_request(&card).await;
         assert_eq!(messages.len(), 1, "no system message");
         let code = std::fs::read_to_string(task.workspace_dir().join("add.py")).unwrap();

@@ -18,6 +18,9 @@ pub struct CallContext<'a> {
     pub model: &'a ModelSpec,
     pub client: &'a dyn ModelClient,
     pub seed: u64,
+    /// The arm's prompt file: the text the assistant's turn starts with, and the stop sequences.
+    pub prefill: Option<&'a str>,
+    pub stop: &'a [String],
 }
 
 /// What a builtin loop measured, in the record's terms.
@@ -115,6 +118,8 @@ impl<'a> Calls<'a> {
             top_p: ctx.model.top_p,
             seed: ctx.seed,
             timeout: remaining_time.min(model_timeout),
+            prefill: ctx.prefill.map(str::to_string),
+            stop: ctx.stop.to_vec(),
             ..ChatRequest::default()
         };
         let operation_id = format!("{}-{}-s{}", ctx.trial_id, ctx.attempt, steps);

@@ -42,6 +42,11 @@ pub fn fenced_blocks(text: &str) -> Vec<Block> {
     blocks
 }
 
+/// Whether `text` ends inside a fenced block (an odd number of fence lines).
+pub fn ends_in_open_fence(text: &str) -> bool {
+    text.lines().filter(|l| l.trim_start().starts_with("```")).count() % 2 == 1
+}
+
 /// The text outside fenced blocks (where "DONE" is looked for).
 pub fn prose(text: &str) -> String {
     let mut out = String::new();

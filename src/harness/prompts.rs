@@ -30,7 +30,7 @@ pub fn system_prompt(instructions: &str, tools: bool) -> String {
 impl ArmPrompts {
     /// `instructions = builtin`: DEFAULT_SYSTEM and the builtin task message.
     pub fn builtin() -> ArmPrompts {
-        ArmPrompts { system: Some(DEFAULT_SYSTEM.to_string()), user_template: None }
+        ArmPrompts { system: Some(DEFAULT_SYSTEM.to_string()), user_template: None, prefill: None, stop: Vec::new() }
     }
 
     /// The system message of a session, if any.
@@ -221,9 +221,9 @@ mod tests {
     #[test]
     fn instructions_files() {
         let md = parse_instructions(Path::new("p/sys.md"), "Be brief.").unwrap();
-        assert_eq!(md, ArmPrompts { system: Some("Be brief.".into()), user_template: None });
+        assert_eq!(md, ArmPrompts { system: Some("Be brief.".into()), user_template: None, prefill: None, stop: Vec::new() });
         let toml = parse_instructions(Path::new("p/card.toml"), "user_template = \"Do it:\\n{code}\\n\"\n").unwrap();
-        assert_eq!(toml, ArmPrompts { system: None, user_template: Some("Do it:\n{code}\n".into()) });
+        assert_eq!(toml, ArmPrompts { system: None, user_template: Some("Do it:\n{code}\n".into()), prefill: None, stop: Vec::new() });
         assert_eq!(toml.system_message(false), None, "no system message");
         assert_eq!(toml.system_message(true).as_deref(), Some(TOOLS_NOTE));
         let both = parse_instructions(Path::new("card.toml"), "system = \"S\"\nuser_template = \"{prompt}\"\n").unwrap();
@@ -235,5 +235,40 @@ mod tests {
         assert_eq!(err.key.as_deref(), Some("user_template"), "{err}");
         let err = parse_instructions(Path::new("card.toml"), "# nothing\n").unwrap_err();
         assert!(err.to_string().contains("card.toml") && err.to_string().contains("user_template"), "{err}");
+
+        let card = parse_instructions(Path::new("card.toml"), "user_template = \"{code}\"\nprefill = \"```python\\n\"\nstop = [\"\\n```\"]\n").unwrap();
+        assert_eq!((card.prefill.as_deref(), card.stop.as_slice()), (Some("```python\n"), ["\n```".to_string()].as_slice()));
+        let err = parse_instructions(Path::new("card.toml"), "user_template = \"{code}\"\nprefill = \"\"\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("prefill"), "{err}");
+        let err = parse_instructions(Path::new("card.toml"), "user_template = \"{code}\"\nstop = [\"a\", \"\"]\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("stop[1]"), "{err}");
+        let many = format!("user_template = \"{{code}}\"\nstop = [{}]\n", (0..17).map(|i| format!("\"s{i}\"")).collect::<Vec<_>>().join(", "));
+        let err = parse_instructions(Path::new("card.toml"), &many).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("stop"), "{err}");
+    }
+
+    /// configs/prompts/humaneval-qwen.toml through Qwen's own chat template, with the
+    /// prefill the engine appends, is byte for byte the ChatML string the Qwen2.5-Coder
+    /// evaluation code builds (QwenLM/Qwen2.5-Coder, qwencoder-eval/instruct/eval_plus/model.py,
+    /// class ChatML, commit dc5af29), for a HumanEval prompt.
+    #[test]
+    fn the_qwen_prompt_file_renders_as_the_qwen_evaluation_builds_its_prompt() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let card = crate::experiment::instructions::load_instructions(&root.join("configs/prompts/humaneval-qwen.toml")).unwrap();
+        let task = add_two();
+        let prompt = "def add(a, b):\n    \"\"\"Sum.\"\"\"";
+        let files = vec![("add.py".to_string(), format!("\n{prompt}\n\n"))];
+        let mut messages = Vec::new();
+        messages.extend(card.system_message(false).map(crate::model::Message::system));
+        messages.push(crate::model::Message::user(card.first_message(&task, &files, false)));
+        let source = std::fs::read_to_string(root.join("src/model/chat_templates/qwen2.5-coder-0.5b-instruct.jinja")).unwrap();
+        let template = crate::model::chat_template::ChatTemplate::new(&source, "", "<|im_end|>").unwrap();
+        let rendered = crate::model::chat_template::with_prefill(template.render(&messages, &[]).unwrap(), card.prefill.as_deref());
+        // The Qwen harness's string, with its {prompt} = the problem's prompt, stripped.
+        let qwen = format!(
+            "<|im_start|>system\nYou are an intelligent programming assistant to produce Python algorithmic solutions<|im_end|>\n<|im_start|>user\nCan you complete the following Python function?\n```python\n{prompt}\n```\n<|im_end|>\n<|im_start|>assistant\n```python\n"
+        );
+        assert_eq!(rendered, qwen);
+        assert_eq!(card.stop, ["\nif __name__", "\ndef main(", "\nprint(", "\n#", "\n```"]);
     }
 }

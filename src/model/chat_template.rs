@@ -177,6 +177,16 @@ fn json_error(e: serde_json::Error) -> Error {
     Error::new(ErrorKind::InvalidOperation, "tojson: cannot write the value as JSON").with_source(e)
 }
 
+/// The prompt an engine decodes: the chat template's rendering (which ends
+/// with the generation prompt, the assistant's turn opened) and the prefill
+/// the turn starts with, byte for byte.
+pub fn with_prefill(rendered: String, prefill: Option<&str>) -> String {
+    match prefill {
+        Some(p) => rendered + p,
+        None => rendered,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -116,6 +116,10 @@ pub struct ChatRequest {
     pub timeout: Duration,
     /// Generation stops before the first of these strings (not included in the reply).
     pub stop: Vec<String>,
+    /// The text the assistant's turn starts with: the model continues it and
+    /// the reply's text is this text followed by the generated one. Only the
+    /// embedded engine takes it (`ModelClient::cannot_honour` names it for the others).
+    pub prefill: Option<String>,
     /// Whether and which tool the model must call.
     pub tool_choice: ToolChoice,
     /// A reply that is a JSON object (or one of a JSON schema).

@@ -116,6 +116,9 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
 
 impl ModelClient for OllamaClient {
     fn cannot_honour(&self, req: &ChatRequest) -> Option<&'static str> {
+        if req.prefill.is_some() {
+            return Some("prefill");
+        }
         req.tool_choice.constrains().then_some("tool_choice")
     }
 

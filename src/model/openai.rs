@@ -154,6 +154,11 @@ pub fn served_identity(entry: &Value) -> String {
 }
 
 impl ModelClient for OpenAiClient {
+    /// The chat completions API has no way to start the assistant's turn with a text.
+    fn cannot_honour(&self, req: &ChatRequest) -> Option<&'static str> {
+        req.prefill.is_some().then_some("prefill")
+    }
+
     fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             let url = format!("{}/v1/chat/completions", self.base);

@@ -108,11 +108,21 @@ impl TrialEnv {
                         agent::run_agent(&ctx, sandbox, &mut on_step).await
                     }
                     TrialEnv::Container(c) => {
+                        let instructions = &shared.instructions[&arm.name];
                         let ctx = TerminalContext {
-                            calls: CallContext { trial_id: &spec.id, attempt, budget, model, client: client.as_ref(), seed: spec.seed },
+                            calls: CallContext {
+                                trial_id: &spec.id,
+                                attempt,
+                                budget,
+                                model,
+                                client: client.as_ref(),
+                                seed: spec.seed,
+                                prefill: instructions.prefill.as_deref(),
+                                stop: &instructions.stop,
+                            },
                             task,
                             components,
-                            instructions: &shared.instructions[&arm.name],
+                            instructions,
                             settings: &exp.harness,
                         };
                         terminal::run_agent(&ctx, c, &mut on_step).await

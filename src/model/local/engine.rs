@@ -209,8 +209,8 @@ impl Engine<'_> {
             let _ = job.reply.send(JobResult { prompt, generation: None, error: Some(e), queued, compute: Duration::ZERO, batch: BatchStats::default() });
         };
         let prompt_text = match &job.input {
-            PromptInput::Chat { messages, tools } => match self.render(messages, tools) {
-                Ok(p) => p,
+            PromptInput::Chat { messages, tools, prefill } => match self.render(messages, tools) {
+                Ok(p) => crate::model::chat_template::with_prefill(p, prefill.as_deref()),
                 Err(e) => return fail(job, None, e),
             },
             PromptInput::Text(t) => t.clone(),
@@ -252,6 +252,7 @@ impl Engine<'_> {
             cached_tokens: cached as u32,
             generated_tokens: 0,
             stop: Stop::Timeout,
+            stop_sequence: None,
             slot,
             prompt_seconds: 0.0,
             generation_seconds: 0.0,
@@ -400,7 +401,7 @@ impl Engine<'_> {
                 let mut s = active.swap_remove(i);
                 let mut text = detokenize(self.model, &s.out);
                 if done == Some(Stop::StopString) {
-                    cut_at_stop(&mut text, &s.job.params.stop);
+                    s.g.stop_sequence = cut_at_stop(&mut text, &s.job.params.stop);
                 }
                 let result = match done {
                     Some(stop) => {
@@ -533,10 +534,11 @@ fn stop_string_in_tail(model: &LlamaModel, out: &[LlamaToken], stop: &[String]) 
 }
 
 /// Cut `text` before the earliest stop string in it.
-pub(crate) fn cut_at_stop(text: &mut String, stop: &[String]) {
-    if let Some(at) = stop.iter().filter_map(|s| text.find(s.as_str())).min() {
-        text.truncate(at);
-    }
+/// Cut `text` before the first stop sequence in it; the sequence that matched.
+pub(crate) fn cut_at_stop(text: &mut String, stop: &[String]) -> Option<String> {
+    let (at, s) = stop.iter().filter_map(|s| text.find(s.as_str()).map(|at| (at, s))).min_by_key(|(at, _)| *at)?;
+    text.truncate(at);
+    Some(s.clone())
 }
 
 fn detokenize(model: &LlamaModel, tokens: &[LlamaToken]) -> String {

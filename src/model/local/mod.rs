@@ -240,6 +240,8 @@ pub struct Generation {
     /// Tokens sampled, the end-of-generation token included.
     pub generated_tokens: u32,
     pub stop: Stop,
+    /// The stop sequence that ended the generation (`Stop::StopString`).
+    pub stop_sequence: Option<String>,
     pub slot: usize,
     /// This request's share of the compute while its prompt was evaluated and
     /// while it generated (each step's time split over the step's tokens).
@@ -293,7 +295,12 @@ pub struct LocalInfo {
 }
 
 enum PromptInput {
-    Chat { messages: Vec<Message>, tools: Vec<ToolSpec> },
+    /// Rendered by the chat template with the generation prompt, then `prefill` appended.
+    Chat {
+        messages: Vec<Message>,
+        tools: Vec<ToolSpec>,
+        prefill: Option<String>,
+    },
     Text(String),
 }
 
@@ -400,7 +407,7 @@ impl LocalClient {
     /// `chat` for callers outside an async runtime (benchmarks). Must not be
     /// called from inside a tokio runtime.
     pub fn chat_blocking(&self, req: &ChatRequest, operation_id: String) -> CallOutcome {
-        let rx = self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req) }, GenParams::of(req));
+        let rx = self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req), prefill: req.prefill.clone() }, GenParams::of(req));
         let res = rx.and_then(|rx| rx.blocking_recv().map_err(|_| self.stopped()));
         outcome(req, operation_id, res, self.info.options.fenced_tool_calls)
     }
@@ -442,7 +449,8 @@ impl ModelClient for LocalClient {
 
     fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
-            let rx = self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req) }, GenParams::of(req));
+            let rx =
+                self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req), prefill: req.prefill.clone() }, GenParams::of(req));
             let res = match rx {
                 Ok(rx) => rx.await.map_err(|_| self.stopped()),
                 Err(e) => Err(e),
@@ -500,13 +508,20 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
             "cached_tokens": g.cached_tokens,
             "generated_tokens": g.generated_tokens,
             "stop": g.stop.name(),
+            "stop_sequence": g.stop_sequence,
+            "prefill": req.prefill,
             "batch": res.batch,
         })
     });
     let result = match (res.error, res.generation) {
         (Some(e), _) => Err(e),
         (None, Some(g)) => {
-            let (mut text, mut tool_calls, unparsed_tool_calls) = parse_tool_calls(&g.text);
+            // The reply is the prefill the turn started with, then what the model generated.
+            let full = match &req.prefill {
+                Some(p) => format!("{p}{}", g.text),
+                None => g.text.clone(),
+            };
+            let (mut text, mut tool_calls, unparsed_tool_calls) = parse_tool_calls(&full);
             if fenced && tool_calls.is_empty() && unparsed_tool_calls.is_empty() && !req.tools.is_empty() {
                 (text, tool_calls) = parse_fenced_tool_calls(&text, &req.tools);
             }
