@@ -152,6 +152,8 @@ fn shipped_configs_load() {
         ("configs/seed-demo.toml", vec![row("combined", "bare", "harness", "feedback loop_guard tools")]),
         // bare keeps the EvalPlus instructions, full the builtin prompt.
         ("configs/humaneval.toml", vec![row("combined", "bare", "full", "feedback loop_guard tools acceptance progress_handoff instructions")]),
+        // Two prompt files, nothing else: the protocol's effect is an ablation of `instructions`.
+        ("configs/humaneval-protocols.toml", vec![row("ablation instructions", "evalplus", "qwen", "instructions")]),
     ];
     for (cfg, want) in expected {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(cfg);
