@@ -371,8 +371,9 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
         }
     }
     let model = model_of(&identity);
+    let id = r.get("trial_name").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(dir).chars().take(200).collect();
     Ok(ImportedTrial {
-        from: ImportedFrom { file, id: text(r.get("trial_name")).chars().take(200).collect::<String>().if_empty(dir), detail: Value::Object(detail) },
+        from: ImportedFrom { file, id, detail: Value::Object(detail) },
         input: job.to_path_buf(),
         task,
         task_digest: checksum,
@@ -416,14 +417,4 @@ fn unfinished(job: &Path, dir: &str, config: &Value) -> Result<ImportedTrial, In
         None,
         "the trial folder has no result.json: the trial never finished".into(),
     ))
-}
-
-trait IfEmpty {
-    fn if_empty(self, other: &str) -> String;
-}
-
-impl IfEmpty for String {
-    fn if_empty(self, other: &str) -> String {
-        if self.is_empty() { other.to_string() } else { self }
-    }
 }

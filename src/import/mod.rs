@@ -144,7 +144,8 @@ pub struct Imported {
 
 pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
     let map = ImportMap::load(opts.map.as_deref())?;
-    check_output(&opts.out, opts.force)?;
+    // Checked before anything is read: a refused output costs no reading.
+    let existing = check_output(&opts.out, opts.force)?;
     let read = match opts.tool {
         Tool::Harbor => harbor::read(&opts.inputs, &map)?,
         Tool::Inspect => inspect::read(&opts.inputs, &map)?,
@@ -164,7 +165,7 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
             m
         }),
     };
-    write_folder(&opts.out, opts.force, &run)?;
+    write_folder(&opts.out, existing, &run)?;
     Ok(imported)
 }
 
@@ -525,10 +526,9 @@ fn check_output(out: &Path, force: bool) -> Result<bool, InputError> {
 
 /// Write the run into a temporary folder beside `out`, check that it loads as
 /// a run, then move it into place.
-fn write_folder(out: &Path, force: bool, run: &Assembled) -> Result<(), InputError> {
+fn write_folder(out: &Path, existing: bool, run: &Assembled) -> Result<(), InputError> {
     use std::io::Write;
     let io = |path: &Path, what: &str, e: std::io::Error| InputError::new(path, format!("{what}: {e}"));
-    let existing = check_output(out, force)?;
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

@@ -304,6 +304,13 @@ enum PromptInput {
     Text(String),
 }
 
+impl PromptInput {
+    /// A chat request's prompt: its messages, the tools it offers, its prefill.
+    fn of(req: &ChatRequest) -> PromptInput {
+        PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req), prefill: req.prefill.clone() }
+    }
+}
+
 struct Job {
     input: PromptInput,
     params: GenParams,
@@ -407,7 +414,7 @@ impl LocalClient {
     /// `chat` for callers outside an async runtime (benchmarks). Must not be
     /// called from inside a tokio runtime.
     pub fn chat_blocking(&self, req: &ChatRequest, operation_id: String) -> CallOutcome {
-        let rx = self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req), prefill: req.prefill.clone() }, GenParams::of(req));
+        let rx = self.submit(PromptInput::of(req), GenParams::of(req));
         let res = rx.and_then(|rx| rx.blocking_recv().map_err(|_| self.stopped()));
         outcome(req, operation_id, res, self.info.options.fenced_tool_calls)
     }
@@ -449,8 +456,7 @@ impl ModelClient for LocalClient {
 
     fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
-            let rx =
-                self.submit(PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req), prefill: req.prefill.clone() }, GenParams::of(req));
+            let rx = self.submit(PromptInput::of(req), GenParams::of(req));
             let res = match rx {
                 Ok(rx) => rx.await.map_err(|_| self.stopped()),
                 Err(e) => Err(e),
