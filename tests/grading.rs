@@ -14,6 +14,11 @@ use std::path::Path;
 
 /// A task whose tests are `tests` (one file) and whose workspace holds `m.py`.
 fn check(root: &Path, declared: u32, tests: &str) -> CheckResult {
+    check_with(root, declared, "test_x.py", tests, "X = 1\n")
+}
+
+/// `check` with the test file's name and the workspace's `m.py` given.
+fn check_with(root: &Path, declared: u32, test_file: &str, tests: &str, m_py: &str) -> CheckResult {
     let dir = &root.join("acct");
     for sub in ["workspace", "tests", "solution"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
@@ -26,10 +31,10 @@ fn check(root: &Path, declared: u32, tests: &str) -> CheckResult {
         ),
     )
     .unwrap();
-    std::fs::write(dir.join("workspace/m.py"), "X = 1\n").unwrap();
+    std::fs::write(dir.join("workspace/m.py"), m_py).unwrap();
     std::fs::write(dir.join("solution/m.py"), "X = 1\n").unwrap();
     std::fs::write(dir.join("tests/__init__.py"), "").unwrap();
-    std::fs::write(dir.join("tests/test_x.py"), tests).unwrap();
+    std::fs::write(dir.join("tests").join(test_file), tests).unwrap();
     let task = ablate::suite::load_task(dir).unwrap();
     let sandbox = Sandbox::create(&task).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -178,4 +183,30 @@ fn the_interpreter_runs_in_the_jail_as_outside_and_can_start_itself() {
     let c = check(dir.path(), 2, &tests);
     honest(&c);
     assert!(c.all_passed(), "{}", c.output);
+}
+
+/// A test module that cannot be imported (the candidate's code has a syntax
+/// error) is reported by unittest as a test named after the module. Named
+/// `test_odd_count` (HumanEval's problem 113 as imported), it is a name the
+/// canaries could take (`test_<adjective>_<noun>`): it must never be taken
+/// for one. Canary names are drawn at random per check, 512 of 2,304, so the
+/// check runs 20 times (a draw including it each time with probability
+/// 0.22; all 20 missing it, 0.7%).
+#[test]
+fn a_test_module_that_fails_to_import_is_a_failure_whatever_its_name() {
+    for _ in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let c = check_with(
+            dir.path(),
+            1,
+            "test_odd_count.py",
+            "import unittest\nfrom m import *\nclass TestCheck(unittest.TestCase):\n    def test_check(self):\n        self.assertEqual(X, 1)\n",
+            "def f():\n    return 1\n        X = 2\n",
+        );
+        assert_eq!(c.forgery, None, "{}", c.output);
+        assert_eq!(summary(&c), ("Ran 1 test".into(), "FAILED (errors=1)".into()));
+        let r = c.runner.as_ref().unwrap();
+        assert!(r.anomalies.is_empty() && r.tampered.is_empty() && r.canaries_turned.is_empty(), "{r:?}");
+        assert!(!c.all_passed() && c.passed == 0, "{c:?}");
+    }
 }

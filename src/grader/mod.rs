@@ -162,12 +162,15 @@ const CHANNEL_CAP: u64 = 4 << 20;
 /// Canary names offered to the runner per check (it uses what it needs).
 const CANARY_NAMES: usize = 512;
 
-/// The text of the task's test files in the sandbox (for choosing canary names
-/// that no real test has), at most 4 MiB.
+/// The text of the task's test files in the sandbox and their paths (for
+/// choosing canary names that no real test has: a test module that fails to
+/// import is reported by unittest under the module's own name), at most 4 MiB.
 fn test_sources(sandbox: &Sandbox) -> String {
     let tests = sandbox.path().join("tests");
     let mut text = String::new();
     for rel in crate::digest::list_files(&tests).unwrap_or_default() {
+        text.push_str(&rel.to_string_lossy());
+        text.push('\n');
         if let Ok(bytes) = crate::sandbox::read_regular(&tests.join(&rel), 1 << 20) {
             text.push_str(&String::from_utf8_lossy(&bytes));
             text.push('\n');
