@@ -169,4 +169,21 @@ fn a_sequential_design_runs_task_by_task_in_a_seeded_order_and_refuses_a_fixed_b
     assert!(err.contains("experiment.design"), "{err}");
     let ok = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_tasks = 1\n")).unwrap();
     assert_eq!(ok.sequential.unwrap().max_tasks, Some(1));
+    // The budgets of money and running time: sequential only, positive and finite.
+    for (extra, key) in [
+        ("max_seconds = 60\n", "experiment.max_seconds"),
+        ("max_cost_usd = 1.0\n", "experiment.max_cost_usd"),
+        ("design = \"sequential\"\nmax_seconds = 0\n", "experiment.max_seconds"),
+        ("design = \"sequential\"\nmax_seconds = nan\n", "experiment.max_seconds"),
+        ("design = \"sequential\"\nmax_seconds = 1e12\n", "experiment.max_seconds"),
+        ("design = \"sequential\"\nmax_cost_usd = -1.0\n", "experiment.max_cost_usd"),
+        ("design = \"sequential\"\nmax_cost_usd = inf\n", "experiment.max_cost_usd"),
+        // The model has no prices.
+        ("design = \"sequential\"\nmax_cost_usd = 5.0\n", "models[0].price"),
+    ] {
+        let err = load_str(Path::new("/tmp/p.toml"), &text(extra)).unwrap_err().to_string();
+        assert!(err.contains(key), "{extra}: {err}");
+    }
+    let ok = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_seconds = 90.5\n")).unwrap();
+    assert_eq!(ok.sequential.unwrap().max_seconds, Some(90.5));
 }

@@ -202,8 +202,133 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     let started = records(&results.join("budget")).len();
     assert!((39..=42).contains(&started), "{started} trials started for a budget of 40 (39 used; b's trials under way at its decision)");
 
-    // Shards are refused by name.
-    let out = output_within(&mut ablate(&["run", &cfg_s, "--results", &results_s, "--shard", "1/2"]), Duration::from_secs(60));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"), "{}", String::from_utf8_lossy(&out.stderr));
+    // Two shards, each owning every other task of the order and following its own tasks by the
+    // same rule, then merged: the merged report replays the whole order. By hand, each shard's
+    // a -> b sequence meets the same truncated bets (factor 1.5 a task) and decides after 11 of its
+    // own tasks, so b ran on the first 22 tasks of the order, more than the 11 the whole order
+    // needs; a -> c never decides inside a shard's 20 tasks, so a and c ran every task. The merged
+    // run has the records the whole order's rule reads: its decisions and intervals.
+    let mut shard_dirs = Vec::new();
+    for k in 1..=2 {
+        let id = format!("shard{k}");
+        let out = output_within(
+            &mut ablate(&["run", &cfg_s, "--results", &results_s, "--run-id", &id, "--shard", &format!("{k}/2"), "--jobs", "2"]),
+            Duration::from_secs(600),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let recs = records(&results.join(&id));
+        let own: std::collections::BTreeSet<&str> = order.iter().skip(k - 1).step_by(2).map(String::as_str).collect();
+        assert!(recs.iter().all(|r| own.contains(r.task.as_str())), "shard {k}/2 ran only its own tasks");
+        let b = recs.iter().filter(|r| r.arm == "b").count();
+        assert!((11..=13).contains(&b), "shard {k}/2 ran {b} trials of b");
+        assert_eq!(recs.iter().filter(|r| r.arm == "c").count(), 20, "shard {k}/2 ran c on each of its 20 tasks");
+        shard_dirs.push(results.join(&id).to_str().unwrap().to_string());
+    }
+    let merged = results.join("merged");
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["merge", "-o", merged.to_str().unwrap(), &shard_dirs[1], &shard_dirs[0]]),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "the trials the shards' rules skipped are not missing: {}", String::from_utf8_lossy(&out.stderr));
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["report", merged.to_str().unwrap(), "--no-color"]),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(key(&effects(&merged)), key(&e));
+    // A shard killed before its rule is done is named as unfinished by merge.
+    let cut = results.join("cut");
+    copy_dir(&results.join("shard1"), &cut);
+    let kept: Vec<String> = std::fs::read_to_string(cut.join("trials.jsonl")).unwrap().lines().take(10).map(String::from).collect();
+    std::fs::write(cut.join("trials.jsonl"), kept.join("\n") + "\n").unwrap();
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "merge",
+            "-o",
+            results.join("m2").to_str().unwrap(),
+            cut.to_str().unwrap(),
+            &shard_dirs[1],
+        ]),
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("is incomplete"), "{stderr}");
+}
+
+/// Seconds since the epoch of a record's RFC 3339 time.
+fn seconds(t: &str) -> f64 {
+    let t = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).unwrap();
+    t.unix_timestamp_nanos() as f64 / 1e9
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_them_again() {
+    let server = start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = std::fs::read_to_string(config(dir.path(), &server.url)).unwrap();
+    let results = dir.path().join("results");
+    let results_s = results.to_str().unwrap().to_string();
+    let run = |name: &str, text: String, extra: &[&str]| {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let mut args = vec!["run", path.to_str().unwrap(), "--results", &results_s, "--run-id", name, "--jobs", "1"];
+        args.extend_from_slice(extra);
+        let out = output_within(&mut ablate(&args), Duration::from_secs(600));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    // Money: one call a trial (bare arms), 20 output tokens at $50,000 a million output tokens and
+    // input free: $1.00 a trial by hand. A budget of $7 with one trial at a time: exactly 7 trials
+    // start (the 7th spends it), of the 120 planned.
+    let money = cfg
+        .replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_cost_usd = 7.0\n")
+        .replace("temperature = 0.0\n", "temperature = 0.0\nprice = { input_per_mtok = 0.0, output_per_mtok = 50000.0 }\n");
+    let stderr = run("money", money.clone(), &[]);
+    assert!(stderr.contains("money budget spent: $7.0000 of $7"), "{stderr}");
+    let recs = records(&results.join("money"));
+    assert!(recs.iter().all(|r| r.cost_usd == Some(1.0)), "{:?}", recs.iter().map(|r| r.cost_usd).collect::<Vec<_>>());
+    assert_eq!(recs.len(), 7);
+    // Tasks 1 and 2 of the order have all three arms' trials; the third has one: two tasks entered.
+    let e = effects(&results.join("money"));
+    for row in &e {
+        assert_eq!((row["n_tasks"].as_str(), row["decided_after_tasks"].as_str()), ("2", ""), "{row:?}");
+        assert!(row["verdict"].starts_with("undecided at budget"), "{row:?}");
+    }
+    let report = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["report", results.join("money").to_str().unwrap(), "--no-color"]),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("money budget spent: $7.0000 of $7"), "{text}");
+    // Resumed, the spend is counted again from the records: nothing starts.
+    let path = dir.path().join("money.toml");
+    let out = output_within(&mut ablate(&["run", path.to_str().unwrap(), "--resume", results.join("money").to_str().unwrap()]), Duration::from_secs(600));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(records(&results.join("money")).len(), 7);
+
+    // Running time: one trial at a time, so the spans do not overlap and their union is their sum.
+    // The run stops at the first trial whose end brings the sum to 1.5 s: the trials before it sum
+    // to less, all of them to at least that.
+    let timed = cfg.replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_seconds = 1.5\n");
+    let stderr = run("timed", timed, &[]);
+    assert!(stderr.contains("time budget spent: "), "{stderr}");
+    let recs = records(&results.join("timed"));
+    let spans: Vec<f64> = recs.iter().map(|r| seconds(&r.finished_at) - seconds(&r.started_at)).collect();
+    let all: f64 = spans.iter().sum();
+    let before: f64 = spans[..spans.len() - 1].iter().sum();
+    println!("time budget 1.5 s: {} trials, their spans summing to {before:.3} s before the last and {all:.3} s with it", recs.len());
+    assert!(recs.len() < 120 && before < 1.5 && all >= 1.5, "{} trials, spans {spans:?}", recs.len());
+    // A money budget in a fixed design, or on a model without prices, is refused by name.
+    for (name, text, key) in [
+        ("fixed", money.replace("design = \"sequential\"\n", ""), "experiment.max_cost_usd"),
+        ("unpriced", money.replace("price = { input_per_mtok = 0.0, output_per_mtok = 50000.0 }\n", ""), "models[0].price"),
+    ] {
+        let p = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&p, text).unwrap();
+        let out = output_within(std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["plan", p.to_str().unwrap()]), Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(key), "{stderr}");
+    }
 }

@@ -56,6 +56,14 @@ struct RawExperiment {
     /// The sequential design's budget: at most this many trials start.
     #[serde(default)]
     max_trials: Option<u64>,
+    /// The sequential design's budget: no trial starts once the recorded
+    /// trials cost this much (from the models' prices).
+    #[serde(default)]
+    max_cost_usd: Option<f64>,
+    /// The sequential design's budget: no trial starts once the experiment
+    /// has run this long (the time covered by its recorded trials).
+    #[serde(default)]
+    max_seconds: Option<f64>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
@@ -70,7 +78,9 @@ enum RawDesign {
 /// tasks enter in the plan's order, every comparison's confidence sequence is
 /// updated after each task, and trials that serve only decided comparisons
 /// are not started (`crate::sequential`). The budget of the whole experiment:
-/// at most `max_tasks` tasks (default: every task) and `max_trials` trials.
+/// at most `max_tasks` tasks (default: every task) and `max_trials` trials;
+/// no trial starts once the recorded trials cost `max_cost_usd` or cover
+/// `max_seconds` of running time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SequentialDesign {
@@ -78,6 +88,10 @@ pub struct SequentialDesign {
     pub max_tasks: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_trials: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
 }
 
 fn default_alpha() -> f64 {
@@ -370,6 +384,8 @@ impl Experiment {
 
 /// Longest working-time budget of a trial: 7 days.
 pub const MAX_BUDGET_SECONDS: f64 = 7.0 * 86_400.0;
+/// The longest running-time budget of a whole experiment (`experiment.max_seconds`): a year.
+pub const MAX_EXPERIMENT_SECONDS: f64 = 365.0 * 86_400.0;
 /// Longest request timeout (and retry backoff): 1 day.
 pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
 pub const MAX_RETRY_ATTEMPTS: u32 = 100;
@@ -427,8 +443,14 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             if e.max_tasks.is_some() {
                 return Err(at("experiment.max_tasks", "is the budget of a sequential design: set design = \"sequential\" or leave it out".into()));
             }
-            if e.max_trials.is_some() {
-                return Err(at("experiment.max_trials", "is the budget of a sequential design: set design = \"sequential\" or leave it out".into()));
+            for (key, set) in [
+                ("experiment.max_trials", e.max_trials.is_some()),
+                ("experiment.max_cost_usd", e.max_cost_usd.is_some()),
+                ("experiment.max_seconds", e.max_seconds.is_some()),
+            ] {
+                if set {
+                    return Err(at(key, "is the budget of a sequential design: set design = \"sequential\" or leave it out".into()));
+                }
             }
             None
         }
@@ -439,7 +461,15 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             if e.max_trials == Some(0) {
                 return Err(at("experiment.max_trials", "must be at least 1".into()));
             }
-            Some(SequentialDesign { max_tasks: e.max_tasks, max_trials: e.max_trials })
+            if let Some(c) = e.max_cost_usd
+                && !(c.is_finite() && c > 0.0)
+            {
+                return Err(at("experiment.max_cost_usd", format!("{c} is not a positive finite amount (leave it out for no money limit)")));
+            }
+            if let Some(t) = e.max_seconds {
+                check_seconds(path, "experiment.max_seconds", t, MAX_EXPERIMENT_SECONDS)?;
+            }
+            Some(SequentialDesign { max_tasks: e.max_tasks, max_trials: e.max_trials, max_cost_usd: e.max_cost_usd, max_seconds: e.max_seconds })
         }
     };
     let b = &raw.budget;
@@ -468,6 +498,11 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
     {
         return Err(at(&format!("models[{i}].price"), format!("model `{}` has no price, but budget.max_cost_usd is set", m.name)));
+    }
+    if sequential.as_ref().is_some_and(|d| d.max_cost_usd.is_some())
+        && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
+    {
+        return Err(at(&format!("models[{i}].price"), format!("model `{}` has no price, but experiment.max_cost_usd is set", m.name)));
     }
 
     let mut prompt_digests = IndexMap::new();

@@ -14,6 +14,9 @@
 //!   tasks in a seeded random order, and each task's blocks (every arm for one
 //!   (model, repeat)) together, shuffled among themselves, so each task is
 //!   complete as early as it can be and tasks enter the decision in that order.
+//! - Shards (`K/N`) take every N-th trial of the order; in the sequential
+//!   design, every N-th task of the task order instead, with all its trials,
+//!   so a shard completes the tasks it owns and follows them by its own rule.
 
 pub mod render;
 
@@ -46,6 +49,9 @@ pub struct TrialSpec {
 pub struct Plan {
     pub config_digest: String,
     pub trials: Vec<TrialSpec>,
+    /// The sequential design: shards own whole tasks (`Plan::shard`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shard_by_task: bool,
 }
 
 /// Stable trial id: 16 hex chars of sha256 over its defining parts.
@@ -75,6 +81,9 @@ pub struct Order {
     arms: Vec<String>,
     models: Vec<String>,
     entries: Vec<Entry>,
+    /// The sequential design: each task's position in the task order, by
+    /// which shards own whole tasks (None: shards take every N-th trial).
+    task_position: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -111,19 +120,28 @@ impl Order {
 
     /// How many trials `shard` (all without one) holds.
     pub fn count(&self, shard: Option<Shard>) -> usize {
-        match shard {
-            Some(s) => (self.entries.len() + s.count as usize - s.index as usize) / s.count as usize,
-            None => self.entries.len(),
+        match (shard, &self.task_position) {
+            (None, _) => self.entries.len(),
+            (Some(s), None) => (self.entries.len() + s.count as usize - s.index as usize) / s.count as usize,
+            (Some(_), Some(_)) => (0..self.entries.len()).filter(|&i| self.in_shard(i, shard)).count(),
         }
+    }
+
+    /// Whether the trial at position `i` of the order is in `shard` (every
+    /// trial is in no shard at all): every N-th trial, or in the sequential
+    /// design every trial of every N-th task of the task order.
+    fn in_shard(&self, i: usize, shard: Option<Shard>) -> bool {
+        let Some(s) = shard else { return true };
+        let at = match &self.task_position {
+            Some(position) => position[self.entries[i].task as usize] as usize,
+            None => i,
+        };
+        at % s.count as usize == s.index as usize - 1
     }
 
     /// The trials of `shard` (all without one), in execution order, made one at a time.
     pub fn specs(&self, shard: Option<Shard>) -> impl Iterator<Item = TrialSpec> + '_ {
-        let (step, first) = match shard {
-            Some(s) => (s.count as usize, s.index as usize - 1),
-            None => (1, 0),
-        };
-        (first..self.entries.len()).step_by(step).map(|i| self.spec(i))
+        (0..self.entries.len()).filter(move |&i| self.in_shard(i, shard)).map(|i| self.spec(i))
     }
 }
 
@@ -167,6 +185,17 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
     }
     let config_digest = exp.config_digest();
     let entries = if exp.sequential.is_some() { task_major(exp, task_ids.len()) } else { interleaved(exp, task_ids.len()) };
+    let task_position = exp.sequential.is_some().then(|| {
+        let mut position = vec![u32::MAX; task_ids.len()];
+        let mut next = 0;
+        for e in &entries {
+            if position[e.task as usize] == u32::MAX {
+                position[e.task as usize] = next;
+                next += 1;
+            }
+        }
+        position
+    });
     Ok(Order {
         config_digest,
         seed: exp.seed,
@@ -174,6 +203,7 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
         arms: exp.arms.iter().map(|a| a.name.clone()).collect(),
         models: exp.models.iter().map(|m| m.name.clone()).collect(),
         entries,
+        task_position,
     })
 }
 
@@ -240,22 +270,18 @@ impl Order {
 /// Build the plan with every spec written out (`order` holds it compactly).
 pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
     let order = order(exp, suite)?;
-    Ok(Plan { trials: order.specs(None).collect(), config_digest: order.config_digest })
+    Ok(Plan { trials: order.specs(None).collect(), shard_by_task: order.task_position.is_some(), config_digest: order.config_digest })
 }
 
 /// A deterministic part of the plan: `K/N` takes every trial whose position
-/// in the execution order is K-1 modulo N. Every trial is in exactly one shard.
+/// in the execution order is K-1 modulo N (in the sequential design, every
+/// trial of each task whose position in the task order is K-1 modulo N).
+/// Every trial is in exactly one shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
     /// 1-based.
     pub index: u32,
     pub count: u32,
-}
-
-impl Shard {
-    pub fn contains(&self, t: &TrialSpec) -> bool {
-        t.order % self.count == self.index - 1
-    }
 }
 
 impl FromStr for Shard {
@@ -280,9 +306,16 @@ impl fmt::Display for Shard {
 
 impl Plan {
     pub fn shard(&self, shard: Option<Shard>) -> Vec<TrialSpec> {
-        match shard {
-            Some(s) => self.trials.iter().filter(|t| s.contains(t)).cloned().collect(),
-            None => self.trials.clone(),
+        let Some(s) = shard else { return self.trials.clone() };
+        let of = |at: usize| at % s.count as usize == s.index as usize - 1;
+        if !self.shard_by_task {
+            return self.trials.iter().filter(|t| of(t.order as usize)).cloned().collect();
         }
+        let mut position: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for t in &self.trials {
+            let next = position.len();
+            position.entry(t.task.as_str()).or_insert(next);
+        }
+        self.trials.iter().filter(|t| of(position[t.task.as_str()])).cloned().collect()
     }
 }

@@ -89,8 +89,10 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         );
         let _ = writeln!(
             s,
-            "budget: at most {max_tasks} of {tasks} tasks{}; at most {total} trials if nothing is decided",
-            d.max_trials.map(|n| format!(" and {n} trials")).unwrap_or_default()
+            "budget: at most {max_tasks} of {tasks} tasks{}{}{}; at most {total} trials if nothing is decided",
+            d.max_trials.map(|n| format!(" and {n} trials")).unwrap_or_default(),
+            d.max_cost_usd.map(|c| format!("; no trial starts once the trials cost ${c}")).unwrap_or_default(),
+            d.max_seconds.map(|t| format!("; no trial starts after {t} s of running time")).unwrap_or_default()
         );
         let mut seen = std::collections::HashSet::new();
         let order: Vec<&str> = plan.trials.iter().map(|t| t.task.as_str()).filter(|t| seen.insert(*t)).collect();

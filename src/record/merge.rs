@@ -4,7 +4,9 @@
 //!
 //! The shards must be of one experiment: equal config digest, suite digest,
 //! shard count and model identities, distinct indices covering 1..N, and every
-//! planned trial with a final record. What is missing is named (shards, and
+//! planned trial with a final record (in the sequential design, every trial
+//! the shard's own rule still needs: one it skipped, its comparisons decided
+//! or its budget spent, is not missing). What is missing is named (shards, and
 //! trials without a final record); `allow_partial` merges what exists and the
 //! manifest says so (`merged.partial`). Nothing is written before every check
 //! has passed, and the output is built under a temporary name and renamed
@@ -170,7 +172,9 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
                 InputError::new(&trials_path, format!("{unplanned} records are not in this shard's plan; refusing to merge a folder that mixes runs")).into()
             );
         }
-        let unfinished: Vec<&TrialSpec> = s.manifest.plan.iter().filter(|t| !finished.contains(&t.id)).collect();
+        let skipped = sequential_skips(&s.manifest, &trials_path)?;
+        let unfinished: Vec<&TrialSpec> =
+            s.manifest.plan.iter().filter(|t| !finished.contains(&t.id) && skipped.as_ref().is_none_or(|m| m.needs(&t.task, &t.arm, &t.model))).collect();
         if !unfinished.is_empty() {
             unfinished_trials += unfinished.len();
             let named = unfinished
@@ -288,6 +292,19 @@ fn identity_difference(a: &[ModelIdentity], b: &[ModelIdentity]) -> Option<Strin
         }
     }
     a.keys().find(|n| !b.contains_key(*n)).map(|n| format!("model `{n}` is missing here and present"))
+}
+
+/// A sequential shard's own rule replayed from its records (None for a
+/// fixed design): a planned trial it no longer `needs` was skipped by the
+/// rule (its comparisons decided, or a budget spent), not left unfinished.
+fn sequential_skips(manifest: &Manifest, trials: &Path) -> Result<Option<crate::sequential::Monitor>, MergeError> {
+    let models: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
+    let Some(mut monitor) = manifest.sequential_monitor(&models, false) else { return Ok(None) };
+    super::jsonl::for_each::<TrialRecord>(trials, |r| {
+        super::feed_monitor(&mut monitor, &r);
+    })
+    .map_err(|source| MergeError::Io { path: trials.to_path_buf(), source })?;
+    Ok(Some(monitor))
 }
 
 /// Ids of the trials with a final record in a trials.jsonl (missing file:

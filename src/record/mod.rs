@@ -838,6 +838,49 @@ impl<P> Manifest<P> {
     pub fn comparisons(&self) -> Vec<crate::experiment::matrix::Comparison> {
         self.experiment.comparisons.clone()
     }
+
+    /// The tasks a sequential run's rule follows, in the order they enter:
+    /// the seeded task order, or a shard's own tasks of it (every N-th task,
+    /// `plan::Shard`). None for a fixed design.
+    pub fn sequential_task_order(&self) -> Option<Vec<String>> {
+        Some(crate::sequential::own_tasks(&self.sequential.as_ref()?.task_order, self.shard.map(|s| (s.index, s.count))))
+    }
+
+    /// A sequential run's rule, as the runner followed it: its task order (a
+    /// shard's own tasks of it), every comparison on every one of `models`,
+    /// the design's budgets (`crate::sequential`). Fed no record yet. None
+    /// for a fixed design.
+    pub fn sequential_monitor(&self, models: &[String], history: bool) -> Option<crate::sequential::Monitor> {
+        let order = &self.sequential.as_ref()?.task_order;
+        let exp = &self.experiment;
+        let design = exp.sequential.clone().unwrap_or_default();
+        let run = crate::sequential::RunDesign {
+            task_order: order,
+            shard: self.shard.map(|s| (s.index, s.count)),
+            trials: exp.trials,
+            max_tasks: design.max_tasks,
+            max_trials: design.max_trials,
+            max_cost_usd: design.max_cost_usd,
+            max_seconds: design.max_seconds,
+            margin: exp.margin,
+            alpha: exp.alpha,
+        };
+        let named: Vec<crate::sequential::Named<'_>> =
+            exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
+        Some(crate::sequential::Monitor::for_run(&run, &named, models, history))
+    }
+}
+
+/// A final record into a sequential rule: what it spent (the budgets of
+/// money and running time) and its pass value. Returns the comparisons it
+/// decided (`Monitor::record`); an interrupted record adds nothing.
+pub fn feed_monitor(m: &mut crate::sequential::Monitor, r: &TrialRecord) -> Vec<String> {
+    if !r.status.is_final() {
+        return Vec::new();
+    }
+    let at = |t: &str| rfc3339_seconds(t).unwrap_or(f64::NAN);
+    m.spend(at(&r.started_at), at(&r.finished_at), r.cost_usd);
+    m.record(&r.task, &r.arm, &r.model, r.repeat, r.status.pass_value())
 }
 
 /// A trial as the plan names it, reduced to 64 bits: a record belongs to the
@@ -901,6 +944,13 @@ impl TrialRecord {
 pub fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();
     now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 time such as a record's
+/// `started_at` (None when it does not read as one).
+pub fn rfc3339_seconds(t: &str) -> Option<f64> {
+    let t = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()?;
+    Some(t.unix_timestamp_nanos() as f64 / 1e9)
 }
 
 #[cfg(test)]

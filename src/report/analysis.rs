@@ -94,7 +94,13 @@ pub fn sequential_note(e: &EffectReport) -> Option<String> {
     let tasks = super::format::count(q.tasks, "task");
     Some(match q.decided_after_tasks {
         Some(_) => format!("sequence: decided ({}) after {tasks}, {} trials", e.verdict.short(), q.trials),
-        None => format!("sequence: undecided after {tasks}, {} trials ({}); its interval now: {}", q.trials, e.estimand, e.method.words()),
+        None => format!(
+            "sequence: undecided after {tasks}, {} trials ({}{}); its interval now: {}",
+            q.trials,
+            e.estimand,
+            q.budget_spent.as_deref().map(|b| format!("; {b}")).unwrap_or_default(),
+            e.method.words()
+        ),
     })
 }
 
@@ -327,6 +333,9 @@ pub struct SequentialEffect {
     pub projected_tasks: Option<usize>,
     /// The running interval (tasks like these) after each task, for the plot.
     pub history: Vec<(f64, f64)>,
+    /// The experiment's budget of money or running time, when the records
+    /// spent it (what stopped the trials of a comparison left undecided).
+    pub budget_spent: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -637,8 +646,8 @@ pub fn analyse(data: &RunData) -> Report {
         }
         if effect.kind == EffectKind::Ablation { ablations.push(effect) } else { combined.push(effect) }
     }
-    if let Some(facts) = &data.manifest.sequential {
-        sequential_effects(data, &facts.task_order, &mut ablations, &mut combined);
+    if let Some(order) = data.manifest.sequential_task_order() {
+        sequential_effects(data, &order, &mut ablations, &mut combined);
     }
     Report {
         run_id: data.manifest.run_id.clone(),
@@ -678,28 +687,18 @@ pub fn analyse(data: &RunData) -> Report {
 /// sequence's at the stopping time (the fixed-design inference is not valid
 /// after stopping on the data, so none of it is shown).
 fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectReport], combined: &mut [EffectReport]) {
-    use crate::sequential::{Decision, Monitor};
+    use crate::sequential::Decision;
     let exp = &data.manifest.experiment;
     let design = exp.sequential.clone().unwrap_or_default();
-    let comparisons = data.manifest.comparisons();
-    let named: Vec<crate::sequential::Named<'_>> =
-        comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
     let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
     let models = if models.is_empty() { data.models.list.clone() } else { models };
-    let run = crate::sequential::RunDesign {
-        task_order: order,
-        trials: exp.trials,
-        max_tasks: design.max_tasks,
-        max_trials: design.max_trials,
-        margin: exp.margin,
-        alpha: exp.alpha,
-    };
-    let mut monitor = Monitor::for_run(&run, &named, &models, true);
+    let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
     for r in &data.trials {
         if r.status.is_final() {
             monitor.record(data.tasks.name(r.task), data.arms.name(r.arm), data.models.name(r.model), r.repeat, r.passed());
         }
     }
+    let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
     let position: std::collections::HashMap<&str, usize> = order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
     for effect in ablations.iter_mut().chain(combined.iter_mut()) {
         let Some((spec, seq)) = monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model) else { continue };
@@ -737,9 +736,37 @@ fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectR
             Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
             Decision::Undecided => EffectVerdict::UndecidedAtBudget { projected_tasks, tasks: used, every_task: used == order.len() },
         };
-        effect.sequential =
-            Some(SequentialEffect { decided_after_tasks: seq.decided_at, tasks: used, trials: nc + nt, projected_tasks, history: seq.history() });
+        effect.sequential = Some(SequentialEffect {
+            decided_after_tasks: seq.decided_at,
+            tasks: used,
+            trials: nc + nt,
+            projected_tasks,
+            history: seq.history(),
+            budget_spent: budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
+        });
     }
+}
+
+/// The experiment's budget of money or running time the records spent, as
+/// the runner counts it (`crate::sequential::spend`: every final record's
+/// cost and the union of their spans, into the run's own rule), read again
+/// from trials.jsonl only when the design has such a budget.
+fn budget_spent(
+    data: &RunData,
+    design: &crate::experiment::config::SequentialDesign,
+    monitor: &mut crate::sequential::Monitor,
+) -> Option<crate::sequential::spend::Spent> {
+    if design.max_cost_usd.is_none() && design.max_seconds.is_none() {
+        return None;
+    }
+    let at = |t: &str| crate::record::rfc3339_seconds(t).unwrap_or(f64::NAN);
+    crate::record::jsonl::for_each::<crate::record::TrialRecord>(&data.dir.join("trials.jsonl"), |r| {
+        if r.status.is_final() {
+            monitor.spend(at(&r.started_at), at(&r.finished_at), r.cost_usd);
+        }
+    })
+    .ok()?;
+    monitor.spent()
 }
 
 pub fn with_margin(v: EffectVerdict, tost: &stats::Inference, margin: f64) -> EffectVerdict {

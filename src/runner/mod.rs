@@ -148,14 +148,6 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let reporters = Reporters::new(opts.reporters.clone());
     // The execution order, 16 bytes a trial; specs are made as they are needed.
     let plan = plan::order(&exp, &suite)?;
-    if exp.sequential.is_some() && opts.shard.is_some() {
-        return Err(InputError::at(
-            &exp.config_path,
-            "--shard",
-            "a sequential design decides after each task in order, in one process: it cannot be split into shards (run it whole, or with design = \"fixed\")",
-        )
-        .into());
-    }
     // The folder being resumed (same experiment only) is locked before
     // anything is read from it but its manifest; a new folder is made (and
     // locked) after setup, so a setup failure leaves no folder behind.
@@ -230,12 +222,16 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // run replays them and reaches the decisions an uninterrupted one would).
     let monitor = match &exp.sequential {
         None => None,
-        Some(design) => {
-            let mut m = monitor_for(&exp, &plan, design);
+        Some(_) => {
+            // The rule the report and merge follow, built from the manifest as they build it.
+            let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
+            let head = ManifestHead::read(&dir)?;
+            let mut m = head.sequential_monitor(&models, false).ok_or_else(|| {
+                InputError::at(dir.join("manifest.json"), "sequential", "the experiment is sequential but the run's manifest has no task order")
+            })?;
+            drop(head);
             crate::record::jsonl::for_each::<TrialRecord>(&trials_path, |r| {
-                if r.status.is_final() {
-                    m.record(&r.task, &r.arm, &r.model, r.repeat, r.status.pass_value());
-                }
+                crate::record::feed_monitor(&mut m, &r);
             })
             .map_err(io_error(&dir))?;
             Some(Arc::new(Mutex::new(m)))
@@ -276,24 +272,6 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     outcome?;
     let ran_now = finished_now.load(std::sync::atomic::Ordering::SeqCst);
     Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
-}
-
-/// The sequential rule of this experiment: its task order, its comparisons
-/// on every model, its budget of tasks, its bets sized for that budget.
-fn monitor_for(exp: &Experiment, plan: &plan::Order, design: &crate::experiment::config::SequentialDesign) -> crate::sequential::Monitor {
-    let order = plan.task_order();
-    let run = crate::sequential::RunDesign {
-        task_order: &order,
-        trials: exp.trials,
-        max_tasks: design.max_tasks,
-        max_trials: design.max_trials,
-        margin: exp.margin,
-        alpha: exp.alpha,
-    };
-    let named: Vec<crate::sequential::Named<'_>> =
-        exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
-    let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
-    crate::sequential::Monitor::for_run(&run, &named, &models, false)
 }
 
 fn io_error(dir: &Path) -> impl Fn(std::io::Error) -> RunError + use<> {
@@ -559,9 +537,17 @@ async fn execute(
                 if let Some(m) = &monitor
                     && rec.status.is_final()
                 {
-                    let decided = m.lock().unwrap().record(&rec.task, &rec.arm, &rec.model, rec.repeat, rec.status.pass_value());
+                    let (decided, spent) = {
+                        let mut m = m.lock().unwrap();
+                        let was = m.spent().is_some();
+                        let decided = crate::record::feed_monitor(&mut m, &rec);
+                        (decided, m.spent().filter(|_| !was))
+                    };
                     for d in decided {
                         reporters.emit(&Event::Decided(&d));
+                    }
+                    if let Some(s) = spent {
+                        reporters.warn(&format!("{s}: no more trials start; the ones under way finish"));
                     }
                 }
                 reporters.emit(&Event::TrialFinished(&rec));

@@ -22,8 +22,10 @@
 //! replays its records and reaches the same decisions.
 
 pub mod betting;
+pub mod spend;
 
 use betting::{Bets, BettingCs};
+use spend::{Spend, Spent};
 use std::collections::HashMap;
 
 /// Where a comparison stands.
@@ -86,22 +88,46 @@ pub fn family(comparisons: &[Named<'_>], models: &[String], alpha: f64) -> Vec<C
 pub struct RunDesign<'a> {
     /// The experiment's tasks in the order they enter.
     pub task_order: &'a [String],
+    /// A shard (index from 1, count) follows its own tasks (`own_tasks`)
+    /// with its share of the budgets; None: the whole order.
+    pub shard: Option<(u32, u32)>,
     pub trials: u32,
     pub max_tasks: Option<u32>,
     pub max_trials: Option<u64>,
+    /// Budgets of money and running time: no trial starts once the records spent them.
+    pub max_cost_usd: Option<f64>,
+    pub max_seconds: Option<f64>,
     pub margin: Option<f64>,
     pub alpha: f64,
+}
+
+/// The tasks of `order` a shard (index from 1, count) owns: every count-th
+/// task from the index-th, in order; without a shard, all of them.
+pub fn own_tasks(order: &[String], shard: Option<(u32, u32)>) -> Vec<String> {
+    match shard {
+        Some((index, count)) => order.iter().skip(index as usize - 1).step_by(count as usize).cloned().collect(),
+        None => order.to_vec(),
+    }
 }
 
 impl Monitor {
     /// The monitor of a run: its comparisons on every model (`family`), at
     /// most `max_tasks` tasks (every task by default), its bets (`bets_for`).
-    /// The runner and the report both build it here, so they follow one rule.
+    /// A shard follows its own tasks: those of the first `max_tasks` of the
+    /// order, bets sized for them, and its share of the budgets of trials and
+    /// money (the budget over the shard count; running time is each shard's,
+    /// as shards run side by side). The runner, the report and merge all
+    /// build it here, so they follow one rule.
     pub fn for_run(d: &RunDesign<'_>, comparisons: &[Named<'_>], models: &[String], history: bool) -> Monitor {
-        let max_tasks = d.max_tasks.map_or(d.task_order.len(), |n| (n as usize).min(d.task_order.len()));
+        let budget = d.max_tasks.map_or(d.task_order.len(), |n| (n as usize).min(d.task_order.len()));
+        let order = own_tasks(&d.task_order[..budget], d.shard);
+        let all = own_tasks(d.task_order, d.shard);
+        let shards = d.shard.map_or(1, |(_, n)| n);
         let family = family(comparisons, models, d.alpha);
-        let max_trials = d.max_trials.map(|n| n as usize);
-        Monitor::new(d.task_order, d.trials, max_tasks, max_trials, d.margin, bets_for(max_tasks), family, history)
+        let max_trials = d.max_trials.map(|n| (n as usize).div_ceil(shards as usize));
+        let mut m = Monitor::new(&all, d.trials, order.len(), max_trials, d.margin, bets_for(order.len()), family, history);
+        m.spend = Spend::new(d.max_cost_usd.map(|c| c / shards as f64), d.max_seconds);
+        m
     }
 }
 
@@ -274,6 +300,8 @@ pub struct Monitor {
     /// The budget of trials: tasks enter while the trials the tasks so far
     /// needed (`needed_through`) stay within it.
     max_trials: Option<usize>,
+    /// The budgets of money and running time, and what the records spent.
+    spend: Spend,
 }
 
 /// What the runner does with a trial of a sequential run.
@@ -330,6 +358,7 @@ impl Monitor {
             next,
             outcomes: HashMap::new(),
             max_trials,
+            spend: Spend::default(),
         }
     }
 
@@ -425,6 +454,23 @@ impl Monitor {
         total
     }
 
+    /// What a final record spent: it ran from `started` to `finished`
+    /// (seconds on one clock) and cost `cost_usd`. Only the runner's choice
+    /// of trials to start depends on it, never a decision.
+    pub fn spend(&mut self, started: f64, finished: f64, cost_usd: Option<f64>) {
+        self.spend.add(started, finished, cost_usd);
+    }
+
+    /// The budget of money or running time the records spent, if one is.
+    pub fn spent(&self) -> Option<Spent> {
+        self.spend.spent()
+    }
+
+    /// Running time and money the records spent so far.
+    pub fn spent_so_far(&self) -> (f64, f64) {
+        (self.spend.seconds(), self.spend.cost_usd())
+    }
+
     /// Whether a trial of `task` in `arm` on `model` serves a comparison not yet decided.
     pub fn needs(&self, task: &str, arm: &str, model: &str) -> bool {
         self.gate(task, arm, model) != Gate::Skip
@@ -437,7 +483,7 @@ impl Monitor {
     pub fn gate(&self, task: &str, arm: &str, model: &str) -> Gate {
         let Some(&k) = self.order.get(task) else { return Gate::Skip };
         let open = self.comparisons.iter().any(|(c, s)| s.decision == Decision::Undecided && c.model == model && (c.control == arm || c.treatment == arm));
-        if k >= self.max_tasks || !open {
+        if k >= self.max_tasks || !open || self.spent().is_some() {
             return Gate::Skip;
         }
         let Some(max) = self.max_trials else { return Gate::Run };
@@ -450,11 +496,12 @@ impl Monitor {
         }
     }
 
-    /// Every comparison decided, or at the end of its tasks.
+    /// Every comparison decided, or at the end of its tasks, or a budget of money or time spent.
     pub fn finished(&self) -> bool {
-        self.comparisons.iter().zip(&self.next).all(|((_, s), &k)| {
-            s.decision != Decision::Undecided || k >= self.max_tasks || self.max_trials.is_some_and(|m| self.needed_through(k, Count::Known) > m)
-        })
+        self.spent().is_some()
+            || self.comparisons.iter().zip(&self.next).all(|((_, s), &k)| {
+                s.decision != Decision::Undecided || k >= self.max_tasks || self.max_trials.is_some_and(|m| self.needed_through(k, Count::Known) > m)
+            })
     }
 
     pub fn comparisons(&self) -> impl Iterator<Item = (&ComparisonSpec, &Sequence)> {

@@ -178,3 +178,47 @@ fn a_budget_of_trials_counts_what_the_tasks_needed_whatever_order_records_come_i
     assert_eq!(m.gate("t12", "c", "m"), Gate::Run, "13 tasks of 3 trials are 39 even if nothing is decided");
     assert_eq!(m.gate("t13", "c", "m"), Gate::Wait, "42 if -b stays open, 39 if it is decided by task 11");
 }
+
+/// A shard follows its own tasks (every count-th of the order from the
+/// index-th), those among the first `max_tasks`, with its share of the
+/// budget of trials (rounded up) and money; and no trial starts once a
+/// budget of money or time is spent. By hand: 10 tasks, shard 2 of 3 owns
+/// t1, t4, t7; of the first 5 tasks, t1 and t4; 10 trials over 3 shards is 4.
+#[test]
+fn a_shard_follows_its_own_tasks_with_its_share_of_the_budgets() {
+    let order: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+    assert_eq!(own_tasks(&order, Some((2, 3))), ["t1", "t4", "t7"]);
+    assert_eq!(own_tasks(&order, Some((1, 1))), order);
+    assert_eq!(own_tasks(&order, None), order);
+    let run = |max_tasks, max_trials, max_cost_usd| RunDesign {
+        task_order: &order,
+        shard: Some((2, 3)),
+        trials: 1,
+        max_tasks,
+        max_trials,
+        max_cost_usd,
+        max_seconds: None,
+        margin: None,
+        alpha: 0.05,
+    };
+    let named: Vec<Named<'_>> = vec![("x", "c", "t", true)];
+    let models = vec!["m".to_string()];
+    let m = Monitor::for_run(&run(Some(5), None, None), &named, &models, false);
+    assert_eq!((m.tasks(), m.max_tasks()), (3, 2));
+    assert_eq!(
+        [m.gate("t1", "c", "m"), m.gate("t4", "t", "m"), m.gate("t7", "c", "m"), m.gate("t0", "c", "m")],
+        [Gate::Run, Gate::Run, Gate::Skip, Gate::Skip]
+    );
+    // Budget of trials: 4 for this shard; each task needs 2 (c and t): t1 and t4 fit; t7 fits only
+    // if the comparison is decided before t4 (then t4 is not needed): wait for the trials under way.
+    let m = Monitor::for_run(&run(None, Some(10), None), &named, &models, false);
+    assert_eq!([m.gate("t1", "c", "m"), m.gate("t4", "c", "m"), m.gate("t7", "c", "m")], [Gate::Run, Gate::Run, Gate::Wait]);
+    // Money: $3 over 3 shards is $1 here; a record costing $1 spends it and nothing starts.
+    let mut m = Monitor::for_run(&run(None, None, Some(3.0)), &named, &models, false);
+    m.spend(0.0, 1.0, Some(0.5));
+    assert_eq!(m.gate("t1", "c", "m"), Gate::Run);
+    m.spend(1.0, 2.0, Some(0.5));
+    assert_eq!(m.spent(), Some(Spent::Money { spent: 1.0, max: 1.0 }));
+    assert_eq!(m.gate("t1", "c", "m"), Gate::Skip);
+    assert!(m.finished());
+}
