@@ -5,7 +5,8 @@
 //! make bench-micro   (cargo bench --no-default-features --bench micro)
 
 use ablate::model::sampling::TokenSampler;
-use ablate::report::{analysis, load, stats, synth};
+use ablate::report::{analysis, load, stats};
+use ablate::runner::synth;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::Path;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use ablate::report::synth;
+use ablate::runner::synth;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;

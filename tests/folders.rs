@@ -340,7 +340,7 @@ fn report_on_a_folder_in_use_prints_without_writing() {
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = tmp.path().join("run");
-    ablate::report::synth::write_run(&run, &exp, &suite, &plan, 1, |_, _| 0.5).unwrap();
+    ablate::runner::synth::write_run(&run, &exp, &suite, &plan, 1, |_, _| 0.5).unwrap();
     let held = ablate::record::lock::RunLock::acquire(&run).unwrap();
     let before = listing(&run);
     let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1"), LIMIT);

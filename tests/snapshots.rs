@@ -7,7 +7,7 @@
 
 mod common;
 
-use ablate::report::synth;
+use ablate::runner::synth;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;

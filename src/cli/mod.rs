@@ -6,10 +6,10 @@
 pub mod args;
 
 use ablate::error::Exit;
+use ablate::record::events::{Reporter, Reporters};
 use ablate::record::lock::{LockError, RunLock};
 use ablate::record::merge::{MergeError, MergeOptions, merge};
 use ablate::report::live::{FinalExports, LiveExports};
-use ablate::runner::events::{Reporter, Reporters};
 use ablate::runner::progress::{Progress, ProgressMode};
 use ablate::runner::{RunError, RunOptions};
 use ablate::{InputError, gate, plan, suite};
@@ -311,7 +311,7 @@ fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Pat
     exp.trials = records.div_ceil(per_repeat.max(1)) as u32;
     let plan = plan::build(&exp, &suite)?;
     // Arms get distinct rates so that the report has effects to find.
-    let n = ablate::report::synth::write_run(out, &exp, &suite, &plan, seed, |task, arm| {
+    let n = ablate::runner::synth::write_run(out, &exp, &suite, &plan, seed, |task, arm| {
         let t = (task.len() % 5) as f64 / 10.0;
         let a = (arm.len() % 4) as f64 / 10.0;
         (0.2 + t + a).min(0.95)

@@ -9,6 +9,7 @@
 //! - `traces/<trial-id>.jsonl`: one line per step of that trial.
 //! - `.lock`: held by the one process writing into the folder (`lock`).
 
+pub mod events;
 pub mod folder;
 pub mod grade;
 pub mod imported;

@@ -1,5 +1,5 @@
 //! The exports of a run kept current while it runs: a reporter of the run's
-//! events (`runner::events`) that rewrites every export after trials finish,
+//! events (`record::events`) that rewrites every export after trials finish,
 //! and writes them a last time when the run ends, while the run still holds
 //! its folder's lock.
 //!
@@ -10,7 +10,7 @@
 //! finish while a rewrite is under way are covered by the next one.
 
 use super::analysis::Report;
-use crate::runner::events::{Event, Reporter, Reporters};
+use crate::record::events::{Event, Reporter, Reporters};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -177,7 +177,7 @@ mod tests {
         exp.comparisons.clear();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = crate::plan::build(&exp, &suite).unwrap();
-        crate::report::synth::write_run(dir, &exp, &suite, &plan, 1, |_, _| 1.0).unwrap()
+        crate::runner::synth::write_run(dir, &exp, &suite, &plan, 1, |_, _| 1.0).unwrap()
     }
 
     #[test]

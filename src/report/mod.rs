@@ -13,7 +13,6 @@ pub mod power;
 pub mod rows;
 pub mod stats;
 pub mod summary;
-pub mod synth;
 pub mod terminal;
 
 use std::path::Path;

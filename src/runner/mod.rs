@@ -8,10 +8,10 @@
 
 mod containers;
 mod env;
-pub mod events;
 pub mod facts;
 mod ledger;
 pub mod progress;
+pub mod synth;
 
 use crate::error::InputError;
 use crate::experiment::config::Experiment;
@@ -22,12 +22,12 @@ use crate::harness::external;
 use crate::model::{self, ModelClient};
 use crate::plan::{self, Shard, TrialSpec};
 use crate::record::Grade;
+use crate::record::events::{self, Event, Reporters};
 use crate::record::folder;
 use crate::record::jsonl::JsonlWriter;
 use crate::record::lock::{LockError, RunLock};
 use crate::record::{AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, TrialRecord, TrialStatus, now_rfc3339};
 use crate::suite::Suite;
-use events::{Event, Reporters};
 use ledger::Ledger;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

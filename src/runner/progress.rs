@@ -1,7 +1,7 @@
 //! The progress reporter: an indicatif bar on stderr when it is a terminal,
 //! plain lines otherwise, nothing when quiet; warnings above the bar.
 
-use super::events::{Event, Reporter};
+use crate::record::events::{Event, Reporter};
 use crate::record::{TrialRecord, TrialStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;

@@ -19,7 +19,7 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
     // The run id is the folder's name, as for a real run.
     let run_id = dir.file_name().and_then(|n| n.to_str()).map(String::from).unwrap_or_else(|| format!("synthetic-{}", exp.name));
     let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
-    let manifest = crate::record::Manifest::new(run_id.clone(), exp, suite, &order, None, crate::runner::facts::runner_facts(exp));
+    let manifest = crate::record::Manifest::new(run_id.clone(), exp, suite, &order, None, super::facts::runner_facts(exp));
     manifest.write_with_plan(dir, order.specs(None))?;
     drop(order);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

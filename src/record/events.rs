@@ -2,7 +2,8 @@
 //! them (nextest-style), each given in `RunOptions::reporters`: the progress
 //! bar or lines (`runner::progress`), the exports kept current and written at
 //! the end (`report::live`), or any other. The runner never prints and never
-//! writes anything but its records.
+//! writes anything but its records. The events live with the records, below
+//! both the runner and the report, so neither needs the other.
 
 use crate::record::TrialRecord;
 use std::path::Path;
