@@ -5,7 +5,7 @@
 use crate::experiment::config::Experiment;
 use crate::plan::Plan;
 use crate::record::{CheckResult, Grade};
-use crate::record::{EndReason, FORMAT_VERSION, Incidents, Tokens, TrialRecord, TrialStatus};
+use crate::record::{EndReason, Tokens, TrialRecord, TrialStatus};
 use crate::suite::Suite;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -39,60 +39,39 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
             }
         };
         let steps = rng.random_range(1..=exp.budget.max_steps);
-        let rec = TrialRecord {
-            format: FORMAT_VERSION,
-            run_id: run_id.clone(),
-            trial_id: t.id.clone(),
-            task: t.task.clone(),
-            arm: t.arm.clone(),
-            model: t.model.clone(),
-            repeat: t.repeat,
-            seed: t.seed,
-            attempt: 1,
-            status,
-            end_reason: if passed { EndReason::ChecksPassed } else { EndReason::ModelDone },
-            tests_passed,
-            tests_total: total,
-            grade: Some(Grade {
-                check: CheckResult {
-                    command: task.check.command.clone(),
-                    exit_code: Some(if passed { 0 } else { 1 }),
-                    timed_out: false,
-                    passed: tests_passed,
-                    total,
-                    summary_found: true,
-                    reported_total: Some(total),
-                    runner: Some(crate::record::RunnerReport { loaded: Some(total), tests: total, passed: tests_passed, finished: true, ..Default::default() }),
-                    forgery: None,
-                    failed_tests: Vec::new(),
-                    duration_ms: 120,
-                    output: String::new(),
-                    output_truncated: false,
-                },
-                snapshot_sha256: format!("{:064x}", rng.random::<u64>()),
-                tampered_tests: Vec::new(),
-                planted_modules: Vec::new(),
-                snapshot_notes: Vec::new(),
-                verifier: None,
-            }),
-            graded_pass: Some(passed),
-            task_timeout_seconds: None,
-            steps,
-            sessions: 1,
-            tokens: Tokens { input: 600 * steps as u64, output: 150 * steps as u64, cached: 0 },
-            tokens_estimated_calls: 0,
-            working_seconds: 3.0 * steps as f64,
-            wall_seconds: 3.1 * steps as f64,
-            rate_limit_wait_seconds: 0.0,
-            cost_usd: None,
-            system_fingerprints: Vec::new(),
-            incidents: Incidents::default(),
-            harness_command: None,
-            imported: None,
-            error: None,
-            started_at: "2026-11-30T00:00:00Z".into(),
-            finished_at: "2026-11-30T00:00:03Z".into(),
-        };
+        let end_reason = if passed { EndReason::ChecksPassed } else { EndReason::ModelDone };
+        let mut rec = TrialRecord::blank(&run_id, t, 1, status, end_reason, "2026-11-30T00:00:00Z".into());
+        rec.tests_passed = tests_passed;
+        rec.tests_total = total;
+        rec.grade = Some(Grade {
+            check: CheckResult {
+                command: task.check.command.clone(),
+                exit_code: Some(if passed { 0 } else { 1 }),
+                timed_out: false,
+                passed: tests_passed,
+                total,
+                summary_found: true,
+                reported_total: Some(total),
+                runner: Some(crate::record::RunnerReport { loaded: Some(total), tests: total, passed: tests_passed, finished: true, ..Default::default() }),
+                forgery: None,
+                failed_tests: Vec::new(),
+                duration_ms: 120,
+                output: String::new(),
+                output_truncated: false,
+            },
+            snapshot_sha256: format!("{:064x}", rng.random::<u64>()),
+            tampered_tests: Vec::new(),
+            planted_modules: Vec::new(),
+            snapshot_notes: Vec::new(),
+            verifier: None,
+        });
+        rec.graded_pass = Some(passed);
+        rec.steps = steps;
+        rec.sessions = 1;
+        rec.tokens = Tokens { input: 600 * steps as u64, output: 150 * steps as u64, cached: 0 };
+        rec.working_seconds = 3.0 * steps as f64;
+        rec.wall_seconds = 3.1 * steps as f64;
+        rec.finished_at = "2026-11-30T00:00:03Z".into();
         serde_json::to_writer(&mut out, &rec)?;
         out.write_all(b"\n")?;
     }
