@@ -136,7 +136,7 @@ impl Order {
             Some(position) => position[self.entries[i].task as usize] as usize,
             None => i,
         };
-        at % s.count as usize == s.index as usize - 1
+        s.owns(at)
     }
 
     /// The trials of `shard` (all without one), in execution order, made one at a time.
@@ -284,6 +284,14 @@ pub struct Shard {
     pub count: u32,
 }
 
+impl Shard {
+    /// Whether position `at` (0-based, of the trial order or, in the
+    /// sequential design, of the task order) is this shard's: K-1 modulo N.
+    pub fn owns(&self, at: usize) -> bool {
+        at % self.count as usize == self.index as usize - 1
+    }
+}
+
 impl FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -307,15 +315,14 @@ impl fmt::Display for Shard {
 impl Plan {
     pub fn shard(&self, shard: Option<Shard>) -> Vec<TrialSpec> {
         let Some(s) = shard else { return self.trials.clone() };
-        let of = |at: usize| at % s.count as usize == s.index as usize - 1;
         if !self.shard_by_task {
-            return self.trials.iter().filter(|t| of(t.order as usize)).cloned().collect();
+            return self.trials.iter().filter(|t| s.owns(t.order as usize)).cloned().collect();
         }
         let mut position: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for t in &self.trials {
             let next = position.len();
             position.entry(t.task.as_str()).or_insert(next);
         }
-        self.trials.iter().filter(|t| of(position[t.task.as_str()])).cloned().collect()
+        self.trials.iter().filter(|t| s.owns(position[t.task.as_str()])).cloned().collect()
     }
 }

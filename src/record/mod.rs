@@ -872,16 +872,24 @@ impl<P> Manifest<P> {
     }
 }
 
-/// A final record into a sequential rule: what it spent (the budgets of
-/// money and running time) and its pass value. Returns the comparisons it
-/// decided (`Monitor::record`); an interrupted record adds nothing.
+/// A final record into a sequential rule: what it spent (`feed_spend`) and
+/// its pass value. Returns the comparisons it decided (`Monitor::record`);
+/// an interrupted record adds nothing.
 pub fn feed_monitor(m: &mut crate::sequential::Monitor, r: &TrialRecord) -> Vec<String> {
     if !r.status.is_final() {
         return Vec::new();
     }
-    let at = |t: &str| rfc3339_seconds(t).unwrap_or(f64::NAN);
-    m.spend(at(&r.started_at), at(&r.finished_at), r.cost_usd);
+    feed_spend(m, r);
     m.record(&r.task, &r.arm, &r.model, r.repeat, r.status.pass_value())
+}
+
+/// What a final record spent, into a sequential rule's budgets of money and
+/// running time (its cost, its time span); an interrupted record adds nothing.
+pub fn feed_spend(m: &mut crate::sequential::Monitor, r: &TrialRecord) {
+    if r.status.is_final() {
+        let at = |t: &str| rfc3339_seconds(t).unwrap_or(f64::NAN);
+        m.spend(at(&r.started_at), at(&r.finished_at), r.cost_usd);
+    }
 }
 
 /// A trial as the plan names it, reduced to 64 bits: a record belongs to the

@@ -759,13 +759,7 @@ fn budget_spent(
     if design.max_cost_usd.is_none() && design.max_seconds.is_none() {
         return None;
     }
-    let at = |t: &str| crate::record::rfc3339_seconds(t).unwrap_or(f64::NAN);
-    crate::record::jsonl::for_each::<crate::record::TrialRecord>(&data.dir.join("trials.jsonl"), |r| {
-        if r.status.is_final() {
-            monitor.spend(at(&r.started_at), at(&r.finished_at), r.cost_usd);
-        }
-    })
-    .ok()?;
+    crate::record::jsonl::for_each::<crate::record::TrialRecord>(&data.dir.join("trials.jsonl"), |r| crate::record::feed_spend(monitor, &r)).ok()?;
     monitor.spent()
 }
 

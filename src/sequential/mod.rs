@@ -466,11 +466,6 @@ impl Monitor {
         self.spend.spent()
     }
 
-    /// Running time and money the records spent so far.
-    pub fn spent_so_far(&self) -> (f64, f64) {
-        (self.spend.seconds(), self.spend.cost_usd())
-    }
-
     /// Whether a trial of `task` in `arm` on `model` serves a comparison not yet decided.
     pub fn needs(&self, task: &str, arm: &str, model: &str) -> bool {
         self.gate(task, arm, model) != Gate::Skip
