@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
+.PHONY: test ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
@@ -26,10 +26,16 @@ test: deps model-small base-image sdk-venv import-venv
 	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
 	$(CARGO) test --quiet --lib simulation -- --nocapture --test-threads=1
 
-## make ablate: bare vs full harness and leave-one-out on tasks/core, with the
-## embedded default model; installs what is missing, builds, fetches the model.
-ablate: deps model release
+## make ablate: the bare model against the harness's feedback and acceptance on HumanEval, with
+## the embedded default model, run until decided (at most 30 min of running time); installs what
+## is missing, builds, fetches the model and the suite.
+ablate: deps model release suite-humaneval
 	$(ABLATE) run configs/ablate.toml
+
+## make ablate-core: bare vs full harness and leave-one-out of every component on tasks/core (the
+## four tasks the calibration found informative), a fixed design of 140 trials.
+ablate-core: deps model release
+	$(ABLATE) run configs/core.toml
 
 ## make ablate-terminal: bare vs full harness and leave-one-out on tasks/terminal (Harbor-format
 ## container tasks), with the embedded default model.
@@ -71,7 +77,7 @@ check-suite: build
 	target/debug/ablate suite check tasks/core
 
 plan: build
-	target/debug/ablate plan configs/ablate.toml
+	target/debug/ablate plan configs/core.toml
 
 ## make sdk-venv: the official openai, anthropic and ollama Python clients (pinned, from PyPI) in
 ## target/sdk-venv, for the gateway's conformance tests (tests/sdk.rs).

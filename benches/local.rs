@@ -113,7 +113,7 @@ fn batched(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens:
 }
 
 /// Time per token of choosing a token at temperature 0.7 and top_p 0.95 (the
-/// settings of configs/ablate.toml) from real logits: llama.cpp's sampler
+/// settings of configs/core.toml) from real logits: llama.cpp's sampler
 /// chain (temp, top_p, dist; it sorts the whole vocabulary) against
 /// ablate's `TokenSampler`, which sorts only the nucleus candidates.
 fn sampling(path: &std::path::Path, reps: usize) {
@@ -230,7 +230,7 @@ fn speed(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u
         mean(&tg),
         reps
     );
-    // Generation as configs/ablate.toml samples it (temperature 0.7, top_p 0.95).
+    // Generation as configs/core.toml samples it (temperature 0.7, top_p 0.95).
     let mut sampled = Vec::new();
     for r in 0..reps {
         let p = GenParams { temperature: 0.7, top_p: 0.95, seed: r as u64, ..params(gen_tokens + 1) };

@@ -48,7 +48,7 @@ fn quantiles(c: &mut Criterion) {
 
 fn load_and_analyse(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
     let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let per_repeat = ablate::plan::build(&exp, &suite).unwrap().trials.len() / exp.trials as usize;

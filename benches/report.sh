@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 printf '%-10s %-12s %-10s %-12s\n' records jsonl_MB seconds peak_MB
 for n in ${sizes[@]}; do
   dir="$work/run-$n"
-  "$bin" synth-run configs/ablate.toml --records "$n" --out "$dir" 2>/dev/null
+  "$bin" synth-run configs/core.toml --records "$n" --out "$dir" 2>/dev/null
   recs=$(wc -l < "$dir/trials.jsonl")
   mb=$(du -m "$dir/trials.jsonl" | cut -f1)
   python3 - "$bin" "$dir" "$recs" "$mb" <<'PY'

@@ -50,7 +50,7 @@ fn plan_prints_arms_comparisons_and_count() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("trials: 1 tasks x 2 arms x 2 models x 5 trials = 20"), "{out}");
     assert!(out.contains("combined") && out.contains("not attributable"), "{out}");
-    let (code, out, err) = ablate(&["plan", "configs/ablate.toml"]);
+    let (code, out, err) = ablate(&["plan", "configs/core.toml"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("ablation  feedback"), "{out}");
     assert!(out.contains("full-minus-tools"), "{out}");

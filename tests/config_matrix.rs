@@ -148,7 +148,16 @@ fn shipped_configs_load() {
         .collect();
     ablate_toml.push(row("combined", "bare", "full", "feedback loop_guard tools acceptance progress_handoff"));
     let expected = [
-        ("configs/ablate.toml", ablate_toml),
+        ("configs/core.toml", ablate_toml),
+        // Add-one-in from the bare arm, two of its components, and EvalPlus's prompt as a pair.
+        (
+            "configs/ablate.toml",
+            vec![
+                row("ablation feedback", "bare", "bare-plus-feedback", "feedback"),
+                row("ablation acceptance", "bare", "bare-plus-acceptance", "acceptance"),
+                row("ablation instructions", "bare", "evalplus", "instructions"),
+            ],
+        ),
         ("configs/seed-demo.toml", vec![row("combined", "bare", "harness", "feedback loop_guard tools")]),
         // bare keeps the EvalPlus instructions, full the builtin prompt.
         ("configs/humaneval.toml", vec![row("combined", "bare", "full", "feedback loop_guard tools acceptance progress_handoff instructions")]),

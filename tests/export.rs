@@ -31,7 +31,7 @@ fn ablate(args: &[&str]) -> (i32, String) {
 fn two_runs_become_one_typed_dataset() {
     let dir = tempfile::tempdir().unwrap();
     // Two different experiments: 4 tasks x 7 arms x 3 trials, and the one-task seed demo (2 models).
-    let a = generate(dir.path(), "a", "configs/ablate.toml", Some(3), 1);
+    let a = generate(dir.path(), "a", "configs/core.toml", Some(3), 1);
     let b = generate(dir.path(), "b", "configs/seed-demo.toml", None, 2);
     let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
     let expected_trials = 4 * 7 * 3 + 2 * 2 * 5;

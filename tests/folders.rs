@@ -334,7 +334,7 @@ async fn resume_refuses_a_changed_model_unless_allowed() {
 #[test]
 fn report_on_a_folder_in_use_prints_without_writing() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
     let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     exp.trials = 2;
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
@@ -353,7 +353,7 @@ fn report_on_a_folder_in_use_prints_without_writing() {
     let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1"), LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&printed), String::from_utf8_lossy(&out.stdout), "the report printed while held is the one written after");
-    // configs/ablate.toml's 4 tasks x 7 arms x 2 trials, every one recorded.
+    // configs/core.toml's 4 tasks x 7 arms x 2 trials, every one recorded.
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
     assert_eq!((json["planned_trials"].as_u64(), json["recorded_trials"].as_u64()), (Some(4 * 7 * 2), Some(4 * 7 * 2)));
     assert_eq!(json["arms"].as_array().unwrap().len(), 7);

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// A synthetic run of the full suite, arm `full` only, `trials` per task.
 fn run(dir: &Path, name: &str, trials: u32, seed: u64, max_steps: u32, rate: impl Fn(&str) -> f64) -> PathBuf {
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
     let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     exp.trials = trials;
     exp.tasks.clear();

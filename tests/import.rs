@@ -315,7 +315,7 @@ fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recom
     refused(&["import", "harbor", s(&a), s(&a), "-o", s(&tmp.path().join("x"))], &["the same trial", "job-a"]);
     std::fs::create_dir(cut.join("job-b/notes")).unwrap();
     refused(&["import", "harbor", s(&cut.join("job-b")), "-o", s(&tmp.path().join("x"))], &["notes", "not a Harbor trial folder"]);
-    refused(&["run", "--resume", s(&run), s(&root().join("configs/ablate.toml"))], &["imported from harbor"]);
+    refused(&["run", "--resume", s(&run), s(&root().join("configs/core.toml"))], &["imported from harbor"]);
 }
 
 fn copy_dir(from: &Path, to: &Path) {

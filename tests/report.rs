@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 fn generate(dir: &Path, trials: u32, rate: impl Fn(&str, &str) -> f64) -> PathBuf {
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
     let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     exp.trials = trials;
     // Every task of the suite (14): enough for a verdict after the family's adjustment.
@@ -112,7 +112,7 @@ fn report_writes_every_file_with_the_right_numbers() {
         assert!(run.join(f).is_file(), "{f} written");
     }
     let trials = csv_rows(&run.join("trials.csv"));
-    assert_eq!(trials.len(), 14 * 7 * 4, "14 tasks x 7 arms of configs/ablate.toml");
+    assert_eq!(trials.len(), 14 * 7 * 4, "14 tasks x 7 arms of configs/core.toml");
     let components = ["component.feedback", "component.loop_guard", "component.tools"];
     for c in components {
         assert!(trials[0].contains_key(c), "{c} in trials.csv: {:?}", trials[0].keys());

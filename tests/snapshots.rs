@@ -69,9 +69,9 @@ fn every_help() {
     }
 }
 
-/// A synthetic run of configs/ablate.toml's first two tasks, arms bare and full.
+/// A synthetic run of configs/core.toml's first two tasks, arms bare and full.
 fn synthetic(dir: &Path, name: &str, seed: u64, full_rate: f64) -> PathBuf {
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
     let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     exp.trials = 6;
     exp.tasks.truncate(2);

@@ -73,7 +73,7 @@ impl Reporter for LiveExports {
         match event {
             Event::Started { dir, planned, already } => {
                 let (tx, rx) = channel();
-                let job = Job { dir: dir.to_path_buf(), planned: *planned, ran_now: planned - already, warn: self.warn.clone() };
+                let job = Job { dir: dir.to_path_buf(), planned: *planned, already: *already, warn: self.warn.clone() };
                 match std::thread::Builder::new().name("exports".into()).spawn(move || job.serve(rx)) {
                     Ok(handle) => {
                         *self.sender.lock().unwrap() = Some(tx);
@@ -95,7 +95,8 @@ impl Reporter for LiveExports {
 struct Job {
     dir: PathBuf,
     planned: u64,
-    ran_now: u64,
+    /// Trials with a final record when the run started.
+    already: u64,
     warn: Reporters,
 }
 
@@ -122,13 +123,13 @@ impl Job {
                     last = Some(Instant::now());
                     if let Err(e) = written {
                         // The records are intact; only the derived files are stale.
-                        self.warn.warn(&e);
+                        self.warn.warn(&e.to_string());
                     }
                 }
                 Message::Finished { interrupted: true } => return None,
                 Message::Finished { interrupted: false } => {
-                    let (planned, ran_now) = (self.planned, self.ran_now);
-                    return Some(match export(&self.dir, |data| super::summary::render(data, planned, ran_now)) {
+                    let (planned, already) = (self.planned, self.already);
+                    return Some(match export(&self.dir, |data| super::summary::render(data, planned, already)) {
                         Ok((report, summary)) => FinalExports { report: Ok(report), summary: Some(summary) },
                         Err(e) => FinalExports { report: Err(e), summary: None },
                     });
@@ -157,7 +158,7 @@ fn export<T>(dir: &Path, with: impl FnOnce(&super::load::RunData) -> T) -> Resul
 mod tests {
     use super::*;
 
-    /// A synthetic run folder of `configs/ablate.toml`'s `full` arm, every
+    /// A synthetic run folder of `configs/core.toml`'s `full` arm, every
     /// trial passed, and a reporter told that it started with `already`
     /// trials recorded: (its temporary home, the folder, records, reporter).
     fn started(trials: u32, already: u64) -> (tempfile::TempDir, PathBuf, usize, LiveExports) {
@@ -170,7 +171,7 @@ mod tests {
     }
 
     fn folder(dir: &Path, trials: u32) -> usize {
-        let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ablate.toml");
+        let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
         let mut exp = crate::experiment::config::load(&cfg).unwrap();
         exp.trials = trials;
         exp.arms.retain(|a| a.name == "full");
@@ -190,13 +191,27 @@ mod tests {
         assert_eq!(report.arms.len(), 1);
         assert_eq!(report.arms[0].pass_rate.mean, 1.0, "every synthetic trial passed");
         let summary = done.summary.expect("the counts");
-        // ran_now = planned - already.
+        // Run now: recorded - already.
         assert!(summary.starts_with(&format!("{n} of {n} planned trials recorded ({} run now, 0 interrupted attempts)\n", n - 1)), "{summary}");
         for f in ["trials.csv", "arms.csv", "effects.csv", "report.json", "report.md", "report.html"] {
             assert!(dir.join(f).is_file(), "{f} written");
         }
         // One line per record in trials.csv, plus its header.
         assert_eq!(std::fs::read_to_string(dir.join("trials.csv")).unwrap().lines().count(), n + 1);
+    }
+
+    /// A run that ends before its plan (a sequential run decided, or out of
+    /// budget) ran what it recorded, not what it planned.
+    #[test]
+    fn the_counts_of_a_run_that_stopped_early_say_what_ran() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let n = folder(&dir, 2);
+        let live = LiveExports::new(Reporters::default());
+        live.report(&Event::Started { dir: &dir, planned: n as u64 + 5, already: 1 });
+        live.report(&Event::Finished { interrupted: false });
+        let summary = live.finish().unwrap().summary.expect("the counts");
+        assert!(summary.starts_with(&format!("{n} of {} planned trials recorded ({} run now, 0 interrupted attempts)\n", n + 5, n - 1)), "{summary}");
     }
 
     #[test]

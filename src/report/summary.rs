@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// From the rows the final export read back from the run folder (the run
-/// holds no records while it runs): `planned` trials in the run, `ran_now`
-/// of them run by this invocation.
-pub fn render(data: &RunData, planned: u64, ran_now: u64) -> String {
+/// holds no records while it runs): `planned` trials in the run, `already`
+/// of them recorded before this invocation (the rest of the records it ran).
+pub fn render(data: &RunData, planned: u64, already: u64) -> String {
+    let ran_now = (data.trials.len() as u64).saturating_sub(already);
     let mut s = String::new();
     // The latest final attempt of each trial counts; interrupted attempts are shown apart.
     let mut groups: BTreeMap<(&str, &str), Vec<&Row>> = BTreeMap::new();

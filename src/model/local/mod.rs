@@ -118,7 +118,7 @@ impl Default for LocalOptions {
     /// Every core, for prompts and for generation. Measured on 2 cores
     /// (benches/llama_ref.cpp, Qwen2.5-Coder-0.5B): idle, generation ran at
     /// about 27 tokens/s on 2 threads against 16 on 1; with one other process
-    /// busy on a core, 11 against 16. In a 715 s run of configs/ablate.toml the
+    /// busy on a core, 11 against 16. In a 715 s run of configs/core.toml the
     /// trials' checks kept a core busy for 27 s, so all cores win. Set
     /// ABLATE_LOCAL_THREADS=1 when something else keeps a core busy.
     fn default() -> Self {
