@@ -6,8 +6,20 @@
 //! the records, nothing is written into the runs); columns present in some
 //! runs only (components of different harnesses) are null elsewhere.
 
-use crate::report::{analysis, export, load};
+use crate::report::{ReportError, analysis, export, load};
 use std::path::{Path, PathBuf};
+
+/// Why an export was not written: a run that does not read (bad input), the
+/// table that could not be built, or the output file that could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Run(#[from] ReportError),
+    #[error("cannot build the table: {0}")]
+    Frame(String),
+    #[error("cannot write {}: {message}", out.display())]
+    Write { out: PathBuf, message: String },
+}
 
 /// Which table of the runs to export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -142,37 +154,38 @@ pub fn column_kind(name: &str) -> Kind {
 }
 
 /// Header and rows of one table of one run, as its CSV file would hold them.
-pub fn table_rows(dir: &Path, table: Table) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+pub fn table_rows(dir: &Path, table: Table) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
     crate::report::require_manifest(dir)?;
+    let scratch = |source: std::io::Error| ReportError::Write { dir: std::env::temp_dir(), source };
     let bytes = match table {
         Table::Trials => {
-            let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-            let mut csv = export::TrialsCsv::create(tmp.path()).map_err(|e| e.to_string())?;
-            let data = load::load_with(dir, Some(&mut |r| csv.push(r))).map_err(|e| e.to_string())?;
+            let tmp = tempfile::tempdir().map_err(scratch)?;
+            let mut csv = export::TrialsCsv::create(tmp.path()).map_err(scratch)?;
+            let data = load::load_with(dir, Some(&mut |r| csv.push(r)))?;
             let report = analysis::analyse(&data);
-            csv.finish(tmp.path(), &data, &report).map_err(|e| e.to_string())?;
-            std::fs::read(tmp.path().join("trials.csv")).map_err(|e| e.to_string())?
+            csv.finish(tmp.path(), &data, &report).map_err(scratch)?;
+            std::fs::read(tmp.path().join("trials.csv")).map_err(scratch)?
         }
         Table::Arms | Table::Effects => {
-            let data = load::load(dir).map_err(|e| e.to_string())?;
+            let data = load::load(dir)?;
             let report = analysis::analyse(&data);
             if table == Table::Arms { export::arms_csv(&report) } else { export::effects_csv(&report) }
         }
     };
     let mut r = csv::Reader::from_reader(bytes.as_slice());
-    let header: Vec<String> = r.headers().map_err(|e| e.to_string())?.iter().map(String::from).collect();
-    let rows =
-        r.records().map(|rec| rec.map(|rec| rec.iter().map(String::from).collect())).collect::<Result<Vec<Vec<String>>, _>>().map_err(|e| e.to_string())?;
+    let unreadable = |e: csv::Error| scratch(std::io::Error::other(e));
+    let header: Vec<String> = r.headers().map_err(unreadable)?.iter().map(String::from).collect();
+    let rows = r.records().map(|rec| rec.map(|rec| rec.iter().map(String::from).collect())).collect::<Result<Vec<Vec<String>>, _>>().map_err(unreadable)?;
     Ok((header, rows))
 }
 
 /// Rows of many runs under the union of their columns (in first-seen order);
 /// a column a run does not have is empty (null) in its rows.
-pub fn union_rows(runs: &[PathBuf], table: Table) -> Result<(Vec<String>, Vec<Vec<String>>), crate::error::InputError> {
+pub fn union_rows(runs: &[PathBuf], table: Table) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
     let mut columns: Vec<String> = Vec::new();
     let mut all: Vec<(Vec<String>, Vec<Vec<String>>)> = Vec::new();
     for run in runs {
-        let (header, rows) = table_rows(run, table).map_err(|e| crate::error::InputError::new(run, e))?;
+        let (header, rows) = table_rows(run, table)?;
         for h in &header {
             if !columns.contains(h) {
                 columns.push(h.clone());
@@ -245,7 +258,7 @@ mod frame {
 
     /// Write the DataFrame as Parquet (`.parquet`) or CSV (anything else).
     pub fn write(df: &mut DataFrame, out: &Path) -> Result<(), String> {
-        let file = std::fs::File::create(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+        let file = std::fs::File::create(out).map_err(|e| e.to_string())?;
         let parquet = out.extension().is_some_and(|e| e == "parquet");
         if parquet {
             ParquetWriter::new(file).finish(df).map(|_| ()).map_err(|e| e.to_string())
@@ -258,10 +271,10 @@ mod frame {
 /// Export `table` of `runs` to `out` (Parquet when it ends in `.parquet`, else CSV).
 /// Returns the number of rows written.
 #[cfg(feature = "polars")]
-pub fn export(runs: &[PathBuf], table: Table, out: &Path) -> anyhow::Result<usize> {
+pub fn export(runs: &[PathBuf], table: Table, out: &Path) -> Result<usize, ExportError> {
     let (columns, rows) = union_rows(runs, table)?;
-    let mut df = frame::dataframe(&columns, &rows).map_err(|e| crate::error::InputError::new(out, e))?;
-    frame::write(&mut df, out).map_err(|e| crate::error::InputError::new(out, e))?;
+    let mut df = frame::dataframe(&columns, &rows).map_err(ExportError::Frame)?;
+    frame::write(&mut df, out).map_err(|message| ExportError::Write { out: out.to_path_buf(), message })?;
     Ok(rows.len())
 }
 

@@ -39,7 +39,8 @@ async fn spinning_run(dir: &std::path::Path, healed: Arc<AtomicBool>) -> (std::p
         .args(["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain", "--run-id", "r"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        // What the run says on stderr, read once it has ended.
+        .stderr(std::fs::File::create(dir.join("stderr.txt")).unwrap())
         // A test that panics must not leave `ablate run` (and its spinning check) behind.
         .kill_on_drop(true)
         .spawn()
@@ -102,6 +103,13 @@ async fn ctrl_c_during_a_check_leaves_no_process() {
     // 128 + SIGINT (README: 130, a run interrupted by Ctrl-C). The attempt in flight has its start
     // line and no record: a --resume records it as interrupted before anything runs.
     assert_eq!(status.code(), Some(130), "{status:?}");
+    // The last line says what was kept and how to go on, as a note, not as an error.
+    let said = std::fs::read_to_string(dir.path().join("stderr.txt")).unwrap();
+    let last = said.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("interrupted; 0 trials are recorded. Continue with: ablate run ") && last.ends_with(&format!("--resume {}", run_dir.display())),
+        "{said}"
+    );
     wait_for("the sandbox to die with the run", Duration::from_secs(5), || jailed.iter().all(|(p, _)| !alive(*p)) && processes_with_uids(&uids).is_empty())
         .await;
     assert!(ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records.is_empty());

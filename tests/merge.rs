@@ -94,7 +94,7 @@ async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> (ablate::r
     };
     let summary = within(RUN_LIMIT, "the run", ablate::runner::run(exp, suite, opts)).await.unwrap();
     let exported = within(RUN_LIMIT, "the final exports", tokio::task::spawn_blocking(move || exports.finish())).await.unwrap();
-    (summary, exported.and_then(|e| e.report).map(|_| ()))
+    (summary, exported.and_then(|e| e.report.map_err(|e| e.to_string())).map(|_| ()))
 }
 
 /// A new run (or shard) with its exports written; its folder.

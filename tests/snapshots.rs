@@ -118,6 +118,26 @@ fn command_outputs() {
     insta::assert_snapshot!("suite-import-exists", ablate(&["suite", "import", "humaneval", "tests/fixtures/imports/humaneval-mini.jsonl", "-o", imported_s]));
 }
 
+/// One command's output for each way a command can fail, each exit status
+/// decided by `cli::error` alone: a file that cannot be written (1), a flag out
+/// of range (2, named by the flag), and a run folder whose exports cannot be
+/// written (1: the records are fine, the input is not at fault).
+#[test]
+fn failure_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let _g = settings(Some(dir.path())).bind_to_scope();
+    let run = synthetic(dir.path(), "run", 3, 0.8);
+    let run_s = run.to_str().unwrap();
+    // A baseline under a file: no folder can be made for it.
+    let nowhere = run.join("manifest.json").join("baseline.csv");
+    insta::assert_snapshot!("baseline-save-unwritable", ablate(&["baseline", "save", run_s, "--arm", "full", "-o", nowhere.to_str().unwrap()]));
+    insta::assert_snapshot!("run-jobs-zero", ablate(&["run", "configs/core.toml", "--jobs", "0"]));
+    // The exports' temporary file is taken by a folder: trials.csv cannot be written (as root, too).
+    std::fs::create_dir(run.join(".trials.csv.tmp")).unwrap();
+    insta::assert_snapshot!("report-unwritable", ablate(&["report", run_s]));
+    assert!(!run.join("trials.csv").exists(), "nothing half-written");
+}
+
 /// `ablate run` to its end against a scripted model (wrong code, then right
 /// code once the checks' failures are shown), one trial at a time so that the
 /// lines come in plan order; then the same run again, refused, and resumed.

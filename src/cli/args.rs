@@ -1,12 +1,15 @@
 //! The first stage of the command line: clap reads the flags into each
 //! command's arguments (`*Args`, plain data, shown by `--help`). The second
 //! stage, `resolve`, turns them into the core options they name, reading and
-//! checking every input (configs, suites, run folders, ranges) before anything
-//! is written; a bad one is an `InputError` naming the file and the flag.
+//! checking every input (configs, suites, run folders) before anything is
+//! written; a bad one is an error naming the file (and the key). A flag's
+//! value out of range is refused by clap itself, naming the flag.
 
+use super::CommandError;
 use ablate::experiment::config::{self, Experiment};
 use ablate::plan::{self, Plan, Shard};
 use ablate::record::merge::MergeOptions;
+use ablate::report::ReportError;
 use ablate::report::load::RunData;
 use ablate::suite::{self, Suite};
 use ablate::{InputError, gate};
@@ -89,13 +92,67 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
     s.parse()
 }
 
+// A flag's value is checked by clap as it reads it: the error names the flag
+// and exits 2, before any file is read.
+
+/// `--jobs`: at least 1.
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `--run-id`: a plain folder name.
+fn parse_run_id(s: &str) -> Result<String, String> {
+    ablate::record::folder::check_run_id(s).map(|()| s.to_string())
+}
+
+/// `--trials`: 1 to the config's own limit.
+fn parse_trials(s: &str) -> Result<u32, String> {
+    let max = ablate::experiment::config::MAX_TRIALS;
+    match s.parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("must be from 1 to {max}")),
+    }
+}
+
+/// A fraction: `s` parsed as f64 and accepted by `ok`, else `range` is named.
+fn fraction(s: &str, ok: impl Fn(f64) -> bool, range: &str, example: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if ok(x) => Ok(x),
+        _ => Err(format!("{s} is not in {range}; give a fraction such as {example}")),
+    }
+}
+
+/// `report --margin`: in (0, 1).
+fn parse_margin(s: &str) -> Result<f64, String> {
+    fraction(s, |m| m > 0.0 && m < 1.0, "(0, 1)", "0.05")
+}
+
+/// `gate --margin`: in [0, 1).
+fn parse_gate_margin(s: &str) -> Result<f64, String> {
+    fraction(s, |m| (0.0..1.0).contains(&m), "[0, 1)", "0.05")
+}
+
+/// `gate --alpha`: in (0, 0.5).
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    fraction(s, |a| a > 0.0 && a < 0.5, "(0, 0.5)", "0.05")
+}
+
+/// `plan --mde`: in (0, 1].
+fn parse_mde(s: &str) -> Result<f64, String> {
+    fraction(s, |m| m > 0.0 && m <= 1.0, "(0, 1]", "0.10")
+}
+
 #[derive(Args)]
 pub struct RunArgs {
     /// Experiment config (TOML).
     config: PathBuf,
     /// Trials at once (default: what the embedded model decodes together, 4, when the
     /// experiment uses the local provider; otherwise 1).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = parse_jobs)]
     jobs: Option<usize>,
     /// Run only shard K of N (K/N).
     #[arg(long, value_parser = parse_shard)]
@@ -110,11 +167,11 @@ pub struct RunArgs {
     #[arg(long)]
     plain: bool,
     /// Name of the run folder under --results (default: <UTC time>-<experiment>).
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(long, conflicts_with = "resume", value_parser = parse_run_id)]
     run_id: Option<String>,
     /// Trials per (task, arm, model), instead of the config's
     /// (a different experiment: its trial ids differ).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_trials)]
     trials: Option<u32>,
     /// Run until decided: the sequential design for this config (tasks in a
     /// seeded order, each comparison stopped once decided; a different
@@ -150,16 +207,12 @@ impl RunArgs {
     pub fn resolve(self) -> Result<RunRequest, InputError> {
         let mut exp = config::load(&self.config)?;
         if let Some(n) = self.trials {
-            if n == 0 || n > ablate::experiment::config::MAX_TRIALS {
-                return Err(InputError::at(&self.config, "--trials", format!("must be from 1 to {}", ablate::experiment::config::MAX_TRIALS)));
-            }
             exp.trials = n;
         }
         if self.until_decided && exp.sequential.is_none() {
             exp.sequential = Some(Default::default());
         }
         let jobs = match self.jobs {
-            Some(0) => return Err(InputError::at(&self.config, "--jobs", "must be at least 1")),
             Some(n) => n,
             None => ablate::runner::default_jobs(&exp, &self.engine),
         };
@@ -190,7 +243,7 @@ pub struct ReportArgs {
     /// Equivalence margin as a fraction (0.05 = ±5 pp): each effect reads helps / hurts /
     /// equivalent within ±margin / undecided. Printed only; the run's exports keep the
     /// experiment's own margin.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", value_parser = parse_margin)]
     pub margin: Option<f64>,
 }
 
@@ -223,10 +276,10 @@ pub struct GateArgs {
     #[arg(long)]
     candidate: PathBuf,
     /// Largest drop in pass rate accepted as non-inferior (0.05 = 5 pp).
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, value_parser = parse_gate_margin)]
     margin: f64,
     /// Level of the exact one-sided tests: a drop beyond the margin PASSes in at most alpha of runs.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
     alpha: f64,
     /// Arm of the candidate (default: the baseline's arm).
     #[arg(long)]
@@ -295,7 +348,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "RUN", requires = "mde")]
     pilot: Option<PathBuf>,
     /// Smallest effect worth detecting, as a fraction (0.10 = 10 pp).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_mde)]
     mde: Option<f64>,
 }
 
@@ -307,12 +360,9 @@ pub enum PlanRequest {
 }
 
 impl PlanArgs {
-    pub fn resolve(self) -> Result<PlanRequest, InputError> {
+    pub fn resolve(self) -> Result<PlanRequest, CommandError> {
         if let Some(run) = self.pilot {
             let mde = self.mde.unwrap_or(0.1);
-            if !(mde > 0.0 && mde <= 1.0) {
-                return Err(InputError::at(&run, "--mde", format!("{mde} is not in (0, 1]; give a fraction such as 0.10")));
-            }
             return Ok(PlanRequest::Pilot { data: load_run(&run)?, mde });
         }
         let config = self.config.expect("clap requires a config without --pilot");
@@ -379,15 +429,16 @@ pub struct BaselineSave {
 }
 
 impl BaselineSaveArgs {
-    pub fn resolve(self) -> Result<BaselineSave, InputError> {
+    pub fn resolve(self) -> Result<BaselineSave, CommandError> {
         let data = load_run(&self.run)?;
         let rows = gate::baseline_of_run(&data, self.arm.as_deref(), self.model.as_deref()).map_err(|e| InputError::new(&self.run, e))?;
         Ok(BaselineSave { rows, output: self.output })
     }
 }
 
-fn load_run(run: &std::path::Path) -> Result<RunData, InputError> {
-    ablate::report::load::load(run).map_err(|e| InputError::new(run, e.to_string()))
+fn load_run(run: &std::path::Path) -> Result<RunData, ReportError> {
+    ablate::report::require_manifest(run)?;
+    Ok(ablate::report::load::load(run)?)
 }
 
 #[derive(Args)]

@@ -1,41 +1,36 @@
 //! The command line in two stages: `args` (clap reads each command's
 //! flags; `resolve` turns them into the core options they name, reading and
 //! checking every input first), then here each command runs its pipeline and
-//! prints. Every command ends in one typed `Exit`.
+//! prints. Every command ends in one typed `Exit`, or a `CommandError` that
+//! `error` maps to one.
 
 pub mod args;
+pub mod error;
 
 use ablate::error::Exit;
 use ablate::record::events::{Reporter, Reporters};
 use ablate::record::lock::{LockError, RunLock};
-use ablate::record::merge::{MergeError, MergeOptions, merge};
+use ablate::record::merge::{MergeOptions, merge};
 use ablate::report::live::{FinalExports, LiveExports};
+use ablate::runner::RunOptions;
 use ablate::runner::progress::{Progress, ProgressMode};
-use ablate::runner::{RunError, RunOptions};
-use ablate::{InputError, gate, plan, suite};
+use ablate::{gate, plan, suite};
 use args::{BaselineCommand, BaselineSave, Cli, Command, PlanRequest, RunRequest, SuiteCommand};
+pub use error::CommandError;
+use error::write_error;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Run the command `cli` names: its arguments resolved, then its pipeline.
-pub fn run(cli: Cli) -> anyhow::Result<Exit> {
+pub fn run(cli: Cli) -> Result<Exit, CommandError> {
     if matches!(cli.command, Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run(_)) {
         // Candidate code runs only under the sandbox, or where the user opted out, and
         // with the Python named (shown to run before anything starts).
-        if let Err(e) = ablate::sandbox::isolation::init(cli.unsandboxed, cli.bwrap.as_deref()) {
-            eprintln!("error: {e}");
-            return Ok(Exit::Usage);
+        ablate::sandbox::isolation::init(cli.unsandboxed, cli.bwrap.as_deref()).map_err(CommandError::Setup)?;
+        if let Some(python) = &cli.python {
+            ablate::grader::use_python(&python.to_string_lossy()).map_err(|e| CommandError::Setup(format!("--python (or ABLATE_PYTHON): {e}")))?;
         }
-        if let Some(python) = &cli.python
-            && let Err(e) = ablate::grader::use_python(&python.to_string_lossy())
-        {
-            eprintln!("error: --python (or ABLATE_PYTHON): {e}");
-            return Ok(Exit::Usage);
-        }
-        if let Err(e) = ablate::grader::preflight() {
-            eprintln!("error: {e}");
-            return Ok(Exit::Usage);
-        }
+        ablate::grader::preflight().map_err(CommandError::Setup)?;
     }
     let container_engine = cli.engine;
     match cli.command {
@@ -57,11 +52,11 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| CommandError::Internal(format!("cannot start the async runtime: {e}")))
 }
 
-fn suite_check(dir: PathBuf, container_engine: Option<ablate::container::EngineKind>) -> anyhow::Result<Exit> {
+fn suite_check(dir: PathBuf, container_engine: Option<ablate::container::EngineKind>) -> Result<Exit, CommandError> {
     let report = runtime()?.block_on(ablate::grader::suite_check::check_suite(&dir, container_engine));
     for p in &report.problems {
         println!("error: {p}");
@@ -88,7 +83,7 @@ fn suite_check(dir: PathBuf, container_engine: Option<ablate::container::EngineK
     }
 }
 
-fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<Exit> {
+fn suite_import(opts: suite::import::ImportOptions) -> Result<Exit, CommandError> {
     let done = suite::import::import(&opts)?;
     let suite = suite::load(&opts.out)?;
     println!(
@@ -105,7 +100,7 @@ fn suite_import(opts: suite::import::ImportOptions) -> anyhow::Result<Exit> {
 }
 
 /// `ablate import`: another tool's runs as a run folder.
-fn import_cmd(opts: ablate::import::ImportOptions) -> anyhow::Result<Exit> {
+fn import_cmd(opts: ablate::import::ImportOptions) -> Result<Exit, CommandError> {
     let done = ablate::import::import(&opts)?;
     let statuses = done.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ");
     println!("{} trials of {} tasks imported into {} ({statuses})", done.trials, done.tasks, opts.out.display());
@@ -124,7 +119,7 @@ fn import_cmd(opts: ablate::import::ImportOptions) -> anyhow::Result<Exit> {
 }
 
 /// `ablate plan`: the plan as text or JSON, or the sizing from a pilot run.
-fn plan_cmd(req: PlanRequest) -> anyhow::Result<Exit> {
+fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
     match req {
         PlanRequest::Pilot { data, mde } => {
             let alpha = data.manifest.experiment.alpha;
@@ -139,7 +134,7 @@ fn plan_cmd(req: PlanRequest) -> anyhow::Result<Exit> {
                 "shard": shard,
                 "trials": plan.shard(shard),
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            println!("{}", serde_json::to_string_pretty(&out).map_err(|e| CommandError::Internal(e.to_string()))?);
         }
         PlanRequest::Plan { exp, suite, plan, shard, json: false } => {
             print!("{}", plan::render::render(&exp, &suite, &plan, shard));
@@ -158,7 +153,7 @@ fn plan_cmd(req: PlanRequest) -> anyhow::Result<Exit> {
 
 /// `ablate run`: the run with its reporters (the progress, and the exports,
 /// whose warnings the progress shows), then the counts and the report.
-fn run_cmd(req: RunRequest) -> anyhow::Result<Exit> {
+fn run_cmd(req: RunRequest) -> Result<Exit, CommandError> {
     let progress: Arc<dyn Reporter> = Arc::new(Progress::new(if req.plain { ProgressMode::Lines } else { ProgressMode::Auto }));
     let exports = Arc::new(LiveExports::new(Reporters::new(vec![progress.clone()])));
     let opts = RunOptions {
@@ -172,19 +167,7 @@ fn run_cmd(req: RunRequest) -> anyhow::Result<Exit> {
         engine: req.engine,
         container_engine: req.container_engine,
     };
-    let result = runtime()?.block_on(ablate::runner::run(req.exp, req.suite, opts));
-    let summary = match result {
-        Ok(s) => s,
-        Err(e @ RunError::Lock(LockError::InUse { .. })) => {
-            eprintln!("error: {e}");
-            return Ok(Exit::Usage);
-        }
-        Err(RunError::Interrupted { .. }) => {
-            eprintln!("{}", result.unwrap_err());
-            return Ok(Exit::Interrupted);
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let summary = runtime()?.block_on(ablate::runner::run(req.exp, req.suite, opts))?;
     // The exports reporter writes the final exports while `summary` holds the run's
     // lock, and hands over their analysis: printed as is; if they could not be
     // written, try once more and say why.
@@ -195,7 +178,11 @@ fn run_cmd(req: RunRequest) -> anyhow::Result<Exit> {
             eprint!("{}", counts.unwrap_or_default());
             report
         }
-        Ok(FinalExports { report: Err(e), .. }) | Err(e) => {
+        Ok(FinalExports { report: Err(e), .. }) => {
+            eprintln!("warning: {e}");
+            return write_report(&summary.dir, false);
+        }
+        Err(e) => {
             eprintln!("warning: {e}");
             return write_report(&summary.dir, false);
         }
@@ -205,9 +192,9 @@ fn run_cmd(req: RunRequest) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn baseline_save(save: BaselineSave) -> anyhow::Result<Exit> {
+fn baseline_save(save: BaselineSave) -> Result<Exit, CommandError> {
     let BaselineSave { rows, output } = save;
-    gate::write_baseline(&output, &rows)?;
+    gate::write_baseline(&output, &rows).map_err(write_error(&output))?;
     let (n, p): (u32, u32) = rows.iter().fold((0, 0), |(n, p), r| (n + r.trials, p + r.passes));
     println!("saved {} tasks ({p}/{n} trials passed) of arm `{}`, model `{}` to {}", rows.len(), rows[0].arm, rows[0].model, output.display());
     Ok(Exit::Ok)
@@ -221,16 +208,10 @@ fn colour(no_color: bool) -> bool {
 /// `ablate report`: nothing is written into a folder without a manifest; the
 /// exports are written under the folder's lock, and while a run holds it the
 /// report is printed only (the run rewrites the exports itself).
-fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> anyhow::Result<Exit> {
-    if let Err(e) = ablate::report::require_manifest(run) {
-        eprintln!("error: {e}");
-        return Ok(Exit::Usage);
-    }
+fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> Result<Exit, CommandError> {
+    ablate::report::require_manifest(run)?;
     if let Some(m) = margin {
-        if !(m > 0.0 && m < 1.0) {
-            return Err(InputError::at(run, "--margin", format!("{m} is not in (0, 1); give a fraction such as 0.05")).into());
-        }
-        let report = ablate::report::analyse_dir(run, Some(m)).map_err(|e| InputError::new(run, e))?;
+        let report = ablate::report::analyse_dir(run, Some(m))?;
         print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
         eprintln!(
             "note: margin ±{} pp from the command line; the exports in {} were not rewritten (they keep the experiment's own margin)",
@@ -242,7 +223,7 @@ fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> any
     match RunLock::acquire(run) {
         Ok(_lock) => write_report(run, no_color),
         Err(LockError::InUse { holder, .. }) => {
-            let report = ablate::report::analyse_dir(run, None).map_err(|e| InputError::new(run, e))?;
+            let report = ablate::report::analyse_dir(run, None)?;
             print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
             eprintln!("note: {} is in use by {holder}; the exports were not written (that run rewrites them)", run.display());
             Ok(Exit::Ok)
@@ -252,8 +233,8 @@ fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> any
 }
 
 /// Analyse `run` and write its exports; the caller holds the folder's lock.
-fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<Exit> {
-    let report = ablate::report::report_dir(run).map_err(|e| InputError::new(run, e))?;
+fn write_report(run: &std::path::Path, no_color: bool) -> Result<Exit, CommandError> {
+    let report = ablate::report::report_dir(run)?;
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
     eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());
     Ok(Exit::Ok)
@@ -261,22 +242,8 @@ fn write_report(run: &std::path::Path, no_color: bool) -> anyhow::Result<Exit> {
 
 /// `ablate merge`: missing shards or trials are named and refuse the merge
 /// (exit 1) unless `--allow-partial`; a shard still being written is a usage error.
-fn merge_cmd(opts: MergeOptions) -> anyhow::Result<Exit> {
-    let summary = match merge(&opts) {
-        Ok(s) => s,
-        Err(MergeError::Input(e)) => return Err(e.into()),
-        Err(MergeError::Incomplete(lines)) => {
-            for l in lines {
-                eprintln!("error: {l}");
-            }
-            return Ok(Exit::Failure);
-        }
-        Err(e @ MergeError::Lock(_)) => {
-            eprintln!("error: {e}");
-            return Ok(Exit::Usage);
-        }
-        Err(e) => return Err(e.into()),
-    };
+fn merge_cmd(opts: MergeOptions) -> Result<Exit, CommandError> {
+    let summary = merge(&opts)?;
     for l in &summary.missing {
         eprintln!("warning: {l}");
     }
@@ -293,18 +260,18 @@ fn merge_cmd(opts: MergeOptions) -> anyhow::Result<Exit> {
 }
 
 #[cfg(feature = "polars")]
-fn export_cmd(runs: &[PathBuf], table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<Exit> {
+fn export_cmd(runs: &[PathBuf], table: ablate::export::Table, output: &std::path::Path) -> Result<Exit, CommandError> {
     let n = ablate::export::export(runs, table, output)?;
     eprintln!("wrote {n} rows of {} runs to {}", runs.len(), output.display());
     Ok(Exit::Ok)
 }
 
 #[cfg(not(feature = "polars"))]
-fn export_cmd(_runs: &[PathBuf], _table: ablate::export::Table, output: &std::path::Path) -> anyhow::Result<Exit> {
-    Err(InputError::new(output, "this ablate was built without the `polars` feature: build with `cargo build --release --features polars`").into())
+fn export_cmd(_runs: &[PathBuf], _table: ablate::export::Table, output: &std::path::Path) -> Result<Exit, CommandError> {
+    Err(ablate::InputError::new(output, "this ablate was built without the `polars` feature: build with `cargo build --release --features polars`").into())
 }
 
-fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path, seed: u64) -> anyhow::Result<Exit> {
+fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path, seed: u64) -> Result<Exit, CommandError> {
     let mut exp = ablate::experiment::config::load(config_path)?;
     let suite = suite::load(&exp.suite_path)?;
     let per_repeat = plan::build(&exp, &suite)?.trials.len() / exp.trials as usize;
@@ -315,12 +282,13 @@ fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Pat
         let t = (task.len() % 5) as f64 / 10.0;
         let a = (arm.len() % 4) as f64 / 10.0;
         (0.2 + t + a).min(0.95)
-    })?;
+    })
+    .map_err(write_error(out))?;
     eprintln!("wrote {n} records to {}", out.display());
     Ok(Exit::Ok)
 }
 
-fn gate_cmd(opts: gate::GateOptions) -> anyhow::Result<Exit> {
+fn gate_cmd(opts: gate::GateOptions) -> Result<Exit, CommandError> {
     let outcome = gate::run(&opts)?;
     for d in &outcome.drifts {
         eprintln!("drift: {d}");

@@ -350,6 +350,13 @@ pub trait ModelClient: Send + Sync {
         None
     }
 
+    /// Why `identity` could not check the model's name against the endpoint's
+    /// list (none, or none it can read): the run warns with it through its
+    /// reporters. None when the name was checked or there is no list.
+    fn unchecked(&self) -> Option<String> {
+        None
+    }
+
     /// The first setting of `request` this provider cannot honour, named as
     /// the request's key (`tool_choice`, `response_format`): the call is
     /// refused rather than run another way.

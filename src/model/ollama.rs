@@ -14,6 +14,8 @@ pub struct OllamaClient {
     num_ctx: Option<u32>,
     retry: RetryPolicy,
     max_bytes: u64,
+    /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
+    unchecked: std::sync::OnceLock<String>,
 }
 
 impl OllamaClient {
@@ -25,6 +27,7 @@ impl OllamaClient {
             num_ctx: spec.context_tokens,
             retry: spec.retry.clone(),
             max_bytes: spec.max_response_bytes,
+            unchecked: std::sync::OnceLock::new(),
         })
     }
 
@@ -140,6 +143,10 @@ impl ModelClient for OllamaClient {
         }))
     }
 
+    fn unchecked(&self) -> Option<String> {
+        self.unchecked.get().cloned()
+    }
+
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
         Box::pin(async move {
             let t = Duration::from_secs(30);
@@ -161,10 +168,12 @@ impl ModelClient for OllamaClient {
                             None => return Err(ModelError::UnknownModel { model: self.model.clone(), served: models.iter().map(name_of).collect() }),
                         }
                     }
-                    None => eprintln!("warning: {tags_url} gave no model list ablate can read; model `{}` is not checked", self.model),
+                    None => {
+                        let _ = self.unchecked.set(format!("{tags_url} gave no model list ablate can read; model `{}` is not checked", self.model));
+                    }
                 },
                 Err(ModelError::Status { status, .. }) => {
-                    eprintln!("warning: {tags_url} gave HTTP {status}; model `{}` is not checked", self.model)
+                    let _ = self.unchecked.set(format!("{tags_url} gave HTTP {status}; model `{}` is not checked", self.model));
                 }
                 Err(e) => return Err(e),
             }

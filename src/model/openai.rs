@@ -16,6 +16,8 @@ pub struct OpenAiClient {
     max_bytes: u64,
     /// What `/v1/models` said of the model at setup (its entry, volatile fields removed).
     served: std::sync::OnceLock<Value>,
+    /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
+    unchecked: std::sync::OnceLock<String>,
 }
 
 impl OpenAiClient {
@@ -35,6 +37,7 @@ impl OpenAiClient {
             retry: spec.retry.clone(),
             max_bytes: spec.max_response_bytes,
             served: std::sync::OnceLock::new(),
+            unchecked: std::sync::OnceLock::new(),
         })
     }
 
@@ -179,6 +182,10 @@ impl ModelClient for OpenAiClient {
         }))
     }
 
+    fn unchecked(&self) -> Option<String> {
+        self.unchecked.get().cloned()
+    }
+
     fn served(&self) -> Option<Value> {
         self.served.get().cloned()
     }
@@ -204,12 +211,12 @@ impl ModelClient for OpenAiClient {
                         }
                     }
                     None => {
-                        eprintln!("warning: {url} gave no model list ablate can read; model `{}` is not checked", self.model);
+                        let _ = self.unchecked.set(format!("{url} gave no model list ablate can read; model `{}` is not checked", self.model));
                         Ok(None)
                     }
                 },
                 Err(ModelError::Status { status, .. }) => {
-                    eprintln!("warning: {url} gave HTTP {status}; model `{}` is not checked", self.model);
+                    let _ = self.unchecked.set(format!("{url} gave HTTP {status}; model `{}` is not checked", self.model));
                     Ok(None)
                 }
                 Err(e) => Err(e),

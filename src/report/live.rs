@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct FinalExports {
     /// The analysis whose exports were written, or why they could not be.
-    pub report: Result<Report, String>,
+    pub report: Result<Report, super::ReportError>,
     /// The counts per arm and model (`summary::render`), drawn from the
     /// same read of the folder; None when it could not be read.
     pub summary: Option<String>,
@@ -141,7 +141,7 @@ impl Job {
 }
 
 /// One rewrite of every export (`report_dir_with`).
-fn export<T>(dir: &Path, with: impl FnOnce(&super::load::RunData) -> T) -> Result<(Report, T), String> {
+fn export<T>(dir: &Path, with: impl FnOnce(&super::load::RunData) -> T) -> Result<(Report, T), super::ReportError> {
     let result = super::report_dir_with(dir, with);
     // The analysis freed its rows, but glibc keeps freed memory in the arena
     // of the thread that used it: hand it back now (benches/run-memory.sh at

@@ -82,10 +82,10 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
     };
     let label = if e.kind == EffectKind::Ablation { e.components.join(",") } else { "combined".into() };
     let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "[n/a]".into() };
-    let holm = e.p_adjusted.map(|h| format!(" (adj. {})", p(h))).unwrap_or_default();
+    let adjusted = e.p_adjusted.map(|h| format!(" (adj. {})", p(h))).unwrap_or_default();
     let _ = writeln!(
         s,
-        "  {:<16} {:<width$} {:>7} pp {:<18} p {}{holm}  {}",
+        "  {:<16} {:<width$} {:>7} pp {:<18} p {}{adjusted}  {}",
         label,
         format!("{} vs {} [{}]", e.treatment, e.control, e.model),
         pp(e.delta),

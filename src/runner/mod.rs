@@ -163,7 +163,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // The external command runs on the host for Python tasks, and for container tasks when `runs_in = "host"`.
     let host_command = suite.tasks.iter().any(|t| t.container.is_none() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)))
         || exp.harness_kind.external().is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
-    let setup = setup(&exp, &opts.engine, host_command).await?;
+    let setup = setup(&exp, &opts.engine, host_command, &reporters).await?;
     let container_setup = containers::setup(&exp, &suite, opts.container_engine).await?;
     if let Some(c) = &container_setup
         && !c.swept.is_empty()
@@ -358,7 +358,7 @@ struct Setup {
 /// model must be reachable before any trial starts; every arm's instructions
 /// file is read. `host_command`: the external command runs on the host (its
 /// program is looked for in the jail; in a container it is the image's).
-async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: bool) -> Result<Setup, RunError> {
+async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: bool, reporters: &Reporters) -> Result<Setup, RunError> {
     let isolation = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
     let (harness_dir, harness_python) = match &exp.harness_kind {
         HarnessKind::Builtin => (None, None),
@@ -391,6 +391,9 @@ async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: b
             }
             _ => RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?"))),
         })?;
+        if let Some(why) = client.unchecked() {
+            reporters.warn(&why);
+        }
         identities.push(ModelIdentity { name: spec.name.clone(), identity, engine: client.engine(), served: client.served() });
         clients.insert(spec.name.clone(), client);
     }

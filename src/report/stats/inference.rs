@@ -1,5 +1,5 @@
 //! One inference per comparison: the sign-flip test (`sign_flip.rs`) and
-//! MOVER, Newcombe for one task, McNemar, Holm.
+//! MOVER, Newcombe for one task, McNemar.
 
 use super::*;
 use statrs::function::factorial::ln_binomial;
@@ -362,28 +362,4 @@ pub fn mcnemar_mid_p(b: u64, c: u64) -> f64 {
     let pmf = |x: u64| (ln_binomial(n, x) + ln_half_n).exp();
     let cdf_k: f64 = (0..=k).map(pmf).sum();
     (2.0 * cdf_k - pmf(k)).clamp(0.0, 1.0)
-}
-
-/// Holm step-down adjusted p-values (Holm 1979, Scand. J. Stat. 6:65-70),
-/// which control the family-wise error rate under any dependence.
-///
-/// With the `m` p-values sorted ascending, `p_(1) <= ... <= p_(m)`, the
-/// adjusted value is `max_{j <= i} min(1, (m - j + 1) p_(j))`; results are
-/// returned in the original order, are monotone in the raw p-values, and are
-/// capped at 1 (the same as R's `p.adjust(p, "holm")`).
-///
-/// `NaN` entries (comparisons that could not be tested) stay `NaN` and are
-/// not counted in `m`.
-pub fn holm(p_values: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..p_values.len()).filter(|&i| !p_values[i].is_nan()).collect();
-    order.sort_by(|&i, &j| p_values[i].total_cmp(&p_values[j]));
-    let m = order.len();
-    let mut adjusted = vec![f64::NAN; p_values.len()];
-    let mut running_max = 0.0_f64;
-    for (rank, &i) in order.iter().enumerate() {
-        let candidate = ((m - rank) as f64 * p_values[i]).min(1.0);
-        running_max = running_max.max(candidate);
-        adjusted[i] = running_max;
-    }
-    adjusted
 }

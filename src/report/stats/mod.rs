@@ -35,7 +35,7 @@
 //! `clustered` (pass rate and paired effect over tasks, score-type intervals),
 //! `sign_flip` (the sign-flip test and its interval: enumerated, on the
 //! lattice of the differences, or Monte Carlo), `inference` (the reported
-//! inference, Newcombe, McNemar, Holm), `power` (sample size,
+//! inference, Newcombe, McNemar), `power` (sample size,
 //! detectable effect, gate bounds); `tests` holds the known-value tests and
 //! `simulation` the coverage simulations.
 
