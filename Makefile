@@ -6,7 +6,9 @@ ABLATE := target/release/ablate
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
-## the suite proof, the Slurm array job and merge on a single-node Slurm, and the statistics simulations printed once (about 5 min in a debug build).
+## the suite proof, the Slurm array job and merge on a single-node Slurm, and the statistics
+## simulations printed once, one test thread a core (972 s on 2 cores in a debug build, against
+## 1,378 s on one thread; each test prints its table whole).
 ## make lint: the formatting (rustfmt.toml) and clippy, warnings as errors.
 lint:
 	$(CARGO) fmt --check
@@ -24,7 +26,7 @@ test: deps model-small base-image sdk-venv import-venv
 	@echo "--- deploy/slurm on a private single-node Slurm: an array of 3 shards and the merge ---"
 	bash scripts/test-slurm.sh target/debug/ablate
 	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
-	$(CARGO) test --quiet --lib simulation -- --nocapture --test-threads=1
+	$(CARGO) test --quiet --lib simulation -- --nocapture
 
 ## make ablate: the bare model against the harness's feedback and acceptance on HumanEval, with
 ## the embedded default model, run until decided (at most 30 min of running time); installs what

@@ -415,6 +415,7 @@ pub fn size_hint(d: &Decision) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::stats::simulation::Table;
 
     #[test]
     fn exact_p_known_values() {
@@ -481,6 +482,7 @@ mod tests {
     /// the rule's exact operating characteristic.
     #[test]
     fn simulation_gate_false_pass_exact() {
+        let mut out = Table::default();
         let (alpha, margin) = (0.05, 0.05);
         let mut worst: (f64, String) = (0.0, String::new());
         let mut aa_fail: f64 = 0.0;
@@ -514,11 +516,11 @@ mod tests {
                 }
             }
         }
-        println!(
+        out.line(format_args!(
             "gate, exact: largest false-PASS rate for a true drop >= the margin: {:.4} ({}); largest FAIL rate with no change: {:.4}",
             worst.0, worst.1, aa_fail
-        );
-        println!("gate at the shipped size (4 tasks x 2 trials): {}", shipped.join("; "));
+        ));
+        out.line(format_args!("gate at the shipped size (4 tasks x 2 trials): {}", shipped.join("; ")));
         assert!(worst.0 <= alpha + 1e-9, "false PASS {worst:?}");
         assert!(aa_fail <= alpha + 1e-9, "A/A FAIL {aa_fail}");
         // The figures the README states.
@@ -531,6 +533,7 @@ mod tests {
     /// Asserted at most alpha + 3 simulation standard errors.
     #[test]
     fn simulation_gate_false_pass_heterogeneous() {
+        let mut out = Table::default();
         let (alpha, margin, reps) = (0.05, 0.05, 2000);
         let limit = alpha + 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt();
         let mut rng = crate::report::stats::simulation::SplitMix64(0x6A7E);
@@ -557,7 +560,7 @@ mod tests {
                 assert!(rate <= limit, "{tasks} tasks x {trials}, drop {drop}: false PASS {rate} > {limit}");
             }
         }
-        println!("gate, heterogeneous tasks: largest false-PASS rate {worst:.4} (limit {limit:.4}, {reps} replications per cell)");
+        out.line(format_args!("gate, heterogeneous tasks: largest false-PASS rate {worst:.4} (limit {limit:.4}, {reps} replications per cell)"));
         assert!(worst <= 0.0185, "README: at most 1.85% with heterogeneous tasks; saw {worst}");
     }
 }

@@ -9,6 +9,25 @@ use super::*;
 
 pub(crate) use super::sign_flip::SplitMix64;
 
+/// A simulation's printed table, written to stdout in one piece when the test
+/// ends (also when it fails), so that simulations run on several test threads
+/// (`make test`) print whole tables instead of interleaved lines.
+#[derive(Default)]
+pub(crate) struct Table(String);
+
+impl Table {
+    pub fn line(&mut self, line: std::fmt::Arguments<'_>) {
+        use std::fmt::Write;
+        let _ = writeln!(self.0, "{line}");
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        print!("{}", self.0);
+    }
+}
+
 /// One cell of the grid: `tasks` tasks drawn afresh each replication
 /// from a population with mean control rate `base` and intraclass
 /// correlation `icc` (task rates ~ Beta with mean `base` and
@@ -62,10 +81,11 @@ pub(crate) const COVERAGE_REPS: usize = 2000;
 /// 0.95 is 0.005). `make test` prints the table (`--nocapture`).
 #[test]
 fn simulation_coverage_grid() {
+    let mut out = Table::default();
     let started = std::time::Instant::now();
     let mut rng = SplitMix64(0x5EED_AB1A_7E00_0013);
-    println!("simulation_coverage_grid: {COVERAGE_REPS} replications per cell; coverage of the 95% intervals for the population mean");
-    println!("{:>5} {:>3} {:>4} {:>4} {:>5} | {:>9} {:>9} | {:>8}", "tasks", "rep", "base", "icc", "delta", "pass rate", "effect", "P(excl0)");
+    out.line(format_args!("simulation_coverage_grid: {COVERAGE_REPS} replications per cell; coverage of the 95% intervals for the population mean"));
+    out.line(format_args!("{:>5} {:>3} {:>4} {:>4} {:>5} | {:>9} {:>9} | {:>8}", "tasks", "rep", "base", "icc", "delta", "pass rate", "effect", "P(excl0)"));
     let mut worst: (f64, String) = (1.0, String::new());
     let mut false_positive: f64 = 0.0;
     let mut failures = Vec::new();
@@ -90,7 +110,7 @@ fn simulation_coverage_grid() {
                         let r = COVERAGE_REPS as f64;
                         let (cr, cd) = (cover_rate as f64 / r, cover_diff as f64 / r);
                         let name = format!("tasks {tasks} repeats {repeats} base {base} icc {icc} delta {delta}");
-                        println!("{tasks:5} {repeats:3} {base:4.2} {icc:4.1} {delta:5.1} | {cr:9.3} {cd:9.3} | {:8.3}", excl0 as f64 / r);
+                        out.line(format_args!("{tasks:5} {repeats:3} {base:4.2} {icc:4.1} {delta:5.1} | {cr:9.3} {cd:9.3} | {:8.3}", excl0 as f64 / r));
                         if delta == 0.0 {
                             false_positive = false_positive.max(excl0 as f64 / r);
                         }
@@ -107,12 +127,12 @@ fn simulation_coverage_grid() {
             }
         }
     }
-    println!(
+    out.line(format_args!(
         "lowest coverage {:.3} ({}); P(excl0) at delta 0 is the false-positive rate, at 0.1 the power; {:.1} s",
         worst.0,
         worst.1,
         started.elapsed().as_secs_f64()
-    );
+    ));
     assert!(failures.is_empty(), "cells below 0.93: {failures:#?}");
     // The figures the README states (seeded, so exactly reproducible).
     assert!(worst.0 >= 0.938, "README: every interval covers in at least 93.8%; lowest {}", worst.0);
@@ -162,10 +182,11 @@ fn simulation_interval_and_p_value_agree() {
 /// error at 0.05: 0.005). `make test` prints the table.
 #[test]
 fn simulation_equivalence_size() {
+    let mut out = Table::default();
     let (alpha, margin) = (0.05, 0.1);
     let mut rng = SplitMix64(0x5EED_E0C1_7A1E_0001);
-    println!("simulation_equivalence_size: true difference = margin = 0.1, alpha 0.05; P(declared equivalent) should be at most 0.05");
-    println!("{:>5} {:>3} {:>4} | {:>8}", "tasks", "rep", "icc", "P(equiv)");
+    out.line(format_args!("simulation_equivalence_size: true difference = margin = 0.1, alpha 0.05; P(declared equivalent) should be at most 0.05"));
+    out.line(format_args!("{:>5} {:>3} {:>4} | {:>8}", "tasks", "rep", "icc", "P(equiv)"));
     let mut worst: f64 = 0.0;
     for &tasks in &[20usize, 100] {
         for &repeats in &[1usize, 5] {
@@ -180,12 +201,12 @@ fn simulation_equivalence_size() {
                     declared += (lo > -margin && hi < margin) as usize;
                 }
                 let rate = declared as f64 / COVERAGE_REPS as f64;
-                println!("{tasks:5} {repeats:3} {icc:4.1} | {rate:8.3}");
+                out.line(format_args!("{tasks:5} {repeats:3} {icc:4.1} | {rate:8.3}"));
                 worst = worst.max(rate);
             }
         }
     }
-    println!("largest rate of a false 'equivalent': {worst:.3}");
+    out.line(format_args!("largest rate of a false 'equivalent': {worst:.3}"));
     assert!(worst <= alpha + 0.01, "equivalence declared at the margin in {worst} of replications");
 }
 
@@ -225,10 +246,11 @@ pub(crate) const POWER_REPS: usize = 1000;
 /// (trials, base, ICC), 2000 replications. `make test` prints the table.
 #[test]
 fn simulation_power_grid() {
+    let mut out = Table::default();
     let started = std::time::Instant::now();
     let alpha = 0.05;
-    println!("simulation_power_grid: tasks for 80% power at alpha 0.05 ({POWER_REPS} replications a size, the tests on the same draws)");
-    println!("{:>3} {:>4} {:>4} {:>5} | {:>6} {:>8} {:>9} | {:>7}", "rep", "base", "icc", "delta", "ablate", "paired t", "sf+MOVER", "ablate/t");
+    out.line(format_args!("simulation_power_grid: tasks for 80% power at alpha 0.05 ({POWER_REPS} replications a size, the tests on the same draws)"));
+    out.line(format_args!("{:>3} {:>4} {:>4} {:>5} | {:>6} {:>8} {:>9} | {:>7}", "rep", "base", "icc", "delta", "ablate", "paired t", "sf+MOVER", "ablate/t"));
     let (lo_n, hi_n) = (6usize, 164usize);
     let mut worst_ratio: (f64, String) = (0.0, String::new());
     let mut failures = Vec::new();
@@ -263,12 +285,12 @@ fn simulation_power_grid() {
                         (None, Some(_)) => f64::INFINITY,
                         _ => f64::NAN,
                     };
-                    println!(
+                    out.line(format_args!(
                         "{repeats:3} {base:4.1} {icc:4.2} {delta:5.1} | {:>6} {:>8} {:>9} | {ratio:7.3}",
                         show(needed[0]),
                         show(needed[1]),
                         show(needed[2])
-                    );
+                    ));
                     let name = format!("trials {repeats} base {base} icc {icc} delta {delta}");
                     if ratio > worst_ratio.0 {
                         worst_ratio = (ratio, name.clone());
@@ -282,7 +304,7 @@ fn simulation_power_grid() {
             }
         }
     }
-    println!("largest ablate / paired t tasks for 80% power: {:.3} ({})", worst_ratio.0, worst_ratio.1);
+    out.line(format_args!("largest ablate / paired t tasks for 80% power: {:.3} ({})", worst_ratio.0, worst_ratio.1));
     // Size: no effect, each test.
     let mut rng_seed = 0x512E_0000_0000_0000u64;
     let mut worst_size: [(f64, String); 3] = Default::default();
@@ -302,9 +324,12 @@ fn simulation_power_grid() {
         }
     }
     for (k, name) in ["ablate", "paired t", "sf+MOVER"].iter().enumerate() {
-        println!("largest rejection rate with no effect, {name} (2000 replications a cell, 6, 20 and 60 tasks): {:.4} ({})", worst_size[k].0, worst_size[k].1);
+        out.line(format_args!(
+            "largest rejection rate with no effect, {name} (2000 replications a cell, 6, 20 and 60 tasks): {:.4} ({})",
+            worst_size[k].0, worst_size[k].1
+        ));
     }
-    println!("{:.1} s", started.elapsed().as_secs_f64());
+    out.line(format_args!("{:.1} s", started.elapsed().as_secs_f64()));
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(worst_size[0].0 <= alpha + 3.0 * (alpha * (1.0 - alpha) / (2 * POWER_REPS) as f64).sqrt(), "size {worst_size:?}");
 }

@@ -5,7 +5,7 @@
 //! fixed design with 80% power. Run once by `make test` (`cargo test --lib
 //! simulation`), printing the tables; the populations are `simulation::Cell`'s.
 
-use super::simulation::{Cell, SplitMix64};
+use super::simulation::{Cell, SplitMix64, Table};
 use super::*;
 use crate::sequential::{Decision, Sequence};
 
@@ -63,12 +63,15 @@ const VALIDITY_REPS: usize = 2000;
 /// effect far more often than alpha; asserted above 2 alpha in every cell.
 #[test]
 fn simulation_sequential_validity() {
+    let mut out = Table::default();
     let started = std::time::Instant::now();
     let (alpha, max_tasks) = (0.05, 500);
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0x5E9_0E7C_E000_0027);
-    println!("simulation_sequential_validity: no effect, the rule after every task, up to {max_tasks} tasks, {VALIDITY_REPS} replications, alpha {alpha}");
-    println!("{:>6} {:>4} {:>4} | {:>12} {:>9} | {:>15}", "trials", "base", "icc", "P(ever h/h)", "coverage", "peeking t: P(ever)");
+    out.line(format_args!(
+        "simulation_sequential_validity: no effect, the rule after every task, up to {max_tasks} tasks, {VALIDITY_REPS} replications, alpha {alpha}"
+    ));
+    out.line(format_args!("{:>6} {:>4} {:>4} | {:>12} {:>9} | {:>15}", "trials", "base", "icc", "P(ever h/h)", "coverage", "peeking t: P(ever)"));
     let (mut worst_fp, mut worst_cover, mut least_peek) = (0.0f64, 1.0f64, 1.0f64);
     for &repeats in &[1usize, 3, 5] {
         for &base in &[0.1, 0.5, 0.9] {
@@ -83,17 +86,17 @@ fn simulation_sequential_validity() {
                 }
                 let n = VALIDITY_REPS as f64;
                 let (fp, covered, peeked) = (fp as f64 / n, covered as f64 / n, peeked as f64 / n);
-                println!("{repeats:>6} {base:>4} {icc:>4} | {fp:>12.3} {covered:>9.3} | {peeked:>15.3}");
+                out.line(format_args!("{repeats:>6} {base:>4} {icc:>4} | {fp:>12.3} {covered:>9.3} | {peeked:>15.3}"));
                 worst_fp = worst_fp.max(fp);
                 worst_cover = worst_cover.min(covered);
                 least_peek = least_peek.min(peeked);
             }
         }
     }
-    println!(
+    out.line(format_args!(
         "worst: P(ever helps or hurts) {worst_fp:.3}, coverage {worst_cover:.3}; peeking at the t interval: at least {least_peek:.3} ({:.0} s)",
         started.elapsed().as_secs_f64()
-    );
+    ));
     let slack = 3.0 * (alpha * (1.0 - alpha) / VALIDITY_REPS as f64).sqrt();
     assert!(worst_fp <= alpha + slack, "false decisions {worst_fp}");
     assert!(worst_cover >= 1.0 - alpha - slack, "coverage {worst_cover}");
@@ -105,10 +108,13 @@ fn simulation_sequential_validity() {
 /// replications (plus 3 standard errors, 0.015), up to 500 tasks, 2000 replications a cell.
 #[test]
 fn simulation_sequential_equivalence_size() {
+    let mut out = Table::default();
     let (alpha, margin, max_tasks) = (0.05, 0.1, 500);
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0xE9_0175_1CE0_0027);
-    println!("simulation_sequential_equivalence_size: the difference at the margin ±{margin}, up to {max_tasks} tasks, {VALIDITY_REPS} replications");
+    out.line(format_args!(
+        "simulation_sequential_equivalence_size: the difference at the margin ±{margin}, up to {max_tasks} tasks, {VALIDITY_REPS} replications"
+    ));
     let mut worst = 0.0f64;
     for &repeats in &[1usize, 5] {
         for &(base, icc) in &[(0.3, 0.0), (0.5, 0.5), (0.8, 0.25)] {
@@ -118,11 +124,11 @@ fn simulation_sequential_equivalence_size() {
                 equivalent += (replicate(&cell, &mut rng, alpha, Some(margin), max_tasks, &t_crit).decision == Decision::Equivalent) as usize;
             }
             let rate = equivalent as f64 / VALIDITY_REPS as f64;
-            println!("  trials {repeats} base {base} icc {icc}: P(equivalent) {rate:.3}");
+            out.line(format_args!("  trials {repeats} base {base} icc {icc}: P(equivalent) {rate:.3}"));
             worst = worst.max(rate);
         }
     }
-    println!("worst P(equivalent) at the margin: {worst:.3}");
+    out.line(format_args!("worst P(equivalent) at the margin: {worst:.3}"));
     assert!(worst <= alpha + 3.0 * (alpha * (1.0 - alpha) / VALIDITY_REPS as f64).sqrt(), "{worst}");
 }
 
@@ -140,18 +146,19 @@ fn simulation_sequential_equivalence_size() {
 /// 1 - alpha of replications (less 3 standard errors, 0.029).
 #[test]
 fn simulation_sequential_efficiency() {
+    let mut out = Table::default();
     let started = std::time::Instant::now();
     let (alpha, fixed, reps) = (0.05, 200usize, 500usize);
     let max_tasks = 2 * fixed;
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0xEF_F1C1_E000_0027);
-    println!(
+    out.line(format_args!(
         "simulation_sequential_efficiency: the fixed design {fixed} tasks (paired t, 80% power at its MDE, alpha {alpha}); sequential up to {max_tasks} tasks; {reps} replications"
-    );
-    println!(
+    ));
+    out.line(format_args!(
         "{:>6} {:>4} {:>4} {:>6} | {:>13} {:>13} {:>13} | {:>20}",
         "trials", "base", "icc", "MDE", "1x: ratio/ok", "2x: ratio/ok", "4x: ratio/ok", "0, margin 2x: ratio/eq"
-    );
+    ));
     let mut failures = Vec::new();
     let mut worst_cover: f64 = 1.0;
     for &(repeats, base, icc) in &[(1usize, 0.5, 0.5), (3, 0.5, 0.0), (3, 0.1, 0.25), (5, 0.3, 0.25)] {
@@ -184,9 +191,9 @@ fn simulation_sequential_efficiency() {
             equivalent += (o.decision == Decision::Equivalent) as usize;
         }
         row.push_str(&format!("| {:>10.2} {:>9.2}", tasks as f64 / reps as f64 / fixed as f64, equivalent as f64 / reps as f64));
-        println!("{row}");
+        out.line(format_args!("{row}"));
     }
-    println!("coverage of the true difference at the stopping time, at least {worst_cover:.3} ({:.0} s)", started.elapsed().as_secs_f64());
+    out.line(format_args!("coverage of the true difference at the stopping time, at least {worst_cover:.3} ({:.0} s)", started.elapsed().as_secs_f64()));
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(worst_cover >= 1.0 - alpha - 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt(), "coverage {worst_cover}");
 }
