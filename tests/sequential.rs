@@ -331,4 +331,17 @@ async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_t
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(key), "{stderr}");
     }
+    // A shard's plan says how the budgets divide.
+    let timed_path = dir.path().join("timed.toml");
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["plan", timed_path.to_str().unwrap(), "--shard", "1/2"]),
+        Duration::from_secs(60),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "(at most: a sequential shard follows its own tasks of the order with 1/2 of max_trials and max_cost_usd, and max_seconds of its own running time)"
+        ),
+        "{stdout}"
+    );
 }

@@ -100,7 +100,15 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
     }
     if let Some(shard) = shard {
         let n = plan.shard(Some(shard)).len();
-        let _ = writeln!(s, "shard {shard}: {n} trials");
+        let share = if exp.sequential.is_some() {
+            format!(
+                " (at most: a sequential shard follows its own tasks of the order with 1/{} of max_trials and max_cost_usd, and max_seconds of its own running time)",
+                shard.count
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "shard {shard}: {n} trials{share}");
     }
     let shown = plan.shard(shard);
     let _ = writeln!(s, "order (first {} of {}):", shown.len().min(8), shown.len());
