@@ -20,8 +20,16 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn row(name: &str, v: &mut [f64]) {
-    let (lo, hi) = (v.iter().cloned().fold(f64::INFINITY, f64::min), v.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
-    println!("{name:<34} {:>9.1} ms   (min {:.1}, max {:.1})", 1000.0 * median(v), 1000.0 * lo, 1000.0 * hi);
+    let (lo, hi) = (
+        v.iter().cloned().fold(f64::INFINITY, f64::min),
+        v.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+    );
+    println!(
+        "{name:<34} {:>9.1} ms   (min {:.1}, max {:.1})",
+        1000.0 * median(v),
+        1000.0 * lo,
+        1000.0 * hi
+    );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -32,16 +40,31 @@ async fn main() {
     let engine = ablate::container::init(None).expect("a container engine");
     let terminal = ablate::suite::load(&root.join("tasks/terminal")).unwrap();
     let hello = terminal.task("hello-file").unwrap();
-    let image = ablate::container::image::ensure(engine, hello, &std::env::temp_dir().join("ablate-bench-build.log")).await.expect("the image");
+    let image = ablate::container::image::ensure(
+        engine,
+        hello,
+        &std::env::temp_dir().join("ablate-bench-build.log"),
+    )
+    .await
+    .expect("the image");
     let core = ablate::suite::load(&root.join("tasks/core")).unwrap();
     let prime = core.task("is-prime").unwrap();
-    let (mut c_start, mut c_exec, mut c_verify, mut c_remove, mut c_total) = (vec![], vec![], vec![], vec![], vec![]);
-    let (mut j_create, mut j_exec, mut j_grade, mut j_remove, mut j_total) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut c_start, mut c_exec, mut c_verify, mut c_remove, mut c_total) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let (mut j_create, mut j_exec, mut j_grade, mut j_remove, mut j_total) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for i in 0..rounds {
         // Container.
         let t0 = Instant::now();
-        let spec =
-            Spec { task: hello, image_id: &image.id, settings: &terminal.containers, trial_id: "bench", attempt: i as u32 + 1, binds: vec![], env: vec![] };
+        let spec = Spec {
+            task: hello,
+            image_id: &image.id,
+            settings: &terminal.containers,
+            trial_id: "bench",
+            attempt: i as u32 + 1,
+            binds: vec![],
+            env: vec![],
+        };
         let c = TrialContainer::start(engine, &spec).await.expect("start");
         let t1 = Instant::now();
         let out = c.exec(&["true".into()], None, &[], Duration::from_secs(30), 4096, None).await;
@@ -52,7 +75,13 @@ async fn main() {
         let t3 = Instant::now();
         c.remove().await.expect("remove");
         let t4 = Instant::now();
-        for (v, d) in [(&mut c_start, t1 - t0), (&mut c_exec, t2 - t1), (&mut c_verify, t3 - t2), (&mut c_remove, t4 - t3), (&mut c_total, t4 - t0)] {
+        for (v, d) in [
+            (&mut c_start, t1 - t0),
+            (&mut c_exec, t2 - t1),
+            (&mut c_verify, t3 - t2),
+            (&mut c_remove, t4 - t3),
+            (&mut c_total, t4 - t0),
+        ] {
             v.push(d.as_secs_f64());
         }
         // Jail.
@@ -75,9 +104,17 @@ async fn main() {
             limits: Default::default(),
         };
         sandbox.hand_over().unwrap();
-        let out = ablate::sandbox::process::run_limited(&["/bin/true".to_string()], sandbox.path(), &[], Duration::from_secs(30), 4096, Some(&confine), None)
-            .await
-            .unwrap();
+        let out = ablate::sandbox::process::run_limited(
+            &["/bin/true".to_string()],
+            sandbox.path(),
+            &[],
+            Duration::from_secs(30),
+            4096,
+            Some(&confine),
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(out.exit_code, Some(0));
         let t2 = Instant::now();
         let g = ablate::grader::grade(&sandbox, prime).await.expect("grade");
@@ -85,7 +122,13 @@ async fn main() {
         let t3 = Instant::now();
         drop(sandbox);
         let t4 = Instant::now();
-        for (v, d) in [(&mut j_create, t1 - t0), (&mut j_exec, t2 - t1), (&mut j_grade, t3 - t2), (&mut j_remove, t4 - t3), (&mut j_total, t4 - t0)] {
+        for (v, d) in [
+            (&mut j_create, t1 - t0),
+            (&mut j_exec, t2 - t1),
+            (&mut j_grade, t3 - t2),
+            (&mut j_remove, t4 - t3),
+            (&mut j_total, t4 - t0),
+        ] {
             v.push(d.as_secs_f64());
         }
     }

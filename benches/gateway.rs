@@ -27,7 +27,10 @@ fn stats(mut v: Vec<Duration>) -> (f64, f64) {
 #[tokio::main]
 async fn main() {
     let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(500);
-    let server = common::start(Arc::new(|path, _, _| common::meta(path).unwrap_or_else(|| common::openai_text("ok")))).await;
+    let server = common::start(Arc::new(|path, _, _| {
+        common::meta(path).unwrap_or_else(|| common::openai_text("ok"))
+    }))
+    .await;
     let spec = ModelSpec {
         name: "m".into(),
         provider: Provider::Openai,
@@ -44,8 +47,15 @@ async fn main() {
         retry: RetryPolicy::None,
         max_response_bytes: 1 << 20,
     };
-    let budget = Budget { max_steps: u32::MAX, max_output_tokens_per_step: 200, max_total_tokens: u64::MAX, max_working_seconds: 1e9, max_cost_usd: None };
-    let client: Arc<dyn ablate::model::ModelClient> = Arc::from(ablate::model::client_for(&spec, &Default::default()).unwrap());
+    let budget = Budget {
+        max_steps: u32::MAX,
+        max_output_tokens_per_step: 200,
+        max_total_tokens: u64::MAX,
+        max_working_seconds: 1e9,
+        max_cost_usd: None,
+    };
+    let client: Arc<dyn ablate::model::ModelClient> =
+        Arc::from(ablate::model::client_for(&spec, &Default::default()).unwrap());
     // The trace line is serialized as the runner would before writing it.
     let traced = Arc::new(AtomicUsize::new(0));
     let t = traced.clone();
@@ -97,10 +107,16 @@ async fn main() {
     }
     let (dm, dmed) = stats(d);
     let (gm, gmed) = stats(g);
-    println!("gateway overhead per non-streaming call, {n} calls each way, loopback, instant model");
+    println!(
+        "gateway overhead per non-streaming call, {n} calls each way, loopback, instant model"
+    );
     println!("  direct to the model server: mean {dm:.3} ms, median {dmed:.3} ms");
     println!("  through the gateway:        mean {gm:.3} ms, median {gmed:.3} ms");
     println!("  overhead:                   mean {:.3} ms, median {:.3} ms", gm - dm, gmed - dmed);
-    println!("  ({} trace bytes, {} calls traced)", traced.load(Ordering::Relaxed), meter.summary().calls);
+    println!(
+        "  ({} trace bytes, {} calls traced)",
+        traced.load(Ordering::Relaxed),
+        meter.summary().calls
+    );
     task.abort();
 }

@@ -41,25 +41,41 @@ fn spec(path: PathBuf) -> ModelSpec {
 
 /// The parse-duration task's text and its tests: a long, realistic prompt.
 fn parse_duration_texts() -> (String, String) {
-    let read = |rel: &str| std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)).expect(rel);
-    (read("tasks/core/parse-duration/task.toml"), read("tasks/core/parse-duration/tests/test_duration.py"))
+    let read = |rel: &str| {
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)).expect(rel)
+    };
+    (
+        read("tasks/core/parse-duration/task.toml"),
+        read("tasks/core/parse-duration/tests/test_duration.py"),
+    )
 }
 
 fn params(max_tokens: u32) -> GenParams {
-    GenParams { max_tokens, temperature: 0.0, top_p: 1.0, seed: 1, timeout: Duration::from_secs(600), ignore_eos: false, stop: Vec::new() }
+    GenParams {
+        max_tokens,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 1,
+        timeout: Duration::from_secs(600),
+        ignore_eos: false,
+        stop: Vec::new(),
+    }
 }
 
 fn main() {
-    let path = std::env::var("ABLATE_BENCH_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
+    let path = std::env::var("ABLATE_BENCH_MODEL").map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    });
     if !path.is_file() {
         eprintln!("{} is missing: run `make model`", path.display());
         std::process::exit(2);
     }
     let opts = LocalOptions::from_env().expect("ABLATE_LOCAL_* settings");
-    let reps: usize = std::env::var("ABLATE_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
-    let gen_tokens: u32 = std::env::var("ABLATE_BENCH_GEN").ok().and_then(|v| v.parse().ok()).unwrap_or(128);
+    let reps: usize =
+        std::env::var("ABLATE_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
+    let gen_tokens: u32 =
+        std::env::var("ABLATE_BENCH_GEN").ok().and_then(|v| v.parse().ok()).unwrap_or(128);
     let parts = std::env::var("ABLATE_BENCH_PARTS").unwrap_or_else(|_| "speed,reuse".into());
     println!("model {}", path.display());
     if parts.split(',').any(|p| p == "speed") {
@@ -83,12 +99,20 @@ fn main() {
 /// gen_tokens / the wall time from submission to the last reply. Each
 /// repetition uses new prompts, so no cache is reused; a warm-up first.
 fn batched(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u32) {
-    let list: Vec<usize> = std::env::var("ABLATE_BENCH_BATCH").unwrap_or_else(|_| "1,2,4,8".into()).split(',').filter_map(|v| v.parse().ok()).collect();
+    let list: Vec<usize> = std::env::var("ABLATE_BENCH_BATCH")
+        .unwrap_or_else(|_| "1,2,4,8".into())
+        .split(',')
+        .filter_map(|v| v.parse().ok())
+        .collect();
     let slots = list.iter().copied().max().unwrap_or(1).max(opts.slots);
     let words = "apple river stone cloud seven orange window garden silver candle forest mirror";
     for &n in &list {
         let client = std::sync::Arc::new(
-            LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { slots, batch: n, prefix_cache: false, ..opts.clone() }).expect("load"),
+            LocalClient::with_options(
+                &spec(path.to_path_buf()),
+                LocalOptions { slots, batch: n, prefix_cache: false, ..opts.clone() },
+            )
+            .expect("load"),
         );
         let p = GenParams { ignore_eos: true, ..params(gen_tokens) };
         let mut rates = Vec::new();
@@ -97,8 +121,12 @@ fn batched(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens:
             let handles: Vec<_> = (0..n)
                 .map(|k| {
                     let (c, p) = (client.clone(), p.clone());
-                    let prompt = format!("Request {rep}-{k}. Repeat these words many times: {words} {words}");
-                    std::thread::spawn(move || c.generate_blocking(&prompt, &p).expect("generate").generated_tokens)
+                    let prompt = format!(
+                        "Request {rep}-{k}. Repeat these words many times: {words} {words}"
+                    );
+                    std::thread::spawn(move || {
+                        c.generate_blocking(&prompt, &p).expect("generate").generated_tokens
+                    })
                 })
                 .collect();
             let total: u32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
@@ -108,7 +136,10 @@ fn batched(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens:
             }
         }
         let mean = rates.iter().sum::<f64>() / rates.len() as f64;
-        println!("ablate batched, {} threads, tg{gen_tokens}, {n} sequences: {mean:.1} tokens/s (mean of {reps})", opts.threads);
+        println!(
+            "ablate batched, {} threads, tg{gen_tokens}, {n} sequences: {mean:.1} tokens/s (mean of {reps})",
+            opts.threads
+        );
     }
 }
 
@@ -127,8 +158,14 @@ fn sampling(path: &std::path::Path, reps: usize) {
     use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
     let backend = ablate::model::local::backend(false).expect("backend");
-    let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).expect("load");
-    let mut ctx = model.new_context(backend, LlamaContextParams::default().with_n_ctx(std::num::NonZeroU32::new(1024))).expect("context");
+    let model =
+        LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).expect("load");
+    let mut ctx = model
+        .new_context(
+            backend,
+            LlamaContextParams::default().with_n_ctx(std::num::NonZeroU32::new(1024)),
+        )
+        .expect("context");
     // Logits after a few prompts, so that peaked and flat distributions are both in.
     let prompts = [
         "<|im_start|>user\nWrite a Python function that parses durations like 1h30m.<|im_end|>\n<|im_start|>assistant\n",
@@ -150,10 +187,16 @@ fn sampling(path: &std::path::Path, reps: usize) {
     // What llama_sampler_sample does: a candidate per vocabulary entry, then the chain.
     let llama_draw = |logits: &[f32], seed: u32| -> i64 {
         let mut arr = LlamaTokenDataArray::from_iter(
-            logits.iter().enumerate().map(|(i, &l)| llama_cpp_2::token::data::LlamaTokenData::new(LlamaToken::new(i as i32), l, 0.0)),
+            logits.iter().enumerate().map(|(i, &l)| {
+                llama_cpp_2::token::data::LlamaTokenData::new(LlamaToken::new(i as i32), l, 0.0)
+            }),
             false,
         );
-        let mut chain = LlamaSampler::chain_simple([LlamaSampler::temp(0.7), LlamaSampler::top_p(0.95, 1), LlamaSampler::dist(seed)]);
+        let mut chain = LlamaSampler::chain_simple([
+            LlamaSampler::temp(0.7),
+            LlamaSampler::top_p(0.95, 1),
+            LlamaSampler::dist(seed),
+        ]);
         arr.apply_sampler(&mut chain);
         arr.selected_token().map(|t| t.0 as i64).unwrap_or(-1)
     };
@@ -180,7 +223,8 @@ fn sampling(path: &std::path::Path, reps: usize) {
     );
     // Both must draw from the same distribution: total variation distance
     // between their empirical distributions, per set of logits.
-    let draws: usize = std::env::var("ABLATE_BENCH_DRAWS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let draws: usize =
+        std::env::var("ABLATE_BENCH_DRAWS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     for (k, logits) in all_logits.iter().enumerate() {
         let mut a = std::collections::HashMap::<i64, f64>::new();
         let mut b = std::collections::HashMap::<i64, f64>::new();
@@ -190,8 +234,16 @@ fn sampling(path: &std::path::Path, reps: usize) {
             *b.entry(s.pick(logits) as i64).or_default() += 1.0 / draws as f64;
         }
         let keys: std::collections::HashSet<i64> = a.keys().chain(b.keys()).copied().collect();
-        let tv: f64 = keys.iter().map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs()).sum::<f64>() / 2.0;
-        println!("  logits set {k}: {} and {} distinct tokens drawn, total variation distance {tv:.3} ({draws} draws each)", a.len(), b.len());
+        let tv: f64 = keys
+            .iter()
+            .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
+            .sum::<f64>()
+            / 2.0;
+        println!(
+            "  logits set {k}: {} and {} distinct tokens drawn, total variation distance {tv:.3} ({draws} draws each)",
+            a.len(),
+            b.len()
+        );
     }
 }
 
@@ -199,11 +251,17 @@ fn sampling(path: &std::path::Path, reps: usize) {
 /// `reps` the way llama.cpp's llama-bench does, with the prefix cache off so
 /// every prompt token is evaluated.
 fn speed(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u32) {
-    let cold = LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { prefix_cache: false, ..opts.clone() }).expect("load");
+    let cold = LocalClient::with_options(
+        &spec(path.to_path_buf()),
+        LocalOptions { prefix_cache: false, ..opts.clone() },
+    )
+    .expect("load");
     let (task, tests) = parse_duration_texts();
-    let long_prompt = format!("<|im_start|>user\n{task}\n{tests}<|im_end|>\n<|im_start|>assistant\n");
+    let long_prompt =
+        format!("<|im_start|>user\n{task}\n{tests}<|im_end|>\n<|im_start|>assistant\n");
     let gen_prompt = "<|im_start|>user\nWrite a long Python module with many small utility functions.<|im_end|>\n<|im_start|>assistant\n";
-    let _ = cold.generate_blocking("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", &params(8)); // warm-up
+    let _ = cold
+        .generate_blocking("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", &params(8)); // warm-up
     let (mut pp, mut tg) = (Vec::new(), Vec::new());
     let (mut n_prompt, mut n_gen, mut depth) = (0, 0, 0);
     for _ in 0..reps {
@@ -233,14 +291,19 @@ fn speed(path: &std::path::Path, opts: &LocalOptions, reps: usize, gen_tokens: u
     // Generation as configs/core.toml samples it (temperature 0.7, top_p 0.95).
     let mut sampled = Vec::new();
     for r in 0..reps {
-        let p = GenParams { temperature: 0.7, top_p: 0.95, seed: r as u64, ..params(gen_tokens + 1) };
+        let p =
+            GenParams { temperature: 0.7, top_p: 0.95, seed: r as u64, ..params(gen_tokens + 1) };
         let g = cold.generate_blocking(gen_prompt, &p).expect("gen");
         if g.generated_tokens > 1 {
             sampled.push((g.generated_tokens - 1) as f64 / g.generation_seconds);
         }
     }
     if !sampled.is_empty() {
-        println!("sampled generation (temperature 0.7, top_p 0.95): {:.1} tokens/s (mean of {})", mean(&sampled), sampled.len());
+        println!(
+            "sampled generation (temperature 0.7, top_p 0.95): {:.1} tokens/s (mean of {})",
+            mean(&sampled),
+            sampled.len()
+        );
     }
 }
 
@@ -250,9 +313,15 @@ fn reuse(path: &std::path::Path, opts: &LocalOptions) {
     let (task, tests) = parse_duration_texts();
     // A multi-step trial: each step resends the conversation plus the reply and new feedback.
     for cache in [false, true] {
-        let client = LocalClient::with_options(&spec(path.to_path_buf()), LocalOptions { prefix_cache: cache, ..opts.clone() }).expect("load");
-        let mut messages =
-            vec![Message::system(ablate::harness::prompts::DEFAULT_SYSTEM), Message::user(format!("{task}\n\nThe tests:\n```python\n{tests}\n```"))];
+        let client = LocalClient::with_options(
+            &spec(path.to_path_buf()),
+            LocalOptions { prefix_cache: cache, ..opts.clone() },
+        )
+        .expect("load");
+        let mut messages = vec![
+            Message::system(ablate::harness::prompts::DEFAULT_SYSTEM),
+            Message::user(format!("{task}\n\nThe tests:\n```python\n{tests}\n```")),
+        ];
         let mut evaluated = Vec::new();
         let mut added = Vec::new();
         let mut last_total = 0u64;

@@ -31,7 +31,9 @@ fn logits() -> Vec<f32> {
 fn sampler(c: &mut Criterion) {
     let logits = logits();
     let mut group = c.benchmark_group("sampler pick, 151936 tokens");
-    for (name, temperature, top_p) in [("greedy", 0.0, 1.0), ("t 0.7", 0.7, 1.0), ("t 0.7 top-p 0.95", 0.7, 0.95)] {
+    for (name, temperature, top_p) in
+        [("greedy", 0.0, 1.0), ("t 0.7", 0.7, 1.0), ("t 0.7 top-p 0.95", 0.7, 0.95)]
+    {
         let mut s = TokenSampler::new(temperature, top_p, 7);
         group.bench_function(name, |b| b.iter(|| s.pick(black_box(&logits))));
     }
@@ -41,7 +43,9 @@ fn sampler(c: &mut Criterion) {
 fn quantiles(c: &mut Criterion) {
     let mut group = c.benchmark_group("t_quantile");
     for df in [4.0, 99.0, 1e6] {
-        group.bench_function(format!("p 0.975, df {df}"), |b| b.iter(|| stats::t_quantile(black_box(0.975), black_box(df))));
+        group.bench_function(format!("p 0.975, df {df}"), |b| {
+            b.iter(|| stats::t_quantile(black_box(0.975), black_box(df)))
+        });
     }
     group.finish();
 }
@@ -55,7 +59,15 @@ fn load_and_analyse(c: &mut Criterion) {
     exp.trials = 10_000usize.div_ceil(per_repeat) as u32;
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = dir.path().join("run");
-    let n = synth::write_run(&run, &exp, &suite, &plan, 1, |_, arm| if arm == "bare" { 0.3 } else { 0.6 }).unwrap();
+    let n = synth::write_run(
+        &run,
+        &exp,
+        &suite,
+        &plan,
+        1,
+        |_, arm| if arm == "bare" { 0.3 } else { 0.6 },
+    )
+    .unwrap();
     let mut group = c.benchmark_group("report");
     group.sample_size(20);
     group.bench_function(format!("load + analyse, {n} records"), |b| {

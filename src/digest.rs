@@ -93,12 +93,22 @@ mod tests {
         std::fs::create_dir(dir.path().join("a")).unwrap();
         std::fs::write(dir.path().join("a/x.py"), "1").unwrap();
         let d1 = tree_digest(dir.path()).unwrap();
-        assert_eq!(d1, "2db863ce93c6245a3468ad85239112911921129e8d5a7c015699b94e0226b186", "a/x.py = \"1\"");
+        assert_eq!(
+            d1, "2db863ce93c6245a3468ad85239112911921129e8d5a7c015699b94e0226b186",
+            "a/x.py = \"1\""
+        );
         std::fs::write(dir.path().join("a/x.py"), "2").unwrap();
         let d2 = tree_digest(dir.path()).unwrap();
-        assert_eq!(d2, "65d0c952d660f8bb3fc3ad6a8ce8d2fedf43e136ee305373e66aa5dc36717e09", "a/x.py = \"2\"");
+        assert_eq!(
+            d2, "65d0c952d660f8bb3fc3ad6a8ce8d2fedf43e136ee305373e66aa5dc36717e09",
+            "a/x.py = \"2\""
+        );
         std::fs::rename(dir.path().join("a/x.py"), dir.path().join("a/y.py")).unwrap();
-        assert_eq!(tree_digest(dir.path()).unwrap(), "2064f2a25c8c736b325b965ce05ba9f654288b30e23a8aa5761e502796b6bb52", "a/y.py = \"2\"");
+        assert_eq!(
+            tree_digest(dir.path()).unwrap(),
+            "2064f2a25c8c736b325b965ce05ba9f654288b30e23a8aa5761e502796b6bb52",
+            "a/y.py = \"2\""
+        );
         // caches do not count
         std::fs::create_dir(dir.path().join("a/__pycache__")).unwrap();
         std::fs::write(dir.path().join("a/__pycache__/y.pyc"), "zz").unwrap();
@@ -109,6 +119,9 @@ mod tests {
 
     #[test]
     fn sha256_known_value() {
-        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

@@ -19,7 +19,11 @@ impl InputError {
     }
 
     pub fn at(file: impl AsRef<Path>, key: impl Into<String>, message: impl Into<String>) -> Self {
-        InputError { file: file.as_ref().to_path_buf(), key: Some(key.into()), message: message.into() }
+        InputError {
+            file: file.as_ref().to_path_buf(),
+            key: Some(key.into()),
+            message: message.into(),
+        }
     }
 }
 
@@ -39,17 +43,24 @@ impl std::error::Error for InputError {}
 /// Parse a TOML file into `T`, reporting syntax errors with line and column and
 /// type errors with the dotted key path, both naming the file.
 pub fn parse_toml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read file: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read file: {e}")))?;
     parse_toml_str(path, &text)
 }
 
-pub fn parse_toml_str<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, InputError> {
+pub fn parse_toml_str<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<T, InputError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| {
         let message = e.message().to_string();
         match e.span() {
             Some(span) => {
                 let (line, col) = line_col(text, span.start);
-                let err = InputError::new(path, format!("invalid TOML at line {line}, column {col}: {message}"));
+                let err = InputError::new(
+                    path,
+                    format!("invalid TOML at line {line}, column {col}: {message}"),
+                );
                 match duplicate_key(text, &message, span) {
                     Some(key) => InputError { key: Some(key), ..err },
                     None => err,
@@ -73,19 +84,27 @@ fn duplicate_key(text: &str, message: &str, span: std::ops::Range<usize>) -> Opt
         return None;
     }
     let raw = text.get(span.clone())?.trim();
-    let key = raw.split('=').next()?.trim().trim_matches(|c| c == '"' || c == '\'' || c == '[' || c == ']').trim();
+    let key = raw
+        .split('=')
+        .next()?
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'' || c == '[' || c == ']')
+        .trim();
     if key.is_empty() {
         return None;
     }
     if raw.starts_with('[') {
         return Some(key.to_string());
     }
-    let header = text[..span.start]
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('['))
-        .map(|l| l.trim_start_matches('[').trim_end_matches(']').trim_start_matches('[').trim_end_matches(']').trim().to_string());
+    let header =
+        text[..span.start].lines().rev().map(str::trim).find(|l| l.starts_with('[')).map(|l| {
+            l.trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .to_string()
+        });
     Some(match header {
         Some(h) if !h.is_empty() => format!("{h}.{key}"),
         _ => key.to_string(),
@@ -149,20 +168,23 @@ mod tests {
 
     #[test]
     fn type_error_names_file_and_key_path() {
-        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = \"three\"\n").unwrap_err();
+        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = \"three\"\n")
+            .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("inner.count"));
         assert!(err.to_string().starts_with("x.toml: key `inner.count`:"), "{err}");
     }
 
     #[test]
     fn syntax_error_gives_line() {
-        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = = 3\n").unwrap_err();
+        let err =
+            parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = = 3\n").unwrap_err();
         assert!(err.message.contains("line 2"), "{err}");
     }
 
     #[test]
     fn unknown_key_is_an_error() {
-        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = 3\ncuont = 4\n").unwrap_err();
+        let err = parse_toml_str::<Outer>(Path::new("x.toml"), "[inner]\ncount = 3\ncuont = 4\n")
+            .unwrap_err();
         assert!(err.message.contains("cuont"), "{err}");
         assert_eq!(err.key.as_deref(), Some("inner.cuont"));
     }

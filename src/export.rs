@@ -154,7 +154,10 @@ pub fn column_kind(name: &str) -> Kind {
 }
 
 /// Header and rows of one table of one run, as its CSV file would hold them.
-pub fn table_rows(dir: &Path, table: Table) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
+pub fn table_rows(
+    dir: &Path,
+    table: Table,
+) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
     crate::report::require_manifest(dir)?;
     let scratch = |source: std::io::Error| ReportError::Write { dir: std::env::temp_dir(), source };
     let bytes = match table {
@@ -169,19 +172,30 @@ pub fn table_rows(dir: &Path, table: Table) -> Result<(Vec<String>, Vec<Vec<Stri
         Table::Arms | Table::Effects => {
             let data = load::load(dir)?;
             let report = analysis::analyse(&data);
-            if table == Table::Arms { export::arms_csv(&report) } else { export::effects_csv(&report) }
+            if table == Table::Arms {
+                export::arms_csv(&report)
+            } else {
+                export::effects_csv(&report)
+            }
         }
     };
     let mut r = csv::Reader::from_reader(bytes.as_slice());
     let unreadable = |e: csv::Error| scratch(std::io::Error::other(e));
     let header: Vec<String> = r.headers().map_err(unreadable)?.iter().map(String::from).collect();
-    let rows = r.records().map(|rec| rec.map(|rec| rec.iter().map(String::from).collect())).collect::<Result<Vec<Vec<String>>, _>>().map_err(unreadable)?;
+    let rows = r
+        .records()
+        .map(|rec| rec.map(|rec| rec.iter().map(String::from).collect()))
+        .collect::<Result<Vec<Vec<String>>, _>>()
+        .map_err(unreadable)?;
     Ok((header, rows))
 }
 
 /// Rows of many runs under the union of their columns (in first-seen order);
 /// a column a run does not have is empty (null) in its rows.
-pub fn union_rows(runs: &[PathBuf], table: Table) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
+pub fn union_rows(
+    runs: &[PathBuf],
+    table: Table,
+) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
     let mut columns: Vec<String> = Vec::new();
     let mut all: Vec<(Vec<String>, Vec<Vec<String>>)> = Vec::new();
     for run in runs {
@@ -195,7 +209,8 @@ pub fn union_rows(runs: &[PathBuf], table: Table) -> Result<(Vec<String>, Vec<Ve
     }
     let mut out = Vec::new();
     for (header, rows) in all {
-        let index: Vec<Option<usize>> = columns.iter().map(|c| header.iter().position(|h| h == c)).collect();
+        let index: Vec<Option<usize>> =
+            columns.iter().map(|c| header.iter().position(|h| h == c)).collect();
         for row in rows {
             out.push(index.iter().map(|i| i.map(|i| row[i].clone()).unwrap_or_default()).collect());
         }
@@ -214,23 +229,46 @@ mod frame {
         for (j, name) in columns.iter().enumerate() {
             let cell = |i: usize| rows[i][j].as_str();
             let n = rows.len();
-            let bad = |i: usize, what: &str| format!("column `{name}`, row {}: `{}` is not {what}", i + 1, cell(i));
+            let bad = |i: usize, what: &str| {
+                format!("column `{name}`, row {}: `{}` is not {what}", i + 1, cell(i))
+            };
             let series = match column_kind(name) {
                 Kind::Float => {
                     let v: Vec<Option<f64>> = (0..n)
-                        .map(|i| if cell(i).is_empty() { Ok(None) } else { cell(i).parse().map(Some).map_err(|_| bad(i, "a number")) })
+                        .map(|i| {
+                            if cell(i).is_empty() {
+                                Ok(None)
+                            } else {
+                                cell(i).parse().map(Some).map_err(|_| bad(i, "a number"))
+                            }
+                        })
                         .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Int if name == "seed" => {
                     let v: Vec<Option<u64>> = (0..n)
-                        .map(|i| if cell(i).is_empty() { Ok(None) } else { cell(i).parse().map(Some).map_err(|_| bad(i, "a whole number")) })
+                        .map(|i| {
+                            if cell(i).is_empty() {
+                                Ok(None)
+                            } else {
+                                cell(i).parse().map(Some).map_err(|_| bad(i, "a whole number"))
+                            }
+                        })
                         .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Int => {
                     let v: Vec<Option<i64>> = (0..n)
-                        .map(|i| if cell(i).is_empty() { Ok(None) } else { cell(i).parse::<i64>().map(Some).map_err(|_| bad(i, "a whole number")) })
+                        .map(|i| {
+                            if cell(i).is_empty() {
+                                Ok(None)
+                            } else {
+                                cell(i)
+                                    .parse::<i64>()
+                                    .map(Some)
+                                    .map_err(|_| bad(i, "a whole number"))
+                            }
+                        })
                         .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
@@ -246,9 +284,15 @@ mod frame {
                     Series::new(name.into(), v)
                 }
                 Kind::Category | Kind::Text => {
-                    let v: Vec<Option<&str>> = (0..n).map(|i| (!cell(i).is_empty()).then(|| cell(i))).collect();
+                    let v: Vec<Option<&str>> =
+                        (0..n).map(|i| (!cell(i).is_empty()).then(|| cell(i))).collect();
                     let s = Series::new(name.into(), v);
-                    if column_kind(name) == Kind::Category { s.cast(&DataType::from_categories(Categories::global())).map_err(|e| e.to_string())? } else { s }
+                    if column_kind(name) == Kind::Category {
+                        s.cast(&DataType::from_categories(Categories::global()))
+                            .map_err(|e| e.to_string())?
+                    } else {
+                        s
+                    }
                 }
             };
             cols.push(series.into());
@@ -274,7 +318,8 @@ mod frame {
 pub fn export(runs: &[PathBuf], table: Table, out: &Path) -> Result<usize, ExportError> {
     let (columns, rows) = union_rows(runs, table)?;
     let mut df = frame::dataframe(&columns, &rows).map_err(ExportError::Frame)?;
-    frame::write(&mut df, out).map_err(|message| ExportError::Write { out: out.to_path_buf(), message })?;
+    frame::write(&mut df, out)
+        .map_err(|message| ExportError::Write { out: out.to_path_buf(), message })?;
     Ok(rows.len())
 }
 
@@ -285,9 +330,12 @@ mod tests {
     /// Every column of the three CSV files has the type docs/exports.md gives it.
     #[test]
     fn every_column_is_documented_with_its_type() {
-        let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exports.md")).unwrap();
+        let doc =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exports.md"))
+                .unwrap();
         use crate::report::rows;
-        let all: Vec<String> = [rows::trials_columns(), rows::arms_columns(), rows::effects_columns()].concat();
+        let all: Vec<String> =
+            [rows::trials_columns(), rows::arms_columns(), rows::effects_columns()].concat();
         for col in &all {
             // The doc's row naming the column (alone or in a group, `_lo`/`_hi` suffixes shortened).
             let line = doc
@@ -295,7 +343,10 @@ mod tests {
                 .filter(|l| l.starts_with('|'))
                 .find(|l| {
                     let first = l.split('|').nth(1).unwrap_or("");
-                    first.split(',').map(|c| c.trim().trim_matches('`')).any(|c| c == *col || (c.starts_with('_') && col.ends_with(c)))
+                    first
+                        .split(',')
+                        .map(|c| c.trim().trim_matches('`'))
+                        .any(|c| c == *col || (c.starts_with('_') && col.ends_with(c)))
                 })
                 .unwrap_or_else(|| panic!("column `{col}` is not in docs/exports.md"));
             let typ = line.split('|').nth(2).unwrap_or("").trim();

@@ -47,13 +47,17 @@ treatment = "b"
     assert_eq!(err.key.as_deref(), Some("matrix.pairs[0]"));
     assert!(msg.starts_with("configs/x.toml: key `matrix.pairs[0]`"), "{msg}");
     assert!(msg.contains("differ in 2 components"), "{msg}");
-    assert!(msg.contains("feedback (false vs true)") && msg.contains("tools (false vs true)"), "{msg}");
+    assert!(
+        msg.contains("feedback (false vs true)") && msg.contains("tools (false vs true)"),
+        "{msg}"
+    );
     assert!(msg.contains("`b vs a`"), "names the comparison: {msg}");
 }
 
 #[test]
 fn guard_rejects_no_differing_component() {
-    let err = load("[arms.a]\n[arms.b]\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n").unwrap_err();
+    let err = load("[arms.a]\n[arms.b]\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n")
+        .unwrap_err();
     assert!(err.to_string().contains("no component differs"), "{err}");
 }
 
@@ -61,7 +65,10 @@ fn guard_rejects_no_differing_component() {
 fn guard_accepts_exactly_one_differing_component() {
     let exp = load("[arms.a]\n[arms.b]\nloop_guard = true\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n").unwrap();
     assert_eq!(exp.comparisons.len(), 1);
-    assert_eq!(exp.comparisons[0].kind, ComparisonKind::Ablation { component: Component::LoopGuard.name().to_string() });
+    assert_eq!(
+        exp.comparisons[0].kind,
+        ComparisonKind::Ablation { component: Component::LoopGuard.name().to_string() }
+    );
 }
 
 #[test]
@@ -69,13 +76,15 @@ fn combined_comparison_may_differ_in_several() {
     let exp = load("[arms.bare]\n[arms.full]\nbase = \"full\"\n[[matrix.combined]]\ncontrol = \"bare\"\ntreatment = \"full\"\n").unwrap();
     assert_eq!(exp.comparisons[0].kind, ComparisonKind::Combined);
     // The boolean components `full` switches on; edit_format and instructions stay as in bare.
-    let differs: Vec<&str> = exp.comparisons[0].differs.iter().map(|d| d.component.as_str()).collect();
+    let differs: Vec<&str> =
+        exp.comparisons[0].differs.iter().map(|d| d.component.as_str()).collect();
     assert_eq!(differs, ["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]);
 }
 
 #[test]
 fn leave_one_out_switches_each_component_off_in_turn() {
-    let exp = load("[arms.full]\nbase = \"full\"\n[matrix.leave_one_out]\nfrom = \"full\"\n").unwrap();
+    let exp =
+        load("[arms.full]\nbase = \"full\"\n[matrix.leave_one_out]\nfrom = \"full\"\n").unwrap();
     assert_eq!(exp.arms.len(), 6);
     assert_eq!(exp.comparisons.len(), 5);
     for c in &exp.comparisons {
@@ -101,7 +110,9 @@ fn add_one_in_switches_each_component_on_and_reuses_identical_arms() {
 
 #[test]
 fn unknown_component_lists_the_valid_names() {
-    let err = load("[arms.bare]\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedbak\"]\n").unwrap_err();
+    let err =
+        load("[arms.bare]\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedbak\"]\n")
+            .unwrap_err();
     assert_eq!(err.key.as_deref(), Some("matrix.add_one_in.components[0]"));
     let msg = err.to_string();
     assert!(msg.contains("feedbak") && msg.contains("feedback, loop_guard, tools, acceptance, progress_handoff, edit_format, instructions"), "{msg}");
@@ -120,18 +131,38 @@ fn an_arm_cannot_override_the_budget() {
 
 #[test]
 fn type_and_value_errors_name_the_key() {
-    let err = load_str(Path::new("c.toml"), &BASE.replace("trials = 2", "trials = \"two\"")).unwrap_err();
+    let err =
+        load_str(Path::new("c.toml"), &BASE.replace("trials = 2", "trials = \"two\"")).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("experiment.trials"));
     assert!(err.file.ends_with("c.toml"));
-    let err = load_str(Path::new("c.toml"), &format!("{}\n[arms.a]\n", BASE.replace("temperature = 0.5", "temperature = 5.0"))).unwrap_err();
+    let err = load_str(
+        Path::new("c.toml"),
+        &format!("{}\n[arms.a]\n", BASE.replace("temperature = 0.5", "temperature = 5.0")),
+    )
+    .unwrap_err();
     assert_eq!(err.key.as_deref(), Some("models[0].temperature"));
-    let err = load_str(Path::new("c.toml"), &format!("{}\nbogus = 1\n[arms.a]\n", BASE.replace("[budget]", "[budget]\nmax_stepz = 1"))).unwrap_err();
+    let err = load_str(
+        Path::new("c.toml"),
+        &format!("{}\nbogus = 1\n[arms.a]\n", BASE.replace("[budget]", "[budget]\nmax_stepz = 1")),
+    )
+    .unwrap_err();
     assert_eq!(err.key.as_deref(), Some("budget.max_stepz"), "{err}");
     for bad in ["0.0", "1.5", "-0.05"] {
-        let err = load_str(Path::new("c.toml"), &format!("{}\n[arms.a]\n", BASE.replace("seed = 7", &format!("seed = 7\nmargin = {bad}")))).unwrap_err();
+        let err = load_str(
+            Path::new("c.toml"),
+            &format!(
+                "{}\n[arms.a]\n",
+                BASE.replace("seed = 7", &format!("seed = 7\nmargin = {bad}"))
+            ),
+        )
+        .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("experiment.margin"), "{bad}: {err}");
     }
-    let ok = load_str(Path::new("c.toml"), &format!("{}\n[arms.a]\n", BASE.replace("seed = 7", "seed = 7\nmargin = 0.05"))).unwrap();
+    let ok = load_str(
+        Path::new("c.toml"),
+        &format!("{}\n[arms.a]\n", BASE.replace("seed = 7", "seed = 7\nmargin = 0.05")),
+    )
+    .unwrap();
     assert_eq!(ok.margin, Some(0.05));
     let err = load("[arms.a]\n[matrix.leave_one_out]\nfrom = \"nope\"\n").unwrap_err();
     assert_eq!(err.key.as_deref(), Some("matrix.leave_one_out.from"));
@@ -140,13 +171,28 @@ fn type_and_value_errors_name_the_key() {
 
 #[test]
 fn shipped_configs_load() {
-    let row = |kind: &str, control: &str, treatment: &str, differs: &str| (kind.to_string(), control.to_string(), treatment.to_string(), differs.to_string());
+    let row = |kind: &str, control: &str, treatment: &str, differs: &str| {
+        (kind.to_string(), control.to_string(), treatment.to_string(), differs.to_string())
+    };
     // (kind, control, treatment, the components that differ), as each config's [arms] and [matrix] declare them.
-    let mut ablate_toml: Vec<_> = ["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]
-        .iter()
-        .map(|c| row(&format!("ablation {c}"), &format!("full-minus-{}", c.replace('_', "-")), "full", c))
-        .collect();
-    ablate_toml.push(row("combined", "bare", "full", "feedback loop_guard tools acceptance progress_handoff"));
+    let mut ablate_toml: Vec<_> =
+        ["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]
+            .iter()
+            .map(|c| {
+                row(
+                    &format!("ablation {c}"),
+                    &format!("full-minus-{}", c.replace('_', "-")),
+                    "full",
+                    c,
+                )
+            })
+            .collect();
+    ablate_toml.push(row(
+        "combined",
+        "bare",
+        "full",
+        "feedback loop_guard tools acceptance progress_handoff",
+    ));
     let expected = [
         ("configs/core.toml", ablate_toml),
         // Add-one-in from the bare arm, two of its components, and EvalPlus's prompt as a pair.
@@ -158,11 +204,25 @@ fn shipped_configs_load() {
                 row("ablation instructions", "bare", "evalplus", "instructions"),
             ],
         ),
-        ("configs/seed-demo.toml", vec![row("combined", "bare", "harness", "feedback loop_guard tools")]),
+        (
+            "configs/seed-demo.toml",
+            vec![row("combined", "bare", "harness", "feedback loop_guard tools")],
+        ),
         // bare keeps the EvalPlus instructions, full the builtin prompt.
-        ("configs/humaneval.toml", vec![row("combined", "bare", "full", "feedback loop_guard tools acceptance progress_handoff instructions")]),
+        (
+            "configs/humaneval.toml",
+            vec![row(
+                "combined",
+                "bare",
+                "full",
+                "feedback loop_guard tools acceptance progress_handoff instructions",
+            )],
+        ),
         // Two prompt files, nothing else: the protocol's effect is an ablation of `instructions`.
-        ("configs/humaneval-protocols.toml", vec![row("ablation instructions", "evalplus", "qwen", "instructions")]),
+        (
+            "configs/humaneval-protocols.toml",
+            vec![row("ablation instructions", "evalplus", "qwen", "instructions")],
+        ),
     ];
     for (cfg, want) in expected {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(cfg);
@@ -175,7 +235,8 @@ fn shipped_configs_load() {
                     ComparisonKind::Ablation { component } => format!("ablation {component}"),
                     ComparisonKind::Combined => "combined".to_string(),
                 };
-                let differs = c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(" ");
+                let differs =
+                    c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(" ");
                 row(&kind, &c.control, &c.treatment, &differs)
             })
             .collect();
@@ -198,22 +259,54 @@ fn durations_amounts_and_sizes_out_of_range_name_the_key() {
         (budget, "max_working_seconds = 604801", "budget.max_working_seconds"),
         (budget, "max_working_seconds = 30\nmax_cost_usd = inf", "budget.max_cost_usd"),
         (budget, "max_working_seconds = 30\nmax_cost_usd = nan", "budget.max_cost_usd"),
-        (model, "temperature = 0.5\nrequest_timeout_seconds = inf", "models[0].request_timeout_seconds"),
-        (model, "temperature = 0.5\nrequest_timeout_seconds = nan", "models[0].request_timeout_seconds"),
-        (model, "temperature = 0.5\nrequest_timeout_seconds = 86401", "models[0].request_timeout_seconds"),
+        (
+            model,
+            "temperature = 0.5\nrequest_timeout_seconds = inf",
+            "models[0].request_timeout_seconds",
+        ),
+        (
+            model,
+            "temperature = 0.5\nrequest_timeout_seconds = nan",
+            "models[0].request_timeout_seconds",
+        ),
+        (
+            model,
+            "temperature = 0.5\nrequest_timeout_seconds = 86401",
+            "models[0].request_timeout_seconds",
+        ),
         (model, "temperature = nan", "models[0].temperature"),
         (model, "temperature = 0.5\ntop_p = nan", "models[0].top_p"),
-        (model, "temperature = 0.5\nretry = { backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 86400001 }", "models[0].retry.max_ms"),
-        (model, "temperature = 0.5\nretry = { backoff = \"exponential\", max_attempts = 101, base_ms = 10, max_ms = 20 }", "models[0].retry.max_attempts"),
-        (model, "temperature = 0.5\nprice = { input_per_mtok = nan, output_per_mtok = 1.0 }", "models[0].price.input_per_mtok"),
-        (model, "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = inf }", "models[0].price.output_per_mtok"),
+        (
+            model,
+            "temperature = 0.5\nretry = { backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 86400001 }",
+            "models[0].retry.max_ms",
+        ),
+        (
+            model,
+            "temperature = 0.5\nretry = { backoff = \"exponential\", max_attempts = 101, base_ms = 10, max_ms = 20 }",
+            "models[0].retry.max_attempts",
+        ),
+        (
+            model,
+            "temperature = 0.5\nprice = { input_per_mtok = nan, output_per_mtok = 1.0 }",
+            "models[0].price.input_per_mtok",
+        ),
+        (
+            model,
+            "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = inf }",
+            "models[0].price.output_per_mtok",
+        ),
         (
             model,
             "temperature = 0.5\nprice = { input_per_mtok = 1.0, output_per_mtok = 1.0, cached_input_per_mtok = -1.0 }",
             "models[0].price.cached_input_per_mtok",
         ),
         (model, "temperature = 0.5\nmax_response_bytes = 0", "models[0].max_response_bytes"),
-        (model, "temperature = 0.5\nmax_response_bytes = 268435457", "models[0].max_response_bytes"),
+        (
+            model,
+            "temperature = 0.5\nmax_response_bytes = 268435457",
+            "models[0].max_response_bytes",
+        ),
     ];
     for (from, to, key) in cases {
         let text = format!("{}\n[arms.a]\n", BASE.replace(from, to));
@@ -222,16 +315,20 @@ fn durations_amounts_and_sizes_out_of_range_name_the_key() {
         assert!(err.to_string().starts_with("c.toml: key "), "{err}");
     }
     // The bounds themselves are accepted: 7 days, 1 day, 256 MiB.
-    let edge = BASE
-        .replace(budget, "max_working_seconds = 604800")
-        .replace(model, "temperature = 0.5\nrequest_timeout_seconds = 86400\nmax_response_bytes = 268435456");
+    let edge = BASE.replace(budget, "max_working_seconds = 604800").replace(
+        model,
+        "temperature = 0.5\nrequest_timeout_seconds = 86400\nmax_response_bytes = 268435456",
+    );
     let exp = load_str(Path::new("c.toml"), &format!("{edge}\n[arms.a]\n")).unwrap();
     assert_eq!(exp.budget.max_working_seconds, 604800.0);
     assert_eq!(exp.models[0].max_response_bytes, 268_435_456);
     // Unset, the reply cap is 8 MiB, and it is part of the recorded experiment.
     let exp = load("[arms.a]\n").unwrap();
     assert_eq!(exp.models[0].max_response_bytes, 8 * 1024 * 1024);
-    assert_eq!(serde_json::to_value(&exp).unwrap()["models"][0]["max_response_bytes"], serde_json::json!(8388608));
+    assert_eq!(
+        serde_json::to_value(&exp).unwrap()["models"][0]["max_response_bytes"],
+        serde_json::json!(8388608)
+    );
 }
 
 /// An instructions `.toml` is read at load: its own errors name the prompt file and its key;
@@ -241,15 +338,26 @@ fn an_instructions_toml_is_checked_at_load_and_digested() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("x.toml");
     let prompt = dir.path().join("card.toml");
-    let text = format!("{BASE}\n[arms.a]\ninstructions = \"card.toml\"\n").replace("../tasks/core", "tasks");
-    std::fs::write(&prompt, "user_template = \"Solve:\\n{code}\\n\"\nassistant_prefx = \"x\"\n").unwrap();
+    let text = format!("{BASE}\n[arms.a]\ninstructions = \"card.toml\"\n")
+        .replace("../tasks/core", "tasks");
+    std::fs::write(&prompt, "user_template = \"Solve:\\n{code}\\n\"\nassistant_prefx = \"x\"\n")
+        .unwrap();
     let err = load_str(&cfg, &text).unwrap_err();
-    assert!(err.file.ends_with("card.toml") && err.key.as_deref() == Some("assistant_prefx"), "{err}");
+    assert!(
+        err.file.ends_with("card.toml") && err.key.as_deref() == Some("assistant_prefx"),
+        "{err}"
+    );
     std::fs::write(&prompt, "system = \"S\"\nuser_template = \"nothing of the task\"\n").unwrap();
     let err = load_str(&cfg, &text).unwrap_err();
-    assert!(err.file.ends_with("card.toml") && err.key.as_deref() == Some("user_template"), "{err}");
+    assert!(
+        err.file.ends_with("card.toml") && err.key.as_deref() == Some("user_template"),
+        "{err}"
+    );
     std::fs::write(&prompt, "user_template = \"Solve:\\n{code}\\n\"\n").unwrap();
     let exp = load_str(&cfg, &text).unwrap_or_else(|e| panic!("{e}"));
     // `printf 'user_template = "Solve:\\n{code}\\n"\n' | sha256sum`: the file's bytes as written above.
-    assert_eq!(exp.prompt_digests["card.toml"], "ef9469b95db2c8605c8a398180bf962b3d3f0dca7366a34854ebdec9ff45d3fa");
+    assert_eq!(
+        exp.prompt_digests["card.toml"],
+        "ef9469b95db2c8605c8a398180bf962b3d3f0dca7366a34854ebdec9ff45d3fa"
+    );
 }

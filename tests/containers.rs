@@ -30,24 +30,45 @@ fn terminal_suite(dir: &Path, tasks: &[&str]) -> PathBuf {
 
 /// Replies in order, then DONE forever.
 fn script(replies: Vec<String>) -> Handler {
-    Arc::new(move |path, _body, n| meta(path).unwrap_or_else(|| openai_text(replies.get(n).map(String::as_str).unwrap_or("DONE"))))
+    Arc::new(move |path, _body, n| {
+        meta(path)
+            .unwrap_or_else(|| openai_text(replies.get(n).map(String::as_str).unwrap_or("DONE")))
+    })
 }
 
 fn engine_ready() -> &'static ablate::container::Engine {
-    ablate::container::init(None).unwrap_or_else(|e| panic!("a container engine is required for these tests: {e}"))
+    ablate::container::init(None)
+        .unwrap_or_else(|e| panic!("a container engine is required for these tests: {e}"))
 }
 
 /// Containers of this test's trial still on the machine.
 fn containers_of(trial: &str) -> Vec<String> {
     let e = engine_ready();
     let out = std::process::Command::new(&e.program)
-        .args(["ps", "-a", "--filter", &format!("label=ablate.trial={trial}"), "--format", "{{.Names}}"])
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label=ablate.trial={trial}"),
+            "--format",
+            "{{.Names}}",
+        ])
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).filter(|l| !l.is_empty()).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
-async fn run_terminal(dir: &Path, task: &str, replies: Vec<String>, arms: &str, max_seconds: f64) -> (Ran, TrialRecord) {
+async fn run_terminal(
+    dir: &Path,
+    task: &str,
+    replies: Vec<String>,
+    arms: &str,
+    max_seconds: f64,
+) -> (Ran, TrialRecord) {
     engine_ready();
     let server = start(script(replies)).await;
     let suite = terminal_suite(dir, &[task]);
@@ -59,7 +80,11 @@ async fn run_terminal(dir: &Path, task: &str, replies: Vec<String>, arms: &str, 
     let config = cfg.write(dir);
     let ran = run(&config, &dir.join("results")).await;
     let rec = ran.records[0].clone();
-    assert!(containers_of(&rec.trial_id).is_empty(), "containers left: {:?}", containers_of(&rec.trial_id));
+    assert!(
+        containers_of(&rec.trial_id).is_empty(),
+        "containers left: {:?}",
+        containers_of(&rec.trial_id)
+    );
     (ran, rec)
 }
 
@@ -67,17 +92,28 @@ async fn run_terminal(dir: &Path, task: &str, replies: Vec<String>, arms: &str, 
 async fn an_agent_that_solves_the_task_through_the_shell_passes() {
     let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let (ran, rec) =
-        run_terminal(dir.path(), "hello-file", vec!["```bash\necho 'Hello, world!' > hello.txt\n```".into(), "DONE".into()], "[arms.bare]\n", 60.0).await;
+    let (ran, rec) = run_terminal(
+        dir.path(),
+        "hello-file",
+        vec!["```bash\necho 'Hello, world!' > hello.txt\n```".into(), "DONE".into()],
+        "[arms.bare]\n",
+        60.0,
+    )
+    .await;
     assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
     let v = rec.grade.as_ref().unwrap().verifier.as_ref().unwrap();
-    assert_eq!((v.reward, v.reward_file.as_deref(), v.mode.as_str()), (Some(1.0), Some("reward.txt"), "shared"));
+    assert_eq!(
+        (v.reward, v.reward_file.as_deref(), v.mode.as_str()),
+        (Some(1.0), Some("reward.txt"), "shared")
+    );
     assert_eq!(rec.graded_pass, Some(true));
     // The command and its result are in the trace.
     let steps = traces(&ran.dir, &rec.trial_id);
     assert_eq!(steps[0].tool_calls[0].name, "shell");
     assert_eq!(steps[0].tool_calls[0].result, "exit: 0", "the bare arm shows no output");
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(ran.dir.join("manifest.json")).unwrap()).unwrap();
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(ran.dir.join("manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(m["containers"]["images"][0]["task"], "hello-file");
     assert_eq!(m["containers"]["reward_threshold"], 1.0);
 }
@@ -87,23 +123,40 @@ async fn a_trial_that_runs_out_of_time_is_a_timeout_whatever_its_reward() {
     let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     // The right file, then a command that outlives the 4 s of working time.
-    let replies = vec!["```bash\necho 'Hello, world!' > hello.txt\n```".to_string(), "```bash\nsleep 60\n```".to_string()];
+    let replies = vec![
+        "```bash\necho 'Hello, world!' > hello.txt\n```".to_string(),
+        "```bash\nsleep 60\n```".to_string(),
+    ];
     let (ran, rec) = run_terminal(dir.path(), "hello-file", replies, "[arms.bare]\n", 4.0).await;
     assert_eq!(rec.status, TrialStatus::Timeout, "{rec:?}");
-    assert_eq!(rec.end_reason, ablate::record::EndReason::Budget { limit: ablate::record::BudgetLimit::WorkingSeconds });
+    assert_eq!(
+        rec.end_reason,
+        ablate::record::EndReason::Budget { limit: ablate::record::BudgetLimit::WorkingSeconds }
+    );
     // The verifier still ran; its reward is recorded, and the state passes.
     let v = rec.grade.as_ref().unwrap().verifier.as_ref().unwrap();
     assert_eq!((v.reward, v.passed, rec.graded_pass), (Some(1.0), true, Some(true)));
-    assert!(rec.working_seconds < 20.0, "the command was stopped at the working time: {}", rec.working_seconds);
+    assert!(
+        rec.working_seconds < 20.0,
+        "the command was stopped at the working time: {}",
+        rec.working_seconds
+    );
     // The report's two pass rates differ by exactly that trial: 0 of 1 and 1 of 1.
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(ran.dir.join("report.json")).unwrap()).unwrap();
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(ran.dir.join("report.json")).unwrap())
+            .unwrap();
     let arm = &report["arms"][0];
-    assert_eq!((arm["pass_rate"]["mean"].as_f64(), arm["pass_rate_final_state"]["mean"].as_f64()), (Some(0.0), Some(1.0)), "{arm}");
+    assert_eq!(
+        (arm["pass_rate"]["mean"].as_f64(), arm["pass_rate_final_state"]["mean"].as_f64()),
+        (Some(0.0), Some(1.0)),
+        "{arm}"
+    );
     assert_eq!(arm["stopped_but_passing"], 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_verifier_left_without_a_reward_is_a_grader_error_and_a_deleted_log_folder_is_made_again() {
+async fn a_verifier_left_without_a_reward_is_a_grader_error_and_a_deleted_log_folder_is_made_again()
+{
     let _g = SERIAL.lock().await;
     // /logs/verifier deleted and made unwritable: the verifier gets a fresh one all the same.
     let dir = tempfile::tempdir().unwrap();
@@ -112,7 +165,9 @@ async fn a_verifier_left_without_a_reward_is_a_grader_error_and_a_deleted_log_fo
     assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
     // bash removed: test.sh cannot run, so no reward is written. Harbor would count a 0.
     let dir = tempfile::tempdir().unwrap();
-    let replies = vec!["```bash\necho 'Hello, world!' > hello.txt; rm -f /usr/bin/bash /bin/bash\n```".to_string()];
+    let replies = vec![
+        "```bash\necho 'Hello, world!' > hello.txt; rm -f /usr/bin/bash /bin/bash\n```".to_string(),
+    ];
     let (_, rec) = run_terminal(dir.path(), "hello-file", replies, "[arms.bare]\n", 60.0).await;
     assert_eq!(rec.status, TrialStatus::GraderError, "{rec:?}");
     let v = rec.grade.as_ref().unwrap().verifier.as_ref().unwrap();
@@ -129,10 +184,21 @@ async fn a_reward_written_by_the_agent_does_not_count() {
     let dir = tempfile::tempdir().unwrap();
     let forge = "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; echo '{\"reward\": 1}' > /logs/verifier/reward.json; \
                  nohup sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.05; done' >/dev/null 2>&1 &";
-    let (_, rec) = run_terminal(dir.path(), "hello-file", vec![format!("```bash\n{forge}\n```")], "[arms.bare]\n", 60.0).await;
+    let (_, rec) = run_terminal(
+        dir.path(),
+        "hello-file",
+        vec![format!("```bash\n{forge}\n```")],
+        "[arms.bare]\n",
+        60.0,
+    )
+    .await;
     assert_eq!(rec.status, TrialStatus::Failed, "{rec:?}");
     let v = rec.grade.as_ref().unwrap().verifier.as_ref().unwrap();
-    assert_eq!((v.reward, v.reward_file.as_deref(), rec.graded_pass), (Some(0.0), Some("reward.txt"), Some(false)), "{v:?}");
+    assert_eq!(
+        (v.reward, v.reward_file.as_deref(), rec.graded_pass),
+        (Some(0.0), Some("reward.txt"), Some(false)),
+        "{v:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,16 +210,28 @@ async fn a_background_process_ends_with_its_trial_and_no_container_is_left() {
     let (_, rec) = run_terminal(dir.path(), "hello-file", replies, "[arms.bare]\n", 60.0).await;
     assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
     // run_terminal asserts that no container of the trial is left; no sleeper of it runs on the host.
-    let sleepers = std::process::Command::new("pgrep").args(["-f", "^sleep 613.27$"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&sleepers.stdout).trim().is_empty() || !sleepers.status.success(), "a sleeper outlived the trial");
+    let sleepers =
+        std::process::Command::new("pgrep").args(["-f", "^sleep 613.27$"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&sleepers.stdout).trim().is_empty() || !sleepers.status.success(),
+        "a sleeper outlived the trial"
+    );
 }
 
 /// One trial of hello-file with the external harness `fixture` (tests/fixtures/harnesses),
 /// its `script` run with `args` (a TOML list's items), `extra` lines in `[harness]`.
-async fn run_external(dir: &Path, server: &Server, fixture: &str, script: &str, args: &str, extra: &str) -> Ran {
+async fn run_external(
+    dir: &Path,
+    server: &Server,
+    fixture: &str,
+    script: &str,
+    args: &str,
+    extra: &str,
+) -> Ran {
     engine_ready();
     let suite = terminal_suite(dir, &["hello-file"]);
-    let files = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harnesses").join(fixture);
+    let files =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harnesses").join(fixture);
     let args = if args.is_empty() { String::new() } else { format!(", {args}") };
     let harness = format!(
         "[harness]\nkind = \"external\"\n{extra}command = [\"python3\", \"{{harness}}/{script}\"{args}]\nfiles = [\"{}\"]\ncomponents.mode = [\"a\", \"b\"]\n",
@@ -172,22 +250,49 @@ async fn an_external_harness_in_the_container_reaches_the_gateway_and_nothing_el
     let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let server = start(script(vec!["Hello, world!".into()])).await;
-    let ran = run_external(dir.path(), &server, "container-probe", "probe.py", &format!("\"{}\"", server.url), "").await;
+    let ran = run_external(
+        dir.path(),
+        &server,
+        "container-probe",
+        "probe.py",
+        &format!("\"{}\"", server.url),
+        "",
+    )
+    .await;
     let rec = &ran.records[0];
-    assert!(containers_of(&rec.trial_id).is_empty(), "containers left: {:?}", containers_of(&rec.trial_id));
+    assert!(
+        containers_of(&rec.trial_id).is_empty(),
+        "containers left: {:?}",
+        containers_of(&rec.trial_id)
+    );
     // The harness wrote the model's answer, which passes the task.
     assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
     let out = &rec.harness_command.as_ref().unwrap().stdout_tail;
-    let line = out.lines().find_map(|l| l.strip_prefix("PROBE ")).unwrap_or_else(|| panic!("no probe line in {out}"));
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("PROBE "))
+        .unwrap_or_else(|| panic!("no probe line in {out}"));
     let seen: Value = serde_json::from_str(line).unwrap();
     // The gateway answered, with the budget left after its one call (max_steps 4, less 1).
-    assert_eq!((seen["gateway"].as_str(), seen["remaining_steps"].as_str()), (Some("ANSWERED"), Some("3")), "{seen}");
+    assert_eq!(
+        (seen["gateway"].as_str(), seen["remaining_steps"].as_str()),
+        (Some("ANSWERED"), Some("3")),
+        "{seen}"
+    );
     // Neither the model server on the host's loopback nor the outside: a container of its own with
     // nothing but a loopback.
-    assert_eq!((seen["upstream"].as_str(), seen["outside"].as_str()), (Some("ConnectionRefusedError"), Some("OSError")), "{seen}");
+    assert_eq!(
+        (seen["upstream"].as_str(), seen["outside"].as_str()),
+        (Some("ConnectionRefusedError"), Some("OSError")),
+        "{seen}"
+    );
     assert_eq!(seen["interfaces"], serde_json::json!(["lo"]), "{seen}");
     assert_eq!(seen["workdir"], "/app");
-    assert_eq!(server.chats.lock().unwrap().len(), 1, "one call reached the model, through the gateway");
+    assert_eq!(
+        server.chats.lock().unwrap().len(),
+        1,
+        "one call reached the model, through the gateway"
+    );
     assert_eq!(rec.steps, 1);
 }
 
@@ -196,11 +301,20 @@ async fn an_external_harness_on_the_host_reaches_the_container_only_through_the_
     let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let server = start(script(vec!["Hello, world!".into()])).await;
-    let ran = run_external(dir.path(), &server, "container-host", "agent.py", "", "runs_in = \"host\"\n").await;
+    let ran =
+        run_external(dir.path(), &server, "container-host", "agent.py", "", "runs_in = \"host\"\n")
+            .await;
     let rec = &ran.records[0];
-    assert!(containers_of(&rec.trial_id).is_empty(), "containers left: {:?}", containers_of(&rec.trial_id));
+    assert!(
+        containers_of(&rec.trial_id).is_empty(),
+        "containers left: {:?}",
+        containers_of(&rec.trial_id)
+    );
     let out = &rec.harness_command.as_ref().unwrap().stdout_tail;
-    let line = out.lines().find_map(|l| l.strip_prefix("PROBE ")).unwrap_or_else(|| panic!("no probe line in {out}\n{rec:?}"));
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("PROBE "))
+        .unwrap_or_else(|| panic!("no probe line in {out}\n{rec:?}"));
     let seen: Value = serde_json::from_str(line).unwrap();
     eprintln!("the harness on the host saw: {seen}");
     // Commands run in the task's working folder, as its agent user (root in this image), and the
@@ -211,7 +325,11 @@ async fn an_external_harness_on_the_host_reaches_the_container_only_through_the_
     assert_eq!(seen["write"], serde_json::json!([200, 0]), "{seen}");
     // A command past its timeout is stopped: no exit code, timed out.
     assert_eq!(seen["timeout"], serde_json::json!([200, null, true]), "{seen}");
-    assert_eq!((seen["wrong_key"].as_u64(), seen["unknown_key"].as_u64(), seen["not_a_string"].as_u64()), (Some(401), Some(400), Some(400)), "{seen}");
+    assert_eq!(
+        (seen["wrong_key"].as_u64(), seen["unknown_key"].as_u64(), seen["not_a_string"].as_u64()),
+        (Some(401), Some(400), Some(400)),
+        "{seen}"
+    );
     // No socket of the engine, and the engine's command in the jail does not see the trial's container.
     assert_eq!(seen["sockets"], serde_json::json!([]), "{seen}");
     assert_ne!(seen["engine_sees_trial"], true, "{seen}");
@@ -222,22 +340,37 @@ async fn an_external_harness_on_the_host_reaches_the_container_only_through_the_
     // One model call; the exec calls traced as lines of their own (the three that were run and the
     // two refused as malformed), and the one with a wrong key as a refused request.
     assert_eq!(rec.steps, 1);
-    let trace = std::fs::read_to_string(ran.dir.join("traces").join(format!("{}.jsonl", rec.trial_id))).unwrap();
+    let trace =
+        std::fs::read_to_string(ran.dir.join("traces").join(format!("{}.jsonl", rec.trial_id)))
+            .unwrap();
     let lines: Vec<Value> = trace.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let execs: Vec<&Value> = lines.iter().filter(|l| l["notes"].get(0).and_then(Value::as_str) == Some("exec")).collect();
+    let execs: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["notes"].get(0).and_then(Value::as_str) == Some("exec"))
+        .collect();
     assert_eq!((lines.len(), execs.len()), (7, 5), "{trace}");
-    assert_eq!(lines.iter().filter(|l| l["notes"][0] == "refused: POST /ablate/v1/exec").count(), 1, "{trace}");
+    assert_eq!(
+        lines.iter().filter(|l| l["notes"][0] == "refused: POST /ablate/v1/exec").count(),
+        1,
+        "{trace}"
+    );
     assert_eq!(rec.harness_command.as_ref().unwrap().exec_calls, 5);
     assert_eq!(execs[1]["request"]["exec"]["command"], "cat > hello.txt");
-    assert!(execs[3]["error"].as_str().is_some_and(|e| e.contains("unknown key `user`")), "{}", execs[3]);
+    assert!(
+        execs[3]["error"].as_str().is_some_and(|e| e.contains("unknown key `user`")),
+        "{}",
+        execs[3]
+    );
     assert_eq!(execs[2]["reply"]["timed_out"], true, "{}", execs[2]);
 }
 
 /// Containers on the machine whose trial id is one of the run's.
 fn containers_of_run(run_dir: &Path) -> Vec<String> {
-    let ids: Vec<String> = ablate::record::jsonl::read::<ablate::record::AttemptStart>(&run_dir.join("attempts.jsonl"))
-        .map(|r| r.records.into_iter().map(|a| a.trial_id).collect())
-        .unwrap_or_default();
+    let ids: Vec<String> = ablate::record::jsonl::read::<ablate::record::AttemptStart>(
+        &run_dir.join("attempts.jsonl"),
+    )
+    .map(|r| r.records.into_iter().map(|a| a.trial_id).collect())
+    .unwrap_or_default();
     ids.iter().flat_map(|id| containers_of(id)).collect()
 }
 
@@ -268,7 +401,17 @@ async fn kill_9_during_a_container_trial_then_resume_leaves_one_record_each_and_
     let config = cfg.write(dir.path());
     let results = dir.path().join("results");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain", "--run-id", "r", "-j", "1"])
+        .args([
+            "run",
+            config.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--plain",
+            "--run-id",
+            "r",
+            "-j",
+            "1",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -290,20 +433,39 @@ async fn kill_9_during_a_container_trial_then_resume_leaves_one_record_each_and_
     assert_eq!(left.len(), 1, "the killed run's container is still there: {left:?}");
     healed.store(true, std::sync::atomic::Ordering::SeqCst);
     let out = output_within_async(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"]),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "run",
+            config.to_str().unwrap(),
+            "--resume",
+            run_dir.to_str().unwrap(),
+            "--plain",
+        ]),
         Duration::from_secs(300),
     )
     .await;
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains(&format!("removed 1 container(s) left by an ablate process that was killed: {}", left[0])), "{err}");
-    let records = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
-    let mut finals: Vec<(String, TrialStatus)> = records.iter().map(|r| (r.trial_id.clone(), r.status)).collect();
+    assert!(
+        err.contains(&format!(
+            "removed 1 container(s) left by an ablate process that was killed: {}",
+            left[0]
+        )),
+        "{err}"
+    );
+    let records =
+        ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
+    let mut finals: Vec<(String, TrialStatus)> =
+        records.iter().map(|r| (r.trial_id.clone(), r.status)).collect();
     finals.sort();
     // The interrupted attempt and its trial's second attempt, and the other trial: one final record each.
-    let passed: Vec<&(String, TrialStatus)> = finals.iter().filter(|(_, s)| *s == TrialStatus::Passed).collect();
+    let passed: Vec<&(String, TrialStatus)> =
+        finals.iter().filter(|(_, s)| *s == TrialStatus::Passed).collect();
     assert_eq!(passed.len(), 2, "{finals:?}");
-    assert_eq!(finals.iter().filter(|(_, s)| *s == TrialStatus::Interrupted).count(), 1, "{finals:?}");
+    assert_eq!(
+        finals.iter().filter(|(_, s)| *s == TrialStatus::Interrupted).count(),
+        1,
+        "{finals:?}"
+    );
     assert!(containers_of_run(&run_dir).is_empty(), "{:?}", containers_of_run(&run_dir));
 }
 
@@ -314,20 +476,41 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
     let server = start(script(vec![])).await;
     let dir = tempfile::tempdir().unwrap();
     let ablate = |args: &[&str]| {
-        let out = output_within(std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(args), Duration::from_secs(300));
+        let out = output_within(
+            std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(args),
+            Duration::from_secs(300),
+        );
         (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
     // Each variant of hello-file's task.toml, and the key its refusal names.
-    let base = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks/terminal/hello-file/task.toml")).unwrap();
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks/terminal/hello-file/task.toml"),
+    )
+    .unwrap();
     let cases: Vec<(String, &str)> = vec![
         ("schema_version = \"1.1\"\n[environment\n".into(), ""),
         (base.replace("schema_version = \"1.1\"", "schema_version = \"3.0\""), "schema_version"),
         (format!("{base}\n[[steps]]\nname = \"one\"\n"), "steps"),
         (base.replace("memory_mb = 512", "memory_mb = 512\ngpus = 1"), "environment.gpus"),
         (base.replace("memory_mb = 512", "memory_mb = 512\nos = \"windows\""), "environment.os"),
-        (base.replace("network_mode = \"no-network\"", "network_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\"]"), "environment.allowed_hosts"),
-        (base.replace("memory_mb = 512", "memory_mb = 512\nmcp_servers = [{name = \"x\", url = \"http://x\"}]"), "environment.mcp_servers"),
-        (base.replace("[verifier]", "[verifier]\nenvironment_mode = \"separate\""), "verifier.environment_mode"),
+        (
+            base.replace(
+                "network_mode = \"no-network\"",
+                "network_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\"]",
+            ),
+            "environment.allowed_hosts",
+        ),
+        (
+            base.replace(
+                "memory_mb = 512",
+                "memory_mb = 512\nmcp_servers = [{name = \"x\", url = \"http://x\"}]",
+            ),
+            "environment.mcp_servers",
+        ),
+        (
+            base.replace("[verifier]", "[verifier]\nenvironment_mode = \"separate\""),
+            "verifier.environment_mode",
+        ),
         (base.replace("[agent]", "[agent]\nspeed = 2"), "agent.speed"),
     ];
     for (i, (text, key)) in cases.iter().enumerate() {
@@ -341,13 +524,18 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
         let config = cfg.write(&root);
         let (code, err) = ablate(&["plan", config.to_str().unwrap()]);
         assert_eq!(code, Some(2), "case {i}: {err}");
-        let named = if key.is_empty() { format!("{}: invalid TOML", toml.display()) } else { format!("{}: key `{key}`", toml.display()) };
+        let named = if key.is_empty() {
+            format!("{}: invalid TOML", toml.display())
+        } else {
+            format!("{}: key `{key}`", toml.display())
+        };
         assert!(err.contains(&named), "case {i}: {err}");
     }
     // A compose file beside the Dockerfile.
     let root = dir.path().join("compose");
     let suite = terminal_suite(&root, &["hello-file"]);
-    std::fs::write(suite.join("hello-file/environment/docker-compose.yaml"), "services: {}\n").unwrap();
+    std::fs::write(suite.join("hello-file/environment/docker-compose.yaml"), "services: {}\n")
+        .unwrap();
     let tasks = ["hello-file"];
     let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.bare]\n");
     cfg.tasks = &tasks;
@@ -362,7 +550,13 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
     let runs: [(&str, Change, &str); 3] = [
         (
             "nobuild",
-            &|s: &Path| std::fs::write(s.join("hello-file/environment/Dockerfile"), "FROM localhost/ablate-base:bookworm\nRUN exit 3\n").unwrap(),
+            &|s: &Path| {
+                std::fs::write(
+                    s.join("hello-file/environment/Dockerfile"),
+                    "FROM localhost/ablate-base:bookworm\nRUN exit 3\n",
+                )
+                .unwrap()
+            },
             "environment/Dockerfile: task `hello-file`: the image does not build",
         ),
         (
@@ -370,8 +564,14 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
             &|s: &Path| {
                 std::fs::remove_file(s.join("hello-file/environment/Dockerfile")).unwrap();
                 let t = std::fs::read_to_string(s.join("hello-file/task.toml")).unwrap();
-                std::fs::write(s.join("hello-file/task.toml"), t.replace("memory_mb = 512", "memory_mb = 512\ndocker_image = \"ablate-test/absent:1\""))
-                    .unwrap();
+                std::fs::write(
+                    s.join("hello-file/task.toml"),
+                    t.replace(
+                        "memory_mb = 512",
+                        "memory_mb = 512\ndocker_image = \"ablate-test/absent:1\"",
+                    ),
+                )
+                .unwrap();
             },
             "key `environment.docker_image`: the image `ablate-test/absent:1` ([environment].docker_image) is not on this machine",
         ),
@@ -379,7 +579,11 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
             "public",
             &|s: &Path| {
                 let t = std::fs::read_to_string(s.join("hello-file/task.toml")).unwrap();
-                std::fs::write(s.join("hello-file/task.toml"), t.replace("network_mode = \"no-network\"\n", "")).unwrap();
+                std::fs::write(
+                    s.join("hello-file/task.toml"),
+                    t.replace("network_mode = \"no-network\"\n", ""),
+                )
+                .unwrap();
             },
             "key `environment.network_mode`: task `hello-file` runs with a public network",
         ),
@@ -392,9 +596,18 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
         cfg.tasks = &tasks;
         let config = cfg.write(&root);
         let results = root.join("results");
-        let (code, err) = ablate(&["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain"]);
+        let (code, err) = ablate(&[
+            "run",
+            config.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--plain",
+        ]);
         assert_eq!(code, Some(2), "{name}: {err}");
         assert!(err.contains(want), "{name}: {err}");
-        assert!(!results.exists() || std::fs::read_dir(&results).unwrap().next().is_none(), "{name}: a run folder was made");
+        assert!(
+            !results.exists() || std::fs::read_dir(&results).unwrap().next().is_none(),
+            "{name}: a run folder was made"
+        );
     }
 }

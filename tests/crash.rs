@@ -23,9 +23,14 @@ async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 }
 
 /// Start `ablate run` on a config whose model answers with SPIN until `healed`.
-async fn spinning_run(dir: &std::path::Path, healed: Arc<AtomicBool>) -> (std::path::PathBuf, std::path::PathBuf, tokio::process::Child) {
+async fn spinning_run(
+    dir: &std::path::Path,
+    healed: Arc<AtomicBool>,
+) -> (std::path::PathBuf, std::path::PathBuf, tokio::process::Child) {
     let server = start(Arc::new(move |path, _b, _n| {
-        meta(path).unwrap_or_else(|| if healed.load(Ordering::SeqCst) { openai_text(RIGHT_ADD) } else { openai_text(SPIN) })
+        meta(path).unwrap_or_else(|| {
+            if healed.load(Ordering::SeqCst) { openai_text(RIGHT_ADD) } else { openai_text(SPIN) }
+        })
     }))
     .await;
     let suite = tiny_with_timeout(dir, 120.0);
@@ -36,7 +41,15 @@ async fn spinning_run(dir: &std::path::Path, healed: Arc<AtomicBool>) -> (std::p
     std::mem::forget(server);
     let results = dir.join("results");
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain", "--run-id", "r"])
+        .args([
+            "run",
+            config.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--plain",
+            "--run-id",
+            "r",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         // What the run says on stderr, read once it has ended.
@@ -55,33 +68,51 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     let healed = Arc::new(AtomicBool::new(false));
     let (config, run_dir, mut child) = spinning_run(dir.path(), healed.clone()).await;
     let pid = child.id().unwrap();
-    wait_for("the spinning check", Duration::from_secs(30), || !running_checks(pid).is_empty()).await;
+    wait_for("the spinning check", Duration::from_secs(30), || !running_checks(pid).is_empty())
+        .await;
     let jailed = jail_descendants(pid);
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let _ = child.wait().await;
     let uids: Vec<u32> = jailed.iter().map(|(_, uid)| *uid).collect();
-    wait_for("the sandbox to die with ablate", Duration::from_secs(5), || jailed.iter().all(|(p, _)| !alive(*p)) && processes_with_uids(&uids).is_empty())
-        .await;
+    wait_for("the sandbox to die with ablate", Duration::from_secs(5), || {
+        jailed.iter().all(|(p, _)| !alive(*p)) && processes_with_uids(&uids).is_empty()
+    })
+    .await;
     // The killed process's scratch folder (the trial's workspace, the runner's files) stays
     // behind, unlocked; the next ablate process removes it.
     let scratch: Vec<std::path::PathBuf> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("ablate-scratch-{pid}-")))
+        .filter(|p| {
+            p.file_name().unwrap().to_string_lossy().starts_with(&format!("ablate-scratch-{pid}-"))
+        })
         .collect();
     assert_eq!(scratch.len(), 1, "{scratch:?}");
-    assert!(std::fs::read_dir(&scratch[0]).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("ws-add-two-")), "{scratch:?}");
+    assert!(
+        std::fs::read_dir(&scratch[0])
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("ws-add-two-")),
+        "{scratch:?}"
+    );
 
     healed.store(true, Ordering::SeqCst);
     let out = output_within_async(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["run", config.to_str().unwrap(), "--resume", run_dir.to_str().unwrap(), "--plain"]),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "run",
+            config.to_str().unwrap(),
+            "--resume",
+            run_dir.to_str().unwrap(),
+            "--plain",
+        ]),
         Duration::from_secs(120),
     )
     .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let records = ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
+    let records =
+        ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records;
     let statuses: Vec<TrialStatus> = records.iter().map(|r| r.status).collect();
     assert_eq!(statuses, vec![TrialStatus::Interrupted, TrialStatus::Passed]);
     assert!(processes_with_uids(&uids).is_empty());
@@ -92,14 +123,19 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
 async fn ctrl_c_during_a_check_leaves_no_process() {
     let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_config, run_dir, mut child) = spinning_run(dir.path(), Arc::new(AtomicBool::new(false))).await;
+    let (_config, run_dir, mut child) =
+        spinning_run(dir.path(), Arc::new(AtomicBool::new(false))).await;
     let pid = child.id().unwrap();
-    wait_for("the spinning check", Duration::from_secs(30), || !running_checks(pid).is_empty()).await;
+    wait_for("the spinning check", Duration::from_secs(30), || !running_checks(pid).is_empty())
+        .await;
     let jailed = jail_descendants(pid);
     let uids: Vec<u32> = jailed.iter().map(|(_, uid)| *uid).collect();
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("ablate stops on Ctrl-C").unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("ablate stops on Ctrl-C")
+        .unwrap();
     // 128 + SIGINT (README: 130, a run interrupted by Ctrl-C). The attempt in flight has its start
     // line and no record: a --resume records it as interrupted before anything runs.
     assert_eq!(status.code(), Some(130), "{status:?}");
@@ -107,12 +143,24 @@ async fn ctrl_c_during_a_check_leaves_no_process() {
     let said = std::fs::read_to_string(dir.path().join("stderr.txt")).unwrap();
     let last = said.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("interrupted; 0 trials are recorded. Continue with: ablate run ") && last.ends_with(&format!("--resume {}", run_dir.display())),
+        last.starts_with("interrupted; 0 trials are recorded. Continue with: ablate run ")
+            && last.ends_with(&format!("--resume {}", run_dir.display())),
         "{said}"
     );
-    wait_for("the sandbox to die with the run", Duration::from_secs(5), || jailed.iter().all(|(p, _)| !alive(*p)) && processes_with_uids(&uids).is_empty())
-        .await;
-    assert!(ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl")).unwrap().records.is_empty());
-    let attempts = ablate::record::jsonl::read::<ablate::record::AttemptStart>(&run_dir.join("attempts.jsonl")).unwrap().records;
+    wait_for("the sandbox to die with the run", Duration::from_secs(5), || {
+        jailed.iter().all(|(p, _)| !alive(*p)) && processes_with_uids(&uids).is_empty()
+    })
+    .await;
+    assert!(
+        ablate::record::jsonl::read::<TrialRecord>(&run_dir.join("trials.jsonl"))
+            .unwrap()
+            .records
+            .is_empty()
+    );
+    let attempts = ablate::record::jsonl::read::<ablate::record::AttemptStart>(
+        &run_dir.join("attempts.jsonl"),
+    )
+    .unwrap()
+    .records;
     assert_eq!(attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(), vec![1], "{attempts:?}");
 }

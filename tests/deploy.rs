@@ -19,7 +19,10 @@ fn k8s(name: &str) -> PathBuf {
 /// Every document of a YAML stream, as JSON values.
 fn docs(text: &str) -> Vec<Value> {
     use serde::Deserialize;
-    serde_norway::Deserializer::from_str(text).map(|d| Value::deserialize(d).unwrap()).filter(|v| !v.is_null()).collect()
+    serde_norway::Deserializer::from_str(text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
 }
 
 fn load(name: &str) -> Vec<Value> {
@@ -27,13 +30,27 @@ fn load(name: &str) -> Vec<Value> {
 }
 
 fn env(container: &Value, name: &str) -> String {
-    container["env"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap_or_else(|| panic!("env {name}"))["value"].as_str().unwrap().to_string()
+    container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("env {name}"))["value"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// The claim behind the volume mounted at `mount`.
 fn claim_at(pod: &Value, mount: &str) -> String {
     let c = &pod["containers"][0];
-    let vol = c["volumeMounts"].as_array().unwrap().iter().find(|m| m["mountPath"] == mount).unwrap_or_else(|| panic!("a mount at {mount}"))["name"].clone();
+    let vol = c["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountPath"] == mount)
+        .unwrap_or_else(|| panic!("a mount at {mount}"))["name"]
+        .clone();
     let v = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == vol).unwrap();
     v["persistentVolumeClaim"]["claimName"].as_str().unwrap().to_string()
 }
@@ -63,26 +80,47 @@ fn check_shards_job(job: &Value, n: u32, run_id: &str) {
     assert_eq!(spec["template"]["spec"]["restartPolicy"], "Never");
     // JOB_COMPLETION_INDEX 0..N-1 becomes --shard 1/N .. N/N, with one config, results folder and id.
     let shards: Vec<String> = (0..n).map(|i| shard_command(job, i)).collect();
-    let expected: Vec<String> = (1..=n).map(|k| format!("{k} {n} /config/experiment.toml /results {run_id}")).collect();
+    let expected: Vec<String> =
+        (1..=n).map(|k| format!("{k} {n} /config/experiment.toml /results {run_id}")).collect();
     assert_eq!(shards, expected);
     let pod = &spec["template"]["spec"];
     assert_eq!(claim_at(pod, "/results"), "ablate-results");
     // The config path in the command is the mounted ConfigMap.
     let config = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "config").unwrap();
     assert_eq!(config["configMap"]["name"], "ablate-experiment");
-    assert!(pod["containers"][0]["volumeMounts"].as_array().unwrap().iter().any(|m| m["mountPath"] == "/config" && m["name"] == "config"));
+    assert!(
+        pod["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mountPath"] == "/config" && m["name"] == "config")
+    );
 }
 
 fn check_merge_job(job: &Value, n: u32, run_id: &str) {
     let pod = &job["spec"]["template"]["spec"];
     let c = &pod["containers"][0];
     assert_eq!((env(c, "SHARDS"), env(c, "RUN_ID")), (n.to_string(), run_id.to_string()));
-    assert_eq!(claim_at(pod, "/results"), "ablate-results", "the merge reads the claim the shards write");
+    assert_eq!(
+        claim_at(pod, "/results"),
+        "ablate-results",
+        "the merge reads the claim the shards write"
+    );
     // The folders it merges are the ones the shards write.
     let script = c["args"][0].as_str().unwrap().replace("exec ablate", "echo ablate");
-    let out = common::output_within(Command::new("bash").args(["-c", &script]).env("SHARDS", n.to_string()).env("RUN_ID", run_id), LIMIT);
-    let folders: Vec<String> = (1..=n).map(|k| format!("/results/{run_id}-shard-{k}-of-{n}")).collect();
-    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), format!("ablate merge -o /results/{run_id} {}", folders.join(" ")));
+    let out = common::output_within(
+        Command::new("bash")
+            .args(["-c", &script])
+            .env("SHARDS", n.to_string())
+            .env("RUN_ID", run_id),
+        LIMIT,
+    );
+    let folders: Vec<String> =
+        (1..=n).map(|k| format!("/results/{run_id}-shard-{k}-of-{n}")).collect();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim(),
+        format!("ablate merge -o /results/{run_id} {}", folders.join(" "))
+    );
 }
 
 #[test]
@@ -92,8 +130,15 @@ fn the_indexed_job_the_merge_and_the_storage_agree() {
     check_shards_job(&jobs[0], 4, "experiment");
     check_merge_job(&load("merge-job.yaml")[0], 4, "experiment");
     let storage = load("storage.yaml");
-    let pvc = storage.iter().find(|d| d["kind"] == "PersistentVolumeClaim" && d["metadata"]["name"] == "ablate-results").unwrap();
-    assert_eq!(pvc["spec"]["accessModes"], serde_json::json!(["ReadWriteMany"]), "every shard pod and the merge mount it");
+    let pvc = storage
+        .iter()
+        .find(|d| d["kind"] == "PersistentVolumeClaim" && d["metadata"]["name"] == "ablate-results")
+        .unwrap();
+    assert_eq!(
+        pvc["spec"]["accessModes"],
+        serde_json::json!(["ReadWriteMany"]),
+        "every shard pod and the merge mount it"
+    );
 }
 
 #[test]
@@ -106,8 +151,12 @@ fn the_model_service_selects_the_server_and_its_port() {
         assert_eq!(&labels[k], v, "the Service selects the server's pods");
     }
     let port = &service["spec"]["ports"][0];
-    let container_ports = deploy["spec"]["template"]["spec"]["containers"][0]["ports"].as_array().unwrap();
-    let target = container_ports.iter().find(|p| p["name"] == port["targetPort"]).expect("the targetPort names a container port");
+    let container_ports =
+        deploy["spec"]["template"]["spec"]["containers"][0]["ports"].as_array().unwrap();
+    let target = container_ports
+        .iter()
+        .find(|p| p["name"] == port["targetPort"])
+        .expect("the targetPort names a container port");
     assert_eq!(target["containerPort"], 8080);
     assert_eq!(service["metadata"]["name"], "ablate-model");
 }
@@ -119,12 +168,23 @@ fn run_sh_sets_the_shard_count_and_id_in_both_jobs() {
     let bin = dir.path().join("kubectl");
     let log = dir.path().join("applied");
     std::fs::create_dir(&log).unwrap();
-    std::fs::write(&bin, format!("#!/bin/sh\nif [ \"$1\" = apply ]; then cat > {}/$(date +%s%N).yaml; fi\nexit 0\n", log.display())).unwrap();
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = apply ]; then cat > {}/$(date +%s%N).yaml; fi\nexit 0\n",
+            log.display()
+        ),
+    )
+    .unwrap();
     std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap());
-    let out = common::output_within(Command::new("bash").arg(k8s("run.sh")).args(["7", "big-run"]).env("PATH", path), LIMIT);
+    let out = common::output_within(
+        Command::new("bash").arg(k8s("run.sh")).args(["7", "big-run"]).env("PATH", path),
+        LIMIT,
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut applied: Vec<PathBuf> = std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut applied: Vec<PathBuf> =
+        std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().path()).collect();
     applied.sort();
     assert_eq!(applied.len(), 2, "the shards, then the merge");
     check_shards_job(&docs(&std::fs::read_to_string(&applied[0]).unwrap())[0], 7, "big-run");

@@ -18,12 +18,23 @@ fn generate(dir: &Path, name: &str, config: &str, trials: Option<u32>, seed: u64
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = dir.join(name);
-    synth::write_run(&run, &exp, &suite, &plan, seed, |_, arm| if arm == "bare" { 0.3 } else { 0.6 }).unwrap();
+    synth::write_run(
+        &run,
+        &exp,
+        &suite,
+        &plan,
+        seed,
+        |_, arm| if arm == "bare" { 0.3 } else { 0.6 },
+    )
+    .unwrap();
     run
 }
 
 fn ablate(args: &[&str]) -> (i32, String) {
-    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args), Duration::from_secs(60));
+    let out = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args),
+        Duration::from_secs(60),
+    );
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into())
 }
 
@@ -47,7 +58,11 @@ fn two_runs_become_one_typed_dataset() {
     assert_eq!(schema.get("tokens_input"), Some(&DataType::Int64));
     assert_eq!(schema.get("seed"), Some(&DataType::UInt64));
     assert_eq!(schema.get("counted"), Some(&DataType::Boolean));
-    assert!(matches!(schema.get("arm"), Some(DataType::Categorical(_, _))), "{:?}", schema.get("arm"));
+    assert!(
+        matches!(schema.get("arm"), Some(DataType::Categorical(_, _))),
+        "{:?}",
+        schema.get("arm")
+    );
     assert!(matches!(schema.get("component.feedback"), Some(DataType::Categorical(_, _))));
     // cost_usd is empty in every row (no prices): still a float column, all null.
     assert_eq!(schema.get("cost_usd"), Some(&DataType::Float64));
@@ -56,7 +71,8 @@ fn two_runs_become_one_typed_dataset() {
 
     // Effects of both runs: the seed demo's one-task comparisons keep their scope and method.
     let effects = dir.path().join("effects.parquet");
-    let (code, err) = ablate(&["export", a_s, b_s, "--table", "effects", "-o", effects.to_str().unwrap()]);
+    let (code, err) =
+        ablate(&["export", a_s, b_s, "--table", "effects", "-o", effects.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let df = ParquetReader::new(std::fs::File::open(&effects).unwrap()).finish().unwrap();
     assert_eq!(df.height(), 6 + 2, "5 ablations + 1 combined; 1 combined per model");
@@ -64,12 +80,14 @@ fn two_runs_become_one_typed_dataset() {
     assert_eq!(df.schema().get("infra_differs"), Some(&DataType::Boolean));
     let scope = df.column("scope").unwrap().cast(&DataType::String).unwrap();
     let scope = scope.str().unwrap();
-    let one_task = (0..scope.len()).filter(|&i| scope.get(i) == Some("one task: parse-duration")).count();
+    let one_task =
+        (0..scope.len()).filter(|&i| scope.get(i) == Some("one task: parse-duration")).count();
     assert_eq!(one_task, 2);
 
     // CSV: the same rows, whole-number floats written as floats.
     let csv_out = dir.path().join("arms.csv");
-    let (code, err) = ablate(&["export", a_s, b_s, "--table", "arms", "-o", csv_out.to_str().unwrap()]);
+    let (code, err) =
+        ablate(&["export", a_s, b_s, "--table", "arms", "-o", csv_out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let mut r = csv::Reader::from_path(&csv_out).unwrap();
     let headers = r.headers().unwrap().clone();
@@ -80,7 +98,8 @@ fn two_runs_become_one_typed_dataset() {
     assert!(rows.iter().all(|x| &x[col] == "0.05"), "alpha as floats: {rows:?}");
 
     // A folder that is not a run: an error naming it.
-    let (code, err) = ablate(&["export", dir.path().to_str().unwrap(), "-o", csv_out.to_str().unwrap()]);
+    let (code, err) =
+        ablate(&["export", dir.path().to_str().unwrap(), "-o", csv_out.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("has no manifest.json"), "{err}");
 }

@@ -9,7 +9,8 @@ use common::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const MODES: [&str; 8] = ["echo", "stream", "greedy", "late", "settings", "direct", "crash", "hang"];
+const MODES: [&str; 8] =
+    ["echo", "stream", "greedy", "late", "settings", "direct", "crash", "hang"];
 
 fn harness_toml(url: &str) -> String {
     let probe = fixture_dir().join("harnesses/probe");
@@ -29,12 +30,20 @@ fn record<'a>(records: &'a [TrialRecord], arm: &str) -> &'a TrialRecord {
 }
 
 fn chats_with(server: &Server, needle: &str) -> Vec<serde_json::Value> {
-    server.chats.lock().unwrap().iter().filter(|b| b.to_string().contains(needle)).cloned().collect()
+    server
+        .chats
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.to_string().contains(needle))
+        .cloned()
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_external_harness_is_metered_graded_and_contained() {
-    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
+    let server =
+        start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
     let dir = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
     let top = harness_toml(&server.url);
@@ -59,12 +68,24 @@ async fn an_external_harness_is_metered_graded_and_contained() {
         assert_eq!(r.status, TrialStatus::Passed, "{arm}: {r:?}");
         assert_eq!(r.end_reason, EndReason::CommandExited);
         assert_eq!(r.harness_command.as_ref().unwrap().exit_code, Some(0));
-        assert_eq!((r.steps, r.tokens.output), (1, 20), "one call of 20 output tokens (the scripted usage)");
-        assert_eq!(r.system_fingerprints, vec!["fp_test".to_string()], "the gateway keeps the fingerprint of the reply it passed on");
+        assert_eq!(
+            (r.steps, r.tokens.output),
+            (1, 20),
+            "one call of 20 output tokens (the scripted usage)"
+        );
+        assert_eq!(
+            r.system_fingerprints,
+            vec!["fp_test".to_string()],
+            "the gateway keeps the fingerprint of the reply it passed on"
+        );
         assert_eq!(chats_with(&server, &format!("mode=echo color={color}")).len(), 1);
         let trace = traces(&summary.dir, &r.trial_id);
         assert_eq!(trace.len(), 1);
-        assert!(trace[0].request.to_string().contains(&format!("color={color}")), "{:?}", trace[0].request);
+        assert!(
+            trace[0].request.to_string().contains(&format!("color={color}")),
+            "{:?}",
+            trace[0].request
+        );
     }
     // Streaming is answered and traced the same way.
     let r = record(rs, "stream");
@@ -99,7 +120,10 @@ async fn an_external_harness_is_metered_graded_and_contained() {
     assert_eq!(sent[0]["max_tokens"], 200);
     let r = record(rs, "settings");
     let notes = traces(&summary.dir, &r.trial_id)[0].notes.join(" ");
-    assert!(notes.contains("temperature") && notes.contains("1.5") && notes.contains("10000"), "{notes}");
+    assert!(
+        notes.contains("temperature") && notes.contains("1.5") && notes.contains("10000"),
+        "{notes}"
+    );
 
     // The upstream URL is not reachable from the sandbox.
     let r = record(rs, "direct");
@@ -116,37 +140,76 @@ async fn an_external_harness_is_metered_graded_and_contained() {
     let r = record(rs, "hang");
     assert_eq!(r.status, TrialStatus::Timeout, "{r:?}");
     assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::WorkingSeconds });
-    assert_eq!(r.harness_command.as_ref().unwrap().stopped_by.as_deref(), Some("budget: working_seconds"));
+    assert_eq!(
+        r.harness_command.as_ref().unwrap().stopped_by.as_deref(),
+        Some("budget: working_seconds")
+    );
     assert!(r.working_seconds >= 4.0 && r.working_seconds < 8.0, "{}", r.working_seconds);
     assert!(sandbox_processes().is_empty(), "{:?}", sandbox_processes());
     assert!(start_time.elapsed() < Duration::from_secs(60));
 
     // The manifest records the harness, its files' digest and the declared components.
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap())
+            .unwrap();
     let h = &m["experiment"]["harness_kind"];
     let probe = fixture_dir().join("harnesses/probe");
-    assert_eq!((&h["kind"], &h["files"]), (&serde_json::json!("external"), &serde_json::json!([probe.display().to_string()])), "{h}");
+    assert_eq!(
+        (&h["kind"], &h["files"]),
+        (&serde_json::json!("external"), &serde_json::json!([probe.display().to_string()])),
+        "{h}"
+    );
     // The files' digest as its definition gives it, with the sha2 crate: sha256 over "<file>\0<digest>\n"
     // per listed file, a folder's digest being sha256 over "<path>\0<sha256 of its bytes>\n" per file in it.
     let sha = |b: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b));
-    let folder = sha(format!("probe.py\0{}\n", sha(&std::fs::read(probe.join("probe.py")).unwrap())).as_bytes());
-    assert_eq!(h["files_digest"], serde_json::json!(sha(format!("{}\0{folder}\n", probe.display()).as_bytes())), "{h}");
-    let components: Vec<(String, serde_json::Value)> =
-        h["components"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap().to_string(), c["values"].clone())).collect();
-    assert_eq!(components, [("mode".to_string(), serde_json::json!(MODES)), ("color".to_string(), serde_json::json!(["red", "blue"]))], "{h}");
+    let folder =
+        sha(format!("probe.py\0{}\n", sha(&std::fs::read(probe.join("probe.py")).unwrap()))
+            .as_bytes());
+    assert_eq!(
+        h["files_digest"],
+        serde_json::json!(sha(format!("{}\0{folder}\n", probe.display()).as_bytes())),
+        "{h}"
+    );
+    let components: Vec<(String, serde_json::Value)> = h["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["values"].clone()))
+        .collect();
+    assert_eq!(
+        components,
+        [
+            ("mode".to_string(), serde_json::json!(MODES)),
+            ("color".to_string(), serde_json::json!(["red", "blue"]))
+        ],
+        "{h}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_harness_python_and_mounts_anywhere_are_shown_in_the_sandbox() {
     // A venv under the host's /tmp (which the jail replaces by its own) with a package of the
     // harness's, and a data folder beside it: both reach the command, read-only.
-    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
+    let server =
+        start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
     let venv = dir.path().join("venv");
-    let made = output_within(std::process::Command::new("/usr/bin/python3").args(["-m", "venv", "--without-pip"]).arg(&venv), Duration::from_secs(60));
+    let made = output_within(
+        std::process::Command::new("/usr/bin/python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv),
+        Duration::from_secs(60),
+    );
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let site = std::fs::read_dir(venv.join("lib")).unwrap().next().unwrap().unwrap().path().join("site-packages");
+    let site = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("site-packages");
     std::fs::write(site.join("harnessdep.py"), "VALUE = 42\n").unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();

@@ -90,12 +90,17 @@ fn an_external_harness_needs_a_command_and_components() {
     let (k, _) = key_err(load(&format!("{no_command}\n[arms.a]\n")));
     assert_eq!(k, "harness.command");
     for empty in ["command = []", "command = [\"\", \"x\"]"] {
-        let (k, msg) = key_err(load(&format!("{}\n[arms.a]\n", HARNESS.replace("command = [\"python3\", \"agent.py\"]", empty))));
+        let (k, msg) = key_err(load(&format!(
+            "{}\n[arms.a]\n",
+            HARNESS.replace("command = [\"python3\", \"agent.py\"]", empty)
+        )));
         assert_eq!(k, "harness.command", "{empty}: {msg}");
     }
     let (k, _) = key_err(load("[harness]\nkind = \"external\"\ncommand = [\"a\"]\n[arms.a]\n"));
     assert_eq!(k, "harness.components");
-    let (k, _) = key_err(load("[harness]\nkind = \"external\"\ncommand = [\"a\"]\ncomponents = {}\n[arms.a]\n"));
+    let (k, _) = key_err(load(
+        "[harness]\nkind = \"external\"\ncommand = [\"a\"]\ncomponents = {}\n[arms.a]\n",
+    ));
     assert_eq!(k, "harness.components");
     // Where it runs on a container task: two places, and no other.
     let (k, msg) = key_err(load(&format!("{HARNESS}runs_in = \"vm\"\n[arms.a]\n")));
@@ -112,8 +117,16 @@ fn declared_values_are_checked() {
         ("components.context = [\"map\"]", "harness.components.context", "at least two"),
         ("components.context = [\"map\", \"map\"]", "harness.components.context[1]", "twice"),
         ("components.context = [\"map\", 1]", "harness.components.context[1]", "one type"),
-        ("components.context = [\"map\", 1.5]", "harness.components.context[1]", "not a boolean, a string or an integer"),
-        ("components.context = [[1], [2]]", "harness.components.context[0]", "not a boolean, a string or an integer"),
+        (
+            "components.context = [\"map\", 1.5]",
+            "harness.components.context[1]",
+            "not a boolean, a string or an integer",
+        ),
+        (
+            "components.context = [[1], [2]]",
+            "harness.components.context[0]",
+            "not a boolean, a string or an integer",
+        ),
         ("components.Context = [\"map\", \"full\"]", "harness.components.Context", "snake_case"),
         ("components.description = [\"a\", \"b\"]", "harness.components.description", "arm key"),
         ("components.context = \"map\"", "harness.components.context", "sequence"),
@@ -150,25 +163,38 @@ fn an_external_arm_sets_only_declared_components_to_declared_values() {
 
 #[test]
 fn an_unset_component_takes_the_first_value_of_its_list() {
-    let exp = external("[arms.a]\ndescription = \"only context set\"\ncontext = \"full\"\n[arms.b]\n").unwrap();
+    let exp =
+        external("[arms.a]\ndescription = \"only context set\"\ncontext = \"full\"\n[arms.b]\n")
+            .unwrap();
     // Declared order, whatever order the arm sets them in.
-    assert_eq!(values(&exp, "a"), pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")]));
-    assert_eq!(values(&exp, "b"), pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "map")]));
+    assert_eq!(
+        values(&exp, "a"),
+        pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")])
+    );
+    assert_eq!(
+        values(&exp, "b"),
+        pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "map")])
+    );
     assert_eq!(exp.arm("a").unwrap().description, "only context set");
     assert!(exp.arm("a").unwrap().builtin_components().is_none());
     let HarnessKind::External(h) = &exp.harness_kind else { panic!("external") };
     assert_eq!(h.command, vec!["python3", "agent.py"]);
-    assert_eq!(h.components.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), vec!["feedback", "loop_guard", "context"]);
+    assert_eq!(
+        h.components.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        vec!["feedback", "loop_guard", "context"]
+    );
     assert_eq!(h.components[2].values, vec![json!("map"), json!("full")]);
 }
 
 #[test]
 fn builtin_component_values_are_the_builtin_names_and_values() {
-    let exp = load("[arms.a]\nbase = \"full\"\ntools = false\nedit_format = \"first_fenced\"\n").unwrap();
+    let exp =
+        load("[arms.a]\nbase = \"full\"\ntools = false\nedit_format = \"first_fenced\"\n").unwrap();
     assert!(exp.harness_kind.is_builtin());
     let arm = exp.arm("a").unwrap();
     let c = arm.builtin_components().unwrap();
-    let expect: Vec<(String, String)> = Component::ALL.iter().map(|&k| (k.name().to_string(), c.value(k))).collect();
+    let expect: Vec<(String, String)> =
+        Component::ALL.iter().map(|&k| (k.name().to_string(), c.value(k))).collect();
     assert_eq!(arm.component_values(), expect);
     assert_eq!(
         arm.component_values(),
@@ -188,12 +214,31 @@ fn builtin_component_values_are_the_builtin_names_and_values() {
 fn leave_one_out_changes_each_declared_component_to_each_other_value() {
     let exp = external("[arms.full]\nfeedback = true\nloop_guard = true\ncontext = \"map\"\n[matrix.leave_one_out]\nfrom = \"full\"\n").unwrap();
     let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, vec!["full", "full-minus-feedback", "full-minus-loop-guard", "full-context-full"]);
-    assert_eq!(values(&exp, "full-minus-feedback"), pairs(&[("feedback", "false"), ("loop_guard", "true"), ("context", "map")]));
-    assert_eq!(values(&exp, "full-minus-loop-guard"), pairs(&[("feedback", "true"), ("loop_guard", "false"), ("context", "map")]));
-    assert_eq!(values(&exp, "full-context-full"), pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")]));
-    assert_eq!(exp.arm("full-context-full").unwrap().origin, ArmOrigin::LeaveOneOut { from: "full".into(), component: "context".into() });
-    let got: Vec<_> = exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str())).collect();
+    assert_eq!(
+        names,
+        vec!["full", "full-minus-feedback", "full-minus-loop-guard", "full-context-full"]
+    );
+    assert_eq!(
+        values(&exp, "full-minus-feedback"),
+        pairs(&[("feedback", "false"), ("loop_guard", "true"), ("context", "map")])
+    );
+    assert_eq!(
+        values(&exp, "full-minus-loop-guard"),
+        pairs(&[("feedback", "true"), ("loop_guard", "false"), ("context", "map")])
+    );
+    assert_eq!(
+        values(&exp, "full-context-full"),
+        pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")])
+    );
+    assert_eq!(
+        exp.arm("full-context-full").unwrap().origin,
+        ArmOrigin::LeaveOneOut { from: "full".into(), component: "context".into() }
+    );
+    let got: Vec<_> = exp
+        .comparisons
+        .iter()
+        .map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str()))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -207,30 +252,71 @@ fn leave_one_out_changes_each_declared_component_to_each_other_value() {
         assert_eq!(c.differs.len(), 1);
     }
     assert_eq!(exp.comparisons[2].kind, ComparisonKind::Ablation { component: "context".into() });
-    assert_eq!((exp.comparisons[2].differs[0].control.as_str(), exp.comparisons[2].differs[0].treatment.as_str()), ("full", "map"));
+    assert_eq!(
+        (
+            exp.comparisons[2].differs[0].control.as_str(),
+            exp.comparisons[2].differs[0].treatment.as_str()
+        ),
+        ("full", "map")
+    );
 }
 
 #[test]
 fn add_one_in_from_a_base_arm_and_values_beyond_two() {
-    let text =
-        HARNESS.replace("components.context = [\"map\", \"full\"]", "components.context = [\"map\", \"full\", \"Repo Map+\"]\ncomponents.retries = [0, 2, -1]");
+    let text = HARNESS.replace(
+        "components.context = [\"map\", \"full\"]",
+        "components.context = [\"map\", \"full\", \"Repo Map+\"]\ncomponents.retries = [0, 2, -1]",
+    );
     let exp = load(&format!(
         "{text}\n[arms.bare]\nfeedback = false\nloop_guard = false\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"feedback\", \"context\", \"retries\"]\n"
     ))
     .unwrap();
     let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, vec!["bare", "bare-plus-feedback", "bare-context-full", "bare-context-repo-map", "bare-retries-2", "bare-retries-neg1"]);
-    assert_eq!(values(&exp, "bare"), pairs(&[("feedback", "false"), ("loop_guard", "false"), ("context", "map"), ("retries", "0")]));
-    assert_eq!(values(&exp, "bare-retries-neg1"), pairs(&[("feedback", "false"), ("loop_guard", "false"), ("context", "map"), ("retries", "-1")]));
+    assert_eq!(
+        names,
+        vec![
+            "bare",
+            "bare-plus-feedback",
+            "bare-context-full",
+            "bare-context-repo-map",
+            "bare-retries-2",
+            "bare-retries-neg1"
+        ]
+    );
+    assert_eq!(
+        values(&exp, "bare"),
+        pairs(&[
+            ("feedback", "false"),
+            ("loop_guard", "false"),
+            ("context", "map"),
+            ("retries", "0")
+        ])
+    );
+    assert_eq!(
+        values(&exp, "bare-retries-neg1"),
+        pairs(&[
+            ("feedback", "false"),
+            ("loop_guard", "false"),
+            ("context", "map"),
+            ("retries", "-1")
+        ])
+    );
     assert_eq!(exp.comparisons.len(), 5);
     for c in &exp.comparisons {
-        assert_eq!((c.control.as_str(), c.origin), ("bare", ComparisonOrigin::AddOneIn), "{}", c.name);
+        assert_eq!(
+            (c.control.as_str(), c.origin),
+            ("bare", ComparisonOrigin::AddOneIn),
+            "{}",
+            c.name
+        );
     }
     assert_eq!(exp.comparisons[2].name, "context: bare-context-repo-map vs bare");
     assert_eq!(exp.comparisons[2].differs[0].treatment, "Repo Map+");
     assert_eq!(exp.comparisons[4].kind, ComparisonKind::Ablation { component: "retries".into() });
 
-    let (k, msg) = key_err(load(&format!("{text}\n[arms.bare]\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"tools\"]\n")));
+    let (k, msg) = key_err(load(&format!(
+        "{text}\n[arms.bare]\n[matrix.add_one_in]\nfrom = \"bare\"\ncomponents = [\"tools\"]\n"
+    )));
     assert_eq!(k, "matrix.add_one_in.components[0]");
     assert!(msg.contains("feedback, loop_guard, context, retries"), "{msg}");
 }
@@ -242,17 +328,28 @@ fn sweeps_reuse_identical_arms_and_refuse_a_taken_name() {
     let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, vec!["full", "nofb", "full-context-full"], "the declared arm is reused");
     assert_eq!(exp.comparisons[0].control, "nofb");
-    let (k, msg) = key_err(external("[arms.full]\n[arms.full-context-full]\nfeedback = false\n[matrix.leave_one_out]\nfrom = \"full\"\n"));
+    let (k, msg) = key_err(external(
+        "[arms.full]\n[arms.full-context-full]\nfeedback = false\n[matrix.leave_one_out]\nfrom = \"full\"\n",
+    ));
     assert_eq!(k, "arms.full-context-full");
     assert!(msg.contains("taken by the sweep"), "{msg}");
 }
 
 #[test]
 fn the_guard_compares_over_the_declared_components() {
-    let (k, msg) = key_err(external("[arms.a]\n[arms.b]\nfeedback = false\ncontext = \"full\"\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n"));
+    let (k, msg) = key_err(external(
+        "[arms.a]\n[arms.b]\nfeedback = false\ncontext = \"full\"\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n",
+    ));
     assert_eq!(k, "matrix.pairs[0]");
-    assert!(msg.contains("differ in 2 components") && msg.contains("feedback (true vs false)") && msg.contains("context (map vs full)"), "{msg}");
-    let (_, msg) = key_err(external("[arms.a]\n[arms.b]\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n"));
+    assert!(
+        msg.contains("differ in 2 components")
+            && msg.contains("feedback (true vs false)")
+            && msg.contains("context (map vs full)"),
+        "{msg}"
+    );
+    let (_, msg) = key_err(external(
+        "[arms.a]\n[arms.b]\n[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n",
+    ));
     assert!(msg.contains("no component differs"), "{msg}");
 
     let exp = external(
@@ -305,7 +402,8 @@ fn the_harness_files_are_part_of_the_config_digest_and_trial_ids() {
     assert_eq!(hb.files_digest, FILES_DIGEST_B);
     assert_ne!(a.config_digest(), b.config_digest(), "editing the agent changes the digest");
     let suite = ablate::suite::load(&a.suite_path).unwrap();
-    let (pa, pb) = (ablate::plan::build(&a, &suite).unwrap(), ablate::plan::build(&b, &suite).unwrap());
+    let (pa, pb) =
+        (ablate::plan::build(&a, &suite).unwrap(), ablate::plan::build(&b, &suite).unwrap());
     assert!(pa.trials.iter().zip(&pb.trials).all(|(x, y)| x.id != y.id), "and every trial id");
 
     std::fs::remove_file(dir.path().join("run.sh")).unwrap();
@@ -319,7 +417,10 @@ fn the_harness_files_are_part_of_the_config_digest_and_trial_ids() {
 fn builtin_config_digests_are_unchanged() {
     // The experiment text as when the value was taken.
     let text = BASE
-        .replace("name = \"ext\"", "name = \"golden\"\ndescription = \"digest of a builtin experiment\"")
+        .replace(
+            "name = \"ext\"",
+            "name = \"golden\"\ndescription = \"digest of a builtin experiment\"",
+        )
         .replace("trials = 1", "tasks = [\"add-two\"]\ntrials = 2");
     let exp = load_str(
         Path::new("configs/x.toml"),
@@ -328,15 +429,28 @@ fn builtin_config_digests_are_unchanged() {
         ),
     )
     .unwrap();
-    assert_eq!(exp.config_digest(), "166bfde3bf43994c3c5962dc1abaaef8fbff79848423571295cc22d11b21e135");
-    assert_eq!(ablate::plan::trial_id(&exp.config_digest(), "add-two", "full-minus-tools", "m", 1), "bcf7feb66705bf3e");
+    assert_eq!(
+        exp.config_digest(),
+        "166bfde3bf43994c3c5962dc1abaaef8fbff79848423571295cc22d11b21e135"
+    );
+    assert_eq!(
+        ablate::plan::trial_id(&exp.config_digest(), "add-two", "full-minus-tools", "m", 1),
+        "bcf7feb66705bf3e"
+    );
     let json = serde_json::to_value(&exp).unwrap();
     assert!(json.get("harness_kind").is_none(), "a builtin experiment records no harness_kind");
 }
 
 fn ablate_bin(args: &[&str]) -> (i32, String, String) {
-    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1"), Duration::from_secs(60));
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1"),
+        Duration::from_secs(60),
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -344,10 +458,20 @@ fn plan_prints_the_harness_the_arms_values_and_the_comparisons() {
     let (_dir, cfg) = agent_dir("print('a')\n");
     let (code, out, err) = ablate_bin(&["plan", cfg.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains(r#"harness: external, command ["python3", "agent.py"], files agents/my-agent/, run.sh"#), "{out}");
+    assert!(
+        out.contains(
+            r#"harness: external, command ["python3", "agent.py"], files agents/my-agent/, run.sh"#
+        ),
+        "{out}"
+    );
     assert!(out.contains(r#"context              ["map", "full"]"#), "{out}");
     assert!(out.contains("full-context-full      feedback=on loop_guard=on context=full  [leave-one-out: full with context=full]"), "{out}");
-    assert!(out.contains("ablation  context            full vs full-context-full  (context: map vs full)"), "{out}");
+    assert!(
+        out.contains(
+            "ablation  context            full vs full-context-full  (context: map vs full)"
+        ),
+        "{out}"
+    );
     assert!(out.contains("2 tasks x 4 arms x 1 models x 1 trials = 8"), "{out}");
 
     let (code, out, _) = ablate_bin(&["plan", cfg.to_str().unwrap(), "--json"]);
@@ -356,10 +480,14 @@ fn plan_prints_the_harness_the_arms_values_and_the_comparisons() {
     let h = &v["experiment"]["harness_kind"];
     assert_eq!(h["kind"], "external");
     assert_eq!(h["components"][2], json!({"name": "context", "values": ["map", "full"]}));
-    assert_eq!(v["experiment"]["arms"][0]["values"], json!({"feedback": true, "loop_guard": true, "context": "map"}));
+    assert_eq!(
+        v["experiment"]["arms"][0]["values"],
+        json!({"feedback": true, "loop_guard": true, "context": "map"})
+    );
 
     // A bad key exits 2 naming it.
-    let text = std::fs::read_to_string(&cfg).unwrap().replace("[arms.full]", "[arms.full]\ntools = true");
+    let text =
+        std::fs::read_to_string(&cfg).unwrap().replace("[arms.full]", "[arms.full]\ntools = true");
     std::fs::write(&cfg, text).unwrap();
     let (code, _, err) = ablate_bin(&["plan", cfg.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
@@ -382,7 +510,8 @@ fn external_run(dir: &Path) -> PathBuf {
 fn the_manifest_carries_the_external_harness_and_every_arms_values() {
     let dir = tempfile::tempdir().unwrap();
     let run = external_run(dir.path());
-    let m: ablate::record::Manifest = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let m: ablate::record::Manifest =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
     let HarnessKind::External(h) = m.harness_kind() else { panic!("external in the manifest") };
     assert_eq!(h.command, vec!["python3", "agent.py"]);
     assert_eq!(h.files, vec!["agents/my-agent/", "run.sh"]);
@@ -392,7 +521,10 @@ fn the_manifest_carries_the_external_harness_and_every_arms_values() {
     assert_eq!(arms.len(), 4);
     // The JSON object sorts keys; the arms come back in the declared order.
     assert_eq!(arms[3].name, "full-context-full");
-    assert_eq!(arms[3].component_values(), pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")]));
+    assert_eq!(
+        arms[3].component_values(),
+        pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")])
+    );
     assert_eq!(m.comparisons().len(), 3);
 }
 
@@ -409,7 +541,8 @@ fn report_reanalyses_external_ablations_and_refuses_an_edited_one() {
 
     // Edit the recorded arm so that the context ablation's control differs in feedback too.
     let mpath = run.join("manifest.json");
-    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
     for arm in m["experiment"]["arms"].as_array_mut().unwrap() {
         if arm["name"] == "full-context-full" {
             arm["values"]["feedback"] = json!(false);
@@ -418,9 +551,18 @@ fn report_reanalyses_external_ablations_and_refuses_an_edited_one() {
     std::fs::write(&mpath, serde_json::to_string(&m).unwrap()).unwrap();
     let (code, out, _) = ablate_bin(&["report", run.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert!(out.contains("refused: not shown as an ablation") && out.contains("differ in 2 components"), "{out}");
-    assert!(out.contains("feedback (false vs true)") && out.contains("context (full vs map)"), "{out}");
+    assert!(
+        out.contains("refused: not shown as an ablation") && out.contains("differ in 2 components"),
+        "{out}"
+    );
+    assert!(
+        out.contains("feedback (false vs true)") && out.contains("context (full vs map)"),
+        "{out}"
+    );
     let effects = std::fs::read_to_string(run.join("effects.csv")).unwrap();
-    assert!(!effects.lines().any(|l| l.contains(",context,")), "not reported as an ablation: {effects}");
+    assert!(
+        !effects.lines().any(|l| l.contains(",context,")),
+        "not reported as an ablation: {effects}"
+    );
     assert_eq!(effects.lines().count(), 1 + 2);
 }

@@ -17,7 +17,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_ablate");
 
 fn cmd(args: &[&str]) -> tokio::process::Command {
     let mut c = tokio::process::Command::new(BIN);
-    c.args(args).env("NO_COLOR", "1").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     c
 }
 
@@ -56,7 +60,13 @@ fn assert_complete_once(dir: &Path) {
     }
     assert_eq!(finals.len(), m.plan.len(), "{}: {finals:?}", dir.display());
     for t in &m.plan {
-        assert_eq!(finals.get(t.id.as_str()), Some(&1), "{}: trial {} recorded once", dir.display(), t.id);
+        assert_eq!(
+            finals.get(t.id.as_str()),
+            Some(&1),
+            "{}: trial {} recorded once",
+            dir.display(),
+            t.id
+        );
     }
 }
 
@@ -68,7 +78,10 @@ fn listing(dir: &Path) -> BTreeSet<(PathBuf, u64)> {
         for e in std::fs::read_dir(&d).unwrap() {
             let e = e.unwrap();
             let meta = e.metadata().unwrap();
-            out.insert((e.path().strip_prefix(dir).unwrap().to_path_buf(), if meta.is_dir() { 0 } else { meta.len() }));
+            out.insert((
+                e.path().strip_prefix(dir).unwrap().to_path_buf(),
+                if meta.is_dir() { 0 } else { meta.len() },
+            ));
             if meta.is_dir() {
                 stack.push(e.path());
             }
@@ -78,13 +91,18 @@ fn listing(dir: &Path) -> BTreeSet<(PathBuf, u64)> {
 }
 
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let mut v: Vec<PathBuf> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     v.sort();
     v
 }
 
 async fn openai_server(delay_ms: u64) -> Server {
-    start(Arc::new(move |path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD).delayed(Duration::from_millis(delay_ms))))).await
+    start(Arc::new(move |path, _b, _n| {
+        meta(path)
+            .unwrap_or_else(|| openai_text(RIGHT_ADD).delayed(Duration::from_millis(delay_ms)))
+    }))
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,17 +110,27 @@ async fn two_runs_started_together_get_two_folders_with_their_own_records() {
     let server = openai_server(100).await;
     let tmp = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
-    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n");
+    let mut cfg = Cfg::new(
+        &suite,
+        "openai",
+        &server.url,
+        "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n",
+    );
     cfg.trials = 2;
     let config = cfg.write(tmp.path());
     let results = tmp.path().join("results");
     let (c, r) = (config.to_str().unwrap(), results.to_str().unwrap());
     // Same config, same experiment name, same second: once plain, once as the two shards.
-    let (a, b) = tokio::join!(ablate(&["run", c, "--results", r, "--plain", "-j", "2"]), ablate(&["run", c, "--results", r, "--plain", "-j", "2"]));
+    let (a, b) = tokio::join!(
+        ablate(&["run", c, "--results", r, "--plain", "-j", "2"]),
+        ablate(&["run", c, "--results", r, "--plain", "-j", "2"])
+    );
     assert!(a.status.success(), "{}", stderr(&a));
     assert!(b.status.success(), "{}", stderr(&b));
-    let (s1, s2) =
-        tokio::join!(ablate(&["run", c, "--results", r, "--plain", "--shard", "1/2"]), ablate(&["run", c, "--results", r, "--plain", "--shard", "2/2"]));
+    let (s1, s2) = tokio::join!(
+        ablate(&["run", c, "--results", r, "--plain", "--shard", "1/2"]),
+        ablate(&["run", c, "--results", r, "--plain", "--shard", "2/2"])
+    );
     assert!(s1.status.success() && s2.status.success(), "{}\n{}", stderr(&s1), stderr(&s2));
 
     let dirs = subdirs(&results);
@@ -112,7 +140,10 @@ async fn two_runs_started_together_get_two_folders_with_their_own_records() {
         assert!(d.file_name().unwrap().to_str().unwrap().contains("-t"), "{}", d.display());
         assert_complete_once(d);
         let m = manifest(d);
-        let attempts = ablate::record::jsonl::read::<ablate::record::AttemptStart>(&d.join("attempts.jsonl")).unwrap().records;
+        let attempts =
+            ablate::record::jsonl::read::<ablate::record::AttemptStart>(&d.join("attempts.jsonl"))
+                .unwrap()
+                .records;
         assert_eq!(attempts.len(), m.plan.len(), "{}: one attempt per trial", d.display());
         planned += m.plan.len();
     }
@@ -124,7 +155,12 @@ async fn a_second_resume_of_one_folder_is_refused_and_names_the_holder() {
     let server = openai_server(250).await;
     let tmp = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
-    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n");
+    let mut cfg = Cfg::new(
+        &suite,
+        "openai",
+        &server.url,
+        "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n",
+    );
     cfg.trials = 2;
     let config = cfg.write(tmp.path());
     let results = tmp.path().join("results");
@@ -135,23 +171,37 @@ async fn a_second_resume_of_one_folder_is_refused_and_names_the_holder() {
     // Forget the records: every trial is pending again.
     std::fs::write(dir.join("trials.jsonl"), "").unwrap();
     std::fs::write(dir.join("attempts.jsonl"), "").unwrap();
-    assert_eq!(std::fs::read_to_string(dir.join(".lock")).unwrap(), "", "a finished run names no holder");
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".lock")).unwrap(),
+        "",
+        "a finished run names no holder"
+    );
 
     let d = dir.to_str().unwrap();
     let first = cmd(&["run", c, "--resume", d, "--plain"]).kill_on_drop(true).spawn().unwrap();
     let second = cmd(&["run", c, "--resume", d, "--plain"]).kill_on_drop(true).spawn().unwrap();
     let pids = (first.id().unwrap(), second.id().unwrap());
     // Past the limit both futures are dropped, and with them (kill_on_drop) both runs.
-    let (first, second) = within(LIMIT, "the two resumes", async { tokio::join!(first.wait_with_output(), second.wait_with_output()) }).await;
+    let (first, second) = within(LIMIT, "the two resumes", async {
+        tokio::join!(first.wait_with_output(), second.wait_with_output())
+    })
+    .await;
     let (first, second) = (first.unwrap(), second.unwrap());
     let (winner, loser, winner_pid) = match (first.status.code(), second.status.code()) {
         (Some(0), Some(2)) => (&first, &second, pids.0),
         (Some(2), Some(0)) => (&second, &first, pids.1),
-        codes => panic!("one resume runs, the other is refused: {codes:?}\n{}\n{}", stderr(&first), stderr(&second)),
+        codes => panic!(
+            "one resume runs, the other is refused: {codes:?}\n{}\n{}",
+            stderr(&first),
+            stderr(&second)
+        ),
     };
     let msg = stderr(loser);
     let host = ablate::record::lock::hostname();
-    assert!(msg.contains(&format!("{d} is in use by pid {winner_pid} on host {host} since ")), "{msg}");
+    assert!(
+        msg.contains(&format!("{d} is in use by pid {winner_pid} on host {host} since ")),
+        "{msg}"
+    );
     assert!(msg.contains("--resume"), "the holder's command line: {msg}");
     assert!(stderr(winner).contains("recorded in"), "{}", stderr(winner));
     assert_complete_once(&dir);
@@ -167,42 +217,87 @@ async fn an_experiment_name_with_dot_dot_stays_inside_results() {
     let suite = fixture("tiny");
     let cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
     let config = cfg.write(&base);
-    let text = std::fs::read_to_string(&config).unwrap().replacen("name = \"t\"", "name = \"../../../esc\"", 1);
+    let text = std::fs::read_to_string(&config).unwrap().replacen(
+        "name = \"t\"",
+        "name = \"../../../esc\"",
+        1,
+    );
     std::fs::write(&config, text).unwrap();
     let results = base.join("results");
     // Take the first name of this second and the next few, so the run needs a suffix.
     let now = time::OffsetDateTime::now_utc();
     for s in 0..4 {
         let t = now + time::Duration::seconds(s);
-        let stamp = format!("{:04}{:02}{:02}T{:02}{:02}{:02}Z", t.year(), t.month() as u8, t.day(), t.hour(), t.minute(), t.second());
-        std::fs::create_dir_all(results.join(ablate::record::folder::candidate(&stamp, "../../../esc", 1))).unwrap();
+        let stamp = format!(
+            "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+            t.year(),
+            t.month() as u8,
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        );
+        std::fs::create_dir_all(results.join(ablate::record::folder::candidate(
+            &stamp,
+            "../../../esc",
+            1,
+        )))
+        .unwrap();
     }
     let before = listing(tmp.path());
-    let out = ablate(&["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain"]).await;
+    let out = ablate(&[
+        "run",
+        config.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+        "--plain",
+    ])
+    .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let after = listing(tmp.path());
-    let new: Vec<&PathBuf> = after.iter().map(|(p, _)| p).filter(|p| !before.iter().any(|(q, _)| q == *p)).collect();
+    let new: Vec<&PathBuf> =
+        after.iter().map(|(p, _)| p).filter(|p| !before.iter().any(|(q, _)| q == *p)).collect();
     assert!(!new.is_empty());
     for p in &new {
         assert!(p.starts_with("a/b/results"), "{} is outside --results", p.display());
     }
-    let made: Vec<PathBuf> = subdirs(&results).into_iter().filter(|d| d.join("manifest.json").is_file()).collect();
+    let made: Vec<PathBuf> =
+        subdirs(&results).into_iter().filter(|d| d.join("manifest.json").is_file()).collect();
     assert_eq!(made.len(), 1, "{made:?}");
     let name = made[0].file_name().unwrap().to_str().unwrap();
     // `<stamp>-` then the name with each of `../../../` turned into `-`, then the suffix.
-    assert!(name.ends_with(&format!("Z-{}esc-2", "-".repeat(9))), "a sanitised name with a suffix: {name}");
+    assert!(
+        name.ends_with(&format!("Z-{}esc-2", "-".repeat(9))),
+        "a sanitised name with a suffix: {name}"
+    );
     assert_complete_once(&made[0]);
 
     // --run-id must be a plain folder name.
     for bad in ["../x", "a/b", ".hidden", "..", "a\\b"] {
-        let out = ablate(&["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--run-id", bad]).await;
+        let out = ablate(&[
+            "run",
+            config.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--run-id",
+            bad,
+        ])
+        .await;
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
         assert!(stderr(&out).contains("--run-id"), "{}", stderr(&out));
     }
     // A taken --run-id is refused, and nothing is written into it.
     let taken = made[0].file_name().unwrap().to_str().unwrap().to_string();
     let before = listing(&made[0]);
-    let out = ablate(&["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--run-id", &taken]).await;
+    let out = ablate(&[
+        "run",
+        config.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+        "--run-id",
+        &taken,
+    ])
+    .await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("exists; continue it with --resume"), "{}", stderr(&out));
     assert_eq!(listing(&made[0]), before);
@@ -218,7 +313,16 @@ async fn records_outside_the_plan_are_refused_by_report_and_resume() {
     cfg.trials = 2;
     let config = cfg.write(tmp.path());
     let results = tmp.path().join("results");
-    let out = ablate(&["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain", "--run-id", "r"]).await;
+    let out = ablate(&[
+        "run",
+        config.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+        "--plain",
+        "--run-id",
+        "r",
+    ])
+    .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = results.join("r");
     let d = dir.to_str().unwrap();
@@ -246,12 +350,16 @@ async fn records_outside_the_plan_are_refused_by_report_and_resume() {
     let out = ablate(&["report", d]).await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let msg = stderr(&out);
-    assert!(msg.contains("trials.jsonl") && msg.contains("4 records are not in this run's plan"), "{msg}");
+    assert!(
+        msg.contains("trials.jsonl") && msg.contains("4 records are not in this run's plan"),
+        "{msg}"
+    );
     assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "no report printed");
     assert_eq!(listing(&dir), before, "the exports are left as they were, no temporary file");
 
     // gate and baseline read the same way.
-    let out = ablate(&["baseline", "save", d, "-o", tmp.path().join("b.csv").to_str().unwrap()]).await;
+    let out =
+        ablate(&["baseline", "save", d, "-o", tmp.path().join("b.csv").to_str().unwrap()]).await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("4 records are not in this run's plan"), "{}", stderr(&out));
 
@@ -270,14 +378,20 @@ fn report_on_a_folder_without_a_manifest_writes_nothing() {
     ablate::sandbox::copy_tree(&fixture("tiny").join("add-two"), &dir).unwrap();
     std::fs::write(dir.join("trials.jsonl"), "").unwrap();
     let before = listing(&dir);
-    let out = output_within(std::process::Command::new(BIN).args(["report", dir.to_str().unwrap()]), LIMIT);
+    let out = output_within(
+        std::process::Command::new(BIN).args(["report", dir.to_str().unwrap()]),
+        LIMIT,
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let msg = stderr(&out);
     assert!(msg.contains(&format!("{} has no manifest.json", dir.display())), "{msg}");
     assert_eq!(listing(&dir), before, "nothing written");
     // A folder that does not exist is not created.
     let missing = tmp.path().join("nope");
-    let out = output_within(std::process::Command::new(BIN).args(["report", missing.to_str().unwrap()]), LIMIT);
+    let out = output_within(
+        std::process::Command::new(BIN).args(["report", missing.to_str().unwrap()]),
+        LIMIT,
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(!missing.exists());
 }
@@ -288,10 +402,13 @@ async fn resume_refuses_a_changed_model_unless_allowed() {
     let flag = changed.clone();
     let server = start(Arc::new(move |path, _b, _n| match path {
         "/api/show" => {
-            let digest = if flag.load(Ordering::SeqCst) { "sha256:beef" } else { "sha256:feedface" };
+            let digest =
+                if flag.load(Ordering::SeqCst) { "sha256:beef" } else { "sha256:feedface" };
             Reply::json(serde_json::json!({"digest": digest, "details": {}}))
         }
-        "/api/tags" => Reply::json(serde_json::json!({"models": [{"name": "m:latest", "model": "m:latest"}]})),
+        "/api/tags" => {
+            Reply::json(serde_json::json!({"models": [{"name": "m:latest", "model": "m:latest"}]}))
+        }
         _ => ollama_text(RIGHT_ADD),
     }))
     .await;
@@ -321,7 +438,12 @@ async fn resume_refuses_a_changed_model_unless_allowed() {
     let out = ablate(&["run", c, "--resume", d, "--plain"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let msg = stderr(&out);
-    assert!(msg.contains("model `m`") && msg.contains("ollama-digest:sha256:feedface") && msg.contains("ollama-digest:sha256:beef"), "{msg}");
+    assert!(
+        msg.contains("model `m`")
+            && msg.contains("ollama-digest:sha256:feedface")
+            && msg.contains("ollama-digest:sha256:beef"),
+        "{msg}"
+    );
     assert!(msg.contains("--allow-model-change"), "{msg}");
     assert_eq!(listing(&dir), before, "no trial ran");
 
@@ -343,25 +465,48 @@ fn report_on_a_folder_in_use_prints_without_writing() {
     ablate::runner::synth::write_run(&run, &exp, &suite, &plan, 1, |_, _| 0.5).unwrap();
     let held = ablate::record::lock::RunLock::acquire(&run).unwrap();
     let before = listing(&run);
-    let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1"), LIMIT);
+    let out = output_within(
+        std::process::Command::new(BIN)
+            .args(["report", run.to_str().unwrap()])
+            .env("NO_COLOR", "1"),
+        LIMIT,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let printed = out.stdout.clone();
     let msg = stderr(&out);
-    assert!(msg.contains(&format!("is in use by pid {}", std::process::id())) && msg.contains("not written"), "{msg}");
+    assert!(
+        msg.contains(&format!("is in use by pid {}", std::process::id()))
+            && msg.contains("not written"),
+        "{msg}"
+    );
     assert_eq!(listing(&run), before, "no export written while another process holds the folder");
     drop(held);
-    let out = output_within(std::process::Command::new(BIN).args(["report", run.to_str().unwrap()]).env("NO_COLOR", "1"), LIMIT);
+    let out = output_within(
+        std::process::Command::new(BIN)
+            .args(["report", run.to_str().unwrap()])
+            .env("NO_COLOR", "1"),
+        LIMIT,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(String::from_utf8_lossy(&printed), String::from_utf8_lossy(&out.stdout), "the report printed while held is the one written after");
+    assert_eq!(
+        String::from_utf8_lossy(&printed),
+        String::from_utf8_lossy(&out.stdout),
+        "the report printed while held is the one written after"
+    );
     // configs/core.toml's 4 tasks x 7 arms x 2 trials, every one recorded.
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
-    assert_eq!((json["planned_trials"].as_u64(), json["recorded_trials"].as_u64()), (Some(4 * 7 * 2), Some(4 * 7 * 2)));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        (json["planned_trials"].as_u64(), json["recorded_trials"].as_u64()),
+        (Some(4 * 7 * 2), Some(4 * 7 * 2))
+    );
     assert_eq!(json["arms"].as_array().unwrap().len(), 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn isolation_is_recorded_and_resume_does_not_mix_it() {
-    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
+    let server =
+        start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD)))).await;
     let tmp = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
     let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
@@ -375,15 +520,22 @@ async fn isolation_is_recorded_and_resume_does_not_mix_it() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("WITHOUT a sandbox"), "{}", stderr(&out));
     let dir = results.join("u");
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m["host"]["isolation"]["kind"], "none");
     // Resumed with the sandbox: refused, naming the key.
     let out = ablate(&["run", c, "--resume", dir.to_str().unwrap(), "--plain"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("key `host.isolation`") && stderr(&out).contains("isolation none"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("key `host.isolation`") && stderr(&out).contains("isolation none"),
+        "{}",
+        stderr(&out)
+    );
     // With the sandbox: recorded as bubblewrap.
     let out = ablate(&["run", c, "--results", r, "--plain", "--run-id", "b"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(results.join("b/manifest.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("b/manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(m["host"]["isolation"]["kind"], "bubblewrap");
 }

@@ -9,7 +9,14 @@ use std::process::Command;
 use std::time::Duration;
 
 /// A synthetic run of the full suite, arm `full` only, `trials` per task.
-fn run(dir: &Path, name: &str, trials: u32, seed: u64, max_steps: u32, rate: impl Fn(&str) -> f64) -> PathBuf {
+fn run(
+    dir: &Path,
+    name: &str,
+    trials: u32,
+    seed: u64,
+    max_steps: u32,
+    rate: impl Fn(&str) -> f64,
+) -> PathBuf {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
     let mut exp = ablate::experiment::config::load(&cfg).unwrap();
     exp.trials = trials;
@@ -60,8 +67,15 @@ fn task_rate(task: &str) -> f64 {
 }
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args), Duration::from_secs(60));
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args),
+        Duration::from_secs(60),
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -69,11 +83,17 @@ fn pass_fail_and_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let base_run = run(dir.path(), "base", 40, 1, 4, task_rate);
     let baseline = dir.path().join("baseline/core.csv");
-    let (code, out, err) = ablate(&["baseline", "save", base_run.to_str().unwrap(), "-o", baseline.to_str().unwrap()]);
+    let (code, out, err) =
+        ablate(&["baseline", "save", base_run.to_str().unwrap(), "-o", baseline.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("saved 14 tasks"), "{out}");
     let text = std::fs::read_to_string(&baseline).unwrap();
-    assert!(text.starts_with("task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id"), "{text}");
+    assert!(
+        text.starts_with(
+            "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id"
+        ),
+        "{text}"
+    );
 
     // Same true rates, many trials: non-inferior.
     let same = run(dir.path(), "same", 40, 2, 4, task_rate);
@@ -93,9 +113,20 @@ fn pass_fail_and_outputs() {
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("gate: PASS"), "{out}");
     let mdtext = std::fs::read_to_string(&md).unwrap();
-    assert!(mdtext.contains("## ablate gate: ✅ PASS") && mdtext.contains("| parse-duration |"), "{mdtext}");
-    assert!(out.contains("operating characteristics at this size (560 baseline and 560 candidate trials"), "{out}");
-    assert!(out.contains("a drop of 20 pp") && out.contains("PASSes in at most 5% of runs"), "{out}");
+    assert!(
+        mdtext.contains("## ablate gate: ✅ PASS") && mdtext.contains("| parse-duration |"),
+        "{mdtext}"
+    );
+    assert!(
+        out.contains(
+            "operating characteristics at this size (560 baseline and 560 candidate trials"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("a drop of 20 pp") && out.contains("PASSes in at most 5% of runs"),
+        "{out}"
+    );
     // A PASS is non-inferiority; in the report's words it is `helps` when "no better" is rejected
     // too, equivalence when "better by 5 pp or more" is, else non-inferior (the exact p-values,
     // pinned against scripts/gate_reference.py in src/gate/decision.rs, on the records' totals).
@@ -112,16 +143,34 @@ fn pass_fail_and_outputs() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testcase ").count(), 15, "14 tasks and the verdict");
     assert_eq!(xml.matches("<failure ").count(), 0, "no task regressed by the rule: {xml}");
-    assert!(xml.contains("name=\"overall: PASS\"") && xml.contains("baseline ") && xml.contains(", candidate "), "{xml}");
+    assert!(
+        xml.contains("name=\"overall: PASS\"")
+            && xml.contains("baseline ")
+            && xml.contains(", candidate "),
+        "{xml}"
+    );
 
     // A 40 pp drop everywhere: a significant regression, and the JUnit cases fail.
     let worse = run(dir.path(), "worse", 40, 3, 4, |t| (task_rate(t) - 0.4).max(0.0));
-    let (code, out, _) =
-        ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", worse.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
+    let (code, out, _) = ablate(&[
+        "gate",
+        "--baseline",
+        baseline.to_str().unwrap(),
+        "--candidate",
+        worse.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.starts_with("gate: FAIL") && out.contains("tasks that regressed by the gate's rule"), "{out}");
+    assert!(
+        out.starts_with("gate: FAIL") && out.contains("tasks that regressed by the gate's rule"),
+        "{out}"
+    );
     assert!(out.contains("\n  in the report's words: hurts\n"), "{out}");
-    assert!(out.contains("\n  estimand: these tasks (the pass rate over the suite's own tasks"), "{out}");
+    assert!(
+        out.contains("\n  estimand: these tasks (the pass rate over the suite's own tasks"),
+        "{out}"
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     // Each task's case: its counts (as the records have them) and red exactly when its own exact
     // regression test rejects at alpha/14 (p-values from scripts/gate_reference.py).
@@ -132,7 +181,13 @@ fn pass_fail_and_outputs() {
         .filter(|c| !c.starts_with("overall"))
         .map(|c| {
             let name = c.split('"').next().unwrap().to_string();
-            let counts = c.split("<system-out>baseline ").nth(1).unwrap().split("</system-out>").next().unwrap();
+            let counts = c
+                .split("<system-out>baseline ")
+                .nth(1)
+                .unwrap()
+                .split("</system-out>")
+                .next()
+                .unwrap();
             let (b, cand) = counts.split_once(", candidate ").unwrap();
             let n = |s: &str| -> u64 { s.strip_suffix("/40").unwrap().parse().unwrap() };
             (name, n(b), n(cand), c.split("</testcase>").next().unwrap().contains("<failure "))
@@ -141,7 +196,11 @@ fn pass_fail_and_outputs() {
     assert_eq!(cases.len(), 14, "{xml}");
     for ((name, b, c, red), (want_name, want_b, want_c, p)) in cases.iter().zip(WORSE) {
         assert_eq!((name.as_str(), *b, *c), (want_name, want_b, want_c), "{xml}");
-        assert_eq!((base_counts[name], worse_counts[name]), ((*b, 40), (*c, 40)), "{name}: the counts of the records");
+        assert_eq!(
+            (base_counts[name], worse_counts[name]),
+            ((*b, 40), (*c, 40)),
+            "{name}: the counts of the records"
+        );
         let got = ablate::gate::regression_p(*b, 40, *c, 40, 0.0);
         assert!((got - p).abs() < 1e-9, "{name} {b}/40 -> {c}/40: p {got}, reference {p}");
         assert_eq!(*red, p <= 0.05 / 14.0, "{name}: p {p}");
@@ -163,14 +222,27 @@ fn pass_fail_and_outputs() {
         ]
     );
     assert_eq!(xml.matches("<failure ").count(), 10 + 1, "the red tasks and the verdict");
-    let overall = xml.split("<testcase ").find(|c| c.starts_with("name=\"overall: FAIL\"")).expect("the overall case");
+    let overall = xml
+        .split("<testcase ")
+        .find(|c| c.starts_with("name=\"overall: FAIL\""))
+        .expect("the overall case");
     assert!(overall.contains("<failure message=\"significant regression"), "{xml}");
 
     // A run folder works as the baseline too; one trial per task is too little to decide.
     let few = run(dir.path(), "few", 1, 4, 4, task_rate);
-    let (code, out, _) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", few.to_str().unwrap()]);
+    let (code, out, _) = ablate(&[
+        "gate",
+        "--baseline",
+        base_run.to_str().unwrap(),
+        "--candidate",
+        few.to_str().unwrap(),
+    ]);
     assert_eq!(code, 3, "{out}");
-    assert!(out.starts_with("gate: INCONCLUSIVE") && out.contains("times the candidate's trials per task would"), "{out}");
+    assert!(
+        out.starts_with("gate: INCONCLUSIVE")
+            && out.contains("times the candidate's trials per task would"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -178,21 +250,58 @@ fn drift_is_refused_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let base_run = run(dir.path(), "base", 5, 1, 4, task_rate);
     let other_budget = run(dir.path(), "other", 5, 2, 6, task_rate);
-    let (code, _, err) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", other_budget.to_str().unwrap()]);
+    let (code, _, err) = ablate(&[
+        "gate",
+        "--baseline",
+        base_run.to_str().unwrap(),
+        "--candidate",
+        other_budget.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("drift: budget") && err.contains("\"max_steps\":4") && err.contains("refusing to compare"), "{err}");
-    let (code, out, err) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", other_budget.to_str().unwrap(), "--allow-drift"]);
+    assert!(
+        err.contains("drift: budget")
+            && err.contains("\"max_steps\":4")
+            && err.contains("refusing to compare"),
+        "{err}"
+    );
+    let (code, out, err) = ablate(&[
+        "gate",
+        "--baseline",
+        base_run.to_str().unwrap(),
+        "--candidate",
+        other_budget.to_str().unwrap(),
+        "--allow-drift",
+    ]);
     // Compared anyway: 5 trials a task is too little to decide either way.
     assert_eq!(code, 3, "{out}{err}");
     assert!(err.contains("drift: budget"), "{err}");
     let total = |run: &Path| passes(run).values().fold((0, 0), |(p, n), (tp, tn)| (p + tp, n + tn));
     let ((b, nb), (c, nc)) = (total(&base_run), total(&other_budget));
     assert_eq!((nb, nc), (70, 70));
-    assert!(out.starts_with(&format!("gate: INCONCLUSIVE  candidate - baseline over 14 tasks: {b}/{nb} -> {c}/{nc} (")), "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "gate: INCONCLUSIVE  candidate - baseline over 14 tasks: {b}/{nb} -> {c}/{nc} ("
+        )),
+        "{out}"
+    );
 
-    let (code, _, err) = ablate(&["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", base_run.to_str().unwrap(), "--margin", "2"]);
+    let (code, _, err) = ablate(&[
+        "gate",
+        "--baseline",
+        base_run.to_str().unwrap(),
+        "--candidate",
+        base_run.to_str().unwrap(),
+        "--margin",
+        "2",
+    ]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = ablate(&["gate", "--baseline", "/nonexistent.csv", "--candidate", base_run.to_str().unwrap()]);
+    let (code, _, err) = ablate(&[
+        "gate",
+        "--baseline",
+        "/nonexistent.csv",
+        "--candidate",
+        base_run.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("/nonexistent.csv"), "{err}");
 }
@@ -205,10 +314,22 @@ fn a_baseline_whose_rate_contradicts_its_counts_is_refused() {
     let baseline = dir.path().join("bad.csv");
     std::fs::write(&baseline, "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\nparse-duration,12,11,0,full,m,,d,b,r\n")
         .unwrap();
-    let (code, out, err) = ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", cand.to_str().unwrap()]);
+    let (code, out, err) = ablate(&[
+        "gate",
+        "--baseline",
+        baseline.to_str().unwrap(),
+        "--candidate",
+        cand.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.is_empty(), "no verdict: {out}");
-    assert_eq!(err.trim(), format!("error: {}: row 2, column `pass_rate`: 0 contradicts passes / trials = 11/12 = 0.917", baseline.display()));
+    assert_eq!(
+        err.trim(),
+        format!(
+            "error: {}: row 2, column `pass_rate`: 0 contradicts passes / trials = 11/12 = 0.917",
+            baseline.display()
+        )
+    );
 }
 
 /// The shipped gate's committed baseline still loads, and at its size (4 tasks: 24 trials each in
@@ -258,7 +379,10 @@ fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
     ];
     for (drop, fail, pass, readme_fail, readme_pass) in table {
         let c = oc.iter().find(|c| (c.drop - drop).abs() < 1e-12).unwrap();
-        assert!((c.p_fail - fail).abs() < 1e-9 && (c.p_pass - pass).abs() < 1e-9, "drop {drop}: {c:?}");
+        assert!(
+            (c.p_fail - fail).abs() < 1e-9 && (c.p_pass - pass).abs() < 1e-9,
+            "drop {drop}: {c:?}"
+        );
         assert_eq!(
             (format!("{:.1}", c.p_fail * 100.0), format!("{:.1}", c.p_pass * 100.0)),
             (readme_fail.to_string(), readme_pass.to_string()),
@@ -291,12 +415,25 @@ fn unequal_trials_per_task_are_refused_not_pooled() {
     std::fs::write(cand.join("trials.jsonl"), lines.join("\n") + "\n").unwrap();
     assert_eq!(passes(&cand)["is-prime"], (2, 2));
     for extra in [&[][..], &["--allow-drift"][..]] {
-        let mut args = vec!["gate", "--baseline", base_run.to_str().unwrap(), "--candidate", cand.to_str().unwrap()];
+        let mut args = vec![
+            "gate",
+            "--baseline",
+            base_run.to_str().unwrap(),
+            "--candidate",
+            cand.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let (code, out, err) = ablate(&args);
         assert_eq!(code, 2, "{out}{err}");
         assert!(out.is_empty(), "no verdict: {out}");
-        assert!(err.contains(&format!("{}", cand.display())) && err.contains("trials per task"), "{err}");
-        assert!(err.contains("the candidate's tasks have unequal trial counts (24 trials: ") && err.contains("; 2 trials: is-prime)"), "{err}");
+        assert!(
+            err.contains(&format!("{}", cand.display())) && err.contains("trials per task"),
+            "{err}"
+        );
+        assert!(
+            err.contains("the candidate's tasks have unequal trial counts (24 trials: ")
+                && err.contains("; 2 trials: is-prime)"),
+            "{err}"
+        );
     }
 }

@@ -33,7 +33,13 @@ fn spec(provider: Provider, url: &str) -> ModelSpec {
 }
 
 fn budget(max_steps: u32, max_total_tokens: u64) -> Budget {
-    Budget { max_steps, max_output_tokens_per_step: 200, max_total_tokens, max_working_seconds: 60.0, max_cost_usd: None }
+    Budget {
+        max_steps,
+        max_output_tokens_per_step: 200,
+        max_total_tokens,
+        max_working_seconds: 60.0,
+        max_cost_usd: None,
+    }
 }
 
 struct Gw {
@@ -53,14 +59,27 @@ impl Drop for Gw {
 }
 
 async fn gateway(model: ModelSpec, budget: Budget) -> Gw {
-    let client: Arc<dyn ablate::model::ModelClient> = Arc::from(ablate::model::client_for(&model, &Default::default()).unwrap());
+    let client: Arc<dyn ablate::model::ModelClient> =
+        Arc::from(ablate::model::client_for(&model, &Default::default()).unwrap());
     gateway_with(model, client, budget).await
 }
 
-async fn gateway_with(model: ModelSpec, client: Arc<dyn ablate::model::ModelClient>, budget: Budget) -> Gw {
+async fn gateway_with(
+    model: ModelSpec,
+    client: Arc<dyn ablate::model::ModelClient>,
+    budget: Budget,
+) -> Gw {
     let steps = Arc::new(Mutex::new(Vec::new()));
     let sink = steps.clone();
-    let meter = TrialMeter::new("t1".into(), 1, model, client, budget, SEED, Box::new(move |s| sink.lock().unwrap().push(s)));
+    let meter = TrialMeter::new(
+        "t1".into(),
+        1,
+        model,
+        client,
+        budget,
+        SEED,
+        Box::new(move |s| sink.lock().unwrap().push(s)),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let task = tokio::spawn(serve(listener, meter.clone()));
@@ -71,13 +90,30 @@ async fn gateway_with(model: ModelSpec, client: Arc<dyn ablate::model::ModelClie
 
 impl Gw {
     async fn post(&self, path: &str, body: &Value) -> (u16, String, String) {
-        let resp = self.http.post(format!("{}{path}", self.url)).bearer_auth(&self.key).json(body).send().await.unwrap();
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.key)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
         let status = resp.status().as_u16();
-        let ctype = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
         (status, ctype, resp.text().await.unwrap())
     }
     async fn get(&self, path: &str) -> (u16, Value) {
-        let resp = self.http.get(format!("{}{path}", self.url)).bearer_auth(&self.key).send().await.unwrap();
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .unwrap();
         (resp.status().as_u16(), resp.json().await.unwrap())
     }
     fn steps(&self) -> Vec<TraceStep> {
@@ -122,19 +158,29 @@ async fn openai_calls_streaming_or_not_are_answered_and_traced() {
     assert_eq!((status, ctype.as_str()), (200, "text/event-stream"), "{text}");
     let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
     assert_eq!(data.last(), Some(&"[DONE]"));
-    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
-    let content: String = chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+    let chunks: Vec<Value> =
+        data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
+    let content: String =
+        chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
     assert_eq!(content, "hello");
-    assert_eq!(chunks.iter().filter_map(|c| c["choices"][0]["finish_reason"].as_str()).collect::<Vec<_>>(), ["stop"]);
+    assert_eq!(
+        chunks.iter().filter_map(|c| c["choices"][0]["finish_reason"].as_str()).collect::<Vec<_>>(),
+        ["stop"]
+    );
     assert_eq!(chunks.last().unwrap()["usage"]["total_tokens"], 120);
 
     // Both reached the model, each under its own operation id.
     assert_eq!(server.chats.lock().unwrap().len(), 2);
-    assert!(server.heads.lock().unwrap()[1].to_lowercase().contains("x-ablate-operation-id: t1-1-s2"));
+    assert!(
+        server.heads.lock().unwrap()[1].to_lowercase().contains("x-ablate-operation-id: t1-1-s2")
+    );
 
     let steps = gw.steps();
     assert_eq!(steps.len(), 2);
-    assert_eq!((steps[0].step, steps[0].operation_id.as_str(), steps[0].request_attempts), (1, "t1-1-s1", 1));
+    assert_eq!(
+        (steps[0].step, steps[0].operation_id.as_str(), steps[0].request_attempts),
+        (1, "t1-1-s1", 1)
+    );
     assert_eq!(steps[0].request, first, "the first body as received, whole");
     assert!(steps[0].request_omits.is_none());
     assert_eq!(steps[0].reply.as_ref().unwrap()["choices"][0]["message"]["content"], "hello");
@@ -148,34 +194,57 @@ async fn openai_calls_streaming_or_not_are_answered_and_traced() {
     assert_eq!(steps[1].reply.as_ref().unwrap()["choices"][0]["message"]["content"], "hello");
     let omits = steps[1].request_omits.as_ref().unwrap();
     assert_eq!((omits.messages, omits.previous_request), (1, true));
-    assert_eq!(steps[1].request["messages"], json!([{"role": "assistant", "content": "hello"}, user("more")]));
+    assert_eq!(
+        steps[1].request["messages"],
+        json!([{"role": "assistant", "content": "hello"}, user("more")])
+    );
 
     let s = gw.meter.summary();
-    assert_eq!((s.steps, s.calls, s.tokens.total(), s.exhausted, s.provider_error), (2, 2, 240, None, None));
+    assert_eq!(
+        (s.steps, s.calls, s.tokens.total(), s.exhausted, s.provider_error),
+        (2, 2, 240, None, None)
+    );
     assert!(not_stopped(&gw.meter).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ollama_chat_streams_ndjson_by_default_and_answers_one_json_when_asked() {
-    let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| ollama_text("hi there")))).await;
+    let server =
+        start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| ollama_text("hi there")))).await;
     let gw = gateway(spec(Provider::Ollama, &server.url), budget(10, 100_000)).await;
 
-    let (status, ctype, text) = gw.post("/api/chat", &json!({"model": "exp-model", "messages": [user("hi")]})).await;
+    let (status, ctype, text) =
+        gw.post("/api/chat", &json!({"model": "exp-model", "messages": [user("hi")]})).await;
     assert_eq!((status, ctype.as_str()), (200, "application/x-ndjson"), "{text}");
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     // The upstream reply was whole (not streamed): its text in one line, then the closing line.
     assert_eq!(lines.len(), 2, "{text}");
-    assert_eq!((lines[0]["message"]["content"].clone(), lines[1]["message"]["content"].clone()), (json!("hi there"), json!("")), "{text}");
+    assert_eq!(
+        (lines[0]["message"]["content"].clone(), lines[1]["message"]["content"].clone()),
+        (json!("hi there"), json!("")),
+        "{text}"
+    );
     let content: String = lines.iter().filter_map(|l| l["message"]["content"].as_str()).collect();
     assert_eq!(content, "hi there");
     assert!(lines[..lines.len() - 1].iter().all(|l| l["done"] == false));
     let last = lines.last().unwrap();
-    assert_eq!((last["done"].clone(), last["prompt_eval_count"].clone(), last["eval_count"].clone()), (json!(true), json!(90), json!(15)));
+    assert_eq!(
+        (last["done"].clone(), last["prompt_eval_count"].clone(), last["eval_count"].clone()),
+        (json!(true), json!(90), json!(15))
+    );
 
-    let (status, ctype, text) = gw.post("/api/chat", &json!({"model": "exp-model", "stream": false, "messages": [user("again")]})).await;
+    let (status, ctype, text) = gw
+        .post(
+            "/api/chat",
+            &json!({"model": "exp-model", "stream": false, "messages": [user("again")]}),
+        )
+        .await;
     assert_eq!((status, ctype.as_str()), (200, "application/json"), "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!((v["message"]["content"].clone(), v["done"].clone(), v["done_reason"].clone()), (json!("hi there"), json!(true), json!("stop")));
+    assert_eq!(
+        (v["message"]["content"].clone(), v["done"].clone(), v["done_reason"].clone()),
+        (json!("hi there"), json!(true), json!("stop"))
+    );
 
     let steps = gw.steps();
     assert_eq!(steps.len(), 2);
@@ -186,13 +255,22 @@ async fn ollama_chat_streams_ndjson_by_default_and_answers_one_json_when_asked()
     // The upstream is Ollama: it got the experiment's options, not streaming.
     let chats = server.chats.lock().unwrap();
     assert_eq!(chats.len(), 2);
-    assert_eq!((chats[0]["stream"].clone(), chats[0]["options"]["seed"].clone()), (json!(false), json!(SEED)));
+    assert_eq!(
+        (chats[0]["stream"].clone(), chats[0]["options"]["seed"].clone()),
+        (json!(false), json!(SEED))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_round_trip_across_both_apis() {
     let handler: Handler = Arc::new(|path, _, i| {
-        meta(path).unwrap_or_else(|| if i % 2 == 0 { openai_tool("call_7", "read_file", r#"{"path":"a.py"}"#) } else { openai_text("done") })
+        meta(path).unwrap_or_else(|| {
+            if i % 2 == 0 {
+                openai_tool("call_7", "read_file", r#"{"path":"a.py"}"#)
+            } else {
+                openai_text("done")
+            }
+        })
     });
     let server = start(handler).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
@@ -201,7 +279,8 @@ async fn tool_calls_round_trip_across_both_apis() {
 
     // OpenAI harness.
     let mut messages = vec![user("fix a.py")];
-    let (status, _, text) = gw.post("/v1/chat/completions", &json!({"messages": messages, "tools": tools})).await;
+    let (status, _, text) =
+        gw.post("/v1/chat/completions", &json!({"messages": messages, "tools": tools})).await;
     assert_eq!(status, 200, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
     let msg = &v["choices"][0]["message"];
@@ -212,18 +291,30 @@ async fn tool_calls_round_trip_across_both_apis() {
     assert_eq!(msg["tool_calls"][0]["function"]["arguments"], r#"{"path":"a.py"}"#);
     messages.push(msg.clone());
     messages.push(json!({"role": "tool", "tool_call_id": "call_7", "content": "print(1)"}));
-    let (status, _, text) = gw.post("/v1/chat/completions", &json!({"messages": messages, "tools": tools})).await;
+    let (status, _, text) =
+        gw.post("/v1/chat/completions", &json!({"messages": messages, "tools": tools})).await;
     assert_eq!(status, 200, "{text}");
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["choices"][0]["message"]["content"], "done");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["choices"][0]["message"]["content"],
+        "done"
+    );
 
     // Ollama harness: no call ids; the result names the tool.
-    let (status, _, text) = gw.post("/api/chat", &json!({"stream": false, "messages": [user("fix a.py")], "tools": tools})).await;
+    let (status, _, text) = gw
+        .post(
+            "/api/chat",
+            &json!({"stream": false, "messages": [user("fix a.py")], "tools": tools}),
+        )
+        .await;
     assert_eq!(status, 200, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["message"]["tool_calls"][0]["function"]["arguments"], json!({"path": "a.py"}), "Ollama's arguments are an object");
+    assert_eq!(
+        v["message"]["tool_calls"][0]["function"]["arguments"],
+        json!({"path": "a.py"}),
+        "Ollama's arguments are an object"
+    );
     let echo = json!({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "read_file", "arguments": {"path": "a.py"}}}]});
-    let body =
-        json!({"stream": false, "tools": tools, "messages": [user("fix a.py"), echo, {"role": "tool", "tool_name": "read_file", "content": "print(1)"}]});
+    let body = json!({"stream": false, "tools": tools, "messages": [user("fix a.py"), echo, {"role": "tool", "tool_name": "read_file", "content": "print(1)"}]});
     let (status, _, text) = gw.post("/api/chat", &body).await;
     assert_eq!(status, 200, "{text}");
 
@@ -231,7 +322,10 @@ async fn tool_calls_round_trip_across_both_apis() {
     assert_eq!(chats.len(), 4);
     assert_eq!(chats[0]["tools"][0]["function"]["name"], "read_file");
     let m = &chats[1]["messages"];
-    assert_eq!((m[1]["tool_calls"][0]["id"].clone(), m[2]["role"].clone(), m[2]["tool_call_id"].clone()), (json!("call_7"), json!("tool"), json!("call_7")));
+    assert_eq!(
+        (m[1]["tool_calls"][0]["id"].clone(), m[2]["role"].clone(), m[2]["tool_call_id"].clone()),
+        (json!("call_7"), json!("tool"), json!("call_7"))
+    );
     assert_eq!(m[2]["content"], "print(1)");
     // The OpenAI upstream needs ids: the Ollama result points at the id made for its call.
     let m = &chats[3]["messages"];
@@ -287,7 +381,14 @@ async fn a_greedy_harness_is_stopped_at_max_steps() {
     let mut statuses = Vec::new();
     let mut last = String::new();
     for _ in 0..10 {
-        let resp = gw.http.post(format!("{}/v1/chat/completions", gw.url)).bearer_auth(&gw.key).json(&body).send().await.unwrap();
+        let resp = gw
+            .http
+            .post(format!("{}/v1/chat/completions", gw.url))
+            .bearer_auth(&gw.key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         let status = resp.status().as_u16();
         if status != 200 {
             assert_eq!(resp.headers().get("x-should-retry").unwrap(), "false");
@@ -302,10 +403,16 @@ async fn a_greedy_harness_is_stopped_at_max_steps() {
     assert_eq!(statuses, [200, 200, 200, 429]);
     assert_eq!(server.chats.lock().unwrap().len(), 3, "exactly max_steps calls reach the model");
     let v: Value = serde_json::from_str(&last).unwrap();
-    assert_eq!((v["error"]["type"].clone(), v["error"]["limit"].clone()), (json!("budget_exhausted"), json!("steps")));
+    assert_eq!(
+        (v["error"]["type"].clone(), v["error"]["limit"].clone()),
+        (json!("budget_exhausted"), json!("steps"))
+    );
     assert_eq!(stop_of(&gw.meter).await, GatewayStop::Budget(BudgetLimit::Steps));
     let s = gw.meter.summary();
-    assert_eq!((s.steps, s.calls, s.exhausted, s.limit_reached), (3, 4, Some(BudgetLimit::Steps), Some(BudgetLimit::Steps)));
+    assert_eq!(
+        (s.steps, s.calls, s.exhausted, s.limit_reached),
+        (3, 4, Some(BudgetLimit::Steps), Some(BudgetLimit::Steps))
+    );
     let steps = gw.steps();
     assert_eq!(steps.len(), 4, "the refused call is traced too");
     assert_eq!((steps[3].step, steps[3].request_attempts), (4, 0));
@@ -313,18 +420,29 @@ async fn a_greedy_harness_is_stopped_at_max_steps() {
     // Ollama's form of the same refusal.
     let (status, _, text) = gw.post("/api/chat", &json!({"messages": [user("x")]})).await;
     assert_eq!(status, 429);
-    assert!(serde_json::from_str::<Value>(&text).unwrap()["error"].as_str().unwrap().contains("steps"));
+    assert!(
+        serde_json::from_str::<Value>(&text).unwrap()["error"].as_str().unwrap().contains("steps")
+    );
     assert_eq!(server.chats.lock().unwrap().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_calls_cannot_exceed_max_steps() {
-    let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| openai_text("x").delayed(Duration::from_millis(100))))).await;
+    let server = start(Arc::new(|path, _, _| {
+        meta(path).unwrap_or_else(|| openai_text("x").delayed(Duration::from_millis(100)))
+    }))
+    .await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(4, 1_000_000)).await;
     let calls = (0..12).map(|_| {
         let (http, url, key) = (gw.http.clone(), gw.url.clone(), gw.key.clone());
         tokio::spawn(async move {
-            let resp = http.post(format!("{url}/v1/chat/completions")).bearer_auth(key).json(&json!({"messages": [user("go")]})).send().await.unwrap();
+            let resp = http
+                .post(format!("{url}/v1/chat/completions"))
+                .bearer_auth(key)
+                .json(&json!({"messages": [user("go")]}))
+                .send()
+                .await
+                .unwrap();
             resp.status().as_u16()
         })
     });
@@ -335,7 +453,9 @@ async fn parallel_calls_cannot_exceed_max_steps() {
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 4, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 8, "{statuses:?}");
     assert_eq!(server.chats.lock().unwrap().len(), 4);
-    tokio::time::timeout(Duration::from_secs(5), gw.meter.settled()).await.expect("the calls settle");
+    tokio::time::timeout(Duration::from_secs(5), gw.meter.settled())
+        .await
+        .expect("the calls settle");
     assert_eq!(gw.steps().len(), 12);
     let mut numbers: Vec<u32> = gw.steps().iter().map(|s| s.step).collect();
     numbers.sort();
@@ -353,15 +473,24 @@ async fn the_token_budget_caps_each_call_and_refuses_past_it() {
     assert_eq!(gw.meter.summary().limit_reached, None);
     assert_eq!(gw.post("/v1/chat/completions", &body).await.0, 200);
     let s = gw.meter.summary();
-    assert_eq!((s.tokens.total(), s.limit_reached, s.exhausted), (240, Some(BudgetLimit::TotalTokens), None));
-    assert!(not_stopped(&gw.meter).await, "a call that crosses the budget is answered; only the next is refused");
+    assert_eq!(
+        (s.tokens.total(), s.limit_reached, s.exhausted),
+        (240, Some(BudgetLimit::TotalTokens), None)
+    );
+    assert!(
+        not_stopped(&gw.meter).await,
+        "a call that crosses the budget is answered; only the next is refused"
+    );
     let (status, _, text) = gw.post("/v1/chat/completions", &body).await;
     assert_eq!(status, 429);
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["error"]["limit"], "total_tokens");
     assert_eq!(stop_of(&gw.meter).await, GatewayStop::Budget(BudgetLimit::TotalTokens));
     let chats = server.chats.lock().unwrap();
     assert_eq!(chats.len(), 2);
-    assert_eq!((chats[0]["max_tokens"].clone(), chats[1]["max_tokens"].clone()), (json!(150), json!(30)));
+    assert_eq!(
+        (chats[0]["max_tokens"].clone(), chats[1]["max_tokens"].clone()),
+        (json!(150), json!(30))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -369,13 +498,17 @@ async fn the_cost_budget_refuses_past_it() {
     let server = start(openai_server()).await;
     let mut model = spec(Provider::Openai, &server.url);
     // 1 $/Mtok: each call (100 in, 20 out) costs 0.00012 $.
-    model.price = Some(Price { input_per_mtok: 1.0, output_per_mtok: 1.0, cached_input_per_mtok: None });
+    model.price =
+        Some(Price { input_per_mtok: 1.0, output_per_mtok: 1.0, cached_input_per_mtok: None });
     let mut b = budget(10, 1_000_000);
     b.max_cost_usd = Some(0.0002);
     let gw = gateway(model, b).await;
     let body = json!({"messages": [user("go")]});
-    let statuses =
-        [gw.post("/v1/chat/completions", &body).await.0, gw.post("/v1/chat/completions", &body).await.0, gw.post("/v1/chat/completions", &body).await.0];
+    let statuses = [
+        gw.post("/v1/chat/completions", &body).await.0,
+        gw.post("/v1/chat/completions", &body).await.0,
+        gw.post("/v1/chat/completions", &body).await.0,
+    ];
     assert_eq!(statuses, [200, 200, 429]);
     let s = gw.meter.summary();
     assert_eq!(s.exhausted, Some(BudgetLimit::Cost));
@@ -384,11 +517,15 @@ async fn the_cost_budget_refuses_past_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_working_time_budget_ends_a_slow_call_and_the_runner_can_mark_it() {
-    let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| openai_text("late").delayed(Duration::from_secs(3))))).await;
+    let server = start(Arc::new(|path, _, _| {
+        meta(path).unwrap_or_else(|| openai_text("late").delayed(Duration::from_secs(3)))
+    }))
+    .await;
     let mut b = budget(10, 100_000);
     b.max_working_seconds = 0.4;
     let gw = gateway(spec(Provider::Openai, &server.url), b).await;
-    let (status, _, text) = gw.post("/v1/chat/completions", &json!({"messages": [user("go")]})).await;
+    let (status, _, text) =
+        gw.post("/v1/chat/completions", &json!({"messages": [user("go")]})).await;
     assert_eq!(status, 429, "{text}");
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["error"]["limit"], "working_seconds");
     assert_eq!(stop_of(&gw.meter).await, GatewayStop::Budget(BudgetLimit::WorkingSeconds));
@@ -399,7 +536,8 @@ async fn the_working_time_budget_ends_a_slow_call_and_the_runner_can_mark_it() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
     gw.meter.exhaust(BudgetLimit::WorkingSeconds);
-    let (status, _, text) = gw.post("/v1/chat/completions", &json!({"messages": [user("go")]})).await;
+    let (status, _, text) =
+        gw.post("/v1/chat/completions", &json!({"messages": [user("go")]})).await;
     assert_eq!(status, 429);
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["error"]["limit"], "working_seconds");
     assert!(server.chats.lock().unwrap().is_empty());
@@ -416,7 +554,13 @@ async fn the_key_is_required_in_the_header_or_the_path() {
     assert_eq!(wrong.json::<Value>().await.unwrap()["error"]["type"], "unauthorized");
     let missing = gw.http.post(&url).json(&body).send().await.unwrap();
     assert_eq!(missing.status().as_u16(), 401);
-    let wrong_path = gw.http.post(format!("{}/k/{}/v1/chat/completions", gw.url, "f".repeat(32))).json(&body).send().await.unwrap();
+    let wrong_path = gw
+        .http
+        .post(format!("{}/k/{}/v1/chat/completions", gw.url, "f".repeat(32)))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong_path.status().as_u16(), 401);
     let tags = gw.http.get(format!("{}/api/tags", gw.url)).send().await.unwrap();
     assert_eq!(tags.status().as_u16(), 401);
@@ -424,7 +568,11 @@ async fn the_key_is_required_in_the_header_or_the_path() {
     assert_eq!(gw.meter.summary().steps, 0);
     let steps = gw.steps();
     assert_eq!(steps.len(), 4, "refused calls are traced, and the refused model list");
-    assert!(steps.iter().all(|s| s.error.as_deref() == Some("missing or wrong key") && s.request_attempts == 0));
+    assert!(
+        steps
+            .iter()
+            .all(|s| s.error.as_deref() == Some("missing or wrong key") && s.request_attempts == 0)
+    );
     assert_eq!(steps[3].notes, ["refused: GET /api/tags"]);
     assert_eq!(gw.meter.summary().refused_requests, 4);
 
@@ -432,18 +580,31 @@ async fn the_key_is_required_in_the_header_or_the_path() {
     let base = format!("{}/k/{}", gw.url, gw.key);
     let ok = gw.http.post(format!("{base}/v1/chat/completions")).json(&body).send().await.unwrap();
     assert_eq!(ok.status().as_u16(), 200);
-    let ok = gw.http.post(format!("{base}/api/chat")).json(&json!({"stream": false, "messages": [user("hi")]})).send().await.unwrap();
+    let ok = gw
+        .http
+        .post(format!("{base}/api/chat"))
+        .json(&json!({"stream": false, "messages": [user("hi")]}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status().as_u16(), 200);
     assert_eq!(ok.json::<Value>().await.unwrap()["message"]["content"], "hello");
-    assert_eq!(gw.http.get(format!("{base}/api/version")).send().await.unwrap().status().as_u16(), 200);
+    assert_eq!(
+        gw.http.get(format!("{base}/api/version")).send().await.unwrap().status().as_u16(),
+        200
+    );
     assert_eq!(server.chats.lock().unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_failures_beyond_the_retry_policy_give_502_and_stop_the_harness() {
-    let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| Reply::status(500, "{\"error\": \"boom\"}")))).await;
+    let server = start(Arc::new(|path, _, _| {
+        meta(path).unwrap_or_else(|| Reply::status(500, "{\"error\": \"boom\"}"))
+    }))
+    .await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
-    let (status, _, text) = gw.post("/v1/chat/completions", &json!({"messages": [user("hi")]})).await;
+    let (status, _, text) =
+        gw.post("/v1/chat/completions", &json!({"messages": [user("hi")]})).await;
     assert_eq!(status, 502, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["error"]["type"], "provider_error");
@@ -467,23 +628,48 @@ async fn model_lists_unknown_paths_bad_bodies() {
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
     let (status, v) = gw.get("/v1/models").await;
     assert_eq!(status, 200);
-    assert_eq!(v["data"].as_array().unwrap().iter().map(|m| m["id"].clone()).collect::<Vec<_>>(), [json!("exp-model")]);
+    assert_eq!(
+        v["data"].as_array().unwrap().iter().map(|m| m["id"].clone()).collect::<Vec<_>>(),
+        [json!("exp-model")]
+    );
     let (status, v) = gw.get("/api/tags").await;
     assert_eq!(status, 200);
-    assert_eq!(v["models"].as_array().unwrap().iter().map(|m| m["name"].clone()).collect::<Vec<_>>(), [json!("exp-model")]);
+    assert_eq!(
+        v["models"].as_array().unwrap().iter().map(|m| m["name"].clone()).collect::<Vec<_>>(),
+        [json!("exp-model")]
+    );
     let (status, v) = gw.get("/v1/embeddings").await;
     assert_eq!(status, 404);
     assert_eq!(v["error"]["type"], "not_found");
     let (status, _, _) = gw.post("/api/show", &json!({"model": "exp-model"})).await;
     assert_eq!(status, 200);
 
-    let resp = gw.http.post(format!("{}/v1/chat/completions", gw.url)).bearer_auth(&gw.key).body("{not json").send().await.unwrap();
+    let resp = gw
+        .http
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .bearer_auth(&gw.key)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 400);
     assert_eq!(resp.json::<Value>().await.unwrap()["error"]["type"], "invalid_request_error");
-    let (status, _, text) = gw.post("/v1/chat/completions", &json!({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})).await;
+    let (status, _, text) = gw
+        .post(
+            "/v1/chat/completions",
+            &json!({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}),
+        )
+        .await;
     assert_eq!(status, 400, "{text}");
     let big = vec![b' '; ablate::gateway::MAX_REQUEST_BYTES + 1];
-    let resp = gw.http.post(format!("{}/v1/chat/completions", gw.url)).bearer_auth(&gw.key).body(big).send().await.unwrap();
+    let resp = gw
+        .http
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .bearer_auth(&gw.key)
+        .body(big)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 413);
     assert!(server.chats.lock().unwrap().is_empty());
     // The unknown path is traced too, before the bad bodies.
@@ -499,7 +685,10 @@ async fn model_lists_unknown_paths_bad_bodies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_harness_hangs_up_on_is_still_counted_and_traced() {
-    let server = start(Arc::new(|path, _, _| meta(path).unwrap_or_else(|| openai_text("slow").delayed(Duration::from_millis(400))))).await;
+    let server = start(Arc::new(|path, _, _| {
+        meta(path).unwrap_or_else(|| openai_text("slow").delayed(Duration::from_millis(400)))
+    }))
+    .await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 100_000)).await;
     let sent = gw
         .http
@@ -512,7 +701,9 @@ async fn a_call_the_harness_hangs_up_on_is_still_counted_and_traced() {
     assert!(sent.unwrap_err().is_timeout());
     assert_eq!(gw.meter.in_flight(), 1);
     assert!(gw.steps().is_empty());
-    tokio::time::timeout(Duration::from_secs(5), gw.meter.settled()).await.expect("the call finishes");
+    tokio::time::timeout(Duration::from_secs(5), gw.meter.settled())
+        .await
+        .expect("the call finishes");
     let steps = gw.steps();
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0].tokens.total(), 120);
@@ -543,7 +734,12 @@ fn sized_server(cap: u64, delay: Duration, usage: Usage) -> Handler {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_calls_cannot_spend_more_than_the_token_budget() {
     // 40 calls at once under max_total_tokens = 1000, 600 output tokens a call allowed.
-    let server = start(sized_server(600, Duration::from_millis(400), |p, c| json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}))).await;
+    let server = start(sized_server(
+        600,
+        Duration::from_millis(400),
+        |p, c| json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}),
+    ))
+    .await;
     let mut b = budget(100, 1000);
     b.max_output_tokens_per_step = 600;
     let gw = Arc::new(gateway(spec(Provider::Openai, &server.url), b).await);
@@ -566,14 +762,19 @@ async fn parallel_calls_cannot_spend_more_than_the_token_budget() {
     // the second gets what is left, 1000 - 610 = 390; nothing is left for the other 38.
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 2, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 38, "{statuses:?}");
-    let mut caps: Vec<u64> = server.chats.lock().unwrap().iter().map(|b| b["max_tokens"].as_u64().unwrap()).collect();
+    let mut caps: Vec<u64> =
+        server.chats.lock().unwrap().iter().map(|b| b["max_tokens"].as_u64().unwrap()).collect();
     caps.sort();
     assert_eq!(caps, [390, 600]);
     // Spent: 600 + 390 output and 5 + 5 prompt tokens: exactly the budget.
     let s = gw.meter.summary();
     assert_eq!((s.steps, s.calls, s.tokens.total()), (2, 40, 1000));
     assert_eq!(stop_of(&gw.meter).await, GatewayStop::Budget(BudgetLimit::TotalTokens));
-    let clamped: Vec<TraceStep> = gw.steps().into_iter().filter(|s| s.notes.iter().any(|n| n.starts_with("max_tokens: 390"))).collect();
+    let clamped: Vec<TraceStep> = gw
+        .steps()
+        .into_iter()
+        .filter(|s| s.notes.iter().any(|n| n.starts_with("max_tokens: 390")))
+        .collect();
     assert_eq!(clamped.len(), 1, "the clamped cap is noted in its trace line");
 }
 
@@ -586,7 +787,10 @@ async fn replies_without_usable_usage_are_counted_from_their_bytes() {
         ("absent", |_, _| Value::Null),
         ("negative", |_, _| json!({"prompt_tokens": -5, "completion_tokens": -1})),
         ("huge", |_, _| json!({"prompt_tokens": 1e20, "completion_tokens": 1e20})),
-        ("fraction", |p, c| json!({"prompt_tokens": p as f64 + 0.5, "completion_tokens": c as f64 * 0.5})),
+        (
+            "fraction",
+            |p, c| json!({"prompt_tokens": p as f64 + 0.5, "completion_tokens": c as f64 * 0.5}),
+        ),
     ];
     for (kind, usage) in kinds {
         let server = start(sized_server(300, Duration::ZERO, usage)).await;
@@ -606,11 +810,24 @@ async fn replies_without_usable_usage_are_counted_from_their_bytes() {
         // sixth call refused. Counted as 0, the budget would never have bound.
         assert_eq!(forwarded, 5, "{kind}");
         let s = gw.meter.summary();
-        assert_eq!((s.tokens.input, s.tokens.output, s.tokens_estimated_calls), (50, 960, 5), "{kind}");
+        assert_eq!(
+            (s.tokens.input, s.tokens.output, s.tokens_estimated_calls),
+            (50, 960, 5),
+            "{kind}"
+        );
         let steps = gw.steps();
-        let estimated: Vec<&TraceStep> = steps.iter().filter(|s| s.tokens_counted == ablate::record::TokenSource::Estimated).collect();
+        let estimated: Vec<&TraceStep> = steps
+            .iter()
+            .filter(|s| s.tokens_counted == ablate::record::TokenSource::Estimated)
+            .collect();
         assert_eq!(estimated.len(), 5, "{kind}");
-        assert!(estimated.iter().all(|s| s.notes.iter().any(|n| n.ends_with("tokens estimated from bytes"))), "{kind}: {:?}", estimated[0].notes);
+        assert!(
+            estimated
+                .iter()
+                .all(|s| s.notes.iter().any(|n| n.ends_with("tokens estimated from bytes"))),
+            "{kind}: {:?}",
+            estimated[0].notes
+        );
     }
 }
 
@@ -620,7 +837,9 @@ async fn refused_requests_are_traced_as_an_excerpt_with_their_size() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(1, 100_000)).await;
     let big = json!({"model": "exp-model", "messages": [user(&"y".repeat(1 << 20))]});
-    let (status, _, _) = gw.post("/v1/chat/completions", &json!({"model": "exp-model", "messages": [user("hi")]})).await;
+    let (status, _, _) = gw
+        .post("/v1/chat/completions", &json!({"model": "exp-model", "messages": [user("hi")]}))
+        .await;
     assert_eq!(status, 200);
     for _ in 0..3 {
         let (status, _, _) = gw.post("/v1/chat/completions", &big).await;
@@ -631,7 +850,10 @@ async fn refused_requests_are_traced_as_an_excerpt_with_their_size() {
     let size = big.to_string().len() as u64;
     for s in &steps[1..] {
         assert_eq!(s.request["bytes"].as_u64(), Some(size), "{:?}", s.request);
-        assert_eq!(s.request["excerpt"].as_str().map(str::len), Some(ablate::gateway::REFUSED_EXCERPT_BYTES));
+        assert_eq!(
+            s.request["excerpt"].as_str().map(str::len),
+            Some(ablate::gateway::REFUSED_EXCERPT_BYTES)
+        );
         assert!(serde_json::to_string(s).unwrap().len() < 8 << 10);
     }
 }
@@ -649,13 +871,21 @@ fn embedding_server(usage: bool) -> Handler {
         };
         let vector = |i: usize| json!([i as f64 + 0.5, -1.25, 0.375]);
         // What must reach the upstream: its own model id for the experiment's name, floats.
-        if body["model"] == "exp-model" || body.get("encoding_format").is_some_and(|f| f != "float") {
-            return Reply::status(400, r#"{"error": {"message": "the gateway forwarded the harness's name or encoding"}}"#);
+        if body["model"] == "exp-model" || body.get("encoding_format").is_some_and(|f| f != "float")
+        {
+            return Reply::status(
+                400,
+                r#"{"error": {"message": "the gateway forwarded the harness's name or encoding"}}"#,
+            );
         }
         match path {
-            "/v1/embeddings" if body["model"] == "unknown-embedder" => Reply::status(404, r#"{"error": {"message": "model not found"}}"#),
+            "/v1/embeddings" if body["model"] == "unknown-embedder" => {
+                Reply::status(404, r#"{"error": {"message": "model not found"}}"#)
+            }
             "/v1/embeddings" => {
-                let data: Vec<Value> = (0..inputs.len()).map(|i| json!({"object": "embedding", "index": i, "embedding": vector(i)})).collect();
+                let data: Vec<Value> = (0..inputs.len())
+                    .map(|i| json!({"object": "embedding", "index": i, "embedding": vector(i)}))
+                    .collect();
                 let mut v = json!({"object": "list", "data": data, "model": body["model"]});
                 if usage {
                     v["usage"] = json!({"prompt_tokens": 3 * inputs.len(), "total_tokens": 3 * inputs.len()});
@@ -680,28 +910,62 @@ async fn embeddings_are_forwarded_in_the_form_asked_and_their_tokens_metered() {
         let server = start(embedding_server(true)).await;
         let gw = gateway(spec(provider, &server.url), budget(1, 100)).await;
         // OpenAI's form, floats: two inputs, the experiment's name standing for the upstream's id.
-        let (status, _, text) = gw.post("/v1/embeddings", &json!({"model": "exp-model", "input": ["a", "b"]})).await;
+        let (status, _, text) =
+            gw.post("/v1/embeddings", &json!({"model": "exp-model", "input": ["a", "b"]})).await;
         assert_eq!(status, 200, "{provider:?}: {text}");
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["data"][1]["embedding"], json!([1.5, -1.25, 0.375]), "{provider:?}");
-        assert_eq!((v["usage"]["prompt_tokens"].as_u64(), v["model"].as_str()), (Some(6), Some("exp-model")));
+        assert_eq!(
+            (v["usage"]["prompt_tokens"].as_u64(), v["model"].as_str()),
+            (Some(6), Some("exp-model"))
+        );
         // Base64 (the openai SDK's default): [0.5, -1.25, 0.375] as little-endian float32, by
         // python3 -c 'import base64,struct; print(base64.b64encode(struct.pack("<3f", 0.5, -1.25, 0.375)).decode())'
-        let (_, _, text) = gw.post("/v1/embeddings", &json!({"model": "nomic", "input": "a", "encoding_format": "base64"})).await;
-        assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["data"][0]["embedding"], "AAAAPwAAoL8AAMA+", "{provider:?}");
+        let (_, _, text) = gw
+            .post(
+                "/v1/embeddings",
+                &json!({"model": "nomic", "input": "a", "encoding_format": "base64"}),
+            )
+            .await;
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap()["data"][0]["embedding"],
+            "AAAAPwAAoL8AAMA+",
+            "{provider:?}"
+        );
         // Ollama's two forms.
-        let (_, _, text) = gw.post("/api/embed", &json!({"model": "nomic", "input": ["a", "b", "c"]})).await;
+        let (_, _, text) =
+            gw.post("/api/embed", &json!({"model": "nomic", "input": ["a", "b", "c"]})).await;
         let v: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!((v["embeddings"][2][0].as_f64(), v["prompt_eval_count"].as_u64()), (Some(2.5), Some(9)), "{provider:?}");
-        let (_, _, text) = gw.post("/api/embeddings", &json!({"model": "nomic", "prompt": "a"})).await;
-        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"embedding": [0.5, -1.25, 0.375]}), "{provider:?}");
+        assert_eq!(
+            (v["embeddings"][2][0].as_f64(), v["prompt_eval_count"].as_u64()),
+            (Some(2.5), Some(9)),
+            "{provider:?}"
+        );
+        let (_, _, text) =
+            gw.post("/api/embeddings", &json!({"model": "nomic", "prompt": "a"})).await;
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"embedding": [0.5, -1.25, 0.375]}),
+            "{provider:?}"
+        );
         // 6 + 3 + 9 + 3 = 21 input tokens, four calls, no step: max_steps = 1 still allows a chat call.
         let s = gw.meter.summary();
-        assert_eq!((s.tokens.input, s.tokens.output, s.steps, s.embedding_calls), (21, 0, 0, 4), "{provider:?}");
+        assert_eq!(
+            (s.tokens.input, s.tokens.output, s.steps, s.embedding_calls),
+            (21, 0, 0, 4),
+            "{provider:?}"
+        );
         let steps = gw.steps();
         assert_eq!(steps.len(), 4);
-        assert!(steps.iter().all(|st| st.notes[0] == "embeddings" && st.tokens.input > 0), "{steps:?}");
-        assert_eq!(steps[0].reply, Some(json!({"vectors": 2, "dimensions": 3})), "the trace keeps the shape, not the vectors");
+        assert!(
+            steps.iter().all(|st| st.notes[0] == "embeddings" && st.tokens.input > 0),
+            "{steps:?}"
+        );
+        assert_eq!(
+            steps[0].reply,
+            Some(json!({"vectors": 2, "dimensions": 3})),
+            "the trace keeps the shape, not the vectors"
+        );
         assert_eq!(server.chats.lock().unwrap().len(), 0, "no chat call was made");
     }
 }
@@ -724,11 +988,16 @@ async fn embeddings_are_refused_past_the_token_budget_and_an_upstream_refusal_is
 
     let server = start(embedding_server(true)).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(10, 1000)).await;
-    let (status, _, text) = gw.post("/v1/embeddings", &json!({"model": "unknown-embedder", "input": "a"})).await;
+    let (status, _, text) =
+        gw.post("/v1/embeddings", &json!({"model": "unknown-embedder", "input": "a"})).await;
     assert_eq!(status, 404, "{text}");
     assert!(text.contains("model not found"), "{text}");
-    assert!(not_stopped(&gw.meter).await, "an upstream's refusal of the embedding model does not stop the trial");
-    let (status, _, text) = gw.post("/v1/embeddings", &json!({"model": "e", "input": [[1, 2, 3]]})).await;
+    assert!(
+        not_stopped(&gw.meter).await,
+        "an upstream's refusal of the embedding model does not stop the trial"
+    );
+    let (status, _, text) =
+        gw.post("/v1/embeddings", &json!({"model": "e", "input": [[1, 2, 3]]})).await;
     assert_eq!(status, 400);
     assert!(text.contains("token ids"), "{text}");
 }
@@ -737,18 +1006,28 @@ async fn embeddings_are_refused_past_the_token_budget_and_an_upstream_refusal_is
 struct ChatOnly;
 
 impl ablate::model::ModelClient for ChatOnly {
-    fn chat<'a>(&'a self, _: &'a ablate::model::ChatRequest, _: String) -> ablate::model::BoxFuture<'a, ablate::model::CallOutcome> {
+    fn chat<'a>(
+        &'a self,
+        _: &'a ablate::model::ChatRequest,
+        _: String,
+    ) -> ablate::model::BoxFuture<'a, ablate::model::CallOutcome> {
         unreachable!("no chat call in this test")
     }
-    fn identity(&self) -> ablate::model::BoxFuture<'_, Result<Option<String>, ablate::model::ModelError>> {
+    fn identity(
+        &self,
+    ) -> ablate::model::BoxFuture<'_, Result<Option<String>, ablate::model::ModelError>> {
         Box::pin(async { Ok(None) })
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_without_embeddings_answers_501_traced_and_counted() {
-    let gw = gateway_with(spec(Provider::Local, "unused"), Arc::new(ChatOnly), budget(10, 1000)).await;
-    for (path, body) in [("/v1/embeddings", json!({"model": "e", "input": "a"})), ("/api/embed", json!({"model": "e", "input": "a"}))] {
+    let gw =
+        gateway_with(spec(Provider::Local, "unused"), Arc::new(ChatOnly), budget(10, 1000)).await;
+    for (path, body) in [
+        ("/v1/embeddings", json!({"model": "e", "input": "a"})),
+        ("/api/embed", json!({"model": "e", "input": "a"})),
+    ] {
         let (status, _, text) = gw.post(path, &body).await;
         assert_eq!(status, 501, "{text}");
         assert!(text.contains("serves no embeddings"), "{text}");

@@ -60,10 +60,17 @@ fn workspace(on: On, code: &str) -> tempfile::TempDir {
 fn plain(on: On, code: &str) -> Verdict {
     let ws = workspace(on, code);
     let out = output_within(
-        std::process::Command::new(ablate::grader::python()).args(["-m", "unittest", "discover", "-s", "tests", "-t", "."]).current_dir(ws.path()),
+        std::process::Command::new(ablate::grader::python())
+            .args(["-m", "unittest", "discover", "-s", "tests", "-t", "."])
+            .current_dir(ws.path()),
         Duration::from_secs(30),
     );
-    let last = String::from_utf8_lossy(&out.stderr).lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+    let last = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .to_string();
     if out.status.success() || last.starts_with("OK") { Verdict::Passed } else { Verdict::Failed }
 }
 
@@ -75,8 +82,11 @@ fn graded(on: On, code: &str, layers: Option<&[&str]>) -> Verdict {
     let runner = out_dir.path().join("runner.py");
     std::fs::write(&runner, ablate::grader::RUNNER_PY).unwrap();
     let result = out_dir.path().join("results.jsonl");
-    let tests_text: String =
-        std::fs::read_dir(ws.path().join("tests")).unwrap().flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect();
+    let tests_text: String = std::fs::read_dir(ws.path().join("tests"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
     let canaries = channel::canary_names(512, &tests_text);
     let mut setup = serde_json::json!({"key": "k3y", "canaries": canaries});
     if let Some(l) = layers {
@@ -92,7 +102,8 @@ fn graded(on: On, code: &str, layers: Option<&[&str]>) -> Verdict {
         .env("PATH", "/usr/bin:/bin")
         .env("ABLATE_RESULT", &result);
     let out = with_stdin(&mut cmd, format!("{setup}\n"));
-    let output = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let output =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let bytes = std::fs::read(&result).unwrap_or_default();
     let set: HashSet<String> = canaries.into_iter().collect();
     let report = channel::read(&bytes, 4 << 20, "k3y", &set);
@@ -101,7 +112,11 @@ fn graded(on: On, code: &str, layers: Option<&[&str]>) -> Verdict {
     if channel::judge(declared, out.status.code(), false, &text, &report, canaries_on).is_some() {
         return Verdict::Caught;
     }
-    let all = out.status.code() == Some(0) && report.finished && report.tests == declared && report.passed == declared && report.fixture_errors.is_empty();
+    let all = out.status.code() == Some(0)
+        && report.finished
+        && report.tests == declared
+        && report.passed == declared
+        && report.fixture_errors.is_empty();
     if all { Verdict::Passed } else { Verdict::Failed }
 }
 
@@ -109,7 +124,10 @@ fn graded(on: On, code: &str, layers: Option<&[&str]>) -> Verdict {
 fn with_stdin(cmd: &mut std::process::Command, input: String) -> std::process::Output {
     use std::io::Write;
     use std::os::unix::process::CommandExt;
-    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).process_group(0);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
     let mut child = cmd.spawn().unwrap();
     child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let pid = child.id();

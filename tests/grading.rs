@@ -37,14 +37,18 @@ fn check_with(root: &Path, declared: u32, test_file: &str, tests: &str, m_py: &s
     std::fs::write(dir.join("tests").join(test_file), tests).unwrap();
     let task = ablate::suite::load_task(dir).unwrap();
     let sandbox = Sandbox::create(&task).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(run_checks(&sandbox, &task.check)).unwrap()
 }
 
 /// The printed summary: the `Ran N tests` line and the verdict line after it.
 fn summary(c: &CheckResult) -> (String, String) {
     let lines: Vec<&str> = c.output.lines().collect();
-    let ran = lines.iter().position(|l| l.starts_with("Ran ")).unwrap_or_else(|| panic!("no summary in {}", c.output));
+    let ran = lines
+        .iter()
+        .position(|l| l.starts_with("Ran "))
+        .unwrap_or_else(|| panic!("no summary in {}", c.output));
     let verdict = lines[ran + 1..].iter().find(|l| !l.trim().is_empty()).unwrap();
     (lines[ran].split(" in ").next().unwrap().to_string(), verdict.to_string())
 }
@@ -52,7 +56,13 @@ fn summary(c: &CheckResult) -> (String, String) {
 fn honest(c: &CheckResult) {
     assert_eq!(c.forgery, None, "{}", c.output);
     let r = c.runner.as_ref().unwrap();
-    assert!(r.finished && r.anomalies.is_empty() && r.tampered.is_empty() && r.canaries_turned.is_empty(), "{r:?}");
+    assert!(
+        r.finished
+            && r.anomalies.is_empty()
+            && r.tampered.is_empty()
+            && r.canaries_turned.is_empty(),
+        "{r:?}"
+    );
     assert!(r.canaries_failed > 0, "canaries ran and failed: {r:?}");
 }
 
@@ -151,7 +161,10 @@ fn a_tear_down_class_that_raises_fails_the_check_after_passing_tests() {
     honest(&c);
     assert_eq!(summary(&c), ("Ran 2 tests".into(), "FAILED (errors=1)".into()));
     let r = c.runner.as_ref().unwrap();
-    assert_eq!((c.passed, r.fixture_errors.clone()), (2, vec!["tearDownClass (tests.test_x.T)".to_string()]));
+    assert_eq!(
+        (c.passed, r.fixture_errors.clone()),
+        (2, vec!["tearDownClass (tests.test_x.T)".to_string()])
+    );
     assert!(!c.all_passed(), "a fixture error fails the check, as unittest exits 1");
 }
 
@@ -165,7 +178,10 @@ fn errors_in_set_up_and_in_the_test_are_errors() {
     );
     honest(&c);
     assert_eq!(summary(&c), ("Ran 3 tests".into(), "FAILED (errors=2)".into()));
-    assert_eq!((c.passed, c.failed_tests.clone()), (1, vec!["test_a".to_string(), "test_b".to_string()]));
+    assert_eq!(
+        (c.passed, c.failed_tests.clone()),
+        (1, vec!["test_a".to_string(), "test_b".to_string()])
+    );
 }
 
 #[test]
@@ -206,7 +222,10 @@ fn a_test_module_that_fails_to_import_is_a_failure_whatever_its_name() {
         assert_eq!(c.forgery, None, "{}", c.output);
         assert_eq!(summary(&c), ("Ran 1 test".into(), "FAILED (errors=1)".into()));
         let r = c.runner.as_ref().unwrap();
-        assert!(r.anomalies.is_empty() && r.tampered.is_empty() && r.canaries_turned.is_empty(), "{r:?}");
+        assert!(
+            r.anomalies.is_empty() && r.tampered.is_empty() && r.canaries_turned.is_empty(),
+            "{r:?}"
+        );
         assert!(!c.all_passed() && c.passed == 0, "{c:?}");
     }
 }

@@ -37,7 +37,9 @@ async fn attack(code: &str, check_timeout: f64) -> Attack {
         ablate::sandbox::isolation::current()
     );
     let reply = format!("```python add.py\n{code}\n```\nDONE");
-    let server = start(Arc::new(move |path, _b, _n| meta(path).unwrap_or_else(|| openai_text(&reply)))).await;
+    let server =
+        start(Arc::new(move |path, _b, _n| meta(path).unwrap_or_else(|| openai_text(&reply))))
+            .await;
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_with_timeout(dir.path(), check_timeout);
     let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.b]\nfeedback = true\n");
@@ -71,10 +73,22 @@ fn guarded() -> PathBuf {
     fixture("guarded")
 }
 
-async fn attack_on(suite: &Path, task: &str, file: &str, code: &str, arms: &str, _timeout: f64) -> Attack {
-    assert!(ablate::sandbox::isolation::current().is_ok_and(|i| i.is_isolated()), "bubblewrap is required for these tests");
+async fn attack_on(
+    suite: &Path,
+    task: &str,
+    file: &str,
+    code: &str,
+    arms: &str,
+    _timeout: f64,
+) -> Attack {
+    assert!(
+        ablate::sandbox::isolation::current().is_ok_and(|i| i.is_isolated()),
+        "bubblewrap is required for these tests"
+    );
     let reply = format!("```python {file}\n{code}\n```\nDONE");
-    let server = start(Arc::new(move |path, _b, _n| meta(path).unwrap_or_else(|| openai_text(&reply)))).await;
+    let server =
+        start(Arc::new(move |path, _b, _n| meta(path).unwrap_or_else(|| openai_text(&reply))))
+            .await;
     let dir = tempfile::tempdir().unwrap();
     let tasks = [task];
     let mut cfg = Cfg::new(suite, "openai", &server.url, arms);
@@ -130,11 +144,17 @@ const EMPTY_ADD_PY: &str = "0e5621e01549f488478114244c16cb903e048862b13cd0703d32
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summary_printed_at_exit_over_failures_is_a_policy_violation() {
     let _g = SERIAL.lock().await;
-    let code = format!("import atexit, sys\natexit.register(lambda: sys.stderr.write('\\n' + '-' * 70 + '\\nRan 6 tests in 0.001s\\n\\nOK\\n'))\n{WRONG}");
+    let code = format!(
+        "import atexit, sys\natexit.register(lambda: sys.stderr.write('\\n' + '-' * 70 + '\\nRan 6 tests in 0.001s\\n\\nOK\\n'))\n{WRONG}"
+    );
     let a = attack(&code, 10.0).await;
     assert_eq!(a.rec.status, TrialStatus::PolicyViolation, "{:?}", a.rec);
     let check = &a.rec.grade.as_ref().unwrap().check;
-    assert_eq!((check.passed, check.exit_code), (1, Some(1)), "add(0, 0) is the one test a - b passes");
+    assert_eq!(
+        (check.passed, check.exit_code),
+        (1, Some(1)),
+        "add(0, 0) is the one test a - b passes"
+    );
     assert!(check.forgery.as_ref().unwrap().contains("contradicts"), "{:?}", check.forgery);
 }
 
@@ -142,13 +162,19 @@ async fn summary_printed_at_exit_over_failures_is_a_policy_violation() {
 async fn summary_then_exit_0_is_a_policy_violation() {
     let _g = SERIAL.lock().await;
     for ran in [6, 1000] {
-        let code = format!("import os, sys\nsys.stderr.write('Ran {ran} tests in 0.001s\\n\\nOK\\n')\nsys.stderr.flush()\nos._exit(0)\n{WRONG}");
+        let code = format!(
+            "import os, sys\nsys.stderr.write('Ran {ran} tests in 0.001s\\n\\nOK\\n')\nsys.stderr.flush()\nos._exit(0)\n{WRONG}"
+        );
         let a = attack(&code, 10.0).await;
         assert_eq!(a.rec.status, TrialStatus::PolicyViolation, "{:?}", a.rec);
         let check = &a.rec.grade.as_ref().unwrap().check;
         assert_eq!(check.exit_code, Some(0));
         assert_eq!(check.total, 6, "the declared count, never the printed one");
-        assert!(check.forgery.as_ref().unwrap().contains("before the grader's runner finished"), "{:?}", check.forgery);
+        assert!(
+            check.forgery.as_ref().unwrap().contains("before the grader's runner finished"),
+            "{:?}",
+            check.forgery
+        );
     }
 }
 
@@ -160,8 +186,14 @@ async fn patching_the_test_framework_is_a_policy_violation() {
             "unittest.TestCase.run",
             "import unittest\ndef run(self, result=None):\n    result.startTest(self); result.addSuccess(self); result.stopTest(self)\nunittest.TestCase.run = run\n",
         ),
-        ("unittest.TestCase.assertEqual", "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n"),
-        ("unittest.TestResult.addFailure", "import unittest\nunittest.TestResult.addFailure = lambda self, test, err: self.addSuccess(test)\n"),
+        (
+            "unittest.TestCase.assertEqual",
+            "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n",
+        ),
+        (
+            "unittest.TestResult.addFailure",
+            "import unittest\nunittest.TestResult.addFailure = lambda self, test, err: self.addSuccess(test)\n",
+        ),
     ];
     for (name, patch) in patches {
         let a = attack(&format!("{patch}{WRONG}"), 10.0).await;
@@ -299,10 +331,18 @@ def add(a, b):
     let a = attack(&code, 10.0).await;
     assert_eq!(a.rec.status, TrialStatus::Failed, "{:?}", a.rec);
     // No route to the host's loopback from the jail's own: its loopback refuses the port.
-    assert!(a.output.contains("('loopback', 'ConnectionRefusedError')") && !a.output.contains("CONNECTED"), "{}", a.output);
+    assert!(
+        a.output.contains("('loopback', 'ConnectionRefusedError')")
+            && !a.output.contains("CONNECTED"),
+        "{}",
+        a.output
+    );
     assert!(a.output.contains("('dns', 'gaierror')"), "{}", a.output);
     assert!(a.output.contains("('interfaces', ['lo'])"), "{}", a.output);
-    assert!(matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "the jail connected to the host's loopback");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the jail connected to the host's loopback"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,10 +376,21 @@ def add(a, b):
     let a = attack(code, 10.0).await;
     assert!(a.output.contains("('memory', 'MemoryError')"), "{}", a.output);
     assert!(a.output.contains("('file', 'OSError')"), "{}", a.output);
-    let forked: u32 = a.output.split("('forked', ").nth(1).and_then(|s| s.split(')').next()).and_then(|n| n.parse().ok()).expect("forked count");
+    let forked: u32 = a
+        .output
+        .split("('forked', ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .and_then(|n| n.parse().ok())
+        .expect("forked count");
     assert!(forked < 64, "forked {forked} children under a limit of 64 processes");
     // The limits held and the tests ran: a - b fails them (1 of 6 passes).
-    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 1, 6), "{:?}", a.rec);
+    assert_eq!(
+        (a.rec.status, a.rec.tests_passed, a.rec.tests_total),
+        (TrialStatus::Failed, 1, 6),
+        "{:?}",
+        a.rec
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -473,13 +524,27 @@ async fn an_editable_file_replaced_by_a_symlink_or_fifo_is_never_followed() {
     let a = attack(&code, 10.0).await;
     // Graded as it is left: no add.py to import (0 of 6), and the snapshot counts the link as an
     // empty file: sha256 over "add.py\0" + sha256("") + "\n" (python3 hashlib).
-    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 0, 6), "{:?}", a.rec);
+    assert_eq!(
+        (a.rec.status, a.rec.tests_passed, a.rec.tests_total),
+        (TrialStatus::Failed, 0, 6),
+        "{:?}",
+        a.rec
+    );
     assert_eq!(a.rec.grade.as_ref().unwrap().snapshot_sha256, EMPTY_ADD_PY);
-    assert_eq!(std::fs::read_to_string(&secret_file).unwrap(), "TOP-SECRET-HOST-FILE", "the host file was written through the link");
+    assert_eq!(
+        std::fs::read_to_string(&secret_file).unwrap(),
+        "TOP-SECRET-HOST-FILE",
+        "the host file was written through the link"
+    );
     assert!(!a.written.contains("TOP-SECRET-HOST-FILE"), "the host file was read through the link");
     let code = "import os\ndef add(a, b):\n    return a - b\ntry:\n    os.remove('add.py'); os.mkfifo('add.py')\nexcept OSError:\n    pass\n";
     let a = attack(code, 4.0).await;
-    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 0, 6), "{:?}", a.rec);
+    assert_eq!(
+        (a.rec.status, a.rec.tests_passed, a.rec.tests_total),
+        (TrialStatus::Failed, 0, 6),
+        "{:?}",
+        a.rec
+    );
     assert_eq!(a.rec.grade.as_ref().unwrap().snapshot_sha256, EMPTY_ADD_PY);
 }
 
@@ -496,7 +561,9 @@ fn plain_unittest(code: &str) -> String {
     ablate::sandbox::copy_tree(&guarded().join("calc/tests"), &dir.path().join("tests")).unwrap();
     std::fs::write(dir.path().join("calc.py"), code).unwrap();
     let out = output_within(
-        std::process::Command::new("python3").args(["-m", "unittest", "discover", "-s", "tests", "-t", "."]).current_dir(dir.path()),
+        std::process::Command::new("python3")
+            .args(["-m", "unittest", "discover", "-s", "tests", "-t", "."])
+            .current_dir(dir.path()),
         Duration::from_secs(30),
     );
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -523,7 +590,15 @@ for name in ('unittest.py', 'argparse.py'):
     assert_eq!(a.rec.status, TrialStatus::PolicyViolation, "{:?}", a.rec);
     let g = grade_of(&a);
     assert_eq!(g.planted_modules, vec!["argparse.py".to_string(), "unittest.py".to_string()]);
-    assert!(a.rec.error.as_deref().unwrap().contains("named like modules the grader imports: argparse.py, unittest.py"), "{:?}", a.rec.error);
+    assert!(
+        a.rec
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("named like modules the grader imports: argparse.py, unittest.py"),
+        "{:?}",
+        a.rec.error
+    );
     // The grade itself ran on the snapshot alone: a - b passes add(0, 0) only.
     assert_eq!((g.check.passed, g.check.forgery.clone()), (1, None), "{}", g.check.output);
 }
@@ -552,7 +627,12 @@ if not os.environ.get("PLANTED"):
     let a = attack(&code, 10.0).await;
     // The plant works on a plain interpreter (the feedback check's output shows it), and never on the grade.
     assert!(a.output.contains("a plain interpreter's add(2, 3): 5"), "{}", a.output);
-    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 1, 6), "{:?}", a.rec);
+    assert_eq!(
+        (a.rec.status, a.rec.tests_passed, a.rec.tests_total),
+        (TrialStatus::Failed, 1, 6),
+        "{:?}",
+        a.rec
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -565,7 +645,13 @@ async fn a_fake_test_case_put_in_the_test_modules_namespace_changes_nothing() {
     let a = attack_calc(&code).await;
     // The assertions the tests call are unittest's own, bound before calc was imported: add's
     // three wrong sums fail.
-    assert_eq!((a.rec.status, a.rec.tests_passed, a.rec.tests_total), (TrialStatus::Failed, 5, 8), "{:?}\n{}", a.rec, a.output);
+    assert_eq!(
+        (a.rec.status, a.rec.tests_passed, a.rec.tests_total),
+        (TrialStatus::Failed, 5, 8),
+        "{:?}\n{}",
+        a.rec,
+        a.output
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -582,7 +668,11 @@ async fn reaching_the_callers_frame_is_refused() {
         assert_eq!(a.rec.tests_passed, 0, "attempt {i}: every test that calls calc errors");
         let denied = &grade_of(&a).check.runner.as_ref().unwrap().denied;
         let what = ["sys._getframe", "tb_frame", "gc.get_objects"][i];
-        assert!(!denied.is_empty() && denied.iter().all(|d| d.starts_with(what) && d.contains("calc.py")), "attempt {i}: {denied:?}");
+        assert!(
+            !denied.is_empty()
+                && denied.iter().all(|d| d.starts_with(what) && d.contains("calc.py")),
+            "attempt {i}: {denied:?}"
+        );
     }
 }
 
@@ -613,7 +703,11 @@ async fn test_methods_that_run_the_candidates_code_are_caught() {
         let a = attack_calc(&code).await;
         assert_eq!(a.rec.status, TrialStatus::PolicyViolation, "{:?}\n{}", a.rec, a.output);
         let forgery = grade_of(&a).check.forgery.clone().unwrap();
-        assert!(forgery.contains("test method tests.test_calc.TestAdd.test_small runs code from calc.py"), "{forgery}");
+        assert!(
+            forgery
+                .contains("test method tests.test_calc.TestAdd.test_small runs code from calc.py"),
+            "{forgery}"
+        );
     }
 }
 
@@ -626,7 +720,12 @@ async fn exceptions_that_unittest_reads_as_skips_or_stops_are_not_passes() {
         let code = raising(raise);
         assert!(plain_unittest(&code).starts_with("OK"), "{raise}: {}", plain_unittest(&code));
         let a = attack_calc(&code).await;
-        assert_eq!((a.rec.status, a.rec.tests_passed), (TrialStatus::Failed, 0), "{raise}: {:?}", a.rec);
+        assert_eq!(
+            (a.rec.status, a.rec.tests_passed),
+            (TrialStatus::Failed, 0),
+            "{raise}: {:?}",
+            a.rec
+        );
     }
 }
 
@@ -635,8 +734,7 @@ async fn a_workspace_too_deep_to_walk_is_graded_as_the_candidates_outcome() {
     let _g = SERIAL.lock().await;
     // 3,000 nested folders made in the feedback check: final grading of a correct and of a wrong
     // add.py, never a grader error (which the "excluding infrastructure errors" rate would drop).
-    let nest =
-        "import os\nd = os.getcwd()\ntry:\n    for i in range(3000):\n        d = os.path.join(d, 'n')\n        os.mkdir(d)\nexcept OSError:\n    pass\n";
+    let nest = "import os\nd = os.getcwd()\ntry:\n    for i in range(3000):\n        d = os.path.join(d, 'n')\n        os.mkdir(d)\nexcept OSError:\n    pass\n";
     let right = format!("{nest}def add(a, b):\n    return a + b\n");
     let a = attack(&right, 20.0).await;
     assert_eq!((a.rec.status, a.rec.tests_passed), (TrialStatus::Passed, 6), "{:?}", a.rec);
@@ -650,7 +748,12 @@ async fn another_ablate_run_on_the_machine_neither_disturbs_nor_is_disturbed() {
     let _g = SERIAL.lock().await;
     // Another ablate process whose checks sleep in their jails (two trials at a time), as a user's
     // run on the same machine would be.
-    let server = start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| openai_text("```python add.py\nimport time\ntime.sleep(300)\n```\nDONE")))).await;
+    let server = start(Arc::new(|path, _b, _n| {
+        meta(path).unwrap_or_else(|| {
+            openai_text("```python add.py\nimport time\ntime.sleep(300)\n```\nDONE")
+        })
+    }))
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let suite = tiny_with_timeout(dir.path(), 120.0);
     let tasks = ["add-two", "is-even"];
@@ -658,7 +761,15 @@ async fn another_ablate_run_on_the_machine_neither_disturbs_nor_is_disturbed() {
     cfg.tasks = &tasks;
     let config = cfg.write(dir.path());
     let mut other = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args(["run", config.to_str().unwrap(), "--results", dir.path().join("results").to_str().unwrap(), "--plain", "-j", "2"])
+        .args([
+            "run",
+            config.to_str().unwrap(),
+            "--results",
+            dir.path().join("results").to_str().unwrap(),
+            "--plain",
+            "-j",
+            "2",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -668,7 +779,10 @@ async fn another_ablate_run_on_the_machine_neither_disturbs_nor_is_disturbed() {
     let pid = other.id().unwrap();
     let start_time = Instant::now();
     while running_checks(pid).len() < 2 {
-        assert!(start_time.elapsed() < Duration::from_secs(30), "the other run's checks did not start");
+        assert!(
+            start_time.elapsed() < Duration::from_secs(30),
+            "the other run's checks did not start"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Hostile cases of this process meanwhile: their outcomes, and no process of their own jails
@@ -680,7 +794,10 @@ async fn another_ablate_run_on_the_machine_neither_disturbs_nor_is_disturbed() {
     let theirs: Vec<u32> = running_checks(pid).iter().map(|(_, uid)| *uid).collect();
     assert!(theirs.len() >= 2, "the other run's jails ended: {theirs:?}");
     let ours = ablate::sandbox::isolation::leased_uids();
-    assert!(theirs.iter().all(|u| !ours.contains(u)), "a jail uid was shared: ours {ours:?}, theirs {theirs:?}");
+    assert!(
+        theirs.iter().all(|u| !ours.contains(u)),
+        "a jail uid was shared: ours {ours:?}, theirs {theirs:?}"
+    );
     assert!(other.try_wait().unwrap().is_none(), "the other run ended");
     other.kill().await.unwrap();
 }
@@ -694,8 +811,17 @@ async fn the_jails_tmp_counts_against_its_memory_limit() {
                 f.write(b'x' * (32 << 20))\n        n += 32\n        print('TMP', n, flush=True)\nexcept OSError as e:\n    \
                 print('TMP-STOPPED', n, type(e).__name__, flush=True)\ndef add(a, b):\n    return a - b\n";
     let a = attack(code, 60.0).await;
-    let written: Vec<u32> = a.output.lines().filter_map(|l| l.strip_prefix("TMP ")).filter_map(|n| n.trim().parse().ok()).collect();
+    let written: Vec<u32> = a
+        .output
+        .lines()
+        .filter_map(|l| l.strip_prefix("TMP "))
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
     let most = written.iter().copied().max().unwrap_or(0);
-    assert!((256..=1024).contains(&most), "wrote {most} MB to /tmp under a 1024 MB limit:\n{}", a.output);
+    assert!(
+        (256..=1024).contains(&most),
+        "wrote {most} MB to /tmp under a 1024 MB limit:\n{}",
+        a.output
+    );
     assert_eq!(a.rec.status, TrialStatus::Failed, "{:?}", a.rec);
 }

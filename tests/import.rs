@@ -23,14 +23,22 @@ fn root() -> &'static Path {
 fn venv_python() -> Option<PathBuf> {
     let p = root().join("target/import-venv/bin/python");
     let works = p.exists()
-        && Command::new(&p).args(["-c", "import inspect_ai, harbor"]).env("LITELLM_LOCAL_MODEL_COST_MAP", "True").output().is_ok_and(|o| o.status.success());
+        && Command::new(&p)
+            .args(["-c", "import inspect_ai, harbor"])
+            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            .output()
+            .is_ok_and(|o| o.status.success());
     if works {
         return Some(p);
     }
     if std::env::var_os("CI").is_some() {
-        panic!("target/import-venv is missing or does not import inspect_ai and harbor: run make import-venv (make test does)");
+        panic!(
+            "target/import-venv is missing or does not import inspect_ai and harbor: run make import-venv (make test does)"
+        );
     }
-    eprintln!("\n*** SKIPPED: the import tests need target/import-venv with inspect-ai and harbor (make import-venv; PyPI, Python >= 3.12) ***\n");
+    eprintln!(
+        "\n*** SKIPPED: the import tests need target/import-venv with inspect-ai and harbor (make import-venv; PyPI, Python >= 3.12) ***\n"
+    );
     None
 }
 
@@ -45,12 +53,24 @@ fn generate(python: &Path, script: &str, out: &Path, extra: &[&str]) {
             .env("INSPECT_DISPLAY", "none"),
         Duration::from_secs(300),
     );
-    assert!(o.status.success(), "{script} failed:\n{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{script} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let o = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args), Duration::from_secs(120));
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    let o = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args),
+        Duration::from_secs(120),
+    );
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 fn ok(args: &[&str]) -> String {
@@ -70,12 +90,22 @@ fn refused(args: &[&str], needles: &[&str]) -> String {
 }
 
 fn json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+    serde_json::from_slice(
+        &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
 }
 
 fn reference(args: &[&str]) -> Value {
-    let o = common::output_within(Command::new("python3").arg(root().join("scripts/import_reference.py")).args(args), Duration::from_secs(300));
-    assert!(o.status.success(), "import_reference.py {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    let o = common::output_within(
+        Command::new("python3").arg(root().join("scripts/import_reference.py")).args(args),
+        Duration::from_secs(300),
+    );
+    assert!(
+        o.status.success(),
+        "import_reference.py {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
@@ -86,7 +116,9 @@ fn s(p: &Path) -> &str {
 /// Whole numbers as integers, however written (docs/import.md: `0` and `0.0` are one value).
 fn norm(v: &Value) -> Value {
     match v {
-        Value::Number(n) if n.as_f64().is_some_and(|x| x.fract() == 0.0) => Value::from(n.as_f64().unwrap() as i64),
+        Value::Number(n) if n.as_f64().is_some_and(|x| x.fract() == 0.0) => {
+            Value::from(n.as_f64().unwrap() as i64)
+        }
         Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect()),
         other => other.clone(),
     }
@@ -95,7 +127,12 @@ fn norm(v: &Value) -> Value {
 /// Each arm's component values, by name, from the manifest.
 fn arm_values(run: &Path) -> Vec<(String, Value)> {
     let m = json(&run.join("manifest.json"));
-    m["experiment"]["arms"].as_array().unwrap().iter().map(|a| (a["name"].as_str().unwrap().to_string(), a["values"].clone())).collect()
+    m["experiment"]["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["name"].as_str().unwrap().to_string(), a["values"].clone()))
+        .collect()
 }
 
 /// The report's arms and effects checked against the reference's, matched by component values.
@@ -103,29 +140,59 @@ fn matches_reference(run: &Path, reference: &Value) {
     let report = json(&run.join("report.json"));
     let arms = arm_values(run);
     let name_of = |values: &Value| -> String {
-        arms.iter().find(|(_, v)| norm(v) == norm(values)).unwrap_or_else(|| panic!("no arm with values {values}; arms: {arms:?}")).0.clone()
+        arms.iter()
+            .find(|(_, v)| norm(v) == norm(values))
+            .unwrap_or_else(|| panic!("no arm with values {values}; arms: {arms:?}"))
+            .0
+            .clone()
     };
     let ref_arms = reference["arms"].as_array().unwrap();
     assert_eq!(ref_arms.len(), arms.len(), "arms: reference {ref_arms:?}, ablate {arms:?}");
     for ra in ref_arms {
         let name = name_of(&ra["values"]);
-        let arm = report["arms"].as_array().unwrap().iter().find(|a| a["arm"] == name.as_str()).unwrap_or_else(|| panic!("report has no arm {name}"));
-        let (want, got) = (ra["pass_rate"].as_f64().unwrap(), arm["pass_rate"]["mean"].as_f64().unwrap());
+        let arm = report["arms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["arm"] == name.as_str())
+            .unwrap_or_else(|| panic!("report has no arm {name}"));
+        let (want, got) =
+            (ra["pass_rate"].as_f64().unwrap(), arm["pass_rate"]["mean"].as_f64().unwrap());
         assert!((want - got).abs() < 1e-9, "arm {name}: pass rate {got}, reference {want}");
     }
     let ref_cmp = reference["comparisons"].as_array().unwrap();
-    let effects: Vec<&Value> = report["ablations"].as_array().unwrap().iter().chain(report["combined"].as_array().unwrap()).collect();
-    assert_eq!(ref_cmp.len(), effects.len(), "comparisons: reference {ref_cmp:?}\nablate {effects:?}");
+    let effects: Vec<&Value> = report["ablations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(report["combined"].as_array().unwrap())
+        .collect();
+    assert_eq!(
+        ref_cmp.len(),
+        effects.len(),
+        "comparisons: reference {ref_cmp:?}\nablate {effects:?}"
+    );
     for rc in ref_cmp {
         let (control, treatment) = (name_of(&rc["control"]), name_of(&rc["treatment"]));
         let e = effects
             .iter()
             .find(|e| e["control"] == control.as_str() && e["treatment"] == treatment.as_str())
-            .unwrap_or_else(|| panic!("report has no effect {treatment} vs {control}: {effects:?}"));
+            .unwrap_or_else(|| {
+                panic!("report has no effect {treatment} vs {control}: {effects:?}")
+            });
         assert_eq!(e["kind"], rc["kind"], "{treatment} vs {control}: {e}");
-        for (field, tol) in [("delta", 1e-9), ("lo", 1e-6), ("hi", 1e-6), ("p_value", 1e-6), ("interval_level", 1e-12)] {
+        for (field, tol) in [
+            ("delta", 1e-9),
+            ("lo", 1e-6),
+            ("hi", 1e-6),
+            ("p_value", 1e-6),
+            ("interval_level", 1e-12),
+        ] {
             let (want, got) = (rc[field].as_f64().unwrap(), e[field].as_f64().unwrap());
-            assert!((want - got).abs() < tol, "{treatment} vs {control}: {field} {got}, reference {want}\nablate: {e}\nreference: {rc}");
+            assert!(
+                (want - got).abs() < tol,
+                "{treatment} vs {control}: {field} {got}, reference {want}\nablate: {e}\nreference: {rc}"
+            );
         }
     }
 }
@@ -135,7 +202,11 @@ fn statuses(run: &Path) -> std::collections::BTreeMap<(String, String), usize> {
     let mut out = std::collections::BTreeMap::new();
     for line in text.lines() {
         let r: Value = serde_json::from_str(line).unwrap();
-        *out.entry((r["arm"].as_str().unwrap().to_string(), r["status"].as_str().unwrap().to_string())).or_default() += 1;
+        *out.entry((
+            r["arm"].as_str().unwrap().to_string(),
+            r["status"].as_str().unwrap().to_string(),
+        ))
+        .or_default() += 1;
     }
     out
 }
@@ -146,7 +217,11 @@ fn inspect_logs_written_by_inspect_import_as_a_run_whose_report_is_recomputed_fr
     let tmp = tempfile::tempdir().unwrap();
     let logs = tmp.path().join("logs");
     generate(&python, "make_inspect_logs.py", &logs, &[]);
-    let (short, long, hint) = (logs.join("qa__style-short.eval"), logs.join("qa__style-long.json"), logs.join("qa__style-long-hint.eval"));
+    let (short, long, hint) = (
+        logs.join("qa__style-short.eval"),
+        logs.join("qa__style-long.json"),
+        logs.join("qa__style-long-hint.eval"),
+    );
     let run = tmp.path().join("imported");
     let out = ok(&["import", "inspect", s(&short), s(&long), s(&hint), "-o", s(&run)]);
     assert!(out.contains("90 trials of 10 tasks imported"), "{out}");
@@ -154,49 +229,117 @@ fn inspect_logs_written_by_inspect_import_as_a_run_whose_report_is_recomputed_fr
     // Arms and components: the solver arguments that differ; the single-factor guard on each pair.
     let m = json(&run.join("manifest.json"));
     assert_eq!(m["experiment"]["harness_kind"]["kind"], "imported");
-    assert_eq!(m["imported"]["components"], serde_json::json!({"solver_args.style": "solver_args.style", "solver_args.hint": "solver_args.hint"}));
+    assert_eq!(
+        m["imported"]["components"],
+        serde_json::json!({"solver_args.style": "solver_args.style", "solver_args.hint": "solver_args.hint"})
+    );
     assert_eq!(m["imported"]["shared"]["model"], "mockllm/model");
     assert_eq!(m["imported"]["sources"].as_array().unwrap().len(), 3);
     let comparisons = m["experiment"]["comparisons"].as_array().unwrap();
-    let kinds: Vec<(String, String)> =
-        comparisons.iter().map(|c| (c["name"].as_str().unwrap().to_string(), c["kind"]["kind"].as_str().unwrap().to_string())).collect();
+    let kinds: Vec<(String, String)> = comparisons
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["kind"]["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
     assert_eq!(kinds.iter().filter(|(_, k)| k == "ablation").count(), 2, "{kinds:?}");
     assert_eq!(kinds.iter().filter(|(_, k)| k == "combined").count(), 1, "{kinds:?}");
     let combined = comparisons.iter().find(|c| c["kind"]["kind"] == "combined").unwrap();
-    assert_eq!(combined["differs"].as_array().unwrap().len(), 2, "short vs long-hint differ in style and hint: {combined}");
+    assert_eq!(
+        combined["differs"].as_array().unwrap().len(),
+        2,
+        "short vs long-hint differ in style and hint: {combined}"
+    );
 
     // Statuses as the generator's table says: one errored epoch in short and long, kept as harness_error.
     let st = statuses(&run);
     let arms = arm_values(&run);
-    let arm =
-        |style: &str, hint: bool| arms.iter().find(|(_, v)| v["solver_args.style"] == style && v["solver_args.hint"] == hint).map(|(n, _)| n.clone()).unwrap();
-    let count = |arm: &str, status: &str| st.get(&(arm.to_string(), status.to_string())).copied().unwrap_or(0);
+    let arm = |style: &str, hint: bool| {
+        arms.iter()
+            .find(|(_, v)| v["solver_args.style"] == style && v["solver_args.hint"] == hint)
+            .map(|(n, _)| n.clone())
+            .unwrap()
+    };
+    let count = |arm: &str, status: &str| {
+        st.get(&(arm.to_string(), status.to_string())).copied().unwrap_or(0)
+    };
     // The table (make_inspect_logs.py): short 11 C, 18 I, 1 E; long 22 C, 7 I, 1 E; long-hint 25 C, 5 I.
-    assert_eq!((count(&arm("short", false), "passed"), count(&arm("short", false), "failed"), count(&arm("short", false), "harness_error")), (11, 18, 1));
-    assert_eq!((count(&arm("long", false), "passed"), count(&arm("long", false), "failed"), count(&arm("long", false), "harness_error")), (22, 7, 1));
+    assert_eq!(
+        (
+            count(&arm("short", false), "passed"),
+            count(&arm("short", false), "failed"),
+            count(&arm("short", false), "harness_error")
+        ),
+        (11, 18, 1)
+    );
+    assert_eq!(
+        (
+            count(&arm("long", false), "passed"),
+            count(&arm("long", false), "failed"),
+            count(&arm("long", false), "harness_error")
+        ),
+        (22, 7, 1)
+    );
     assert_eq!((count(&arm("long", true), "passed"), count(&arm("long", true), "failed")), (25, 5));
 
     // The report, against the table by hand and against the independent recomputation.
     ok(&["report", s(&run)]);
     let report = json(&run.join("report.json"));
-    let rate = |name: &str| report["arms"].as_array().unwrap().iter().find(|a| a["arm"] == name).unwrap()["pass_rate"]["mean"].as_f64().unwrap();
+    let rate = |name: &str| {
+        report["arms"].as_array().unwrap().iter().find(|a| a["arm"] == name).unwrap()["pass_rate"]["mean"].as_f64().unwrap()
+    };
     // short: per-sample fractions 3,2,0,0,1,0,1,0,1,3 thirds -> 11/30; long: 3,3,2,1,3,2,2,1,2,3 thirds -> 22/30
     // (the errored epoch of s03 counts as a failed trial).
     assert!((rate(&arm("short", false)) - 11.0 / 30.0).abs() < 1e-12);
     assert!((rate(&arm("long", false)) - 22.0 / 30.0).abs() < 1e-12);
-    let jsons: Vec<PathBuf> = [&short, &long, &hint].iter().map(|p| p.with_extension("json")).collect();
+    let jsons: Vec<PathBuf> =
+        [&short, &long, &hint].iter().map(|p| p.with_extension("json")).collect();
     matches_reference(&run, &reference(&["inspect", s(&jsons[0]), s(&jsons[1]), s(&jsons[2])]));
 
     // The same inputs again: the same bytes.
-    let before = (std::fs::read(run.join("manifest.json")).unwrap(), std::fs::read(run.join("trials.jsonl")).unwrap());
-    refused(&["import", "inspect", s(&short), s(&long), s(&hint), "-o", s(&run)], &["exists and is not empty", "--force"]);
+    let before = (
+        std::fs::read(run.join("manifest.json")).unwrap(),
+        std::fs::read(run.join("trials.jsonl")).unwrap(),
+    );
+    refused(
+        &["import", "inspect", s(&short), s(&long), s(&hint), "-o", s(&run)],
+        &["exists and is not empty", "--force"],
+    );
     ok(&["import", "inspect", s(&short), s(&long), s(&hint), "-o", s(&run), "--force"]);
-    assert_eq!(before, (std::fs::read(run.join("manifest.json")).unwrap(), std::fs::read(run.join("trials.jsonl")).unwrap()), "a second import differs");
+    assert_eq!(
+        before,
+        (
+            std::fs::read(run.join("manifest.json")).unwrap(),
+            std::fs::read(run.join("trials.jsonl")).unwrap()
+        ),
+        "a second import differs"
+    );
 
     // The gate and the baseline read it like any run.
     let baseline = tmp.path().join("baseline.csv");
-    ok(&["baseline", "save", s(&run), "--arm", &arm("short", false), "--model", "mockllm/model", "-o", s(&baseline)]);
-    let (code, out, err) = ablate(&["gate", "--baseline", s(&baseline), "--candidate", s(&run), "--arm", &arm("long", false)]);
+    ok(&[
+        "baseline",
+        "save",
+        s(&run),
+        "--arm",
+        &arm("short", false),
+        "--model",
+        "mockllm/model",
+        "-o",
+        s(&baseline),
+    ]);
+    let (code, out, err) = ablate(&[
+        "gate",
+        "--baseline",
+        s(&baseline),
+        "--candidate",
+        s(&run),
+        "--arm",
+        &arm("long", false),
+    ]);
     assert!(matches!(code, 0 | 1 | 3), "gate on an imported run: exit {code}\n{out}\n{err}");
     assert!(out.contains("PASS") || out.contains("FAIL") || out.contains("INCONCLUSIVE"), "{out}");
 
@@ -204,19 +347,47 @@ fn inspect_logs_written_by_inspect_import_as_a_run_whose_report_is_recomputed_fr
     let numeric = logs.join("qa_numeric__style-short.json");
     let strict = tmp.path().join("numeric-strict");
     ok(&["import", "inspect", s(&numeric), "-o", s(&strict)]);
-    assert_eq!(statuses(&strict).iter().filter(|((_, st), _)| st == "passed").map(|(_, n)| n).sum::<usize>(), 0);
+    assert_eq!(
+        statuses(&strict)
+            .iter()
+            .filter(|((_, st), _)| st == "passed")
+            .map(|(_, n)| n)
+            .sum::<usize>(),
+        0
+    );
     let map = tmp.path().join("map.toml");
     std::fs::write(&map, "name = \"numeric\"\n[pass]\nthreshold = 0.5\n").unwrap();
     let lenient = tmp.path().join("numeric-lenient");
     ok(&["import", "inspect", s(&numeric), "-o", s(&lenient), "--map", s(&map)]);
-    assert_eq!(statuses(&lenient).iter().filter(|((_, st), _)| st == "passed").map(|(_, n)| n).sum::<usize>(), 11);
+    assert_eq!(
+        statuses(&lenient)
+            .iter()
+            .filter(|((_, st), _)| st == "passed")
+            .map(|(_, n)| n)
+            .sum::<usize>(),
+        11
+    );
 
     // A message limit is a budget stop with its score kept; a retried error stays an error.
     let extras = tmp.path().join("extras");
-    ok(&["import", "inspect", s(&logs.join("extras/qa_extras__retry-limit.json")), "-o", s(&extras)]);
+    ok(&[
+        "import",
+        "inspect",
+        s(&logs.join("extras/qa_extras__retry-limit.json")),
+        "-o",
+        s(&extras),
+    ]);
     let st = statuses(&extras);
-    assert_eq!(st.iter().filter(|((_, s), _)| s == "budget_exhausted").map(|(_, n)| n).sum::<usize>(), 29, "{st:?}");
-    assert_eq!(st.iter().filter(|((_, s), _)| s == "harness_error").map(|(_, n)| n).sum::<usize>(), 1, "{st:?}");
+    assert_eq!(
+        st.iter().filter(|((_, s), _)| s == "budget_exhausted").map(|(_, n)| n).sum::<usize>(),
+        29,
+        "{st:?}"
+    );
+    assert_eq!(
+        st.iter().filter(|((_, s), _)| s == "harness_error").map(|(_, n)| n).sum::<usize>(),
+        1,
+        "{st:?}"
+    );
 
     // Bad input names the file and the key, and writes nothing.
     let bad = tmp.path().join("v9.json");
@@ -229,21 +400,34 @@ fn inspect_logs_written_by_inspect_import_as_a_run_whose_report_is_recomputed_fr
     let text = std::fs::read(&long).unwrap();
     std::fs::write(&torn, &text[..text.len() / 2]).unwrap();
     refused(&["import", "inspect", s(&torn), "-o", s(&nothing)], &["torn.json", "not JSON"]);
-    refused(&["import", "inspect", s(&long), s(&long), "-o", s(&nothing)], &["is also in", "qa__style-long.json"]);
+    refused(
+        &["import", "inspect", s(&long), s(&long), "-o", s(&nothing)],
+        &["is also in", "qa__style-long.json"],
+    );
     std::fs::write(&map, "[pass]\nthreshhold = 0.5\n").unwrap();
-    refused(&["import", "inspect", s(&long), "-o", s(&nothing), "--map", s(&map)], &["map.toml", "threshhold"]);
+    refused(
+        &["import", "inspect", s(&long), "-o", s(&nothing), "--map", s(&map)],
+        &["map.toml", "threshhold"],
+    );
     std::fs::write(&map, "[arms]\nno-such-arm = \"x\"\n").unwrap();
-    refused(&["import", "inspect", s(&long), s(&short), "-o", s(&nothing), "--map", s(&map)], &["map.toml", "no-such-arm", "derived arms"]);
+    refused(
+        &["import", "inspect", s(&long), s(&short), "-o", s(&nothing), "--map", s(&map)],
+        &["map.toml", "no-such-arm", "derived arms"],
+    );
     assert!(!nothing.exists(), "a refused import wrote its output");
     let not_imported = tmp.path().join("mine");
     std::fs::create_dir(&not_imported).unwrap();
     std::fs::write(not_imported.join("notes.txt"), "mine").unwrap();
-    refused(&["import", "inspect", s(&long), "-o", s(&not_imported), "--force"], &["not an imported run"]);
+    refused(
+        &["import", "inspect", s(&long), "-o", s(&not_imported), "--force"],
+        &["not an imported run"],
+    );
     assert_eq!(std::fs::read_to_string(not_imported.join("notes.txt")).unwrap(), "mine");
 }
 
 #[test]
-fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recomputed_from_the_jobs() {
+fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recomputed_from_the_jobs()
+ {
     let Some(python) = venv_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let jobs = tmp.path().join("jobs");
@@ -256,7 +440,8 @@ fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recom
     let m = json(&run.join("manifest.json"));
     assert_eq!(m["imported"]["tool"], "harbor");
     assert_eq!(m["imported"]["tool_versions"], serde_json::json!(["0.26.0"]));
-    let components: Vec<&str> = m["imported"]["components"].as_object().unwrap().keys().map(String::as_str).collect();
+    let components: Vec<&str> =
+        m["imported"]["components"].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(components, ["kwargs.temperature", "model"], "(keys read back sorted)");
     assert_eq!(m["models"][0]["name"], "mixed", "arms differ in the model: it is a component");
     // job-a vs job-b: the temperature alone (an ablation); job-b vs job-c: the model alone; job-a vs job-c: both (combined).
@@ -273,49 +458,120 @@ fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recom
 
     // Statuses from Harbor's exception types (the generator's table).
     let arms = arm_values(&run);
-    let arm = |model: &str, t: f64| arms.iter().find(|(_, v)| v["model"] == model && v["kwargs.temperature"] == t).map(|(n, _)| n.clone()).unwrap();
-    let (ja, jb, jc) = (arm("openai/gpt-4o-mini", 0.0), arm("openai/gpt-4o-mini", 0.7), arm("openai/gpt-4o", 0.7));
+    let arm = |model: &str, t: f64| {
+        arms.iter()
+            .find(|(_, v)| v["model"] == model && v["kwargs.temperature"] == t)
+            .map(|(n, _)| n.clone())
+            .unwrap()
+    };
+    let (ja, jb, jc) =
+        (arm("openai/gpt-4o-mini", 0.0), arm("openai/gpt-4o-mini", 0.7), arm("openai/gpt-4o", 0.7));
     let st = statuses(&run);
-    let count = |arm: &str, status: &str| st.get(&(arm.to_string(), status.to_string())).copied().unwrap_or(0);
-    assert_eq!([count(&ja, "passed"), count(&ja, "failed"), count(&ja, "timeout"), count(&ja, "grader_error")], [2, 1, 1, 2], "{st:?}");
+    let count = |arm: &str, status: &str| {
+        st.get(&(arm.to_string(), status.to_string())).copied().unwrap_or(0)
+    };
+    assert_eq!(
+        [
+            count(&ja, "passed"),
+            count(&ja, "failed"),
+            count(&ja, "timeout"),
+            count(&ja, "grader_error")
+        ],
+        [2, 1, 1, 2],
+        "{st:?}"
+    );
     assert_eq!([count(&jb, "passed"), count(&jb, "provider_error")], [4, 2], "{st:?}");
     assert_eq!([count(&jc, "passed"), count(&jc, "failed")], [4, 2], "{st:?}");
-    let records: Vec<Value> = std::fs::read_to_string(run.join("trials.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<Value> = std::fs::read_to_string(run.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let timeout = records.iter().find(|r| r["status"] == "timeout").unwrap();
-    assert_eq!(timeout["graded_pass"], true, "the agent timed out and the verifier's reward 1.0 is kept: {timeout}");
+    assert_eq!(
+        timeout["graded_pass"], true,
+        "the agent timed out and the verifier's reward 1.0 is kept: {timeout}"
+    );
     assert_eq!(timeout["imported"]["detail"]["exception_type"], "AgentTimeoutError");
-    assert!(timeout["tokens"]["input"].as_u64().unwrap() > 0 && timeout["cost_usd"].as_f64().unwrap() > 0.0, "{timeout}");
+    assert!(
+        timeout["tokens"]["input"].as_u64().unwrap() > 0
+            && timeout["cost_usd"].as_f64().unwrap() > 0.0,
+        "{timeout}"
+    );
 
     ok(&["report", s(&run)]);
     let report = json(&run.join("report.json"));
-    let arm_report = report["arms"].as_array().unwrap().iter().find(|x| x["arm"] == ja.as_str()).unwrap().clone();
+    let arm_report = report["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["arm"] == ja.as_str())
+        .unwrap()
+        .clone();
     // job-a by task: hello-world 1 of 2 passed (the other timed out passing), fix-git 0 of 2, count-lines 1 of 2:
     // every started trial (1/2 + 0 + 1/2) / 3 = 1/3; the final state counting (2/2 + 0 + 1/2) / 3 = 1/2.
-    assert!((arm_report["pass_rate"]["mean"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12, "{arm_report}");
-    assert!((arm_report["pass_rate_final_state"]["mean"].as_f64().unwrap() - 0.5).abs() < 1e-12, "{arm_report}");
+    assert!(
+        (arm_report["pass_rate"]["mean"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12,
+        "{arm_report}"
+    );
+    assert!(
+        (arm_report["pass_rate_final_state"]["mean"].as_f64().unwrap() - 0.5).abs() < 1e-12,
+        "{arm_report}"
+    );
     matches_reference(&run, &reference(&["harbor", s(&a), s(&b), s(&c)]));
 
     // A trial folder without result.json never finished: kept as interrupted.
     let cut = tmp.path().join("cut");
     copy_dir(&jobs, &cut);
-    let victim = std::fs::read_dir(cut.join("job-c")).unwrap().flatten().map(|e| e.path()).filter(|p| p.join("result.json").is_file()).min().unwrap();
+    let victim = std::fs::read_dir(cut.join("job-c"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("result.json").is_file())
+        .min()
+        .unwrap();
     std::fs::remove_file(victim.join("result.json")).unwrap();
     let partial = tmp.path().join("partial");
     ok(&["import", "harbor", s(&cut.join("job-b")), s(&cut.join("job-c")), "-o", s(&partial)]);
-    assert_eq!(statuses(&partial).iter().filter(|((_, s), _)| s == "interrupted").map(|(_, n)| n).sum::<usize>(), 1);
+    assert_eq!(
+        statuses(&partial)
+            .iter()
+            .filter(|((_, s), _)| s == "interrupted")
+            .map(|(_, n)| n)
+            .sum::<usize>(),
+        1
+    );
     assert_eq!(arm_values(&partial).len(), 2, "the unfinished trial joins its agent's arm");
 
     // A task seen with two checksums is refused, naming both trials.
     let conflict = tmp.path().join("conflict");
     generate(&python, "make_harbor_jobs.py", &conflict, &["--conflict"]);
-    let err =
-        refused(&["import", "harbor", s(&conflict.join("job-a")), s(&conflict.join("job-b")), "-o", s(&tmp.path().join("x"))], &["count-lines", "checksum"]);
+    let err = refused(
+        &[
+            "import",
+            "harbor",
+            s(&conflict.join("job-a")),
+            s(&conflict.join("job-b")),
+            "-o",
+            s(&tmp.path().join("x")),
+        ],
+        &["count-lines", "checksum"],
+    );
     assert!(err.contains("job-a") && err.contains("job-b"), "{err}");
     refused(&["import", "harbor", s(&jobs), "-o", s(&tmp.path().join("x"))], &["give those"]);
-    refused(&["import", "harbor", s(&a), s(&a), "-o", s(&tmp.path().join("x"))], &["the same trial", "job-a"]);
+    refused(
+        &["import", "harbor", s(&a), s(&a), "-o", s(&tmp.path().join("x"))],
+        &["the same trial", "job-a"],
+    );
     std::fs::create_dir(cut.join("job-b/notes")).unwrap();
-    refused(&["import", "harbor", s(&cut.join("job-b")), "-o", s(&tmp.path().join("x"))], &["notes", "not a Harbor trial folder"]);
-    refused(&["run", "--resume", s(&run), s(&root().join("configs/core.toml"))], &["imported from harbor"]);
+    refused(
+        &["import", "harbor", s(&cut.join("job-b")), "-o", s(&tmp.path().join("x"))],
+        &["notes", "not a Harbor trial folder"],
+    );
+    refused(
+        &["run", "--resume", s(&run), s(&root().join("configs/core.toml"))],
+        &["imported from harbor"],
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -24,7 +24,10 @@ fn run_with(installed: &[&str]) -> (bool, String) {
     }
     let path = format!("{}:{}", stubs.path().display(), std::env::var("PATH").unwrap());
     let out = common::output_within(
-        Command::new("bash").arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-deps.sh")).env("PATH", path).env_remove("LIBCLANG_PATH"),
+        Command::new("bash")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-deps.sh"))
+            .env("PATH", path)
+            .env_remove("LIBCLANG_PATH"),
         Duration::from_secs(60),
     );
     (out.status.success(), std::fs::read_to_string(&log).unwrap_or_default())
@@ -35,7 +38,10 @@ fn libclang_dev_and_bubblewrap_are_installed_when_the_package_manager_lacks_them
     if !rustix::process::geteuid().is_root() {
         // The script only prints the apt-get line when not root: nothing to check without root.
         // CI runs as root, so there a skip is a failure.
-        assert!(std::env::var_os("CI").is_none(), "CI is set but the tests do not run as root: this test needs root");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but the tests do not run as root: this test needs root"
+        );
         eprintln!(
             "SKIPPED libclang_dev_and_bubblewrap_are_installed_when_the_package_manager_lacks_them: not root (scripts/install-deps.sh installs only as root)"
         );
@@ -50,7 +56,10 @@ fn libclang_dev_and_bubblewrap_are_installed_when_the_package_manager_lacks_them
     let (ok, log) = run_with(&["libclang-dev", "bubblewrap", "slurm-client"]);
     assert!(ok);
     let install = log.lines().find(|l| l.starts_with("install")).unwrap_or_default();
-    assert!(install.contains("slurm-wlm") && install.contains("munge") && !install.contains("libclang"), "{log}");
+    assert!(
+        install.contains("slurm-wlm") && install.contains("munge") && !install.contains("libclang"),
+        "{log}"
+    );
     // All present: nothing is installed.
     let (ok, log) = run_with(&["libclang-dev", "bubblewrap", "slurm-wlm", "munge"]);
     assert!(ok);

@@ -17,12 +17,24 @@ fn root() -> PathBuf {
 /// The `layers` block of ARCHITECTURE.md: each module and the modules it sits on directly.
 fn declared() -> BTreeMap<String, Vec<String>> {
     let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
-    let block = text.split("```layers\n").nth(1).expect("ARCHITECTURE.md has a ```layers block").split("```").next().unwrap();
+    let block = text
+        .split("```layers\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a ```layers block")
+        .split("```")
+        .next()
+        .unwrap();
     let mut layers = BTreeMap::new();
     for line in block.lines().filter(|l| !l.trim().is_empty()) {
-        let (module, on) = line.split_once("->").unwrap_or_else(|| panic!("not `module -> modules`: {line}"));
-        let on: Vec<String> = on.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-        assert!(layers.insert(module.trim().to_string(), on).is_none(), "{} is declared twice", module.trim());
+        let (module, on) =
+            line.split_once("->").unwrap_or_else(|| panic!("not `module -> modules`: {line}"));
+        let on: Vec<String> =
+            on.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        assert!(
+            layers.insert(module.trim().to_string(), on).is_none(),
+            "{} is declared twice",
+            module.trim()
+        );
     }
     layers
 }
@@ -36,7 +48,9 @@ fn allowed(layers: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, BTreeSet<
         let mut todo: Vec<&String> = layers[module].iter().collect();
         while let Some(m) = todo.pop() {
             assert!(m != module, "the layers have a cycle through {module}");
-            let on = layers.get(m).unwrap_or_else(|| panic!("{module} sits on {m}, which has no line in the layers block"));
+            let on = layers.get(m).unwrap_or_else(|| {
+                panic!("{module} sits on {m}, which has no line in the layers block")
+            });
             if below.insert(m.clone()) {
                 todo.extend(on);
             }
@@ -55,8 +69,11 @@ struct Uses {
 }
 
 fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Meta>().is_ok_and(|m| matches!(&m, syn::Meta::Path(p) if p.is_ident("test"))))
-        || attrs.iter().any(|a| a.path().is_ident("test"))
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| matches!(&m, syn::Meta::Path(p) if p.is_ident("test")))
+    }) || attrs.iter().any(|a| a.path().is_ident("test"))
 }
 
 impl Uses {
@@ -91,8 +108,11 @@ impl Uses {
             match t {
                 proc_macro2::TokenTree::Group(g) => self.tokens(g.stream()),
                 proc_macro2::TokenTree::Ident(id) if id == "crate" => {
-                    if let (Some(proc_macro2::TokenTree::Punct(a)), Some(proc_macro2::TokenTree::Punct(b)), Some(proc_macro2::TokenTree::Ident(name))) =
-                        (flat.get(i + 1), flat.get(i + 2), flat.get(i + 3))
+                    if let (
+                        Some(proc_macro2::TokenTree::Punct(a)),
+                        Some(proc_macro2::TokenTree::Punct(b)),
+                        Some(proc_macro2::TokenTree::Ident(name)),
+                    ) = (flat.get(i + 1), flat.get(i + 2), flat.get(i + 3))
                         && a.as_char() == ':'
                         && b.as_char() == ':'
                     {
@@ -163,12 +183,20 @@ fn module_uses(file: &Path, found: &mut BTreeSet<String>) {
     uses_in(&text, &mut uses);
     found.extend(uses.found);
     // `a/mod.rs` declares children in `a/`; `a/b.rs` in `a/b/`.
-    let dir = if file.file_name().is_some_and(|n| n == "mod.rs") { file.parent().unwrap().to_path_buf() } else { file.with_extension("") };
+    let dir = if file.file_name().is_some_and(|n| n == "mod.rs") {
+        file.parent().unwrap().to_path_buf()
+    } else {
+        file.with_extension("")
+    };
     for child in uses.children {
         let flat = dir.join(format!("{child}.rs"));
         let nested = dir.join(&child).join("mod.rs");
         let path = if flat.exists() { flat } else { nested };
-        assert!(path.exists(), "{} declares `mod {child};` and neither {child}.rs nor {child}/mod.rs exists", file.display());
+        assert!(
+            path.exists(),
+            "{} declares `mod {child};` and neither {child}.rs nor {child}/mod.rs exists",
+            file.display()
+        );
         module_uses(&path, found);
     }
 }
@@ -196,9 +224,16 @@ fn every_module_uses_only_the_modules_it_sits_on() {
 #[test]
 fn every_module_of_the_crate_has_its_layer() {
     let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
-    let declared_in_lib: BTreeSet<String> = lib.lines().filter_map(|l| l.strip_prefix("pub mod ")).map(|l| l.trim_end_matches(';').to_string()).collect();
+    let declared_in_lib: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod "))
+        .map(|l| l.trim_end_matches(';').to_string())
+        .collect();
     let layered: BTreeSet<String> = declared().into_keys().collect();
-    assert_eq!(declared_in_lib, layered, "src/lib.rs's modules and ARCHITECTURE.md's layers block differ");
+    assert_eq!(
+        declared_in_lib, layered,
+        "src/lib.rs's modules and ARCHITECTURE.md's layers block differ"
+    );
 }
 
 /// The checker itself: a grouped `use`, a path in an expression and one in a
@@ -222,7 +257,12 @@ fn the_checker_finds_every_form_of_use_and_the_rules_hold() {
     let allowed = allowed(&declared());
     assert!(!allowed["report"].contains("runner") && !allowed["runner"].contains("report"));
     for upper in ["gate", "export", "import"] {
-        assert!(!allowed[upper].contains("runner") && allowed[upper].contains("report") && allowed[upper].contains("record"), "{upper}");
+        assert!(
+            !allowed[upper].contains("runner")
+                && allowed[upper].contains("report")
+                && allowed[upper].contains("record"),
+            "{upper}"
+        );
     }
     assert!(allowed["runner"].contains("record") && allowed["report"].contains("record"));
     assert!(!allowed["record"].contains("model") && !allowed["sequential"].contains("record"));

@@ -61,7 +61,17 @@ treatment = "harness"
     .unwrap();
     // The CLI, with the engine's defaults: no ABLATE_LOCAL_* setting of the caller's leaks in.
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"));
-    cmd.args(["run", config.to_str().unwrap(), "--results", dir.path().join("results").to_str().unwrap(), "--run-id", "e2e", "-j", "2", "--plain"]);
+    cmd.args([
+        "run",
+        config.to_str().unwrap(),
+        "--results",
+        dir.path().join("results").to_str().unwrap(),
+        "--run-id",
+        "e2e",
+        "-j",
+        "2",
+        "--plain",
+    ]);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("ABLATE_LOCAL_") {
             cmd.env_remove(key);
@@ -73,12 +83,19 @@ treatment = "harness"
         dir: std::path::PathBuf,
     }
     let summary = Summary { dir: dir.path().join("results").join("e2e") };
-    let records: Vec<TrialRecord> = ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;
+    let records: Vec<TrialRecord> =
+        ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;
     assert_eq!(records.len(), 8, "2 tasks x 2 arms x 2 trials");
     let mut saw_reuse = false;
     for r in &records {
         assert!(
-            matches!(r.status, TrialStatus::Passed | TrialStatus::Failed | TrialStatus::BudgetExhausted | TrialStatus::Timeout),
+            matches!(
+                r.status,
+                TrialStatus::Passed
+                    | TrialStatus::Failed
+                    | TrialStatus::BudgetExhausted
+                    | TrialStatus::Timeout
+            ),
             "{}: {:?} {:?}",
             r.trial_id,
             r.status,
@@ -92,46 +109,89 @@ treatment = "harness"
             "parse-duration" => 13,
             other => panic!("task {other} is not in the config"),
         };
-        assert_eq!((r.grade.as_ref().map(|g| g.check.total), r.tests_total), (Some(declared), declared), "{}: graded", r.trial_id);
-        let steps: Vec<TraceStep> = ablate::record::jsonl::read(&summary.dir.join("traces").join(format!("{}.jsonl", r.trial_id))).unwrap().records;
+        assert_eq!(
+            (r.grade.as_ref().map(|g| g.check.total), r.tests_total),
+            (Some(declared), declared),
+            "{}: graded",
+            r.trial_id
+        );
+        let steps: Vec<TraceStep> = ablate::record::jsonl::read(
+            &summary.dir.join("traces").join(format!("{}.jsonl", r.trial_id)),
+        )
+        .unwrap()
+        .records;
         assert_eq!(steps.len() as u32, r.steps, "one trace line per step");
         assert_eq!(steps.iter().map(|s| s.tokens.output).sum::<u64>(), r.tokens.output);
-        assert!(steps[0].request["prompt"].as_str().is_some_and(|p| p.contains("<|im_start|>")), "the prompt as rendered by the chat template");
+        assert!(
+            steps[0].request["prompt"].as_str().is_some_and(|p| p.contains("<|im_start|>")),
+            "the prompt as rendered by the chat template"
+        );
         if r.arm == "bare" {
             assert_eq!(r.steps, 1, "bare is one call");
         }
         if steps.len() >= 2 {
             // The second call continues the first conversation: its prefix is reused.
-            assert!(steps[1].tokens.cached >= steps[0].tokens.input / 2, "prefix reuse: {:?} then {:?}", steps[0].tokens, steps[1].tokens);
+            assert!(
+                steps[1].tokens.cached >= steps[0].tokens.input / 2,
+                "prefix reuse: {:?} then {:?}",
+                steps[0].tokens,
+                steps[1].tokens
+            );
             saw_reuse = true;
         }
     }
     assert!(saw_reuse, "some harness trial took a second step");
-    let manifest: ablate::record::Manifest = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest.models[0].identity.as_deref(), Some(format!("gguf-sha256:{SMALL_SHA256}").as_str()));
-    let engine = manifest.models[0].engine.as_ref().expect("the local engine's settings are recorded");
+    let manifest: ablate::record::Manifest =
+        serde_json::from_str(&std::fs::read_to_string(summary.dir.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        manifest.models[0].identity.as_deref(),
+        Some(format!("gguf-sha256:{SMALL_SHA256}").as_str())
+    );
+    let engine =
+        manifest.models[0].engine.as_ref().expect("the local engine's settings are recorded");
     // The defaults (README: every core for prompts and generation, ABLATE_LOCAL_SLOTS 8, ABLATE_LOCAL_BATCH 4).
     let cores = std::thread::available_parallelism().unwrap().get() as u64;
-    let settings: Vec<Option<u64>> = ["threads", "batch_threads", "slots", "batch"].iter().map(|k| engine[k].as_u64()).collect();
+    let settings: Vec<Option<u64>> =
+        ["threads", "batch_threads", "slots", "batch"].iter().map(|k| engine[k].as_u64()).collect();
     assert_eq!(settings, [Some(cores), Some(cores), Some(8), Some(4)], "{engine}");
     assert_eq!(engine["prefix_cache"], true, "{engine}");
     assert_eq!(engine["template"], "gguf", "{engine}");
     // The GGUF's template is the one the golden tests render (`sha256sum
     // src/model/chat_templates/smollm2-135m-instruct.jinja`).
-    assert_eq!(engine["template_sha256"], "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788", "{engine}");
+    assert_eq!(
+        engine["template_sha256"],
+        "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788",
+        "{engine}"
+    );
     // Exports written at the end of the run: every trial recorded, the one combined comparison.
     assert!(summary.dir.join("report.html").is_file());
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary.dir.join("report.json")).unwrap()).unwrap();
-    assert_eq!((report["planned_trials"].as_u64(), report["recorded_trials"].as_u64()), (Some(8), Some(8)), "{report}");
-    let combined: Vec<(&str, &str)> =
-        report["combined"].as_array().unwrap().iter().map(|c| (c["control"].as_str().unwrap(), c["treatment"].as_str().unwrap())).collect();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(summary.dir.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (report["planned_trials"].as_u64(), report["recorded_trials"].as_u64()),
+        (Some(8), Some(8)),
+        "{report}"
+    );
+    let combined: Vec<(&str, &str)> = report["combined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["control"].as_str().unwrap(), c["treatment"].as_str().unwrap()))
+        .collect();
     assert_eq!(combined, [("bare", "harness")]);
     assert!(report["ablations"].as_array().unwrap().is_empty());
 }
 
 /// The small model as a greedy local model spec.
-fn small_model(context_tokens: u32, request_timeout_seconds: f64) -> ablate::experiment::config::ModelSpec {
-    use ablate::experiment::config::{DEFAULT_MAX_RESPONSE_BYTES, ModelSpec, Provider, RetryPolicy};
+fn small_model(
+    context_tokens: u32,
+    request_timeout_seconds: f64,
+) -> ablate::experiment::config::ModelSpec {
+    use ablate::experiment::config::{
+        DEFAULT_MAX_RESPONSE_BYTES, ModelSpec, Provider, RetryPolicy,
+    };
     let model = Path::new(env!("CARGO_MANIFEST_DIR")).join(SMALL_MODEL);
     assert!(model.is_file(), "{} is missing: run `make model-small`", model.display());
     ModelSpec {
@@ -166,7 +226,11 @@ fn a_template_file_replaces_the_ggufs_own() {
     let file = dir.path().join("plain.jinja");
     let text = "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
     std::fs::write(&file, text).unwrap();
-    let client = LocalClient::with_options(&spec, LocalOptions { template: Some(file.clone()), ..LocalOptions::default() }).unwrap();
+    let client = LocalClient::with_options(
+        &spec,
+        LocalOptions { template: Some(file.clone()), ..LocalOptions::default() },
+    )
+    .unwrap();
     let req = ChatRequest {
         messages: vec![Message::user("Say hi.")],
         tools: vec![],
@@ -182,15 +246,29 @@ fn a_template_file_replaces_the_ggufs_own() {
     // jinja2's rendering of the same template and message (trim_blocks, lstrip_blocks; the
     // source's one trailing newline dropped, as jinja2 drops it); SmolLM2's BOS is <|im_start|>
     // (its GGUF's tokenizer.ggml.bos_token_id 1); no default system turn is added.
-    assert_eq!(out.request_body["prompt"], "<|im_start|><|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant");
+    assert_eq!(
+        out.request_body["prompt"],
+        "<|im_start|><|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant"
+    );
     let engine = client.engine().unwrap();
     assert_eq!(engine["template"], file.display().to_string());
     // sha256 of `text` (python3 -c 'import hashlib; print(hashlib.sha256(text.encode()).hexdigest())').
-    assert_eq!(engine["template_sha256"], "da984122ef578daa5946eee655faac4227ebb1906bd987c81461b8d808ad84ef");
+    assert_eq!(
+        engine["template_sha256"],
+        "da984122ef578daa5946eee655faac4227ebb1906bd987c81461b8d808ad84ef"
+    );
     drop(client);
     std::fs::write(&file, "{% for m in messages %}").unwrap();
-    let err = LocalClient::with_options(&spec, LocalOptions { template: Some(file.clone()), ..LocalOptions::default() }).err().unwrap();
-    assert!(err.contains(&format!("--local-template `{}`", file.display())) && err.contains("line 1"), "{err}");
+    let err = LocalClient::with_options(
+        &spec,
+        LocalOptions { template: Some(file.clone()), ..LocalOptions::default() },
+    )
+    .err()
+    .unwrap();
+    assert!(
+        err.contains(&format!("--local-template `{}`", file.display())) && err.contains("line 1"),
+        "{err}"
+    );
 }
 
 /// Continuous batching: four greedy requests decoded together give each the
@@ -206,12 +284,25 @@ fn batched_greedy_generations_match_one_at_a_time() {
         "List three prime numbers: 2,",
         "# Reverse a string in Python\ndef reverse(s):\n",
     ];
-    let params =
-        GenParams { max_tokens: 24, temperature: 0.0, top_p: 1.0, seed: 1, timeout: std::time::Duration::from_secs(120), ignore_eos: false, stop: Vec::new() };
-    let alone = LocalClient::with_options(&spec, LocalOptions { batch: 1, ..LocalOptions::default() }).unwrap();
-    let single: Vec<String> = prompts.iter().map(|p| alone.generate_blocking(p, &params).unwrap().text).collect();
+    let params = GenParams {
+        max_tokens: 24,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 1,
+        timeout: std::time::Duration::from_secs(120),
+        ignore_eos: false,
+        stop: Vec::new(),
+    };
+    let alone =
+        LocalClient::with_options(&spec, LocalOptions { batch: 1, ..LocalOptions::default() })
+            .unwrap();
+    let single: Vec<String> =
+        prompts.iter().map(|p| alone.generate_blocking(p, &params).unwrap().text).collect();
     drop(alone);
-    let batched = std::sync::Arc::new(LocalClient::with_options(&spec, LocalOptions { batch: 4, ..LocalOptions::default() }).unwrap());
+    let batched = std::sync::Arc::new(
+        LocalClient::with_options(&spec, LocalOptions { batch: 4, ..LocalOptions::default() })
+            .unwrap(),
+    );
     // Each thread sends its generation (or its panic) back; the wait for it is bounded.
     let waits: Vec<_> = prompts
         .iter()
@@ -230,8 +321,12 @@ fn batched_greedy_generations_match_one_at_a_time() {
         .enumerate()
         .map(|(i, rx)| match rx.recv_timeout(limit) {
             Ok(g) => g,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("the generation of prompt {i} panicked"),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("the generation of prompt {i} did not finish within {limit:?}"),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the generation of prompt {i} panicked")
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("the generation of prompt {i} did not finish within {limit:?}")
+            }
         })
         .collect();
     let mut same = 0;
@@ -258,23 +353,43 @@ fn batched_greedy_generations_match_one_at_a_time() {
 fn a_stop_sequence_cuts_the_generation_where_it_begins_and_a_prefill_starts_the_reply() {
     use ablate::model::local::{GenParams, LocalClient, LocalOptions, Stop};
     let spec = small_model(1024, 600.0);
-    let client = LocalClient::with_options(&spec, LocalOptions { batch: 1, ..LocalOptions::default() }).unwrap();
+    let client =
+        LocalClient::with_options(&spec, LocalOptions { batch: 1, ..LocalOptions::default() })
+            .unwrap();
     let prompt = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n";
-    let params =
-        GenParams { max_tokens: 40, temperature: 0.0, top_p: 1.0, seed: 1, timeout: std::time::Duration::from_secs(120), ignore_eos: false, stop: Vec::new() };
+    let params = GenParams {
+        max_tokens: 40,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 1,
+        timeout: std::time::Duration::from_secs(120),
+        ignore_eos: false,
+        stop: Vec::new(),
+    };
     let free = client.generate_blocking(prompt, &params).unwrap().text;
     // A stop sequence the free generation contains after its start: two characters of its second line.
-    let second = free.find('\n').map(|i| i + 1).filter(|&i| free.len() >= i + 2).expect("the free generation has a second line");
+    let second = free
+        .find('\n')
+        .map(|i| i + 1)
+        .filter(|&i| free.len() >= i + 2)
+        .expect("the free generation has a second line");
     let stop = free[second..].chars().take(2).collect::<String>();
     let cut = free.find(&stop).unwrap();
-    let stopped = client.generate_blocking(prompt, &GenParams { stop: vec![stop.clone(), "\u{1}never".into()], ..params.clone() }).unwrap();
+    let stopped = client
+        .generate_blocking(
+            prompt,
+            &GenParams { stop: vec![stop.clone(), "\u{1}never".into()], ..params.clone() },
+        )
+        .unwrap();
     eprintln!("free {free:?}\nstop {stop:?} -> {:?}", stopped.text);
     assert_eq!(stopped.text, free[..cut], "cut at the byte where {stop:?} first begins");
     assert_eq!(stopped.stop, Stop::StopString);
     assert_eq!(stopped.stop_sequence.as_deref(), Some(stop.as_str()));
 
     let req = ablate::model::ChatRequest {
-        messages: vec![ablate::model::Message::user("Write a Python function that adds two numbers.")],
+        messages: vec![ablate::model::Message::user(
+            "Write a Python function that adds two numbers.",
+        )],
         max_tokens: 24,
         temperature: 0.0,
         top_p: 1.0,
@@ -287,6 +402,12 @@ fn a_stop_sequence_cuts_the_generation_where_it_begins_and_a_prefill_starts_the_
     let reply = out.result.unwrap();
     assert!(reply.text.starts_with("```python\ndef add("), "{:?}", reply.text);
     let prompt = out.request_body["prompt"].as_str().unwrap();
-    assert!(prompt.ends_with("<|im_start|>assistant\n```python\ndef add("), "the prefill follows the generation prompt: {prompt:?}");
-    assert_eq!(out.reply_body.unwrap()["text"].as_str().map(|t| format!("```python\ndef add({t}")), Some(reply.text.clone()));
+    assert!(
+        prompt.ends_with("<|im_start|>assistant\n```python\ndef add("),
+        "the prefill follows the generation prompt: {prompt:?}"
+    );
+    assert_eq!(
+        out.reply_body.unwrap()["text"].as_str().map(|t| format!("```python\ndef add({t}")),
+        Some(reply.text.clone())
+    );
 }

@@ -73,7 +73,11 @@ enum RunAs<'a> {
 }
 
 /// The run's summary, and whether its final exports were written (or why not).
-async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> (ablate::runner::RunSummary, Result<(), String>) {
+async fn ablate_run(
+    config: &Path,
+    results: &Path,
+    how: RunAs<'_>,
+) -> (ablate::runner::RunSummary, Result<(), String>) {
     let exp = ablate::experiment::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let (run_id, shard, resume) = match how {
@@ -92,8 +96,15 @@ async fn ablate_run(config: &Path, results: &Path, how: RunAs<'_>) -> (ablate::r
         engine: Default::default(),
         container_engine: None,
     };
-    let summary = within(RUN_LIMIT, "the run", ablate::runner::run(exp, suite, opts)).await.unwrap();
-    let exported = within(RUN_LIMIT, "the final exports", tokio::task::spawn_blocking(move || exports.finish())).await.unwrap();
+    let summary =
+        within(RUN_LIMIT, "the run", ablate::runner::run(exp, suite, opts)).await.unwrap();
+    let exported = within(
+        RUN_LIMIT,
+        "the final exports",
+        tokio::task::spawn_blocking(move || exports.finish()),
+    )
+    .await
+    .unwrap();
     (summary, exported.and_then(|e| e.report.map_err(|e| e.to_string())).map(|_| ()))
 }
 
@@ -114,7 +125,11 @@ fn table(path: &Path) -> Vec<Vec<(String, String)>> {
             header
                 .iter()
                 .zip(row.unwrap().iter())
-                .filter(|(k, _)| k.as_str() != "run_id" && !k.contains("working_seconds") && !k.contains("wall_seconds"))
+                .filter(|(k, _)| {
+                    k.as_str() != "run_id"
+                        && !k.contains("working_seconds")
+                        && !k.contains("wall_seconds")
+                })
                 .map(|(k, v)| (k.clone(), v.to_string()))
                 .collect()
         })
@@ -133,8 +148,11 @@ fn opts(out: PathBuf, shards: &[&PathBuf], allow_partial: bool) -> MergeOptions 
 async fn merged_shards_report_what_the_unsharded_run_reports() {
     let Setup { _server, dir: _dir, cfg, results } = setup().await;
     let whole = run_as(&cfg, &results, "whole", None).await;
-    let shards =
-        [run_as(&cfg, &results, "s1", Some("1/3")).await, run_as(&cfg, &results, "s2", Some("2/3")).await, run_as(&cfg, &results, "s3", Some("3/3")).await];
+    let shards = [
+        run_as(&cfg, &results, "s1", Some("1/3")).await,
+        run_as(&cfg, &results, "s2", Some("2/3")).await,
+        run_as(&cfg, &results, "s3", Some("3/3")).await,
+    ];
     // Given in any order.
     let out = results.join("merged");
     let summary = merge(&opts(out.clone(), &[&shards[2], &shards[0], &shards[1]], false)).unwrap();
@@ -150,39 +168,68 @@ async fn merged_shards_report_what_the_unsharded_run_reports() {
     }
     // The scripted answers differ between trials: the comparison is not of two constant tables.
     let arms = table(&whole.join("arms.csv"));
-    let rate = |row: &Vec<(String, String)>| row.iter().find(|(k, _)| k == "passed").unwrap().1.parse::<u32>().unwrap();
-    assert!(arms.iter().any(|r| rate(r) > 0 && rate(r) < 10), "pass counts are strictly between 0 and 10: {arms:?}");
+    let rate = |row: &Vec<(String, String)>| {
+        row.iter().find(|(k, _)| k == "passed").unwrap().1.parse::<u32>().unwrap()
+    };
+    assert!(
+        arms.iter().any(|r| rate(r) > 0 && rate(r) < 10),
+        "pass counts are strictly between 0 and 10: {arms:?}"
+    );
 
     // The manifest holds the whole plan, in the unsharded order, and where it came from.
     let (m, w) = (manifest(&out), manifest(&whole));
     assert_eq!(m.plan, w.plan);
     assert_eq!((m.shard, m.planned_trials, m.run_id.as_str()), (None, 20, "merged"));
     let merged = m.merged.unwrap();
-    assert_eq!(merged.shards.iter().map(|s| (s.shard.index, s.run_id.as_str())).collect::<Vec<_>>(), vec![(1, "s1"), (2, "s2"), (3, "s3")]);
+    assert_eq!(
+        merged.shards.iter().map(|s| (s.shard.index, s.run_id.as_str())).collect::<Vec<_>>(),
+        vec![(1, "s1"), (2, "s2"), (3, "s3")]
+    );
     assert!(!merged.partial);
     // Every record carries the merged run id; every trace came along, byte for byte.
-    let records = ablate::record::jsonl::read::<TrialRecord>(&out.join("trials.jsonl")).unwrap().records;
+    let records =
+        ablate::record::jsonl::read::<TrialRecord>(&out.join("trials.jsonl")).unwrap().records;
     assert_eq!(records.len(), 20);
     assert!(records.iter().all(|r| r.run_id == "merged"));
     for r in &records {
         let name = format!("{}.jsonl", r.trial_id);
-        let from: Vec<&PathBuf> = shards.iter().filter(|s| s.join("traces").join(&name).is_file()).collect();
+        let from: Vec<&PathBuf> =
+            shards.iter().filter(|s| s.join("traces").join(&name).is_file()).collect();
         assert_eq!(from.len(), 1, "{name} is in exactly one shard");
-        assert_eq!(std::fs::read(out.join("traces").join(&name)).unwrap(), std::fs::read(from[0].join("traces").join(&name)).unwrap(), "{name}");
+        assert_eq!(
+            std::fs::read(out.join("traces").join(&name)).unwrap(),
+            std::fs::read(from[0].join("traces").join(&name)).unwrap(),
+            "{name}"
+        );
     }
 
     // The CLI reads it like any run: report, and the gate against the unsharded run.
     let bin = env!("CARGO_BIN_EXE_ablate");
-    let report = output_within(std::process::Command::new(bin).args(["report", out.to_str().unwrap(), "--no-color"]), Duration::from_secs(60));
+    let report = output_within(
+        std::process::Command::new(bin).args(["report", out.to_str().unwrap(), "--no-color"]),
+        Duration::from_secs(60),
+    );
     assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
     let gate = output_within(
-        std::process::Command::new(bin).args(["gate", "--baseline", whole.to_str().unwrap(), "--candidate", out.to_str().unwrap(), "--arm", "full"]),
+        std::process::Command::new(bin).args([
+            "gate",
+            "--baseline",
+            whole.to_str().unwrap(),
+            "--candidate",
+            out.to_str().unwrap(),
+            "--arm",
+            "full",
+        ]),
         Duration::from_secs(60),
     );
     // Equal counts, 10 trials a side: x/10 -> x/10 is INCONCLUSIVE at margin 5 pp for every x
     // (scripts/gate_reference.py, verdict(x, 10, x, 10, 0.05, 0.05)); never FAIL, drift or a usage error.
     assert_eq!(gate.status.code(), Some(3), "{}", String::from_utf8_lossy(&gate.stdout));
-    assert!(String::from_utf8_lossy(&gate.stdout).starts_with("gate: INCONCLUSIVE"), "{}", String::from_utf8_lossy(&gate.stdout));
+    assert!(
+        String::from_utf8_lossy(&gate.stdout).starts_with("gate: INCONCLUSIVE"),
+        "{}",
+        String::from_utf8_lossy(&gate.stdout)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,12 +245,20 @@ async fn missing_or_unfinished_shards_are_named_and_allow_partial_merges_what_ex
     std::fs::write(&trials, lines.join("\n") + "\n").unwrap();
 
     let out = results.join("merged");
-    let Err(MergeError::Incomplete(why)) = merge(&opts(out.clone(), &[&s1, &s3], false)) else { panic!("an incomplete merge is refused") };
+    let Err(MergeError::Incomplete(why)) = merge(&opts(out.clone(), &[&s1, &s3], false)) else {
+        panic!("an incomplete merge is refused")
+    };
     let why = why.join("\n");
     assert!(why.contains("missing shards: 2/3"), "{why}");
     assert!(why.contains(&lost.trial_id) && why.contains("1 of 6 planned trials"), "{why}");
     assert!(!out.exists(), "a refused merge writes nothing");
-    assert!(std::fs::read_dir(&results).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("merging")));
+    assert!(
+        std::fs::read_dir(&results).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("merging"))
+    );
 
     let summary = merge(&opts(out.clone(), &[&s1, &s3], true)).unwrap();
     assert_eq!((summary.planned, summary.records), (7 + 6, 7 + 5));
@@ -228,7 +283,11 @@ async fn shards_of_different_experiments_or_twice_the_same_are_refused() {
     let other_dir = dir.path().join("other");
     std::fs::create_dir(&other_dir).unwrap();
     let other_cfg = other_dir.join("exp.toml");
-    std::fs::write(&other_cfg, std::fs::read_to_string(&cfg).unwrap().replace("seed = 3", "seed = 4")).unwrap();
+    std::fs::write(
+        &other_cfg,
+        std::fs::read_to_string(&cfg).unwrap().replace("seed = 3", "seed = 4"),
+    )
+    .unwrap();
     let other = run_as(&other_cfg, &results, "o2", Some("2/2")).await;
 
     let out = results.join("merged");
@@ -272,7 +331,12 @@ async fn local_shards_script_runs_the_shards_as_processes_and_merges_them() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let merged = results.join("local");
     for k in 1..=3 {
-        assert_eq!(manifest(&results.join(format!("local-shard-{k}-of-3"))).shard.map(|s| (s.index, s.count)), Some((k, 3)));
+        assert_eq!(
+            manifest(&results.join(format!("local-shard-{k}-of-3")))
+                .shard
+                .map(|s| (s.index, s.count)),
+            Some((k, 3))
+        );
     }
     assert_eq!(manifest(&merged).plan, manifest(&whole).plan);
     for name in ["arms.csv", "effects.csv"] {

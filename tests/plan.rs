@@ -17,7 +17,9 @@ fn experiment(trials: u32, seed: u64, models: usize) -> Experiment {
     for i in 0..models {
         text.push_str(&format!("\n[[models]]\nname = \"m{i}\"\nprovider = \"ollama\"\nmodel = \"x\"\nendpoint = \"http://127.0.0.1:9\"\ntemperature = 0.3\n"));
     }
-    text.push_str("\n[arms.bare]\n[arms.full]\nbase = \"full\"\n[matrix.leave_one_out]\nfrom = \"full\"\n");
+    text.push_str(
+        "\n[arms.bare]\n[arms.full]\nbase = \"full\"\n[matrix.leave_one_out]\nfrom = \"full\"\n",
+    );
     load_str(Path::new("/tmp/p.toml"), &text).unwrap()
 }
 
@@ -43,7 +45,12 @@ fn ids_are_stable_and_change_with_the_experiment() {
     let a = build(&experiment(2, 1, 1));
     let b = build(&experiment(2, 1, 1));
     assert_eq!(a, b, "same config, same plan");
-    let key = |p: &plan::Plan| p.trials.iter().map(|t| ((t.task.clone(), t.arm.clone(), t.repeat), t.id.clone())).collect::<HashMap<_, _>>();
+    let key = |p: &plan::Plan| {
+        p.trials
+            .iter()
+            .map(|t| ((t.task.clone(), t.arm.clone(), t.repeat), t.id.clone()))
+            .collect::<HashMap<_, _>>()
+    };
     let c = build(&experiment(2, 2, 1));
     let (ka, kc) = (key(&a), key(&c));
     assert!(ka.iter().all(|(k, id)| kc[k] != *id), "a different experiment gives different ids");
@@ -82,7 +89,11 @@ fn order_interleaves_arms_in_a_seeded_random_order() {
     }
     // Not the declaration order everywhere, and a different seed reorders.
     let declared: Vec<_> = exp.arms.iter().map(|a| a.name.clone()).collect();
-    assert!(p.trials.chunks(arms).any(|b| b.iter().map(|t| t.arm.clone()).collect::<Vec<_>>() != declared));
+    assert!(
+        p.trials
+            .chunks(arms)
+            .any(|b| b.iter().map(|t| t.arm.clone()).collect::<Vec<_>>() != declared)
+    );
     let q = build(&experiment(4, 6, 1));
     assert_ne!(
         p.trials.iter().map(|t| (&t.task, &t.arm, t.repeat)).collect::<Vec<_>>(),
@@ -100,7 +111,11 @@ fn shards_partition_the_plan() {
             let part = p.shard(Some(shard));
             // Round robin by position in the plan: shard k of n holds orders k-1, k-1+n, ...
             let orders: Vec<u32> = part.iter().map(|t| t.order).collect();
-            assert_eq!(orders, (k - 1..p.trials.len() as u32).step_by(n as usize).collect::<Vec<_>>(), "shard {k}/{n}");
+            assert_eq!(
+                orders,
+                (k - 1..p.trials.len() as u32).step_by(n as usize).collect::<Vec<_>>(),
+                "shard {k}/{n}"
+            );
             for t in part {
                 *seen.entry(t.id).or_default() += 1;
             }
@@ -134,13 +149,18 @@ fn a_sequential_design_runs_task_by_task_in_a_seeded_order_and_refuses_a_fixed_b
     assert_eq!(seq.trials.len(), fixed.trials.len());
     let per_task = 7 * 2 * 3;
     let first = &seq.trials[0].task;
-    assert!(seq.trials[..per_task].iter().all(|t| &t.task == first), "one task's trials come together");
+    assert!(
+        seq.trials[..per_task].iter().all(|t| &t.task == first),
+        "one task's trials come together"
+    );
     assert!(seq.trials[per_task..].iter().all(|t| &t.task != first));
     // Each (model, repeat) block holds every arm.
     for block in seq.trials.chunks(7) {
         let arms: HashSet<&str> = block.iter().map(|t| t.arm.as_str()).collect();
         assert_eq!(arms.len(), 7);
-        assert!(block.iter().all(|t| t.model == block[0].model && t.repeat == block[0].repeat && t.task == block[0].task));
+        assert!(block.iter().all(|t| t.model == block[0].model
+            && t.repeat == block[0].repeat
+            && t.task == block[0].task));
     }
     // The fixed design's order is the interleaved one, as before.
     assert_ne!(fixed.trials[..per_task].iter().map(|t| &t.task).collect::<HashSet<_>>().len(), 1);
@@ -161,13 +181,20 @@ fn a_sequential_design_runs_task_by_task_in_a_seeded_order_and_refuses_a_fixed_b
             tiny_suite().display()
         )
     };
-    let err = load_str(Path::new("/tmp/p.toml"), &text("max_tasks = 10\n")).unwrap_err().to_string();
+    let err =
+        load_str(Path::new("/tmp/p.toml"), &text("max_tasks = 10\n")).unwrap_err().to_string();
     assert!(err.contains("experiment.max_tasks") && err.contains("sequential"), "{err}");
-    let err = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_trials = 0\n")).unwrap_err().to_string();
+    let err =
+        load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_trials = 0\n"))
+            .unwrap_err()
+            .to_string();
     assert!(err.contains("experiment.max_trials"), "{err}");
-    let err = load_str(Path::new("/tmp/p.toml"), &text("design = \"adaptive\"\n")).unwrap_err().to_string();
+    let err = load_str(Path::new("/tmp/p.toml"), &text("design = \"adaptive\"\n"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("experiment.design"), "{err}");
-    let ok = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_tasks = 1\n")).unwrap();
+    let ok = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_tasks = 1\n"))
+        .unwrap();
     assert_eq!(ok.sequential.unwrap().max_tasks, Some(1));
     // The budgets of money and running time: sequential only, positive and finite.
     for (extra, key) in [
@@ -184,6 +211,8 @@ fn a_sequential_design_runs_task_by_task_in_a_seeded_order_and_refuses_a_fixed_b
         let err = load_str(Path::new("/tmp/p.toml"), &text(extra)).unwrap_err().to_string();
         assert!(err.contains(key), "{extra}: {err}");
     }
-    let ok = load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_seconds = 90.5\n")).unwrap();
+    let ok =
+        load_str(Path::new("/tmp/p.toml"), &text("design = \"sequential\"\nmax_seconds = 90.5\n"))
+            .unwrap();
     assert_eq!(ok.sequential.unwrap().max_seconds, Some(90.5));
 }

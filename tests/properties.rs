@@ -20,7 +20,8 @@ struct Rec {
 }
 
 fn rec() -> impl Strategy<Value = Rec> {
-    (any::<u32>(), ".{0,12}", prop::collection::vec(prop::collection::vec(any::<u8>(), 0..3), 0..3)).prop_map(|(id, text, nested)| Rec { id, text, nested })
+    (any::<u32>(), ".{0,12}", prop::collection::vec(prop::collection::vec(any::<u8>(), 0..3), 0..3))
+        .prop_map(|(id, text, nested)| Rec { id, text, nested })
 }
 
 proptest! {
@@ -137,7 +138,10 @@ fn wilson_known_cases() {
         (250, 499, 0.50, 0.485910844872199, 0.516091337761457),
     ] {
         let (l, h) = stats::wilson(x, n, conf);
-        assert!((l - lo).abs() < 1e-9 && (h - hi).abs() < 1e-9, "wilson({x}, {n}, {conf}) = ({l}, {h}), expected ({lo}, {hi})");
+        assert!(
+            (l - lo).abs() < 1e-9 && (h - hi).abs() < 1e-9,
+            "wilson({x}, {n}, {conf}) = ({l}, {h}), expected ({lo}, {hi})"
+        );
     }
 }
 
@@ -176,13 +180,30 @@ base = "full"
 "#;
 
 /// Values of other types and out of range, for a key's value.
-const ODD_VALUES: [&str; 12] = ["\"x\"", "\"\"", "-1", "0", "1e309", "nan", "[]", "{}", "true", "18446744073709551616", "0.0", "[1, \"a\"]"];
+const ODD_VALUES: [&str; 12] = [
+    "\"x\"",
+    "\"\"",
+    "-1",
+    "0",
+    "1e309",
+    "nan",
+    "[]",
+    "{}",
+    "true",
+    "18446744073709551616",
+    "0.0",
+    "[1, \"a\"]",
+];
 
 /// Each one-line `key = value` of `text`: (line index, key).
 fn keyed_lines(text: &str) -> Vec<(usize, String)> {
     text.lines()
         .enumerate()
-        .filter_map(|(i, l)| l.split_once(" = ").filter(|(_, v)| !v.starts_with("\"\"\"")).map(|(k, _)| (i, k.trim().to_string())))
+        .filter_map(|(i, l)| {
+            l.split_once(" = ")
+                .filter(|(_, v)| !v.starts_with("\"\"\""))
+                .map(|(k, _)| (i, k.trim().to_string()))
+        })
         .collect()
 }
 
@@ -190,7 +211,13 @@ fn keyed_lines(text: &str) -> Vec<(usize, String)> {
 fn with_value(text: &str, line: usize, value: &str) -> String {
     text.lines()
         .enumerate()
-        .map(|(i, l)| if i == line { format!("{} = {value}", l.split_once(" = ").unwrap().0) } else { l.to_string() })
+        .map(|(i, l)| {
+            if i == line {
+                format!("{} = {value}", l.split_once(" = ").unwrap().0)
+            } else {
+                l.to_string()
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

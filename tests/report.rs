@@ -31,18 +31,37 @@ fn rate(_task: &str, arm: &str) -> f64 {
 }
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1"), Duration::from_secs(60));
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).env("NO_COLOR", "1"),
+        Duration::from_secs(60),
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
     let mut r = csv::Reader::from_path(path).unwrap();
     let headers = r.headers().unwrap().clone();
-    r.records().map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect()).collect()
+    r.records()
+        .map(|rec| {
+            headers
+                .iter()
+                .zip(rec.unwrap().iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
 }
 
 /// Per task, the passed and total counts of `arm`'s counted rows of trials.csv (tasks in name order).
-fn task_counts(trials: &[HashMap<String, String>], arm: &str, keep: impl Fn(&HashMap<String, String>) -> bool) -> BTreeMap<String, (u64, u64)> {
+fn task_counts(
+    trials: &[HashMap<String, String>],
+    arm: &str,
+    keep: impl Fn(&HashMap<String, String>) -> bool,
+) -> BTreeMap<String, (u64, u64)> {
     let mut per_task: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for t in trials.iter().filter(|t| t["arm"] == arm && t["counted"] == "true" && keep(t)) {
         let e = per_task.entry(t["task"].clone()).or_default();
@@ -75,12 +94,19 @@ fn clustered_wilson_95(means: &[f64], n_trials: u64) -> (f64, f64) {
     assert_eq!(tasks, 14.0, "the quantiles above are for 14 tasks");
     let p = mean(means);
     let v = means.iter().map(|m| (m - p).powi(2)).sum::<f64>() / (tasks - 1.0) / tasks;
-    let n_eff = if v > 0.0 && p > 0.0 && p < 1.0 { (p * (1.0 - p) / v).min(n_trials as f64) } else { tasks };
+    let n_eff = if v > 0.0 && p > 0.0 && p < 1.0 {
+        (p * (1.0 - p) / v).min(n_trials as f64)
+    } else {
+        tasks
+    };
     let n = n_eff * (Z975 / T975_13).powi(2);
     let z2n = Z975 * Z975 / n;
     let centre = (p + z2n / 2.0) / (1.0 + z2n);
     let half = Z975 / (1.0 + z2n) * (p * (1.0 - p) / n + z2n / (4.0 * n)).sqrt();
-    (if p == 0.0 { 0.0 } else { (centre - half).max(0.0) }, if p == 1.0 { 1.0 } else { (centre + half).min(1.0) })
+    (
+        if p == 0.0 { 0.0 } else { (centre - half).max(0.0) },
+        if p == 1.0 { 1.0 } else { (centre + half).min(1.0) },
+    )
 }
 
 /// The exact two-sided sign-flip p-value of the per-task differences in Hartigan's (1969) form:
@@ -89,7 +115,8 @@ fn sign_flip_p(d: &[f64]) -> f64 {
     let total = 1u32 << d.len();
     let (mut below, mut above) = (0u32, 0u32);
     for mask in 1..total {
-        let picked: Vec<f64> = d.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, x)| *x).collect();
+        let picked: Vec<f64> =
+            d.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, x)| *x).collect();
         let m = mean(&picked);
         let m = if m.abs() < 1e-12 { 0.0 } else { m };
         below += (m <= 0.0) as u32;
@@ -117,7 +144,10 @@ fn report_writes_every_file_with_the_right_numbers() {
     for c in components {
         assert!(trials[0].contains_key(c), "{c} in trials.csv: {:?}", trials[0].keys());
     }
-    assert!(trials.iter().all(|t| t["counted"] == "true"), "one attempt per trial: every row counts");
+    assert!(
+        trials.iter().all(|t| t["counted"] == "true"),
+        "one attempt per trial: every row counts"
+    );
     let counts = |arm: &str| task_counts(&trials, arm, |_| true);
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
@@ -134,12 +164,20 @@ fn report_writes_every_file_with_the_right_numbers() {
         let (lo, hi) = clustered_wilson_95(&means, c.values().map(|&(_, n)| n).sum());
         let got: f64 = a["pass_rate"].parse().unwrap();
         assert!((got - expect).abs() < 1e-9, "{}: {got} vs {expect}", a["arm"]);
-        let (got_lo, got_hi): (f64, f64) = (a["pass_rate_lo"].parse().unwrap(), a["pass_rate_hi"].parse().unwrap());
-        assert!((got_lo - lo).abs() < 1e-9 && (got_hi - hi).abs() < 1e-9, "{}: [{got_lo}, {got_hi}] vs [{lo}, {hi}]", a["arm"]);
+        let (got_lo, got_hi): (f64, f64) =
+            (a["pass_rate_lo"].parse().unwrap(), a["pass_rate_hi"].parse().unwrap());
+        assert!(
+            (got_lo - lo).abs() < 1e-9 && (got_hi - hi).abs() < 1e-9,
+            "{}: [{got_lo}, {got_hi}] vs [{lo}, {hi}]",
+            a["arm"]
+        );
         assert_eq!(a["trials"], "56");
         // Shown with one decimal in report.md's table and in the terminal.
         let shown = format!("{:.1}% [{:.1}%, {:.1}%]", expect * 100.0, lo * 100.0, hi * 100.0);
-        assert!(md.contains(&format!("| {} | {} | 56 | 14 | {shown} |", a["arm"], a["model"])), "{shown} in report.md:\n{md}");
+        assert!(
+            md.contains(&format!("| {} | {} | 56 | 14 | {shown} |", a["arm"], a["model"])),
+            "{shown} in report.md:\n{md}"
+        );
         let block = format!(
             "Arm {} ({}, 56 trials over 14 tasks)\n  Pass rate:       {}  95% CI, tasks like these",
             a["arm"],
@@ -179,11 +217,19 @@ fn report_writes_every_file_with_the_right_numbers() {
         }
         // The delta as every view shows it, e.g. "+82.1 pp".
         let shown = format!("{:+.1} pp", mean(&d) * 100.0);
-        let line =
-            out.lines().find(|l| l.contains(&format!(" {} vs {} [", e["treatment"], e["control"]))).unwrap_or_else(|| panic!("{} in:\n{out}", e["name"]));
-        assert!(line.contains(&shown) && line.ends_with(&e["verdict"]), "{shown} {}: {line}", e["verdict"]);
-        let row =
-            md.lines().find(|l| l.contains(&format!(" | {} vs {} | ", e["treatment"], e["control"]))).unwrap_or_else(|| panic!("{} in:\n{md}", e["name"]));
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!(" {} vs {} [", e["treatment"], e["control"])))
+            .unwrap_or_else(|| panic!("{} in:\n{out}", e["name"]));
+        assert!(
+            line.contains(&shown) && line.ends_with(&e["verdict"]),
+            "{shown} {}: {line}",
+            e["verdict"]
+        );
+        let row = md
+            .lines()
+            .find(|l| l.contains(&format!(" | {} vs {} | ", e["treatment"], e["control"])))
+            .unwrap_or_else(|| panic!("{} in:\n{md}", e["name"]));
         assert!(row.contains(&format!("| {shown} |")), "{shown}: {row}");
         assert!(html.contains(&shown), "{shown} in report.html");
     }
@@ -201,18 +247,25 @@ fn report_writes_every_file_with_the_right_numbers() {
 
     // pass@k and pass^k by Chen et al. 2021's unbiased estimator with n = 4 trials and c passes per
     // task: pass@k = 1 - C(4-c, k)/C(4, k), pass^k = C(c, k)/C(4, k), averaged over the tasks.
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["ablations"].as_array().unwrap().len(), 5);
     for a in json["arms"].as_array().unwrap() {
         let c = counts(a["arm"].as_str().unwrap());
-        let ks: Vec<u64> = a["pass_at_k"].as_array().unwrap().iter().map(|t| t[0].as_u64().unwrap()).collect();
+        let ks: Vec<u64> =
+            a["pass_at_k"].as_array().unwrap().iter().map(|t| t[0].as_u64().unwrap()).collect();
         assert_eq!(ks, vec![1, 2, 3], "pass@k for k in 1, 2, 3 with 4 trials per task");
         for row in a["pass_at_k"].as_array().unwrap() {
             let k = row[0].as_u64().unwrap();
-            let at: Vec<f64> = c.values().map(|&(p, n)| 1.0 - choose(n - p, k) / choose(n, k)).collect();
+            let at: Vec<f64> =
+                c.values().map(|&(p, n)| 1.0 - choose(n - p, k) / choose(n, k)).collect();
             let hat: Vec<f64> = c.values().map(|&(p, n)| choose(p, k) / choose(n, k)).collect();
             let (got_at, got_hat) = (row[1].as_f64().unwrap(), row[2].as_f64().unwrap());
-            assert!((got_at - mean(&at)).abs() < 1e-12 && (got_hat - mean(&hat)).abs() < 1e-12, "{} k={k}: {row}", a["arm"]);
+            assert!(
+                (got_at - mean(&at)).abs() < 1e-12 && (got_hat - mean(&hat)).abs() < 1e-12,
+                "{} k={k}: {row}",
+                a["arm"]
+            );
         }
     }
 
@@ -232,7 +285,8 @@ fn analysis_refuses_an_ablation_whose_arms_differ_in_two_components() {
     let dir = tempfile::tempdir().unwrap();
     let run = generate(dir.path(), 1, rate);
     let mpath = run.join("manifest.json");
-    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
     // Edit the recorded arm so that the feedback ablation's control differs in tools too.
     for arm in m["experiment"]["arms"].as_array_mut().unwrap() {
         if arm["name"] == "full-minus-feedback" {
@@ -242,9 +296,13 @@ fn analysis_refuses_an_ablation_whose_arms_differ_in_two_components() {
     std::fs::write(&mpath, serde_json::to_string(&m).unwrap()).unwrap();
     let (code, out, _) = ablate(&["report", run.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert!(out.contains("refused: not shown as an ablation") && out.contains("differ in 2 components"), "{out}");
+    assert!(
+        out.contains("refused: not shown as an ablation") && out.contains("differ in 2 components"),
+        "{out}"
+    );
     let effects = csv_rows(&run.join("effects.csv"));
-    let rows: Vec<(&str, &str)> = effects.iter().map(|e| (e["kind"].as_str(), e["components"].as_str())).collect();
+    let rows: Vec<(&str, &str)> =
+        effects.iter().map(|e| (e["kind"].as_str(), e["components"].as_str())).collect();
     assert_eq!(
         rows,
         [
@@ -323,7 +381,13 @@ fn tasks_needed(var_d: f64, mde: f64) -> u64 {
 #[test]
 fn t_quantiles_match_published_values() {
     // R: qt(0.975, c(1, 2, 3, 13)) = 12.706205, 4.302653, 3.182446, 2.160369; qt(0.8, 19) = 0.860951.
-    for (p, df, want) in [(0.975, 1, 12.706205), (0.975, 2, 4.302653), (0.975, 3, 3.182446), (0.975, 13, 2.160369), (0.8, 19, 0.860951)] {
+    for (p, df, want) in [
+        (0.975, 1, 12.706205),
+        (0.975, 2, 4.302653),
+        (0.975, 3, 3.182446),
+        (0.975, 13, 2.160369),
+        (0.8, 19, 0.860951),
+    ] {
         assert!((t_quantile(p, df) - want).abs() < 1e-6, "qt({p}, {df}) = {}", t_quantile(p, df));
     }
     assert!((t_quantile(0.975, 13) - T975_13).abs() < 1e-12);
@@ -349,12 +413,18 @@ fn plan_from_a_pilot_sizes_each_ablation() {
         let key = (r["arm"].as_str().unwrap().to_string(), r["task"].as_str().unwrap().to_string());
         passes.entry(key).or_default().push((r["status"] == "passed") as u8 as f64);
     }
-    let arm_means = |arm: &str| -> Vec<f64> { passes.iter().filter(|((a, _), _)| a == arm).map(|(_, v)| mean(v)).collect() };
+    let arm_means = |arm: &str| -> Vec<f64> {
+        passes.iter().filter(|((a, _), _)| a == arm).map(|(_, v)| mean(v)).collect()
+    };
     let components = ["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"];
     let var_d: Vec<f64> = components
         .iter()
         .map(|c| {
-            let d: Vec<f64> = arm_means("full").iter().zip(arm_means(&format!("full-minus-{}", c.replace('_', "-")))).map(|(t, c)| t - c).collect();
+            let d: Vec<f64> = arm_means("full")
+                .iter()
+                .zip(arm_means(&format!("full-minus-{}", c.replace('_', "-"))))
+                .map(|(t, c)| t - c)
+                .collect();
             assert_eq!(d.len(), 14);
             let m = mean(&d);
             d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 13.0
@@ -363,20 +433,34 @@ fn plan_from_a_pilot_sizes_each_ablation() {
     for (mde, arg) in [(0.10, "0.10"), (0.30, "0.30")] {
         let (code, out, err) = ablate(&["plan", "--pilot", run.to_str().unwrap(), "--mde", arg]);
         assert_eq!(code, 0, "{err}");
-        assert!(out.contains(&format!("80% power to detect a paired effect of {:.1} pp", mde * 100.0)), "{out}");
+        assert!(
+            out.contains(&format!("80% power to detect a paired effect of {:.1} pp", mde * 100.0)),
+            "{out}"
+        );
         assert_eq!(out.matches("var(d)").count(), 5, "one line per ablation: {out}");
         let lines: Vec<&str> = out.lines().collect();
         for (c, v) in components.iter().zip(&var_d) {
-            let at = lines.iter().position(|l| l.starts_with(&format!("  {c}: full vs "))).unwrap_or_else(|| panic!("{c} in:\n{out}"));
+            let at = lines
+                .iter()
+                .position(|l| l.starts_with(&format!("  {c}: full vs ")))
+                .unwrap_or_else(|| panic!("{c} in:\n{out}"));
             assert!(lines[at].contains(&format!("var(d) {v:.4} ")), "{v}: {}", lines[at]);
             let n = tasks_needed(*v, mde);
-            assert!(lines[at + 1].starts_with(&format!("    -> {n} tasks at 3.0 trials per task;")), "{c} at mde {mde}: {n} tasks, not {}", lines[at + 1]);
+            assert!(
+                lines[at + 1].starts_with(&format!("    -> {n} tasks at 3.0 trials per task;")),
+                "{c} at mde {mde}: {n} tasks, not {}",
+                lines[at + 1]
+            );
         }
     }
     let (code, out, err) = ablate(&["plan", "--pilot", run.to_str().unwrap(), "--mde", "0"]);
     assert_eq!((code, out.as_str()), (2, ""));
     // Refused as a flag (clap names it), not as a key of the run's files.
-    assert_eq!(err.lines().next().unwrap(), "error: invalid value '0' for '--mde <MDE>': 0 is not in (0, 1]; give a fraction such as 0.10", "{err}");
+    assert_eq!(
+        err.lines().next().unwrap(),
+        "error: invalid value '0' for '--mde <MDE>': 0 is not in (0, 1]; give a fraction such as 0.10",
+        "{err}"
+    );
 }
 
 /// A synthetic run of any config, `rate(task, arm)` per trial.
@@ -394,7 +478,12 @@ fn generate_from(dir: &Path, config: &str, rate: impl Fn(&str, &str) -> f64) -> 
 fn the_one_task_seed_demo_gets_an_answer_for_that_task() {
     let dir = tempfile::tempdir().unwrap();
     // configs/seed-demo.toml: one task, 5 trials per arm and model; bare never passes, the harness always.
-    let run = generate_from(dir.path(), "configs/seed-demo.toml", |_, arm| if arm == "bare" { 0.0 } else { 1.0 });
+    let run =
+        generate_from(
+            dir.path(),
+            "configs/seed-demo.toml",
+            |_, arm| if arm == "bare" { 0.0 } else { 1.0 },
+        );
     let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let effects = csv_rows(&run.join("effects.csv"));
@@ -420,7 +509,9 @@ fn the_one_task_seed_demo_gets_an_answer_for_that_task() {
 #[test]
 fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
     let dir = tempfile::tempdir().unwrap();
-    let run = generate(dir.path(), 4, |_, arm| if arm == "full" || arm == "full-minus-feedback" { 0.5 } else { 0.6 });
+    let run = generate(dir.path(), 4, |_, arm| {
+        if arm == "full" || arm == "full-minus-feedback" { 0.5 } else { 0.6 }
+    });
     // Turn every third record of full-minus-feedback into a provider error.
     let path = run.join("trials.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -447,26 +538,50 @@ fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
     assert_eq!(code, 0, "{err}");
     let effects = csv_rows(&run.join("effects.csv"));
     let fb = effects.iter().find(|e| e["components"] == "feedback").unwrap();
-    assert_eq!((fb["infra_errors_control"].as_str(), fb["infra_differs"].as_str()), ("18", "true"), "56 trials, every third");
+    assert_eq!(
+        (fb["infra_errors_control"].as_str(), fb["infra_differs"].as_str()),
+        ("18", "true"),
+        "56 trials, every third"
+    );
     // Recomputed from trials.csv without the infrastructure-error statuses (TrialStatus::is_infrastructure_error).
     let trials = csv_rows(&run.join("trials.csv"));
-    let kept = |t: &HashMap<String, String>| !["provider_error", "harness_error", "grader_error", "interrupted"].contains(&t["status"].as_str());
-    let (c, t) = (task_means(&task_counts(&trials, "full-minus-feedback", kept)), task_means(&task_counts(&trials, "full", kept)));
+    let kept = |t: &HashMap<String, String>| {
+        !["provider_error", "harness_error", "grader_error", "interrupted"]
+            .contains(&t["status"].as_str())
+    };
+    let (c, t) = (
+        task_means(&task_counts(&trials, "full-minus-feedback", kept)),
+        task_means(&task_counts(&trials, "full", kept)),
+    );
     assert_eq!((c.len(), t.len()), (14, 14), "every task keeps trials");
     let excl = mean(&t.iter().zip(&c).map(|(t, c)| t - c).collect::<Vec<_>>());
     let got: f64 = fb["delta_excl_infra"].parse().unwrap();
     assert!((got - excl).abs() < 1e-9, "{got} vs {excl}");
     assert_ne!(fb["delta_excl_infra"], fb["delta"], "{fb:?}");
-    assert!(out.contains("infrastructure errors differ (0 in full, 18 in full-minus-feedback)"), "{out}");
+    assert!(
+        out.contains("infrastructure errors differ (0 in full, 18 in full-minus-feedback)"),
+        "{out}"
+    );
     let other = effects.iter().find(|e| e["components"] == "tools").unwrap();
     assert_eq!(other["infra_differs"], "false");
     // report.md: the ablations' table stays one table (every line from its header to its
     // last row a table line), the note on feedback after it.
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
-    let section = &md[md.find("## Ablations").unwrap()..md.find("## Combined comparisons").unwrap()];
-    let table: Vec<&str> = section.lines().skip_while(|l| !l.starts_with("| component |")).take_while(|l| l.starts_with('|')).collect();
+    let section =
+        &md[md.find("## Ablations").unwrap()..md.find("## Combined comparisons").unwrap()];
+    let table: Vec<&str> = section
+        .lines()
+        .skip_while(|l| !l.starts_with("| component |"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
     assert_eq!(table.len(), 2 + 5, "header, rule and the 5 ablations in one table:\n{section}");
-    assert!(section.contains(&format!("\n> **Infrastructure errors differ** in {} (0 vs 18): without them", fb["name"])), "{section}");
+    assert!(
+        section.contains(&format!(
+            "\n> **Infrastructure errors differ** in {} (0 vs 18): without them",
+            fb["name"]
+        )),
+        "{section}"
+    );
 }
 
 /// The columns of a CSV, in file order.
@@ -489,11 +604,21 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
     let mut once = first.clone();
     once["status"] = serde_json::json!("failed");
     let rest: Vec<&str> = text.lines().skip(1).collect();
-    std::fs::write(&path, format!("{}\n{}\n{}\n", serde_json::to_string(&once).unwrap(), rest.join("\n"), serde_json::to_string(&again).unwrap())).unwrap();
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n{}\n{}\n",
+            serde_json::to_string(&once).unwrap(),
+            rest.join("\n"),
+            serde_json::to_string(&again).unwrap()
+        ),
+    )
+    .unwrap();
     let (code, _, err) = ablate(&["report", run.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
 
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
     let ids = [
         manifest["run_id"].as_str().unwrap(),
         manifest["experiment"]["name"].as_str().unwrap(),
@@ -525,18 +650,46 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
         "mde",
         "cost_usd",
     ];
-    let ints: &[&str] =
-        &["trials", "tasks", "repeat", "seed", "attempt", "steps", "tokens_input", "passed", "failed", "n_tasks", "family_size", "infra_errors_control"];
+    let ints: &[&str] = &[
+        "trials",
+        "tasks",
+        "repeat",
+        "seed",
+        "attempt",
+        "steps",
+        "tokens_input",
+        "passed",
+        "failed",
+        "n_tasks",
+        "family_size",
+        "infra_errors_control",
+    ];
     let bools: &[&str] = &["counted", "infra_differs"];
     for file in ["trials.csv", "arms.csv", "effects.csv"] {
         let header = csv_header(&run.join(file));
-        assert_eq!(&header[..4], ["run_id", "experiment", "config_digest", "suite_digest"], "{file}");
+        assert_eq!(
+            &header[..4],
+            ["run_id", "experiment", "config_digest", "suite_digest"],
+            "{file}"
+        );
         let rows = csv_rows(&run.join(file));
         for row in &rows {
-            assert_eq!([row["run_id"].as_str(), &row["experiment"], &row["config_digest"], &row["suite_digest"]], ids, "{file}");
+            assert_eq!(
+                [
+                    row["run_id"].as_str(),
+                    &row["experiment"],
+                    &row["config_digest"],
+                    &row["suite_digest"]
+                ],
+                ids,
+                "{file}"
+            );
             for (col, v) in row.iter().filter(|(_, v)| !v.is_empty()) {
                 if floats.contains(&col.as_str()) {
-                    assert!(v.parse::<f64>().is_ok() && (v.contains('.') || v.contains('e')), "{file} {col} = {v}: not a float");
+                    assert!(
+                        v.parse::<f64>().is_ok() && (v.contains('.') || v.contains('e')),
+                        "{file} {col} = {v}: not a float"
+                    );
                 } else if ints.contains(&col.as_str()) {
                     assert!(v.parse::<i64>().is_ok(), "{file} {col} = {v}: not an integer");
                 } else if bools.contains(&col.as_str()) {
@@ -554,7 +707,11 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
             assert_eq!(header[..expected.len()], expected[..]);
             // The two attempts of the rerun trial: only the second counts.
             let tid = first["trial_id"].as_str().unwrap();
-            let of: Vec<(&str, &str)> = rows.iter().filter(|r| r["trial_id"] == tid).map(|r| (r["attempt"].as_str(), r["counted"].as_str())).collect();
+            let of: Vec<(&str, &str)> = rows
+                .iter()
+                .filter(|r| r["trial_id"] == tid)
+                .map(|r| (r["attempt"].as_str(), r["counted"].as_str()))
+                .collect();
             assert_eq!(of, vec![("1", "false"), ("2", "true")]);
             assert_eq!(rows.iter().filter(|r| r["counted"] == "true").count(), 14 * 7 * 2);
         }
@@ -563,21 +720,38 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
     let arms = csv_rows(&run.join("arms.csv"));
     let full = arms.iter().find(|a| a["arm"] == "full").unwrap();
     let minus = arms.iter().find(|a| a["arm"] == "full-minus-feedback").unwrap();
-    assert_eq!((full["component.feedback"].as_str(), minus["component.feedback"].as_str()), ("true", "false"));
-    assert_eq!((full["component.tools"].as_str(), minus["component.tools"].as_str()), ("true", "true"));
+    assert_eq!(
+        (full["component.feedback"].as_str(), minus["component.feedback"].as_str()),
+        ("true", "false")
+    );
+    assert_eq!(
+        (full["component.tools"].as_str(), minus["component.tools"].as_str()),
+        ("true", "true")
+    );
     // Effect rows carry both rates, the interval's level and method, and the adjustment.
     let effects = csv_rows(&run.join("effects.csv"));
     for e in &effects {
-        let (c, t, d): (f64, f64, f64) = (e["control_rate"].parse().unwrap(), e["treatment_rate"].parse().unwrap(), e["delta"].parse().unwrap());
+        let (c, t, d): (f64, f64, f64) = (
+            e["control_rate"].parse().unwrap(),
+            e["treatment_rate"].parse().unwrap(),
+            e["delta"].parse().unwrap(),
+        );
         assert!((t - c - d).abs() < 1e-9, "{e:?}");
         // Ablations are adjusted over the family of 5 (Bonferroni); a combined comparison stands alone.
         let adjustment = if e["kind"] == "ablation" { "bonferroni" } else { "none" };
-        assert_eq!((e["method"].as_str(), e["adjustment"].as_str()), ("sign_flip_exact+trial_noise", adjustment), "{e:?}");
+        assert_eq!(
+            (e["method"].as_str(), e["adjustment"].as_str()),
+            ("sign_flip_exact+trial_noise", adjustment),
+            "{e:?}"
+        );
     }
     // The counted rows give the report's pass rate (the naive count over every row would not).
     let trials = csv_rows(&run.join("trials.csv"));
     let mut per_task: HashMap<String, (f64, f64)> = HashMap::new();
-    for t in trials.iter().filter(|t| t["arm"] == first["arm"].as_str().unwrap() && t["counted"] == "true") {
+    for t in trials
+        .iter()
+        .filter(|t| t["arm"] == first["arm"].as_str().unwrap() && t["counted"] == "true")
+    {
         let e = per_task.entry(t["task"].clone()).or_default();
         e.0 += (t["status"] == "passed") as u8 as f64;
         e.1 += 1.0;
@@ -602,8 +776,14 @@ fn report_margin_on_the_command_line() {
     // The arms at 0.85 and 0.9 (14 tasks x 4 trials): no effect shown, and the two one-sided tests
     // put the difference well inside ±50 pp; feedback (0.9 vs 0.1) still helps.
     assert!(out.contains("equivalent within ±50 pp"), "{out}");
-    assert!(out.lines().any(|l| l.trim_start().starts_with("feedback") && l.ends_with("helps")), "{out}");
-    assert!(err.contains("margin ±50 pp from the command line") && err.contains("were not rewritten"), "{err}");
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("feedback") && l.ends_with("helps")),
+        "{out}"
+    );
+    assert!(
+        err.contains("margin ±50 pp from the command line") && err.contains("were not rewritten"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(run.join("effects.csv")).unwrap(), before);
     let (code, _, err) = ablate(&["report", run.to_str().unwrap(), "--margin", "1.5"]);
     assert_eq!(code, 2, "{err}");

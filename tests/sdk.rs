@@ -42,7 +42,9 @@ fn venv_python() -> Option<PathBuf> {
     if std::env::var_os("CI").is_some() {
         panic!("target/sdk-venv is missing: run make sdk-venv (make test does)");
     }
-    eprintln!("\n*** SKIPPED: the SDK conformance tests need target/sdk-venv (make sdk-venv; PyPI) ***\n");
+    eprintln!(
+        "\n*** SKIPPED: the SDK conformance tests need target/sdk-venv (make sdk-venv; PyPI) ***\n"
+    );
     None
 }
 
@@ -57,10 +59,13 @@ fn upstream() -> Handler {
             // Input i: [i + 0.5, -1.25, 0.375] (exact in float32), 3 tokens an input.
             let n = body["input"].as_array().map_or(1, Vec::len);
             let data: Vec<Value> = (0..n).map(|i| json!({"object": "embedding", "index": i, "embedding": [i as f64 + 0.5, -1.25, 0.375]})).collect();
-            return Reply::json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 3 * n, "total_tokens": 3 * n}}));
+            return Reply::json(
+                json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 3 * n, "total_tokens": 3 * n}}),
+            );
         }
         let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-        let answered = body["messages"].as_array().is_some_and(|ms| ms.iter().any(|m| m["role"] == "tool"));
+        let answered =
+            body["messages"].as_array().is_some_and(|ms| ms.iter().any(|m| m["role"] == "tool"));
         if has_tools && !answered {
             return openai_tool("call_7", "read_file", "{\"path\": \"add.py\"}");
         }
@@ -121,14 +126,27 @@ async fn the_official_clients_work_through_the_gateway() {
     assert_eq!(seen["openai-chat"]["usage"], json!([100, 20]), "the upstream's usage, passed on");
     assert_eq!(seen["openai-chat-stream"]["usage"], json!([100, 20]));
     assert_eq!(seen["openai-tools"]["call"], json!(["read_file", {"path": "add.py"}]));
-    assert_eq!((seen["openai-responses"]["status"].as_str(), &seen["openai-responses"]["usage"]), (Some("completed"), &json!([100, 20])));
+    assert_eq!(
+        (seen["openai-responses"]["status"].as_str(), &seen["openai-responses"]["usage"]),
+        (Some("completed"), &json!([100, 20]))
+    );
     assert_eq!(seen["openai-responses-stream"]["deltas"], 1);
     assert_eq!(seen["openai-responses-tools"]["call"], json!(["read_file", {"path": "add.py"}]));
-    assert_eq!((seen["anthropic"]["stop_reason"].as_str(), &seen["anthropic"]["usage"]), (Some("end_turn"), &json!([100, 20])));
+    assert_eq!(
+        (seen["anthropic"]["stop_reason"].as_str(), &seen["anthropic"]["usage"]),
+        (Some("end_turn"), &json!([100, 20]))
+    );
     assert_eq!(seen["anthropic-stream"]["pieces"], 1);
-    assert_eq!(seen["anthropic-tools"]["call"], json!(["read_file", {"path": "add.py"}, "tool_use"]));
+    assert_eq!(
+        seen["anthropic-tools"]["call"],
+        json!(["read_file", {"path": "add.py"}, "tool_use"])
+    );
     assert_eq!(seen["ollama"]["done_reason"], "stop");
-    assert_eq!(seen["ollama-show"]["context"], json!([4096]), "the context length where Ollama's clients look for it");
+    assert_eq!(
+        seen["ollama-show"]["context"],
+        json!([4096]),
+        "the context length where Ollama's clients look for it"
+    );
     // Embeddings: the openai client asks base64 by default and decodes float32; Ollama's reads floats.
     assert_eq!(seen["openai-embed"]["vectors"], json!([[0.5, -1.25, 0.375], [1.5, -1.25, 0.375]]));
     assert_eq!(seen["openai-embed"]["usage"], 6);
@@ -140,7 +158,9 @@ async fn the_official_clients_work_through_the_gateway() {
     }
     // What reached the model: the stop strings, the schema, the continued conversation.
     let chats = server.chats.lock().unwrap().clone();
-    let with = |needle: &str| chats.iter().filter(|b| b.to_string().contains(needle)).cloned().collect::<Vec<Value>>();
+    let with = |needle: &str| {
+        chats.iter().filter(|b| b.to_string().contains(needle)).cloned().collect::<Vec<Value>>()
+    };
     assert!(with("</done>").iter().all(|b| b["stop"] == json!(["</done>"])), "stop forwarded");
     assert_eq!(with("</done>").len(), 3, "openai, anthropic and ollama each sent a stop string");
     assert_eq!(with("json_schema")[0]["response_format"]["json_schema"]["name"], "fix");
@@ -148,9 +168,15 @@ async fn the_official_clients_work_through_the_gateway() {
     // call and its output reached the model together.
     let continued: Vec<&Value> = chats
         .iter()
-        .filter(|b| b["messages"].as_array().is_some_and(|ms| ms.iter().any(|m| m["role"] == "tool")) && b["messages"][0]["role"] == "user")
+        .filter(|b| {
+            b["messages"].as_array().is_some_and(|ms| ms.iter().any(|m| m["role"] == "tool"))
+                && b["messages"][0]["role"] == "user"
+        })
         .collect();
-    assert!(continued.len() >= 2, "the chat-tools and responses-tools continuations: {continued:?}");
+    assert!(
+        continued.len() >= 2,
+        "the chat-tools and responses-tools continuations: {continued:?}"
+    );
     // A Responses call and an Anthropic call are traced as sent.
     let resp = ran.records.iter().find(|r| r.arm == "openai-responses").unwrap();
     let trace = traces(&ran.dir, &resp.trial_id);
@@ -207,32 +233,62 @@ print("OUT", json.dumps(out))
     let ran = run(&config, &dir.path().join("results")).await;
     let r = &ran.records[0];
     let cmd = r.harness_command.as_ref().unwrap();
-    let line = cmd.stdout_tail.lines().find_map(|l| l.strip_prefix("OUT ")).unwrap_or_else(|| panic!("{cmd:?}"));
+    let line = cmd
+        .stdout_tail
+        .lines()
+        .find_map(|l| l.strip_prefix("OUT "))
+        .unwrap_or_else(|| panic!("{cmd:?}"));
     let out: Value = serde_json::from_str(line).unwrap();
-    assert_eq!(out["model"], json!([200, {"id": "m", "object": "model", "created": 0, "owned_by": "ablate"}]));
+    assert_eq!(
+        out["model"],
+        json!([200, {"id": "m", "object": "model", "created": 0, "owned_by": "ablate"}])
+    );
     assert_eq!(out["other_model"], 404);
     assert_eq!(out["ps"][1]["models"][0]["name"], "m");
     assert_eq!(out["embed"][0], 200, "{out}");
     assert_eq!(out["embed"][1]["data"][0]["embedding"], json!([0.5, -1.25, 0.375]));
     assert_eq!(out["nowhere"][0], 404);
-    assert!(out["nowhere"][1]["error"]["message"].as_str().unwrap().contains("POST /v1/assistants"), "{out}");
-    assert_eq!((out["lower_bearer"].as_u64(), out["x_api_key"].as_u64(), out["api_key"].as_u64()), (Some(200), Some(200), Some(200)));
+    assert!(
+        out["nowhere"][1]["error"]["message"].as_str().unwrap().contains("POST /v1/assistants"),
+        "{out}"
+    );
+    assert_eq!(
+        (out["lower_bearer"].as_u64(), out["x_api_key"].as_u64(), out["api_key"].as_u64()),
+        (Some(200), Some(200), Some(200))
+    );
     // Anthropic's form of an error.
     assert_eq!(out["anthropic_no_key"][0], 401);
     assert_eq!(out["anthropic_no_key"][1]["type"], "error");
     assert_eq!(out["anthropic_no_key"][1]["error"]["type"], "authentication_error");
     assert_eq!(out["completion"][1]["object"], "text_completion");
     assert_eq!(out["stop_string"], 200);
-    assert_eq!((out["ollama_format"].as_u64(), out["ollama_api_base"].as_bool()), (Some(200), Some(true)));
+    assert_eq!(
+        (out["ollama_format"].as_u64(), out["ollama_api_base"].as_bool()),
+        (Some(200), Some(true))
+    );
     // Ollama's `format: "json"` reached the OpenAI-compatible model as its response_format.
     let chats = server.chats.lock().unwrap().clone();
-    let json_call = chats.iter().find(|b| b.to_string().contains("as json")).expect("the format call reached the model");
+    let json_call = chats
+        .iter()
+        .find(|b| b.to_string().contains("as json"))
+        .expect("the format call reached the model");
     assert_eq!(json_call["response_format"], json!({"type": "json_object"}));
-    assert_eq!(chats.iter().find(|b| b.to_string().contains("</x>")).unwrap()["stop"], json!(["</x>"]));
+    assert_eq!(
+        chats.iter().find(|b| b.to_string().contains("</x>")).unwrap()["stop"],
+        json!(["</x>"])
+    );
     // The refused requests are in the trace, each a line of its own, and counted.
     let trace = traces(&ran.dir, &r.trial_id);
-    let refused: Vec<&str> = trace.iter().flat_map(|s| s.notes.iter()).filter_map(|n| n.strip_prefix("refused: ")).collect();
-    assert_eq!(refused, vec!["GET /v1/models/gpt-9", "POST /v1/assistants", "POST /v1/messages"], "{trace:?}");
+    let refused: Vec<&str> = trace
+        .iter()
+        .flat_map(|s| s.notes.iter())
+        .filter_map(|n| n.strip_prefix("refused: "))
+        .collect();
+    assert_eq!(
+        refused,
+        vec!["GET /v1/models/gpt-9", "POST /v1/assistants", "POST /v1/messages"],
+        "{trace:?}"
+    );
     assert_eq!(cmd.refused_requests, 3, "{cmd:?}");
     assert_eq!(cmd.embedding_calls, 1, "{cmd:?}");
     // Three model calls: the completion (as one user turn, said in the trace) and two chats.

@@ -28,12 +28,18 @@ fn suite(dir: &Path) -> PathBuf {
     let from = fixture("tiny").join("add-two");
     let root = dir.join("adds");
     std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("suite.toml"), "name = \"adds\"\nversion = \"1.0.0\"\ndescription = \"copies of add-two\"\n").unwrap();
+    std::fs::write(
+        root.join("suite.toml"),
+        "name = \"adds\"\nversion = \"1.0.0\"\ndescription = \"copies of add-two\"\n",
+    )
+    .unwrap();
     for i in 0..TASKS {
         let id = format!("add-{i:02}");
         let to = root.join(&id);
         copy_dir(&from, &to);
-        let toml = std::fs::read_to_string(to.join("task.toml")).unwrap().replace("id = \"add-two\"", &format!("id = \"{id}\""));
+        let toml = std::fs::read_to_string(to.join("task.toml"))
+            .unwrap()
+            .replace("id = \"add-two\"", &format!("id = \"{id}\""));
         std::fs::write(to.join("task.toml"), toml).unwrap();
     }
     root
@@ -44,13 +50,21 @@ fn copy_dir(from: &Path, to: &Path) {
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let p = e.path();
-        if p.is_dir() { copy_dir(&p, &to.join(e.file_name())) } else { std::fs::copy(&p, to.join(e.file_name())).map(|_| ()).unwrap() }
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()))
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).map(|_| ()).unwrap()
+        }
     }
 }
 
 fn config(dir: &Path, url: &str) -> PathBuf {
     let suite = suite(dir);
-    for (name, text) in [("a.md", "You write Python. Arm A."), ("b.md", &format!("You write Python. {MARK}.")), ("c.md", "You write Python. Arm C.")] {
+    for (name, text) in [
+        ("a.md", "You write Python. Arm A."),
+        ("b.md", &format!("You write Python. {MARK}.")),
+        ("c.md", "You write Python. Arm C."),
+    ] {
         std::fs::write(dir.join(name), text).unwrap();
     }
     let text = format!(
@@ -70,11 +84,15 @@ fn config(dir: &Path, url: &str) -> PathBuf {
 fn effects(run: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
     let mut r = csv::Reader::from_path(run.join("effects.csv")).unwrap();
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    r.records().map(|row| header.iter().cloned().zip(row.unwrap().iter().map(String::from)).collect()).collect()
+    r.records()
+        .map(|row| header.iter().cloned().zip(row.unwrap().iter().map(String::from)).collect())
+        .collect()
 }
 
 fn records(run: &Path) -> Vec<ablate::record::TrialRecord> {
-    ablate::record::jsonl::read::<ablate::record::TrialRecord>(&run.join("trials.jsonl")).unwrap().records
+    ablate::record::jsonl::read::<ablate::record::TrialRecord>(&run.join("trials.jsonl"))
+        .unwrap()
+        .records
 }
 
 fn ablate(args: &[&str]) -> std::process::Command {
@@ -85,16 +103,23 @@ fn ablate(args: &[&str]) -> std::process::Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions() {
-    let server = start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
+    let server =
+        start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), &server.url);
     let results = dir.path().join("results");
-    let (cfg_s, results_s) = (cfg.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
+    let (cfg_s, results_s) =
+        (cfg.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
 
     // Uninterrupted.
     let out = tokio::task::spawn_blocking({
         let (c, r) = (cfg_s.clone(), results_s.clone());
-        move || output_within(&mut ablate(&["run", &c, "--results", &r, "--run-id", "whole", "--jobs", "2"]), Duration::from_secs(600))
+        move || {
+            output_within(
+                &mut ablate(&["run", &c, "--results", &r, "--run-id", "whole", "--jobs", "2"]),
+                Duration::from_secs(600),
+            )
+        }
     })
     .await
     .unwrap();
@@ -102,17 +127,30 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     assert!(out.status.success(), "{stderr}");
     let whole = results.join("whole");
     let e = effects(&whole);
-    let row = |treatment: &str| e.iter().find(|r| r["treatment"] == treatment).unwrap_or_else(|| panic!("{treatment}: {e:?}")).clone();
+    let row = |treatment: &str| {
+        e.iter()
+            .find(|r| r["treatment"] == treatment)
+            .unwrap_or_else(|| panic!("{treatment}: {e:?}"))
+            .clone()
+    };
     // By hand: alpha 0.05 / 2 ablations, bets sized for half the 40 tasks, l_t = sqrt(2 ln 80 / (s2_{t-1} 20)),
     // at least sqrt(0.4382 / 0.25) = 1.32 here. a -> b, d = -1 (x = 0) each task: the downward bet at 1/2 is
     // its truncation 1, each factor 1.5, and 0.5 * 1.5^k >= 40 first at k = 11 (1.5^10 = 57.7, 1.5^11 = 86.5).
     let (hurt, same) = (row("b"), row("c"));
-    assert_eq!((hurt["design"].as_str(), hurt["verdict"].as_str(), hurt["decided_after_tasks"].as_str()), ("sequential", "hurts", "11"), "{hurt:?}");
+    assert_eq!(
+        (hurt["design"].as_str(), hurt["verdict"].as_str(), hurt["decided_after_tasks"].as_str()),
+        ("sequential", "hurts", "11"),
+        "{hurt:?}"
+    );
     assert_eq!(hurt["method"], "betting_cs");
     assert_eq!(hurt["p_value"], "", "no p-value after optional stopping");
     // a -> c, d = 0 (x = 1/2) each task: the bets at 0.4 and 0.6 are their truncation 1.25, each factor 1.125,
     // and 0.5 * 1.125^k >= 40 first at k = 38 (1.125^37 = 78.2, 1.125^38 = 88.0).
-    assert_eq!((same["verdict"].as_str(), same["decided_after_tasks"].as_str()), ("equivalent within ±20 pp", "38"), "{same:?}");
+    assert_eq!(
+        (same["verdict"].as_str(), same["decided_after_tasks"].as_str()),
+        ("equivalent within ±20 pp", "38"),
+        "{same:?}"
+    );
     assert!(stderr.contains("decided: ") && stderr.contains("hurts after 11 tasks"), "{stderr}");
 
     // b's trials stop once a -> b is decided (a few may be under way: 2 at a time).
@@ -133,7 +171,11 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
 
     // The report says how each sequence went, with no p-value, and plots the sequences.
     let report = output_within(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["report", whole.to_str().unwrap(), "--no-color"]),
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "report",
+            whole.to_str().unwrap(),
+            "--no-color",
+        ]),
         Duration::from_secs(60),
     );
     let text = String::from_utf8_lossy(&report.stdout);
@@ -143,7 +185,10 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     assert!(text.contains("sequence: decided (equivalent) after 38 tasks, "), "{text}");
     assert!(text.contains("anytime-valid"), "{text}");
     let html = std::fs::read_to_string(whole.join("report.html")).unwrap();
-    assert!(html.contains("<h2>Confidence sequences</h2>") && html.matches("<polygon").count() == 2, "two sequences plotted");
+    assert!(
+        html.contains("<h2>Confidence sequences</h2>") && html.matches("<polygon").count() == 2,
+        "two sequences plotted"
+    );
     let md = std::fs::read_to_string(whole.join("report.md")).unwrap();
     assert!(md.contains("decided (hurts) after 11 tasks"), "{md}");
 
@@ -151,27 +196,45 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     let log = dir.path().join("killed.log");
     let mut child = {
         use std::os::unix::process::CommandExt;
-        let mut cmd = ablate(&["run", &cfg_s, "--results", &results_s, "--run-id", "killed", "--jobs", "2"]);
-        cmd.stdout(std::fs::File::create(&log).unwrap()).stderr(std::fs::File::create(dir.path().join("killed.err")).unwrap()).process_group(0);
+        let mut cmd =
+            ablate(&["run", &cfg_s, "--results", &results_s, "--run-id", "killed", "--jobs", "2"]);
+        cmd.stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("killed.err")).unwrap())
+            .process_group(0);
         cmd.spawn().unwrap()
     };
     let killed = results.join("killed");
     let deadline = std::time::Instant::now() + Duration::from_secs(300);
     loop {
-        let n = std::fs::read_to_string(killed.join("trials.jsonl")).map(|t| t.lines().count()).unwrap_or(0);
+        let n = std::fs::read_to_string(killed.join("trials.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
         if n >= 20 || std::time::Instant::now() > deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let pid = child.id() as i32;
-    rustix::process::kill_process_group(rustix::process::Pid::from_raw(pid).unwrap(), rustix::process::Signal::KILL).unwrap();
+    rustix::process::kill_process_group(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
     let _ = child.wait();
     let partial = records(&killed).len();
-    assert!(partial >= 20 && partial < recs.len(), "killed after {partial} of {} records", recs.len());
+    assert!(
+        partial >= 20 && partial < recs.len(),
+        "killed after {partial} of {} records",
+        recs.len()
+    );
     let out = tokio::task::spawn_blocking({
         let (c, k) = (cfg_s.clone(), killed.to_str().unwrap().to_string());
-        move || output_within(&mut ablate(&["run", &c, "--resume", &k, "--jobs", "2"]), Duration::from_secs(600))
+        move || {
+            output_within(
+                &mut ablate(&["run", &c, "--resume", &k, "--jobs", "2"]),
+                Duration::from_secs(600),
+            )
+        }
     })
     .await
     .unwrap();
@@ -186,10 +249,24 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     // 2 a task: tasks 11, 12 and 13 enter (39), task 14 would make 41. -c is then undecided at budget after
     // 14 tasks, whatever order the trials finished in.
     let budget_cfg = dir.path().join("budget.toml");
-    std::fs::write(&budget_cfg, std::fs::read_to_string(&cfg).unwrap().replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_trials = 40\n"))
-        .unwrap();
+    std::fs::write(
+        &budget_cfg,
+        std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_trials = 40\n"),
+    )
+    .unwrap();
     let out = output_within(
-        &mut ablate(&["run", budget_cfg.to_str().unwrap(), "--results", &results_s, "--run-id", "budget", "--jobs", "3"]),
+        &mut ablate(&[
+            "run",
+            budget_cfg.to_str().unwrap(),
+            "--results",
+            &results_s,
+            "--run-id",
+            "budget",
+            "--jobs",
+            "3",
+        ]),
         Duration::from_secs(600),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -200,7 +277,10 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     let b = budget.iter().find(|r| r["treatment"] == "b").unwrap();
     assert_eq!((b["verdict"].as_str(), b["decided_after_tasks"].as_str()), ("hurts", "11"));
     let started = records(&results.join("budget")).len();
-    assert!((39..=42).contains(&started), "{started} trials started for a budget of 40 (39 used; b's trials under way at its decision)");
+    assert!(
+        (39..=42).contains(&started),
+        "{started} trials started for a budget of 40 (39 used; b's trials under way at its decision)"
+    );
 
     // Two shards, each owning every other task of the order and following its own tasks by the
     // same rule, then merged: the merged report replays the whole order. By hand, each shard's
@@ -212,26 +292,59 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     for k in 1..=2 {
         let id = format!("shard{k}");
         let out = output_within(
-            &mut ablate(&["run", &cfg_s, "--results", &results_s, "--run-id", &id, "--shard", &format!("{k}/2"), "--jobs", "2"]),
+            &mut ablate(&[
+                "run",
+                &cfg_s,
+                "--results",
+                &results_s,
+                "--run-id",
+                &id,
+                "--shard",
+                &format!("{k}/2"),
+                "--jobs",
+                "2",
+            ]),
             Duration::from_secs(600),
         );
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let recs = records(&results.join(&id));
-        let own: std::collections::BTreeSet<&str> = order.iter().skip(k - 1).step_by(2).map(String::as_str).collect();
-        assert!(recs.iter().all(|r| own.contains(r.task.as_str())), "shard {k}/2 ran only its own tasks");
+        let own: std::collections::BTreeSet<&str> =
+            order.iter().skip(k - 1).step_by(2).map(String::as_str).collect();
+        assert!(
+            recs.iter().all(|r| own.contains(r.task.as_str())),
+            "shard {k}/2 ran only its own tasks"
+        );
         let b = recs.iter().filter(|r| r.arm == "b").count();
         assert!((11..=13).contains(&b), "shard {k}/2 ran {b} trials of b");
-        assert_eq!(recs.iter().filter(|r| r.arm == "c").count(), 20, "shard {k}/2 ran c on each of its 20 tasks");
+        assert_eq!(
+            recs.iter().filter(|r| r.arm == "c").count(),
+            20,
+            "shard {k}/2 ran c on each of its 20 tasks"
+        );
         shard_dirs.push(results.join(&id).to_str().unwrap().to_string());
     }
     let merged = results.join("merged");
     let out = output_within(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["merge", "-o", merged.to_str().unwrap(), &shard_dirs[1], &shard_dirs[0]]),
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "merge",
+            "-o",
+            merged.to_str().unwrap(),
+            &shard_dirs[1],
+            &shard_dirs[0],
+        ]),
         Duration::from_secs(60),
     );
-    assert!(out.status.success(), "the trials the shards' rules skipped are not missing: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "the trials the shards' rules skipped are not missing: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = output_within(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["report", merged.to_str().unwrap(), "--no-color"]),
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "report",
+            merged.to_str().unwrap(),
+            "--no-color",
+        ]),
         Duration::from_secs(60),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -239,7 +352,12 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
     // A shard killed before its rule is done is named as unfinished by merge.
     let cut = results.join("cut");
     copy_dir(&results.join("shard1"), &cut);
-    let kept: Vec<String> = std::fs::read_to_string(cut.join("trials.jsonl")).unwrap().lines().take(10).map(String::from).collect();
+    let kept: Vec<String> = std::fs::read_to_string(cut.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .take(10)
+        .map(String::from)
+        .collect();
     std::fs::write(cut.join("trials.jsonl"), kept.join("\n") + "\n").unwrap();
     let out = output_within(
         std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
@@ -263,7 +381,8 @@ fn seconds(t: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_them_again() {
-    let server = start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
+    let server =
+        start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
     let dir = tempfile::tempdir().unwrap();
     let cfg = std::fs::read_to_string(config(dir.path(), &server.url)).unwrap();
     let results = dir.path().join("results");
@@ -271,7 +390,16 @@ async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_t
     let run = |name: &str, text: String, extra: &[&str]| {
         let path = dir.path().join(format!("{name}.toml"));
         std::fs::write(&path, text).unwrap();
-        let mut args = vec!["run", path.to_str().unwrap(), "--results", &results_s, "--run-id", name, "--jobs", "1"];
+        let mut args = vec![
+            "run",
+            path.to_str().unwrap(),
+            "--results",
+            &results_s,
+            "--run-id",
+            name,
+            "--jobs",
+            "1",
+        ];
         args.extend_from_slice(extra);
         let out = output_within(&mut ablate(&args), Duration::from_secs(600));
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -283,50 +411,90 @@ async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_t
     // start (the 7th spends it), of the 120 planned.
     let money = cfg
         .replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_cost_usd = 7.0\n")
-        .replace("temperature = 0.0\n", "temperature = 0.0\nprice = { input_per_mtok = 0.0, output_per_mtok = 50000.0 }\n");
+        .replace(
+            "temperature = 0.0\n",
+            "temperature = 0.0\nprice = { input_per_mtok = 0.0, output_per_mtok = 50000.0 }\n",
+        );
     let stderr = run("money", money.clone(), &[]);
     assert!(stderr.contains("money budget spent: $7.0000 of $7"), "{stderr}");
     let recs = records(&results.join("money"));
-    assert!(recs.iter().all(|r| r.cost_usd == Some(1.0)), "{:?}", recs.iter().map(|r| r.cost_usd).collect::<Vec<_>>());
+    assert!(
+        recs.iter().all(|r| r.cost_usd == Some(1.0)),
+        "{:?}",
+        recs.iter().map(|r| r.cost_usd).collect::<Vec<_>>()
+    );
     assert_eq!(recs.len(), 7);
     // Tasks 1 and 2 of the order have all three arms' trials; the third has one: two tasks entered.
     let e = effects(&results.join("money"));
     for row in &e {
-        assert_eq!((row["n_tasks"].as_str(), row["decided_after_tasks"].as_str()), ("2", ""), "{row:?}");
+        assert_eq!(
+            (row["n_tasks"].as_str(), row["decided_after_tasks"].as_str()),
+            ("2", ""),
+            "{row:?}"
+        );
         assert!(row["verdict"].starts_with("undecided at budget"), "{row:?}");
     }
     let report = output_within(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["report", results.join("money").to_str().unwrap(), "--no-color"]),
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "report",
+            results.join("money").to_str().unwrap(),
+            "--no-color",
+        ]),
         Duration::from_secs(60),
     );
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(text.contains("money budget spent: $7.0000 of $7"), "{text}");
     // Resumed, the spend is counted again from the records: nothing starts.
     let path = dir.path().join("money.toml");
-    let out = output_within(&mut ablate(&["run", path.to_str().unwrap(), "--resume", results.join("money").to_str().unwrap()]), Duration::from_secs(600));
+    let out = output_within(
+        &mut ablate(&[
+            "run",
+            path.to_str().unwrap(),
+            "--resume",
+            results.join("money").to_str().unwrap(),
+        ]),
+        Duration::from_secs(600),
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(records(&results.join("money")).len(), 7);
 
     // Running time: one trial at a time, so the spans do not overlap and their union is their sum.
     // The run stops at the first trial whose end brings the sum to 1.5 s: the trials before it sum
     // to less, all of them to at least that.
-    let timed = cfg.replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_seconds = 1.5\n");
+    let timed =
+        cfg.replace("design = \"sequential\"\n", "design = \"sequential\"\nmax_seconds = 1.5\n");
     let stderr = run("timed", timed, &[]);
     assert!(stderr.contains("time budget spent: "), "{stderr}");
     let recs = records(&results.join("timed"));
-    let spans: Vec<f64> = recs.iter().map(|r| seconds(&r.finished_at) - seconds(&r.started_at)).collect();
+    let spans: Vec<f64> =
+        recs.iter().map(|r| seconds(&r.finished_at) - seconds(&r.started_at)).collect();
     let all: f64 = spans.iter().sum();
     let before: f64 = spans[..spans.len() - 1].iter().sum();
-    println!("time budget 1.5 s: {} trials, their spans summing to {before:.3} s before the last and {all:.3} s with it", recs.len());
-    assert!(recs.len() < 120 && before < 1.5 && all >= 1.5, "{} trials, spans {spans:?}", recs.len());
+    println!(
+        "time budget 1.5 s: {} trials, their spans summing to {before:.3} s before the last and {all:.3} s with it",
+        recs.len()
+    );
+    assert!(
+        recs.len() < 120 && before < 1.5 && all >= 1.5,
+        "{} trials, spans {spans:?}",
+        recs.len()
+    );
     // A money budget in a fixed design, or on a model without prices, is refused by name.
     for (name, text, key) in [
         ("fixed", money.replace("design = \"sequential\"\n", ""), "experiment.max_cost_usd"),
-        ("unpriced", money.replace("price = { input_per_mtok = 0.0, output_per_mtok = 50000.0 }\n", ""), "models[0].price"),
+        (
+            "unpriced",
+            money.replace("price = { input_per_mtok = 0.0, output_per_mtok = 50000.0 }\n", ""),
+            "models[0].price",
+        ),
     ] {
         let p = dir.path().join(format!("{name}.toml"));
         std::fs::write(&p, text).unwrap();
-        let out = output_within(std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["plan", p.to_str().unwrap()]), Duration::from_secs(60));
+        let out = output_within(
+            std::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
+                .args(["plan", p.to_str().unwrap()]),
+            Duration::from_secs(60),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(key), "{stderr}");
@@ -334,7 +502,12 @@ async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_t
     // A shard's plan says how the budgets divide.
     let timed_path = dir.path().join("timed.toml");
     let out = output_within(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args(["plan", timed_path.to_str().unwrap(), "--shard", "1/2"]),
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "plan",
+            timed_path.to_str().unwrap(),
+            "--shard",
+            "1/2",
+        ]),
         Duration::from_secs(60),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -15,7 +15,11 @@ use std::time::Duration;
 
 fn ablate(args: &[&str]) -> String {
     let out = common::output_within(
-        Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).env("NO_COLOR", "1").env_remove("CI"),
+        Command::new(env!("CARGO_BIN_EXE_ablate"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .env_remove("CI"),
         Duration::from_secs(120),
     );
     format!(
@@ -76,11 +80,22 @@ fn synthetic(dir: &Path, name: &str, seed: u64, full_rate: f64) -> PathBuf {
     exp.trials = 6;
     exp.tasks.truncate(2);
     exp.arms.retain(|a| a.name == "bare" || a.name == "full");
-    exp.comparisons.retain(|c| (c.control == "bare" && c.treatment == "full") || (c.control == "full" && c.treatment == "bare"));
+    exp.comparisons.retain(|c| {
+        (c.control == "bare" && c.treatment == "full")
+            || (c.control == "full" && c.treatment == "bare")
+    });
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let out = dir.join(name);
-    synth::write_run(&out, &exp, &suite, &plan, seed, |_, arm| if arm == "full" { full_rate } else { 0.3 }).unwrap();
+    synth::write_run(
+        &out,
+        &exp,
+        &suite,
+        &plan,
+        seed,
+        |_, arm| if arm == "full" { full_rate } else { 0.3 },
+    )
+    .unwrap();
     out
 }
 
@@ -93,29 +108,88 @@ fn command_outputs() {
     let run_s = run.to_str().unwrap();
     insta::assert_snapshot!("report", ablate(&["report", run_s]));
     let baseline = dir.path().join("baseline.csv");
-    insta::assert_snapshot!("baseline-save", ablate(&["baseline", "save", run_s, "--arm", "full", "-o", baseline.to_str().unwrap()]));
+    insta::assert_snapshot!(
+        "baseline-save",
+        ablate(&["baseline", "save", run_s, "--arm", "full", "-o", baseline.to_str().unwrap()])
+    );
     let candidate = synthetic(dir.path(), "candidate", 4, 0.8);
-    insta::assert_snapshot!("gate", ablate(&["gate", "--baseline", baseline.to_str().unwrap(), "--candidate", candidate.to_str().unwrap()]));
+    insta::assert_snapshot!(
+        "gate",
+        ablate(&[
+            "gate",
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--candidate",
+            candidate.to_str().unwrap()
+        ])
+    );
     let missing = dir.path().join("missing");
-    insta::assert_snapshot!("merge-refused", ablate(&["merge", "-o", dir.path().join("out").to_str().unwrap(), missing.to_str().unwrap()]));
-    insta::assert_snapshot!("suite-check", ablate(&["suite", "check", "tests/fixtures/suites/tiny"]));
-    insta::assert_snapshot!("config-error", ablate(&["plan", "tests/fixtures/suites/tiny/add-two/task.toml"]));
+    insta::assert_snapshot!(
+        "merge-refused",
+        ablate(&[
+            "merge",
+            "-o",
+            dir.path().join("out").to_str().unwrap(),
+            missing.to_str().unwrap()
+        ])
+    );
+    insta::assert_snapshot!(
+        "suite-check",
+        ablate(&["suite", "check", "tests/fixtures/suites/tiny"])
+    );
+    insta::assert_snapshot!(
+        "config-error",
+        ablate(&["plan", "tests/fixtures/suites/tiny/add-two/task.toml"])
+    );
     // A manifest whose recorded experiment does not parse is refused, naming the key.
     let bad = synthetic(dir.path(), "bad-manifest", 5, 0.5);
     let path = bad.join("manifest.json");
-    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     m["experiment"]["arms"][1]["name"] = serde_json::json!(5);
     std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
     insta::assert_snapshot!("report-bad-manifest", ablate(&["report", bad.to_str().unwrap()]));
-    insta::assert_snapshot!("python-error", ablate(&["--python", "/nonexistent/python3", "suite", "check", "tests/fixtures/suites/tiny"]));
+    insta::assert_snapshot!(
+        "python-error",
+        ablate(&[
+            "--python",
+            "/nonexistent/python3",
+            "suite",
+            "check",
+            "tests/fixtures/suites/tiny"
+        ])
+    );
     let imported = dir.path().join("imported");
     let imported_s = imported.to_str().unwrap();
-    insta::assert_snapshot!("suite-import", ablate(&["suite", "import", "humaneval", "tests/fixtures/imports/humaneval-mini.jsonl", "-o", imported_s]));
+    insta::assert_snapshot!(
+        "suite-import",
+        ablate(&[
+            "suite",
+            "import",
+            "humaneval",
+            "tests/fixtures/imports/humaneval-mini.jsonl",
+            "-o",
+            imported_s
+        ])
+    );
     // This build has no polars (the default features): export says how to get it.
     if cfg!(not(feature = "polars")) {
-        insta::assert_snapshot!("export-without-polars", ablate(&["export", run_s, "-o", dir.path().join("x.parquet").to_str().unwrap()]));
+        insta::assert_snapshot!(
+            "export-without-polars",
+            ablate(&["export", run_s, "-o", dir.path().join("x.parquet").to_str().unwrap()])
+        );
     }
-    insta::assert_snapshot!("suite-import-exists", ablate(&["suite", "import", "humaneval", "tests/fixtures/imports/humaneval-mini.jsonl", "-o", imported_s]));
+    insta::assert_snapshot!(
+        "suite-import-exists",
+        ablate(&[
+            "suite",
+            "import",
+            "humaneval",
+            "tests/fixtures/imports/humaneval-mini.jsonl",
+            "-o",
+            imported_s
+        ])
+    );
 }
 
 /// One command's output for each way a command can fail, each exit status
@@ -130,7 +204,10 @@ fn failure_outputs() {
     let run_s = run.to_str().unwrap();
     // A baseline under a file: no folder can be made for it.
     let nowhere = run.join("manifest.json").join("baseline.csv");
-    insta::assert_snapshot!("baseline-save-unwritable", ablate(&["baseline", "save", run_s, "--arm", "full", "-o", nowhere.to_str().unwrap()]));
+    insta::assert_snapshot!(
+        "baseline-save-unwritable",
+        ablate(&["baseline", "save", run_s, "--arm", "full", "-o", nowhere.to_str().unwrap()])
+    );
     insta::assert_snapshot!("run-jobs-zero", ablate(&["run", "configs/core.toml", "--jobs", "0"]));
     // The exports' temporary file is taken by a folder: trials.csv cannot be written (as root, too).
     std::fs::create_dir(run.join(".trials.csv.tmp")).unwrap();
@@ -143,7 +220,8 @@ fn failure_outputs() {
 /// lines come in plan order; then the same run again, refused, and resumed.
 #[test]
 fn run_output() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let server = rt.block_on(common::start(Arc::new(|path, body, _| {
         if let Some(r) = common::meta(path) {
             return r;
@@ -163,17 +241,58 @@ fn run_output() {
     let _g = s.bind_to_scope();
     let results = dir.path().join("results");
     let (config_s, results_s) = (config.to_str().unwrap(), results.to_str().unwrap());
-    insta::assert_snapshot!("run", ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"]));
-    insta::assert_snapshot!("run-exists", ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"]));
-    insta::assert_snapshot!("run-resume-done", ablate(&["run", config_s, "--resume", results.join("r").to_str().unwrap(), "-j", "1", "--plain"]));
+    insta::assert_snapshot!(
+        "run",
+        ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"])
+    );
+    insta::assert_snapshot!(
+        "run-exists",
+        ablate(&["run", config_s, "--results", results_s, "--run-id", "r", "-j", "1", "--plain"])
+    );
+    insta::assert_snapshot!(
+        "run-resume-done",
+        ablate(&[
+            "run",
+            config_s,
+            "--resume",
+            results.join("r").to_str().unwrap(),
+            "-j",
+            "1",
+            "--plain"
+        ])
+    );
     // The same experiment as two shards, put back together.
     for k in ["1/2", "2/2"] {
         let id = format!("s{}", &k[..1]);
-        let out = ablate(&["run", config_s, "--results", results_s, "--run-id", &id, "--shard", k, "-j", "1", "--plain"]);
+        let out = ablate(&[
+            "run",
+            config_s,
+            "--results",
+            results_s,
+            "--run-id",
+            &id,
+            "--shard",
+            k,
+            "-j",
+            "1",
+            "--plain",
+        ]);
         assert!(out.starts_with("exit: 0\n"), "{out}");
     }
     let (s1, s2, merged) = (results.join("s1"), results.join("s2"), results.join("merged"));
-    insta::assert_snapshot!("merge", ablate(&["merge", "-o", merged.to_str().unwrap(), s1.to_str().unwrap(), s2.to_str().unwrap()]));
-    insta::assert_snapshot!("merge-one-shard-missing", ablate(&["merge", "-o", results.join("m2").to_str().unwrap(), s1.to_str().unwrap()]));
+    insta::assert_snapshot!(
+        "merge",
+        ablate(&[
+            "merge",
+            "-o",
+            merged.to_str().unwrap(),
+            s1.to_str().unwrap(),
+            s2.to_str().unwrap()
+        ])
+    );
+    insta::assert_snapshot!(
+        "merge-one-shard-missing",
+        ablate(&["merge", "-o", results.join("m2").to_str().unwrap(), s1.to_str().unwrap()])
+    );
     drop(server);
 }

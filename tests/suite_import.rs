@@ -9,19 +9,32 @@ use std::process::Command;
 use std::time::Duration;
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = common::output_within(Command::new(env!("CARGO_BIN_EXE_ablate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")), Duration::from_secs(60));
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ablate"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+        Duration::from_secs(60),
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 /// `sha256sum tests/fixtures/imports/humaneval-mini.jsonl`.
-const HUMANEVAL_MINI_SHA256: &str = "656f984480976b4589c20ac5f094f0b87010cd88b480902fe549d13a6accd1b4";
+const HUMANEVAL_MINI_SHA256: &str =
+    "656f984480976b4589c20ac5f094f0b87010cd88b480902fe549d13a6accd1b4";
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/imports").join(name)
 }
 
 fn gzip(text: &[u8], to: &Path) {
-    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(to).unwrap(), flate2::Compression::default());
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(to).unwrap(),
+        flate2::Compression::default(),
+    );
     enc.write_all(text).unwrap();
     enc.finish().unwrap();
 }
@@ -36,7 +49,10 @@ fn read(p: PathBuf) -> String {
 
 /// Names in `dir` (to see that nothing temporary was left).
 fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
     v.sort();
     v
 }
@@ -56,15 +72,31 @@ fn humaneval_import_writes_prompt_stub_solution_and_check_and_the_suite_proves()
     // The files, against what the fixture says by hand.
     let t = out.join("mini-001");
     let prompt = "\n\ndef square(x: int) -> int:\n    return x * x\n\n\ndef sum_squares(xs: list) -> int:\n    \"\"\" Return the sum of square(x) for x in xs.\n    >>> sum_squares([1, 2])\n    5\n    \"\"\"\n";
-    assert_eq!(read(t.join("workspace/sum_squares.py")), prompt, "the workspace holds the prompt as given");
-    assert_eq!(read(t.join("solution/sum_squares.py")), format!("{prompt}    return sum(square(x) for x in xs)\n"));
+    assert_eq!(
+        read(t.join("workspace/sum_squares.py")),
+        prompt,
+        "the workspace holds the prompt as given"
+    );
+    assert_eq!(
+        read(t.join("solution/sum_squares.py")),
+        format!("{prompt}    return sum(square(x) for x in xs)\n")
+    );
     let test = read(t.join("tests/test_sum_squares.py"));
     assert!(test.contains("from sum_squares import *"), "{test}");
     assert!(test.contains("def check(candidate):\n    assert candidate([]) == 0\n"), "{test}");
     assert!(test.contains("    def test_check(self):\n        check(sum_squares)\n"), "{test}");
     let task = read(t.join("task.toml"));
-    assert!(task.contains("id = \"mini-001\"") && task.contains("tests = 1") && task.contains("editable = [\"sum_squares.py\"]"), "{task}");
-    assert!(task.contains("parser = \"unittest\"") && task.contains("\"python3\", \"-m\", \"unittest\""), "{task}");
+    assert!(
+        task.contains("id = \"mini-001\"")
+            && task.contains("tests = 1")
+            && task.contains("editable = [\"sum_squares.py\"]"),
+        "{task}"
+    );
+    assert!(
+        task.contains("parser = \"unittest\"")
+            && task.contains("\"python3\", \"-m\", \"unittest\""),
+        "{task}"
+    );
 
     // suite.toml names the source's sha256 (computed here with the sha2 crate, not ablate's digest code) and the importer version.
     let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&src).unwrap()));
@@ -74,14 +106,23 @@ fn humaneval_import_writes_prompt_stub_solution_and_check_and_the_suite_proves()
     assert_eq!(source.importer, "humaneval");
     assert_eq!(source.importer_version, 1);
     assert_eq!(source.file, "HumanEval.jsonl.gz");
-    assert!(suite.description.contains(&sha) && suite.description.contains("importer version 1"), "{}", suite.description);
+    assert!(
+        suite.description.contains(&sha) && suite.description.contains("importer version 1"),
+        "{}",
+        suite.description
+    );
     assert_eq!(suite.version, format!("1-{}", &sha[..12]));
 
     // Every task proves: stub fails, canonical solution passes (through the sandbox).
     let (code, stdout, err) = ablate(&["suite", "check", s(&out)]);
     assert_eq!(code, 0, "{stdout}{err}");
     assert!(stdout.contains("3 tasks ok; suite humaneval"), "{stdout}");
-    assert!(stdout.contains("mini-001") && stdout.contains("stub 0/1") && stdout.contains("solution 1/1"), "{stdout}");
+    assert!(
+        stdout.contains("mini-001")
+            && stdout.contains("stub 0/1")
+            && stdout.contains("solution 1/1"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -99,7 +140,10 @@ fn the_same_source_gives_the_same_digest_and_another_source_another() {
     let first = import(&src, "one");
     let second = import(&src, "two");
     assert_eq!(first.digest, second.digest);
-    assert_eq!(first.tasks.iter().map(|t| &t.digest).collect::<Vec<_>>(), second.tasks.iter().map(|t| &t.digest).collect::<Vec<_>>());
+    assert_eq!(
+        first.tasks.iter().map(|t| &t.digest).collect::<Vec<_>>(),
+        second.tasks.iter().map(|t| &t.digest).collect::<Vec<_>>()
+    );
 
     // One changed character of one test: another source sha256, another suite digest and version.
     let changed = plain.replace("candidate(0, 0) == 0", "candidate(0, 0) == 0 ");
@@ -136,24 +180,52 @@ fn refused(lines: &str, want: &[&str]) {
 
 #[test]
 fn malformed_humaneval_lines_name_the_line_and_the_field() {
-    let good: Vec<String> = std::fs::read_to_string(fixture("humaneval-mini.jsonl")).unwrap().lines().map(String::from).collect();
+    let good: Vec<String> = std::fs::read_to_string(fixture("humaneval-mini.jsonl"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
     let with_line2 = |f: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
         let mut v: serde_json::Value = serde_json::from_str(&good[1]).unwrap();
         f(v.as_object_mut().unwrap());
         format!("{}\n{}\n{}\n", good[0], v, good[2])
     };
-    refused(&with_line2(&|o| drop(o.remove("entry_point"))), &["line 2, field `entry_point`", "missing"]);
-    refused(&with_line2(&|o| drop(o.insert("prompt".into(), serde_json::json!(7)))), &["line 2, field `prompt`", "expected a string, found a number"]);
-    refused(&with_line2(&|o| drop(o.insert("canonical_solution".into(), serde_json::json!("  ")))), &["line 2, field `canonical_solution`", "empty"]);
+    refused(
+        &with_line2(&|o| drop(o.remove("entry_point"))),
+        &["line 2, field `entry_point`", "missing"],
+    );
+    refused(
+        &with_line2(&|o| drop(o.insert("prompt".into(), serde_json::json!(7)))),
+        &["line 2, field `prompt`", "expected a string, found a number"],
+    );
+    refused(
+        &with_line2(&|o| drop(o.insert("canonical_solution".into(), serde_json::json!("  ")))),
+        &["line 2, field `canonical_solution`", "empty"],
+    );
     refused(
         &with_line2(&|o| drop(o.insert("entry_point".into(), serde_json::json!("sum-squares")))),
         &["line 2, field `entry_point`", "not a Python identifier"],
     );
-    refused(&with_line2(&|o| drop(o.insert("entry_point".into(), serde_json::json!("cube")))), &["line 2, field `prompt`", "def cube("]);
-    refused(&with_line2(&|o| drop(o.insert("test".into(), serde_json::json!("assert True\n")))), &["line 2, field `test`", "def check("]);
-    refused(&with_line2(&|o| drop(o.insert("extra".into(), serde_json::json!(1)))), &["line 2, field `extra`", "unknown field"]);
-    refused(&with_line2(&|o| drop(o.insert("task_id".into(), serde_json::json!("Mini/0")))), &["line 2, field `task_id`", "as line 1 does"]);
-    refused(&format!("{}\n{{\"task_id\": \"x\",\n{}\n", good[0], good[2]), &["line 2", "not a JSON object"]);
+    refused(
+        &with_line2(&|o| drop(o.insert("entry_point".into(), serde_json::json!("cube")))),
+        &["line 2, field `prompt`", "def cube("],
+    );
+    refused(
+        &with_line2(&|o| drop(o.insert("test".into(), serde_json::json!("assert True\n")))),
+        &["line 2, field `test`", "def check("],
+    );
+    refused(
+        &with_line2(&|o| drop(o.insert("extra".into(), serde_json::json!(1)))),
+        &["line 2, field `extra`", "unknown field"],
+    );
+    refused(
+        &with_line2(&|o| drop(o.insert("task_id".into(), serde_json::json!("Mini/0")))),
+        &["line 2, field `task_id`", "as line 1 does"],
+    );
+    refused(
+        &format!("{}\n{{\"task_id\": \"x\",\n{}\n", good[0], good[2]),
+        &["line 2", "not a JSON object"],
+    );
     refused(&format!("{}\n[1, 2]\n", good[0]), &["line 2", "not a JSON object"]);
     refused("\n\n", &["holds no problems"]);
 }
@@ -168,7 +240,8 @@ fn an_existing_folder_is_kept_unless_forced_and_only_a_suite_is_replaced() {
     let (code, _, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out)]);
     assert_eq!(code, 2);
     assert!(err.contains("exists and is not empty") && err.contains("--force"), "{err}");
-    let (code, _, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out), "--force"]);
+    let (code, _, err) =
+        ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out), "--force"]);
     assert_eq!(code, 2, "not a suite: refused even with --force");
     assert!(err.contains("not a suite"), "{err}");
     assert_eq!(read(out.join("notes.txt")), "mine");
@@ -180,7 +253,8 @@ fn an_existing_folder_is_kept_unless_forced_and_only_a_suite_is_replaced() {
     std::fs::write(out.join("stale.txt"), "old").unwrap();
     let (code, _, _) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out)]);
     assert_eq!(code, 2, "a suite folder needs --force");
-    let (code, stdout, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out), "--force"]);
+    let (code, stdout, err) =
+        ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out), "--force"]);
     assert_eq!(code, 0, "{stdout}{err}");
     assert!(!out.join("stale.txt").exists());
     assert_eq!(names(tmp.path()), ["suite"], "no temporary or replaced folder left");
@@ -189,7 +263,11 @@ fn an_existing_folder_is_kept_unless_forced_and_only_a_suite_is_replaced() {
 #[test]
 fn a_broken_canonical_solution_or_a_passing_stub_is_reported_by_suite_check() {
     let tmp = tempfile::tempdir().unwrap();
-    let good: Vec<String> = std::fs::read_to_string(fixture("humaneval-mini.jsonl")).unwrap().lines().map(String::from).collect();
+    let good: Vec<String> = std::fs::read_to_string(fixture("humaneval-mini.jsonl"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
     let mut wrong: serde_json::Value = serde_json::from_str(&good[0]).unwrap();
     wrong["canonical_solution"] = serde_json::json!("    return a - b\n");
     // A check that never calls the candidate: the stub passes.
@@ -202,7 +280,10 @@ fn a_broken_canonical_solution_or_a_passing_stub_is_reported_by_suite_check() {
     assert_eq!(code, 0, "the importer writes them: {stdout}{err}");
     let (code, stdout, _) = ablate(&["suite", "check", s(&out)]);
     assert_eq!(code, 1, "{stdout}");
-    assert!(stdout.contains("FAIL mini-000") && stdout.contains("solution passes 0 of 1"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL mini-000") && stdout.contains("solution passes 0 of 1"),
+        "{stdout}"
+    );
     assert!(stdout.contains("FAIL mini-002") && stdout.contains("stub passes 1 of 1"), "{stdout}");
     assert!(stdout.contains("ok   mini-001"), "{stdout}");
     assert!(stdout.contains("2 of 3 tasks have problems: mini-000, mini-002"), "{stdout}");
@@ -212,45 +293,86 @@ fn a_broken_canonical_solution_or_a_passing_stub_is_reported_by_suite_check() {
 fn jsonl_import_turns_asserts_and_unittest_code_into_tasks_that_prove() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("mine");
-    let (code, stdout, err) = ablate(&["suite", "import", "jsonl", s(&fixture("mini.jsonl")), "-o", s(&out)]);
+    let (code, stdout, err) =
+        ablate(&["suite", "import", "jsonl", s(&fixture("mini.jsonl")), "-o", s(&out)]);
     assert_eq!(code, 0, "{stdout}{err}");
     assert_eq!(names(&out), ["mbpp-002", "mbpp-003", "suite.toml", "word-count"]);
     let suite = ablate::suite::load(&out).unwrap();
     assert_eq!(suite.name, "mini", "named after the source file");
-    let tests: Vec<(String, u32)> = suite.tasks.iter().map(|t| (t.id.clone(), t.check.tests)).collect();
-    assert_eq!(tests, [("mbpp-002".to_string(), 3), ("mbpp-003".to_string(), 2), ("word-count".to_string(), 2)]);
+    let tests: Vec<(String, u32)> =
+        suite.tasks.iter().map(|t| (t.id.clone(), t.check.tests)).collect();
+    assert_eq!(
+        tests,
+        [("mbpp-002".to_string(), 3), ("mbpp-003".to_string(), 2), ("word-count".to_string(), 2)]
+    );
     assert_eq!(suite.task("mbpp-003").unwrap().check.timeout.as_secs_f64(), 5.0);
     assert_eq!(format!("{:?}", suite.task("word-count").unwrap().difficulty), "Hard");
     assert_eq!(suite.task("word-count").unwrap().editable, ["words.py"]);
-    assert_eq!(read(out.join("mbpp-002/workspace/similar_elements.py")), "def similar_elements(*args, **kwargs):\n    raise NotImplementedError\n");
+    assert_eq!(
+        read(out.join("mbpp-002/workspace/similar_elements.py")),
+        "def similar_elements(*args, **kwargs):\n    raise NotImplementedError\n"
+    );
     let test = read(out.join("mbpp-003/tests/test_is_not_prime.py"));
     assert!(test.contains("CASES = {2: False"), "{test}");
-    assert!(test.contains("    def test_1(self):\n        assert all(is_not_prime(n) == want"), "{test}");
+    assert!(
+        test.contains("    def test_1(self):\n        assert all(is_not_prime(n) == want"),
+        "{test}"
+    );
 
     let (code, stdout, err) = ablate(&["suite", "check", s(&out)]);
     assert_eq!(code, 0, "{stdout}{err}");
-    assert!(stdout.contains("mbpp-002") && stdout.contains("stub 0/3") && stdout.contains("solution 3/3"), "{stdout}");
+    assert!(
+        stdout.contains("mbpp-002")
+            && stdout.contains("stub 0/3")
+            && stdout.contains("solution 3/3"),
+        "{stdout}"
+    );
     assert!(stdout.contains("word-count") && stdout.contains("solution 2/2"), "{stdout}");
 }
 
 #[test]
 fn malformed_jsonl_lines_name_the_line_and_the_field() {
-    let good: Vec<String> = std::fs::read_to_string(fixture("mini.jsonl")).unwrap().lines().map(String::from).collect();
+    let good: Vec<String> =
+        std::fs::read_to_string(fixture("mini.jsonl")).unwrap().lines().map(String::from).collect();
     let cases: Vec<(usize, serde_json::Value, &[&str])> = vec![
-        (0, serde_json::json!({"asserts": ["similar_elements((1,), (1,))"]}), &["line 1, field `asserts[0]`", "assert"]),
-        (0, serde_json::json!({"asserts": [3]}), &["line 1, field `asserts[0]`", "expected a string"]),
+        (
+            0,
+            serde_json::json!({"asserts": ["similar_elements((1,), (1,))"]}),
+            &["line 1, field `asserts[0]`", "assert"],
+        ),
+        (
+            0,
+            serde_json::json!({"asserts": [3]}),
+            &["line 1, field `asserts[0]`", "expected a string"],
+        ),
         (0, serde_json::json!({"test_count": 4}), &["line 1, field `test_count`", "holds 3"]),
-        (0, serde_json::json!({"tests": "import unittest\n"}), &["line 1, field `asserts`", "not both"]),
-        (1, serde_json::json!({"difficulty": "extreme"}), &["line 2, field `difficulty`", "easy, medium or hard"]),
+        (
+            0,
+            serde_json::json!({"tests": "import unittest\n"}),
+            &["line 1, field `asserts`", "not both"],
+        ),
+        (
+            1,
+            serde_json::json!({"difficulty": "extreme"}),
+            &["line 2, field `difficulty`", "easy, medium or hard"],
+        ),
         (1, serde_json::json!({"timeout_seconds": 0}), &["line 2, field `timeout_seconds`"]),
-        (1, serde_json::json!({"entry_point": "prime_check"}), &["line 2, field `solution`", "def prime_check("]),
+        (
+            1,
+            serde_json::json!({"entry_point": "prime_check"}),
+            &["line 2, field `solution`", "def prime_check("],
+        ),
         (2, serde_json::json!({"test_count": null}), &["line 3, field `test_count`", "missing"]),
         (2, serde_json::json!({"file": "../words.py"}), &["line 3, field `file`"]),
         (2, serde_json::json!({"file": "my-words.py"}), &["line 3, field `file`"]),
         (2, serde_json::json!({"stub": null}), &["line 3, field `stub`", "missing"]),
         (2, serde_json::json!({"solution": null}), &["line 3, field `solution`", "missing"]),
         (2, serde_json::json!({"id": "Mbpp 2"}), &["line 3, field `id`", "as line 1 does"]),
-        (2, serde_json::json!({"text": "MBPP's own key"}), &["line 3, field `text`", "unknown field"]),
+        (
+            2,
+            serde_json::json!({"text": "MBPP's own key"}),
+            &["line 3, field `text`", "unknown field"],
+        ),
     ];
     for (line, patch, want) in cases {
         let mut lines = good.clone();
@@ -266,7 +388,8 @@ fn malformed_jsonl_lines_name_the_line_and_the_field() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("bad.jsonl");
         std::fs::write(&src, lines.join("\n")).unwrap();
-        let (code, stdout, err) = ablate(&["suite", "import", "jsonl", s(&src), "-o", s(&tmp.path().join("out"))]);
+        let (code, stdout, err) =
+            ablate(&["suite", "import", "jsonl", s(&src), "-o", s(&tmp.path().join("out"))]);
         assert_eq!(code, 2, "{patch}: {stdout}{err}");
         for w in want {
             assert!(err.contains(w), "{patch}: want `{w}` in: {err}");
@@ -284,7 +407,8 @@ fn a_corrupt_gzip_is_an_error_naming_the_file() {
     let n = bytes.len();
     bytes.truncate(n - 6);
     std::fs::write(&src, bytes).unwrap();
-    let (code, _, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&tmp.path().join("out"))]);
+    let (code, _, err) =
+        ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&tmp.path().join("out"))]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("HumanEval.jsonl.gz") && err.contains("not a valid gzip file"), "{err}");
 }
@@ -292,7 +416,11 @@ fn a_corrupt_gzip_is_an_error_naming_the_file() {
 #[test]
 fn a_prompt_without_a_docstring_gets_a_stub_that_raises() {
     let tmp = tempfile::tempdir().unwrap();
-    let good: Vec<String> = std::fs::read_to_string(fixture("humaneval-mini.jsonl")).unwrap().lines().map(String::from).collect();
+    let good: Vec<String> = std::fs::read_to_string(fixture("humaneval-mini.jsonl"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
     let mut bare: serde_json::Value = serde_json::from_str(&good[0]).unwrap();
     bare["prompt"] = serde_json::json!("def add_pair(a, b):\n");
     let src = tmp.path().join("x.jsonl");
@@ -300,8 +428,14 @@ fn a_prompt_without_a_docstring_gets_a_stub_that_raises() {
     let out = tmp.path().join("suite");
     let (code, stdout, err) = ablate(&["suite", "import", "humaneval", s(&src), "-o", s(&out)]);
     assert_eq!(code, 0, "{stdout}{err}");
-    assert_eq!(read(out.join("mini-000/workspace/add_pair.py")), "def add_pair(a, b):\n    raise NotImplementedError\n");
-    assert_eq!(read(out.join("mini-000/solution/add_pair.py")), "def add_pair(a, b):\n    return a + b\n");
+    assert_eq!(
+        read(out.join("mini-000/workspace/add_pair.py")),
+        "def add_pair(a, b):\n    raise NotImplementedError\n"
+    );
+    assert_eq!(
+        read(out.join("mini-000/solution/add_pair.py")),
+        "def add_pair(a, b):\n    return a + b\n"
+    );
     let (code, stdout, _) = ablate(&["suite", "check", s(&out)]);
     assert_eq!(code, 0, "{stdout}");
 }
@@ -311,18 +445,31 @@ fn a_prompt_without_a_docstring_gets_a_stub_that_raises() {
 #[test]
 fn the_humaneval_config_bare_arm_sends_the_evalplus_prompt() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exp = ablate::experiment::config::load(&root.join("configs/humaneval.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let exp = ablate::experiment::config::load(&root.join("configs/humaneval.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(exp.models[0].temperature, 0.0, "greedy");
     let bare = exp.arm("bare").unwrap().builtin_components().unwrap().clone();
-    let ablate::experiment::Instructions::File(file) = &bare.instructions else { panic!("bare has a prompt file") };
+    let ablate::experiment::Instructions::File(file) = &bare.instructions else {
+        panic!("bare has a prompt file")
+    };
     let prompts = ablate::experiment::instructions::load_instructions(&exp.resolve(file)).unwrap();
     assert_eq!(prompts.system_message(bare.tools), None, "no system message, as EvalPlus");
 
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("suite");
-    let (code, stdout, err) = ablate(&["suite", "import", "humaneval", s(&fixture("humaneval-mini.jsonl")), "-o", s(&out)]);
+    let (code, stdout, err) = ablate(&[
+        "suite",
+        "import",
+        "humaneval",
+        s(&fixture("humaneval-mini.jsonl")),
+        "-o",
+        s(&out),
+    ]);
     assert_eq!(code, 0, "{stdout}{err}");
-    let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(fixture("humaneval-mini.jsonl")).unwrap().lines().nth(2).unwrap()).unwrap();
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(fixture("humaneval-mini.jsonl")).unwrap().lines().nth(2).unwrap(),
+    )
+    .unwrap();
     let evalplus = format!(
         "Please provide a self-contained Python script that solves the following problem in a markdown code block:\n```\n{}\n```\n",
         line["prompt"].as_str().unwrap().trim()
@@ -349,12 +496,22 @@ fn the_manifest_records_an_imported_suites_source() {
         let exp = ablate::experiment::config::load_str(&tmp.path().join("x.toml"), &text).unwrap();
         let suite = ablate::suite::load(&exp.suite_path).unwrap();
         let plan = ablate::plan::order(&exp, &suite).unwrap();
-        serde_json::to_value(ablate::record::Manifest::new("r".into(), &exp, &suite, &plan, None, Default::default())).unwrap()["suite"].clone()
+        serde_json::to_value(ablate::record::Manifest::new(
+            "r".into(),
+            &exp,
+            &suite,
+            &plan,
+            None,
+            Default::default(),
+        ))
+        .unwrap()["suite"]
+            .clone()
     };
     let m = manifest_suite(&out);
     assert_eq!(m["source"]["sha256"], serde_json::json!(HUMANEVAL_MINI_SHA256));
     assert_eq!(m["source"]["importer"], serde_json::json!("humaneval"));
     assert_eq!(m["source"]["importer_version"], serde_json::json!(1));
-    let tiny = manifest_suite(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny"));
+    let tiny =
+        manifest_suite(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny"));
     assert!(tiny.get("source").is_none(), "{tiny}");
 }

@@ -17,7 +17,11 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "ablate", version, about = "Does this harness component help this model on these tasks, and by how much?")]
+#[command(
+    name = "ablate",
+    version,
+    about = "Does this harness component help this model on these tasks, and by how much?"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -32,7 +36,13 @@ pub struct Cli {
     #[arg(long, global = true, env = "ABLATE_PYTHON", value_name = "PATH", hide_env_values = true)]
     pub python: Option<PathBuf>,
     /// The container engine of container (Harbor) tasks [default: docker when `docker info` answers, else podman]
-    #[arg(long, global = true, env = "ABLATE_ENGINE", value_name = "ENGINE", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "ABLATE_ENGINE",
+        value_name = "ENGINE",
+        hide_env_values = true
+    )]
     pub engine: Option<ablate::container::EngineKind>,
 }
 
@@ -301,8 +311,28 @@ pub struct GateArgs {
 impl GateArgs {
     /// `gate::run` checks its options (margin and alpha in range, the files) as its first stage.
     pub fn resolve(self) -> gate::GateOptions {
-        let GateArgs { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit } = self;
-        gate::GateOptions { baseline, candidate, margin, alpha, arm, model, allow_drift, markdown, junit }
+        let GateArgs {
+            baseline,
+            candidate,
+            margin,
+            alpha,
+            arm,
+            model,
+            allow_drift,
+            markdown,
+            junit,
+        } = self;
+        gate::GateOptions {
+            baseline,
+            candidate,
+            margin,
+            alpha,
+            arm,
+            model,
+            allow_drift,
+            markdown,
+            junit,
+        }
     }
 }
 
@@ -403,7 +433,13 @@ impl ImportArgs {
             ImportFormat::Humaneval => suite::import::Format::HumanEval,
             ImportFormat::Jsonl => suite::import::Format::Jsonl,
         };
-        suite::import::ImportOptions { format, source: self.source, out: self.output, force: self.force, name: self.name }
+        suite::import::ImportOptions {
+            format,
+            source: self.source,
+            out: self.output,
+            force: self.force,
+            name: self.name,
+        }
     }
 }
 
@@ -431,7 +467,8 @@ pub struct BaselineSave {
 impl BaselineSaveArgs {
     pub fn resolve(self) -> Result<BaselineSave, CommandError> {
         let data = load_run(&self.run)?;
-        let rows = gate::baseline_of_run(&data, self.arm.as_deref(), self.model.as_deref()).map_err(|e| InputError::new(&self.run, e))?;
+        let rows = gate::baseline_of_run(&data, self.arm.as_deref(), self.model.as_deref())
+            .map_err(|e| InputError::new(&self.run, e))?;
         Ok(BaselineSave { rows, output: self.output })
     }
 }
@@ -472,6 +509,12 @@ impl ImportRunArgs {
             ImportTool::Harbor => ablate::import::Tool::Harbor,
             ImportTool::Inspect => ablate::import::Tool::Inspect,
         };
-        ablate::import::ImportOptions { tool, inputs: self.inputs, out: self.output, map: self.map, force: self.force }
+        ablate::import::ImportOptions {
+            tool,
+            inputs: self.inputs,
+            out: self.output,
+            map: self.map,
+            force: self.force,
+        }
     }
 }

@@ -52,7 +52,9 @@ impl CommandError {
             E::Input(_) | E::Setup(_) => Exit::Usage,
             E::Run(RunError::Input(_) | RunError::Lock(LockError::InUse { .. })) => Exit::Usage,
             E::Run(RunError::Interrupted { .. }) => Exit::Interrupted,
-            E::Run(RunError::Setup(_) | RunError::Lock(LockError::Io { .. }) | RunError::Io { .. }) => Exit::Failure,
+            E::Run(
+                RunError::Setup(_) | RunError::Lock(LockError::Io { .. }) | RunError::Io { .. },
+            ) => Exit::Failure,
             E::Report(ReportError::NotARun { .. } | ReportError::Load(_)) => Exit::Usage,
             E::Report(ReportError::Write { .. }) => Exit::Failure,
             E::Merge(MergeError::Input(_) | MergeError::Lock(_)) => Exit::Usage,
@@ -61,8 +63,14 @@ impl CommandError {
             E::Gate(GateError::Write { .. }) => Exit::Failure,
             E::Lock(LockError::InUse { .. }) => Exit::Usage,
             E::Lock(LockError::Io { .. }) => Exit::Failure,
-            E::Export(ExportError::Run(ReportError::NotARun { .. } | ReportError::Load(_))) => Exit::Usage,
-            E::Export(ExportError::Run(ReportError::Write { .. }) | ExportError::Write { .. } | ExportError::Frame(_)) => Exit::Failure,
+            E::Export(ExportError::Run(ReportError::NotARun { .. } | ReportError::Load(_))) => {
+                Exit::Usage
+            }
+            E::Export(
+                ExportError::Run(ReportError::Write { .. })
+                | ExportError::Write { .. }
+                | ExportError::Frame(_),
+            ) => Exit::Failure,
             E::Write { .. } | E::Internal(_) => Exit::Failure,
         }
     }
@@ -72,7 +80,13 @@ impl CommandError {
     pub fn message(&self) -> String {
         match self {
             CommandError::Run(e @ RunError::Interrupted { .. }) => e.to_string(),
-            e => e.to_string().lines().map(|l| format!("error: {l}\n")).collect::<String>().trim_end().to_string(),
+            e => e
+                .to_string()
+                .lines()
+                .map(|l| format!("error: {l}\n"))
+                .collect::<String>()
+                .trim_end()
+                .to_string(),
         }
     }
 }

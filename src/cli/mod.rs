@@ -23,18 +23,25 @@ use std::sync::Arc;
 
 /// Run the command `cli` names: its arguments resolved, then its pipeline.
 pub fn run(cli: Cli) -> Result<Exit, CommandError> {
-    if matches!(cli.command, Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run(_)) {
+    if matches!(
+        cli.command,
+        Command::Suite { command: SuiteCommand::Check { .. } } | Command::Run(_)
+    ) {
         // Candidate code runs only under the sandbox, or where the user opted out, and
         // with the Python named (shown to run before anything starts).
-        ablate::sandbox::isolation::init(cli.unsandboxed, cli.bwrap.as_deref()).map_err(CommandError::Setup)?;
+        ablate::sandbox::isolation::init(cli.unsandboxed, cli.bwrap.as_deref())
+            .map_err(CommandError::Setup)?;
         if let Some(python) = &cli.python {
-            ablate::grader::use_python(&python.to_string_lossy()).map_err(|e| CommandError::Setup(format!("--python (or ABLATE_PYTHON): {e}")))?;
+            ablate::grader::use_python(&python.to_string_lossy())
+                .map_err(|e| CommandError::Setup(format!("--python (or ABLATE_PYTHON): {e}")))?;
         }
         ablate::grader::preflight().map_err(CommandError::Setup)?;
     }
     let container_engine = cli.engine;
     match cli.command {
-        Command::Suite { command: SuiteCommand::Check { dir } } => suite_check(dir, container_engine),
+        Command::Suite { command: SuiteCommand::Check { dir } } => {
+            suite_check(dir, container_engine)
+        }
         Command::Suite { command: SuiteCommand::Import(a) } => suite_import(a.resolve()),
         Command::Plan(a) => plan_cmd(a.resolve()?),
         Command::Import(a) => import_cmd(a.resolve()),
@@ -53,31 +60,58 @@ pub fn run(cli: Cli) -> Result<Exit, CommandError> {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| CommandError::Internal(format!("cannot start the async runtime: {e}")))
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CommandError::Internal(format!("cannot start the async runtime: {e}")))
 }
 
-fn suite_check(dir: PathBuf, container_engine: Option<ablate::container::EngineKind>) -> Result<Exit, CommandError> {
-    let report = runtime()?.block_on(ablate::grader::suite_check::check_suite(&dir, container_engine));
+fn suite_check(
+    dir: PathBuf,
+    container_engine: Option<ablate::container::EngineKind>,
+) -> Result<Exit, CommandError> {
+    let report =
+        runtime()?.block_on(ablate::grader::suite_check::check_suite(&dir, container_engine));
     for p in &report.problems {
         println!("error: {p}");
     }
     for t in &report.tasks {
         let status = if t.problems.is_empty() { "ok  " } else { "FAIL" };
-        let stub = t.stub.as_ref().map(|r| format!("stub {}/{}", r.passed, r.total)).unwrap_or_else(|| "stub -".into());
-        let sol = t.solution.as_ref().map(|r| format!("solution {}/{}", r.passed, r.total)).unwrap_or_else(|| "solution -".into());
+        let stub = t
+            .stub
+            .as_ref()
+            .map(|r| format!("stub {}/{}", r.passed, r.total))
+            .unwrap_or_else(|| "stub -".into());
+        let sol = t
+            .solution
+            .as_ref()
+            .map(|r| format!("solution {}/{}", r.passed, r.total))
+            .unwrap_or_else(|| "solution -".into());
         println!("{status} {:<24} {stub:<14} {sol}", t.id);
         for p in &t.problems {
             println!("     {}: {p}", t.id);
         }
     }
-    let failed: Vec<&str> = report.tasks.iter().filter(|t| !t.problems.is_empty()).map(|t| t.id.as_str()).collect();
+    let failed: Vec<&str> =
+        report.tasks.iter().filter(|t| !t.problems.is_empty()).map(|t| t.id.as_str()).collect();
     match (&report.suite, report.ok()) {
         (Some(s), true) => {
-            println!("{} tasks ok; suite {} {} digest {}", s.tasks.len(), s.name, s.version, s.digest);
+            println!(
+                "{} tasks ok; suite {} {} digest {}",
+                s.tasks.len(),
+                s.name,
+                s.version,
+                s.digest
+            );
             Ok(Exit::Ok)
         }
         _ => {
-            println!("{} of {} tasks have problems: {}", failed.len(), report.tasks.len(), failed.join(", "));
+            println!(
+                "{} of {} tasks have problems: {}",
+                failed.len(),
+                report.tasks.len(),
+                failed.join(", ")
+            );
             Ok(Exit::Failure)
         }
     }
@@ -102,14 +136,25 @@ fn suite_import(opts: suite::import::ImportOptions) -> Result<Exit, CommandError
 /// `ablate import`: another tool's runs as a run folder.
 fn import_cmd(opts: ablate::import::ImportOptions) -> Result<Exit, CommandError> {
     let done = ablate::import::import(&opts)?;
-    let statuses = done.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ");
-    println!("{} trials of {} tasks imported into {} ({statuses})", done.trials, done.tasks, opts.out.display());
+    let statuses =
+        done.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ");
+    println!(
+        "{} trials of {} tasks imported into {} ({statuses})",
+        done.trials,
+        done.tasks,
+        opts.out.display()
+    );
     println!("arms: {}", done.arms.join(", "));
     for c in &done.comparisons {
         let kind = match &c.kind {
-            ablate::experiment::matrix::ComparisonKind::Ablation { component } => format!("ablation of `{component}`"),
+            ablate::experiment::matrix::ComparisonKind::Ablation { component } => {
+                format!("ablation of `{component}`")
+            }
             ablate::experiment::matrix::ComparisonKind::Combined => {
-                format!("not an ablation: {} differ", c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(", "))
+                format!(
+                    "not an ablation: {} differ",
+                    c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(", ")
+                )
             }
         };
         println!("comparison {}: {kind}", c.name);
@@ -134,16 +179,23 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
                 "shard": shard,
                 "trials": plan.shard(shard),
             });
-            println!("{}", serde_json::to_string_pretty(&out).map_err(|e| CommandError::Internal(e.to_string()))?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out)
+                    .map_err(|e| CommandError::Internal(e.to_string()))?
+            );
         }
         PlanRequest::Plan { exp, suite, plan, shard, json: false } => {
             print!("{}", plan::render::render(&exp, &suite, &plan, shard));
             if let Some(d) = &exp.sequential {
                 let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
                 let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
-                let ablations = exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
+                let ablations =
+                    exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
                 let level = exp.alpha / ablations.max(1) as f64;
-                let p = ablate::report::power::sequential_projection(exp.trials, max_tasks, level, exp.margin, 0.5, 0.25);
+                let p = ablate::report::power::sequential_projection(
+                    exp.trials, max_tasks, level, exp.margin, 0.5, 0.25,
+                );
                 print!("{}", ablate::report::power::render_projection(&p, exp.trials, exp.margin));
             }
         }
@@ -154,7 +206,8 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
 /// `ablate run`: the run with its reporters (the progress, and the exports,
 /// whose warnings the progress shows), then the counts and the report.
 fn run_cmd(req: RunRequest) -> Result<Exit, CommandError> {
-    let progress: Arc<dyn Reporter> = Arc::new(Progress::new(if req.plain { ProgressMode::Lines } else { ProgressMode::Auto }));
+    let progress: Arc<dyn Reporter> =
+        Arc::new(Progress::new(if req.plain { ProgressMode::Lines } else { ProgressMode::Auto }));
     let exports = Arc::new(LiveExports::new(Reporters::new(vec![progress.clone()])));
     let opts = RunOptions {
         jobs: req.jobs,
@@ -188,7 +241,10 @@ fn run_cmd(req: RunRequest) -> Result<Exit, CommandError> {
         }
     };
     print!("{}", ablate::report::terminal::render(&report, colour(false)));
-    eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", summary.dir.display());
+    eprintln!(
+        "wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}",
+        summary.dir.display()
+    );
     Ok(Exit::Ok)
 }
 
@@ -196,19 +252,31 @@ fn baseline_save(save: BaselineSave) -> Result<Exit, CommandError> {
     let BaselineSave { rows, output } = save;
     gate::write_baseline(&output, &rows).map_err(write_error(&output))?;
     let (n, p): (u32, u32) = rows.iter().fold((0, 0), |(n, p), r| (n + r.trials, p + r.passes));
-    println!("saved {} tasks ({p}/{n} trials passed) of arm `{}`, model `{}` to {}", rows.len(), rows[0].arm, rows[0].model, output.display());
+    println!(
+        "saved {} tasks ({p}/{n} trials passed) of arm `{}`, model `{}` to {}",
+        rows.len(),
+        rows[0].arm,
+        rows[0].model,
+        output.display()
+    );
     Ok(Exit::Ok)
 }
 
 fn colour(no_color: bool) -> bool {
     use std::io::IsTerminal;
-    !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    !no_color
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stdout().is_terminal()
 }
 
 /// `ablate report`: nothing is written into a folder without a manifest; the
 /// exports are written under the folder's lock, and while a run holds it the
 /// report is printed only (the run rewrites the exports itself).
-fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> Result<Exit, CommandError> {
+fn report_cmd(
+    run: &std::path::Path,
+    no_color: bool,
+    margin: Option<f64>,
+) -> Result<Exit, CommandError> {
     ablate::report::require_manifest(run)?;
     if let Some(m) = margin {
         let report = ablate::report::analyse_dir(run, Some(m))?;
@@ -225,7 +293,10 @@ fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> Res
         Err(LockError::InUse { holder, .. }) => {
             let report = ablate::report::analyse_dir(run, None)?;
             print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
-            eprintln!("note: {} is in use by {holder}; the exports were not written (that run rewrites them)", run.display());
+            eprintln!(
+                "note: {} is in use by {holder}; the exports were not written (that run rewrites them)",
+                run.display()
+            );
             Ok(Exit::Ok)
         }
         Err(e) => Err(e.into()),
@@ -236,7 +307,10 @@ fn report_cmd(run: &std::path::Path, no_color: bool, margin: Option<f64>) -> Res
 fn write_report(run: &std::path::Path, no_color: bool) -> Result<Exit, CommandError> {
     let report = ablate::report::report_dir(run)?;
     print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
-    eprintln!("wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}", run.display());
+    eprintln!(
+        "wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}",
+        run.display()
+    );
     Ok(Exit::Ok)
 }
 
@@ -260,18 +334,31 @@ fn merge_cmd(opts: MergeOptions) -> Result<Exit, CommandError> {
 }
 
 #[cfg(feature = "polars")]
-fn export_cmd(runs: &[PathBuf], table: ablate::export::Table, output: &std::path::Path) -> Result<Exit, CommandError> {
+fn export_cmd(
+    runs: &[PathBuf],
+    table: ablate::export::Table,
+    output: &std::path::Path,
+) -> Result<Exit, CommandError> {
     let n = ablate::export::export(runs, table, output)?;
     eprintln!("wrote {n} rows of {} runs to {}", runs.len(), output.display());
     Ok(Exit::Ok)
 }
 
 #[cfg(not(feature = "polars"))]
-fn export_cmd(_runs: &[PathBuf], _table: ablate::export::Table, output: &std::path::Path) -> Result<Exit, CommandError> {
+fn export_cmd(
+    _runs: &[PathBuf],
+    _table: ablate::export::Table,
+    output: &std::path::Path,
+) -> Result<Exit, CommandError> {
     Err(ablate::InputError::new(output, "this ablate was built without the `polars` feature: build with `cargo build --release --features polars`").into())
 }
 
-fn synth_cmd(config_path: &std::path::Path, records: usize, out: &std::path::Path, seed: u64) -> Result<Exit, CommandError> {
+fn synth_cmd(
+    config_path: &std::path::Path,
+    records: usize,
+    out: &std::path::Path,
+    seed: u64,
+) -> Result<Exit, CommandError> {
     let mut exp = ablate::experiment::config::load(config_path)?;
     let suite = suite::load(&exp.suite_path)?;
     let per_repeat = plan::build(&exp, &suite)?.trials.len() / exp.trials as usize;
@@ -294,7 +381,9 @@ fn gate_cmd(opts: gate::GateOptions) -> Result<Exit, CommandError> {
         eprintln!("drift: {d}");
     }
     match &outcome.decided {
-        None => eprintln!("error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)"),
+        None => eprintln!(
+            "error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)"
+        ),
         Some(text) => print!("{text}"),
     }
     Ok(outcome.exit)

@@ -11,7 +11,9 @@ use std::time::Duration;
 /// Why a task has no image.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    #[error("the image `{name}` ([environment].docker_image) is not on this machine, and environment/ holds no Dockerfile to build it from")]
+    #[error(
+        "the image `{name}` ([environment].docker_image) is not on this machine, and environment/ holds no Dockerfile to build it from"
+    )]
     Missing { name: String },
     #[error("environment/Dockerfile does not build ({why}); the build's output is in {log}")]
     Build { why: String, log: String },
@@ -27,12 +29,24 @@ pub fn tag(task: &Task) -> String {
 
 /// The task's image, built when the engine does not have it. The build's
 /// output goes to `log` (a file in the run folder).
-pub async fn ensure(engine: &Engine, task: &Task, log: &std::path::Path) -> Result<TaskImage, ImageError> {
-    let spec = task.container.as_ref().ok_or_else(|| ImageError::Engine(format!("task `{}` is not a container task", task.id)))?;
+pub async fn ensure(
+    engine: &Engine,
+    task: &Task,
+    log: &std::path::Path,
+) -> Result<TaskImage, ImageError> {
+    let spec = task
+        .container
+        .as_ref()
+        .ok_or_else(|| ImageError::Engine(format!("task `{}` is not a container task", task.id)))?;
     let context = match &spec.image {
         ImageSource::Named { name, fallback } => {
             if let Some(id) = engine.image_id(name).await {
-                return Ok(TaskImage { task: task.id.clone(), name: name.clone(), id, built: false });
+                return Ok(TaskImage {
+                    task: task.id.clone(),
+                    name: name.clone(),
+                    id,
+                    built: false,
+                });
             }
             match fallback {
                 Some(dir) => dir.clone(),
@@ -45,17 +59,31 @@ pub async fn ensure(engine: &Engine, task: &Task, log: &std::path::Path) -> Resu
     if let Some(id) = engine.image_id(&name).await {
         return Ok(TaskImage { task: task.id.clone(), name, id, built: false });
     }
-    let mut args: Vec<String> = vec!["build".into(), "--network".into(), "host".into(), "-t".into(), name.clone()];
-    args.extend(["-f".into(), context.join("Dockerfile").display().to_string(), context.display().to_string()]);
+    let mut args: Vec<String> =
+        vec!["build".into(), "--network".into(), "host".into(), "-t".into(), name.clone()];
+    args.extend([
+        "-f".into(),
+        context.join("Dockerfile").display().to_string(),
+        context.display().to_string(),
+    ]);
     let timeout = Duration::from_secs_f64(spec.build_timeout_sec);
-    let out = engine.command(&args, timeout, 1 << 20, None).await.map_err(|e| ImageError::Engine(e.to_string()))?;
+    let out = engine
+        .command(&args, timeout, 1 << 20, None)
+        .await
+        .map_err(|e| ImageError::Engine(e.to_string()))?;
     if let Some(parent) = log.parent() {
         let _ = std::fs::create_dir_all(parent);
     }
-    let _ = std::fs::write(log, format!("$ {} {}\n{}\n{}", engine.program, args.join(" "), out.stdout, out.stderr));
+    let _ = std::fs::write(
+        log,
+        format!("$ {} {}\n{}\n{}", engine.program, args.join(" "), out.stdout, out.stderr),
+    );
     if !out.ok() {
         return Err(ImageError::Build { why: out.why(), log: log.display().to_string() });
     }
-    let id = engine.image_id(&name).await.ok_or_else(|| ImageError::Engine(format!("the build of {name} left no image")))?;
+    let id = engine
+        .image_id(&name)
+        .await
+        .ok_or_else(|| ImageError::Engine(format!("the build of {name} left no image")))?;
     Ok(TaskImage { task: task.id.clone(), name, id, built: true })
 }

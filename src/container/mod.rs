@@ -74,7 +74,11 @@ fn probe(kind: EngineKind) -> Result<Engine, String> {
         .map_err(|e| format!("cannot run `{}`: {e}", kind.program()))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("`{} info` failed: {}", kind.program(), err.lines().next().unwrap_or("").trim()));
+        return Err(format!(
+            "`{} info` failed: {}",
+            kind.program(),
+            err.lines().next().unwrap_or("").trim()
+        ));
     }
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
     Ok(Engine { kind, program: kind.program().to_string(), version })
@@ -96,58 +100,109 @@ impl Output {
 
     /// The first line of stderr (or stdout), for a message.
     pub fn why(&self) -> String {
-        let line = self.stderr.lines().chain(self.stdout.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        let line = self
+            .stderr
+            .lines()
+            .chain(self.stdout.lines())
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("");
         if self.timed_out {
             format!("timed out ({line})")
         } else {
-            format!("exit {}: {line}", self.code.map(|c| c.to_string()).unwrap_or("by a signal".into()))
+            format!(
+                "exit {}: {line}",
+                self.code.map(|c| c.to_string()).unwrap_or("by a signal".into())
+            )
         }
     }
 }
 
 impl Engine {
     /// Run the engine's CLI with `args` (output capped at `cap` bytes a stream), within `timeout`.
-    pub async fn command(&self, args: &[String], timeout: Duration, cap: usize, stdin: Option<&[u8]>) -> std::io::Result<Output> {
+    pub async fn command(
+        &self,
+        args: &[String],
+        timeout: Duration,
+        cap: usize,
+        stdin: Option<&[u8]>,
+    ) -> std::io::Result<Output> {
         let mut argv = vec![self.program.clone()];
         argv.extend(args.iter().cloned());
-        let env: Vec<(String, String)> = ["PATH", "HOME", "DOCKER_HOST", "CONTAINER_HOST", "XDG_RUNTIME_DIR"]
-            .iter()
-            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-            .collect();
+        let env: Vec<(String, String)> =
+            ["PATH", "HOME", "DOCKER_HOST", "CONTAINER_HOST", "XDG_RUNTIME_DIR"]
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+                .collect();
         // In this process's folder: the paths it is given may be relative to it.
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let out = crate::sandbox::process::run_limited(&argv, &cwd, &env, timeout, cap, None, stdin).await?;
-        Ok(Output { code: out.exit_code, stdout: out.stdout.text(), stderr: out.stderr.text(), timed_out: out.timed_out })
+        let out =
+            crate::sandbox::process::run_limited(&argv, &cwd, &env, timeout, cap, None, stdin)
+                .await?;
+        Ok(Output {
+            code: out.exit_code,
+            stdout: out.stdout.text(),
+            stderr: out.stderr.text(),
+            timed_out: out.timed_out,
+        })
     }
 
     /// The id of a local image, None when the engine does not have it.
     pub async fn image_id(&self, name: &str) -> Option<String> {
-        let args = vec!["image".into(), "inspect".into(), "--format".into(), "{{.Id}}".into(), name.into()];
+        let args = vec![
+            "image".into(),
+            "inspect".into(),
+            "--format".into(),
+            "{{.Id}}".into(),
+            name.into(),
+        ];
         let out = self.command(&args, Duration::from_secs(60), 64 * 1024, None).await.ok()?;
         out.ok().then(|| out.stdout.trim().to_string()).filter(|s| !s.is_empty())
     }
 
     /// The host pid of a running container's first process.
     pub async fn pid(&self, container: &str) -> Result<u32, String> {
-        let args = vec!["inspect".into(), "--format".into(), "{{.State.Pid}}".into(), container.into()];
-        let out = self.command(&args, Duration::from_secs(60), 64 * 1024, None).await.map_err(|e| e.to_string())?;
+        let args =
+            vec!["inspect".into(), "--format".into(), "{{.State.Pid}}".into(), container.into()];
+        let out = self
+            .command(&args, Duration::from_secs(60), 64 * 1024, None)
+            .await
+            .map_err(|e| e.to_string())?;
         if !out.ok() {
             return Err(out.why());
         }
-        out.stdout.trim().parse::<u32>().ok().filter(|p| *p > 0).ok_or_else(|| format!("no pid for container {container}: {}", out.stdout.trim()))
+        out.stdout
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("no pid for container {container}: {}", out.stdout.trim()))
     }
 
     /// Remove a container and everything in it, whatever it is doing.
     pub async fn remove(&self, container: &str) -> Result<(), String> {
         let args = vec!["rm".into(), "-f".into(), container.into()];
-        let out = self.command(&args, Duration::from_secs(120), 64 * 1024, None).await.map_err(|e| e.to_string())?;
-        if out.ok() || out.stderr.contains("no such container") || out.stderr.contains("No such container") { Ok(()) } else { Err(out.why()) }
+        let out = self
+            .command(&args, Duration::from_secs(120), 64 * 1024, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        if out.ok()
+            || out.stderr.contains("no such container")
+            || out.stderr.contains("No such container")
+        {
+            Ok(())
+        } else {
+            Err(out.why())
+        }
     }
 
     /// Copy a host folder's contents into a container's folder (made first).
     pub async fn copy_in(&self, from: &Path, container: &str, to: &str) -> Result<(), String> {
         let mkdir = vec!["exec".into(), container.into(), "mkdir".into(), "-p".into(), to.into()];
-        let out = self.command(&mkdir, Duration::from_secs(60), 64 * 1024, None).await.map_err(|e| e.to_string())?;
+        let out = self
+            .command(&mkdir, Duration::from_secs(60), 64 * 1024, None)
+            .await
+            .map_err(|e| e.to_string())?;
         if !out.ok() {
             return Err(format!("mkdir -p {to}: {}", out.why()));
         }
@@ -157,15 +212,34 @@ impl Engine {
     /// Copy a host folder's contents into a container's folder that exists.
     pub async fn copy_into(&self, from: &Path, container: &str, to: &str) -> Result<(), String> {
         let args = vec!["cp".into(), format!("{}/.", from.display()), format!("{container}:{to}")];
-        let out = self.command(&args, Duration::from_secs(120), 64 * 1024, None).await.map_err(|e| e.to_string())?;
-        if out.ok() { Ok(()) } else { Err(format!("cp {} {container}:{to}: {}", from.display(), out.why())) }
+        let out = self
+            .command(&args, Duration::from_secs(120), 64 * 1024, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        if out.ok() {
+            Ok(())
+        } else {
+            Err(format!("cp {} {container}:{to}: {}", from.display(), out.why()))
+        }
     }
 
     /// Read a regular file of a container, at most `cap` bytes (None when it is not there).
-    pub async fn read_file(&self, container: &str, path: &str, cap: usize) -> Result<Option<Vec<u8>>, String> {
-        let script = format!("if [ -f {p} ] && [ ! -L {p} ]; then head -c {cap} {p}; else exit 3; fi", p = shell_quote(path), cap = cap);
+    pub async fn read_file(
+        &self,
+        container: &str,
+        path: &str,
+        cap: usize,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let script = format!(
+            "if [ -f {p} ] && [ ! -L {p} ]; then head -c {cap} {p}; else exit 3; fi",
+            p = shell_quote(path),
+            cap = cap
+        );
         let args = vec!["exec".into(), container.into(), "sh".into(), "-c".into(), script];
-        let out = self.command(&args, Duration::from_secs(60), cap + 1024, None).await.map_err(|e| e.to_string())?;
+        let out = self
+            .command(&args, Duration::from_secs(60), cap + 1024, None)
+            .await
+            .map_err(|e| e.to_string())?;
         match out.code {
             Some(0) => Ok(Some(out.stdout.into_bytes())),
             Some(3) => Ok(None),

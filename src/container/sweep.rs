@@ -13,8 +13,18 @@ pub async fn remove_leftovers(engine: &Engine) -> Result<Vec<String>, String> {
         EngineKind::Docker => format!("{{{{.Names}}}}\t{{{{.Label \"{LABEL_SCRATCH}\"}}}}"),
         EngineKind::Podman => format!("{{{{.Names}}}}\t{{{{index .Labels \"{LABEL_SCRATCH}\"}}}}"),
     };
-    let args = vec!["ps".into(), "-a".into(), "--filter".into(), format!("label={LABEL_SCRATCH}"), "--format".into(), format];
-    let out = engine.command(&args, Duration::from_secs(60), 1 << 20, None).await.map_err(|e| e.to_string())?;
+    let args = vec![
+        "ps".into(),
+        "-a".into(),
+        "--filter".into(),
+        format!("label={LABEL_SCRATCH}"),
+        "--format".into(),
+        format,
+    ];
+    let out = engine
+        .command(&args, Duration::from_secs(60), 1 << 20, None)
+        .await
+        .map_err(|e| e.to_string())?;
     if !out.ok() {
         return Err(format!("cannot list containers: {}", out.why()));
     }

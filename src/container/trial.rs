@@ -68,18 +68,35 @@ impl TrialContainer {
         let task = spec.task.container.as_ref().ok_or("not a container task")?;
         let l = limits(spec.task, spec.settings);
         let scratch = crate::sandbox::scratch::dir().map_err(|e| e.to_string())?;
-        let scratch_name = scratch.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let name = format!("ablate-{}-{}-{:08x}", spec.trial_id, spec.attempt, rand::random::<u32>());
+        let scratch_name =
+            scratch.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name =
+            format!("ablate-{}-{}-{:08x}", spec.trial_id, spec.attempt, rand::random::<u32>());
         let mut args: Vec<String> = vec!["run".into(), "-d".into(), "--name".into(), name.clone()];
         args.extend(["--label".into(), format!("{LABEL_SCRATCH}={scratch_name}")]);
         args.extend(["--label".into(), format!("{LABEL_TRIAL}={}", spec.trial_id)]);
         if task.network == NetworkMode::None {
             args.extend(["--network".into(), "none".into()]);
         }
-        args.extend(["--memory".into(), format!("{}m", l.memory_mb), "--memory-swap".into(), format!("{}m", l.memory_mb)]);
-        args.extend(["--cpus".into(), format!("{}", l.cpus), "--pids-limit".into(), l.pids.to_string()]);
+        args.extend([
+            "--memory".into(),
+            format!("{}m", l.memory_mb),
+            "--memory-swap".into(),
+            format!("{}m", l.memory_mb),
+        ]);
+        args.extend([
+            "--cpus".into(),
+            format!("{}", l.cpus),
+            "--pids-limit".into(),
+            l.pids.to_string(),
+        ]);
         // Both limits together: one --ulimit replaces the engine's defaults.
-        args.extend(["--ulimit".into(), "nofile=20000:20000".into(), "--ulimit".into(), "nproc=32768:32768".into()]);
+        args.extend([
+            "--ulimit".into(),
+            "nofile=20000:20000".into(),
+            "--ulimit".into(),
+            "nproc=32768:32768".into(),
+        ]);
         if let Some(w) = &task.workdir {
             args.extend(["--workdir".into(), w.clone()]);
         }
@@ -89,8 +106,17 @@ impl TrialContainer {
         for (host, inside) in &spec.binds {
             args.extend(["--volume".into(), format!("{}:{inside}:ro", host.display())]);
         }
-        args.extend(["--entrypoint".into(), "/bin/sh".into(), spec.image_id.to_string(), "-c".into(), IDLE.into()]);
-        let out = engine.command(&args, Duration::from_secs(300), 64 * 1024, None).await.map_err(|e| e.to_string())?;
+        args.extend([
+            "--entrypoint".into(),
+            "/bin/sh".into(),
+            spec.image_id.to_string(),
+            "-c".into(),
+            IDLE.into(),
+        ]);
+        let out = engine
+            .command(&args, Duration::from_secs(300), 64 * 1024, None)
+            .await
+            .map_err(|e| e.to_string())?;
         if !out.ok() {
             // A container that was made but did not start is removed all the same.
             let _ = engine.remove(&name).await;
@@ -105,9 +131,13 @@ impl TrialContainer {
             removed: false,
         };
         // The folders Harbor's tasks expect.
-        let prep = c.exec_root("mkdir -p /logs/agent /logs/verifier", Duration::from_secs(60)).await;
+        let prep =
+            c.exec_root("mkdir -p /logs/agent /logs/verifier", Duration::from_secs(60)).await;
         if prep.exit_code != Some(0) {
-            return Err(format!("cannot prepare the trial's container: {}", prep.stderr.text().trim()));
+            return Err(format!(
+                "cannot prepare the trial's container: {}",
+                prep.stderr.text().trim()
+            ));
         }
         Ok(c)
     }
@@ -135,13 +165,28 @@ impl TrialContainer {
     /// A handle that runs commands in this container (for the gateway's exec
     /// endpoint); it does not keep the container alive.
     pub fn handle(&self) -> ContainerExec {
-        ContainerExec { engine: self.engine, name: self.name.clone(), workdir: self.workdir.clone(), agent_user: self.agent_user.clone() }
+        ContainerExec {
+            engine: self.engine,
+            name: self.name.clone(),
+            workdir: self.workdir.clone(),
+            agent_user: self.agent_user.clone(),
+        }
     }
 
     /// A script as root, without the `timeout` wrapper (it may stop every
     /// other process of the container, which would be the wrapper too).
     async fn exec_root(&self, script: &str, timeout: Duration) -> ProcessOutcome {
-        self.handle().exec_with(&["sh".into(), "-c".into(), script.into()], Some("0"), &[], timeout, 64 * 1024, None, false).await
+        self.handle()
+            .exec_with(
+                &["sh".into(), "-c".into(), script.into()],
+                Some("0"),
+                &[],
+                timeout,
+                64 * 1024,
+                None,
+                false,
+            )
+            .await
     }
 
     /// The task's agent user (None: the image's).
@@ -169,7 +214,17 @@ impl TrialContainer {
         args.extend(self.handle().exec_args(self.agent_user.as_deref(), env, false));
         args.extend(argv.iter().cloned());
         let env_host = engine_env();
-        let out = crate::sandbox::process::run_until(&args, Path::new("/"), &env_host, timeout, cap, None, None, stop).await;
+        let out = crate::sandbox::process::run_until(
+            &args,
+            Path::new("/"),
+            &env_host,
+            timeout,
+            cap,
+            None,
+            None,
+            stop,
+        )
+        .await;
         self.stop_all().await;
         out
     }
@@ -185,17 +240,36 @@ impl TrialContainer {
     }
 
     /// The agent's shell: `bash -lc CMD` as the task's agent user.
-    pub async fn shell(&self, command: &str, timeout: Duration, cap: usize, stdin: Option<&[u8]>) -> ProcessOutcome {
+    pub async fn shell(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cap: usize,
+        stdin: Option<&[u8]>,
+    ) -> ProcessOutcome {
         self.handle().shell(command, timeout, cap, stdin).await
     }
 
     /// Run the task's oracle, `solution/solve.sh`, as Harbor does (for `suite check`).
-    pub async fn run_oracle(&self, task: &Task, timeout: Duration) -> Result<ProcessOutcome, String> {
+    pub async fn run_oracle(
+        &self,
+        task: &Task,
+        timeout: Duration,
+    ) -> Result<ProcessOutcome, String> {
         let c = task.container.as_ref().ok_or("not a container task")?;
         self.engine.copy_in(&task.dir.join("solution"), &self.name, "/solution").await?;
         let mut env = vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())];
         env.extend(c.solution_env.iter().cloned());
-        Ok(self.exec(&["bash".into(), "/solution/solve.sh".into()], self.agent_user.as_deref(), &env, timeout, 64 * 1024, None).await)
+        Ok(self
+            .exec(
+                &["bash".into(), "/solution/solve.sh".into()],
+                self.agent_user.as_deref(),
+                &env,
+                timeout,
+                64 * 1024,
+                None,
+            )
+            .await)
     }
 
     /// Harbor's verifier, without its holes: every process the agent left is
@@ -237,13 +311,27 @@ impl TrialContainer {
         }
         let mut env = vec![("TEST_DIR".to_string(), "/tests".to_string())];
         env.extend(c.verifier_env.iter().cloned());
-        let out = self.exec(&rec.command.clone(), c.verifier_user.as_deref(), &env, Duration::from_secs_f64(c.verifier_timeout_sec), 64 * 1024, None).await;
+        let out = self
+            .exec(
+                &rec.command.clone(),
+                c.verifier_user.as_deref(),
+                &env,
+                Duration::from_secs_f64(c.verifier_timeout_sec),
+                64 * 1024,
+                None,
+            )
+            .await;
         rec.exit_code = out.exit_code;
         rec.timed_out = out.timed_out;
-        rec.output = crate::sandbox::process::tail(&format!("{}{}", out.stdout.text(), out.stderr.text()), 4096).to_string();
+        rec.output = crate::sandbox::process::tail(
+            &format!("{}{}", out.stdout.text(), out.stderr.text()),
+            4096,
+        )
+        .to_string();
         rec.duration_ms = started.elapsed().as_millis() as u64;
         if out.timed_out {
-            rec.error = Some(format!("the verifier ran past its {} s timeout", c.verifier_timeout_sec));
+            rec.error =
+                Some(format!("the verifier ran past its {} s timeout", c.verifier_timeout_sec));
             return rec;
         }
         match self.read_reward().await {
@@ -268,7 +356,10 @@ impl TrialContainer {
         let out = self.exec_root(&script, Duration::from_secs(60)).await;
         match out.exit_code {
             Some(0) => {}
-            Some(3) => return Err("the verifier wrote no reward (neither /logs/verifier/reward.json nor reward.txt)".into()),
+            Some(3) => return Err(
+                "the verifier wrote no reward (neither /logs/verifier/reward.json nor reward.txt)"
+                    .into(),
+            ),
             _ => return Err(format!("cannot read the reward: {}", out.stderr.text().trim())),
         }
         let text = out.stdout.text();
@@ -309,7 +400,10 @@ impl Drop for TrialContainer {
 
 /// The variables the engine's client is run with (nothing else of ablate's environment).
 fn engine_env() -> Vec<(String, String)> {
-    ["PATH", "HOME", "DOCKER_HOST", "CONTAINER_HOST"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect()
+    ["PATH", "HOME", "DOCKER_HOST", "CONTAINER_HOST"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect()
 }
 
 /// What it takes to run a command in a trial's container: the engine, the
@@ -343,7 +437,13 @@ impl ContainerExec {
     }
 
     /// The agent's shell: `bash -lc CMD` as the task's agent user, in its working folder.
-    pub async fn shell(&self, command: &str, timeout: Duration, cap: usize, stdin: Option<&[u8]>) -> ProcessOutcome {
+    pub async fn shell(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cap: usize,
+        stdin: Option<&[u8]>,
+    ) -> ProcessOutcome {
         let argv = ["bash".to_string(), "-lc".to_string(), command.to_string()];
         self.exec_with(&argv, self.agent_user.as_deref(), &[], timeout, cap, stdin, true).await
     }
@@ -371,10 +471,22 @@ impl ContainerExec {
         full.extend(args);
         let env_host = engine_env();
         let started = Instant::now();
-        match crate::sandbox::process::run_limited(&full, Path::new("/"), &env_host, timeout + Duration::from_secs(10), cap, None, stdin).await {
+        match crate::sandbox::process::run_limited(
+            &full,
+            Path::new("/"),
+            &env_host,
+            timeout + Duration::from_secs(10),
+            cap,
+            None,
+            stdin,
+        )
+        .await
+        {
             Ok(mut out) => {
                 // `timeout` exits 124 (137 after its kill) when the command ran out of time.
-                if matches!(out.exit_code, Some(124) | Some(137)) && started.elapsed() + Duration::from_millis(500) >= timeout {
+                if matches!(out.exit_code, Some(124) | Some(137))
+                    && started.elapsed() + Duration::from_millis(500) >= timeout
+                {
                     out.timed_out = true;
                     out.exit_code = None;
                 }
@@ -383,7 +495,14 @@ impl ContainerExec {
             Err(e) => {
                 let mut stderr = Capture::new(cap);
                 stderr.push(format!("cannot run {}: {e}", self.engine.program).as_bytes());
-                ProcessOutcome { exit_code: Some(127), timed_out: false, stopped: false, stdout: Capture::new(cap), stderr, duration: started.elapsed() }
+                ProcessOutcome {
+                    exit_code: Some(127),
+                    timed_out: false,
+                    stopped: false,
+                    stdout: Capture::new(cap),
+                    stderr,
+                    duration: started.elapsed(),
+                }
             }
         }
     }
@@ -395,7 +514,11 @@ pub fn parse_reward_txt(bytes: &[u8]) -> Result<f64, String> {
     if text.trim().is_empty() {
         return Err("the verifier's reward.txt is empty".into());
     }
-    text.trim().parse::<f64>().ok().filter(|r| r.is_finite()).ok_or_else(|| format!("reward.txt is not a number: {:?}", shorten(text.trim())))
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite())
+        .ok_or_else(|| format!("reward.txt is not a number: {:?}", shorten(text.trim())))
 }
 
 /// reward.json: a flat map of numbers; the reward is its `reward` key, or its one value.
@@ -404,18 +527,29 @@ pub fn parse_reward_json(bytes: &[u8]) -> Result<(BTreeMap<String, f64>, f64), S
     if text.trim().is_empty() {
         return Err("the verifier's reward.json is empty".into());
     }
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("reward.json is not JSON: {e}"))?;
-    let obj = v.as_object().ok_or_else(|| format!("reward.json is not a map of numbers: {}", shorten(text.trim())))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("reward.json is not JSON: {e}"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("reward.json is not a map of numbers: {}", shorten(text.trim())))?;
     let mut values = BTreeMap::new();
     for (k, v) in obj {
-        let x = v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| format!("reward.json's `{k}` is not a number: {v}"))?;
+        let x = v
+            .as_f64()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| format!("reward.json's `{k}` is not a number: {v}"))?;
         values.insert(k.clone(), x);
     }
     let reward = match (values.get("reward"), values.len()) {
         (Some(r), _) => *r,
         (None, 1) => *values.values().next().expect("one value"),
         (None, 0) => return Err("reward.json holds no value".into()),
-        (None, n) => return Err(format!("reward.json holds {n} values and none named `reward`: {}", values.keys().cloned().collect::<Vec<_>>().join(", "))),
+        (None, n) => {
+            return Err(format!(
+                "reward.json holds {n} values and none named `reward`: {}",
+                values.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
     };
     Ok((values, reward))
 }
@@ -445,7 +579,9 @@ mod tests {
         let (v, r) = parse_reward_json(br#"{"reward": 0.5, "tests": 3}"#).unwrap();
         assert_eq!((r, v.len()), (0.5, 2));
         assert_eq!(parse_reward_json(br#"{"accuracy": 1}"#).unwrap().1, 1.0);
-        assert!(parse_reward_json(br#"{"a": 1, "b": 0}"#).unwrap_err().contains("none named `reward`"));
+        assert!(
+            parse_reward_json(br#"{"a": 1, "b": 0}"#).unwrap_err().contains("none named `reward`")
+        );
         assert!(parse_reward_json(br#"{"reward": "1"}"#).unwrap_err().contains("not a number"));
         assert!(parse_reward_json(b"[1]").unwrap_err().contains("not a map"));
         assert!(parse_reward_json(b"").unwrap_err().contains("empty"));

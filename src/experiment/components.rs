@@ -84,10 +84,9 @@ impl Component {
 
     /// Parse a component name; the error lists the valid names.
     pub fn parse(name: &str) -> Result<Component, String> {
-        Component::ALL
-            .into_iter()
-            .find(|c| c.name() == name)
-            .ok_or_else(|| format!("no component named `{name}`; valid components: {}", Component::valid_names()))
+        Component::ALL.into_iter().find(|c| c.name() == name).ok_or_else(|| {
+            format!("no component named `{name}`; valid components: {}", Component::valid_names())
+        })
     }
 
     pub fn valid_names() -> String {
@@ -144,7 +143,14 @@ impl Components {
 
     /// Every on/off component on; edit_format and instructions as in bare.
     pub fn full() -> Components {
-        Components { feedback: true, loop_guard: true, tools: true, acceptance: true, progress_handoff: true, ..Components::bare() }
+        Components {
+            feedback: true,
+            loop_guard: true,
+            tools: true,
+            acceptance: true,
+            progress_handoff: true,
+            ..Components::bare()
+        }
     }
 
     /// The value of one component, as text (for plans, records and diffs).
@@ -180,7 +186,11 @@ impl Components {
         Component::ALL
             .into_iter()
             .filter(|&c| self.value(c) != treatment.value(c))
-            .map(|c| ComponentDiff { component: c.name().to_string(), control: self.value(c), treatment: treatment.value(c) })
+            .map(|c| ComponentDiff {
+                component: c.name().to_string(),
+                control: self.value(c),
+                treatment: treatment.value(c),
+            })
             .collect()
     }
 
@@ -275,19 +285,37 @@ impl ArmSettings {
             (ArmSettings::Builtin(a), ArmSettings::Builtin(b)) => a.diff(b),
             (ArmSettings::External(a), ArmSettings::External(b)) => {
                 let names = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k)));
-                let text = |v: Option<&ComponentValue>| v.map(value_text).unwrap_or_else(|| "unset".into());
+                let text = |v: Option<&ComponentValue>| {
+                    v.map(value_text).unwrap_or_else(|| "unset".into())
+                };
                 names
                     .filter(|k| a.get(*k) != b.get(*k))
-                    .map(|k| ComponentDiff { component: k.clone(), control: text(a.get(k)), treatment: text(b.get(k)) })
+                    .map(|k| ComponentDiff {
+                        component: k.clone(),
+                        control: text(a.get(k)),
+                        treatment: text(b.get(k)),
+                    })
                     .collect()
             }
             _ => {
                 // A builtin arm against an external one: nothing is shared.
                 let (a, b) = (self.component_values(), treatment.component_values());
-                let get = |list: &[(String, String)], k: &str| list.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_else(|| "unset".into());
+                let get = |list: &[(String, String)], k: &str| {
+                    list.iter()
+                        .find(|(n, _)| n == k)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_else(|| "unset".into())
+                };
                 let mut names: Vec<&String> = a.iter().map(|(n, _)| n).collect();
                 names.extend(b.iter().map(|(n, _)| n).filter(|n| !a.iter().any(|(m, _)| m == *n)));
-                names.into_iter().map(|k| ComponentDiff { component: k.clone(), control: get(&a, k), treatment: get(&b, k) }).collect()
+                names
+                    .into_iter()
+                    .map(|k| ComponentDiff {
+                        component: k.clone(),
+                        control: get(&a, k),
+                        treatment: get(&b, k),
+                    })
+                    .collect()
             }
         }
     }
@@ -307,18 +335,31 @@ mod tests {
         let bare = Components::bare();
         let full = Components::full();
         let names: Vec<_> = bare.diff(&full).iter().map(|d| d.component.clone()).collect();
-        assert_eq!(names, vec!["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]);
+        assert_eq!(
+            names,
+            vec!["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]
+        );
         assert!(bare.diff(&bare).is_empty());
         let one = full.with_from(Component::Tools, &bare);
         let d = full.diff(&one);
         assert_eq!(d.len(), 1);
-        assert_eq!(d[0], ComponentDiff { component: "tools".into(), control: "true".into(), treatment: "false".into() });
+        assert_eq!(
+            d[0],
+            ComponentDiff {
+                component: "tools".into(),
+                control: "true".into(),
+                treatment: "false".into()
+            }
+        );
     }
 
     #[test]
     fn unknown_component_lists_valid_names() {
         let err = Component::parse("feedbak").unwrap_err();
-        assert!(err.contains("feedbak") && err.contains("loop_guard") && err.contains("instructions"), "{err}");
+        assert!(
+            err.contains("feedbak") && err.contains("loop_guard") && err.contains("instructions"),
+            "{err}"
+        );
         assert_eq!(Component::parse("edit_format").unwrap(), Component::EditFormat);
     }
 }

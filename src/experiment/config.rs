@@ -6,7 +6,10 @@
 use super::matrix::{self, Arm, Comparison, RawMatrix};
 use crate::digest;
 use crate::error::{InputError, parse_toml_str};
-use crate::experiment::{ArmSettings, ComponentValue, Components, DeclaredComponent, EditFormat, ExternalHarness, HarnessKind, Instructions, RunsIn};
+use crate::experiment::{
+    ArmSettings, ComponentValue, Components, DeclaredComponent, EditFormat, ExternalHarness,
+    HarnessKind, Instructions, RunsIn,
+};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -117,7 +120,13 @@ pub struct Budget {
     pub max_cost_usd: Option<f64>,
 }
 
-pub const BUDGET_KEYS: [&str; 5] = ["max_steps", "max_output_tokens_per_step", "max_total_tokens", "max_working_seconds", "max_cost_usd"];
+pub const BUDGET_KEYS: [&str; 5] = [
+    "max_steps",
+    "max_output_tokens_per_step",
+    "max_total_tokens",
+    "max_working_seconds",
+    "max_cost_usd",
+];
 
 /// Harness constants shared by every arm (they are outside any component, so
 /// they stay fixed across the matrix).
@@ -354,7 +363,10 @@ impl Experiment {
             return Err(InputError::at(
                 &self.config_path,
                 "experiment.suite",
-                format!("no task suite at {} (a folder holding suite.toml, or Harbor task folders)", p.display()),
+                format!(
+                    "no task suite at {} (a folder holding suite.toml, or Harbor task folders)",
+                    p.display()
+                ),
             ));
         }
         crate::suite::load(p)
@@ -400,12 +412,17 @@ fn check_seconds(path: &Path, key: &str, v: f64, max: f64) -> Result<(), InputEr
     if v.is_finite() && v > 0.0 && v <= max {
         return Ok(());
     }
-    Err(InputError::at(path, key, format!("{v} is not a duration in (0, {max}] seconds ({} days)", max / 86_400.0)))
+    Err(InputError::at(
+        path,
+        key,
+        format!("{v} is not a duration in (0, {max}] seconds ({} days)", max / 86_400.0),
+    ))
 }
 
 /// Read, parse and validate a config file.
 pub fn load(path: &Path) -> Result<Experiment, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read config: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read config: {e}")))?;
     load_str(path, &text)
 }
 
@@ -416,7 +433,8 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     reject_arm_budget_keys(path, text)?;
     let raw: RawConfig = parse_toml_str(path, text)?;
     let config_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let config_dir = if config_dir.as_os_str().is_empty() { PathBuf::from(".") } else { config_dir };
+    let config_dir =
+        if config_dir.as_os_str().is_empty() { PathBuf::from(".") } else { config_dir };
     let at = |key: &str, msg: String| InputError::at(path, key, msg);
 
     let e = &raw.experiment;
@@ -427,7 +445,10 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         return Err(at("experiment.trials", "must be at least 1".into()));
     }
     if e.trials > MAX_TRIALS {
-        return Err(at("experiment.trials", format!("{} is more than {MAX_TRIALS} trials of each task, arm and model", e.trials)));
+        return Err(at(
+            "experiment.trials",
+            format!("{} is more than {MAX_TRIALS} trials of each task, arm and model", e.trials),
+        ));
     }
     let suite_path = config_dir.join(&e.suite);
     if !(e.alpha > 0.0 && e.alpha < 0.5) {
@@ -436,7 +457,10 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     if let Some(m) = e.margin
         && !(m > 0.0 && m < 1.0)
     {
-        return Err(at("experiment.margin", format!("{m} is not in (0, 1): the margin is a fraction (0.05 = 5 pp)")));
+        return Err(at(
+            "experiment.margin",
+            format!("{m} is not in (0, 1): the margin is a fraction (0.05 = 5 pp)"),
+        ));
     }
     let sequential = match e.design {
         RawDesign::Fixed => {
@@ -464,12 +488,22 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             if let Some(c) = e.max_cost_usd
                 && !(c.is_finite() && c > 0.0)
             {
-                return Err(at("experiment.max_cost_usd", format!("{c} is not a positive finite amount (leave it out for no money limit)")));
+                return Err(at(
+                    "experiment.max_cost_usd",
+                    format!(
+                        "{c} is not a positive finite amount (leave it out for no money limit)"
+                    ),
+                ));
             }
             if let Some(t) = e.max_seconds {
                 check_seconds(path, "experiment.max_seconds", t, MAX_EXPERIMENT_SECONDS)?;
             }
-            Some(SequentialDesign { max_tasks: e.max_tasks, max_trials: e.max_trials, max_cost_usd: e.max_cost_usd, max_seconds: e.max_seconds })
+            Some(SequentialDesign {
+                max_tasks: e.max_tasks,
+                max_trials: e.max_trials,
+                max_cost_usd: e.max_cost_usd,
+                max_seconds: e.max_seconds,
+            })
         }
     };
     let b = &raw.budget;
@@ -486,7 +520,10 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     if let Some(c) = b.max_cost_usd
         && !(c.is_finite() && c > 0.0)
     {
-        return Err(at("budget.max_cost_usd", format!("{c} is not a positive finite amount (leave it out for no money limit)")));
+        return Err(at(
+            "budget.max_cost_usd",
+            format!("{c} is not a positive finite amount (leave it out for no money limit)"),
+        ));
     }
     let (harness, harness_kind) = validate_harness(path, &config_dir, raw.harness)?;
     if harness.session_steps == 0 {
@@ -497,18 +534,27 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     if b.max_cost_usd.is_some()
         && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
     {
-        return Err(at(&format!("models[{i}].price"), format!("model `{}` has no price, but budget.max_cost_usd is set", m.name)));
+        return Err(at(
+            &format!("models[{i}].price"),
+            format!("model `{}` has no price, but budget.max_cost_usd is set", m.name),
+        ));
     }
     if sequential.as_ref().is_some_and(|d| d.max_cost_usd.is_some())
         && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
     {
-        return Err(at(&format!("models[{i}].price"), format!("model `{}` has no price, but experiment.max_cost_usd is set", m.name)));
+        return Err(at(
+            &format!("models[{i}].price"),
+            format!("model `{}` has no price, but experiment.max_cost_usd is set", m.name),
+        ));
     }
 
     let mut prompt_digests = IndexMap::new();
     // Models whose API cannot start the assistant's turn with a text (only the embedded engine can).
-    let without_prefill: Vec<String> =
-        models.iter().filter(|m| m.provider != Provider::Local).map(|m| format!("`{}` ({})", m.name, m.provider.name())).collect();
+    let without_prefill: Vec<String> = models
+        .iter()
+        .filter(|m| m.provider != Provider::Local)
+        .map(|m| format!("`{}` ({})", m.name, m.provider.name()))
+        .collect();
     let mut arms = Vec::new();
     for (name, table) in raw.arms {
         let key = format!("arms.{name}");
@@ -516,9 +562,13 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             return Err(at(&key, "arm names use lowercase letters, digits, '-' and '_'".into()));
         }
         let (description, settings) = match &harness_kind {
-            HarnessKind::Builtin => builtin_arm(path, &config_dir, &key, table, &mut prompt_digests, &without_prefill)?,
+            HarnessKind::Builtin => {
+                builtin_arm(path, &config_dir, &key, table, &mut prompt_digests, &without_prefill)?
+            }
             HarnessKind::External(ext) => external_arm(path, &key, table, ext)?,
-            HarnessKind::Imported(_) => return Err(at("harness", "a config cannot name an imported harness".into())),
+            HarnessKind::Imported(_) => {
+                return Err(at("harness", "a config cannot name an imported harness".into()));
+            }
         };
         arms.push(Arm { name, description, settings, origin: matrix::ArmOrigin::Declared });
     }
@@ -554,7 +604,11 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
 }
 
 /// The builtin loop's constants and the harness kind from `[harness]`.
-fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(HarnessSettings, HarnessKind), InputError> {
+fn validate_harness(
+    path: &Path,
+    config_dir: &Path,
+    raw: RawHarness,
+) -> Result<(HarnessSettings, HarnessKind), InputError> {
     let at = |key: &str, msg: String| InputError::at(path, key, msg);
     let defaults = HarnessSettings::default();
     let settings = HarnessSettings {
@@ -573,15 +627,25 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
             if given {
                 return Err(at(
                     &format!("harness.{k}"),
-                    format!("`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)"),
+                    format!(
+                        "`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)"
+                    ),
                 ));
             }
         }
         return Ok((settings, HarnessKind::Builtin));
     }
-    for (k, given) in [("session_steps", raw.session_steps.is_some()), ("feedback_tail_bytes", raw.feedback_tail_bytes.is_some())] {
+    for (k, given) in [
+        ("session_steps", raw.session_steps.is_some()),
+        ("feedback_tail_bytes", raw.feedback_tail_bytes.is_some()),
+    ] {
         if given {
-            return Err(at(&format!("harness.{k}"), format!("`{k}` is a setting of the builtin agent loop; an external harness does not use it")));
+            return Err(at(
+                &format!("harness.{k}"),
+                format!(
+                    "`{k}` is a setting of the builtin agent loop; an external harness does not use it"
+                ),
+            ));
         }
     }
     let Some(command) = raw.command else {
@@ -591,7 +655,10 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
         ));
     };
     if command.is_empty() || command[0].trim().is_empty() {
-        return Err(at("harness.command", "must name a program: a non-empty argv whose first element is not empty".into()));
+        return Err(at(
+            "harness.command",
+            "must name a program: a non-empty argv whose first element is not empty".into(),
+        ));
     }
     let files = raw.files.unwrap_or_default();
     let mut parts: Vec<(String, String)> = Vec::new();
@@ -601,7 +668,8 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
             return Err(at(&key, "must not be empty".into()));
         }
         let full = config_dir.join(f);
-        let meta = std::fs::metadata(&full).map_err(|e| at(&key, format!("cannot read `{}`: {e}", full.display())))?;
+        let meta = std::fs::metadata(&full)
+            .map_err(|e| at(&key, format!("cannot read `{}`: {e}", full.display())))?;
         let d = if meta.is_dir() { digest::tree_digest(&full) } else { digest::sha256_file(&full) };
         let d = d.map_err(|e| at(&key, format!("cannot read `{}`: {e}", full.display())))?;
         parts.push((f.clone(), d));
@@ -623,7 +691,10 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
             return Err(at(&key, "component names are snake_case: a lowercase letter, then lowercase letters, digits and '_'".into()));
         }
         if EXTERNAL_ARM_KEYS.contains(&name.as_str()) || BUDGET_KEYS.contains(&name.as_str()) {
-            return Err(at(&key, format!("`{name}` is an arm key of its own; name the component otherwise")));
+            return Err(at(
+                &key,
+                format!("`{name}` is an arm key of its own; name the component otherwise"),
+            ));
         }
         let mut out: Vec<ComponentValue> = Vec::new();
         for (i, v) in values.iter().enumerate() {
@@ -636,7 +707,11 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
             {
                 return Err(at(
                     &vkey,
-                    format!("{v} is a {} but {first} is a {}; the values of a component are of one type", value_type(&v), value_type(first)),
+                    format!(
+                        "{v} is a {} but {first} is a {}; the values of a component are of one type",
+                        value_type(&v),
+                        value_type(first)
+                    ),
                 ));
             }
             if out.contains(&v) {
@@ -656,15 +731,24 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
             return Err(at(key, "must not be empty".into()));
         }
         let full = config_dir.join(p);
-        std::path::absolute(&full).map_err(|e| at(key, format!("cannot resolve `{}`: {e}", full.display())))
+        std::path::absolute(&full)
+            .map_err(|e| at(key, format!("cannot resolve `{}`: {e}", full.display())))
     };
     let python = match raw.python {
         None => None,
         Some(p) => {
             let full = absolute("harness.python", &p)?;
-            let meta = std::fs::metadata(&full).map_err(|e| at("harness.python", format!("cannot use `{}`: {e}", full.display())))?;
+            let meta = std::fs::metadata(&full).map_err(|e| {
+                at("harness.python", format!("cannot use `{}`: {e}", full.display()))
+            })?;
             if !meta.is_file() {
-                return Err(at("harness.python", format!("`{}` is not a file: name the interpreter, e.g. \".venv/bin/python\"", full.display())));
+                return Err(at(
+                    "harness.python",
+                    format!(
+                        "`{}` is not a file: name the interpreter, e.g. \".venv/bin/python\"",
+                        full.display()
+                    ),
+                ));
             }
             Some(full.display().to_string())
         }
@@ -673,18 +757,37 @@ fn validate_harness(path: &Path, config_dir: &Path, raw: RawHarness) -> Result<(
     for (i, m) in raw.mounts.unwrap_or_default().iter().enumerate() {
         let key = format!("harness.mounts[{i}]");
         let full = absolute(&key, m)?;
-        let meta = std::fs::metadata(&full).map_err(|e| at(&key, format!("cannot use `{}`: {e}", full.display())))?;
+        let meta = std::fs::metadata(&full)
+            .map_err(|e| at(&key, format!("cannot use `{}`: {e}", full.display())))?;
         if !meta.is_dir() {
-            return Err(at(&key, format!("`{}` is not a folder: mounts are folders, shown read-only at their own paths", full.display())));
+            return Err(at(
+                &key,
+                format!(
+                    "`{}` is not a folder: mounts are folders, shown read-only at their own paths",
+                    full.display()
+                ),
+            ));
         }
         mounts.push(full.display().to_string());
     }
-    Ok((settings, HarnessKind::External(ExternalHarness { command, files, files_digest, components, runs_in, python, mounts })))
+    Ok((
+        settings,
+        HarnessKind::External(ExternalHarness {
+            command,
+            files,
+            files_digest,
+            components,
+            runs_in,
+            python,
+            mounts,
+        }),
+    ))
 }
 
 fn is_component_name(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase()) && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// A TOML value as a component value: booleans, strings and integers only.
@@ -714,11 +817,12 @@ fn builtin_arm(
     prompt_digests: &mut IndexMap<String, String>,
     without_prefill: &[String],
 ) -> Result<(String, ArmSettings), InputError> {
-    let raw_arm: RawArm = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let sub = e.path().to_string();
-        let full = if sub == "." { key.to_string() } else { format!("{key}.{sub}") };
-        InputError::at(path, full, e.into_inner().to_string())
-    })?;
+    let raw_arm: RawArm =
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let sub = e.path().to_string();
+            let full = if sub == "." { key.to_string() } else { format!("{key}.{sub}") };
+            InputError::at(path, full, e.into_inner().to_string())
+        })?;
     let mut c = match raw_arm.base {
         Preset::Bare => Components::bare(),
         Preset::Full => Components::full(),
@@ -743,10 +847,21 @@ fn builtin_arm(
     }
     if let Some(file) = raw_arm.instructions {
         let full = config_dir.join(&file);
-        let bytes = std::fs::read(&full).map_err(|e| InputError::at(path, format!("{key}.instructions"), format!("cannot read `{}`: {e}", full.display())))?;
+        let bytes = std::fs::read(&full).map_err(|e| {
+            InputError::at(
+                path,
+                format!("{key}.instructions"),
+                format!("cannot read `{}`: {e}", full.display()),
+            )
+        })?;
         // A `.toml` prompt file (system + user_template) is checked here, so `plan` catches it.
-        let text = String::from_utf8(bytes.clone())
-            .map_err(|_| InputError::at(path, format!("{key}.instructions"), format!("`{}` is not UTF-8 text", full.display())))?;
+        let text = String::from_utf8(bytes.clone()).map_err(|_| {
+            InputError::at(
+                path,
+                format!("{key}.instructions"),
+                format!("`{}` is not UTF-8 text", full.display()),
+            )
+        })?;
         let prompts = crate::experiment::instructions::parse_instructions(&full, &text)?;
         if prompts.prefill.is_some() && !without_prefill.is_empty() {
             return Err(InputError::at(
@@ -766,14 +881,23 @@ fn builtin_arm(
 
 /// An external arm: a value for each declared component (the first of its
 /// list when the arm does not set it), and a description.
-fn external_arm(path: &Path, key: &str, table: toml::Table, ext: &ExternalHarness) -> Result<(String, ArmSettings), InputError> {
+fn external_arm(
+    path: &Path,
+    key: &str,
+    table: toml::Table,
+    ext: &ExternalHarness,
+) -> Result<(String, ArmSettings), InputError> {
     let mut description = String::new();
     let mut set: IndexMap<String, ComponentValue> = IndexMap::new();
     for (k, v) in table {
         let vkey = format!("{key}.{k}");
         if k == "description" {
             let toml::Value::String(d) = v else {
-                return Err(InputError::at(path, vkey, format!("invalid type: {v}, expected a string")));
+                return Err(InputError::at(
+                    path,
+                    vkey,
+                    format!("invalid type: {v}, expected a string"),
+                ));
             };
             description = d;
             continue;
@@ -789,17 +913,33 @@ fn external_arm(path: &Path, key: &str, table: toml::Table, ext: &ExternalHarnes
             return Err(InputError::at(
                 path,
                 vkey,
-                format!("`{k}` is not a component of this harness; declared components: {} (and `description`)", ext.names()),
+                format!(
+                    "`{k}` is not a component of this harness; declared components: {} (and `description`)",
+                    ext.names()
+                ),
             ));
         };
         match component_value(&v).filter(|cv| d.values.contains(cv)) {
             Some(cv) => {
                 set.insert(k, cv);
             }
-            None => return Err(InputError::at(path, vkey, format!("{v} is not a value of component `{k}`; allowed values: {}", d.allowed()))),
+            None => {
+                return Err(InputError::at(
+                    path,
+                    vkey,
+                    format!(
+                        "{v} is not a value of component `{k}`; allowed values: {}",
+                        d.allowed()
+                    ),
+                ));
+            }
         }
     }
-    let values = ext.components.iter().map(|d| (d.name.clone(), set.get(&d.name).unwrap_or(d.default_value()).clone())).collect();
+    let values = ext
+        .components
+        .iter()
+        .map(|d| (d.name.clone(), set.get(&d.name).unwrap_or(d.default_value()).clone()))
+        .collect();
     Ok((description, ArmSettings::External(values)))
 }
 
@@ -812,7 +952,11 @@ fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
         if let toml::Value::Table(arm) = arm {
             for key in arm.keys() {
                 if BUDGET_KEYS.contains(&key.as_str()) {
-                    return Err(InputError::at(path, format!("arms.{name}.{key}"), "the budget is experiment-level ([budget]); an arm cannot override it"));
+                    return Err(InputError::at(
+                        path,
+                        format!("arms.{name}.{key}"),
+                        "the budget is experiment-level ([budget]); an arm cannot override it",
+                    ));
                 }
             }
         }
@@ -820,7 +964,11 @@ fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
     Ok(())
 }
 
-fn validate_models(path: &Path, config_dir: &Path, raw: Vec<RawModel>) -> Result<Vec<ModelSpec>, InputError> {
+fn validate_models(
+    path: &Path,
+    config_dir: &Path,
+    raw: Vec<RawModel>,
+) -> Result<Vec<ModelSpec>, InputError> {
     if raw.is_empty() {
         return Err(InputError::at(path, "models", "declare at least one [[models]] entry"));
     }
@@ -831,56 +979,112 @@ fn validate_models(path: &Path, config_dir: &Path, raw: Vec<RawModel>) -> Result
             return Err(InputError::at(path, key("model"), "must not be empty"));
         }
         if m.name.as_ref().is_some_and(|n| n.trim().is_empty()) {
-            return Err(InputError::at(path, key("name"), "must not be empty (leave it out to use `model`)"));
+            return Err(InputError::at(
+                path,
+                key("name"),
+                "must not be empty (leave it out to use `model`)",
+            ));
         }
         let name = m.name.unwrap_or_else(|| m.model.clone());
         if out.iter().any(|o| o.name == name) {
-            return Err(InputError::at(path, key("name"), format!("model name `{name}` is used twice; give each a distinct `name`")));
+            return Err(InputError::at(
+                path,
+                key("name"),
+                format!("model name `{name}` is used twice; give each a distinct `name`"),
+            ));
         }
         if !(0.0..=2.0).contains(&m.temperature) {
-            return Err(InputError::at(path, key("temperature"), format!("{} is not in [0, 2]", m.temperature)));
+            return Err(InputError::at(
+                path,
+                key("temperature"),
+                format!("{} is not in [0, 2]", m.temperature),
+            ));
         }
         if !(m.top_p > 0.0 && m.top_p <= 1.0) {
-            return Err(InputError::at(path, key("top_p"), format!("{} is not in (0, 1]", m.top_p)));
+            return Err(InputError::at(
+                path,
+                key("top_p"),
+                format!("{} is not in (0, 1]", m.top_p),
+            ));
         }
-        check_seconds(path, &key("request_timeout_seconds"), m.request_timeout_seconds, MAX_TIMEOUT_SECONDS)?;
+        check_seconds(
+            path,
+            &key("request_timeout_seconds"),
+            m.request_timeout_seconds,
+            MAX_TIMEOUT_SECONDS,
+        )?;
         if let RetryPolicy::Exponential { max_attempts, base_ms, max_ms } = m.retry {
             if max_attempts == 0 || base_ms == 0 || max_ms < base_ms {
-                return Err(InputError::at(path, key("retry"), "need max_attempts >= 1 and 0 < base_ms <= max_ms"));
+                return Err(InputError::at(
+                    path,
+                    key("retry"),
+                    "need max_attempts >= 1 and 0 < base_ms <= max_ms",
+                ));
             }
             if max_attempts > MAX_RETRY_ATTEMPTS {
-                return Err(InputError::at(path, key("retry.max_attempts"), format!("{max_attempts} is above {MAX_RETRY_ATTEMPTS}")));
+                return Err(InputError::at(
+                    path,
+                    key("retry.max_attempts"),
+                    format!("{max_attempts} is above {MAX_RETRY_ATTEMPTS}"),
+                ));
             }
             let max_backoff_ms = (MAX_TIMEOUT_SECONDS * 1000.0) as u64;
             if max_ms > max_backoff_ms {
-                return Err(InputError::at(path, key("retry.max_ms"), format!("{max_ms} ms is above one day ({max_backoff_ms} ms)")));
+                return Err(InputError::at(
+                    path,
+                    key("retry.max_ms"),
+                    format!("{max_ms} ms is above one day ({max_backoff_ms} ms)"),
+                ));
             }
         }
         if let Some(p) = &m.price {
-            let prices =
-                [("input_per_mtok", Some(p.input_per_mtok)), ("output_per_mtok", Some(p.output_per_mtok)), ("cached_input_per_mtok", p.cached_input_per_mtok)];
+            let prices = [
+                ("input_per_mtok", Some(p.input_per_mtok)),
+                ("output_per_mtok", Some(p.output_per_mtok)),
+                ("cached_input_per_mtok", p.cached_input_per_mtok),
+            ];
             for (k, v) in prices {
                 if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-                    return Err(InputError::at(path, key(&format!("price.{k}")), format!("{v} is not a finite price of at least 0")));
+                    return Err(InputError::at(
+                        path,
+                        key(&format!("price.{k}")),
+                        format!("{v} is not a finite price of at least 0"),
+                    ));
                 }
             }
         }
         if !(1..=MAX_RESPONSE_BYTES_LIMIT).contains(&m.max_response_bytes) {
-            return Err(InputError::at(path, key("max_response_bytes"), format!("{} is not in [1, {MAX_RESPONSE_BYTES_LIMIT}]", m.max_response_bytes)));
+            return Err(InputError::at(
+                path,
+                key("max_response_bytes"),
+                format!("{} is not in [1, {MAX_RESPONSE_BYTES_LIMIT}]", m.max_response_bytes),
+            ));
         }
         let mut resolved_path = None;
         match m.provider {
             Provider::Openai | Provider::Ollama => {
                 let Some(endpoint) = &m.endpoint else {
-                    return Err(InputError::at(path, key("endpoint"), "an HTTP provider needs an endpoint (base URL)"));
+                    return Err(InputError::at(
+                        path,
+                        key("endpoint"),
+                        "an HTTP provider needs an endpoint (base URL)",
+                    ));
                 };
                 if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return Err(InputError::at(path, key("endpoint"), format!("`{endpoint}` is not an http(s) URL")));
+                    return Err(InputError::at(
+                        path,
+                        key("endpoint"),
+                        format!("`{endpoint}` is not an http(s) URL"),
+                    ));
                 }
             }
             Provider::Local => {
                 let Some(p) = &m.path else {
-                    return Err(InputError::at(path, key("path"), "the local provider needs the GGUF file's path"));
+                    return Err(InputError::at(
+                        path,
+                        key("path"),
+                        "the local provider needs the GGUF file's path",
+                    ));
                 };
                 resolved_path = Some(config_dir.join(p));
             }

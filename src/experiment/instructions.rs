@@ -47,31 +47,61 @@ struct RawPromptFile {
 /// `user_template` (configs/README.md); any other file is the system prompt
 /// as it is. Errors name the file and the key.
 pub fn load_instructions(path: &Path) -> Result<ArmPrompts, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, format!("cannot read the instructions file: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read the instructions file: {e}")))?;
     parse_instructions(path, &text)
 }
 
 pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputError> {
     if path.extension().is_none_or(|e| e != "toml") {
-        return Ok(ArmPrompts { system: Some(text.to_string()), user_template: None, prefill: None, stop: Vec::new() });
+        return Ok(ArmPrompts {
+            system: Some(text.to_string()),
+            user_template: None,
+            prefill: None,
+            stop: Vec::new(),
+        });
     }
     let raw: RawPromptFile = parse_toml_str(path, text)?;
     if raw.system.is_none() && raw.user_template.is_none() {
-        return Err(InputError::new(path, "an instructions .toml needs `system`, `user_template` or both"));
+        return Err(InputError::new(
+            path,
+            "an instructions .toml needs `system`, `user_template` or both",
+        ));
     }
     if let Some(t) = &raw.user_template
         && !["{prompt}", "{code}", "{files}"].iter().any(|p| t.contains(p))
     {
-        return Err(InputError::at(path, "user_template", "holds none of {prompt}, {code} and {files}: the task would not reach the model"));
+        return Err(InputError::at(
+            path,
+            "user_template",
+            "holds none of {prompt}, {code} and {files}: the task would not reach the model",
+        ));
     }
     if raw.prefill.as_deref() == Some("") {
-        return Err(InputError::at(path, "prefill", "is empty: leave it out, or give the text the assistant's turn starts with"));
+        return Err(InputError::at(
+            path,
+            "prefill",
+            "is empty: leave it out, or give the text the assistant's turn starts with",
+        ));
     }
     if raw.stop.len() > MAX_STOP {
-        return Err(InputError::at(path, "stop", format!("{} stop sequences: at most {MAX_STOP}", raw.stop.len())));
+        return Err(InputError::at(
+            path,
+            "stop",
+            format!("{} stop sequences: at most {MAX_STOP}", raw.stop.len()),
+        ));
     }
     if let Some(i) = raw.stop.iter().position(String::is_empty) {
-        return Err(InputError::at(path, format!("stop[{i}]"), "an empty stop sequence would stop before anything is generated"));
+        return Err(InputError::at(
+            path,
+            format!("stop[{i}]"),
+            "an empty stop sequence would stop before anything is generated",
+        ));
     }
-    Ok(ArmPrompts { system: raw.system, user_template: raw.user_template, prefill: raw.prefill, stop: raw.stop })
+    Ok(ArmPrompts {
+        system: raw.system,
+        user_template: raw.user_template,
+        prefill: raw.prefill,
+        stop: raw.stop,
+    })
 }

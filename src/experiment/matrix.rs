@@ -8,7 +8,9 @@
 //! attributable to one component.
 
 use crate::error::InputError;
-use crate::experiment::{ArmSettings, Component, ComponentDiff, ComponentValue, Components, HarnessKind, value_text};
+use crate::experiment::{
+    ArmSettings, Component, ComponentDiff, ComponentValue, Components, HarnessKind, value_text,
+};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -112,13 +114,16 @@ pub struct RawPair {
 }
 
 pub fn is_arm_name(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 /// Why a comparison labelled as an ablation is not one.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GuardError {
-    #[error("comparison `{name}` is labelled an ablation but no component differs between `{control}` and `{treatment}`")]
+    #[error(
+        "comparison `{name}` is labelled an ablation but no component differs between `{control}` and `{treatment}`"
+    )]
     NoneDiffer { name: String, control: String, treatment: String },
     #[error(
         "comparison `{name}` is labelled an ablation but `{control}` and `{treatment}` differ in {n} components: {list}; make them differ in exactly one, or declare it under [[matrix.combined]]",
@@ -129,7 +134,10 @@ pub enum GuardError {
 }
 
 fn describe(d: &[ComponentDiff]) -> String {
-    d.iter().map(|d| format!("{} ({} vs {})", d.component, d.control, d.treatment)).collect::<Vec<_>>().join(", ")
+    d.iter()
+        .map(|d| format!("{} ({} vs {})", d.component, d.control, d.treatment))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The single-factor guard: an ablation's arms differ in exactly one component.
@@ -138,28 +146,58 @@ pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<String, Guard
     let differs = control.settings.diff(&treatment.settings);
     match differs.as_slice() {
         [one] => Ok(one.component.clone()),
-        [] => Err(GuardError::NoneDiffer { name: name.to_string(), control: control.name.clone(), treatment: treatment.name.clone() }),
-        _ => Err(GuardError::SeveralDiffer { name: name.to_string(), control: control.name.clone(), treatment: treatment.name.clone(), differs }),
+        [] => Err(GuardError::NoneDiffer {
+            name: name.to_string(),
+            control: control.name.clone(),
+            treatment: treatment.name.clone(),
+        }),
+        _ => Err(GuardError::SeveralDiffer {
+            name: name.to_string(),
+            control: control.name.clone(),
+            treatment: treatment.name.clone(),
+            differs,
+        }),
     }
 }
 
 /// Expand sweeps into arms and comparisons, and apply the guard. Generated arms
 /// reuse an arm with identical settings when one exists.
-pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &HarnessKind) -> Result<(Vec<Arm>, Vec<Comparison>), InputError> {
+pub fn expand(
+    file: &Path,
+    mut arms: Vec<Arm>,
+    raw: &RawMatrix,
+    harness: &HarnessKind,
+) -> Result<(Vec<Arm>, Vec<Comparison>), InputError> {
     let mut comparisons: Vec<Comparison> = Vec::new();
-    let arm_names = |arms: &[Arm]| arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
+    let arm_names =
+        |arms: &[Arm]| arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
 
-    for (key, sweep, leave_out) in [("matrix.leave_one_out", &raw.leave_one_out, true), ("matrix.add_one_in", &raw.add_one_in, false)] {
+    for (key, sweep, leave_out) in [
+        ("matrix.leave_one_out", &raw.leave_one_out, true),
+        ("matrix.add_one_in", &raw.add_one_in, false),
+    ] {
         let Some(sweep) = sweep else { continue };
         let Some(from) = arms.iter().find(|a| a.name == sweep.from).cloned() else {
-            return Err(InputError::at(file, format!("{key}.from"), format!("no arm named `{}`; arms: {}", sweep.from, arm_names(&arms))));
+            return Err(InputError::at(
+                file,
+                format!("{key}.from"),
+                format!("no arm named `{}`; arms: {}", sweep.from, arm_names(&arms)),
+            ));
         };
         let variants = match &from.settings {
-            ArmSettings::Builtin(c) => builtin_variants(file, key, &from.name, c, sweep, leave_out)?,
-            ArmSettings::External(values) => external_variants(file, key, &from.name, values, sweep, harness)?,
+            ArmSettings::Builtin(c) => {
+                builtin_variants(file, key, &from.name, c, sweep, leave_out)?
+            }
+            ArmSettings::External(values) => {
+                external_variants(file, key, &from.name, values, sweep, harness)?
+            }
         };
         if variants.is_empty() {
-            return Err(InputError::at(file, key, format!("arm `{}` has no component to sweep", from.name)));
+            return Err(InputError::at(
+                file,
+                key,
+                format!("arm `{}` has no component to sweep", from.name),
+            ));
         }
         for Variant { component: c, settings, name: generated_name } in variants {
             let arm = match arms.iter().find(|a| a.settings == settings) {
@@ -169,7 +207,9 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &Harnes
                         return Err(InputError::at(
                             file,
                             format!("arms.{generated_name}"),
-                            format!("this name is taken by the sweep in {key}, with other settings; rename the arm"),
+                            format!(
+                                "this name is taken by the sweep in {key}, with other settings; rename the arm"
+                            ),
                         ));
                     }
                     let origin = if leave_out {
@@ -177,15 +217,19 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &Harnes
                     } else {
                         ArmOrigin::AddOneIn { from: from.name.clone(), component: c.clone() }
                     };
-                    let arm = Arm { name: generated_name, description: String::new(), settings, origin };
+                    let arm =
+                        Arm { name: generated_name, description: String::new(), settings, origin };
                     arms.push(arm.clone());
                     arm
                 }
             };
             // The treatment holds the component at its full/"with" value
             // (external: leave-one-out's treatment is the arm swept from).
-            let (control, treatment, origin) =
-                if leave_out { (arm, from.clone(), ComparisonOrigin::LeaveOneOut) } else { (from.clone(), arm, ComparisonOrigin::AddOneIn) };
+            let (control, treatment, origin) = if leave_out {
+                (arm, from.clone(), ComparisonOrigin::LeaveOneOut)
+            } else {
+                (from.clone(), arm, ComparisonOrigin::AddOneIn)
+            };
             let name = format!("{c}: {} vs {}", treatment.name, control.name);
             push_ablation(file, key, &mut comparisons, name, &control, &treatment, origin)?;
         }
@@ -194,8 +238,17 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &Harnes
     for (i, pair) in raw.pairs.iter().enumerate() {
         let key = format!("matrix.pairs[{i}]");
         let (control, treatment) = pair_arms(file, &key, &arms, pair)?;
-        let name = pair.name.clone().unwrap_or_else(|| format!("{} vs {}", treatment.name, control.name));
-        push_ablation(file, &key, &mut comparisons, name, &control, &treatment, ComparisonOrigin::Pair)?;
+        let name =
+            pair.name.clone().unwrap_or_else(|| format!("{} vs {}", treatment.name, control.name));
+        push_ablation(
+            file,
+            &key,
+            &mut comparisons,
+            name,
+            &control,
+            &treatment,
+            ComparisonOrigin::Pair,
+        )?;
     }
 
     for (i, pair) in raw.combined.iter().enumerate() {
@@ -203,9 +256,19 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &Harnes
         let (control, treatment) = pair_arms(file, &key, &arms, pair)?;
         let differs = control.settings.diff(&treatment.settings);
         if differs.is_empty() {
-            return Err(InputError::at(file, key, format!("`{}` and `{}` have identical settings; nothing to compare", control.name, treatment.name)));
+            return Err(InputError::at(
+                file,
+                key,
+                format!(
+                    "`{}` and `{}` have identical settings; nothing to compare",
+                    control.name, treatment.name
+                ),
+            ));
         }
-        let name = pair.name.clone().unwrap_or_else(|| format!("{} vs {} (combined)", treatment.name, control.name));
+        let name = pair
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{} vs {} (combined)", treatment.name, control.name));
         comparisons.push(Comparison {
             name,
             control: control.name.clone(),
@@ -218,13 +281,21 @@ pub fn expand(file: &Path, mut arms: Vec<Arm>, raw: &RawMatrix, harness: &Harnes
     Ok((arms, comparisons))
 }
 
-fn pair_arms(file: &Path, key: &str, arms: &[Arm], pair: &RawPair) -> Result<(Arm, Arm), InputError> {
+fn pair_arms(
+    file: &Path,
+    key: &str,
+    arms: &[Arm],
+    pair: &RawPair,
+) -> Result<(Arm, Arm), InputError> {
     let names = arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
     let find = |field: &str, name: &str| {
-        arms.iter()
-            .find(|a| a.name == name)
-            .cloned()
-            .ok_or_else(|| InputError::at(file, format!("{key}.{field}"), format!("no arm named `{name}`; arms: {names}")))
+        arms.iter().find(|a| a.name == name).cloned().ok_or_else(|| {
+            InputError::at(
+                file,
+                format!("{key}.{field}"),
+                format!("no arm named `{name}`; arms: {names}"),
+            )
+        })
     };
     Ok((find("control", &pair.control)?, find("treatment", &pair.treatment)?))
 }
@@ -238,7 +309,8 @@ fn push_ablation(
     treatment: &Arm,
     origin: ComparisonOrigin,
 ) -> Result<(), InputError> {
-    let component = guard(&name, control, treatment).map_err(|e| InputError::at(file, key, e.to_string()))?;
+    let component =
+        guard(&name, control, treatment).map_err(|e| InputError::at(file, key, e.to_string()))?;
     if comparisons.iter().any(|c| c.control == control.name && c.treatment == treatment.name) {
         return Ok(());
     }
@@ -262,18 +334,29 @@ struct Variant {
 
 /// Builtin sweeps: leave-one-out switches each component to its bare value,
 /// add-one-in to its full value (components already there are skipped).
-fn builtin_variants(file: &Path, key: &str, from: &str, c0: &Components, sweep: &RawSweep, leave_out: bool) -> Result<Vec<Variant>, InputError> {
+fn builtin_variants(
+    file: &Path,
+    key: &str,
+    from: &str,
+    c0: &Components,
+    sweep: &RawSweep,
+    leave_out: bool,
+) -> Result<Vec<Variant>, InputError> {
     let target = if leave_out { Components::bare() } else { Components::full() };
     let components: Vec<Component> = match &sweep.components {
         Some(names) => {
             let mut out = Vec::new();
             for (i, n) in names.iter().enumerate() {
-                let c = Component::parse(n).map_err(|m| InputError::at(file, format!("{key}.components[{i}]"), m))?;
+                let c = Component::parse(n)
+                    .map_err(|m| InputError::at(file, format!("{key}.components[{i}]"), m))?;
                 if c0.value(c) == target.value(c) {
                     return Err(InputError::at(
                         file,
                         format!("{key}.components[{i}]"),
-                        format!("`{c}` is already {} in arm `{from}`; the sweep would not change it", target.value(c)),
+                        format!(
+                            "`{c}` is already {} in arm `{from}`; the sweep would not change it",
+                            target.value(c)
+                        ),
                     ));
                 }
                 out.push(c);
@@ -286,8 +369,16 @@ fn builtin_variants(file: &Path, key: &str, from: &str, c0: &Components, sweep: 
         .into_iter()
         .map(|c| {
             let slug = c.name().replace('_', "-");
-            let name = if leave_out { format!("{from}-minus-{slug}") } else { format!("{from}-plus-{slug}") };
-            Variant { component: c.name().to_string(), settings: ArmSettings::Builtin(c0.with_from(c, &target)), name }
+            let name = if leave_out {
+                format!("{from}-minus-{slug}")
+            } else {
+                format!("{from}-plus-{slug}")
+            };
+            Variant {
+                component: c.name().to_string(),
+                settings: ArmSettings::Builtin(c0.with_from(c, &target)),
+                name,
+            }
         })
         .collect())
 }
@@ -305,14 +396,22 @@ fn external_variants(
     harness: &HarnessKind,
 ) -> Result<Vec<Variant>, InputError> {
     let Some(ext) = harness.external() else {
-        return Err(InputError::at(file, key, format!("arm `{from}` sets external components but the harness is builtin")));
+        return Err(InputError::at(
+            file,
+            key,
+            format!("arm `{from}` sets external components but the harness is builtin"),
+        ));
     };
     let declared: Vec<&crate::experiment::DeclaredComponent> = match &sweep.components {
         Some(names) => {
             let mut out = Vec::new();
             for (i, n) in names.iter().enumerate() {
                 let d = ext.component(n).ok_or_else(|| {
-                    InputError::at(file, format!("{key}.components[{i}]"), format!("no component named `{n}`; declared components: {}", ext.names()))
+                    InputError::at(
+                        file,
+                        format!("{key}.components[{i}]"),
+                        format!("no component named `{n}`; declared components: {}", ext.names()),
+                    )
                 })?;
                 out.push(d);
             }
@@ -332,7 +431,11 @@ fn external_variants(
                 ComponentValue::Bool(true) => format!("{from}-plus-{slug}"),
                 other => format!("{from}-{slug}-{}", slugify(&value_text(other))),
             };
-            out.push(Variant { component: d.name.clone(), settings: ArmSettings::External(settings), name });
+            out.push(Variant {
+                component: d.name.clone(),
+                settings: ArmSettings::External(settings),
+                name,
+            });
         }
     }
     Ok(out)

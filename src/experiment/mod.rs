@@ -13,5 +13,8 @@ pub mod harness_kind;
 pub mod instructions;
 pub mod matrix;
 
-pub use components::{ArmSettings, Component, ComponentDiff, ComponentValue, Components, EditFormat, Instructions, value_text};
+pub use components::{
+    ArmSettings, Component, ComponentDiff, ComponentValue, Components, EditFormat, Instructions,
+    value_text,
+};
 pub use harness_kind::{DeclaredComponent, ExternalHarness, HarnessKind, ImportedHarness, RunsIn};

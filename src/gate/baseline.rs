@@ -27,18 +27,36 @@ pub struct BaselineRow {
 }
 
 /// Per-task pass counts of one (arm, model) of a run, with its identity.
-pub fn baseline_of_run(data: &RunData, arm: Option<&str>, model: Option<&str>) -> Result<Vec<BaselineRow>, String> {
-    let pick = |names: &crate::report::load::Names, want: Option<&str>, what: &str| -> Result<u32, String> {
+pub fn baseline_of_run(
+    data: &RunData,
+    arm: Option<&str>,
+    model: Option<&str>,
+) -> Result<Vec<BaselineRow>, String> {
+    let pick = |names: &crate::report::load::Names,
+                want: Option<&str>,
+                what: &str|
+     -> Result<u32, String> {
         match want {
-            Some(w) => names.get(w).ok_or_else(|| format!("the run has no {what} `{w}`; it has: {}", names.list.join(", "))),
+            Some(w) => names.get(w).ok_or_else(|| {
+                format!("the run has no {what} `{w}`; it has: {}", names.list.join(", "))
+            }),
             None if names.list.len() == 1 => Ok(0),
-            None => Err(format!("the run has several {what}s ({}); choose one with --{what}", names.list.join(", "))),
+            None => Err(format!(
+                "the run has several {what}s ({}); choose one with --{what}",
+                names.list.join(", ")
+            )),
         }
     };
     let arm_i = pick(&data.arms, arm, "arm")?;
     let model_i = pick(&data.models, model, "model")?;
     let model_name = data.models.name(model_i).to_string();
-    let identity = data.manifest.models.iter().find(|m| m.name == model_name).and_then(|m| m.identity.clone()).unwrap_or_default();
+    let identity = data
+        .manifest
+        .models
+        .iter()
+        .find(|m| m.name == model_name)
+        .and_then(|m| m.identity.clone())
+        .unwrap_or_default();
     let budget = serde_json::to_string(&data.manifest.budget).unwrap_or_default();
     let mut per_task: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
     for r in data.trials.iter().filter(|r| r.arm == arm_i && r.model == model_i) {
@@ -49,7 +67,10 @@ pub fn baseline_of_run(data: &RunData, arm: Option<&str>, model: Option<&str>) -
         }
     }
     if per_task.is_empty() {
-        return Err(format!("no finished trials for arm `{}` and model `{model_name}`", data.arms.name(arm_i)));
+        return Err(format!(
+            "no finished trials for arm `{}` and model `{model_name}`",
+            data.arms.name(arm_i)
+        ));
     }
     Ok(per_task
         .into_iter()
@@ -80,7 +101,18 @@ pub fn write_baseline(path: &Path, rows: &[BaselineRow]) -> std::io::Result<()> 
 }
 
 /// Columns of a baseline file, in the order `write_baseline` writes them.
-pub const BASELINE_COLUMNS: [&str; 10] = ["task", "trials", "passes", "pass_rate", "arm", "model", "model_identity", "suite_digest", "budget", "run_id"];
+pub const BASELINE_COLUMNS: [&str; 10] = [
+    "task",
+    "trials",
+    "passes",
+    "pass_rate",
+    "arm",
+    "model",
+    "model_identity",
+    "suite_digest",
+    "budget",
+    "run_id",
+];
 
 /// How far a baseline's `pass_rate` may stray from passes / trials: a
 /// hand-edited file may round it to two decimals.
@@ -92,12 +124,22 @@ const PASS_RATE_TOLERANCE: f64 = 0.005;
 /// error names the file, the row (as a spreadsheet numbers it: the header is
 /// row 1) and the column. The pass rate used is passes / trials.
 pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
-    let bad = |row: u64, col: &str, msg: String| InputError::new(path, format!("row {row}, column `{col}`: {msg}"));
-    let mut r = csv::Reader::from_path(path).map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
-    let headers = r.headers().map_err(|e| InputError::new(path, format!("cannot read the header row: {e}")))?.clone();
+    let bad = |row: u64, col: &str, msg: String| {
+        InputError::new(path, format!("row {row}, column `{col}`: {msg}"))
+    };
+    let mut r = csv::Reader::from_path(path)
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    let headers = r
+        .headers()
+        .map_err(|e| InputError::new(path, format!("cannot read the header row: {e}")))?
+        .clone();
     for col in BASELINE_COLUMNS {
         if !headers.iter().any(|h| h == col) {
-            return Err(bad(1, col, format!("missing; a baseline has the columns {}", BASELINE_COLUMNS.join(","))));
+            return Err(bad(
+                1,
+                col,
+                format!("missing; a baseline has the columns {}", BASELINE_COLUMNS.join(",")),
+            ));
         }
     }
     let mut rows: Vec<BaselineRow> = Vec::new();
@@ -108,32 +150,51 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
             InputError::new(path, format!("row {row}: {e}"))
         })?;
         let row = record.position().map(|p| p.line()).unwrap_or(rows.len() as u64 + 2);
-        let field = |col: &str| headers.iter().position(|h| h == col).and_then(|i| record.get(i)).unwrap_or("").trim();
+        let field = |col: &str| {
+            headers.iter().position(|h| h == col).and_then(|i| record.get(i)).unwrap_or("").trim()
+        };
         let count = |col: &str| -> Result<u32, InputError> {
             let v = field(col);
-            v.parse::<u32>().map_err(|_| bad(row, col, format!("`{v}` is not a whole number of at least 0")))
+            v.parse::<u32>()
+                .map_err(|_| bad(row, col, format!("`{v}` is not a whole number of at least 0")))
         };
         let task = field("task").to_string();
         if task.is_empty() {
             return Err(bad(row, "task", "empty".into()));
         }
         if let Some(first) = first_row_of.get(&task) {
-            return Err(bad(row, "task", format!("task `{task}` appears twice (first in row {first})")));
+            return Err(bad(
+                row,
+                "task",
+                format!("task `{task}` appears twice (first in row {first})"),
+            ));
         }
         first_row_of.insert(task.clone(), row);
         let trials = count("trials")?;
         let passes = count("passes")?;
         if trials == 0 {
-            return Err(bad(row, "trials", "0: a task of a baseline has at least one trial".into()));
+            return Err(bad(
+                row,
+                "trials",
+                "0: a task of a baseline has at least one trial".into(),
+            ));
         }
         if passes > trials {
             return Err(bad(row, "passes", format!("{passes} passes of {trials} trials")));
         }
         let rate_text = field("pass_rate");
-        let rate: f64 = rate_text.parse().map_err(|_| bad(row, "pass_rate", format!("`{rate_text}` is not a number")))?;
+        let rate: f64 = rate_text
+            .parse()
+            .map_err(|_| bad(row, "pass_rate", format!("`{rate_text}` is not a number")))?;
         let expected = passes as f64 / trials as f64;
         if !rate.is_finite() || (rate - expected).abs() > PASS_RATE_TOLERANCE {
-            return Err(bad(row, "pass_rate", format!("{rate_text} contradicts passes / trials = {passes}/{trials} = {expected:.3}")));
+            return Err(bad(
+                row,
+                "pass_rate",
+                format!(
+                    "{rate_text} contradicts passes / trials = {passes}/{trials} = {expected:.3}"
+                ),
+            ));
         }
         let text = |col: &str| field(col).to_string();
         let current = BaselineRow {
@@ -158,7 +219,13 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
             ];
             if let Some((col, a, b)) = same.iter().find(|(_, a, b)| a != b) {
                 let first_row = first_row_of[&first.task];
-                return Err(bad(row, col, format!("`{b}` differs from row {first_row}'s `{a}`: a baseline is one arm and model of one run")));
+                return Err(bad(
+                    row,
+                    col,
+                    format!(
+                        "`{b}` differs from row {first_row}'s `{a}`: a baseline is one arm and model of one run"
+                    ),
+                ));
             }
         }
         rows.push(current);
@@ -174,17 +241,31 @@ pub fn drifts(base: &[BaselineRow], cand: &[BaselineRow]) -> Vec<String> {
     let mut out = Vec::new();
     let (b, c) = (&base[0], &cand[0]);
     if b.suite_digest != c.suite_digest {
-        out.push(format!("suite digest: baseline {} vs candidate {}", short(&b.suite_digest), short(&c.suite_digest)));
+        out.push(format!(
+            "suite digest: baseline {} vs candidate {}",
+            short(&b.suite_digest),
+            short(&c.suite_digest)
+        ));
     }
     let bt: Vec<&str> = base.iter().map(|r| r.task.as_str()).collect();
     let ct: Vec<&str> = cand.iter().map(|r| r.task.as_str()).collect();
     let only_b: Vec<&str> = bt.iter().copied().filter(|t| !ct.contains(t)).collect();
     let only_c: Vec<&str> = ct.iter().copied().filter(|t| !bt.contains(t)).collect();
     if !only_b.is_empty() || !only_c.is_empty() {
-        out.push(format!("task set: only in baseline [{}], only in candidate [{}]", only_b.join(", "), only_c.join(", ")));
+        out.push(format!(
+            "task set: only in baseline [{}], only in candidate [{}]",
+            only_b.join(", "),
+            only_c.join(", ")
+        ));
     }
     if b.model != c.model || b.model_identity != c.model_identity {
-        out.push(format!("model: baseline {} ({}) vs candidate {} ({})", b.model, or_none(&b.model_identity), c.model, or_none(&c.model_identity)));
+        out.push(format!(
+            "model: baseline {} ({}) vs candidate {} ({})",
+            b.model,
+            or_none(&b.model_identity),
+            c.model,
+            or_none(&c.model_identity)
+        ));
     }
     if b.budget != c.budget {
         out.push(format!("budget: baseline {} vs candidate {}", b.budget, c.budget));
@@ -201,7 +282,10 @@ fn or_none(s: &str) -> &str {
 }
 
 /// Per-task rows paired over the tasks both contain, in baseline order.
-pub fn pair<'a>(base: &'a [BaselineRow], cand: &'a [BaselineRow]) -> Vec<(&'a BaselineRow, &'a BaselineRow)> {
+pub fn pair<'a>(
+    base: &'a [BaselineRow],
+    cand: &'a [BaselineRow],
+) -> Vec<(&'a BaselineRow, &'a BaselineRow)> {
     base.iter().filter_map(|b| cand.iter().find(|c| c.task == b.task).map(|c| (b, c))).collect()
 }
 
@@ -229,7 +313,11 @@ pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<(bool, S
         let listed = counts
             .iter()
             .map(|(n, tasks)| {
-                let shown = if tasks.len() > 4 { format!("{} and {} more", tasks[..4].join(", "), tasks.len() - 4) } else { tasks.join(", ") };
+                let shown = if tasks.len() > 4 {
+                    format!("{} and {} more", tasks[..4].join(", "), tasks.len() - 4)
+                } else {
+                    tasks.join(", ")
+                };
                 format!("{n} trials: {shown}")
             })
             .collect::<Vec<_>>()
@@ -238,7 +326,10 @@ pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<(bool, S
     };
     let candidate = side("candidate", pairs.iter().map(|p| p.1).collect());
     let in_candidate = candidate.is_some();
-    let problems: Vec<String> = [side("baseline", pairs.iter().map(|p| p.0).collect()), candidate].into_iter().flatten().collect();
+    let problems: Vec<String> = [side("baseline", pairs.iter().map(|p| p.0).collect()), candidate]
+        .into_iter()
+        .flatten()
+        .collect();
     (!problems.is_empty()).then(|| {
         (
             in_candidate,
@@ -254,7 +345,8 @@ pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<(bool, S
 mod tests {
     use super::*;
 
-    const HEADER: &str = "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\n";
+    const HEADER: &str =
+        "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\n";
 
     fn read(body: &str) -> Result<Vec<BaselineRow>, String> {
         let dir = tempfile::tempdir().unwrap();

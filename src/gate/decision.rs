@@ -63,13 +63,22 @@ impl Decision {
     /// (two one-sided tests at alpha), and `non-inferior` otherwise.
     pub fn words(&self) -> String {
         let m = crate::report::format::margin_pp(self.margin);
-        let (x, nx, y, ny) = (self.baseline_passes, self.baseline_trials, self.candidate_passes, self.candidate_trials);
+        let (x, nx, y, ny) = (
+            self.baseline_passes,
+            self.baseline_trials,
+            self.candidate_passes,
+            self.candidate_trials,
+        );
         match self.verdict {
             Verdict::Fail => "hurts".into(),
             Verdict::Inconclusive => format!("undecided: neither an effect nor within ±{m} pp"),
             Verdict::Pass if non_inferiority_p(x, nx, y, ny, 0.0) <= self.alpha => "helps".into(),
-            Verdict::Pass if regression_p(x, nx, y, ny, -self.margin) <= self.alpha => format!("equivalent within ±{m} pp"),
-            Verdict::Pass => format!("non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)"),
+            Verdict::Pass if regression_p(x, nx, y, ny, -self.margin) <= self.alpha => {
+                format!("equivalent within ±{m} pp")
+            }
+            Verdict::Pass => format!(
+                "non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)"
+            ),
         }
     }
 }
@@ -138,7 +147,16 @@ pub struct ExactTest {
 impl ExactTest {
     pub fn new(nx: u64, ny: u64, shift: f64, upper: bool) -> ExactTest {
         let (from, to) = (shift.max(0.0), (1.0 + shift).min(1.0));
-        let mut t = ExactTest { nx, ny, upper, stat: Vec::new(), grid: Vec::new(), fx: Vec::new(), tail: Vec::new(), interval: Vec::new() };
+        let mut t = ExactTest {
+            nx,
+            ny,
+            upper,
+            stat: Vec::new(),
+            grid: Vec::new(),
+            fx: Vec::new(),
+            tail: Vec::new(),
+            interval: Vec::new(),
+        };
         if nx == 0 || ny == 0 || from > to {
             return t;
         }
@@ -149,7 +167,8 @@ impl ExactTest {
             let row = &mut t.stat[(x * (ny + 1)) as usize..((x + 1) * (ny + 1)) as usize];
             for y in 0..=ny {
                 let b = (y as f64 + 0.5) / (nyf + 1.0);
-                row[y as usize] = (y as f64 / nyf - x as f64 / nxf + shift) / (a * (1.0 - a) / nxf + b * (1.0 - b) / nyf).sqrt();
+                row[y as usize] = (y as f64 / nyf - x as f64 / nxf + shift)
+                    / (a * (1.0 - a) / nxf + b * (1.0 - b) / nyf).sqrt();
             }
             if upper {
                 for k in 1..row.len() {
@@ -209,14 +228,16 @@ impl ExactTest {
                 }
             })
             .collect();
-        let (lo, hi) = *self.interval[x as usize].get_or_init(|| stats::clopper_pearson(x, self.nx, NUISANCE_CONF));
+        let (lo, hi) = *self.interval[x as usize]
+            .get_or_init(|| stats::clopper_pearson(x, self.nx, NUISANCE_CONF));
         let mut worst: f64 = 0.0;
         for (g, &px) in self.grid.iter().enumerate() {
             if px < lo || px > hi {
                 continue;
             }
             let (fx, tail) = (&self.fx[g], &self.tail[g]);
-            let prob: f64 = cut.iter().enumerate().map(|(xp, c)| c.map_or(0.0, |k| fx[xp] * tail[k])).sum();
+            let prob: f64 =
+                cut.iter().enumerate().map(|(xp, c)| c.map_or(0.0, |k| fx[xp] * tail[k])).sum();
             worst = worst.max(prob);
         }
         (worst + (1.0 - NUISANCE_CONF)).min(1.0)
@@ -240,7 +261,15 @@ pub fn regression_p(base: u64, nb: u64, cand: u64, nc: u64, shift: f64) -> f64 {
 /// else INCONCLUSIVE. A PASS for a true drop of the margin or more therefore
 /// happens in at most `alpha` of runs (the test's level, whatever the size);
 /// with few tasks and trials neither can be shown and the gate says so.
-pub fn decide_counts(x: u64, nx: u64, y: u64, ny: u64, n_tasks: usize, alpha: f64, margin: f64) -> Decision {
+pub fn decide_counts(
+    x: u64,
+    nx: u64,
+    y: u64,
+    ny: u64,
+    n_tasks: usize,
+    alpha: f64,
+    margin: f64,
+) -> Decision {
     let (verdict, p_non_inferior, p_regression) = verdict_counts(x, nx, y, ny, alpha, margin);
     // Bounds: the largest delta with "diff <= delta" rejected, the smallest with "diff >= delta" rejected.
     let bound = |reject: &dyn Fn(f64) -> bool, rejected_low: bool| -> f64 {
@@ -265,7 +294,8 @@ pub fn decide_counts(x: u64, nx: u64, y: u64, ny: u64, n_tasks: usize, alpha: f6
     };
     let lower = bound(&|delta| non_inferiority_p(x, nx, y, ny, -delta) <= alpha, true);
     let upper = bound(&|delta| regression_p(x, nx, y, ny, -delta) <= alpha, false);
-    let mean = if nx == 0 || ny == 0 { f64::NAN } else { y as f64 / ny as f64 - x as f64 / nx as f64 };
+    let mean =
+        if nx == 0 || ny == 0 { f64::NAN } else { y as f64 / ny as f64 - x as f64 / nx as f64 };
     Decision {
         verdict,
         n_tasks,
@@ -284,12 +314,31 @@ pub fn decide_counts(x: u64, nx: u64, y: u64, ny: u64, n_tasks: usize, alpha: f6
 }
 
 /// The verdict of [`decide_counts`] with its two p-values (non-inferiority, regression), without the bounds.
-pub fn verdict_counts(x: u64, nx: u64, y: u64, ny: u64, alpha: f64, margin: f64) -> (Verdict, f64, f64) {
-    verdict_with(&ExactTest::new(nx, ny, 0.0, false), &ExactTest::new(nx, ny, margin, true), x, y, alpha)
+pub fn verdict_counts(
+    x: u64,
+    nx: u64,
+    y: u64,
+    ny: u64,
+    alpha: f64,
+    margin: f64,
+) -> (Verdict, f64, f64) {
+    verdict_with(
+        &ExactTest::new(nx, ny, 0.0, false),
+        &ExactTest::new(nx, ny, margin, true),
+        x,
+        y,
+        alpha,
+    )
 }
 
 /// The verdict with the regression test (candidate as `x`) and the non-inferiority test built once.
-fn verdict_with(regression: &ExactTest, non_inferior: &ExactTest, x: u64, y: u64, alpha: f64) -> (Verdict, f64, f64) {
+fn verdict_with(
+    regression: &ExactTest,
+    non_inferior: &ExactTest,
+    x: u64,
+    y: u64,
+    alpha: f64,
+) -> (Verdict, f64, f64) {
     let p_regression = regression.p(x, y);
     let p_non_inferior = non_inferior.p(x, y);
     let verdict = if p_regression <= alpha {
@@ -304,15 +353,26 @@ fn verdict_with(regression: &ExactTest, non_inferior: &ExactTest, x: u64, y: u64
 
 /// The rule on paired baseline and candidate rows.
 pub fn decide(pairs: &[(&BaselineRow, &BaselineRow)], alpha: f64, margin: f64) -> Decision {
-    let sum = |f: &dyn Fn(&(&BaselineRow, &BaselineRow)) -> u32| pairs.iter().map(|p| f(p) as u64).sum::<u64>();
-    decide_counts(sum(&|p| p.0.passes), sum(&|p| p.0.trials), sum(&|p| p.1.passes), sum(&|p| p.1.trials), pairs.len(), alpha, margin)
+    let sum = |f: &dyn Fn(&(&BaselineRow, &BaselineRow)) -> u32| {
+        pairs.iter().map(|p| f(p) as u64).sum::<u64>()
+    };
+    decide_counts(
+        sum(&|p| p.0.passes),
+        sum(&|p| p.0.trials),
+        sum(&|p| p.1.passes),
+        sum(&|p| p.1.trials),
+        pairs.len(),
+        alpha,
+        margin,
+    )
 }
 
 /// Whether one task regressed by the gate's own rule: the exact regression
 /// test on its counts at `alpha / tasks` (Bonferroni over the tasks, so that
 /// an unchanged candidate shows no red task in at least 1 - alpha of runs).
 pub fn task_regressed(b: &BaselineRow, c: &BaselineRow, alpha: f64, tasks: usize) -> bool {
-    regression_p(b.passes as u64, b.trials as u64, c.passes as u64, c.trials as u64, 0.0) <= alpha / tasks.max(1) as f64
+    regression_p(b.passes as u64, b.trials as u64, c.passes as u64, c.trials as u64, 0.0)
+        <= alpha / tasks.max(1) as f64
 }
 
 /// Operating characteristics of the rule at the sizes at hand.
@@ -332,17 +392,30 @@ pub struct Characteristic {
 /// passes, so one threshold per baseline count) up to 120 trials a side, a
 /// Normal approximation above. Heterogeneous task rates only make the pooled
 /// counts less variable.
-pub fn characteristic(rate: f64, drop: f64, nx: u64, ny: u64, alpha: f64, margin: f64) -> Characteristic {
+pub fn characteristic(
+    rate: f64,
+    drop: f64,
+    nx: u64,
+    ny: u64,
+    alpha: f64,
+    margin: f64,
+) -> Characteristic {
     let q = (rate - drop).clamp(0.0, 1.0);
     if nx > 120 || ny > 120 {
         let se = (rate * (1.0 - rate) / nx as f64 + q * (1.0 - q) / ny as f64).sqrt().max(1e-12);
         let z = stats::normal_quantile(1.0 - alpha);
         let phi = |v: f64| 1.0 - stats::t_sf(v, f64::INFINITY);
-        return Characteristic { drop, p_fail: phi((drop - z * se) / se), p_pass: phi((margin - drop - z * se) / se), exact: false };
+        return Characteristic {
+            drop,
+            p_fail: phi((drop - z * se) / se),
+            p_pass: phi((margin - drop - z * se) / se),
+            exact: false,
+        };
     }
     let fx = pmf(&ln_choose(nx), rate);
     let fy = pmf(&ln_choose(ny), q);
-    let (regression, non_inferior) = (ExactTest::new(nx, ny, 0.0, false), ExactTest::new(nx, ny, margin, true));
+    let (regression, non_inferior) =
+        (ExactTest::new(nx, ny, 0.0, false), ExactTest::new(nx, ny, margin, true));
     let (mut p_fail, mut p_pass) = (0.0, 0.0);
     for x in 0..=nx {
         // FAIL for y <= y_fail (monotone), PASS for y >= y_pass unless FAIL.
@@ -393,12 +466,21 @@ fn partition(n: u64, pred: &dyn Fn(u64) -> bool, low: bool) -> Option<u64> {
 /// The characteristics printed by the gate: no change, a drop of the margin,
 /// and drops of 10 and 20 pp, at the baseline's pooled rate.
 pub fn characteristics(d: &Decision) -> Vec<Characteristic> {
-    let rate = if d.baseline_trials == 0 { 0.5 } else { d.baseline_passes as f64 / d.baseline_trials as f64 };
+    let rate = if d.baseline_trials == 0 {
+        0.5
+    } else {
+        d.baseline_passes as f64 / d.baseline_trials as f64
+    };
     let mut drops = vec![0.0, d.margin, 0.10, 0.20];
     drops.sort_by(f64::total_cmp);
     // A margin of 10 or 20 pp is listed once.
     drops.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
-    drops.into_iter().map(|drop| characteristic(rate, drop, d.baseline_trials, d.candidate_trials, d.alpha, d.margin)).collect()
+    drops
+        .into_iter()
+        .map(|drop| {
+            characteristic(rate, drop, d.baseline_trials, d.candidate_trials, d.alpha, d.margin)
+        })
+        .collect()
 }
 /// How many times its current trials per task (same tasks, the baseline as
 /// it is) the candidate would need for an unchanged candidate to PASS in at
@@ -409,7 +491,11 @@ pub fn size_hint(d: &Decision) -> Option<u64> {
         return None;
     }
     let rate = d.baseline_passes as f64 / d.baseline_trials as f64;
-    [2u64, 4, 8, 16, 32].into_iter().find(|&k| characteristic(rate, 0.0, d.baseline_trials, k * d.candidate_trials, d.alpha, d.margin).p_pass >= 0.8)
+    [2u64, 4, 8, 16, 32].into_iter().find(|&k| {
+        characteristic(rate, 0.0, d.baseline_trials, k * d.candidate_trials, d.alpha, d.margin)
+            .p_pass
+            >= 0.8
+    })
 }
 
 #[cfg(test)]
@@ -422,15 +508,29 @@ mod tests {
         // The same definition brute-forced in Python with scipy.stats (binom, beta) over every
         // (x', y') and the same 201-point grid; scripts/gate_reference.py (plain Python)
         // reproduces them to 1e-12.
-        let ni = [((6, 8, 8, 8), 0.07449855337889635), ((40, 50, 48, 50), 0.0019051175317531862), ((126, 140, 130, 140), 0.014665149091872717)];
+        let ni = [
+            ((6, 8, 8, 8), 0.07449855337889635),
+            ((40, 50, 48, 50), 0.0019051175317531862),
+            ((126, 140, 130, 140), 0.014665149091872717),
+        ];
         for ((x, nx, y, ny), want) in ni {
             let got = non_inferiority_p(x, nx, y, ny, 0.05);
-            assert!((got - want).abs() < 1e-9, "non-inferiority {x}/{nx} -> {y}/{ny}: {got}, want {want}");
+            assert!(
+                (got - want).abs() < 1e-9,
+                "non-inferiority {x}/{nx} -> {y}/{ny}: {got}, want {want}"
+            );
         }
-        let reg = [((8, 8, 4, 8), 0.014946915936095987), ((3, 10, 0, 10), 0.05888803100585939), ((18, 30, 15, 30), 0.24869559548303827)];
+        let reg = [
+            ((8, 8, 4, 8), 0.014946915936095987),
+            ((3, 10, 0, 10), 0.05888803100585939),
+            ((18, 30, 15, 30), 0.24869559548303827),
+        ];
         for ((x, nx, y, ny), want) in reg {
             let got = regression_p(x, nx, y, ny, 0.0);
-            assert!((got - want).abs() < 1e-9, "regression {x}/{nx} -> {y}/{ny}: {got}, want {want}");
+            assert!(
+                (got - want).abs() < 1e-9,
+                "regression {x}/{nx} -> {y}/{ny}: {got}, want {want}"
+            );
         }
     }
 
@@ -443,7 +543,10 @@ mod tests {
         assert!(d.lower < -0.05, "{d:?}");
         // scripts/gate_reference.py: "no better" p 0.0597 (not helps), "better by 5 pp or more"
         // p 0.956 (not equivalent): non-inferior, as the PASS says (the bounds read "undecided").
-        assert_eq!(d.words(), "non-inferior: not worse by 5 pp or more (equivalence within ±5 pp not shown)");
+        assert_eq!(
+            d.words(),
+            "non-inferior: not worse by 5 pp or more (equivalence within ±5 pp not shown)"
+        );
         // FAIL is hurts; INCONCLUSIVE is undecided. The reference gives 900/1000 -> 900/1000 "better
         // by 5 pp or more" p 0.00120 (equivalent) and 500/1000 -> 800/1000 "no better" p 0.001 (helps).
         assert_eq!(decide_counts(140, 140, 70, 140, 14, 0.05, 0.05).words(), "hurts");
@@ -470,7 +573,11 @@ mod tests {
         assert!((d.p_regression - 0.8102359254891907).abs() < 1e-9, "{d:?}");
         assert!((d.mean - 4.0 / 140.0).abs() < 1e-15, "{d:?}");
         let d = decide_counts(6, 8, 8, 8, 1, 0.05, 0.05);
-        assert!((d.lower + 0.10036689601838589).abs() < 1e-9 && (d.upper - 0.6013114992529154).abs() < 1e-9, "{d:?}");
+        assert!(
+            (d.lower + 0.10036689601838589).abs() < 1e-9
+                && (d.upper - 0.6013114992529154).abs() < 1e-9,
+            "{d:?}"
+        );
         assert_eq!(Verdict::Inconclusive.exit_code().code(), 3);
     }
 
@@ -487,7 +594,11 @@ mod tests {
         let mut worst: (f64, String) = (0.0, String::new());
         let mut aa_fail: f64 = 0.0;
         let mut shipped = Vec::new();
-        let sizes = [2u64, 3, 4, 5].iter().flat_map(|&t| [(t, 1u64), (t, 2), (t, 5)]).chain([(10, 2), (14, 2), (14, 5)]);
+        let sizes = [2u64, 3, 4, 5].iter().flat_map(|&t| [(t, 1u64), (t, 2), (t, 5)]).chain([
+            (10, 2),
+            (14, 2),
+            (14, 5),
+        ]);
         for (tasks, trials) in sizes {
             {
                 let n = tasks * trials;
@@ -501,9 +612,15 @@ mod tests {
                         if drop == 0.0 {
                             aa_fail = aa_fail.max(c.p_fail);
                         } else if c.p_pass > worst.0 {
-                            worst = (c.p_pass, format!("{tasks} tasks x {trials}, {rate} -> {}", rate - drop));
+                            worst = (
+                                c.p_pass,
+                                format!("{tasks} tasks x {trials}, {rate} -> {}", rate - drop),
+                            );
                         }
-                        if tasks == 4 && trials == 2 && [(1.0, 0.2), (0.97, 0.2), (0.05, 0.05)].contains(&(rate, drop)) {
+                        if tasks == 4
+                            && trials == 2
+                            && [(1.0, 0.2), (0.97, 0.2), (0.05, 0.05)].contains(&(rate, drop))
+                        {
                             shipped.push(format!(
                                 "{:.0}% -> {:.0}%: PASS {:.1}%, FAIL {:.1}%",
                                 rate * 100.0,
@@ -520,11 +637,17 @@ mod tests {
             "gate, exact: largest false-PASS rate for a true drop >= the margin: {:.4} ({}); largest FAIL rate with no change: {:.4}",
             worst.0, worst.1, aa_fail
         ));
-        out.line(format_args!("gate at the shipped size (4 tasks x 2 trials): {}", shipped.join("; ")));
+        out.line(format_args!(
+            "gate at the shipped size (4 tasks x 2 trials): {}",
+            shipped.join("; ")
+        ));
         assert!(worst.0 <= alpha + 1e-9, "false PASS {worst:?}");
         assert!(aa_fail <= alpha + 1e-9, "A/A FAIL {aa_fail}");
         // The figures the README states.
-        assert!(worst.0 <= 0.04885 && aa_fail <= 0.04765, "README: false PASS at most 4.88%, A/A FAIL at most 4.76%");
+        assert!(
+            worst.0 <= 0.04885 && aa_fail <= 0.04765,
+            "README: false PASS at most 4.88%, A/A FAIL at most 4.76%"
+        );
     }
 
     /// Heterogeneous tasks (rates uniform in [0.05, 1] per task, each task
@@ -538,9 +661,12 @@ mod tests {
         let limit = alpha + 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt();
         let mut rng = crate::report::stats::simulation::SplitMix64(0x6A7E);
         let mut worst: f64 = 0.0;
-        for (tasks, trials) in [(2u64, 1u64), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2), (5, 1), (5, 2), (14, 2)] {
+        for (tasks, trials) in
+            [(2u64, 1u64), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2), (5, 1), (5, 2), (14, 2)]
+        {
             let n = tasks * trials;
-            let (regression, non_inferior) = (ExactTest::new(n, n, 0.0, false), ExactTest::new(n, n, margin, true));
+            let (regression, non_inferior) =
+                (ExactTest::new(n, n, 0.0, false), ExactTest::new(n, n, margin, true));
             for drop in [margin, 0.2] {
                 let mut passes = 0;
                 for _ in 0..reps {
@@ -553,11 +679,15 @@ mod tests {
                             y += (rng.uniform() < q) as u64;
                         }
                     }
-                    passes += (verdict_with(&regression, &non_inferior, x, y, alpha).0 == Verdict::Pass) as usize;
+                    passes += (verdict_with(&regression, &non_inferior, x, y, alpha).0
+                        == Verdict::Pass) as usize;
                 }
                 let rate = passes as f64 / reps as f64;
                 worst = worst.max(rate);
-                assert!(rate <= limit, "{tasks} tasks x {trials}, drop {drop}: false PASS {rate} > {limit}");
+                assert!(
+                    rate <= limit,
+                    "{tasks} tasks x {trials}, drop {drop}: false PASS {rate} > {limit}"
+                );
             }
         }
         out.line(format_args!("gate, heterogeneous tasks: largest false-PASS rate {worst:.4} (limit {limit:.4}, {reps} replications per cell)"));

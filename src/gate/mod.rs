@@ -21,10 +21,13 @@ mod baseline;
 mod decision;
 mod render;
 
-pub use baseline::{BASELINE_COLUMNS, BaselineRow, baseline_of_run, drifts, pair, read_baseline, unequal_trials, write_baseline};
+pub use baseline::{
+    BASELINE_COLUMNS, BaselineRow, baseline_of_run, drifts, pair, read_baseline, unequal_trials,
+    write_baseline,
+};
 pub use decision::{
-    Characteristic, Decision, ExactTest, Verdict, characteristic, characteristics, decide, decide_counts, non_inferiority_p, regression_p, size_hint,
-    task_regressed, verdict_counts,
+    Characteristic, Decision, ExactTest, Verdict, characteristic, characteristics, decide,
+    decide_counts, non_inferiority_p, regression_p, size_hint, task_regressed, verdict_counts,
 };
 pub use render::{junit, markdown, render};
 
@@ -71,20 +74,34 @@ pub enum GateError {
 /// Markdown and JUnit outputs asked for.
 pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
     if !(o.margin >= 0.0 && o.margin < 1.0) {
-        return Err(InputError::at(&o.candidate, "--margin", format!("{} is not in [0, 1)", o.margin)).into());
+        return Err(InputError::at(
+            &o.candidate,
+            "--margin",
+            format!("{} is not in [0, 1)", o.margin),
+        )
+        .into());
     }
     if !(o.alpha > 0.0 && o.alpha < 0.5) {
-        return Err(InputError::at(&o.candidate, "--alpha", format!("{} is not in (0, 0.5)", o.alpha)).into());
+        return Err(InputError::at(
+            &o.candidate,
+            "--alpha",
+            format!("{} is not in (0, 0.5)", o.alpha),
+        )
+        .into());
     }
-    let load = |dir: &Path| crate::report::load::load(dir).map_err(|e| InputError::new(dir, e.to_string()));
+    let load = |dir: &Path| {
+        crate::report::load::load(dir).map_err(|e| InputError::new(dir, e.to_string()))
+    };
     let base = if o.baseline.is_dir() {
-        baseline_of_run(&load(&o.baseline)?, o.arm.as_deref(), o.model.as_deref()).map_err(|e| InputError::new(&o.baseline, e))?
+        baseline_of_run(&load(&o.baseline)?, o.arm.as_deref(), o.model.as_deref())
+            .map_err(|e| InputError::new(&o.baseline, e))?
     } else {
         read_baseline(&o.baseline)?
     };
     let arm = o.arm.clone().or_else(|| Some(base[0].arm.clone()));
     let model = o.model.clone().or_else(|| Some(base[0].model.clone()));
-    let cand = baseline_of_run(&load(&o.candidate)?, arm.as_deref(), model.as_deref()).map_err(|e| InputError::new(&o.candidate, e))?;
+    let cand = baseline_of_run(&load(&o.candidate)?, arm.as_deref(), model.as_deref())
+        .map_err(|e| InputError::new(&o.candidate, e))?;
     let drifts = drifts(&base, &cand);
     if !drifts.is_empty() && !o.allow_drift {
         return Ok(GateOutcome { drifts, decided: None, exit: crate::error::Exit::Usage });
@@ -102,11 +119,19 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
     }
     if let Some(path) = &o.markdown {
         use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(written(path))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(written(path))?;
         f.write_all(markdown(&decision, &pairs, &oc, hint).as_bytes()).map_err(written(path))?;
     }
     if let Some(path) = &o.junit {
         std::fs::write(path, junit(&decision, &pairs)).map_err(written(path))?;
     }
-    Ok(GateOutcome { drifts, decided: Some(render(&decision, &pairs, &oc, hint)), exit: decision.verdict.exit_code() })
+    Ok(GateOutcome {
+        drifts,
+        decided: Some(render(&decision, &pairs, &oc, hint)),
+        exit: decision.verdict.exit_code(),
+    })
 }

@@ -11,10 +11,14 @@ fn pct(x: f64) -> String {
 }
 
 /// How the gate counts trials that ended in an infrastructure error (said in its output and docs).
-pub const INFRASTRUCTURE_COUNTS: &str =
-    "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
+pub const INFRASTRUCTURE_COUNTS: &str = "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
 
-pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Characteristic], hint: Option<u64>) -> String {
+pub fn render(
+    d: &Decision,
+    pairs: &[(&BaselineRow, &BaselineRow)],
+    oc: &[Characteristic],
+    hint: Option<u64>,
+) -> String {
     let pp = |x: f64| if x.is_finite() { format!("{:+.1} pp", x * 100.0) } else { "n/a".into() };
     let mut s = format!(
         "gate: {}  candidate - baseline over {} tasks: {}/{} -> {}/{} ({}), one-sided {:.0}% bounds [{}, {}], margin {:.1} pp\n",
@@ -51,11 +55,17 @@ pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Charac
     };
     let _ = writeln!(s, "  {why}");
     let _ = writeln!(s, "  in the report's words: {}", d.words());
-    let _ =
-        writeln!(s, "  estimand: {ESTIMAND_THESE_TASKS} (the pass rate over the suite's own tasks, each weighing the same; the trials are the random part)");
+    let _ = writeln!(
+        s,
+        "  estimand: {ESTIMAND_THESE_TASKS} (the pass rate over the suite's own tasks, each weighing the same; the trials are the random part)"
+    );
     let _ = writeln!(s, "  {INFRASTRUCTURE_COUNTS}");
     if let Some(first) = oc.first() {
-        let rate = if d.baseline_trials == 0 { f64::NAN } else { d.baseline_passes as f64 / d.baseline_trials as f64 };
+        let rate = if d.baseline_trials == 0 {
+            f64::NAN
+        } else {
+            d.baseline_passes as f64 / d.baseline_trials as f64
+        };
         let _ = writeln!(
             s,
             "  operating characteristics at this size ({} baseline and {} candidate trials, every task at the baseline's {}; {}):",
@@ -65,8 +75,17 @@ pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Charac
             if first.exact { "exact" } else { "Normal approximation" }
         );
         for c in oc {
-            let what = if c.drop == 0.0 { "no change".to_string() } else { format!("a drop of {:.0} pp", c.drop * 100.0) };
-            let _ = writeln!(s, "    {what:<16} caught (FAIL) in {:>6} of runs, PASS in {:>6}", pct(c.p_fail), pct(c.p_pass));
+            let what = if c.drop == 0.0 {
+                "no change".to_string()
+            } else {
+                format!("a drop of {:.0} pp", c.drop * 100.0)
+            };
+            let _ = writeln!(
+                s,
+                "    {what:<16} caught (FAIL) in {:>6} of runs, PASS in {:>6}",
+                pct(c.p_fail),
+                pct(c.p_pass)
+            );
         }
         let _ = writeln!(
             s,
@@ -81,12 +100,22 @@ pub fn render(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Charac
         .map(|(b, c)| format!("{} {}/{} -> {}/{}", b.task, b.passes, b.trials, c.passes, c.trials))
         .collect();
     if !red.is_empty() {
-        let _ = writeln!(s, "  tasks that regressed by the gate's rule (exact test at alpha/{}): {}", pairs.len(), red.join(", "));
+        let _ = writeln!(
+            s,
+            "  tasks that regressed by the gate's rule (exact test at alpha/{}): {}",
+            pairs.len(),
+            red.join(", ")
+        );
     }
     s
 }
 
-pub fn markdown(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Characteristic], hint: Option<u64>) -> String {
+pub fn markdown(
+    d: &Decision,
+    pairs: &[(&BaselineRow, &BaselineRow)],
+    oc: &[Characteristic],
+    hint: Option<u64>,
+) -> String {
     let icon = match d.verdict {
         Verdict::Pass => "✅",
         Verdict::Fail => "❌",
@@ -118,7 +147,8 @@ pub fn markdown(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)], oc: &[Char
 /// case for the overall verdict (failed on FAIL, skipped on INCONCLUSIVE).
 pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-    let red: Vec<bool> = pairs.iter().map(|(b, c)| task_regressed(b, c, d.alpha, pairs.len())).collect();
+    let red: Vec<bool> =
+        pairs.iter().map(|(b, c)| task_regressed(b, c, d.alpha, pairs.len())).collect();
     let summary = format!(
         "baseline {}/{}, candidate {}/{}, difference {:+.1} pp, one-sided bounds [{:+.1}, {:+.1}] pp, margin {:.1} pp",
         d.baseline_passes,
@@ -139,7 +169,8 @@ pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
     let overall = match d.verdict {
         Verdict::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_message(format!("significant regression (exact p {:.4})", d.p_regression)).set_description(summary.as_str());
+            s.set_message(format!("significant regression (exact p {:.4})", d.p_regression))
+                .set_description(summary.as_str());
             s
         }
         Verdict::Inconclusive => {
@@ -151,7 +182,8 @@ pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
     };
     suite.add_test_case(case(format!("overall: {}", d.verdict.name()), overall, &summary));
     for ((b, c), red) in pairs.iter().zip(red) {
-        let counts = format!("baseline {}/{}, candidate {}/{}", b.passes, b.trials, c.passes, c.trials);
+        let counts =
+            format!("baseline {}/{}, candidate {}/{}", b.passes, b.trials, c.passes, c.trials);
         let status = if red {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("regressed: {counts}")).set_description(counts.as_str());
@@ -189,7 +221,9 @@ mod tests {
         // 10/10 -> 0/10 has 0.0010010 (red); pooled, 12/12 -> 1/12 has 0.0010014: FAIL.
         let (b1, c1, b2, c2) = (row("a", 2, 2), row("a", 2, 1), row("b", 10, 10), row("b", 10, 0));
         assert!((crate::gate::regression_p(2, 2, 1, 2, 0.0) - 0.3135).abs() < 1e-9);
-        assert!((crate::gate::regression_p(10, 10, 0, 10, 0.0) - 0.0010009536743164063).abs() < 1e-9);
+        assert!(
+            (crate::gate::regression_p(10, 10, 0, 10, 0.0) - 0.0010009536743164063).abs() < 1e-9
+        );
         assert!(!task_regressed(&b1, &c1, 0.05, 2));
         assert!(task_regressed(&b2, &c2, 0.05, 2));
         let pairs = vec![(&b1, &c1), (&b2, &c2)];
@@ -199,6 +233,9 @@ mod tests {
         let xml = junit(&d, &pairs);
         assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
         assert_eq!(xml.matches("<failure ").count(), 2, "the red task and the verdict: {xml}");
-        assert!(xml.contains("baseline 2/2, candidate 1/2") && xml.contains("name=\"overall: "), "{xml}");
+        assert!(
+            xml.contains("baseline 2/2, candidate 1/2") && xml.contains("name=\"overall: "),
+            "{xml}"
+        );
     }
 }

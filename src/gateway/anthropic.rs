@@ -7,8 +7,19 @@ use super::wire::{self, Asked, ReplyMeta};
 use crate::model::{ChatReply, Message, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec};
 use serde_json::{Value, json};
 
-const KNOWN: [&str; 11] =
-    ["model", "max_tokens", "system", "messages", "tools", "tool_choice", "stop_sequences", "temperature", "top_p", "stream", "output_config"];
+const KNOWN: [&str; 11] = [
+    "model",
+    "max_tokens",
+    "system",
+    "messages",
+    "tools",
+    "tool_choice",
+    "stop_sequences",
+    "temperature",
+    "top_p",
+    "stream",
+    "output_config",
+];
 
 /// Keys that ask for nothing this model is sent, not noted as dropped.
 const QUIET: [&str; 2] = ["metadata", "anthropic_version"];
@@ -22,12 +33,15 @@ pub fn read(body: &Value) -> Result<Asked, String> {
         None => {}
         Some(Value::String(s)) => messages.push(Message::system(s)),
         Some(Value::Array(blocks)) => {
-            let texts: Vec<&str> = blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect();
+            let texts: Vec<&str> =
+                blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect();
             messages.push(Message::system(texts.join("\n")));
         }
         Some(_) => return Err("`system` is not a string or a list of text blocks".into()),
     }
-    let list = non_null("messages").and_then(Value::as_array).ok_or("`messages` is missing or not an array")?;
+    let list = non_null("messages")
+        .and_then(Value::as_array)
+        .ok_or("`messages` is missing or not an array")?;
     if list.is_empty() {
         return Err("`messages` is empty".into());
     }
@@ -51,29 +65,45 @@ pub fn read(body: &Value) -> Result<Asked, String> {
             _ => return Err("`tool_choice` is not {\"type\": auto|any|none} or {\"type\": \"tool\", \"name\": ...}".into()),
         },
     };
-    asked.response_format = match non_null("output_config").and_then(|o| o.get("format")).filter(|f| !f.is_null()) {
+    asked.response_format = match non_null("output_config")
+        .and_then(|o| o.get("format"))
+        .filter(|f| !f.is_null())
+    {
         None => None,
-        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => Some(ResponseFormat::JsonSchema {
-            name: "response".into(),
-            schema: f.get("schema").cloned().ok_or("`output_config.format` has no schema")?,
-            strict: true,
-        }),
+        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => {
+            Some(ResponseFormat::JsonSchema {
+                name: "response".into(),
+                schema: f.get("schema").cloned().ok_or("`output_config.format` has no schema")?,
+                strict: true,
+            })
+        }
         Some(_) => return Err("`output_config.format` must have type json_schema".into()),
     };
-    asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str()) && !QUIET.contains(&k.as_str())).cloned().collect();
+    asked.ignored = obj
+        .keys()
+        .filter(|k| !KNOWN.contains(&k.as_str()) && !QUIET.contains(&k.as_str()))
+        .cloned()
+        .collect();
     Ok(asked)
 }
 
 fn read_tool(t: &Value) -> Result<ToolSpec, String> {
     match t.get("type").and_then(Value::as_str) {
         None | Some("custom") => {}
-        Some(other) => return Err(format!("tool type `{other}` is not supported (a custom tool with input_schema)")),
+        Some(other) => {
+            return Err(format!(
+                "tool type `{other}` is not supported (a custom tool with input_schema)"
+            ));
+        }
     }
     let name = t.get("name").and_then(Value::as_str).ok_or("no `name`")?;
     Ok(ToolSpec {
         name: name.to_string(),
         description: t.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
-        parameters: t.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        parameters: t
+            .get("input_schema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
     })
 }
 
@@ -86,8 +116,15 @@ fn result_text(v: Option<&Value>) -> Result<String, String> {
             let mut parts = Vec::new();
             for b in blocks {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("text") => parts.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
-                    other => return Err(format!("tool_result content of type `{}` is not supported: the gateway forwards text", other.unwrap_or("?"))),
+                    Some("text") => {
+                        parts.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string())
+                    }
+                    other => {
+                        return Err(format!(
+                            "tool_result content of type `{}` is not supported: the gateway forwards text",
+                            other.unwrap_or("?")
+                        ));
+                    }
                 }
             }
             Ok(parts.join("\n"))
@@ -115,29 +152,67 @@ fn read_message(m: &Value, messages: &mut Vec<Message>) -> Result<(), String> {
     let mut calls: Vec<ToolCall> = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
         match b.get("type").and_then(Value::as_str) {
-            Some("text") => text.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
+            Some("text") => {
+                text.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string())
+            }
             Some("tool_use") if role == Role::Assistant => {
-                let id = b.get("id").and_then(Value::as_str).ok_or(format!("content[{i}]: tool_use without `id`"))?;
-                let name = b.get("name").and_then(Value::as_str).ok_or(format!("content[{i}]: tool_use without `name`"))?;
+                let id = b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or(format!("content[{i}]: tool_use without `id`"))?;
+                let name = b
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or(format!("content[{i}]: tool_use without `name`"))?;
                 let input = b.get("input").cloned().unwrap_or(json!({}));
-                calls.push(ToolCall { id: id.to_string(), name: name.to_string(), arguments: input.to_string() });
+                calls.push(ToolCall {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                    arguments: input.to_string(),
+                });
             }
             Some("tool_result") if role == Role::User => {
-                let id = b.get("tool_use_id").and_then(Value::as_str).ok_or(format!("content[{i}]: tool_result without `tool_use_id`"))?;
-                let mut content = result_text(b.get("content")).map_err(|e| format!("content[{i}]: {e}"))?;
+                let id = b
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .ok_or(format!("content[{i}]: tool_result without `tool_use_id`"))?;
+                let mut content =
+                    result_text(b.get("content")).map_err(|e| format!("content[{i}]: {e}"))?;
                 if b.get("is_error").and_then(Value::as_bool) == Some(true) {
                     content = format!("Error: {content}");
                 }
-                let name = messages.iter().rev().flat_map(|m| m.tool_calls.iter()).find(|c| c.id == id).map(|c| c.name.clone());
-                messages.push(Message { role: Role::Tool, content, tool_calls: Vec::new(), tool_call_id: Some(id.to_string()), name });
+                let name = messages
+                    .iter()
+                    .rev()
+                    .flat_map(|m| m.tool_calls.iter())
+                    .find(|c| c.id == id)
+                    .map(|c| c.name.clone());
+                messages.push(Message {
+                    role: Role::Tool,
+                    content,
+                    tool_calls: Vec::new(),
+                    tool_call_id: Some(id.to_string()),
+                    name,
+                });
             }
             // Thinking an earlier reply returned carries nothing this model reads.
             Some("thinking" | "redacted_thinking") => {}
-            other => return Err(format!("content[{i}]: block of type `{}` is not supported here", other.unwrap_or("?"))),
+            other => {
+                return Err(format!(
+                    "content[{i}]: block of type `{}` is not supported here",
+                    other.unwrap_or("?")
+                ));
+            }
         }
     }
     if !text.is_empty() || !calls.is_empty() {
-        messages.push(Message { role, content: text.join("\n"), tool_calls: calls, tool_call_id: None, name: None });
+        messages.push(Message {
+            role,
+            content: text.join("\n"),
+            tool_calls: calls,
+            tool_call_id: None,
+            name: None,
+        });
     }
     Ok(())
 }
@@ -154,11 +229,15 @@ fn stop_reason(reply: &ChatReply) -> &'static str {
 }
 
 fn input_of(c: &ToolCall) -> Value {
-    serde_json::from_str::<Value>(&c.arguments).ok().filter(Value::is_object).unwrap_or_else(|| json!({}))
+    serde_json::from_str::<Value>(&c.arguments)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}))
 }
 
 fn id_of(meta: &ReplyMeta) -> String {
-    let tail: String = meta.id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let tail: String =
+        meta.id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     format!("msg_{tail}")
 }
 
@@ -223,7 +302,8 @@ mod tests {
     use super::*;
     use crate::record::Tokens;
 
-    const META: ReplyMeta = ReplyMeta { id: "t-1-s2", model: "m", created: 5, created_at: "2025-01-01T00:00:00Z" };
+    const META: ReplyMeta =
+        ReplyMeta { id: "t-1-s2", model: "m", created: 5, created_at: "2025-01-01T00:00:00Z" };
 
     #[test]
     fn tool_results_come_before_the_text_of_their_turn() {
@@ -237,9 +317,18 @@ mod tests {
         let roles: Vec<Role> = a.messages.iter().map(|m| m.role).collect();
         assert_eq!(roles, vec![Role::System, Role::User, Role::Assistant, Role::Tool, Role::User]);
         assert_eq!(a.messages[0].content, "a\nb");
-        assert_eq!((a.messages[2].content.as_str(), a.messages[2].tool_calls[0].arguments.as_str()), ("calling", "{\"a\":2}"));
-        assert_eq!((a.messages[3].content.as_str(), a.messages[3].name.as_deref()), ("Error: 5", Some("add")));
-        assert_eq!((a.tool_choice.clone(), a.stop.clone()), (ToolChoice::Required, vec!["</x>".to_string()]));
+        assert_eq!(
+            (a.messages[2].content.as_str(), a.messages[2].tool_calls[0].arguments.as_str()),
+            ("calling", "{\"a\":2}")
+        );
+        assert_eq!(
+            (a.messages[3].content.as_str(), a.messages[3].name.as_deref()),
+            ("Error: 5", Some("add"))
+        );
+        assert_eq!(
+            (a.tool_choice.clone(), a.stop.clone()),
+            (ToolChoice::Required, vec!["</x>".to_string()])
+        );
         assert_eq!(a.ignored, vec!["thinking".to_string()]);
     }
 
@@ -247,7 +336,11 @@ mod tests {
     fn the_stream_rebuilds_the_message() {
         let r = ChatReply {
             text: "ok".into(),
-            tool_calls: vec![ToolCall { id: "toolu_9".into(), name: "f".into(), arguments: "{\"a\":1}".into() }],
+            tool_calls: vec![ToolCall {
+                id: "toolu_9".into(),
+                name: "f".into(),
+                arguments: "{\"a\":1}".into(),
+            }],
             unparsed_tool_calls: vec![],
             finish_reason: Some("tool_calls".into()),
             usage: Tokens { input: 7, output: 3, cached: 0 },
@@ -271,10 +364,17 @@ mod tests {
                 "message_stop"
             ]
         );
-        let data: Vec<Value> = sse.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+        let data: Vec<Value> = sse
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
         assert_eq!(data[0]["message"]["content"], json!([]));
         assert_eq!(data[5]["delta"]["partial_json"], "{\"a\":1}");
-        assert_eq!((data[7]["delta"]["stop_reason"].as_str(), data[7]["usage"]["output_tokens"].as_u64()), (Some("tool_use"), Some(3)));
+        assert_eq!(
+            (data[7]["delta"]["stop_reason"].as_str(), data[7]["usage"]["output_tokens"].as_u64()),
+            (Some("tool_use"), Some(3))
+        );
         let full = reply(&r, &META);
         assert_eq!(full["content"][1]["input"], json!({"a": 1}));
     }

@@ -43,7 +43,8 @@ pub struct Asked {
 }
 
 fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
-    let token_ids = || format!("`{key}` as token ids is not supported by the gateway: send the text");
+    let token_ids =
+        || format!("`{key}` as token ids is not supported by the gateway: send the text");
     let out = match v {
         Value::String(s) => vec![s.clone()],
         Value::Array(items) => {
@@ -52,13 +53,19 @@ fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
                 match item {
                     Value::String(s) => out.push(s.clone()),
                     Value::Number(_) | Value::Array(_) => return Err(token_ids()),
-                    other => return Err(format!("`{key}` must be a string or an array of strings; it holds {other}")),
+                    other => {
+                        return Err(format!(
+                            "`{key}` must be a string or an array of strings; it holds {other}"
+                        ));
+                    }
                 }
             }
             out
         }
         Value::Null => return Err(format!("`{key}` is missing")),
-        other => return Err(format!("`{key}` must be a string or an array of strings, not {other}")),
+        other => {
+            return Err(format!("`{key}` must be a string or an array of strings, not {other}"));
+        }
     };
     if out.is_empty() {
         return Err(format!("`{key}` is empty"));
@@ -69,13 +76,27 @@ fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
 /// Read a request body in `api`'s form. The experiment's model name (or
 /// `NAME:latest`) stands for `upstream_model`; any other name is the
 /// harness's own embedding model and is forwarded as named.
-pub fn read(api: EmbedApi, body: &Value, experiment_name: &str, upstream_model: &str) -> Result<Asked, String> {
+pub fn read(
+    api: EmbedApi,
+    body: &Value,
+    experiment_name: &str,
+    upstream_model: &str,
+) -> Result<Asked, String> {
     let obj = body.as_object().ok_or("the request body must be a JSON object")?;
-    let model = obj.get("model").and_then(Value::as_str).ok_or("`model` must be a string: the embedding model")?;
-    let model = if model.strip_suffix(":latest").unwrap_or(model) == experiment_name { upstream_model } else { model };
+    let model = obj
+        .get("model")
+        .and_then(Value::as_str)
+        .ok_or("`model` must be a string: the embedding model")?;
+    let model = if model.strip_suffix(":latest").unwrap_or(model) == experiment_name {
+        upstream_model
+    } else {
+        model
+    };
     let (input_key, known): (&str, &[&str]) = match api {
         EmbedApi::OpenAi => ("input", &["model", "input", "encoding_format", "dimensions", "user"]),
-        EmbedApi::Ollama => ("input", &["model", "input", "dimensions", "truncate", "options", "keep_alive"]),
+        EmbedApi::Ollama => {
+            ("input", &["model", "input", "dimensions", "truncate", "options", "keep_alive"])
+        }
         EmbedApi::OllamaLegacy => ("prompt", &["model", "prompt", "options", "keep_alive"]),
     };
     if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
@@ -87,9 +108,14 @@ pub fn read(api: EmbedApi, body: &Value, experiment_name: &str, upstream_model: 
     }
     let dimensions = match obj.get("dimensions") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_u64().filter(|&d| d > 0).ok_or("`dimensions` must be a positive whole number")?),
+        Some(v) => Some(
+            v.as_u64().filter(|&d| d > 0).ok_or("`dimensions` must be a positive whole number")?,
+        ),
     };
-    let base64 = match obj.get("encoding_format").and_then(|v| if v.is_null() { None } else { Some(v) }) {
+    let base64 = match obj
+        .get("encoding_format")
+        .and_then(|v| if v.is_null() { None } else { Some(v) })
+    {
         None => false,
         Some(v) => match v.as_str() {
             Some("float") => false,
@@ -97,8 +123,21 @@ pub fn read(api: EmbedApi, body: &Value, experiment_name: &str, upstream_model: 
             _ => return Err(format!("`encoding_format` must be \"float\" or \"base64\", not {v}")),
         },
     };
-    let ignored = ["user", "truncate", "options", "keep_alive"].iter().filter(|k| obj.get(**k).is_some_and(|v| !v.is_null())).map(|k| k.to_string()).collect();
-    Ok(Asked { request: EmbedRequest { model: model.to_string(), input, dimensions, timeout: Duration::ZERO }, base64, ignored })
+    let ignored = ["user", "truncate", "options", "keep_alive"]
+        .iter()
+        .filter(|k| obj.get(**k).is_some_and(|v| !v.is_null()))
+        .map(|k| k.to_string())
+        .collect();
+    Ok(Asked {
+        request: EmbedRequest {
+            model: model.to_string(),
+            input,
+            dimensions,
+            timeout: Duration::ZERO,
+        },
+        base64,
+        ignored,
+    })
 }
 
 /// The reply in `api`'s form; `asked_model` is the name the harness used.
@@ -117,9 +156,13 @@ pub fn reply(api: EmbedApi, r: &EmbedReply, asked: &Asked, asked_model: &str) ->
             json!({"object": "list", "data": data, "model": asked_model,
                 "usage": {"prompt_tokens": r.input_tokens, "total_tokens": r.input_tokens}})
         }
-        EmbedApi::Ollama => json!({"model": asked_model, "embeddings": r.vectors, "total_duration": 0, "load_duration": 0,
-            "prompt_eval_count": r.input_tokens}),
-        EmbedApi::OllamaLegacy => json!({"embedding": r.vectors.first().cloned().unwrap_or_default()}),
+        EmbedApi::Ollama => {
+            json!({"model": asked_model, "embeddings": r.vectors, "total_duration": 0, "load_duration": 0,
+            "prompt_eval_count": r.input_tokens})
+        }
+        EmbedApi::OllamaLegacy => {
+            json!({"embedding": r.vectors.first().cloned().unwrap_or_default()})
+        }
     }
 }
 
@@ -161,17 +204,47 @@ mod tests {
 
     #[test]
     fn requests_are_read_in_each_form_and_token_ids_refused() {
-        let a = read(EmbedApi::OpenAi, &json!({"model": "m", "input": "hi", "encoding_format": "base64", "user": "u"}), "m", "up").unwrap();
+        let a = read(
+            EmbedApi::OpenAi,
+            &json!({"model": "m", "input": "hi", "encoding_format": "base64", "user": "u"}),
+            "m",
+            "up",
+        )
+        .unwrap();
         assert_eq!(
             (a.request.model.as_str(), a.request.input.clone(), a.base64, a.ignored.clone()),
             ("up", vec!["hi".to_string()], true, vec!["user".to_string()])
         );
-        let a = read(EmbedApi::Ollama, &json!({"model": "nomic", "input": ["a", "b"], "dimensions": 8}), "m", "up").unwrap();
-        assert_eq!((a.request.model.as_str(), a.request.input.len(), a.request.dimensions), ("nomic", 2, Some(8)));
-        assert_eq!(read(EmbedApi::OllamaLegacy, &json!({"model": "m:latest", "prompt": "x"}), "m", "up").unwrap().request.model, "up");
-        let e = read(EmbedApi::OpenAi, &json!({"model": "m", "input": [[1, 2]]}), "m", "up").unwrap_err();
+        let a = read(
+            EmbedApi::Ollama,
+            &json!({"model": "nomic", "input": ["a", "b"], "dimensions": 8}),
+            "m",
+            "up",
+        )
+        .unwrap();
+        assert_eq!(
+            (a.request.model.as_str(), a.request.input.len(), a.request.dimensions),
+            ("nomic", 2, Some(8))
+        );
+        assert_eq!(
+            read(EmbedApi::OllamaLegacy, &json!({"model": "m:latest", "prompt": "x"}), "m", "up")
+                .unwrap()
+                .request
+                .model,
+            "up"
+        );
+        let e = read(EmbedApi::OpenAi, &json!({"model": "m", "input": [[1, 2]]}), "m", "up")
+            .unwrap_err();
         assert!(e.contains("token ids"), "{e}");
-        assert!(read(EmbedApi::OpenAi, &json!({"model": "m", "input": []}), "m", "up").unwrap_err().contains("empty"));
-        assert!(read(EmbedApi::Ollama, &json!({"model": "m", "input": "x", "stream": true}), "m", "up").unwrap_err().contains("`stream`"));
+        assert!(
+            read(EmbedApi::OpenAi, &json!({"model": "m", "input": []}), "m", "up")
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(
+            read(EmbedApi::Ollama, &json!({"model": "m", "input": "x", "stream": true}), "m", "up")
+                .unwrap_err()
+                .contains("`stream`")
+        );
     }
 }

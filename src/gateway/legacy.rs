@@ -8,7 +8,8 @@ use crate::model::{ChatReply, Message};
 use serde_json::{Value, json};
 
 /// The note every such call's trace line carries.
-pub const NOTE: &str = "a completion endpoint: the prompt was sent as one user turn of the chat model";
+pub const NOTE: &str =
+    "a completion endpoint: the prompt was sent as one user turn of the chat model";
 
 /// Read a `/v1/completions` or `/api/generate` request.
 pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
@@ -16,8 +17,12 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
     let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
     let prompt = match non_null("prompt") {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => a[0].as_str().unwrap_or("").to_string(),
-        Some(Value::Array(_)) => return Err("`prompt` as a list is supported with one string only".into()),
+        Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
+            a[0].as_str().unwrap_or("").to_string()
+        }
+        Some(Value::Array(_)) => {
+            return Err("`prompt` as a list is supported with one string only".into());
+        }
         Some(_) => return Err("`prompt` is not a string".into()),
         None => return Err("`prompt` is missing".into()),
     };
@@ -32,16 +37,36 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
     match api {
         Api::Completions => {
             asked.stream = non_null("stream").and_then(Value::as_bool).unwrap_or(false);
-            asked.include_usage = obj.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
+            asked.include_usage = obj
+                .get("stream_options")
+                .and_then(|o| o.get("include_usage"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             asked.temperature = non_null("temperature").cloned();
             asked.top_p = non_null("top_p").cloned();
             asked.seed = non_null("seed").cloned();
             asked.max_tokens = non_null("max_tokens").map(|v| ("max_tokens", v.clone()));
             asked.stop = wire::read_stop(non_null("stop"), "stop")?;
-            if non_null("n").and_then(Value::as_u64).is_some_and(|n| n != 1) || non_null("best_of").and_then(Value::as_u64).is_some_and(|n| n != 1) {
-                return Err("`n` and `best_of` other than 1 are not supported: one completion a call".into());
+            if non_null("n").and_then(Value::as_u64).is_some_and(|n| n != 1)
+                || non_null("best_of").and_then(Value::as_u64).is_some_and(|n| n != 1)
+            {
+                return Err(
+                    "`n` and `best_of` other than 1 are not supported: one completion a call"
+                        .into(),
+                );
             }
-            const KNOWN: [&str; 10] = ["model", "prompt", "stream", "stream_options", "temperature", "top_p", "seed", "max_tokens", "stop", "n"];
+            const KNOWN: [&str; 10] = [
+                "model",
+                "prompt",
+                "stream",
+                "stream_options",
+                "temperature",
+                "top_p",
+                "seed",
+                "max_tokens",
+                "stop",
+                "n",
+            ];
             asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
         }
         _ => {
@@ -54,7 +79,11 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
                 asked.max_tokens = get("num_predict").map(|v| ("num_predict", v));
                 asked.stop = wire::read_stop(o.get("stop"), "options.stop")?;
                 const KNOWN: [&str; 5] = ["temperature", "top_p", "seed", "num_predict", "stop"];
-                asked.ignored.extend(o.keys().filter(|k| !KNOWN.contains(&k.as_str())).map(|k| format!("options.{k}")));
+                asked.ignored.extend(
+                    o.keys()
+                        .filter(|k| !KNOWN.contains(&k.as_str()))
+                        .map(|k| format!("options.{k}")),
+                );
             }
             asked.response_format = wire::read_ollama_format(non_null("format"))?;
             for k in ["suffix", "template", "raw", "context", "images"] {
@@ -66,11 +95,25 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
                     Some(_) => true,
                 };
                 if given {
-                    return Err(format!("`{k}` is not supported: the prompt is sent as one user turn of the chat model"));
+                    return Err(format!(
+                        "`{k}` is not supported: the prompt is sent as one user turn of the chat model"
+                    ));
                 }
             }
-            const KNOWN: [&str; 12] =
-                ["model", "prompt", "system", "stream", "options", "format", "keep_alive", "suffix", "template", "raw", "context", "images"];
+            const KNOWN: [&str; 12] = [
+                "model",
+                "prompt",
+                "system",
+                "stream",
+                "options",
+                "format",
+                "keep_alive",
+                "suffix",
+                "template",
+                "raw",
+                "context",
+                "images",
+            ];
             asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
         }
     }
@@ -97,7 +140,10 @@ pub fn completion_sse(reply: &ChatReply, meta: &ReplyMeta, include_usage: bool) 
         }
         c
     };
-    let mut chunks = vec![chunk(&reply.text, Value::Null), chunk("", full["choices"][0]["finish_reason"].clone())];
+    let mut chunks = vec![
+        chunk(&reply.text, Value::Null),
+        chunk("", full["choices"][0]["finish_reason"].clone()),
+    ];
     if include_usage {
         let mut u = full.clone();
         u["choices"] = json!([]);

@@ -173,7 +173,11 @@ impl TrialMeter {
             key: format!("{:032x}", rand::random::<u128>()),
             start: Instant::now(),
             state: Mutex::new(State::default()),
-            tracer: Mutex::new(Tracer { on_step, so_far: TracedSoFar::default(), previous: Vec::new() }),
+            tracer: Mutex::new(Tracer {
+                on_step,
+                so_far: TracedSoFar::default(),
+                previous: Vec::new(),
+            }),
             stop: watch::channel(None).0,
             in_flight: watch::channel(0).0,
             exec: std::sync::OnceLock::new(),
@@ -261,7 +265,11 @@ impl TrialMeter {
 
     fn budget_headers(&self, h: &mut hyper::HeaderMap) {
         let (steps, tokens, secs) = self.remaining();
-        for (k, v) in [(HEADER_STEPS, steps.to_string()), (HEADER_TOKENS, tokens.to_string()), (HEADER_SECONDS, format!("{secs:.1}"))] {
+        for (k, v) in [
+            (HEADER_STEPS, steps.to_string()),
+            (HEADER_TOKENS, tokens.to_string()),
+            (HEADER_SECONDS, format!("{secs:.1}")),
+        ] {
             if let Ok(v) = v.parse() {
                 h.insert(k, v);
             }
@@ -317,16 +325,23 @@ impl TrialMeter {
             st.lines
         };
         let mut step = self.blank_step(n);
-        step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
+        step.error = reply
+            .pointer("/error/message")
+            .or_else(|| reply.get("error"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         step.notes.push(format!("refused: {method} {path}"));
         step.reply = Some(reply);
         let received = match body {
-            Ok(b) if !b.is_empty() => {
-                serde_json::from_slice::<Value>(b).unwrap_or_else(|_| Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024)))
-            }
+            Ok(b) if !b.is_empty() => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| {
+                Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))
+            }),
             _ => Value::Null,
         };
-        self.trace(step, refused_excerpt(&json!({"method": method.as_str(), "path": path, "body": received})));
+        self.trace(
+            step,
+            refused_excerpt(&json!({"method": method.as_str(), "path": path, "body": received})),
+        );
     }
 
     /// After a call's tokens are counted: the token and cost limits it reached.
@@ -334,7 +349,8 @@ impl TrialMeter {
         if st.tokens.total() >= self.budget.max_total_tokens {
             st.limit_reached.get_or_insert(BudgetLimit::TotalTokens);
         }
-        if let (Some(max), Some(c)) = (self.budget.max_cost_usd, st.tokens.cost(self.model.price.as_ref()))
+        if let (Some(max), Some(c)) =
+            (self.budget.max_cost_usd, st.tokens.cost(self.model.price.as_ref()))
             && c >= max
         {
             st.limit_reached.get_or_insert(BudgetLimit::Cost);
@@ -344,7 +360,12 @@ impl TrialMeter {
     /// A forwarded call failed beyond the retry policy: the harness is to be
     /// stopped, for its working time (a timeout the budget caused: true) or
     /// for the provider's error.
-    fn upstream_failed(&self, mut st: std::sync::MutexGuard<'_, State>, e: &ModelError, limited_by_budget: bool) -> bool {
+    fn upstream_failed(
+        &self,
+        mut st: std::sync::MutexGuard<'_, State>,
+        e: &ModelError,
+        limited_by_budget: bool,
+    ) -> bool {
         let budget_timeout = matches!(e, ModelError::Timeout(_)) && limited_by_budget;
         let stop = if budget_timeout {
             st.exhausted.get_or_insert(BudgetLimit::WorkingSeconds);
@@ -411,7 +432,8 @@ impl TrialMeter {
     /// the previous traced list was the same.
     fn trace(&self, mut step: TraceStep, received: Value) {
         let mut t = self.tracer.lock().unwrap();
-        let current: Vec<Value> = received.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let current: Vec<Value> =
+            received.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
         t.so_far.messages = t.previous.iter().zip(&current).take_while(|(a, b)| a == b).count();
         let (request, omits) = t.so_far.request(received);
         step.request = request;
@@ -444,7 +466,9 @@ impl TrialMeter {
                 Some(BudgetLimit::TotalTokens)
             } else if working >= b.max_working_seconds {
                 Some(BudgetLimit::WorkingSeconds)
-            } else if let (Some(max), Some(c)) = (b.max_cost_usd, st.tokens.cost(self.model.price.as_ref())) {
+            } else if let (Some(max), Some(c)) =
+                (b.max_cost_usd, st.tokens.cost(self.model.price.as_ref()))
+            {
                 (c >= max).then_some(BudgetLimit::Cost)
             } else {
                 None
@@ -468,7 +492,11 @@ impl TrialMeter {
         let remaining_time = Duration::from_secs_f64((b.max_working_seconds - working).max(0.0));
         let model_timeout = Duration::from_secs_f64(self.model.request_timeout_seconds);
         let remaining_tokens = b.max_total_tokens.saturating_sub(committed);
-        let max_tokens = if chat { (b.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32 } else { 0 };
+        let max_tokens = if chat {
+            (b.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32
+        } else {
+            0
+        };
         let reserved = max_tokens as u64 + prompt_bound;
         st.reserved += reserved;
         Ok(Reservation {
@@ -500,7 +528,9 @@ impl TrialMeter {
         if let Some(v) = asked.top_p.as_ref().filter(|v| !num(v, m.top_p)) {
             found.push(("top_p".into(), v.clone(), m.top_p.to_string()));
         }
-        if let Some((k, v)) = asked.max_tokens.as_ref().filter(|(_, v)| v.as_u64() != Some(max_tokens as u64)) {
+        if let Some((k, v)) =
+            asked.max_tokens.as_ref().filter(|(_, v)| v.as_u64() != Some(max_tokens as u64))
+        {
             found.push((k.to_string(), v.clone(), max_tokens.to_string()));
         }
         if let Some(v) = asked.seed.as_ref().filter(|v| v.as_u64() != Some(self.seed)) {
@@ -543,7 +573,8 @@ type Resp = Response<Full<Bytes>>;
 fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Resp {
     let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = status;
-    r.headers_mut().insert(hyper::header::CONTENT_TYPE, content_type.parse().expect("a valid header value"));
+    r.headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, content_type.parse().expect("a valid header value"));
     r
 }
 
@@ -577,7 +608,9 @@ pub async fn serve(listener: tokio::net::TcpListener, meter: Arc<TrialMeter>) {
                 let meter = meter.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(meter, req).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc).await;
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
         });
     }
 }
@@ -641,7 +674,8 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
     let path = path.trim_end_matches('/');
     let path = if path.is_empty() { "/" } else { path };
     let mut api = if path.starts_with("/api/") { Api::Ollama } else { Api::OpenAi };
-    let authorized = path_key.is_some_and(|k| same_key(k, &meter.key)) || presented_keys(req.headers()).iter().any(|k| same_key(k, &meter.key));
+    let authorized = path_key.is_some_and(|k| same_key(k, &meter.key))
+        || presented_keys(req.headers()).iter().any(|k| same_key(k, &meter.key));
     let route = match (req.method(), path) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Route::Chat(Api::OpenAi),
         (&Method::POST, "/v1/responses" | "/responses") => Route::Chat(Api::Responses),
@@ -650,11 +684,15 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
         (&Method::POST, "/v1/completions" | "/completions") => Route::Chat(Api::Completions),
         (&Method::POST, "/api/chat") => Route::Chat(Api::Ollama),
         (&Method::POST, "/api/generate") => Route::Chat(Api::Generate),
-        (&Method::POST, "/v1/embeddings" | "/embeddings") => Route::Embeddings(embeddings::EmbedApi::OpenAi),
+        (&Method::POST, "/v1/embeddings" | "/embeddings") => {
+            Route::Embeddings(embeddings::EmbedApi::OpenAi)
+        }
         (&Method::POST, "/api/embed") => Route::Embeddings(embeddings::EmbedApi::Ollama),
         (&Method::POST, "/api/embeddings") => Route::Embeddings(embeddings::EmbedApi::OllamaLegacy),
         (&Method::GET, "/v1/models" | "/models") => Route::Models,
-        (&Method::GET, p) if p.starts_with("/v1/models/") => Route::Model(p["/v1/models/".len()..].to_string()),
+        (&Method::GET, p) if p.starts_with("/v1/models/") => {
+            Route::Model(p["/v1/models/".len()..].to_string())
+        }
         (&Method::GET, "/api/tags") => Route::Tags,
         (&Method::POST, "/api/show") => Route::Show,
         (&Method::GET, "/api/ps") => Route::Ps,
@@ -682,9 +720,20 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
         // call the model is already answering; it is still counted and traced.
         let m = meter.clone();
         let shown = format!("{method} {shown_path}");
-        return match tokio::spawn(async move { chat_request(m, api, authorized, body, shown).await }).await {
+        return match tokio::spawn(
+            async move { chat_request(m, api, authorized, body, shown).await },
+        )
+        .await
+        {
             Ok(resp) => resp,
-            Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", format!("the gateway failed: {e}")).0,
+            Err(e) => {
+                refuse(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    format!("the gateway failed: {e}"),
+                )
+                .0
+            }
         };
     }
     // Every other request refused is traced too: a harness that only ever
@@ -701,27 +750,51 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
         let m = meter.clone();
         return match tokio::spawn(async move { exec_request(m, body).await }).await {
             Ok(resp) => resp,
-            Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", format!("the gateway failed: {e}")).0,
+            Err(e) => {
+                refuse(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    format!("the gateway failed: {e}"),
+                )
+                .0
+            }
         };
     }
     if let Route::Embeddings(e) = route {
         let m = meter.clone();
         let shown = format!("{method} {shown_path}");
-        return match tokio::spawn(async move { embeddings_request(m, e, body, shown).await }).await {
+        return match tokio::spawn(async move { embeddings_request(m, e, body, shown).await }).await
+        {
             Ok(resp) => resp,
-            Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", format!("the gateway failed: {e}")).0,
+            Err(e) => {
+                refuse(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    format!("the gateway failed: {e}"),
+                )
+                .0
+            }
         };
     }
     let name = &meter.model.name;
     let context = meter.model.context_tokens;
     let details = json!({"parent_model": "", "format": "gguf", "family": "gateway", "families": ["gateway"], "parameter_size": "", "quantization_level": ""});
     match route {
-        Route::Models => json_response(StatusCode::OK, &json!({"object": "list", "data": [model_object(name)]})),
+        Route::Models => {
+            json_response(StatusCode::OK, &json!({"object": "list", "data": [model_object(name)]}))
+        }
         Route::Model(id) => {
-            if id == *name || id == meter.model.model || id.strip_suffix(":latest") == Some(name.as_str()) {
+            if id == *name
+                || id == meter.model.model
+                || id.strip_suffix(":latest") == Some(name.as_str())
+            {
                 json_response(StatusCode::OK, &model_object(&id))
             } else {
-                refused(StatusCode::NOT_FOUND, "not_found", format!("the model `{id}` does not exist; this trial's model is `{name}`"))
+                refused(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    format!("the model `{id}` does not exist; this trial's model is `{name}`"),
+                )
             }
         }
         Route::Tags => json_response(
@@ -747,21 +820,39 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
             }
             json_response(StatusCode::OK, &json!({"models": [m]}))
         }
-        Route::CountTokens => match body.as_ref().ok().and_then(|b| serde_json::from_slice::<Value>(b).ok()).map(|v| anthropic::read(&v)) {
+        Route::CountTokens => match body
+            .as_ref()
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+            .map(|v| anthropic::read(&v))
+        {
             Some(Ok(asked)) => {
-                let request = ChatRequest { messages: asked.messages, tools: asked.tools, ..ChatRequest::default() };
+                let request = ChatRequest {
+                    messages: asked.messages,
+                    tools: asked.tools,
+                    ..ChatRequest::default()
+                };
                 // An upper bound (the request's bytes): the gateway does not tokenize for the upstream.
-                json_response(StatusCode::OK, &json!({"input_tokens": crate::model::prompt_bound(&request)}))
+                json_response(
+                    StatusCode::OK,
+                    &json!({"input_tokens": crate::model::prompt_bound(&request)}),
+                )
             }
             Some(Err(e)) => refused(StatusCode::BAD_REQUEST, "invalid_request_error", e),
-            None => refused(StatusCode::BAD_REQUEST, "invalid_request_error", "the request body is not JSON".into()),
+            None => refused(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "the request body is not JSON".into(),
+            ),
         },
         Route::Version => json_response(StatusCode::OK, &json!({"version": OLLAMA_VERSION})),
         Route::Root => respond(StatusCode::OK, "text/plain", "Ollama is running"),
         Route::Chat(_) | Route::Exec | Route::Embeddings(_) | Route::NotFound => refused(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("no such endpoint: {method} {shown_path} (docs/external-harness.md lists the gateway's endpoints)"),
+            format!(
+                "no such endpoint: {method} {shown_path} (docs/external-harness.md lists the gateway's endpoints)"
+            ),
         ),
     }
 }
@@ -771,7 +862,13 @@ fn model_object(id: &str) -> Value {
 }
 
 /// A chat request, whatever becomes of it: one trace line.
-async fn chat_request(meter: Arc<TrialMeter>, api: Api, authorized: bool, body: Result<Bytes, bool>, shown: String) -> Resp {
+async fn chat_request(
+    meter: Arc<TrialMeter>,
+    api: Api,
+    authorized: bool,
+    body: Result<Bytes, bool>,
+    shown: String,
+) -> Resp {
     meter.note_request();
     let refuse = |status: StatusCode, kind: &str, message: String| -> (Resp, Value) {
         let v = wire::error_body(api, kind, &message, None);
@@ -787,23 +884,48 @@ async fn chat_request(meter: Arc<TrialMeter>, api: Api, authorized: bool, body: 
     let (received, outcome) = match body {
         Err(too_large) => {
             let (status, msg) = if too_large {
-                (StatusCode::PAYLOAD_TOO_LARGE, format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"))
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"),
+                )
             } else {
                 (StatusCode::BAD_REQUEST, "the request body could not be read".to_string())
             };
-            (Value::Null, Err(refuse(status, if too_large { "request_too_large" } else { "invalid_request_error" }, msg)))
+            (
+                Value::Null,
+                Err(refuse(
+                    status,
+                    if too_large { "request_too_large" } else { "invalid_request_error" },
+                    msg,
+                )),
+            )
         }
         Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
             Err(e) => {
                 let raw = crate::model::http::truncate(&String::from_utf8_lossy(&bytes), 64 * 1024);
                 let out = if authorized {
-                    Err(refuse(StatusCode::BAD_REQUEST, "invalid_request_error", format!("the request body is not JSON: {e}")))
+                    Err(refuse(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_request_error",
+                        format!("the request body is not JSON: {e}"),
+                    ))
                 } else {
-                    Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))
+                    Err(refuse(
+                        StatusCode::UNAUTHORIZED,
+                        "unauthorized",
+                        "missing or wrong key".into(),
+                    ))
                 };
                 (Value::String(raw), out)
             }
-            Ok(v) if !authorized => (v, Err(refuse(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key".into()))),
+            Ok(v) if !authorized => (
+                v,
+                Err(refuse(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "missing or wrong key".into(),
+                )),
+            ),
             Ok(v) => {
                 let out = chat(&meter, api, &v, &mut step, &mut forwarded).await;
                 (v, out)
@@ -854,14 +976,22 @@ fn refused_excerpt(body: &Value) -> Value {
 /// A chat call with a JSON body from an authorized harness: read, reserve,
 /// forward, answer. Err is a refusal (response, body) for the trace.
 /// `forwarded` is set once a step is reserved (the call is in flight).
-async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceStep, forwarded: &mut bool) -> Result<Resp, (Resp, Value)> {
+async fn chat(
+    meter: &Arc<TrialMeter>,
+    api: Api,
+    body: &Value,
+    step: &mut TraceStep,
+    forwarded: &mut bool,
+) -> Result<Resp, (Resp, Value)> {
     let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
         let v = wire::error_body(api, kind, message, limit);
         (json_response(status, &v), v)
     };
-    let asked = wire::read_request(api, body).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
+    let asked = wire::read_request(api, body)
+        .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
     let mut messages = asked.messages.clone();
-    let had_instructions = api == Api::Responses && body.get("instructions").is_some_and(|v| !v.is_null());
+    let had_instructions =
+        api == Api::Responses && body.get("instructions").is_some_and(|v| !v.is_null());
     if let Some(prev) = &asked.previous_response_id {
         let Some(earlier) = meter.stored(prev) else {
             let msg = format!("Previous response with id '{prev}' not found.");
@@ -903,7 +1033,10 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
     *forwarded = true;
     step.notes = meter.overrides(&asked, r.max_tokens);
     if r.clamped {
-        step.notes.push(format!("max_tokens: {} (what remains of max_total_tokens beside the calls in flight)", r.max_tokens));
+        step.notes.push(format!(
+            "max_tokens: {} (what remains of max_total_tokens beside the calls in flight)",
+            r.max_tokens
+        ));
     }
     if !asked.ignored.is_empty() {
         step.notes.push(format!("not forwarded: {}", asked.ignored.join(", ")));
@@ -935,10 +1068,22 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
             step.error = Some(msg.clone());
             let budget_timeout = meter.upstream_failed(st, &e, r.limited_by_budget);
             return Err(if budget_timeout {
-                let m = format!("budget exhausted (working_seconds): the model call timed out with the trial's working time ({msg})");
-                refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &m, Some("working_seconds"))
+                let m = format!(
+                    "budget exhausted (working_seconds): the model call timed out with the trial's working time ({msg})"
+                );
+                refusal(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "budget_exhausted",
+                    &m,
+                    Some("working_seconds"),
+                )
             } else {
-                refusal(StatusCode::BAD_GATEWAY, "provider_error", &format!("the model endpoint failed: {msg}"), None)
+                refusal(
+                    StatusCode::BAD_GATEWAY,
+                    "provider_error",
+                    &format!("the model endpoint failed: {msg}"),
+                    None,
+                )
             });
         }
     };
@@ -948,28 +1093,58 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
     step.notes.extend(reply.usage_note.clone());
     step.finish_reason = reply.finish_reason.clone();
     if !reply.unparsed_tool_calls.is_empty() {
-        step.notes.push(format!("unparsed tool calls (not passed on): {}", reply.unparsed_tool_calls.join("; ")));
+        step.notes.push(format!(
+            "unparsed tool calls (not passed on): {}",
+            reply.unparsed_tool_calls.join("; ")
+        ));
     }
     let now = SystemTime::now();
-    let created_at = time::OffsetDateTime::from(now).format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+    let created_at = time::OffsetDateTime::from(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
     let id = format!("chatcmpl-{}", step.operation_id);
-    let meta =
-        ReplyMeta { id: &id, model: &meter.model.name, created: now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), created_at: &created_at };
+    let meta = ReplyMeta {
+        id: &id,
+        model: &meter.model.name,
+        created: now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        created_at: &created_at,
+    };
     let sse = |text: String| ("sse", respond(StatusCode::OK, "text/event-stream", text));
     let ndjson = |text: String| ("ndjson", respond(StatusCode::OK, "application/x-ndjson", text));
     let (json_reply, streamed) = match api {
-        Api::OpenAi => (wire::openai_reply(&reply, &meta), asked.stream.then(|| sse(wire::openai_sse(&reply, &meta, asked.include_usage)))),
-        Api::Ollama => (wire::ollama_reply(&reply, &meta), asked.stream.then(|| ndjson(wire::ollama_ndjson(&reply, &meta)))),
+        Api::OpenAi => (
+            wire::openai_reply(&reply, &meta),
+            asked.stream.then(|| sse(wire::openai_sse(&reply, &meta, asked.include_usage))),
+        ),
+        Api::Ollama => (
+            wire::ollama_reply(&reply, &meta),
+            asked.stream.then(|| ndjson(wire::ollama_ndjson(&reply, &meta))),
+        ),
         Api::Responses => {
             let ids = responses::Ids::of(&step.operation_id);
             if asked.store {
-                meter.store(ids.response.clone(), responses::stored_conversation(&request.messages, had_instructions, &reply));
+                meter.store(
+                    ids.response.clone(),
+                    responses::stored_conversation(&request.messages, had_instructions, &reply),
+                );
             }
-            (responses::reply(&reply, &meta, &asked, &ids), asked.stream.then(|| sse(responses::sse(&reply, &meta, &asked, &ids))))
+            (
+                responses::reply(&reply, &meta, &asked, &ids),
+                asked.stream.then(|| sse(responses::sse(&reply, &meta, &asked, &ids))),
+            )
         }
-        Api::Anthropic => (anthropic::reply(&reply, &meta), asked.stream.then(|| sse(anthropic::sse(&reply, &meta)))),
-        Api::Completions => (legacy::completion(&reply, &meta), asked.stream.then(|| sse(legacy::completion_sse(&reply, &meta, asked.include_usage)))),
-        Api::Generate => (legacy::generate(&reply, &meta), asked.stream.then(|| ndjson(legacy::generate_ndjson(&reply, &meta)))),
+        Api::Anthropic => (
+            anthropic::reply(&reply, &meta),
+            asked.stream.then(|| sse(anthropic::sse(&reply, &meta))),
+        ),
+        Api::Completions => (
+            legacy::completion(&reply, &meta),
+            asked.stream.then(|| sse(legacy::completion_sse(&reply, &meta, asked.include_usage))),
+        ),
+        Api::Generate => (
+            legacy::generate(&reply, &meta),
+            asked.stream.then(|| ndjson(legacy::generate_ndjson(&reply, &meta))),
+        ),
     };
     if !reply.text.is_empty() && !holds_string(&json_reply, &reply.text) {
         step.reply_text = Some(reply.text.clone());
@@ -988,7 +1163,12 @@ async fn chat(meter: &Arc<TrialMeter>, api: Api, body: &Value, step: &mut TraceS
 /// An embeddings request from an authorized harness: forwarded to the
 /// upstream when it serves embeddings (501 when it does not), its input
 /// tokens counted against the budget; one trace line whatever becomes of it.
-async fn embeddings_request(meter: Arc<TrialMeter>, api: embeddings::EmbedApi, body: Result<Bytes, bool>, shown: String) -> Resp {
+async fn embeddings_request(
+    meter: Arc<TrialMeter>,
+    api: embeddings::EmbedApi,
+    body: Result<Bytes, bool>,
+    shown: String,
+) -> Resp {
     let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
         let v = wire::error_body(api.errors(), kind, message, limit);
         (json_response(status, &v), v)
@@ -1086,7 +1266,11 @@ fn settle(outcome: Result<Resp, (Resp, Value)>, step: &mut TraceStep) -> Resp {
         Ok(resp) => resp,
         Err((resp, reply)) => {
             if step.error.is_none() {
-                step.error = reply.pointer("/error/message").or_else(|| reply.get("error")).and_then(Value::as_str).map(str::to_string);
+                step.error = reply
+                    .pointer("/error/message")
+                    .or_else(|| reply.get("error"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
             }
             step.reply = Some(reply);
             resp
@@ -1097,7 +1281,9 @@ fn settle(outcome: Result<Resp, (Resp, Value)>, step: &mut TraceStep) -> Resp {
 /// A request body as its trace line keeps it: its JSON, or its text (capped).
 fn as_received(body: &Result<Bytes, bool>) -> Value {
     match body {
-        Ok(b) => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))),
+        Ok(b) => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| {
+            Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))
+        }),
         Err(_) => Value::Null,
     }
 }
@@ -1112,12 +1298,26 @@ fn json_of(body: Result<Bytes, bool>, api: Api) -> Result<Value, (Resp, Value)> 
     };
     let bytes = body.map_err(|too_large| {
         if too_large {
-            refusal(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"))
+            refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_too_large",
+                &format!("the request body exceeds {MAX_REQUEST_BYTES} bytes"),
+            )
         } else {
-            refusal(StatusCode::BAD_REQUEST, "invalid_request_error", "the request body could not be read")
+            refusal(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "the request body could not be read",
+            )
         }
     })?;
-    serde_json::from_slice(&bytes).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("the request body is not JSON: {e}")))
+    serde_json::from_slice(&bytes).map_err(|e| {
+        refusal(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            &format!("the request body is not JSON: {e}"),
+        )
+    })
 }
 
 /// The exec endpoint (a harness on the host, a container task): one command
@@ -1147,7 +1347,10 @@ fn read_exec(body: &Value) -> Result<ExecAsk, String> {
             return Err(format!("unknown key `{k}` (known: command, timeout_sec, stdin)"));
         }
     }
-    let command = obj.get("command").and_then(Value::as_str).ok_or("`command` must be a string: a bash command line")?;
+    let command = obj
+        .get("command")
+        .and_then(Value::as_str)
+        .ok_or("`command` must be a string: a bash command line")?;
     if command.trim().is_empty() {
         return Err("`command` is empty".into());
     }

@@ -51,7 +51,9 @@ pub fn read(body: &Value) -> Result<Asked, String> {
         messages.push(Message::system(text));
     }
     match non_null("input") {
-        None if non_null("previous_response_id").is_none() => return Err("`input` is missing".into()),
+        None if non_null("previous_response_id").is_none() => {
+            return Err("`input` is missing".into());
+        }
         None => {}
         Some(Value::String(s)) => messages.push(Message::user(s)),
         Some(Value::Array(items)) => {
@@ -69,7 +71,8 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     asked.seed = non_null("seed").cloned();
     asked.max_tokens = non_null("max_output_tokens").map(|v| ("max_output_tokens", v.clone()));
     asked.tool_choice = wire::read_tool_choice(non_null("tool_choice"))?;
-    asked.response_format = wire::read_response_format(non_null("text").and_then(|t| t.get("format")), "text.format")?;
+    asked.response_format =
+        wire::read_response_format(non_null("text").and_then(|t| t.get("format")), "text.format")?;
     asked.previous_response_id = match non_null("previous_response_id") {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -82,11 +85,21 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     }
     echo.insert("tool_choice".into(), non_null("tool_choice").cloned().unwrap_or(json!("auto")));
     echo.insert("tools".into(), non_null("tools").cloned().unwrap_or(json!([])));
-    echo.insert("text".into(), non_null("text").cloned().unwrap_or(json!({"format": {"type": "text"}})));
-    echo.insert("previous_response_id".into(), non_null("previous_response_id").cloned().unwrap_or(Value::Null));
+    echo.insert(
+        "text".into(),
+        non_null("text").cloned().unwrap_or(json!({"format": {"type": "text"}})),
+    );
+    echo.insert(
+        "previous_response_id".into(),
+        non_null("previous_response_id").cloned().unwrap_or(Value::Null),
+    );
     echo.insert("store".into(), json!(asked.store));
     asked.echo = Value::Object(echo);
-    asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str()) && !ECHOED.iter().any(|(e, _)| e == k)).cloned().collect();
+    asked.ignored = obj
+        .keys()
+        .filter(|k| !KNOWN.contains(&k.as_str()) && !ECHOED.iter().any(|(e, _)| e == k))
+        .cloned()
+        .collect();
     Ok(asked)
 }
 
@@ -104,7 +117,11 @@ fn read_tool(t: &Value) -> Result<ToolSpec, String> {
     Ok(ToolSpec {
         name: name.to_string(),
         description: t.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
-        parameters: t.get("parameters").filter(|p| !p.is_null()).cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        parameters: t
+            .get("parameters")
+            .filter(|p| !p.is_null())
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
     })
 }
 
@@ -117,9 +134,18 @@ fn item_text(v: Option<&Value>) -> Result<String, String> {
             let mut text = String::new();
             for p in parts {
                 match p.get("type").and_then(Value::as_str) {
-                    Some("input_text" | "output_text" | "text") => text.push_str(p.get("text").and_then(Value::as_str).unwrap_or("")),
-                    Some("refusal") => text.push_str(p.get("refusal").and_then(Value::as_str).unwrap_or("")),
-                    other => return Err(format!("content part of type `{}` is not supported: the gateway forwards text", other.unwrap_or("?"))),
+                    Some("input_text" | "output_text" | "text") => {
+                        text.push_str(p.get("text").and_then(Value::as_str).unwrap_or(""))
+                    }
+                    Some("refusal") => {
+                        text.push_str(p.get("refusal").and_then(Value::as_str).unwrap_or(""))
+                    }
+                    other => {
+                        return Err(format!(
+                            "content part of type `{}` is not supported: the gateway forwards text",
+                            other.unwrap_or("?")
+                        ));
+                    }
                 }
             }
             Ok(text)
@@ -142,15 +168,29 @@ fn read_item(item: &Value, messages: &mut Vec<Message>) -> Result<(), String> {
                 Some("system" | "developer") => Role::System,
                 Some("user") => Role::User,
                 Some("assistant") => Role::Assistant,
-                Some(other) => return Err(format!("role `{other}` is not supported (system, developer, user, assistant)")),
+                Some(other) => {
+                    return Err(format!(
+                        "role `{other}` is not supported (system, developer, user, assistant)"
+                    ));
+                }
                 None => return Err("`role` is missing".into()),
             };
             let text = item_text(item.get("content"))?;
-            messages.push(Message { role, content: text, tool_calls: Vec::new(), tool_call_id: None, name: None });
+            messages.push(Message {
+                role,
+                content: text,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                name: None,
+            });
         }
         "function_call" => {
-            let call_id = item.get("call_id").and_then(Value::as_str).ok_or("function_call without `call_id`")?;
-            let name = item.get("name").and_then(Value::as_str).ok_or("function_call without `name`")?;
+            let call_id = item
+                .get("call_id")
+                .and_then(Value::as_str)
+                .ok_or("function_call without `call_id`")?;
+            let name =
+                item.get("name").and_then(Value::as_str).ok_or("function_call without `name`")?;
             let arguments = match item.get("arguments") {
                 Some(Value::String(s)) => s.clone(),
                 None | Some(Value::Null) => "{}".into(),
@@ -160,23 +200,47 @@ fn read_item(item: &Value, messages: &mut Vec<Message>) -> Result<(), String> {
             // Consecutive calls, and the assistant's text before them, are one assistant turn.
             match messages.last_mut() {
                 Some(m) if m.role == Role::Assistant => m.tool_calls.push(call),
-                _ => messages.push(Message { role: Role::Assistant, content: String::new(), tool_calls: vec![call], tool_call_id: None, name: None }),
+                _ => messages.push(Message {
+                    role: Role::Assistant,
+                    content: String::new(),
+                    tool_calls: vec![call],
+                    tool_call_id: None,
+                    name: None,
+                }),
             }
         }
         "function_call_output" => {
-            let call_id = item.get("call_id").and_then(Value::as_str).ok_or("function_call_output without `call_id`")?;
+            let call_id = item
+                .get("call_id")
+                .and_then(Value::as_str)
+                .ok_or("function_call_output without `call_id`")?;
             let output = match item.get("output") {
                 Some(Value::String(s)) => s.clone(),
                 v @ Some(Value::Array(_)) => item_text(v)?,
                 None | Some(Value::Null) => String::new(),
                 Some(other) => other.to_string(),
             };
-            let name = messages.iter().rev().flat_map(|m| m.tool_calls.iter()).find(|c| c.id == call_id).map(|c| c.name.clone());
-            messages.push(Message { role: Role::Tool, content: output, tool_calls: Vec::new(), tool_call_id: Some(call_id.to_string()), name });
+            let name = messages
+                .iter()
+                .rev()
+                .flat_map(|m| m.tool_calls.iter())
+                .find(|c| c.id == call_id)
+                .map(|c| c.name.clone());
+            messages.push(Message {
+                role: Role::Tool,
+                content: output,
+                tool_calls: Vec::new(),
+                tool_call_id: Some(call_id.to_string()),
+                name,
+            });
         }
         // Reasoning an earlier response returned carries nothing this model reads.
         "reasoning" => {}
-        other => return Err(format!("item type `{other}` is not supported (message, function_call, function_call_output)")),
+        other => {
+            return Err(format!(
+                "item type `{other}` is not supported (message, function_call, function_call_output)"
+            ));
+        }
     }
     Ok(())
 }
@@ -189,7 +253,8 @@ pub struct Ids {
 
 impl Ids {
     pub fn of(operation_id: &str) -> Ids {
-        let tail: String = operation_id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        let tail: String =
+            operation_id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
         Ids { response: format!("resp_{tail}"), message: format!("msg_{tail}") }
     }
 
@@ -224,7 +289,11 @@ fn call_item(ids: &Ids, i: usize, c: &ToolCall, status: &str, arguments: &str) -
 fn output(reply: &ChatReply, ids: &Ids) -> Vec<Value> {
     let mut out = Vec::new();
     if !reply.text.is_empty() || reply.tool_calls.is_empty() {
-        out.push(message_item(ids, if incomplete(reply) { "incomplete" } else { "completed" }, &reply.text));
+        out.push(message_item(
+            ids,
+            if incomplete(reply) { "incomplete" } else { "completed" },
+            &reply.text,
+        ));
     }
     for (i, c) in reply.tool_calls.iter().enumerate() {
         let args = if c.arguments.trim().is_empty() { "{}" } else { &c.arguments };
@@ -234,7 +303,15 @@ fn output(reply: &ChatReply, ids: &Ids) -> Vec<Value> {
 }
 
 /// The response object; `status` in_progress for the stream's first events.
-fn object(asked: &Asked, meta: &ReplyMeta, ids: &Ids, status: &str, output: Vec<Value>, usage: Value, reply: Option<&ChatReply>) -> Value {
+fn object(
+    asked: &Asked,
+    meta: &ReplyMeta,
+    ids: &Ids,
+    status: &str,
+    output: Vec<Value>,
+    usage: Value,
+    reply: Option<&ChatReply>,
+) -> Value {
     let mut o = json!({
         "id": ids.response, "object": "response", "created_at": meta.created, "status": status,
         "background": false, "error": null, "incomplete_details": null,
@@ -275,7 +352,9 @@ pub fn sse(reply: &ChatReply, meta: &ReplyMeta, asked: &Asked, ids: &Ids) -> Str
         let status = if incomplete(reply) { "incomplete" } else { "completed" };
         let mut added = message_item(ids, "in_progress", "");
         added["content"] = json!([]);
-        events.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": index, "item": added}),
+        );
         let part = |text: &str| json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []});
         let at = json!({"item_id": ids.message, "output_index": index, "content_index": 0});
         let with = |mut v: Value| {
@@ -286,9 +365,13 @@ pub fn sse(reply: &ChatReply, meta: &ReplyMeta, asked: &Asked, ids: &Ids) -> Str
         };
         events.push(with(json!({"type": "response.content_part.added", "part": part("")})));
         if !reply.text.is_empty() {
-            events.push(with(json!({"type": "response.output_text.delta", "delta": reply.text, "logprobs": []})));
+            events.push(with(
+                json!({"type": "response.output_text.delta", "delta": reply.text, "logprobs": []}),
+            ));
         }
-        events.push(with(json!({"type": "response.output_text.done", "text": reply.text, "logprobs": []})));
+        events.push(with(
+            json!({"type": "response.output_text.done", "text": reply.text, "logprobs": []}),
+        ));
         events.push(with(json!({"type": "response.content_part.done", "part": part(&reply.text)})));
         events.push(json!({"type": "response.output_item.done", "output_index": index, "item": message_item(ids, status, &reply.text)}));
         index += 1;
@@ -314,8 +397,13 @@ pub fn sse(reply: &ChatReply, meta: &ReplyMeta, asked: &Asked, ids: &Ids) -> Str
 
 /// The conversation a stored response continues from: what it was asked
 /// (less its instructions, which are not carried over) and what it answered.
-pub fn stored_conversation(asked_messages: &[Message], had_instructions: bool, reply: &ChatReply) -> Vec<Message> {
-    let mut out: Vec<Message> = asked_messages.iter().skip(usize::from(had_instructions)).cloned().collect();
+pub fn stored_conversation(
+    asked_messages: &[Message],
+    had_instructions: bool,
+    reply: &ChatReply,
+) -> Vec<Message> {
+    let mut out: Vec<Message> =
+        asked_messages.iter().skip(usize::from(had_instructions)).cloned().collect();
     out.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
     out
 }
@@ -325,7 +413,8 @@ mod tests {
     use super::*;
     use crate::record::Tokens;
 
-    const META: ReplyMeta = ReplyMeta { id: "c1", model: "m", created: 5, created_at: "2025-01-01T00:00:00Z" };
+    const META: ReplyMeta =
+        ReplyMeta { id: "c1", model: "m", created: 5, created_at: "2025-01-01T00:00:00Z" };
 
     fn reply(text: &str, calls: Vec<ToolCall>, finish: &str) -> ChatReply {
         ChatReply {
@@ -351,9 +440,15 @@ mod tests {
             "tool_choice": {"type": "function", "name": "add"}, "max_output_tokens": 50, "store": false, "reasoning": {"effort": "low"}});
         let a = read(&body).unwrap();
         let roles: Vec<Role> = a.messages.iter().map(|m| m.role).collect();
-        assert_eq!(roles, vec![Role::System, Role::User, Role::Assistant, Role::Tool, Role::System]);
+        assert_eq!(
+            roles,
+            vec![Role::System, Role::User, Role::Assistant, Role::Tool, Role::System]
+        );
         assert_eq!(a.messages[2].tool_calls[0].arguments, "{\"a\":2,\"b\":3}");
-        assert_eq!((a.messages[3].tool_call_id.as_deref(), a.messages[3].name.as_deref()), (Some("call_1"), Some("add")));
+        assert_eq!(
+            (a.messages[3].tool_call_id.as_deref(), a.messages[3].name.as_deref()),
+            (Some("call_1"), Some("add"))
+        );
         assert_eq!(a.tools[0].name, "add");
         assert_eq!(a.tool_choice, crate::model::ToolChoice::Named("add".into()));
         assert_eq!(a.max_tokens, Some(("max_output_tokens", json!(50))));
@@ -363,11 +458,19 @@ mod tests {
 
     #[test]
     fn the_stream_rebuilds_the_response() {
-        let r = reply("hi", vec![ToolCall { id: "call_9".into(), name: "f".into(), arguments: "{\"a\":1}".into() }], "tool_calls");
+        let r = reply(
+            "hi",
+            vec![ToolCall { id: "call_9".into(), name: "f".into(), arguments: "{\"a\":1}".into() }],
+            "tool_calls",
+        );
         let asked = read(&json!({"model": "m", "input": "x"})).unwrap();
         let ids = Ids::of("t-1-s1");
         let sse = sse(&r, &META, &asked, &ids);
-        let events: Vec<Value> = sse.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+        let events: Vec<Value> = sse
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
         let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
@@ -392,7 +495,10 @@ mod tests {
         assert_eq!(sse.lines().filter(|l| l.starts_with("event: ")).count(), events.len());
         let done = &events[12]["response"];
         assert_eq!(done["output"][0]["content"][0]["text"], "hi");
-        assert_eq!((done["output"][1]["call_id"].as_str(), done["output"][1]["arguments"].as_str()), (Some("call_9"), Some("{\"a\":1}")));
+        assert_eq!(
+            (done["output"][1]["call_id"].as_str(), done["output"][1]["arguments"].as_str()),
+            (Some("call_9"), Some("{\"a\":1}"))
+        );
         assert_eq!(done["usage"]["total_tokens"], 10);
         assert_eq!(events[0]["response"]["output"], json!([]));
         // Cut at the output cap: incomplete, as OpenAI ends such a stream.
@@ -400,7 +506,10 @@ mod tests {
         let sse = super::sse(&cut, &META, &asked, &ids);
         assert!(sse.contains("event: response.incomplete"), "{sse}");
         let full = super::reply(&cut, &META, &asked, &ids);
-        assert_eq!((full["status"].as_str(), full["incomplete_details"]["reason"].as_str()), (Some("incomplete"), Some("max_output_tokens")));
+        assert_eq!(
+            (full["status"].as_str(), full["incomplete_details"]["reason"].as_str()),
+            (Some("incomplete"), Some("max_output_tokens"))
+        );
     }
 
     #[test]
@@ -411,7 +520,10 @@ mod tests {
                 json!({"input": [{"type": "web_search_call"}]}),
                 "input[0]: item type `web_search_call` is not supported (message, function_call, function_call_output)",
             ),
-            (json!({"input": "x", "tools": [{"type": "web_search"}]}), "tools[0]: tool type `web_search` is not supported (function)"),
+            (
+                json!({"input": "x", "tools": [{"type": "web_search"}]}),
+                "tools[0]: tool type `web_search` is not supported (function)",
+            ),
             (
                 json!({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}),
                 "input[0]: content part of type `input_image` is not supported: the gateway forwards text",

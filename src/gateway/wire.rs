@@ -81,10 +81,17 @@ impl Asked {
 }
 
 /// `tools`: a list, each read by `read` (null: none).
-pub fn read_tools(v: Option<&Value>, read: fn(&Value) -> Result<ToolSpec, String>) -> Result<Vec<ToolSpec>, String> {
+pub fn read_tools(
+    v: Option<&Value>,
+    read: fn(&Value) -> Result<ToolSpec, String>,
+) -> Result<Vec<ToolSpec>, String> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(ts)) => ts.iter().enumerate().map(|(i, t)| read(t).map_err(|e| format!("tools[{i}]: {e}"))).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| read(t).map_err(|e| format!("tools[{i}]: {e}")))
+            .collect(),
         Some(_) => Err("`tools` is not an array".into()),
     }
 }
@@ -103,9 +110,14 @@ pub fn read_stop(v: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::String(s)) => Ok(vec![s.clone()]),
-        Some(Value::Array(a)) => {
-            a.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(|| format!("`{key}` holds a value that is not a string"))).collect()
-        }
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("`{key}` holds a value that is not a string"))
+            })
+            .collect(),
         Some(_) => Err(format!("`{key}` is not a string or a list of strings")),
     }
 }
@@ -121,7 +133,8 @@ pub fn read_tool_choice(v: Option<&Value>) -> Result<ToolChoice, String> {
             other => Err(format!("`tool_choice` `{other}` is not one of auto, none, required")),
         },
         Some(o) => {
-            let name = o.pointer("/function/name").or_else(|| o.get("name")).and_then(Value::as_str);
+            let name =
+                o.pointer("/function/name").or_else(|| o.get("name")).and_then(Value::as_str);
             match (o.get("type").and_then(Value::as_str), name) {
                 (Some("function"), Some(n)) => Ok(ToolChoice::Named(n.to_string())),
                 (Some("allowed_tools"), _) => match o.get("mode").and_then(Value::as_str) {
@@ -135,7 +148,10 @@ pub fn read_tool_choice(v: Option<&Value>) -> Result<ToolChoice, String> {
 }
 
 /// OpenAI chat's `response_format` (`text`, `json_object`, `json_schema`).
-pub fn read_response_format(v: Option<&Value>, key: &str) -> Result<Option<ResponseFormat>, String> {
+pub fn read_response_format(
+    v: Option<&Value>,
+    key: &str,
+) -> Result<Option<ResponseFormat>, String> {
     let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
     match v.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
@@ -143,7 +159,10 @@ pub fn read_response_format(v: Option<&Value>, key: &str) -> Result<Option<Respo
         Some("json_schema") => {
             // Chat nests the schema under `json_schema`; the Responses API's `text.format` is flat.
             let s = v.get("json_schema").unwrap_or(v);
-            let schema = s.get("schema").cloned().ok_or_else(|| format!("`{key}` of type json_schema has no schema"))?;
+            let schema = s
+                .get("schema")
+                .cloned()
+                .ok_or_else(|| format!("`{key}` of type json_schema has no schema"))?;
             Ok(Some(ResponseFormat::JsonSchema {
                 name: s.get("name").and_then(Value::as_str).unwrap_or("response").to_string(),
                 schema,
@@ -160,7 +179,11 @@ pub fn read_ollama_format(v: Option<&Value>) -> Result<Option<ResponseFormat>, S
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) if s == "json" => Ok(Some(ResponseFormat::JsonObject)),
-        Some(o @ Value::Object(_)) => Ok(Some(ResponseFormat::JsonSchema { name: "response".into(), schema: o.clone(), strict: false })),
+        Some(o @ Value::Object(_)) => Ok(Some(ResponseFormat::JsonSchema {
+            name: "response".into(),
+            schema: o.clone(),
+            strict: false,
+        })),
         Some(_) => Err("`format` is not \"json\" or a JSON schema".into()),
     }
 }
@@ -182,7 +205,10 @@ pub fn read_request(api: Api, body: &Value) -> Result<Asked, String> {
 /// A chat request of OpenAI's `/v1/chat/completions` or Ollama's `/api/chat`.
 fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
     let obj = body.as_object().ok_or_else(|| bad("the request body is not a JSON object"))?;
-    let list = obj.get("messages").and_then(Value::as_array).ok_or_else(|| bad("`messages` is missing or not an array"))?;
+    let list = obj
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("`messages` is missing or not an array"))?;
     let mut messages = Vec::with_capacity(list.len());
     for (i, m) in list.iter().enumerate() {
         messages.push(read_message(m, i).map_err(|e| format!("messages[{i}]: {e}"))?);
@@ -197,7 +223,11 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
     match api {
         Api::OpenAi | Api::Responses | Api::Anthropic | Api::Completions | Api::Generate => {
             asked.stream = read_stream(obj.get("stream"), false)?;
-            asked.include_usage = obj.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
+            asked.include_usage = obj
+                .get("stream_options")
+                .and_then(|o| o.get("include_usage"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             asked.temperature = non_null(obj.get("temperature"));
             asked.top_p = non_null(obj.get("top_p"));
             asked.seed = non_null(obj.get("seed"));
@@ -206,7 +236,8 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
                 .or_else(|| non_null(obj.get("max_tokens")).map(|v| ("max_tokens", v)));
             asked.stop = read_stop(obj.get("stop"), "stop")?;
             asked.tool_choice = read_tool_choice(obj.get("tool_choice"))?;
-            asked.response_format = read_response_format(obj.get("response_format"), "response_format")?;
+            asked.response_format =
+                read_response_format(obj.get("response_format"), "response_format")?;
             const KNOWN: [&str; 13] = [
                 "model",
                 "messages",
@@ -235,10 +266,15 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
                 asked.max_tokens = non_null(o.get("num_predict")).map(|v| ("num_predict", v));
                 asked.stop = read_stop(o.get("stop"), "options.stop")?;
                 const KNOWN: [&str; 5] = ["temperature", "top_p", "seed", "num_predict", "stop"];
-                asked.ignored.extend(o.keys().filter(|k| !KNOWN.contains(&k.as_str())).map(|k| format!("options.{k}")));
+                asked.ignored.extend(
+                    o.keys()
+                        .filter(|k| !KNOWN.contains(&k.as_str()))
+                        .map(|k| format!("options.{k}")),
+                );
             }
             asked.response_format = read_ollama_format(obj.get("format"))?;
-            const KNOWN: [&str; 7] = ["model", "messages", "tools", "stream", "options", "keep_alive", "format"];
+            const KNOWN: [&str; 7] =
+                ["model", "messages", "tools", "stream", "options", "keep_alive", "format"];
             asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
         }
     }
@@ -251,7 +287,9 @@ fn read_role(v: Option<&Value>) -> Result<Role, String> {
         Some("user") => Ok(Role::User),
         Some("assistant") => Ok(Role::Assistant),
         Some("tool") => Ok(Role::Tool),
-        Some(other) => Err(format!("role `{other}` is not supported (system, developer, user, assistant, tool)")),
+        Some(other) => Err(format!(
+            "role `{other}` is not supported (system, developer, user, assistant, tool)"
+        )),
         None => Err(bad("`role` is missing or not a string")),
     }
 }
@@ -264,9 +302,15 @@ fn read_content(v: Option<&Value>) -> Result<String, String> {
         Some(Value::Array(parts)) => {
             let mut text = String::new();
             for p in parts {
-                match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
+                match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str))
+                {
                     (Some("text"), Some(t)) => text.push_str(t),
-                    (t, _) => return Err(format!("content part of type `{}` is not supported: the gateway forwards text", t.unwrap_or("?"))),
+                    (t, _) => {
+                        return Err(format!(
+                            "content part of type `{}` is not supported: the gateway forwards text",
+                            t.unwrap_or("?")
+                        ));
+                    }
                 }
             }
             Ok(text)
@@ -288,14 +332,21 @@ fn read_message(m: &Value, index: usize) -> Result<Message, String> {
     if let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) {
         let calls = calls.as_array().ok_or_else(|| bad("`tool_calls` is not an array"))?;
         for (i, c) in calls.iter().enumerate() {
-            let name = c.pointer("/function/name").and_then(Value::as_str).ok_or_else(|| format!("tool_calls[{i}]: no function.name"))?;
+            let name = c
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("tool_calls[{i}]: no function.name"))?;
             let arguments = match c.pointer("/function/arguments") {
                 Some(Value::String(s)) => s.clone(),
                 None | Some(Value::Null) => "{}".to_string(),
                 Some(other) => other.to_string(),
             };
             // Ollama's calls carry no id: one is made up that tool results can point to.
-            let id = c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{index}_{i}"));
+            let id = c
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("call_{index}_{i}"));
             tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
         }
     }
@@ -323,10 +374,18 @@ fn link_tool_results(messages: &mut [Message]) {
             }
             Role::Tool => {
                 let open = |i: &usize| !answered[*i];
-                let by_id = m.tool_call_id.as_ref().and_then(|id| (0..calls.len()).find(|&i| &calls[i].id == id));
-                let by_name = || m.name.as_ref().and_then(|n| (0..calls.len()).filter(open).find(|&i| &calls[i].name == n));
+                let by_id = m
+                    .tool_call_id
+                    .as_ref()
+                    .and_then(|id| (0..calls.len()).find(|&i| &calls[i].id == id));
+                let by_name = || {
+                    m.name
+                        .as_ref()
+                        .and_then(|n| (0..calls.len()).filter(open).find(|&i| &calls[i].name == n))
+                };
                 let first_open = || (0..calls.len()).find(open);
-                let found = if m.tool_call_id.is_some() { by_id } else { by_name().or_else(first_open) };
+                let found =
+                    if m.tool_call_id.is_some() { by_id } else { by_name().or_else(first_open) };
                 if let Some(i) = found {
                     answered[i] = true;
                     m.tool_call_id.get_or_insert(calls[i].id.clone());
@@ -348,7 +407,10 @@ pub(super) fn read_tool(t: &Value) -> Result<ToolSpec, String> {
     Ok(ToolSpec {
         name: name.to_string(),
         description: f.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
-        parameters: f.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        parameters: f
+            .get("parameters")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
     })
 }
 
@@ -373,7 +435,8 @@ pub(super) fn openai_finish(reply: &ChatReply) -> String {
 
 fn openai_usage(reply: &ChatReply) -> Value {
     let u = reply.usage;
-    let mut v = json!({"prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.total()});
+    let mut v =
+        json!({"prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.total()});
     if u.cached > 0 {
         v["prompt_tokens_details"] = json!({"cached_tokens": u.cached});
     }
@@ -386,8 +449,7 @@ fn openai_calls(reply: &ChatReply) -> Vec<Value> {
 
 /// The non-streaming chat completion.
 pub fn openai_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
-    let mut message =
-        json!({"role": "assistant", "content": if reply.text.is_empty() && !reply.tool_calls.is_empty() { Value::Null } else { json!(reply.text) }});
+    let mut message = json!({"role": "assistant", "content": if reply.text.is_empty() && !reply.tool_calls.is_empty() { Value::Null } else { json!(reply.text) }});
     if !reply.tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(openai_calls(reply));
     }
@@ -415,11 +477,15 @@ pub fn openai_sse(reply: &ChatReply, meta: &ReplyMeta, include_usage: bool) -> S
         }
         c
     };
-    let mut chunks = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": reply.text}, "finish_reason": null}]))];
+    let mut chunks = vec![chunk(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": reply.text}, "finish_reason": null}]),
+    )];
     for (i, call) in openai_calls(reply).into_iter().enumerate() {
         let mut call = call;
         call["index"] = json!(i);
-        chunks.push(chunk(json!([{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}])));
+        chunks.push(chunk(
+            json!([{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]),
+        ));
     }
     chunks.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": openai_finish(reply)}])));
     if include_usage {
@@ -443,7 +509,8 @@ fn ollama_calls(reply: &ChatReply) -> Vec<Value> {
         .iter()
         .map(|c| {
             // Ollama's arguments are an object; text that is not JSON stays text.
-            let args: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!(c.arguments));
+            let args: Value =
+                serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!(c.arguments));
             json!({"function": {"name": c.name, "arguments": args}})
         })
         .collect()
@@ -482,7 +549,9 @@ pub fn ollama_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
         lines.push(part(json!({"role": "assistant", "content": reply.text})));
     }
     if !reply.tool_calls.is_empty() {
-        lines.push(part(json!({"role": "assistant", "content": "", "tool_calls": ollama_calls(reply)})));
+        lines.push(part(
+            json!({"role": "assistant", "content": "", "tool_calls": ollama_calls(reply)}),
+        ));
     }
     lines.push(ollama_final(reply, meta, json!({"role": "assistant", "content": ""})));
     lines.iter().map(|l| format!("{l}\n")).collect()
@@ -536,7 +605,8 @@ mod tests {
         }
     }
 
-    const META: ReplyMeta = ReplyMeta { id: "c1", model: "m", created: 5, created_at: "2025-01-01T00:00:00Z" };
+    const META: ReplyMeta =
+        ReplyMeta { id: "c1", model: "m", created: 5, created_at: "2025-01-01T00:00:00Z" };
 
     #[test]
     fn ollama_tool_results_get_the_ids_of_the_calls_they_answer() {
@@ -551,9 +621,15 @@ mod tests {
         assert!(a.stream, "Ollama streams by default");
         assert_eq!(a.messages[1].tool_calls[0].id, "call_1_0");
         assert_eq!(a.messages[1].tool_calls[0].arguments, r#"{"path":"a"}"#);
-        assert_eq!((a.messages[2].tool_call_id.as_deref(), a.messages[2].name.as_deref()), (Some("call_1_1"), Some("list")));
+        assert_eq!(
+            (a.messages[2].tool_call_id.as_deref(), a.messages[2].name.as_deref()),
+            (Some("call_1_1"), Some("list"))
+        );
         // Unnamed: the first call no earlier result answered.
-        assert_eq!((a.messages[3].tool_call_id.as_deref(), a.messages[3].name.as_deref()), (Some("call_1_0"), Some("read")));
+        assert_eq!(
+            (a.messages[3].tool_call_id.as_deref(), a.messages[3].name.as_deref()),
+            (Some("call_1_0"), Some("read"))
+        );
     }
 
     #[test]
@@ -595,20 +671,29 @@ mod tests {
 
     #[test]
     fn sse_chunks_rebuild_the_reply() {
-        let r = reply("hi", vec![ToolCall { id: "c".into(), name: "f".into(), arguments: "{\"a\":1}".into() }]);
+        let r = reply(
+            "hi",
+            vec![ToolCall { id: "c".into(), name: "f".into(), arguments: "{\"a\":1}".into() }],
+        );
         let sse = openai_sse(&r, &META, true);
         let data: Vec<&str> = sse.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
         assert_eq!(data.len(), 5, "content, one call, finish, usage, [DONE]: {sse}");
         assert_eq!(*data.last().unwrap(), "[DONE]");
         let v: Vec<Value> = data[..4].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
         assert_eq!(v[0]["choices"][0]["delta"]["content"], "hi");
-        assert_eq!(v[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "{\"a\":1}");
+        assert_eq!(
+            v[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"],
+            "{\"a\":1}"
+        );
         assert_eq!(v[2]["choices"][0]["finish_reason"], "tool_calls");
         assert_eq!(v[3]["usage"]["total_tokens"], 10);
         let nd = ollama_ndjson(&r, &META);
         let lines: Vec<Value> = nd.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[1]["message"]["tool_calls"][0]["function"]["arguments"]["a"], 1);
-        assert_eq!((lines[2]["done"].clone(), lines[2]["eval_count"].clone()), (json!(true), json!(3)));
+        assert_eq!(
+            (lines[2]["done"].clone(), lines[2]["eval_count"].clone()),
+            (json!(true), json!(3))
+        );
     }
 }

@@ -74,14 +74,18 @@ pub fn new_key() -> String {
 }
 
 const ADJECTIVES: [&str; 48] = [
-    "basic", "blank", "bold", "brief", "broad", "calm", "clean", "clear", "close", "cold", "common", "dense", "direct", "double", "early", "empty", "even",
-    "exact", "fair", "final", "first", "flat", "full", "given", "great", "half", "hidden", "inner", "large", "late", "level", "light", "local", "long",
-    "lower", "mixed", "narrow", "nested", "odd", "open", "outer", "plain", "quick", "raw", "short", "simple", "single", "small",
+    "basic", "blank", "bold", "brief", "broad", "calm", "clean", "clear", "close", "cold",
+    "common", "dense", "direct", "double", "early", "empty", "even", "exact", "fair", "final",
+    "first", "flat", "full", "given", "great", "half", "hidden", "inner", "large", "late", "level",
+    "light", "local", "long", "lower", "mixed", "narrow", "nested", "odd", "open", "outer",
+    "plain", "quick", "raw", "short", "simple", "single", "small",
 ];
 const NOUNS: [&str; 48] = [
-    "array", "base", "batch", "block", "border", "bound", "branch", "buffer", "case", "chain", "char", "chunk", "count", "cycle", "digit", "edge", "entry",
-    "field", "flag", "frame", "gap", "group", "header", "index", "input", "item", "key", "label", "layer", "limit", "line", "list", "mark", "match", "node",
-    "order", "pair", "path", "range", "record", "row", "run", "sample", "slice", "space", "step", "token", "value",
+    "array", "base", "batch", "block", "border", "bound", "branch", "buffer", "case", "chain",
+    "char", "chunk", "count", "cycle", "digit", "edge", "entry", "field", "flag", "frame", "gap",
+    "group", "header", "index", "input", "item", "key", "label", "layer", "limit", "line", "list",
+    "mark", "match", "node", "order", "pair", "path", "range", "record", "row", "run", "sample",
+    "slice", "space", "step", "token", "value",
 ];
 
 /// Names for the runner's canaries: `test_<adjective>_<noun>`, drawn at
@@ -89,8 +93,11 @@ const NOUNS: [&str; 48] = [
 /// test can be taken for a canary).
 pub fn canary_names(n: usize, test_sources: &str) -> Vec<String> {
     use rand::seq::SliceRandom;
-    let mut all: Vec<String> =
-        ADJECTIVES.iter().flat_map(|a| NOUNS.iter().map(move |b| format!("test_{a}_{b}"))).filter(|name| !test_sources.contains(name.as_str())).collect();
+    let mut all: Vec<String> = ADJECTIVES
+        .iter()
+        .flat_map(|a| NOUNS.iter().map(move |b| format!("test_{a}_{b}")))
+        .filter(|name| !test_sources.contains(name.as_str()))
+        .collect();
     all.shuffle(&mut rand::rng());
     all.truncate(n);
     all
@@ -122,7 +129,9 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
         if line.trim().is_empty() {
             continue;
         }
-        let Some((sig, payload)) = line.split_once(' ').filter(|(sig, payload)| *sig == sign(key, &prev, payload)) else {
+        let Some((sig, payload)) =
+            line.split_once(' ').filter(|(sig, payload)| *sig == sign(key, &prev, payload))
+        else {
             r.anomalies.push(format!("line {} is not signed by the runner", n + 1));
             continue;
         };
@@ -170,7 +179,9 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
                 r.tests += 1;
                 match outcome {
                     Outcome::Passed | Outcome::ExpectedFailure => r.passed += 1,
-                    Outcome::Failed | Outcome::Error | Outcome::UnexpectedSuccess => r.failed.push(short),
+                    Outcome::Failed | Outcome::Error | Outcome::UnexpectedSuccess => {
+                        r.failed.push(short)
+                    }
                     Outcome::NotRun => {
                         r.not_run += 1;
                         r.failed.push(short);
@@ -191,7 +202,9 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
                 if let Some(ran) = ran
                     && ran != ran_tests
                 {
-                    r.anomalies.push(format!("the end counts {ran} tests run, the file holds {ran_tests}"));
+                    r.anomalies.push(format!(
+                        "the end counts {ran} tests run, the file holds {ran_tests}"
+                    ));
                 }
             }
         }
@@ -201,7 +214,11 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
         r.anomalies.push(format!("{loaded} tests were collected and {} reported", r.tests));
     }
     if r.finished && announced.is_some_and(|a| a != r.canaries) {
-        r.anomalies.push(format!("{} canaries were announced and {} reported", announced.unwrap_or(0), r.canaries));
+        r.anomalies.push(format!(
+            "{} canaries were announced and {} reported",
+            announced.unwrap_or(0),
+            r.canaries
+        ));
     }
     r
 }
@@ -210,7 +227,14 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
 /// `text` is the printed summary as parsed.
 /// `expect_canaries`: the runner was given canaries and runs unittest, so a
 /// run that passed tests without running one was tampered with.
-pub fn judge(declared: u32, exit_code: Option<i32>, timed_out: bool, text: &Parsed, runner: &RunnerReport, expect_canaries: bool) -> Option<String> {
+pub fn judge(
+    declared: u32,
+    exit_code: Option<i32>,
+    timed_out: bool,
+    text: &Parsed,
+    runner: &RunnerReport,
+    expect_canaries: bool,
+) -> Option<String> {
     if !runner.canaries_turned.is_empty() {
         return Some(format!(
             "{} of {} canaries (tests that must fail) were reported otherwise: {}; something turned failing tests into passes",
@@ -220,26 +244,42 @@ pub fn judge(declared: u32, exit_code: Option<i32>, timed_out: bool, text: &Pars
         ));
     }
     if !runner.tampered.is_empty() {
-        return Some(format!("the test framework was changed while the tests ran: {}", runner.tampered.join(", ")));
+        return Some(format!(
+            "the test framework was changed while the tests ran: {}",
+            runner.tampered.join(", ")
+        ));
     }
     if !runner.anomalies.is_empty() {
-        return Some(format!("the grader's result file was written by something other than its runner: {}", runner.anomalies.join("; ")));
+        return Some(format!(
+            "the grader's result file was written by something other than its runner: {}",
+            runner.anomalies.join("; ")
+        ));
     }
     if expect_canaries && runner.finished && runner.passed > 0 && runner.canaries == 0 {
-        return Some(format!("{} tests passed and no canary (a test that must fail) ran: the runner's canaries were removed", runner.passed));
+        return Some(format!(
+            "{} tests passed and no canary (a test that must fail) ran: the runner's canaries were removed",
+            runner.passed
+        ));
     }
     let text_claims_pass = text.total.is_some_and(|t| t > 0 && text.passed == t);
     let claims = exit_code == Some(0) || text_claims_pass;
     if claims && !timed_out && !runner.finished {
         let what = if exit_code == Some(0) { "exited 0" } else { "printed a passing summary" };
-        return Some(format!("the check {what} but ended before the grader's runner finished ({} of {declared} tests reported)", runner.tests));
+        return Some(format!(
+            "the check {what} but ended before the grader's runner finished ({} of {declared} tests reported)",
+            runner.tests
+        ));
     }
     if runner.finished {
         if exit_code == Some(0) && runner.passed < runner.tests {
-            return Some(format!("the check exited 0 though the runner saw {} of {} tests pass", runner.passed, runner.tests));
+            return Some(format!(
+                "the check exited 0 though the runner saw {} of {} tests pass",
+                runner.passed, runner.tests
+            ));
         }
         if let Some(t) = text.total
-            && (t != runner.tests - runner.not_run || (text_claims_pass && runner.passed != runner.tests))
+            && (t != runner.tests - runner.not_run
+                || (text_claims_pass && runner.passed != runner.tests))
         {
             return Some(format!(
                 "the printed summary (Ran {t}, {} passed) contradicts the grader's runner ({} of {} passed)",
@@ -247,7 +287,10 @@ pub fn judge(declared: u32, exit_code: Option<i32>, timed_out: bool, text: &Pars
             ));
         }
         if runner.tests > declared {
-            return Some(format!("the runner reported {} tests; the task declares {declared}", runner.tests));
+            return Some(format!(
+                "the runner reported {} tests; the task declares {declared}",
+                runner.tests
+            ));
         }
     }
     None
@@ -278,7 +321,10 @@ mod tests {
     #[test]
     fn signature_is_sha256_of_key_previous_and_payload() {
         // sha256("abc") from FIPS 180-2, appendix B.1.
-        assert_eq!(sign("a", "b", "c"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sign("a", "b", "c"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         // A line without the key, and a correct line moved out of order.
         let good = lines(&[START2, A_OK]);
         let text = String::from_utf8(good).unwrap();
@@ -296,9 +342,12 @@ mod tests {
 
     const START2: &str = r#"{"event": "start", "loaded": 2}"#;
     const START2C: &str = r#"{"event": "start", "loaded": 2, "canaries": 2}"#;
-    const CANARY_FAILED: &str = r#"{"event": "test", "id": "tests.test_m.T.test_quiet_row", "outcome": "failed"}"#;
-    const CANARY_ERROR: &str = r#"{"event": "test", "id": "tests.test_m.T.test_odd_key", "outcome": "error"}"#;
-    const CANARY_PASSED: &str = r#"{"event": "test", "id": "tests.test_m.T.test_odd_key", "outcome": "passed"}"#;
+    const CANARY_FAILED: &str =
+        r#"{"event": "test", "id": "tests.test_m.T.test_quiet_row", "outcome": "failed"}"#;
+    const CANARY_ERROR: &str =
+        r#"{"event": "test", "id": "tests.test_m.T.test_odd_key", "outcome": "error"}"#;
+    const CANARY_PASSED: &str =
+        r#"{"event": "test", "id": "tests.test_m.T.test_odd_key", "outcome": "passed"}"#;
     const A_OK: &str = r#"{"event": "test", "id": "tests.test_m.T.test_a", "outcome": "passed"}"#;
     const B_OK: &str = r#"{"event": "test", "id": "tests.test_m.T.test_b", "outcome": "passed"}"#;
     const B_FAIL: &str = r#"{"event": "test", "id": "tests.test_m.T.test_b", "outcome": "failed"}"#;
@@ -347,7 +396,11 @@ mod tests {
     fn tampering_and_written_lines_are_forgery() {
         let end = r#"{"event": "end", "ran": 2, "tampered": ["unittest.TestCase.run"]}"#;
         let r = read(&lines(&[START2, A_OK, B_OK, end]), 1 << 20);
-        assert!(judge(2, Some(1), false, &text(Some(2), 2), &r, false).unwrap().contains("unittest.TestCase.run"));
+        assert!(
+            judge(2, Some(1), false, &text(Some(2), 2), &r, false)
+                .unwrap()
+                .contains("unittest.TestCase.run")
+        );
         // the same test twice, and junk
         // (the duplicate is not counted: the end's 2 and the start's 2 then disagree with the 1 test held)
         let r = read(&lines(&[START2, A_OK, A_OK, "garbage", END2]), 1 << 20);
@@ -360,18 +413,37 @@ mod tests {
         assert_eq!(r.anomalies, anomalies);
         assert_eq!(
             judge(2, Some(0), false, &text(Some(2), 2), &r, false).as_deref(),
-            Some(format!("the grader's result file was written by something other than its runner: {}", anomalies.join("; ")).as_str())
+            Some(
+                format!(
+                    "the grader's result file was written by something other than its runner: {}",
+                    anomalies.join("; ")
+                )
+                .as_str()
+            )
         );
         // lines after the end
         let r = read(&lines(&[START2, A_OK, B_OK, END2, A_OK]), 1 << 20);
         assert_eq!(
             judge(2, Some(0), false, &text(Some(2), 2), &r, false).as_deref(),
-            Some("the grader's result file was written by something other than its runner: line 5 comes after the end")
+            Some(
+                "the grader's result file was written by something other than its runner: line 5 comes after the end"
+            )
         );
         // more tests than declared
         let c = r#"{"event": "test", "id": "c", "outcome": "passed"}"#;
-        let r = read(&lines(&[r#"{"event": "start", "loaded": 3}"#, A_OK, B_OK, c, r#"{"event": "end", "ran": 3, "tampered": []}"#]), 1 << 20);
-        assert!(judge(2, Some(0), false, &text(Some(3), 3), &r, false).unwrap().contains("declares 2"));
+        let r = read(
+            &lines(&[
+                r#"{"event": "start", "loaded": 3}"#,
+                A_OK,
+                B_OK,
+                c,
+                r#"{"event": "end", "ran": 3, "tampered": []}"#,
+            ]),
+            1 << 20,
+        );
+        assert!(
+            judge(2, Some(0), false, &text(Some(3), 3), &r, false).unwrap().contains("declares 2")
+        );
     }
 
     fn pool() -> HashSet<String> {
@@ -380,16 +452,27 @@ mod tests {
 
     #[test]
     fn canaries_must_fail_and_are_not_counted_as_tests() {
-        let r = super::read(&lines(&[START2C, CANARY_FAILED, A_OK, CANARY_ERROR, B_OK, END2]), 1 << 20, KEY, &pool());
+        let r = super::read(
+            &lines(&[START2C, CANARY_FAILED, A_OK, CANARY_ERROR, B_OK, END2]),
+            1 << 20,
+            KEY,
+            &pool(),
+        );
         assert_eq!((r.tests, r.passed, r.canaries, r.canaries_failed), (2, 2, 2, 2));
         assert_eq!(judge(2, Some(0), false, &text(Some(2), 2), &r, true), None);
         // A canary reported passed: whatever turned it, the check is a forgery.
-        let r = super::read(&lines(&[START2C, CANARY_FAILED, A_OK, CANARY_PASSED, B_OK, END2]), 1 << 20, KEY, &pool());
+        let r = super::read(
+            &lines(&[START2C, CANARY_FAILED, A_OK, CANARY_PASSED, B_OK, END2]),
+            1 << 20,
+            KEY,
+            &pool(),
+        );
         assert_eq!(r.canaries_turned, vec!["test_odd_key: passed".to_string()]);
         let v = judge(2, Some(0), false, &text(Some(2), 2), &r, true).unwrap();
         assert!(v.starts_with("1 of 2 canaries (tests that must fail) were reported otherwise: test_odd_key: passed"), "{v}");
         // Canaries announced but not all reported.
-        let r = super::read(&lines(&[START2C, CANARY_FAILED, A_OK, B_OK, END2]), 1 << 20, KEY, &pool());
+        let r =
+            super::read(&lines(&[START2C, CANARY_FAILED, A_OK, B_OK, END2]), 1 << 20, KEY, &pool());
         assert_eq!(r.anomalies, vec!["2 canaries were announced and 1 reported".to_string()]);
         // Tests that pass with no canary at all, where canaries were given: removed.
         let r = super::read(&lines(&[START2, A_OK, B_OK, END2]), 1 << 20, KEY, &pool());
@@ -400,7 +483,8 @@ mod tests {
     #[test]
     fn a_fixture_that_raises_leaves_its_tests_not_run_a_failure_not_a_forgery() {
         // setUpClass raised: unittest prints "Ran 0 tests ... FAILED (errors=1)" and exits 1.
-        let fixture = r#"{"event": "fixture", "id": "setUpClass (tests.test_m.T)", "outcome": "error"}"#;
+        let fixture =
+            r#"{"event": "fixture", "id": "setUpClass (tests.test_m.T)", "outcome": "error"}"#;
         let a = r#"{"event": "test", "id": "tests.test_m.T.test_a", "outcome": "not_run"}"#;
         let b = r#"{"event": "test", "id": "tests.test_m.T.test_b", "outcome": "not_run"}"#;
         let end = r#"{"event": "end", "ran": 0, "tampered": []}"#;

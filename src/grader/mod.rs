@@ -40,7 +40,11 @@ pub fn resolve(exe: &str) -> Result<Python, String> {
         .output()
         .map_err(|e| format!("cannot run `{exe}`: {e}"))?;
     if !out.status.success() {
-        return Err(format!("`{exe}` failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "`{exe}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     let out = String::from_utf8_lossy(&out.stdout);
     let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -66,7 +70,10 @@ pub fn use_python(exe: &str) -> Result<(), String> {
 /// The interpreter checks run with: the one `use_python` named, else the
 /// real one behind `python3` (or `python3` as it is, when it does not answer).
 pub fn python_info() -> &'static Python {
-    PYTHON.get_or_init(|| resolve("python3").unwrap_or_else(|_| Python { executable: "python3".into(), prefixes: vec![] }))
+    PYTHON.get_or_init(|| {
+        resolve("python3")
+            .unwrap_or_else(|_| Python { executable: "python3".into(), prefixes: vec![] })
+    })
 }
 
 pub fn python() -> &'static str {
@@ -88,7 +95,8 @@ pub fn preflight() -> Result<(), String> {
     let lease = isolation::lease_uid().map_err(|e| format!("no jail uid: {e}"))?;
     let dir = scratch::tempdir("preflight-").map_err(|e| e.to_string())?;
     if isolation::is_root() {
-        std::os::unix::fs::lchown(dir.path(), Some(lease.uid()), Some(lease.uid())).map_err(|e| e.to_string())?;
+        std::os::unix::fs::lchown(dir.path(), Some(lease.uid()), Some(lease.uid()))
+            .map_err(|e| e.to_string())?;
     }
     let jail = Jail {
         workspace: dir.path(),
@@ -123,9 +131,16 @@ pub fn preflight() -> Result<(), String> {
         return Ok(());
     }
     let seen = if out.status.success() {
-        format!("there it finds sys.prefix {jail_prefix:?}{}", if runs_itself { "" } else { " and cannot start sys.executable" })
+        format!(
+            "there it finds sys.prefix {jail_prefix:?}{}",
+            if runs_itself { "" } else { " and cannot start sys.executable" }
+        )
     } else {
-        format!("there it does not start ({}: {})", out.status, String::from_utf8_lossy(&out.stderr).trim())
+        format!(
+            "there it does not start ({}: {})",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
     };
     Err(format!(
         "the Python that runs the checks, {}, does not work in the sandbox as outside (outside, sys.prefix is {}; {seen}). \
@@ -201,12 +216,22 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
     let (runner_path, result_path) = if jailed {
         (format!("{JAIL_RUNNER_DIR}/runner.py"), format!("{JAIL_OUT_DIR}/results.jsonl"))
     } else {
-        (runner.join("runner.py").display().to_string(), out_dir.path().join("results.jsonl").display().to_string())
+        (
+            runner.join("runner.py").display().to_string(),
+            out_dir.path().join("results.jsonl").display().to_string(),
+        )
     };
     // Isolated (no user site, no PYTHON* variables, no script or working folder
     // on sys.path) and no bytecode written; the runner reads none for the
     // workspace either (runner.py).
-    let mut argv = vec![py.executable.clone(), "-I".to_string(), "-B".to_string(), runner_path, result_path, mode.to_string()];
+    let mut argv = vec![
+        py.executable.clone(),
+        "-I".to_string(),
+        "-B".to_string(),
+        runner_path,
+        result_path,
+        mode.to_string(),
+    ];
     argv.extend(args.iter().cloned());
     let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);
     let env = isolation::check_env(bin_dir.as_deref());
@@ -226,9 +251,22 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
         limits: spec.limits,
     };
     let key = channel::new_key();
-    let canaries = if mode == "unittest" { channel::canary_names(CANARY_NAMES, &test_sources(sandbox)) } else { Vec::new() };
+    let canaries = if mode == "unittest" {
+        channel::canary_names(CANARY_NAMES, &test_sources(sandbox))
+    } else {
+        Vec::new()
+    };
     let stdin = format!("{}\n", serde_json::json!({"key": key, "canaries": canaries}));
-    let out = run_limited(&argv, sandbox.path(), &env, spec.timeout, OUTPUT_CAP, Some(&confine), Some(stdin.as_bytes())).await?;
+    let out = run_limited(
+        &argv,
+        sandbox.path(),
+        &env,
+        spec.timeout,
+        OUTPUT_CAP,
+        Some(&confine),
+        Some(stdin.as_bytes()),
+    )
+    .await?;
     let mut output = out.stdout.text();
     let err_text = out.stderr.text();
     if !err_text.is_empty() {
@@ -237,12 +275,25 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
         }
         output.push_str(&err_text);
     }
-    let channel_bytes = crate::sandbox::read_regular(&out_dir.path().join("results.jsonl"), CHANNEL_CAP).unwrap_or_default();
+    let channel_bytes =
+        crate::sandbox::read_regular(&out_dir.path().join("results.jsonl"), CHANNEL_CAP)
+            .unwrap_or_default();
     let canary_set: std::collections::HashSet<String> = canaries.into_iter().collect();
     let report = channel::read(&channel_bytes, CHANNEL_CAP, &key, &canary_set);
     let text = parse::parse(spec.parser, &output);
-    let verdict = channel::judge(spec.tests, out.exit_code, out.timed_out, &text, &report, !canary_set.is_empty());
-    let failed_tests = if report.tests > 0 || report.finished { report.failed.clone() } else { text.failed_tests.clone() };
+    let verdict = channel::judge(
+        spec.tests,
+        out.exit_code,
+        out.timed_out,
+        &text,
+        &report,
+        !canary_set.is_empty(),
+    );
+    let failed_tests = if report.tests > 0 || report.finished {
+        report.failed.clone()
+    } else {
+        text.failed_tests.clone()
+    };
     Ok(CheckResult {
         command: argv,
         exit_code: out.exit_code,
@@ -269,11 +320,22 @@ pub async fn grade(sandbox: &Sandbox, task: &Task) -> std::io::Result<Grade> {
     let snapshot = sandbox.snapshot();
     let fresh = Sandbox::graded_copy(task, &snapshot)?;
     let mut check = run_checks(&fresh, &task.check).await?;
-    let planted = check.runner.as_ref().map(|r| sandbox.planted_modules(&r.grader_modules)).unwrap_or_default();
+    let planted = check
+        .runner
+        .as_ref()
+        .map(|r| sandbox.planted_modules(&r.grader_modules))
+        .unwrap_or_default();
     // The record keeps a bounded tail; traces hold the step-level outputs.
     let tail = check.output_tail(4096).to_string();
     check.output = tail;
-    Ok(Grade { check, snapshot_sha256: snapshot.sha256(), tampered_tests, planted_modules: planted, snapshot_notes: snapshot.notes, verifier: None })
+    Ok(Grade {
+        check,
+        snapshot_sha256: snapshot.sha256(),
+        tampered_tests,
+        planted_modules: planted,
+        snapshot_notes: snapshot.notes,
+        verifier: None,
+    })
 }
 
 /// The grade of a container task's trial, from its verifier: one "test" that
@@ -295,5 +357,12 @@ pub fn container_grade(v: VerifierRecord) -> Grade {
         output: v.output.clone(),
         output_truncated: false,
     };
-    Grade { check, snapshot_sha256: String::new(), tampered_tests: Vec::new(), planted_modules: Vec::new(), snapshot_notes: Vec::new(), verifier: Some(v) }
+    Grade {
+        check,
+        snapshot_sha256: String::new(),
+        tampered_tests: Vec::new(),
+        planted_modules: Vec::new(),
+        snapshot_notes: Vec::new(),
+        verifier: Some(v),
+    }
 }

@@ -43,7 +43,9 @@ pub fn parse_unittest(output: &str) -> Parsed {
                     }
                 }
             }
-        } else if let Some(rest) = line.strip_prefix("FAIL: ").or_else(|| line.strip_prefix("ERROR: ")) {
+        } else if let Some(rest) =
+            line.strip_prefix("FAIL: ").or_else(|| line.strip_prefix("ERROR: "))
+        {
             let name = rest.split_whitespace().next().unwrap_or(rest).to_string();
             if !parsed.failed_tests.contains(&name) {
                 parsed.failed_tests.push(name);
@@ -79,7 +81,9 @@ pub fn parse_pytest(output: &str) -> Parsed {
         let mut any = false;
         for item in counts.split(',') {
             let mut words = item.split_whitespace();
-            let (Some(n), Some(kind)) = (words.next().and_then(|n| n.parse::<u32>().ok()), words.next()) else {
+            let (Some(n), Some(kind)) =
+                (words.next().and_then(|n| n.parse::<u32>().ok()), words.next())
+            else {
                 continue;
             };
             any = true;

@@ -41,7 +41,11 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
     match crate::suite::load(root) {
         Ok(suite) => {
             for task in &suite.tasks {
-                let r = if task.container.is_some() { check_container_task(task, &suite.containers, engine).await } else { check_task(task).await };
+                let r = if task.container.is_some() {
+                    check_container_task(task, &suite.containers, engine).await
+                } else {
+                    check_task(task).await
+                };
                 report.tasks.push(r);
             }
             report.suite = Some(suite);
@@ -53,8 +57,11 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
                 report.problems.push(err.to_string());
                 return report;
             }
-            let mut dirs: Vec<_> =
-                std::fs::read_dir(root).map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
+            let mut dirs: Vec<_> = std::fs::read_dir(root)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect()
+                })
+                .unwrap_or_default();
             dirs.sort();
             for dir in dirs {
                 let id = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
@@ -63,7 +70,13 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
                 }
                 match load_task(&dir) {
                     Ok(task) => report.tasks.push(check_task(&task).await),
-                    Err(e) => report.tasks.push(TaskReport { id, tests: 0, stub: None, solution: None, problems: vec![e.to_string()] }),
+                    Err(e) => report.tasks.push(TaskReport {
+                        id,
+                        tests: 0,
+                        stub: None,
+                        solution: None,
+                        problems: vec![e.to_string()],
+                    }),
                 }
             }
         }
@@ -73,14 +86,23 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
 
 pub async fn check_task(task: &Task) -> TaskReport {
     let declared = task.check.tests;
-    let mut report = TaskReport { id: task.id.clone(), tests: declared, stub: None, solution: None, problems: Vec::new() };
+    let mut report = TaskReport {
+        id: task.id.clone(),
+        tests: declared,
+        stub: None,
+        solution: None,
+        problems: Vec::new(),
+    };
 
     match run_variant(task, false).await {
         Ok(stub) => {
             if !stub.summary_found {
                 report.problems.push("stub: no test summary found in the check output".into());
             } else if stub.passed > 0 {
-                report.problems.push(format!("stub passes {} of {} tests; it must fail every test", stub.passed, stub.total));
+                report.problems.push(format!(
+                    "stub passes {} of {} tests; it must fail every test",
+                    stub.passed, stub.total
+                ));
             }
             if stub.exit_code == Some(0) {
                 report.problems.push("stub: the check exited 0; it must fail".into());
@@ -93,16 +115,31 @@ pub async fn check_task(task: &Task) -> TaskReport {
     match run_variant(task, true).await {
         Ok(sol) => {
             if sol.timed_out {
-                report.problems.push(format!("solution: the check timed out after {:?}", task.check.timeout));
+                report
+                    .problems
+                    .push(format!("solution: the check timed out after {:?}", task.check.timeout));
             } else if !sol.summary_found {
                 report.problems.push("solution: no test summary found in the check output".into());
             } else if sol.passed != sol.total {
-                let names = if sol.failed_tests.is_empty() { String::new() } else { format!(" (failing: {})", sol.failed_tests.join(", ")) };
-                report.problems.push(format!("solution passes {} of {} tests; it must pass every test{names}", sol.passed, sol.total));
+                let names = if sol.failed_tests.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (failing: {})", sol.failed_tests.join(", "))
+                };
+                report.problems.push(format!(
+                    "solution passes {} of {} tests; it must pass every test{names}",
+                    sol.passed, sol.total
+                ));
             } else if sol.reported_total != Some(declared) {
-                report.problems.push(format!("task.toml declares tests = {declared} but the checks ran {}", sol.reported_total.unwrap_or(0)));
+                report.problems.push(format!(
+                    "task.toml declares tests = {declared} but the checks ran {}",
+                    sol.reported_total.unwrap_or(0)
+                ));
             } else if sol.exit_code != Some(0) {
-                report.problems.push(format!("solution: parsed {}/{} passed but the check exited {:?}", sol.passed, sol.total, sol.exit_code));
+                report.problems.push(format!(
+                    "solution: parsed {}/{} passed but the check exited {:?}",
+                    sol.passed, sol.total, sol.exit_code
+                ));
             } else if let Some(f) = &sol.forgery {
                 report.problems.push(format!("solution: {f}"));
             } else if !sol.all_passed() {
@@ -130,8 +167,18 @@ async fn run_variant(task: &Task, solution: bool) -> std::io::Result<CheckResult
 /// A container (Harbor) task proved as Harbor's own task CI proves one: the
 /// oracle (`solution/solve.sh`) reaches the pass threshold, and an agent that
 /// does nothing does not. `stub` holds the do-nothing run, `solution` the oracle's.
-pub async fn check_container_task(task: &Task, settings: &crate::suite::ContainerSettings, engine: Option<crate::container::EngineKind>) -> TaskReport {
-    let mut report = TaskReport { id: task.id.clone(), tests: 1, stub: None, solution: None, problems: Vec::new() };
+pub async fn check_container_task(
+    task: &Task,
+    settings: &crate::suite::ContainerSettings,
+    engine: Option<crate::container::EngineKind>,
+) -> TaskReport {
+    let mut report = TaskReport {
+        id: task.id.clone(),
+        tests: 1,
+        stub: None,
+        solution: None,
+        problems: Vec::new(),
+    };
     let engine = match crate::container::init(engine) {
         Ok(e) => e,
         Err(e) => {
@@ -195,9 +242,17 @@ pub async fn check_container_task(task: &Task, settings: &crate::suite::Containe
         if let Some(e) = &v.error {
             report.problems.push(format!("{name}: {e}"));
         } else if oracle && !v.passed {
-            report.problems.push(format!("oracle: reward {} is below the pass threshold {}", v.reward.unwrap_or(0.0), v.threshold));
+            report.problems.push(format!(
+                "oracle: reward {} is below the pass threshold {}",
+                v.reward.unwrap_or(0.0),
+                v.threshold
+            ));
         } else if !oracle && v.passed {
-            report.problems.push(format!("no-op: an agent that does nothing gets reward {}, at the pass threshold {}", v.reward.unwrap_or(0.0), v.threshold));
+            report.problems.push(format!(
+                "no-op: an agent that does nothing gets reward {}, at the pass threshold {}",
+                v.reward.unwrap_or(0.0),
+                v.threshold
+            ));
         }
         let grade = super::container_grade(v);
         if oracle {

@@ -94,7 +94,9 @@ impl<'a> Loop<'a> {
         {
             return Ok(r.clone());
         }
-        let r = grader::run_checks(self.sandbox, &self.ctx.task.check).await.map_err(|e| format!("cannot run the checks: {e}"))?;
+        let r = grader::run_checks(self.sandbox, &self.ctx.task.check)
+            .await
+            .map_err(|e| format!("cannot run the checks: {e}"))?;
         self.last_check = Some((snap, r.clone()));
         Ok(r)
     }
@@ -112,7 +114,11 @@ fn traced(check: &CheckResult, tail: usize) -> CheckResult {
 /// (`apply_edit`), answers its tool calls (`answer_tools`) and then sees
 /// whether the trial ends (`settle`: feedback after an edit, acceptance of a
 /// "done"). Each step's trace line goes to `on_step` as the step ends.
-pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut (dyn FnMut(TraceStep) + Send)) -> AgentOutcome {
+pub async fn run_agent(
+    ctx: &TrialContext<'_>,
+    sandbox: &Sandbox,
+    on_step: &mut (dyn FnMut(TraceStep) + Send),
+) -> AgentOutcome {
     let mut lp = Loop {
         ctx,
         sandbox,
@@ -137,21 +143,26 @@ pub async fn run_agent(ctx: &TrialContext<'_>, sandbox: &Sandbox, on_step: &mut 
             break EndReason::Budget { limit };
         }
         // Session boundary: reset the conversation; carry the progress file if on.
-        if steps > 0 && steps.is_multiple_of(ctx.settings.session_steps) && messages.len() > session_len {
+        if steps > 0
+            && steps.is_multiple_of(ctx.settings.session_steps)
+            && messages.len() > session_len
+        {
             sessions += 1;
             messages = lp.next_session(steps);
             in_trace.messages = 0;
             in_trace.prompt = None;
         }
         steps += 1;
-        let (mut step, reply) = match lp.calls.call_model(&messages, &tool_specs, steps, sessions, &mut in_trace).await {
-            Ok(answered) => answered,
-            Err((step, e, end)) => {
-                on_step(step);
-                error = Some(e);
-                break end;
-            }
-        };
+        let (mut step, reply) =
+            match lp.calls.call_model(&messages, &tool_specs, steps, sessions, &mut in_trace).await
+            {
+                Ok(answered) => answered,
+                Err((step, e, end)) => {
+                    on_step(step);
+                    error = Some(e);
+                    break end;
+                }
+            };
         messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
         let mut turn = Turn::default();
         let edited = lp.apply_edit(&reply.text, steps, &mut step, &mut turn);
@@ -194,7 +205,8 @@ impl Loop<'_> {
     /// A new session's messages, with the progress file when that component is on.
     fn next_session(&self, steps: u32) -> Vec<Message> {
         let progress = self.ctx.components.progress_handoff.then(|| {
-            let failed = self.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
+            let failed =
+                self.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
             prompts::progress_note(steps, &self.results, &failed)
         });
         self.session_start(progress)
@@ -202,7 +214,13 @@ impl Loop<'_> {
 
     /// The reply's edit, unless the loop guard catches a repeat. Whether a
     /// file was written.
-    fn apply_edit(&mut self, text: &str, steps: u32, step: &mut TraceStep, turn: &mut Turn) -> bool {
+    fn apply_edit(
+        &mut self,
+        text: &str,
+        steps: u32,
+        step: &mut TraceStep,
+        turn: &mut Turn,
+    ) -> bool {
         let (c, sandbox) = (self.ctx.components, self.sandbox);
         // With stop sequences (a prompt file's `stop`, e.g. "\n```"), a reply that ends inside the
         // fence its prefill opened is closed where generation stopped.
@@ -219,7 +237,8 @@ impl Loop<'_> {
                 match self.seen.get(&fp).copied().filter(|_| c.loop_guard) {
                     Some((earlier, scored)) => {
                         self.incidents.loop_guard_hits += 1;
-                        step.loop_guard = Some(LoopGuardHit { repeats_step: earlier, fingerprint: fp, scored });
+                        step.loop_guard =
+                            Some(LoopGuardHit { repeats_step: earlier, fingerprint: fp, scored });
                         turn.user_notes.push(prompts::loop_guard_message(earlier, scored));
                         false
                     }
@@ -257,10 +276,18 @@ impl Loop<'_> {
     async fn answer_tools(&mut self, reply: &ChatReply, step: &mut TraceStep, turn: &mut Turn) {
         let tail = self.ctx.settings.feedback_tail_bytes;
         for call in &reply.tool_calls {
-            let args_value = serde_json::from_str(&call.arguments).unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+            let args_value = serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
             let (ok, result) = if !self.ctx.components.tools {
                 self.incidents.invalid_tool_calls += 1;
-                (false, tools::CallError { kind: "tools_unavailable", message: "no tools are offered in this setting".into() }.to_result())
+                (
+                    false,
+                    tools::CallError {
+                        kind: "tools_unavailable",
+                        message: "no tools are offered in this setting".into(),
+                    }
+                    .to_result(),
+                )
             } else {
                 match tools::validate(&call.name, &call.arguments) {
                     Err(e) => {
@@ -272,7 +299,14 @@ impl Loop<'_> {
                         Ok(text) => (true, text),
                         Err(refusal) => {
                             self.incidents.path_refusals += 1;
-                            (false, tools::CallError { kind: "path_refused", message: refusal.to_string() }.to_result())
+                            (
+                                false,
+                                tools::CallError {
+                                    kind: "path_refused",
+                                    message: refusal.to_string(),
+                                }
+                                .to_result(),
+                            )
                         }
                     },
                     Ok(tools::Call::RunTests) => match self.check().await {
@@ -280,16 +314,26 @@ impl Loop<'_> {
                             step.check = Some(traced(&r, tail));
                             (true, prompts::check_summary(&r, tail))
                         }
-                        Err(e) => (false, tools::CallError { kind: "check_failed", message: e }.to_result()),
+                        Err(e) => (
+                            false,
+                            tools::CallError { kind: "check_failed", message: e }.to_result(),
+                        ),
                     },
                 }
             };
-            step.tool_calls.push(ToolCallRecord { id: call.id.clone(), name: call.name.clone(), arguments: args_value, ok, result: result.clone() });
+            step.tool_calls.push(ToolCallRecord {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: args_value,
+                ok,
+                result: result.clone(),
+            });
             turn.to_send.push(Message::tool(call, result));
         }
         if !reply.unparsed_tool_calls.is_empty() {
             self.incidents.invalid_tool_calls += reply.unparsed_tool_calls.len() as u32;
-            step.notes.push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
+            step.notes
+                .push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
             turn.user_notes.push(prompts::unparsed_tool_call_message(&reply.unparsed_tool_calls));
         }
     }
@@ -298,7 +342,14 @@ impl Loop<'_> {
     /// each edit. Then a "done" (or a reply leaving nothing to send) ends the
     /// trial, or with acceptance on, only if the checks pass. Some(Ok(end))
     /// ends it; Some(Err) when the checks could not run.
-    async fn settle(&mut self, reply: &ChatReply, steps: u32, edited: bool, step: &mut TraceStep, turn: &mut Turn) -> Option<Result<EndReason, String>> {
+    async fn settle(
+        &mut self,
+        reply: &ChatReply,
+        steps: u32,
+        edited: bool,
+        step: &mut TraceStep,
+        turn: &mut Turn,
+    ) -> Option<Result<EndReason, String>> {
         let c = self.ctx.components;
         let tail = self.ctx.settings.feedback_tail_bytes;
         if edited && c.feedback {
@@ -313,7 +364,12 @@ impl Loop<'_> {
         }
         let done = edit::says_done(&reply.text);
         let nothing_to_send = turn.to_send.is_empty() && turn.user_notes.is_empty();
-        if !edited && reply.tool_calls.is_empty() && !done && reply.unparsed_tool_calls.is_empty() && step.loop_guard.is_none() {
+        if !edited
+            && reply.tool_calls.is_empty()
+            && !done
+            && reply.unparsed_tool_calls.is_empty()
+            && step.loop_guard.is_none()
+        {
             self.incidents.unparsed_replies += 1;
             step.notes.push("reply holds no code, no tool call and no DONE".into());
         }
@@ -374,9 +430,19 @@ mod tests {
     struct Recorder(Mutex<Vec<Vec<Message>>>);
 
     impl ModelClient for Recorder {
-        fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+        fn chat<'a>(
+            &'a self,
+            req: &'a ChatRequest,
+            operation_id: String,
+        ) -> BoxFuture<'a, CallOutcome> {
             self.0.lock().unwrap().push(req.messages.clone());
-            Box::pin(async move { CallOutcome::scripted(operation_id, "DONE", Tokens { input: 1, output: 1, cached: 0 }) })
+            Box::pin(async move {
+                CallOutcome::scripted(
+                    operation_id,
+                    "DONE",
+                    Tokens { input: 1, output: 1, cached: 0 },
+                )
+            })
         }
 
         fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
@@ -422,14 +488,22 @@ mod tests {
         // The whole builtin task message (its text is pinned in prompts.rs), over the task's files
         // as a fresh sandbox shows them, tools off (bare).
         let files = Sandbox::create(&task).unwrap().task_files(FILE_CAP);
-        assert_eq!(files.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["add.py", "tests/__init__.py", "tests/test_add.py"]);
+        assert_eq!(
+            files.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+            ["add.py", "tests/__init__.py", "tests/test_add.py"]
+        );
         assert_eq!(messages[1].content, prompts::task_message(&task, &files, false));
         assert!(messages[1].content.contains("Editable file(s): add.py"));
     }
 
     #[tokio::test]
     async fn a_user_template_without_system_sends_one_user_message() {
-        let card = ArmPrompts { system: None, user_template: Some("Complete this:\n```python\n{code}\n```".into()), prefill: None, stop: Vec::new() };
+        let card = ArmPrompts {
+            system: None,
+            user_template: Some("Complete this:\n```python\n{code}\n```".into()),
+            prefill: None,
+            stop: Vec::new(),
+        };
         let (messages, task) = first_request(&card).await;
         assert_eq!(messages.len(), 1, "no system message");
         let code = std::fs::read_to_string(task.workspace_dir().join("add.py")).unwrap();

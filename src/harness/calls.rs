@@ -53,7 +53,14 @@ pub struct Calls<'a> {
 
 impl<'a> Calls<'a> {
     pub fn new(ctx: CallContext<'a>) -> Calls<'a> {
-        Calls { ctx, start: Instant::now(), wait: Duration::ZERO, tokens: Tokens::default(), estimated_calls: 0, fingerprints: Vec::new() }
+        Calls {
+            ctx,
+            start: Instant::now(),
+            wait: Duration::ZERO,
+            tokens: Tokens::default(),
+            estimated_calls: 0,
+            fingerprints: Vec::new(),
+        }
     }
 
     /// Time of the loop so far, less the waits the client reported.
@@ -77,7 +84,8 @@ impl<'a> Calls<'a> {
         if self.working().as_secs_f64() >= b.max_working_seconds {
             return Some(BudgetLimit::WorkingSeconds);
         }
-        if let (Some(max), Some(c)) = (b.max_cost_usd, self.tokens.cost(self.ctx.model.price.as_ref()))
+        if let (Some(max), Some(c)) =
+            (b.max_cost_usd, self.tokens.cost(self.ctx.model.price.as_ref()))
             && c >= max
         {
             return Some(BudgetLimit::Cost);
@@ -106,14 +114,17 @@ impl<'a> Calls<'a> {
         in_trace: &mut TracedSoFar,
     ) -> Result<(TraceStep, ChatReply), (TraceStep, String, EndReason)> {
         let ctx = self.ctx;
-        let remaining_time = Duration::from_secs_f64((ctx.budget.max_working_seconds - self.working().as_secs_f64()).max(0.0));
+        let remaining_time = Duration::from_secs_f64(
+            (ctx.budget.max_working_seconds - self.working().as_secs_f64()).max(0.0),
+        );
         let model_timeout = Duration::from_secs_f64(ctx.model.request_timeout_seconds);
         let limited_by_budget = remaining_time < model_timeout;
         let remaining_tokens = ctx.budget.max_total_tokens.saturating_sub(self.tokens.total());
         let request = ChatRequest {
             messages: messages.to_vec(),
             tools: tool_specs.to_vec(),
-            max_tokens: (ctx.budget.max_output_tokens_per_step as u64).min(remaining_tokens).max(1) as u32,
+            max_tokens: (ctx.budget.max_output_tokens_per_step as u64).min(remaining_tokens).max(1)
+                as u32,
             temperature: ctx.model.temperature,
             top_p: ctx.model.top_p,
             seed: ctx.seed,
@@ -130,7 +141,13 @@ impl<'a> Calls<'a> {
             reply: outcome.reply_body.clone(),
             latency_ms: outcome.latency.as_millis() as u64,
             rate_limit_wait_ms: outcome.wait.as_millis() as u64,
-            ..TraceStep::blank(ctx.trial_id, ctx.attempt, steps, sessions, outcome.operation_id.clone())
+            ..TraceStep::blank(
+                ctx.trial_id,
+                ctx.attempt,
+                steps,
+                sessions,
+                outcome.operation_id.clone(),
+            )
         };
         (step.request, step.request_omits) = in_trace.request(outcome.request_body);
         let reply = match outcome.result {
@@ -138,7 +155,9 @@ impl<'a> Calls<'a> {
             Err(e) => {
                 step.error = Some(e.to_string());
                 let end = match e {
-                    ModelError::Timeout(_) if limited_by_budget => EndReason::Budget { limit: BudgetLimit::WorkingSeconds },
+                    ModelError::Timeout(_) if limited_by_budget => {
+                        EndReason::Budget { limit: BudgetLimit::WorkingSeconds }
+                    }
                     ModelError::Timeout(_) => EndReason::RequestTimeout,
                     _ => EndReason::ProviderError,
                 };
@@ -153,7 +172,9 @@ impl<'a> Calls<'a> {
         }
         step.notes.extend(reply.usage_note.clone());
         // The text is kept apart only when the reply body does not hold it as is.
-        if !reply.text.is_empty() && !step.reply.as_ref().is_some_and(|b| holds_string(b, &reply.text)) {
+        if !reply.text.is_empty()
+            && !step.reply.as_ref().is_some_and(|b| holds_string(b, &reply.text))
+        {
             step.reply_text = Some(reply.text.clone());
         }
         step.finish_reason = reply.finish_reason.clone();
@@ -162,7 +183,14 @@ impl<'a> Calls<'a> {
     }
 
     /// The loop's outcome once it has ended.
-    pub fn outcome(self, end_reason: EndReason, steps: u32, sessions: u32, incidents: Incidents, error: Option<String>) -> AgentOutcome {
+    pub fn outcome(
+        self,
+        end_reason: EndReason,
+        steps: u32,
+        sessions: u32,
+        incidents: Incidents,
+        error: Option<String>,
+    ) -> AgentOutcome {
         AgentOutcome {
             end_reason,
             steps,

@@ -28,7 +28,11 @@ pub fn fenced_blocks(text: &str) -> Vec<Block> {
                     // "```" then the language alone on the next line, as small
                     // models often write it: the line is the info string, not code.
                     let (info, body) = match body.first().map(|l| l.trim()) {
-                        Some(lang) if info.is_empty() && matches!(lang, "python" | "python3" | "py") => (lang.to_string(), body[1..].to_vec()),
+                        Some(lang)
+                            if info.is_empty() && matches!(lang, "python" | "python3" | "py") =>
+                        {
+                            (lang.to_string(), body[1..].to_vec())
+                        }
                         _ => (info, body),
                     };
                     blocks.push(Block { info, body: body.join("\n") + "\n" });
@@ -131,7 +135,10 @@ mod tests {
     #[test]
     fn a_language_alone_on_the_first_line_is_the_info_string() {
         let b = fenced_blocks("```\npython\ndef f():\n    return 1\n```\n");
-        assert_eq!(b, vec![Block { info: "python".into(), body: "def f():\n    return 1\n".into() }]);
+        assert_eq!(
+            b,
+            vec![Block { info: "python".into(), body: "def f():\n    return 1\n".into() }]
+        );
         // Only when the fence itself names nothing, and only a bare language name.
         let b = fenced_blocks("```python\npython\n```\n```\npython = 3\n```\n");
         assert_eq!(b[0].body, "python\n");
@@ -142,11 +149,23 @@ mod tests {
     fn picks_last_or_first_block_and_the_named_file() {
         let text = "a\n```python\nfirst = 1\n```\nb\n```python m.py\nsecond = 2\n```\nDONE";
         let ed = vec!["m.py".to_string()];
-        assert_eq!(extract(text, EditFormat::LastFenced, &ed), Extracted::Edit { file: "m.py".into(), content: "second = 2\n".into() });
-        assert_eq!(extract(text, EditFormat::FirstFenced, &ed), Extracted::Edit { file: "m.py".into(), content: "first = 1\n".into() });
+        assert_eq!(
+            extract(text, EditFormat::LastFenced, &ed),
+            Extracted::Edit { file: "m.py".into(), content: "second = 2\n".into() }
+        );
+        assert_eq!(
+            extract(text, EditFormat::FirstFenced, &ed),
+            Extracted::Edit { file: "m.py".into(), content: "first = 1\n".into() }
+        );
         let two = vec!["a.py".to_string(), "b.py".to_string()];
-        assert!(matches!(extract("```python\nx\n```", EditFormat::LastFenced, &two), Extracted::Ambiguous(_)));
-        assert_eq!(extract("```python b.py\nx\n```", EditFormat::LastFenced, &two), Extracted::Edit { file: "b.py".into(), content: "x\n".into() });
+        assert!(matches!(
+            extract("```python\nx\n```", EditFormat::LastFenced, &two),
+            Extracted::Ambiguous(_)
+        ));
+        assert_eq!(
+            extract("```python b.py\nx\n```", EditFormat::LastFenced, &two),
+            Extracted::Edit { file: "b.py".into(), content: "x\n".into() }
+        );
         assert_eq!(extract("no code here", EditFormat::LastFenced, &ed), Extracted::None);
         assert_eq!(extract("```python\nunclosed", EditFormat::LastFenced, &ed), Extracted::None);
     }

@@ -95,7 +95,13 @@ impl<'a> HostView<'a> {
         let checks = grader::python_info();
         let python = python.unwrap_or(checks);
         let mut shown: Vec<PathBuf> = Vec::new();
-        for p in checks.prefixes.iter().chain(&python.prefixes).cloned().chain(mounts.iter().map(PathBuf::from)) {
+        for p in checks
+            .prefixes
+            .iter()
+            .chain(&python.prefixes)
+            .cloned()
+            .chain(mounts.iter().map(PathBuf::from))
+        {
             if !shown.contains(&p) {
                 shown.push(p);
             }
@@ -114,7 +120,13 @@ impl<'a> HostView<'a> {
 /// mounts), exists and can be executed there, and the interpreter `[harness]
 /// python` names starts there as outside (its site imported, its own
 /// sys.prefix). Err is the key at fault and what to do.
-pub fn preflight(command: &[String], harness_dir: &Path, iso: &Isolation, view: &HostView<'_>, named_python: bool) -> Result<(), (&'static str, String)> {
+pub fn preflight(
+    command: &[String],
+    harness_dir: &Path,
+    iso: &Isolation,
+    view: &HostView<'_>,
+    named_python: bool,
+) -> Result<(), (&'static str, String)> {
     let Isolation::Bubblewrap { bwrap, uid_switch, .. } = iso else { return Ok(()) };
     let setup = |e: String| ("harness.command", e);
     let argv = expand_command(command, JAIL_HARNESS_DIR, JAIL_WORKSPACE, &view.python.executable);
@@ -122,7 +134,8 @@ pub fn preflight(command: &[String], harness_dir: &Path, iso: &Isolation, view: 
     let lease = isolation::lease_uid().map_err(|e| setup(format!("no jail uid: {e}")))?;
     let dir = crate::sandbox::scratch::tempdir("preflight-").map_err(|e| setup(e.to_string()))?;
     if isolation::is_root() {
-        std::os::unix::fs::lchown(dir.path(), Some(lease.uid()), Some(lease.uid())).map_err(|e| setup(e.to_string()))?;
+        std::os::unix::fs::lchown(dir.path(), Some(lease.uid()), Some(lease.uid()))
+            .map_err(|e| setup(e.to_string()))?;
     }
     let ro_binds = vec![(harness_dir.to_path_buf(), JAIL_HARNESS_DIR.to_string())];
     let jail = Jail {
@@ -136,7 +149,13 @@ pub fn preflight(command: &[String], harness_dir: &Path, iso: &Isolation, view: 
         netns: None,
     };
     let run = |check: &[String]| -> Result<std::process::Output, (&'static str, String)> {
-        let full = jail.argv(Path::new(bwrap), *uid_switch, check, &isolation::check_env(view.bin_dir().as_deref()), None);
+        let full = jail.argv(
+            Path::new(bwrap),
+            *uid_switch,
+            check,
+            &isolation::check_env(view.bin_dir().as_deref()),
+            None,
+        );
         std::process::Command::new(&full[0])
             .args(&full[1..])
             .env_clear()
@@ -147,7 +166,8 @@ pub fn preflight(command: &[String], harness_dir: &Path, iso: &Isolation, view: 
     };
     if named_python {
         let py = view.python;
-        let script = "import os, site, sys; print(sys.prefix); print(os.access(sys.executable, os.X_OK))";
+        let script =
+            "import os, site, sys; print(sys.prefix); print(os.access(sys.executable, os.X_OK))";
         let out = run(&[py.executable.clone(), "-c".into(), script.into()])?;
         let text = String::from_utf8_lossy(&out.stdout);
         let mut lines = text.lines();
@@ -155,9 +175,15 @@ pub fn preflight(command: &[String], harness_dir: &Path, iso: &Isolation, view: 
         let outside = py.prefixes.first().map(|p| p.display().to_string()).unwrap_or_default();
         if !(out.status.success() && prefix == outside && runs_itself) {
             let seen = if out.status.success() {
-                format!("there its sys.prefix is {prefix:?}{}", if runs_itself { "" } else { " and it cannot start sys.executable" })
+                format!(
+                    "there its sys.prefix is {prefix:?}{}",
+                    if runs_itself { "" } else { " and it cannot start sys.executable" }
+                )
             } else {
-                format!("there it does not start: {}", crate::sandbox::process::tail(String::from_utf8_lossy(&out.stderr).trim(), 600))
+                format!(
+                    "there it does not start: {}",
+                    crate::sandbox::process::tail(String::from_utf8_lossy(&out.stderr).trim(), 600)
+                )
             };
             return Err((
                 "harness.python",
@@ -171,7 +197,13 @@ pub fn preflight(command: &[String], harness_dir: &Path, iso: &Isolation, view: 
             ));
         }
     }
-    let check = ["sh".to_string(), "-c".into(), "p=$(command -v -- \"$1\") && [ -x \"$p\" ]".into(), "preflight".into(), program.clone()];
+    let check = [
+        "sh".to_string(),
+        "-c".into(),
+        "p=$(command -v -- \"$1\") && [ -x \"$p\" ]".into(),
+        "preflight".into(),
+        program.clone(),
+    ];
     if run(&check)?.status.success() {
         return Ok(());
     }
@@ -184,8 +216,20 @@ pub fn preflight(command: &[String], harness_dir: &Path, iso: &Isolation, view: 
 
 /// Expand `{harness}`, `{workspace}` and `{python}` in the command; a first
 /// word `python3` or `python` becomes the interpreter too.
-pub fn expand_command(command: &[String], harness: &str, workspace: &str, python: &str) -> Vec<String> {
-    let mut argv: Vec<String> = command.iter().map(|a| a.replace("{harness}", harness).replace("{workspace}", workspace).replace("{python}", python)).collect();
+pub fn expand_command(
+    command: &[String],
+    harness: &str,
+    workspace: &str,
+    python: &str,
+) -> Vec<String> {
+    let mut argv: Vec<String> = command
+        .iter()
+        .map(|a| {
+            a.replace("{harness}", harness)
+                .replace("{workspace}", workspace)
+                .replace("{python}", python)
+        })
+        .collect();
     if let Some(first) = argv.first_mut()
         && (first == "python3" || first == "python")
     {
@@ -196,12 +240,22 @@ pub fn expand_command(command: &[String], harness: &str, workspace: &str, python
 
 /// The environment of the command: the check environment, the task, the
 /// budget, the arm's components and the gateway.
-fn task_environment(ctx: &ExternalContext<'_>, gateway_base: &str, key: &str, trial_file: &str, workspace: &str) -> Vec<(String, String)> {
+fn task_environment(
+    ctx: &ExternalContext<'_>,
+    gateway_base: &str,
+    key: &str,
+    trial_file: &str,
+    workspace: &str,
+) -> Vec<(String, String)> {
     let mut env = isolation::check_env(HostView::new(ctx.python, ctx.mounts).bin_dir().as_deref());
     let b = ctx.budget;
     // A container task's tests are hidden until its verifier runs.
     let container = ctx.task.container.is_some();
-    let test_command = if container { String::new() } else { serde_json::to_string(&ctx.task.check.command).unwrap_or_default() };
+    let test_command = if container {
+        String::new()
+    } else {
+        serde_json::to_string(&ctx.task.check.command).unwrap_or_default()
+    };
     let mut add = |k: &str, v: String| env.push((k.to_string(), v));
     add("ABLATE_TRIAL_ID", ctx.trial_id.to_string());
     add("ABLATE_TASK_KIND", if container { "container" } else { "python" }.to_string());
@@ -236,7 +290,12 @@ fn task_environment(ctx: &ExternalContext<'_>, gateway_base: &str, key: &str, tr
 }
 
 /// The same facts as one JSON file.
-fn trial_json(ctx: &ExternalContext<'_>, gateway_base: &str, key: &str, workspace: &str) -> serde_json::Value {
+fn trial_json(
+    ctx: &ExternalContext<'_>,
+    gateway_base: &str,
+    key: &str,
+    workspace: &str,
+) -> serde_json::Value {
     serde_json::json!({
         "trial_id": ctx.trial_id,
         "attempt": ctx.attempt,
@@ -266,8 +325,20 @@ fn trial_json(ctx: &ExternalContext<'_>, gateway_base: &str, key: &str, workspac
 /// Run the harness command for one trial. Errors of ablate's own (cannot set
 /// up the namespace, cannot start the command) come back in `error` with
 /// end reason `harness_error`.
-pub async fn run_external(ctx: &ExternalContext<'_>, sandbox: &Sandbox, on_step: Box<dyn FnMut(TraceStep) + Send>) -> ExternalOutcome {
-    let meter = TrialMeter::new(ctx.trial_id.to_string(), ctx.attempt, ctx.model.clone(), ctx.client.clone(), ctx.budget.clone(), ctx.seed, on_step);
+pub async fn run_external(
+    ctx: &ExternalContext<'_>,
+    sandbox: &Sandbox,
+    on_step: Box<dyn FnMut(TraceStep) + Send>,
+) -> ExternalOutcome {
+    let meter = TrialMeter::new(
+        ctx.trial_id.to_string(),
+        ctx.attempt,
+        ctx.model.clone(),
+        ctx.client.clone(),
+        ctx.budget.clone(),
+        ctx.seed,
+        on_step,
+    );
     let outcome = launch(ctx, sandbox, &meter).await;
     finish(&meter, outcome)
 }
@@ -276,8 +347,20 @@ pub async fn run_external(ctx: &ExternalContext<'_>, sandbox: &Sandbox, on_step:
 /// container (`runs_in = "container"`): the harness's files at /harness
 /// (read-only), the gateway on 127.0.0.1:GATEWAY_PORT of the container's own
 /// network namespace, the task as environment variables and /ablate-trial/trial.json.
-pub async fn run_in_container(ctx: &ExternalContext<'_>, container: &TrialContainer, on_step: Box<dyn FnMut(TraceStep) + Send>) -> ExternalOutcome {
-    let meter = TrialMeter::new(ctx.trial_id.to_string(), ctx.attempt, ctx.model.clone(), ctx.client.clone(), ctx.budget.clone(), ctx.seed, on_step);
+pub async fn run_in_container(
+    ctx: &ExternalContext<'_>,
+    container: &TrialContainer,
+    on_step: Box<dyn FnMut(TraceStep) + Send>,
+) -> ExternalOutcome {
+    let meter = TrialMeter::new(
+        ctx.trial_id.to_string(),
+        ctx.attempt,
+        ctx.model.clone(),
+        ctx.client.clone(),
+        ctx.budget.clone(),
+        ctx.seed,
+        on_step,
+    );
     let outcome = launch_in_container(ctx, container, &meter).await;
     finish(&meter, outcome)
 }
@@ -286,8 +369,20 @@ pub async fn run_in_container(ctx: &ExternalContext<'_>, container: &TrialContai
 /// (`runs_in = "host"`): in the sandbox as for a Python task, with an empty
 /// working folder of its own, reaching the container only through the
 /// gateway's exec endpoint.
-pub async fn run_on_host(ctx: &ExternalContext<'_>, container: &TrialContainer, on_step: Box<dyn FnMut(TraceStep) + Send>) -> ExternalOutcome {
-    let meter = TrialMeter::new(ctx.trial_id.to_string(), ctx.attempt, ctx.model.clone(), ctx.client.clone(), ctx.budget.clone(), ctx.seed, on_step);
+pub async fn run_on_host(
+    ctx: &ExternalContext<'_>,
+    container: &TrialContainer,
+    on_step: Box<dyn FnMut(TraceStep) + Send>,
+) -> ExternalOutcome {
+    let meter = TrialMeter::new(
+        ctx.trial_id.to_string(),
+        ctx.attempt,
+        ctx.model.clone(),
+        ctx.client.clone(),
+        ctx.budget.clone(),
+        ctx.seed,
+        on_step,
+    );
     meter.allow_exec(container.handle());
     let outcome = match Sandbox::empty(&ctx.task.id) {
         Ok(sandbox) => launch(ctx, &sandbox, &meter).await,
@@ -298,9 +393,14 @@ pub async fn run_on_host(ctx: &ExternalContext<'_>, container: &TrialContainer, 
     finish(&meter, outcome)
 }
 
-async fn launch_in_container(ctx: &ExternalContext<'_>, container: &TrialContainer, meter: &Arc<TrialMeter>) -> Result<CommandOutcome, String> {
+async fn launch_in_container(
+    ctx: &ExternalContext<'_>,
+    container: &TrialContainer,
+    meter: &Arc<TrialMeter>,
+) -> Result<CommandOutcome, String> {
     let pid = container.pid().await?;
-    let net = TrialNet::inside(pid).map_err(|e| format!("cannot reach the container's network namespace: {e}"))?;
+    let net = TrialNet::inside(pid)
+        .map_err(|e| format!("cannot reach the container's network namespace: {e}"))?;
     let listener = net.listener.try_clone().map_err(|e| e.to_string())?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
@@ -311,14 +411,27 @@ async fn launch_in_container(ctx: &ExternalContext<'_>, container: &TrialContain
     let result = async {
         let trial_dir = crate::sandbox::scratch::tempdir("trial-").map_err(|e| e.to_string())?;
         let json = trial_json(ctx, &base, meter.key(), &workspace);
-        std::fs::write(trial_dir.path().join("trial.json"), serde_json::to_vec_pretty(&json).unwrap_or_default()).map_err(|e| e.to_string())?;
+        std::fs::write(
+            trial_dir.path().join("trial.json"),
+            serde_json::to_vec_pretty(&json).unwrap_or_default(),
+        )
+        .map_err(|e| e.to_string())?;
         container.copy_in(trial_dir.path(), JAIL_TRIAL_DIR).await?;
         // The command as written: inside the container `python3` is the image's.
-        let argv: Vec<String> =
-            ctx.command.iter().map(|a| a.replace("{harness}", JAIL_HARNESS_DIR).replace("{workspace}", &workspace).replace("{python}", "python3")).collect();
+        let argv: Vec<String> = ctx
+            .command
+            .iter()
+            .map(|a| {
+                a.replace("{harness}", JAIL_HARNESS_DIR)
+                    .replace("{workspace}", &workspace)
+                    .replace("{python}", "python3")
+            })
+            .collect();
         let mut env = task_environment(ctx, &base, meter.key(), &trial_file, &workspace);
         env.retain(|(k, _)| !matches!(k.as_str(), "PATH" | "HOME" | "TMPDIR" | "LANG" | "LC_ALL"));
-        let hard = Duration::from_secs_f64((ctx.budget.max_working_seconds * 10.0 + 600.0).min(7.0 * 86_400.0));
+        let hard = Duration::from_secs_f64(
+            (ctx.budget.max_working_seconds * 10.0 + 600.0).min(7.0 * 86_400.0),
+        );
         let start = Instant::now();
         let out = container
             .exec_until(&argv, &env, hard, OUTPUT_CAP, stop_at_budget(ctx, meter))
@@ -361,8 +474,15 @@ async fn spent(ctx: &ExternalContext<'_>, meter: &Arc<TrialMeter>) {
 }
 
 /// The command's outcome for the record.
-fn command_outcome(command: Vec<String>, out: crate::sandbox::process::ProcessOutcome, meter: &TrialMeter, start: Instant) -> CommandOutcome {
-    let tail = |c: &crate::sandbox::process::Capture| crate::sandbox::process::tail(&c.text(), 4096).to_string();
+fn command_outcome(
+    command: Vec<String>,
+    out: crate::sandbox::process::ProcessOutcome,
+    meter: &TrialMeter,
+    start: Instant,
+) -> CommandOutcome {
+    let tail = |c: &crate::sandbox::process::Capture| {
+        crate::sandbox::process::tail(&c.text(), 4096).to_string()
+    };
     let summary = meter.summary();
     let stopped_by = if out.stopped || out.timed_out {
         Some(match (summary.exhausted, &summary.provider_error) {
@@ -393,7 +513,9 @@ fn finish(meter: &Arc<TrialMeter>, outcome: Result<CommandOutcome, String>) -> E
     let (end_reason, error) = match (&outcome, summary.exhausted, &summary.provider_error) {
         (Err(e), _, _) => (EndReason::HarnessError, Some(e.clone())),
         (_, Some(limit), _) => (EndReason::Budget { limit }, None),
-        (_, _, Some(e)) if summary.request_timed_out => (EndReason::RequestTimeout, Some(e.clone())),
+        (_, _, Some(e)) if summary.request_timed_out => {
+            (EndReason::RequestTimeout, Some(e.clone()))
+        }
         (_, _, Some(e)) => (EndReason::ProviderError, Some(e.clone())),
         (Ok(_), None, None) => (EndReason::CommandExited, None),
     };
@@ -415,14 +537,19 @@ fn finish(meter: &Arc<TrialMeter>, outcome: Result<CommandOutcome, String>) -> E
     }
 }
 
-async fn launch(ctx: &ExternalContext<'_>, sandbox: &Sandbox, meter: &Arc<TrialMeter>) -> Result<CommandOutcome, String> {
+async fn launch(
+    ctx: &ExternalContext<'_>,
+    sandbox: &Sandbox,
+    meter: &Arc<TrialMeter>,
+) -> Result<CommandOutcome, String> {
     let iso = isolation::current()?;
     let jailed = iso.is_isolated();
     // The gateway's listener: inside the trial's own network namespace, or on
     // the host's loopback when unsandboxed.
     let (net, listener, base) = if jailed {
         can_run(iso)?;
-        let net = TrialNet::create().map_err(|e| format!("cannot create the trial's network namespace: {e}"))?;
+        let net = TrialNet::create()
+            .map_err(|e| format!("cannot create the trial's network namespace: {e}"))?;
         let std_listener = net.listener.try_clone().map_err(|e| e.to_string())?;
         (Some(net), std_listener, format!("http://127.0.0.1:{GATEWAY_PORT}"))
     } else {
@@ -451,14 +578,23 @@ async fn command(
     let jailed = iso.is_isolated();
     let trial_dir = crate::sandbox::scratch::tempdir("trial-").map_err(|e| e.to_string())?;
     let (harness, workspace, trial_file) = if jailed {
-        (JAIL_HARNESS_DIR.to_string(), JAIL_WORKSPACE.to_string(), format!("{JAIL_TRIAL_DIR}/trial.json"))
+        (
+            JAIL_HARNESS_DIR.to_string(),
+            JAIL_WORKSPACE.to_string(),
+            format!("{JAIL_TRIAL_DIR}/trial.json"),
+        )
     } else {
         let ws = sandbox.path().display().to_string();
-        (ctx.harness_dir.display().to_string(), ws, trial_dir.path().join("trial.json").display().to_string())
+        (
+            ctx.harness_dir.display().to_string(),
+            ws,
+            trial_dir.path().join("trial.json").display().to_string(),
+        )
     };
     let json = trial_json(ctx, base, meter.key(), &workspace);
     let file = trial_dir.path().join("trial.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&json).unwrap_or_default()).map_err(|e| e.to_string())?;
+    std::fs::write(&file, serde_json::to_vec_pretty(&json).unwrap_or_default())
+        .map_err(|e| e.to_string())?;
     set_mode(trial_dir.path(), 0o755)?;
     set_mode(&file, 0o644)?;
     let view = HostView::new(ctx.python, ctx.mounts);
@@ -468,8 +604,10 @@ async fn command(
         sandbox.hand_over().map_err(|e| format!("cannot hand the workspace over: {e}"))?;
     }
     let tests = sandbox.path().join("tests");
-    let ro_binds: Vec<(PathBuf, String)> =
-        vec![(ctx.harness_dir.to_path_buf(), JAIL_HARNESS_DIR.to_string()), (trial_dir.path().to_path_buf(), JAIL_TRIAL_DIR.to_string())];
+    let ro_binds: Vec<(PathBuf, String)> = vec![
+        (ctx.harness_dir.to_path_buf(), JAIL_HARNESS_DIR.to_string()),
+        (trial_dir.path().to_path_buf(), JAIL_TRIAL_DIR.to_string()),
+    ];
     let confine = Confinement {
         isolation: iso,
         jail: Jail {
@@ -504,11 +642,14 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
 /// folder's contents at its root, a file under its own name.
 pub fn stage_files(files: &[PathBuf], into: &Path) -> std::io::Result<()> {
     for f in files {
-        let meta = std::fs::metadata(f).map_err(|e| std::io::Error::other(format!("{}: {e}", f.display())))?;
+        let meta = std::fs::metadata(f)
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", f.display())))?;
         if meta.is_dir() {
             crate::sandbox::copy_tree(f, into)?;
         } else {
-            let name = f.file_name().ok_or_else(|| std::io::Error::other(format!("{}: no file name", f.display())))?;
+            let name = f
+                .file_name()
+                .ok_or_else(|| std::io::Error::other(format!("{}: no file name", f.display())))?;
             std::fs::copy(f, into.join(name))?;
         }
     }
@@ -522,7 +663,11 @@ mod tests {
 
     #[test]
     fn placeholders_expand() {
-        let cmd = vec!["sh".to_string(), "{harness}/run.sh".to_string(), "--in={workspace}".to_string()];
-        assert_eq!(expand_command(&cmd, "/harness", "/workspace", "/py"), vec!["sh", "/harness/run.sh", "--in=/workspace"]);
+        let cmd =
+            vec!["sh".to_string(), "{harness}/run.sh".to_string(), "--in={workspace}".to_string()];
+        assert_eq!(
+            expand_command(&cmd, "/harness", "/workspace", "/py"),
+            vec!["sh", "/harness/run.sh", "--in=/workspace"]
+        );
     }
 }

@@ -20,8 +20,7 @@ pub fn builtin_texts_sha256() -> String {
 }
 
 /// Added to the system prompt when the `tools` component is on.
-pub const TOOLS_NOTE: &str =
-    "You can call the tools read_file, list_files and run_tests to inspect the workspace and run the checks. Files change only through fenced code blocks.";
+pub const TOOLS_NOTE: &str = "You can call the tools read_file, list_files and run_tests to inspect the workspace and run the checks. Files change only through fenced code blocks.";
 
 pub fn system_prompt(instructions: &str, tools: bool) -> String {
     if tools { format!("{instructions}\n\n{TOOLS_NOTE}") } else { instructions.to_string() }
@@ -30,7 +29,12 @@ pub fn system_prompt(instructions: &str, tools: bool) -> String {
 impl ArmPrompts {
     /// `instructions = builtin`: DEFAULT_SYSTEM and the builtin task message.
     pub fn builtin() -> ArmPrompts {
-        ArmPrompts { system: Some(DEFAULT_SYSTEM.to_string()), user_template: None, prefill: None, stop: Vec::new() }
+        ArmPrompts {
+            system: Some(DEFAULT_SYSTEM.to_string()),
+            user_template: None,
+            prefill: None,
+            stop: Vec::new(),
+        }
     }
 
     /// The system message of a session, if any.
@@ -104,7 +108,8 @@ fn files_block(files: &[(String, String)], tools: bool) -> String {
 /// The first user message of a session. With tools off the task's files are
 /// inline; with tools on only their names are given.
 pub fn task_message(task: &Task, files: &[(String, String)], tools: bool) -> String {
-    let mut s = format!("{}\n\nEditable file(s): {}\n", task.prompt.trim(), task.editable.join(", "));
+    let mut s =
+        format!("{}\n\nEditable file(s): {}\n", task.prompt.trim(), task.editable.join(", "));
     if !tools {
         s.push_str("\nThe files of the workspace:\n");
     }
@@ -133,7 +138,10 @@ pub fn check_summary(check: &CheckResult, tail_bytes: usize) -> String {
 }
 
 pub fn feedback_message(check: &CheckResult, tail_bytes: usize) -> String {
-    format!("The harness ran the checks on your edit.\n{}Fix the code and send the complete file again.", check_summary(check, tail_bytes))
+    format!(
+        "The harness ran the checks on your edit.\n{}Fix the code and send the complete file again.",
+        check_summary(check, tail_bytes)
+    )
 }
 
 pub fn loop_guard_message(step: u32, scored: Option<(u32, u32)>) -> String {
@@ -147,29 +155,47 @@ pub fn loop_guard_message(step: u32, scored: Option<(u32, u32)>) -> String {
 }
 
 pub fn acceptance_refusal(check: &CheckResult) -> String {
-    format!("Not accepted: the checks do not pass yet ({}/{} tests passed). You are done only when every test passes; keep working.", check.passed, check.total)
+    format!(
+        "Not accepted: the checks do not pass yet ({}/{} tests passed). You are done only when every test passes; keep working.",
+        check.passed, check.total
+    )
 }
 
 pub fn unparsed_tool_call_message(raw: &[String]) -> String {
-    format!("The harness could not read {} tool call(s) in your reply: {}. Send tool calls with a name and JSON arguments.", raw.len(), raw.join("; "))
+    format!(
+        "The harness could not read {} tool call(s) in your reply: {}. Send tool calls with a name and JSON arguments.",
+        raw.len(),
+        raw.join("; ")
+    )
 }
 
 /// The progress file carried across a session boundary (`progress_handoff`).
-pub fn progress_note(steps: u32, results: &[(u32, Option<(u32, u32)>)], last_failed: &[String]) -> String {
-    let mut s = format!("Progress file from your previous session (the conversation was reset; the files keep your edits):\n- steps so far: {steps}\n");
+pub fn progress_note(
+    steps: u32,
+    results: &[(u32, Option<(u32, u32)>)],
+    last_failed: &[String],
+) -> String {
+    let mut s = format!(
+        "Progress file from your previous session (the conversation was reset; the files keep your edits):\n- steps so far: {steps}\n"
+    );
     if results.is_empty() {
         s.push_str("- no submission yet\n");
     }
     for (step, r) in results {
         match r {
-            Some((p, t)) => s.push_str(&format!("- step {step}: submitted code, {p}/{t} tests passed\n")),
+            Some((p, t)) => {
+                s.push_str(&format!("- step {step}: submitted code, {p}/{t} tests passed\n"))
+            }
             None => s.push_str(&format!("- step {step}: submitted code, not checked\n")),
         }
     }
     if last_failed.is_empty() {
         s.push_str("- next step: check the current code against the task and finish it\n");
     } else {
-        s.push_str(&format!("- next step: make these failing tests pass: {}\n", last_failed.join(", ")));
+        s.push_str(&format!(
+            "- next step: make these failing tests pass: {}\n",
+            last_failed.join(", ")
+        ));
     }
     s
 }
@@ -186,7 +212,10 @@ mod tests {
     }
 
     fn files() -> Vec<(String, String)> {
-        vec![("add.py".into(), "\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n\n".into()), ("tests/test_add.py".into(), "import unittest\n".into())]
+        vec![
+            ("add.py".into(), "\n\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n\n".into()),
+            ("tests/test_add.py".into(), "import unittest\n".into()),
+        ]
     }
 
     #[test]
@@ -211,38 +240,97 @@ mod tests {
         let task = add_two();
         let t = "Solve:\n```\n{code}\n```\nin {file}. {unknown} {prompt}";
         let out = render_user(t, &task, &files(), false);
-        assert_eq!(out, format!("Solve:\n```\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n```\nin add.py. {{unknown}} {}", task.prompt.trim()));
+        assert_eq!(
+            out,
+            format!(
+                "Solve:\n```\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n```\nin add.py. {{unknown}} {}",
+                task.prompt.trim()
+            )
+        );
         // Text a placeholder brings in is not substituted again.
         let tricky = vec![("add.py".to_string(), "s = '{prompt}'\n".to_string())];
         assert_eq!(render_user("[{code}]", &task, &tricky, false), "[s = '{prompt}']");
-        assert!(render_user("{files}", &task, &files(), false).starts_with("--- add.py ---\n```python\n"));
+        assert!(
+            render_user("{files}", &task, &files(), false)
+                .starts_with("--- add.py ---\n```python\n")
+        );
     }
 
     #[test]
     fn instructions_files() {
         let md = parse_instructions(Path::new("p/sys.md"), "Be brief.").unwrap();
-        assert_eq!(md, ArmPrompts { system: Some("Be brief.".into()), user_template: None, prefill: None, stop: Vec::new() });
-        let toml = parse_instructions(Path::new("p/card.toml"), "user_template = \"Do it:\\n{code}\\n\"\n").unwrap();
-        assert_eq!(toml, ArmPrompts { system: None, user_template: Some("Do it:\n{code}\n".into()), prefill: None, stop: Vec::new() });
+        assert_eq!(
+            md,
+            ArmPrompts {
+                system: Some("Be brief.".into()),
+                user_template: None,
+                prefill: None,
+                stop: Vec::new()
+            }
+        );
+        let toml = parse_instructions(
+            Path::new("p/card.toml"),
+            "user_template = \"Do it:\\n{code}\\n\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            toml,
+            ArmPrompts {
+                system: None,
+                user_template: Some("Do it:\n{code}\n".into()),
+                prefill: None,
+                stop: Vec::new()
+            }
+        );
         assert_eq!(toml.system_message(false), None, "no system message");
         assert_eq!(toml.system_message(true).as_deref(), Some(TOOLS_NOTE));
-        let both = parse_instructions(Path::new("card.toml"), "system = \"S\"\nuser_template = \"{prompt}\"\n").unwrap();
+        let both = parse_instructions(
+            Path::new("card.toml"),
+            "system = \"S\"\nuser_template = \"{prompt}\"\n",
+        )
+        .unwrap();
         assert_eq!(both.system_message(false).as_deref(), Some("S"));
 
-        let err = parse_instructions(Path::new("card.toml"), "system = \"S\"\nassistant_prefix = \"x\"\n").unwrap_err();
+        let err = parse_instructions(
+            Path::new("card.toml"),
+            "system = \"S\"\nassistant_prefix = \"x\"\n",
+        )
+        .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("assistant_prefix"), "{err}");
-        let err = parse_instructions(Path::new("card.toml"), "user_template = \"no task here\"\n").unwrap_err();
+        let err = parse_instructions(Path::new("card.toml"), "user_template = \"no task here\"\n")
+            .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("user_template"), "{err}");
         let err = parse_instructions(Path::new("card.toml"), "# nothing\n").unwrap_err();
-        assert!(err.to_string().contains("card.toml") && err.to_string().contains("user_template"), "{err}");
+        assert!(
+            err.to_string().contains("card.toml") && err.to_string().contains("user_template"),
+            "{err}"
+        );
 
-        let card = parse_instructions(Path::new("card.toml"), "user_template = \"{code}\"\nprefill = \"```python\\n\"\nstop = [\"\\n```\"]\n").unwrap();
-        assert_eq!((card.prefill.as_deref(), card.stop.as_slice()), (Some("```python\n"), ["\n```".to_string()].as_slice()));
-        let err = parse_instructions(Path::new("card.toml"), "user_template = \"{code}\"\nprefill = \"\"\n").unwrap_err();
+        let card = parse_instructions(
+            Path::new("card.toml"),
+            "user_template = \"{code}\"\nprefill = \"```python\\n\"\nstop = [\"\\n```\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (card.prefill.as_deref(), card.stop.as_slice()),
+            (Some("```python\n"), ["\n```".to_string()].as_slice())
+        );
+        let err = parse_instructions(
+            Path::new("card.toml"),
+            "user_template = \"{code}\"\nprefill = \"\"\n",
+        )
+        .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("prefill"), "{err}");
-        let err = parse_instructions(Path::new("card.toml"), "user_template = \"{code}\"\nstop = [\"a\", \"\"]\n").unwrap_err();
+        let err = parse_instructions(
+            Path::new("card.toml"),
+            "user_template = \"{code}\"\nstop = [\"a\", \"\"]\n",
+        )
+        .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("stop[1]"), "{err}");
-        let many = format!("user_template = \"{{code}}\"\nstop = [{}]\n", (0..17).map(|i| format!("\"s{i}\"")).collect::<Vec<_>>().join(", "));
+        let many = format!(
+            "user_template = \"{{code}}\"\nstop = [{}]\n",
+            (0..17).map(|i| format!("\"s{i}\"")).collect::<Vec<_>>().join(", ")
+        );
         let err = parse_instructions(Path::new("card.toml"), &many).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("stop"), "{err}");
     }
@@ -254,16 +342,26 @@ mod tests {
     #[test]
     fn the_qwen_prompt_file_renders_as_the_qwen_evaluation_builds_its_prompt() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let card = crate::experiment::instructions::load_instructions(&root.join("configs/prompts/humaneval-qwen.toml")).unwrap();
+        let card = crate::experiment::instructions::load_instructions(
+            &root.join("configs/prompts/humaneval-qwen.toml"),
+        )
+        .unwrap();
         let task = add_two();
         let prompt = "def add(a, b):\n    \"\"\"Sum.\"\"\"";
         let files = vec![("add.py".to_string(), format!("\n{prompt}\n\n"))];
         let mut messages = Vec::new();
         messages.extend(card.system_message(false).map(crate::model::Message::system));
         messages.push(crate::model::Message::user(card.first_message(&task, &files, false)));
-        let source = std::fs::read_to_string(root.join("src/model/chat_templates/qwen2.5-coder-0.5b-instruct.jinja")).unwrap();
-        let template = crate::model::chat_template::ChatTemplate::new(&source, "", "<|im_end|>").unwrap();
-        let rendered = crate::model::chat_template::with_prefill(template.render(&messages, &[]).unwrap(), card.prefill.as_deref());
+        let source = std::fs::read_to_string(
+            root.join("src/model/chat_templates/qwen2.5-coder-0.5b-instruct.jinja"),
+        )
+        .unwrap();
+        let template =
+            crate::model::chat_template::ChatTemplate::new(&source, "", "<|im_end|>").unwrap();
+        let rendered = crate::model::chat_template::with_prefill(
+            template.render(&messages, &[]).unwrap(),
+            card.prefill.as_deref(),
+        );
         // The Qwen harness's string, with its {prompt} = the problem's prompt, stripped.
         let qwen = format!(
             "<|im_start|>system\nYou are an intelligent programming assistant to produce Python algorithmic solutions<|im_end|>\n<|im_start|>user\nCan you complete the following Python function?\n```python\n{prompt}\n```\n<|im_end|>\n<|im_start|>assistant\n```python\n"

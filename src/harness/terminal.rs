@@ -35,13 +35,13 @@ Run one shell command at a time and read its result before the next. Keep replie
 When the task is complete, write DONE on a line of its own.";
 
 /// Added to the system prompt with `tools` on / off.
-pub const SHELL_TOOL_NOTE: &str = "Run commands with the shell tool; read_file and write_file read and write whole files.";
+pub const SHELL_TOOL_NOTE: &str =
+    "Run commands with the shell tool; read_file and write_file read and write whole files.";
 pub const FENCED_NOTE: &str = "Each reply: one fenced ```bash code block holding the next command. It is run and its result comes back.";
 
 /// Sent after a reply that ran no command and did not say DONE.
 const NO_COMMAND_TOOLS: &str = "Your reply ran no command. Call the shell tool with the next command, or write DONE when the task is complete.";
-const NO_COMMAND_FENCED: &str =
-    "Your reply ran no command. Reply with one fenced ```bash code block holding the next command, or write DONE when the task is complete.";
+const NO_COMMAND_FENCED: &str = "Your reply ran no command. Reply with one fenced ```bash code block holding the next command, or write DONE when the task is complete.";
 
 /// Longest a single command may run (less when less working time is left).
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
@@ -61,7 +61,9 @@ pub fn specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: "shell".into(),
-            description: "Run a command with bash in the task's container and get its exit code and output.".into(),
+            description:
+                "Run a command with bash in the task's container and get its exit code and output."
+                    .into(),
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"], "additionalProperties": false}),
         },
         ToolSpec {
@@ -71,7 +73,8 @@ pub fn specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "write_file".into(),
-            description: "Write a whole file of the container (made with its folders when missing).".into(),
+            description:
+                "Write a whole file of the container (made with its folders when missing).".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
@@ -117,7 +120,10 @@ impl Action {
             Action::Read(p) => (format!("cat -- {}", crate::container::shell_quote(p)), None),
             Action::Write(p, content) => {
                 let q = crate::container::shell_quote(p);
-                (format!("mkdir -p -- \"$(dirname -- {q})\" && cat > {q}"), Some(content.clone().into_bytes()))
+                (
+                    format!("mkdir -p -- \"$(dirname -- {q})\" && cat > {q}"),
+                    Some(content.clone().into_bytes()),
+                )
             }
         }
     }
@@ -127,10 +133,18 @@ fn parse_call(call: &ToolCall) -> Result<Action, String> {
     let text = if call.arguments.trim().is_empty() { "{}" } else { &call.arguments };
     let bad = |e: serde_json::Error| format!("invalid arguments for {}: {e}", call.name);
     match call.name.as_str() {
-        "shell" => serde_json::from_str::<ShellArgs>(text).map(|a| Action::Shell(a.command)).map_err(bad),
-        "read_file" => serde_json::from_str::<ReadArgs>(text).map(|a| Action::Read(a.path)).map_err(bad),
-        "write_file" => serde_json::from_str::<WriteArgs>(text).map(|a| Action::Write(a.path, a.content)).map_err(bad),
-        other => Err(format!("no tool named `{other}`; the tools are shell, read_file and write_file")),
+        "shell" => {
+            serde_json::from_str::<ShellArgs>(text).map(|a| Action::Shell(a.command)).map_err(bad)
+        }
+        "read_file" => {
+            serde_json::from_str::<ReadArgs>(text).map(|a| Action::Read(a.path)).map_err(bad)
+        }
+        "write_file" => serde_json::from_str::<WriteArgs>(text)
+            .map(|a| Action::Write(a.path, a.content))
+            .map_err(bad),
+        other => {
+            Err(format!("no tool named `{other}`; the tools are shell, read_file and write_file"))
+        }
     }
 }
 
@@ -159,7 +173,11 @@ fn strip_done_line(cmd: &str) -> Option<String> {
 }
 
 /// One trial of the builtin loop in `container`.
-pub async fn run_agent(ctx: &TerminalContext<'_>, container: &TrialContainer, on_step: &mut (dyn FnMut(TraceStep) + Send)) -> AgentOutcome {
+pub async fn run_agent(
+    ctx: &TerminalContext<'_>,
+    container: &TrialContainer,
+    on_step: &mut (dyn FnMut(TraceStep) + Send),
+) -> AgentOutcome {
     let c = ctx.components;
     let mut calls = Calls::new(ctx.calls);
     let mut incidents = Incidents::default();
@@ -167,7 +185,9 @@ pub async fn run_agent(ctx: &TerminalContext<'_>, container: &TrialContainer, on
     // The builtin instructions of a container task are its own; an arm's file is the arm's.
     let system = match &c.instructions {
         crate::experiment::components::Instructions::Builtin => TERMINAL_SYSTEM.to_string(),
-        crate::experiment::components::Instructions::File(_) => ctx.instructions.system.clone().unwrap_or_else(|| TERMINAL_SYSTEM.to_string()),
+        crate::experiment::components::Instructions::File(_) => {
+            ctx.instructions.system.clone().unwrap_or_else(|| TERMINAL_SYSTEM.to_string())
+        }
     };
     let system = format!("{system}\n\n{}", if c.tools { SHELL_TOOL_NOTE } else { FENCED_NOTE });
     let budget_line = |calls: &Calls<'_>, steps: u32| {
@@ -176,7 +196,14 @@ pub async fn run_agent(ctx: &TerminalContext<'_>, container: &TrialContainer, on
     };
     let first = |calls: &Calls<'_>, steps: u32, progress: Option<&str>| {
         let mut m = match &ctx.instructions.user_template {
-            Some(t) if !matches!(c.instructions, crate::experiment::components::Instructions::Builtin) => prompts::render_user(t, ctx.task, &[], c.tools),
+            Some(t)
+                if !matches!(
+                    c.instructions,
+                    crate::experiment::components::Instructions::Builtin
+                ) =>
+            {
+                prompts::render_user(t, ctx.task, &[], c.tools)
+            }
             Some(_) => ctx.task.prompt.trim().to_string(),
             None => ctx.task.prompt.trim().to_string(),
         };
@@ -202,7 +229,10 @@ pub async fn run_agent(ctx: &TerminalContext<'_>, container: &TrialContainer, on
         if let Some(limit) = calls.budget_stop(steps) {
             break EndReason::Budget { limit };
         }
-        if steps > 0 && steps.is_multiple_of(ctx.settings.session_steps) && messages.len() > session_len {
+        if steps > 0
+            && steps.is_multiple_of(ctx.settings.session_steps)
+            && messages.len() > session_len
+        {
             sessions += 1;
             let progress = c.progress_handoff.then(|| progress_note(&history));
             messages = first(&calls, steps, progress.as_deref());
@@ -210,20 +240,25 @@ pub async fn run_agent(ctx: &TerminalContext<'_>, container: &TrialContainer, on
             in_trace.prompt = None;
         }
         steps += 1;
-        let (mut step, reply) = match calls.call_model(&messages, &tool_specs, steps, sessions, &mut in_trace).await {
-            Ok(answered) => answered,
-            Err((step, e, end)) => {
-                on_step(step);
-                error = Some(e);
-                break end;
-            }
-        };
+        let (mut step, reply) =
+            match calls.call_model(&messages, &tool_specs, steps, sessions, &mut in_trace).await {
+                Ok(answered) => answered,
+                Err((step, e, end)) => {
+                    on_step(step);
+                    error = Some(e);
+                    break end;
+                }
+            };
         messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
         // The actions: tool calls (tools on), else the reply's fenced command.
         let mut actions: Vec<(Option<&ToolCall>, Result<Action, String>)> = Vec::new();
         if !reply.tool_calls.is_empty() {
             for call in &reply.tool_calls {
-                let a = if c.tools { parse_call(call) } else { Err("no tools are offered in this setting".into()) };
+                let a = if c.tools {
+                    parse_call(call)
+                } else {
+                    Err("no tools are offered in this setting".into())
+                };
                 if a.is_err() {
                     incidents.invalid_tool_calls += 1;
                 }
@@ -244,48 +279,90 @@ pub async fn run_agent(ctx: &TerminalContext<'_>, container: &TrialContainer, on
                 *cmd = rest;
             }
         }
-        actions.retain(|(call, a)| call.is_some() || !matches!(a, Ok(Action::Shell(c)) if c.trim().is_empty()));
+        actions.retain(|(call, a)| {
+            call.is_some() || !matches!(a, Ok(Action::Shell(c)) if c.trim().is_empty())
+        });
         if done_in_command {
             step.notes.push("DONE as the command's last line: done once it has run".into());
         }
         if !reply.unparsed_tool_calls.is_empty() {
             incidents.invalid_tool_calls += reply.unparsed_tool_calls.len() as u32;
-            step.notes.push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
+            step.notes
+                .push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
         }
         let mut to_send: Vec<Message> = Vec::new();
         let mut notes: Vec<String> = Vec::new();
         for (i, (call, action)) in actions.into_iter().enumerate() {
             let id = call.map(|c| c.id.clone()).unwrap_or_else(|| format!("fenced-{steps}-{i}"));
             let name = call.map(|c| c.name.clone()).unwrap_or_else(|| "shell".into());
-            let arguments =
-                call.map(|c| serde_json::from_str(&c.arguments).unwrap_or(serde_json::Value::String(c.arguments.clone()))).unwrap_or(serde_json::Value::Null);
+            let arguments = call
+                .map(|c| {
+                    serde_json::from_str(&c.arguments)
+                        .unwrap_or(serde_json::Value::String(c.arguments.clone()))
+                })
+                .unwrap_or(serde_json::Value::Null);
             let (ok, result) = match action {
                 Err(e) => (false, json!({"error": e}).to_string()),
                 Ok(action) => {
                     let (command, stdin) = action.command();
-                    let repeat = history.last().filter(|h| c.loop_guard && h.1 == command && stdin.is_none()).cloned();
+                    let repeat = history
+                        .last()
+                        .filter(|h| c.loop_guard && h.1 == command && stdin.is_none())
+                        .cloned();
                     if let Some((earlier, _, _, _)) = repeat {
                         incidents.loop_guard_hits += 1;
-                        step.loop_guard = Some(LoopGuardHit { repeats_step: earlier, fingerprint: edit::fingerprint(&command), scored: None });
-                        (false, format!("Not run again: you ran exactly this command in step {earlier}. Try something else."))
+                        step.loop_guard = Some(LoopGuardHit {
+                            repeats_step: earlier,
+                            fingerprint: edit::fingerprint(&command),
+                            scored: None,
+                        });
+                        (
+                            false,
+                            format!(
+                                "Not run again: you ran exactly this command in step {earlier}. Try something else."
+                            ),
+                        )
                     } else {
                         let left = Duration::from_secs_f64(calls.remaining(steps).2.max(1.0));
-                        let out = container.shell(&command, left.min(COMMAND_TIMEOUT), TRACE_OUTPUT, stdin.as_deref()).await;
+                        let out = container
+                            .shell(
+                                &command,
+                                left.min(COMMAND_TIMEOUT),
+                                TRACE_OUTPUT,
+                                stdin.as_deref(),
+                            )
+                            .await;
                         let text = format!("{}{}", out.stdout.text(), out.stderr.text());
                         let code = out.exit_code;
                         let shown = if out.timed_out {
-                            format!("exit: timed out\n{}", crate::sandbox::process::tail(&text, tail))
+                            format!(
+                                "exit: timed out\n{}",
+                                crate::sandbox::process::tail(&text, tail)
+                            )
                         } else if c.feedback {
-                            format!("exit: {}\n{}", code.map(|c| c.to_string()).unwrap_or("killed".into()), crate::sandbox::process::tail(&text, tail))
+                            format!(
+                                "exit: {}\n{}",
+                                code.map(|c| c.to_string()).unwrap_or("killed".into()),
+                                crate::sandbox::process::tail(&text, tail)
+                            )
                         } else {
-                            format!("exit: {}", code.map(|c| c.to_string()).unwrap_or("killed".into()))
+                            format!(
+                                "exit: {}",
+                                code.map(|c| c.to_string()).unwrap_or("killed".into())
+                            )
                         };
                         history.push((steps, command, code, text.clone()));
                         (code == Some(0), shown)
                     }
                 }
             };
-            step.tool_calls.push(ToolCallRecord { id: id.clone(), name: name.clone(), arguments, ok, result: result.clone() });
+            step.tool_calls.push(ToolCallRecord {
+                id: id.clone(),
+                name: name.clone(),
+                arguments,
+                ok,
+                result: result.clone(),
+            });
             match call {
                 Some(call) => to_send.push(Message::tool(call, result)),
                 None => notes.push(result),
@@ -324,7 +401,10 @@ fn progress_note(history: &[(u32, String, Option<i32>, String)]) -> String {
     let mut s = String::from("Progress so far (commands run, with their exit codes):");
     for (step, cmd, code, _) in history.iter().rev().take(20).rev() {
         let first = cmd.lines().next().unwrap_or("");
-        s.push_str(&format!("\n- step {step}: `{first}` -> {}", code.map(|c| c.to_string()).unwrap_or("killed".into())));
+        s.push_str(&format!(
+            "\n- step {step}: `{first}` -> {}",
+            code.map(|c| c.to_string()).unwrap_or("killed".into())
+        ));
     }
     s
 }
@@ -335,7 +415,8 @@ mod tests {
 
     #[test]
     fn the_command_of_a_reply_without_tools_is_its_fenced_shell_block() {
-        let reply = "First:\n```bash\nls -la\n```\nthen\n```sh\ncat a.txt\n```\n```python\nprint(1)\n```";
+        let reply =
+            "First:\n```bash\nls -la\n```\nthen\n```sh\ncat a.txt\n```\n```python\nprint(1)\n```";
         assert_eq!(fenced_command(reply, EditFormat::LastFenced).as_deref(), Some("cat a.txt\n"));
         assert_eq!(fenced_command(reply, EditFormat::FirstFenced).as_deref(), Some("ls -la\n"));
         assert_eq!(fenced_command("DONE", EditFormat::LastFenced), None);
@@ -351,11 +432,25 @@ mod tests {
 
     #[test]
     fn tool_arguments_are_typed() {
-        let call = |name: &str, args: &str| ToolCall { id: "c".into(), name: name.into(), arguments: args.into() };
-        assert!(matches!(parse_call(&call("shell", r#"{"command": "ls"}"#)), Ok(Action::Shell(c)) if c == "ls"));
-        assert!(parse_call(&call("shell", r#"{"cmd": "ls"}"#)).unwrap_err().contains("unknown field"));
+        let call = |name: &str, args: &str| ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: args.into(),
+        };
+        assert!(
+            matches!(parse_call(&call("shell", r#"{"command": "ls"}"#)), Ok(Action::Shell(c)) if c == "ls")
+        );
+        assert!(
+            parse_call(&call("shell", r#"{"cmd": "ls"}"#)).unwrap_err().contains("unknown field")
+        );
         assert!(parse_call(&call("run_tests", "{}")).unwrap_err().contains("no tool named"));
-        let (cmd, stdin) = parse_call(&call("write_file", r#"{"path": "a b.txt", "content": "x"}"#)).unwrap().command();
-        assert_eq!((cmd.as_str(), stdin.as_deref()), ("mkdir -p -- \"$(dirname -- 'a b.txt')\" && cat > 'a b.txt'", Some(&b"x"[..])));
+        let (cmd, stdin) =
+            parse_call(&call("write_file", r#"{"path": "a b.txt", "content": "x"}"#))
+                .unwrap()
+                .command();
+        assert_eq!(
+            (cmd.as_str(), stdin.as_deref()),
+            ("mkdir -p -- \"$(dirname -- 'a b.txt')\" && cat > 'a b.txt'", Some(&b"x"[..]))
+        );
     }
 }

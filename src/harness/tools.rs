@@ -78,7 +78,10 @@ pub fn validate(name: &str, arguments: &str) -> Result<Call, CallError> {
         "run_tests" => parse::<NoArgs>(text).map(|_| Call::RunTests),
         _ => {
             let names: Vec<String> = specs().into_iter().map(|s| s.name).collect();
-            Err(CallError { kind: "unknown_tool", message: format!("no tool named `{name}`; tools: {}", names.join(", ")) })
+            Err(CallError {
+                kind: "unknown_tool",
+                message: format!("no tool named `{name}`; tools: {}", names.join(", ")),
+            })
         }
     }
 }
@@ -86,9 +89,13 @@ pub fn validate(name: &str, arguments: &str) -> Result<Call, CallError> {
 fn parse<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, CallError> {
     serde_json::from_str(text).map_err(|e| {
         let message = match e.classify() {
-            Category::Syntax | Category::Eof | Category::Io => format!("arguments are not valid JSON: {e}"),
+            Category::Syntax | Category::Eof | Category::Io => {
+                format!("arguments are not valid JSON: {e}")
+            }
             // serde names the struct when the value is not an object; say it plainly.
-            Category::Data if !text.trim_start().starts_with('{') => format!("arguments must be a JSON object, got {}", text.trim()),
+            Category::Data if !text.trim_start().starts_with('{') => {
+                format!("arguments must be a JSON object, got {}", text.trim())
+            }
             Category::Data => format!("invalid arguments: {e}"),
         };
         CallError { kind: "invalid_arguments", message }
@@ -101,25 +108,45 @@ mod tests {
 
     #[test]
     fn validates_against_the_schema() {
-        assert_eq!(validate("read_file", r#"{"path": "m.py"}"#), Ok(Call::ReadFile { path: "m.py".into() }));
+        assert_eq!(
+            validate("read_file", r#"{"path": "m.py"}"#),
+            Ok(Call::ReadFile { path: "m.py".into() })
+        );
         assert_eq!(validate("list_files", ""), Ok(Call::ListFiles));
         assert_eq!(validate("run_tests", "{}"), Ok(Call::RunTests));
         let e = validate("read_file", r#"{"path": 3}"#).unwrap_err();
         assert_eq!(e.kind, "invalid_arguments");
-        assert_eq!(e.message, "invalid arguments: invalid type: integer `3`, expected a string at line 1 column 10");
+        assert_eq!(
+            e.message,
+            "invalid arguments: invalid type: integer `3`, expected a string at line 1 column 10"
+        );
         let e = validate("read_file", r#"{}"#).unwrap_err();
         assert_eq!(e.message, "invalid arguments: missing field `path` at line 1 column 2");
         let e = validate("read_file", r#"{"path": "a", "mode": "w"}"#).unwrap_err();
-        assert_eq!(e.message, "invalid arguments: unknown field `mode`, expected `path` at line 1 column 20");
+        assert_eq!(
+            e.message,
+            "invalid arguments: unknown field `mode`, expected `path` at line 1 column 20"
+        );
         let e = validate("run_tests", r#"{"verbose": true}"#).unwrap_err();
-        assert_eq!(e.message, "invalid arguments: unknown field `verbose`, there are no fields at line 1 column 10");
+        assert_eq!(
+            e.message,
+            "invalid arguments: unknown field `verbose`, there are no fields at line 1 column 10"
+        );
         let e = validate("read_file", r#""m.py""#).unwrap_err();
         assert_eq!(e.message, r#"arguments must be a JSON object, got "m.py""#);
         let e = validate("read_file", "{not json").unwrap_err();
-        assert_eq!((e.kind, e.message.starts_with("arguments are not valid JSON: key must be a string")), ("invalid_arguments", true), "{}", e.message);
+        assert_eq!(
+            (e.kind, e.message.starts_with("arguments are not valid JSON: key must be a string")),
+            ("invalid_arguments", true),
+            "{}",
+            e.message
+        );
         let e = validate("delete_file", "{}").unwrap_err();
         assert_eq!(e.kind, "unknown_tool");
-        assert_eq!(e.to_result(), r#"{"error":{"message":"no tool named `delete_file`; tools: read_file, list_files, run_tests","type":"unknown_tool"}}"#);
+        assert_eq!(
+            e.to_result(),
+            r#"{"error":{"message":"no tool named `delete_file`; tools: read_file, list_files, run_tests","type":"unknown_tool"}}"#
+        );
     }
 
     /// The schema offered to the model and the typed arguments agree: a call
@@ -135,7 +162,11 @@ mod tests {
             let example: serde_json::Map<String, serde_json::Value> = props
                 .iter()
                 .map(|(k, v)| {
-                    assert_eq!(v["type"], "string", "{}.{k}: only string arguments are typed here", spec.name);
+                    assert_eq!(
+                        v["type"], "string",
+                        "{}.{k}: only string arguments are typed here",
+                        spec.name
+                    );
                     (k.clone(), json!("x"))
                 })
                 .collect();
@@ -144,11 +175,19 @@ mod tests {
             for req in p["required"].as_array().into_iter().flatten() {
                 let mut missing = example.clone();
                 missing.remove(req.as_str().unwrap());
-                assert!(validate(&spec.name, &serde_json::Value::Object(missing).to_string()).is_err(), "{} requires {req}", spec.name);
+                assert!(
+                    validate(&spec.name, &serde_json::Value::Object(missing).to_string()).is_err(),
+                    "{} requires {req}",
+                    spec.name
+                );
             }
             let mut extra = example.clone();
             extra.insert("unlisted".into(), json!(1));
-            assert!(validate(&spec.name, &serde_json::Value::Object(extra).to_string()).is_err(), "{} refuses unlisted", spec.name);
+            assert!(
+                validate(&spec.name, &serde_json::Value::Object(extra).to_string()).is_err(),
+                "{} refuses unlisted",
+                spec.name
+            );
         }
     }
 }

@@ -15,8 +15,14 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Exceptions of the verifier: no reward could be read (`grader_error`).
-pub const GRADER_ERRORS: [&str; 6] =
-    ["VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError", "VerifierOutputParseError", "AddTestsDirError", "DownloadVerifierDirError"];
+pub const GRADER_ERRORS: [&str; 6] = [
+    "VerifierTimeoutError",
+    "RewardFileNotFoundError",
+    "RewardFileEmptyError",
+    "VerifierOutputParseError",
+    "AddTestsDirError",
+    "DownloadVerifierDirError",
+];
 
 /// Exceptions of the model's provider: limits, authentication, unknown model,
 /// server and connection failures (litellm's class names, and harbor's own
@@ -51,11 +57,17 @@ pub const PROVIDER_ERRORS: [&str; 26] = [
 ];
 
 /// The model's context or output length ran out (`budget_exhausted`, graded as recorded).
-pub const LENGTH_ERRORS: [&str; 4] = ["ContextLengthExceededError", "ContextWindowExceededError", "OutputLengthExceededError", "OutputTokenExceededError"];
+pub const LENGTH_ERRORS: [&str; 4] = [
+    "ContextLengthExceededError",
+    "ContextWindowExceededError",
+    "OutputLengthExceededError",
+    "OutputTokenExceededError",
+];
 
 /// The agent ended by itself in a way its record grades: the reward counts
 /// when the verifier gave one, else `harness_error`.
-pub const GRADED_EXITS: [&str; 3] = ["NonZeroAgentExitCodeError", "AgentSafetyRefusalError", "ContentPolicyViolationError"];
+pub const GRADED_EXITS: [&str; 3] =
+    ["NonZeroAgentExitCodeError", "AgentSafetyRefusalError", "ContentPolicyViolationError"];
 
 pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
     let threshold = map.threshold();
@@ -74,7 +86,10 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
             if let Some(other) = seen.insert(key.clone(), t.path()) {
                 return Err(InputError::new(
                     t.path(),
-                    format!("the same trial ({key}) as {}: a job folder given twice, or copied; import each trial once", other.display()),
+                    format!(
+                        "the same trial ({key}) as {}: a job folder given twice, or copied; import each trial once",
+                        other.display()
+                    ),
                 ));
             }
         }
@@ -125,7 +140,11 @@ struct Job {
     agent_timeout: Option<f64>,
 }
 
-fn read_json(root: &Path, rel: &str, files: &mut Vec<(String, String)>) -> Result<Option<Value>, InputError> {
+fn read_json(
+    root: &Path,
+    rel: &str,
+    files: &mut Vec<(String, String)>,
+) -> Result<Option<Value>, InputError> {
     let path = root.join(rel);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -133,13 +152,24 @@ fn read_json(root: &Path, rel: &str, files: &mut Vec<(String, String)>) -> Resul
         Err(e) => return Err(InputError::new(&path, format!("cannot read: {e}"))),
     };
     files.push((rel.to_string(), crate::digest::sha256_hex(&bytes)));
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| InputError::new(&path, format!("not JSON: {e}")))
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| InputError::new(&path, format!("not JSON: {e}")))
 }
 
-fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<ImportedTrial>) -> Result<Job, InputError> {
-    let meta = std::fs::metadata(dir).map_err(|e| InputError::new(dir, format!("cannot read the job folder: {e}")))?;
+fn read_job(
+    dir: &Path,
+    threshold: f64,
+    reward_key: Option<&str>,
+    out: &mut Vec<ImportedTrial>,
+) -> Result<Job, InputError> {
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| InputError::new(dir, format!("cannot read the job folder: {e}")))?;
     if !meta.is_dir() {
-        return Err(InputError::new(dir, "not a folder: give Harbor job folders (jobs/<job name>)"));
+        return Err(InputError::new(
+            dir,
+            "not a folder: give Harbor job folders (jobs/<job name>)",
+        ));
     }
     let mut files = Vec::new();
     let config = read_json(dir, "config.json", &mut files)?;
@@ -147,8 +177,16 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
     let name = config
         .as_ref()
         .and_then(|c| c.get("job_name").and_then(Value::as_str).map(str::to_string))
-        .unwrap_or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "harbor".into()));
-    let version = lock.as_ref().and_then(|l| l.pointer("/harbor/version")).and_then(Value::as_str).map(str::to_string);
+        .unwrap_or_else(|| {
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "harbor".into())
+        });
+    let version = lock
+        .as_ref()
+        .and_then(|l| l.pointer("/harbor/version"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let mut subdirs: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| InputError::new(dir, format!("cannot list the job folder: {e}")))?
         .filter_map(|e| e.ok())
@@ -158,18 +196,34 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
     subdirs.sort();
     // A job's own config.json names the job (`job_name`); a trial's names the trial.
     let job_config = |d: &str| {
-        std::fs::read(dir.join(d).join("config.json")).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()).is_some_and(|c| c.get("job_name").is_some())
+        std::fs::read(dir.join(d).join("config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|c| c.get("job_name").is_some())
     };
     if let Some(job) = subdirs.iter().find(|d| job_config(d)) {
-        return Err(InputError::new(dir, format!("this folder holds job folders ({job}, ...), not trials: give those (jobs/<job name>) instead")));
+        return Err(InputError::new(
+            dir,
+            format!(
+                "this folder holds job folders ({job}, ...), not trials: give those (jobs/<job name>) instead"
+            ),
+        ));
     }
-    let is_trial = |d: &str| dir.join(d).join("result.json").is_file() || dir.join(d).join("config.json").is_file();
+    let is_trial = |d: &str| {
+        dir.join(d).join("result.json").is_file() || dir.join(d).join("config.json").is_file()
+    };
     if let Some(other) = subdirs.iter().find(|d| !is_trial(d)) {
-        return Err(InputError::new(dir.join(other), "neither result.json nor config.json: not a Harbor trial folder (a job folder holds only trial folders)"));
+        return Err(InputError::new(
+            dir.join(other),
+            "neither result.json nor config.json: not a Harbor trial folder (a job folder holds only trial folders)",
+        ));
     }
     let trial_dirs: Vec<&String> = subdirs.iter().collect();
     if trial_dirs.is_empty() {
-        return Err(InputError::new(dir, "no trial folder (a folder with result.json or config.json) in this job folder"));
+        return Err(InputError::new(
+            dir,
+            "no trial folder (a folder with result.json or config.json) in this job folder",
+        ));
     }
     let mut agent_timeout = None;
     let first = out.len();
@@ -183,25 +237,41 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
         let trial_config = read_json(dir, &format!("{d}/config.json"), &mut files)?;
         let trial = match &result {
             Some(r) => trial(dir, d, r, threshold, reward_key)?,
-            None => unfinished(dir, d, trial_config.as_ref().expect("a trial folder has one of the two"))?,
+            None => unfinished(
+                dir,
+                d,
+                trial_config.as_ref().expect("a trial folder has one of the two"),
+            )?,
         };
         let agent_config = match &result {
             Some(r) => r.pointer("/config/agent"),
             None => trial_config.as_ref().and_then(|c| c.get("agent")),
         };
-        let own_id = result.as_ref().and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string);
-        let job_id = trial_config.as_ref().and_then(|c| c.get("job_id")).and_then(Value::as_str).unwrap_or("");
+        let own_id =
+            result.as_ref().and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string);
+        let job_id = trial_config
+            .as_ref()
+            .and_then(|c| c.get("job_id"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
         keys.push(own_id.unwrap_or_else(|| format!("{job_id}/{d}")));
-        let known_agent = result.as_ref().is_some_and(|r| r.get("agent_info").is_some_and(|a| !a.is_null()));
+        let known_agent =
+            result.as_ref().is_some_and(|r| r.get("agent_info").is_some_and(|a| !a.is_null()));
         agents.push((agent_config.map(Value::to_string).unwrap_or_default(), known_agent));
         if agent_timeout.is_none() {
-            agent_timeout = trial_config.as_ref().and_then(|c| c.pointer("/agent/override_timeout_sec")).and_then(Value::as_f64);
+            agent_timeout = trial_config
+                .as_ref()
+                .and_then(|c| c.pointer("/agent/override_timeout_sec"))
+                .and_then(Value::as_f64);
         }
         out.push(trial);
     }
     // An unfinished trial takes the checksum its task has in this job's finished trials.
-    let known: std::collections::HashMap<String, String> =
-        out[first..].iter().filter(|t| !t.task_digest.is_empty()).map(|t| (t.task.clone(), t.task_digest.clone())).collect();
+    let known: std::collections::HashMap<String, String> = out[first..]
+        .iter()
+        .filter(|t| !t.task_digest.is_empty())
+        .map(|t| (t.task.clone(), t.task_digest.clone()))
+        .collect();
     for t in &mut out[first..] {
         if t.task_digest.is_empty()
             && let Some(d) = known.get(&t.task)
@@ -225,7 +295,12 @@ fn read_job(dir: &Path, threshold: f64, reward_key: Option<&str>, out: &mut Vec<
 fn identity(config: &Value, agent_info: Option<&Value>) -> IndexMap<String, ComponentValue> {
     let agent = config.get("agent").unwrap_or(&Value::Null);
     let mut id = IndexMap::new();
-    let name = agent_info.and_then(|a| a.get("name")).filter(|v| !v.is_null()).or_else(|| agent.get("name")).cloned().unwrap_or(Value::Null);
+    let name = agent_info
+        .and_then(|a| a.get("name"))
+        .filter(|v| !v.is_null())
+        .or_else(|| agent.get("name"))
+        .cloned()
+        .unwrap_or(Value::Null);
     id.insert("agent".to_string(), super::component_value(&name));
     if let Some(v) = agent_info.and_then(|a| a.get("version")).filter(|v| !v.is_null()) {
         id.insert("agent_version".into(), super::component_value(v));
@@ -252,7 +327,12 @@ fn identity(config: &Value, agent_info: Option<&Value>) -> IndexMap<String, Comp
             id.insert(format!("agent.{k}"), super::component_value(v));
         }
     }
-    for k in ["timeout_multiplier", "agent_timeout_multiplier", "extra_instructions", "extra_instruction_paths"] {
+    for k in [
+        "timeout_multiplier",
+        "agent_timeout_multiplier",
+        "extra_instructions",
+        "extra_instruction_paths",
+    ] {
         if let Some(v) = config.get(k).filter(|v| !v.is_null() && *v != &Value::Array(Vec::new())) {
             id.insert(k.into(), super::component_value(v));
         }
@@ -267,22 +347,44 @@ fn model_of(id: &IndexMap<String, ComponentValue>) -> String {
     id.get("model").map(crate::experiment::value_text).unwrap_or_default()
 }
 
-fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&str>) -> Result<ImportedTrial, InputError> {
+fn trial(
+    job: &Path,
+    dir: &str,
+    r: &Value,
+    threshold: f64,
+    reward_key: Option<&str>,
+) -> Result<ImportedTrial, InputError> {
     let file = format!("{dir}/result.json");
     let path = job.join(&file);
     let err = |key: &str, message: String| InputError::at(&path, key, message);
     if let Some(v) = r.get("schema_version").filter(|v| !v.is_null())
         && v.as_u64() != Some(1)
     {
-        return Err(err("schema_version", format!("{v} is not a schema version this importer reads (it reads 1)")));
+        return Err(err(
+            "schema_version",
+            format!("{v} is not a schema version this importer reads (it reads 1)"),
+        ));
     }
-    let task = r.get("task_name").and_then(Value::as_str).ok_or_else(|| err("task_name", "missing or not text".into()))?.to_string();
-    let checksum = r.get("task_checksum").and_then(Value::as_str).ok_or_else(|| err("task_checksum", "missing or not text".into()))?.to_string();
-    let config = r.get("config").filter(|c| c.is_object()).ok_or_else(|| err("config", "missing: the trial's config".into()))?;
+    let task = r
+        .get("task_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err("task_name", "missing or not text".into()))?
+        .to_string();
+    let checksum = r
+        .get("task_checksum")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err("task_checksum", "missing or not text".into()))?
+        .to_string();
+    let config = r
+        .get("config")
+        .filter(|c| c.is_object())
+        .ok_or_else(|| err("config", "missing: the trial's config".into()))?;
     let identity = identity(config, r.get("agent_info"));
     let exception = r.get("exception_info").filter(|e| !e.is_null());
     let exception_type = exception.and_then(|e| e.get("exception_type")).and_then(Value::as_str);
-    let rewards = r.pointer("/verifier_result/rewards").filter(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()));
+    let rewards = r
+        .pointer("/verifier_result/rewards")
+        .filter(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()));
     let reward = match rewards {
         None => None,
         Some(Value::Object(o)) => {
@@ -294,22 +396,43 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
                     let keys = o.keys().cloned().collect::<Vec<_>>().join(", ");
                     return Err(err(
                         "verifier_result.rewards",
-                        format!("several rewards ({keys}) and none named `reward`: name the one that decides in the map file: [pass] reward = \"...\""),
+                        format!(
+                            "several rewards ({keys}) and none named `reward`: name the one that decides in the map file: [pass] reward = \"...\""
+                        ),
                     ));
                 }
             };
             match o.get(&key) {
-                Some(v) => Some(v.as_f64().ok_or_else(|| err(&format!("verifier_result.rewards.{key}"), format!("{v} is not a number")))?),
-                None => return Err(err("verifier_result.rewards", format!("no reward `{key}` (the map's pass.reward)"))),
+                Some(v) => Some(v.as_f64().ok_or_else(|| {
+                    err(&format!("verifier_result.rewards.{key}"), format!("{v} is not a number"))
+                })?),
+                None => {
+                    return Err(err(
+                        "verifier_result.rewards",
+                        format!("no reward `{key}` (the map's pass.reward)"),
+                    ));
+                }
             }
         }
-        Some(other) => return Err(err("verifier_result.rewards", format!("{other} is not a table of rewards"))),
+        Some(other) => {
+            return Err(err(
+                "verifier_result.rewards",
+                format!("{other} is not a table of rewards"),
+            ));
+        }
     };
     // Harbor's reward_valid; for records without it, valid when no exception or one its policy grades with a valid reward.
-    let policy_keeps = exception.and_then(|e| e.pointer("/policy/has_valid_reward")).and_then(Value::as_bool);
+    let policy_keeps =
+        exception.and_then(|e| e.pointer("/policy/has_valid_reward")).and_then(Value::as_bool);
     let reward_valid = r.get("reward_valid").and_then(Value::as_bool).unwrap_or_else(|| {
         reward.is_some()
-            && exception_type.is_none_or(|t| policy_keeps.unwrap_or(t == "AgentTimeoutError" || GRADED_EXITS.contains(&t) || LENGTH_ERRORS.contains(&t)))
+            && exception_type.is_none_or(|t| {
+                policy_keeps.unwrap_or(
+                    t == "AgentTimeoutError"
+                        || GRADED_EXITS.contains(&t)
+                        || LENGTH_ERRORS.contains(&t),
+                )
+            })
     });
     let graded_pass = reward.filter(|_| reward_valid).map(|x| x >= threshold);
     let (status, end_reason) = match exception_type {
@@ -318,11 +441,19 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
             Some(false) => (TrialStatus::Failed, EndReason::ModelDone),
             None => (TrialStatus::GraderError, EndReason::ModelDone),
         },
-        Some("AgentTimeoutError") => (TrialStatus::Timeout, EndReason::Budget { limit: BudgetLimit::WorkingSeconds }),
+        Some("AgentTimeoutError") => {
+            (TrialStatus::Timeout, EndReason::Budget { limit: BudgetLimit::WorkingSeconds })
+        }
         Some(t) if GRADER_ERRORS.contains(&t) => (TrialStatus::GraderError, EndReason::ModelDone),
-        Some(t) if PROVIDER_ERRORS.contains(&t) => (TrialStatus::ProviderError, EndReason::ProviderError),
-        Some(t) if LENGTH_ERRORS.contains(&t) => (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::TotalTokens }),
-        Some("BudgetExceededError") => (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Cost }),
+        Some(t) if PROVIDER_ERRORS.contains(&t) => {
+            (TrialStatus::ProviderError, EndReason::ProviderError)
+        }
+        Some(t) if LENGTH_ERRORS.contains(&t) => {
+            (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::TotalTokens })
+        }
+        Some("BudgetExceededError") => {
+            (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Cost })
+        }
         Some("CancelledError") => (TrialStatus::Interrupted, EndReason::Interrupted),
         Some(t) if GRADED_EXITS.contains(&t) => match graded_pass {
             Some(true) => (TrialStatus::Passed, EndReason::ModelDone),
@@ -333,7 +464,8 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
     };
     // The final state of a trial whose status says it has none (docs/import.md): not counted.
     let graded_pass = match (status, exception_type) {
-        (TrialStatus::ProviderError | TrialStatus::GraderError | TrialStatus::Interrupted, _) | (_, Some("BudgetExceededError")) => None,
+        (TrialStatus::ProviderError | TrialStatus::GraderError | TrialStatus::Interrupted, _)
+        | (_, Some("BudgetExceededError")) => None,
         _ => graded_pass,
     };
     let message = exception.map(|e| {
@@ -342,7 +474,9 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
         if m.is_empty() { t.to_string() } else { format!("{t}: {m}") }
     });
     let error = match status {
-        TrialStatus::GraderError if message.is_none() => Some("no reward in verifier_result".to_string()),
+        TrialStatus::GraderError if message.is_none() => {
+            Some("no reward in verifier_result".to_string())
+        }
         TrialStatus::Passed | TrialStatus::Failed => None,
         _ => message.clone(),
     };
@@ -356,7 +490,11 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
     detail.insert("reward_valid".into(), Value::Bool(reward_valid));
     let agent = r.get("agent_result").filter(|a| !a.is_null());
     let n = |k: &str| agent.and_then(|a| a.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    let tokens = Tokens { input: n("n_input_tokens"), output: n("n_output_tokens"), cached: n("n_cache_tokens") };
+    let tokens = Tokens {
+        input: n("n_input_tokens"),
+        output: n("n_output_tokens"),
+        cached: n("n_cache_tokens"),
+    };
     let cost_usd = agent.and_then(|a| a.get("cost_usd")).and_then(Value::as_f64);
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
     let phase = |name: &str| -> Option<f64> {
@@ -371,7 +509,14 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
         }
     }
     let model = model_of(&identity);
-    let id = r.get("trial_name").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(dir).chars().take(200).collect();
+    let id = r
+        .get("trial_name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(dir)
+        .chars()
+        .take(200)
+        .collect();
     Ok(ImportedTrial {
         from: ImportedFrom { file, id, detail: Value::Object(detail) },
         input: job.to_path_buf(),
@@ -384,7 +529,10 @@ fn trial(job: &Path, dir: &str, r: &Value, threshold: f64, reward_key: Option<&s
         status,
         end_reason,
         graded_pass,
-        steps: agent.and_then(|a| a.pointer("/metadata/n_episodes")).and_then(Value::as_u64).unwrap_or(0) as u32,
+        steps: agent
+            .and_then(|a| a.pointer("/metadata/n_episodes"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32,
         tokens,
         cost_usd,
         working_seconds: phase("agent_execution").unwrap_or(0.0),
@@ -402,13 +550,28 @@ fn unfinished(job: &Path, dir: &str, config: &Value) -> Result<ImportedTrial, In
     let task = config
         .pointer("/task/name")
         .and_then(Value::as_str)
-        .or_else(|| config.pointer("/task/path").and_then(Value::as_str).and_then(|p| p.trim_end_matches('/').rsplit('/').next()))
-        .ok_or_else(|| InputError::at(&path, "task", "neither task.name nor task.path: cannot tell which task this unfinished trial ran"))?
+        .or_else(|| {
+            config
+                .pointer("/task/path")
+                .and_then(Value::as_str)
+                .and_then(|p| p.trim_end_matches('/').rsplit('/').next())
+        })
+        .ok_or_else(|| {
+            InputError::at(
+                &path,
+                "task",
+                "neither task.name nor task.path: cannot tell which task this unfinished trial ran",
+            )
+        })?
         .to_string();
     let identity = identity(config, None);
     let model = model_of(&identity);
     Ok(ImportedTrial::unfinished(
-        ImportedFrom { file, id: dir.to_string(), detail: serde_json::json!({"missing": "result.json"}) },
+        ImportedFrom {
+            file,
+            id: dir.to_string(),
+            detail: serde_json::json!({"missing": "result.json"}),
+        },
         job.to_path_buf(),
         task,
         String::new(),

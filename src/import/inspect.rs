@@ -45,7 +45,8 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
     let mut logs = Vec::new();
     let mut sources = Vec::new();
     for input in inputs {
-        let meta = std::fs::metadata(input).map_err(|e| InputError::new(input, format!("cannot read: {e}")))?;
+        let meta = std::fs::metadata(input)
+            .map_err(|e| InputError::new(input, format!("cannot read: {e}")))?;
         if meta.is_dir() {
             let mut names: Vec<String> = std::fs::read_dir(input)
                 .map_err(|e| InputError::new(input, format!("cannot list the folder: {e}")))?
@@ -57,7 +58,10 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
                 .collect();
             names.sort();
             if names.is_empty() {
-                return Err(InputError::new(input, "no Inspect log (`.eval` or `.json`) in this folder"));
+                return Err(InputError::new(
+                    input,
+                    "no Inspect log (`.eval` or `.json`) in this folder",
+                ));
             }
             let mut digests = Vec::new();
             for name in names {
@@ -74,15 +78,25 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
         } else {
             let (log, sha) = read_log(input, "")?;
             logs.push(log);
-            sources.push(SourceFacts { path: input.display().to_string(), kind: "file".into(), sha256: sha, files: 1 });
+            sources.push(SourceFacts {
+                path: input.display().to_string(),
+                kind: "file".into(),
+                sha256: sha,
+                files: 1,
+            });
         }
     }
     let scorer = choose_scorer(&logs, map)?;
     let threshold = map.threshold();
     let mut trials = Vec::new();
     let mut versions = Vec::new();
-    let mut budget =
-        crate::experiment::config::Budget { max_steps: 0, max_output_tokens_per_step: 0, max_total_tokens: 0, max_working_seconds: 0.0, max_cost_usd: None };
+    let mut budget = crate::experiment::config::Budget {
+        max_steps: 0,
+        max_output_tokens_per_step: 0,
+        max_total_tokens: 0,
+        max_working_seconds: 0.0,
+        max_cost_usd: None,
+    };
     for (i, log) in logs.iter().enumerate() {
         if let Some(v) = log.header.pointer("/eval/packages/inspect_ai").and_then(Value::as_str)
             && !versions.iter().any(|x: &String| x == v)
@@ -94,7 +108,11 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
         }
         read_samples(log, &scorer, threshold, &mut trials)?;
     }
-    let name = logs.first().and_then(|l| l.header.pointer("/eval/task").and_then(Value::as_str)).unwrap_or("inspect").to_string();
+    let name = logs
+        .first()
+        .and_then(|l| l.header.pointer("/eval/task").and_then(Value::as_str))
+        .unwrap_or("inspect")
+        .to_string();
     Ok(Read {
         tool: Tool::Inspect,
         trials,
@@ -112,7 +130,8 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
 /// Read one log (`dir/name`, or the file `dir` when `name` is empty); its sha256.
 fn read_log(dir: &Path, name: &str) -> Result<(Log, String), InputError> {
     let path = if name.is_empty() { dir.to_path_buf() } else { dir.join(name) };
-    let bytes = std::fs::read(&path).map_err(|e| InputError::new(&path, format!("cannot read: {e}")))?;
+    let bytes =
+        std::fs::read(&path).map_err(|e| InputError::new(&path, format!("cannot read: {e}")))?;
     let sha = crate::digest::sha256_hex(&bytes);
     let mut log = if bytes.starts_with(b"PK\x03\x04") {
         read_eval_archive(&path, &bytes)?
@@ -121,7 +140,11 @@ fn read_log(dir: &Path, name: &str) -> Result<(Log, String), InputError> {
         let samples = match v.as_object_mut().and_then(|o| o.remove("samples")) {
             Some(Value::Array(s)) => s,
             None | Some(Value::Null) => {
-                return Err(InputError::at(&path, "samples", "missing: the log holds no samples (written with log_samples=False?), so it has no trials"));
+                return Err(InputError::at(
+                    &path,
+                    "samples",
+                    "missing: the log holds no samples (written with log_samples=False?), so it has no trials",
+                ));
             }
             Some(_) => return Err(InputError::at(&path, "samples", "not a list")),
         };
@@ -132,7 +155,14 @@ fn read_log(dir: &Path, name: &str) -> Result<(Log, String), InputError> {
     let version = log.header.get("version").and_then(Value::as_u64);
     match version {
         Some(v) if VERSIONS.contains(&v) => {}
-        Some(v) => return Err(log.err("version", format!("log format version {v} is not one this importer reads (it reads {VERSIONS:?})"))),
+        Some(v) => {
+            return Err(log.err(
+                "version",
+                format!(
+                    "log format version {v} is not one this importer reads (it reads {VERSIONS:?})"
+                ),
+            ));
+        }
         None => return Err(log.err("version", "missing: not an Inspect eval log")),
     }
     if !log.header.get("eval").is_some_and(Value::is_object) {
@@ -145,14 +175,22 @@ fn read_log(dir: &Path, name: &str) -> Result<(Log, String), InputError> {
 /// crashed, `_journal/start.json` with status `started`) and every
 /// `samples/*.json` member (the last of a repeated name wins).
 fn read_eval_archive(path: &Path, bytes: &[u8]) -> Result<Log, InputError> {
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| InputError::new(path, format!("not a readable `.eval` archive: {e}")))?;
-    let all: Vec<String> = (0..zip.len()).map(|i| zip.name_for_index(i).and_then(Result::ok).map(|n| n.into_owned()).unwrap_or_default()).collect();
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| InputError::new(path, format!("not a readable `.eval` archive: {e}")))?;
+    let all: Vec<String> = (0..zip.len())
+        .map(|i| {
+            zip.name_for_index(i).and_then(Result::ok).map(|n| n.into_owned()).unwrap_or_default()
+        })
+        .collect();
     let mut member = |name: &str| -> Result<Option<Vec<u8>>, InputError> {
         use std::io::Read as _;
         let Some(index) = all.iter().rposition(|n| n == name) else { return Ok(None) };
-        let mut f = zip.by_index(index).map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
+        let mut f = zip
+            .by_index(index)
+            .map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
         let mut out = Vec::new();
-        f.read_to_end(&mut out).map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
+        f.read_to_end(&mut out)
+            .map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
         Ok(Some(out))
     };
     let header = match member("header.json")? {
@@ -165,14 +203,23 @@ fn read_eval_archive(path: &Path, bytes: &[u8]) -> Result<Log, InputError> {
                 }
                 v
             }
-            None => return Err(InputError::new(path, "the archive has neither header.json nor _journal/start.json: not an Inspect eval log")),
+            None => {
+                return Err(InputError::new(
+                    path,
+                    "the archive has neither header.json nor _journal/start.json: not an Inspect eval log",
+                ));
+            }
         },
     };
-    let mut names: Vec<String> = all.iter().filter(|n| n.starts_with("samples/") && n.ends_with(".json")).cloned().collect();
+    let mut names: Vec<String> =
+        all.iter().filter(|n| n.starts_with("samples/") && n.ends_with(".json")).cloned().collect();
     names.sort();
     names.dedup();
     if names.is_empty() && header.get("status").and_then(Value::as_str) == Some("success") {
-        return Err(InputError::new(path, "no `samples/` member: the log holds no samples (written with log_samples=False?), so it has no trials"));
+        return Err(InputError::new(
+            path,
+            "no `samples/` member: the log holds no samples (written with log_samples=False?), so it has no trials",
+        ));
     }
     let mut samples = Vec::with_capacity(names.len());
     for name in names {
@@ -187,7 +234,8 @@ fn read_eval_archive(path: &Path, bytes: &[u8]) -> Result<Log, InputError> {
 fn parse_json(path: &Path, member: &str, bytes: &[u8]) -> Result<Value, InputError> {
     let clean = non_finite_as_null(bytes);
     serde_json::from_slice(&clean).map_err(|e| {
-        let at = if member.is_empty() { String::new() } else { format!("archive member `{member}`: ") };
+        let at =
+            if member.is_empty() { String::new() } else { format!("archive member `{member}`: ") };
         InputError::new(path, format!("{at}not JSON: {e}"))
     })
 }
@@ -233,7 +281,11 @@ fn choose_scorer(logs: &[Log], map: &ImportMap) -> Result<String, InputError> {
             .header
             .pointer("/eval/scorers")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.get("name").and_then(Value::as_str).map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.get("name").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         for s in &log.samples {
             if let Some(o) = s.get("scores").and_then(Value::as_object) {
@@ -253,7 +305,13 @@ fn choose_scorer(logs: &[Log], map: &ImportMap) -> Result<String, InputError> {
         for log in logs {
             let names = names_of(log);
             if !names.contains(s) {
-                return Err(log.err("eval.scorers", format!("no scorer `{s}` (the map's pass.scorer); scorers: {}", names.join(", "))));
+                return Err(log.err(
+                    "eval.scorers",
+                    format!(
+                        "no scorer `{s}` (the map's pass.scorer); scorers: {}",
+                        names.join(", ")
+                    ),
+                ));
             }
         }
         return Ok(s.clone());
@@ -268,7 +326,10 @@ fn choose_scorer(logs: &[Log], map: &ImportMap) -> Result<String, InputError> {
     }
     match all.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(logs[0].err("eval.scorers", "no scorer: no sample was scored (nothing decides passed or failed)")),
+        [] => Err(logs[0].err(
+            "eval.scorers",
+            "no scorer: no sample was scored (nothing decides passed or failed)",
+        )),
         many => Err(InputError::at(
             map.file(),
             "pass.scorer",
@@ -306,12 +367,21 @@ fn identity(log: &Log) -> IndexMap<String, ComponentValue> {
             }
         }
         None => {
-            let steps: Vec<&Value> = h.pointer("/plan/steps").and_then(Value::as_array).map(|s| s.iter().collect()).unwrap_or_default();
-            let names: Vec<&str> = steps.iter().filter_map(|s| s.get("solver").and_then(Value::as_str)).collect();
+            let steps: Vec<&Value> = h
+                .pointer("/plan/steps")
+                .and_then(Value::as_array)
+                .map(|s| s.iter().collect())
+                .unwrap_or_default();
+            let names: Vec<&str> =
+                steps.iter().filter_map(|s| s.get("solver").and_then(Value::as_str)).collect();
             id.insert("solver".into(), Value::String(names.join(", ")));
             for (i, step) in steps.iter().enumerate() {
                 let name = step.get("solver").and_then(Value::as_str).unwrap_or("step");
-                let label = if names.iter().filter(|n| **n == name).count() > 1 { format!("{name}#{}", i + 1) } else { name.to_string() };
+                let label = if names.iter().filter(|n| **n == name).count() > 1 {
+                    format!("{name}#{}", i + 1)
+                } else {
+                    name.to_string()
+                };
                 if let Some(params) = step.get("params").and_then(Value::as_object) {
                     for (k, v) in params {
                         id.insert(format!("{label}.{k}"), super::component_value(v));
@@ -348,7 +418,10 @@ fn budget_of(h: &Value) -> crate::experiment::config::Budget {
     let num = |k: &str| cfg.and_then(|c| c.get(k)).and_then(Value::as_f64);
     crate::experiment::config::Budget {
         max_steps: num("message_limit").map_or(0, |v| v as u32),
-        max_output_tokens_per_step: h.pointer("/eval/model_generate_config/max_tokens").and_then(Value::as_u64).unwrap_or(0) as u32,
+        max_output_tokens_per_step: h
+            .pointer("/eval/model_generate_config/max_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32,
         max_total_tokens: num("token_limit").map_or(0, |v| v as u64),
         max_working_seconds: num("working_limit").or(num("time_limit")).unwrap_or(0.0),
         max_cost_usd: num("cost_limit"),
@@ -360,7 +433,12 @@ fn budget_of(h: &Value) -> crate::experiment::config::Budget {
 fn task_digest(sample: &Value) -> String {
     fn strip(v: &Value) -> Value {
         match v {
-            Value::Object(o) => Value::Object(o.iter().filter(|(k, _)| k.as_str() != "id").map(|(k, v)| (k.clone(), strip(v))).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .filter(|(k, _)| k.as_str() != "id")
+                    .map(|(k, v)| (k.clone(), strip(v)))
+                    .collect(),
+            ),
             Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
             other => other.clone(),
         }
@@ -410,10 +488,19 @@ const PROVIDER_ERRORS: [&str; 11] = [
 
 fn error_status(message: &str) -> TrialStatus {
     let class = message.split(['(', ':']).next().unwrap_or("").trim();
-    if PROVIDER_ERRORS.iter().any(|p| class.ends_with(p)) { TrialStatus::ProviderError } else { TrialStatus::HarnessError }
+    if PROVIDER_ERRORS.iter().any(|p| class.ends_with(p)) {
+        TrialStatus::ProviderError
+    } else {
+        TrialStatus::HarnessError
+    }
 }
 
-fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedTrial>) -> Result<(), InputError> {
+fn read_samples(
+    log: &Log,
+    scorer: &str,
+    threshold: f64,
+    out: &mut Vec<ImportedTrial>,
+) -> Result<(), InputError> {
     let identity = identity(log);
     let model = log.header.pointer("/eval/model").and_then(Value::as_str).unwrap_or("").to_string();
     let status = log.header.get("status").and_then(Value::as_str).unwrap_or("started");
@@ -429,13 +516,23 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
             .get("epoch")
             .and_then(Value::as_u64)
             .filter(|&e| (1..=MAX_EPOCHS).contains(&e))
-            .ok_or_else(|| log.err(&key("epoch"), format!("missing or not a whole number from 1 to {MAX_EPOCHS}")))? as u32;
+            .ok_or_else(|| {
+                log.err(
+                    &key("epoch"),
+                    format!("missing or not a whole number from 1 to {MAX_EPOCHS}"),
+                )
+            })? as u32;
         seen.insert((id.clone(), epoch));
         let mut detail = serde_json::Map::new();
         let tokens = usage(s);
-        let cost: Option<f64> =
-            s.get("model_usage").and_then(Value::as_object).and_then(|m| m.values().map(|u| u.get("total_cost").and_then(Value::as_f64)).sum::<Option<f64>>());
-        let score = s.get("scores").and_then(|o| o.get(scorer)).or_else(|| (scorer == "score").then(|| s.get("score")).flatten()).filter(|v| !v.is_null());
+        let cost: Option<f64> = s.get("model_usage").and_then(Value::as_object).and_then(|m| {
+            m.values().map(|u| u.get("total_cost").and_then(Value::as_f64)).sum::<Option<f64>>()
+        });
+        let score = s
+            .get("scores")
+            .and_then(|o| o.get(scorer))
+            .or_else(|| (scorer == "score").then(|| s.get("score")).flatten())
+            .filter(|v| !v.is_null());
         let value = score.and_then(|sc| sc.get("value"));
         if let Some(v) = value {
             detail.insert("score".into(), v.clone());
@@ -443,26 +540,55 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
         let number = value.and_then(score_value);
         let graded_pass = number.map(|x| x >= threshold);
         let error_value = s.get("error").filter(|e| !e.is_null());
-        let error = error_value.map(|e| e.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| e.to_string()));
+        let error = error_value.map(|e| {
+            e.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| e.to_string())
+        });
         // The exception's class: the traceback's last line (`openai.RateLimitError: ...`), else the message's repr.
         let error_class = error_value.map(|e| {
-            let last = e.get("traceback").and_then(Value::as_str).and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty())).unwrap_or("");
+            let last = e
+                .get("traceback")
+                .and_then(Value::as_str)
+                .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()))
+                .unwrap_or("");
             let from_traceback = last.split(':').next().unwrap_or("").trim();
-            if !from_traceback.is_empty() && !from_traceback.contains(' ') { from_traceback.to_string() } else { error.clone().unwrap_or_default() }
+            if !from_traceback.is_empty() && !from_traceback.contains(' ') {
+                from_traceback.to_string()
+            } else {
+                error.clone().unwrap_or_default()
+            }
         });
         let limit = s.get("limit").filter(|l| !l.is_null());
         let (status, end_reason) = if let (Some(message), Some(class)) = (&error, &error_class) {
             let st = error_status(class);
             detail.insert("error".into(), Value::String(message.clone()));
-            (st, if st == TrialStatus::ProviderError { EndReason::ProviderError } else { EndReason::HarnessError })
+            (
+                st,
+                if st == TrialStatus::ProviderError {
+                    EndReason::ProviderError
+                } else {
+                    EndReason::HarnessError
+                },
+            )
         } else if let Some(l) = limit {
             let kind = l.get("type").and_then(Value::as_str).unwrap_or("");
             detail.insert("limit".into(), l.clone());
             match kind {
-                "time" | "working" => (TrialStatus::Timeout, EndReason::Budget { limit: BudgetLimit::WorkingSeconds }),
-                "token" | "context" => (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::TotalTokens }),
-                "cost" => (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Cost }),
-                "message" | "turn" | "custom" => (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Steps }),
+                "time" | "working" => {
+                    (TrialStatus::Timeout, EndReason::Budget { limit: BudgetLimit::WorkingSeconds })
+                }
+                "token" | "context" => (
+                    TrialStatus::BudgetExhausted,
+                    EndReason::Budget { limit: BudgetLimit::TotalTokens },
+                ),
+                "cost" => {
+                    (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Cost })
+                }
+                "message" | "turn" | "custom" => {
+                    (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Steps })
+                }
                 _ => (TrialStatus::HarnessError, EndReason::HarnessError),
             }
         } else {
@@ -474,15 +600,21 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
         };
         let error = error.or_else(|| match (status, value) {
             (TrialStatus::GraderError, None) => Some(format!("no `{scorer}` score")),
-            (TrialStatus::GraderError, Some(v)) => Some(format!("the `{scorer}` score {v} cannot be read as a number")),
+            (TrialStatus::GraderError, Some(v)) => {
+                Some(format!("the `{scorer}` score {v} cannot be read as a number"))
+            }
             _ => None,
         });
-        let steps =
-            s.get("events").and_then(Value::as_array).map_or(0, |e| e.iter().filter(|e| e.get("event").and_then(Value::as_str) == Some("model")).count())
-                as u32;
+        let steps = s.get("events").and_then(Value::as_array).map_or(0, |e| {
+            e.iter().filter(|e| e.get("event").and_then(Value::as_str) == Some("model")).count()
+        }) as u32;
         let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         out.push(ImportedTrial {
-            from: ImportedFrom { file: log.file.clone(), id: format!("sample {id} epoch {epoch}"), detail: Value::Object(detail) },
+            from: ImportedFrom {
+                file: log.file.clone(),
+                id: format!("sample {id} epoch {epoch}"),
+                detail: Value::Object(detail),
+            },
             input: log.input.clone(),
             task: id,
             task_digest: task_digest(s),
@@ -492,7 +624,11 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
             sort_key: String::new(),
             status,
             end_reason,
-            graded_pass: if error.is_some() && status.is_infrastructure_error() { None } else { graded_pass },
+            graded_pass: if error.is_some() && status.is_infrastructure_error() {
+                None
+            } else {
+                graded_pass
+            },
             steps,
             tokens,
             cost_usd: cost,
@@ -509,15 +645,27 @@ fn read_samples(log: &Log, scorer: &str, threshold: f64, out: &mut Vec<ImportedT
             .header
             .pointer("/eval/dataset/sample_ids")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string()))).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| {
+                        v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string()))
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         let epochs = log.header.pointer("/eval/config/epochs").and_then(Value::as_u64).unwrap_or(1);
         if epochs > MAX_EPOCHS {
-            return Err(log.err("eval.config.epochs", format!("{epochs} epochs: more than {MAX_EPOCHS} is not believed")));
+            return Err(log.err(
+                "eval.config.epochs",
+                format!("{epochs} epochs: more than {MAX_EPOCHS} is not believed"),
+            ));
         }
         let epochs = epochs as u32;
-        let digests: std::collections::HashMap<String, String> =
-            out.iter().filter(|t| t.input == log.input && t.from.file == log.file).map(|t| (t.task.clone(), t.task_digest.clone())).collect();
+        let digests: std::collections::HashMap<String, String> = out
+            .iter()
+            .filter(|t| t.input == log.input && t.from.file == log.file)
+            .map(|t| (t.task.clone(), t.task_digest.clone()))
+            .collect();
         for id in &ids {
             for epoch in 1..=epochs {
                 if seen.contains(&(id.clone(), epoch)) {
@@ -551,7 +699,11 @@ fn usage(s: &Value) -> Tokens {
     if let Some(m) = s.get("model_usage").and_then(Value::as_object) {
         for u in m.values() {
             let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            t.add(Tokens { input: n("input_tokens"), output: n("output_tokens"), cached: n("input_tokens_cache_read") });
+            t.add(Tokens {
+                input: n("input_tokens"),
+                output: n("output_tokens"),
+                cached: n("input_tokens_cache_read"),
+            });
         }
     }
     t
@@ -563,9 +715,13 @@ mod tests {
 
     #[test]
     fn non_finite_numbers_outside_strings_read_as_null() {
-        let raw = br#"{"a": NaN, "b": "NaN and Infinity", "c": [-Infinity, Infinity], "d": "\"NaN"}"#;
+        let raw =
+            br#"{"a": NaN, "b": "NaN and Infinity", "c": [-Infinity, Infinity], "d": "\"NaN"}"#;
         let v: Value = serde_json::from_slice(&non_finite_as_null(raw)).unwrap();
-        assert_eq!(v, serde_json::json!({"a": null, "b": "NaN and Infinity", "c": [null, null], "d": "\"NaN"}));
+        assert_eq!(
+            v,
+            serde_json::json!({"a": null, "b": "NaN and Infinity", "c": [null, null], "d": "\"NaN"})
+        );
         assert!(matches!(non_finite_as_null(b"{\"a\": 1}"), std::borrow::Cow::Borrowed(_)));
     }
 
@@ -596,7 +752,10 @@ mod tests {
     fn api_errors_are_provider_errors() {
         assert_eq!(error_status("RateLimitError('Error code: 429')"), TrialStatus::ProviderError);
         assert_eq!(error_status("openai.AuthenticationError: bad key"), TrialStatus::ProviderError);
-        assert_eq!(error_status("RuntimeError('deliberate solver failure')"), TrialStatus::HarnessError);
+        assert_eq!(
+            error_status("RuntimeError('deliberate solver failure')"),
+            TrialStatus::HarnessError
+        );
         // inspect stores an openai exception's `.message` ("Error code: 429 ..."); the class comes from the traceback.
         assert_eq!(error_status("openai.RateLimitError"), TrialStatus::ProviderError);
     }

@@ -63,8 +63,10 @@ impl ImportMap {
     /// Read and check `path`; no map gives the defaults.
     pub fn load(path: Option<&Path>) -> Result<ImportMap, InputError> {
         let Some(path) = path else { return Ok(ImportMap::default()) };
-        let bytes = std::fs::read(path).map_err(|e| InputError::new(path, format!("cannot read the map file: {e}")))?;
-        let text = String::from_utf8(bytes.clone()).map_err(|_| InputError::new(path, "the map file is not UTF-8"))?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| InputError::new(path, format!("cannot read the map file: {e}")))?;
+        let text = String::from_utf8(bytes.clone())
+            .map_err(|_| InputError::new(path, "the map file is not UTF-8"))?;
         let raw: RawMap = crate::error::parse_toml_str(path, &text)?;
         if let Some(a) = raw.alpha
             && !(a > 0.0 && a < 1.0)
@@ -83,15 +85,27 @@ impl ImportMap {
         }
         for (field, name) in &raw.components {
             if name.trim().is_empty() {
-                return Err(InputError::at(path, format!("components.\"{field}\""), "an empty component name"));
+                return Err(InputError::at(
+                    path,
+                    format!("components.\"{field}\""),
+                    "an empty component name",
+                ));
             }
         }
         for (from, to) in &raw.arms {
             if !crate::experiment::matrix::is_arm_name(to) {
-                return Err(InputError::at(path, format!("arms.\"{from}\""), format!("`{to}` is not an arm name (lowercase letters, digits, `-` and `_`)")));
+                return Err(InputError::at(
+                    path,
+                    format!("arms.\"{from}\""),
+                    format!("`{to}` is not an arm name (lowercase letters, digits, `-` and `_`)"),
+                ));
             }
         }
-        Ok(ImportMap { path: Some(path.to_path_buf()), sha256: Some(crate::digest::sha256_hex(&bytes)), raw })
+        Ok(ImportMap {
+            path: Some(path.to_path_buf()),
+            sha256: Some(crate::digest::sha256_hex(&bytes)),
+            raw,
+        })
     }
 
     /// The file errors about the map name (`--map` when there is none).

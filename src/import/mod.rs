@@ -17,11 +17,16 @@ pub mod map;
 
 use crate::error::InputError;
 use crate::experiment::components::ComponentValue;
-use crate::experiment::matrix::{Arm, ArmOrigin, Comparison, ComparisonKind, ComparisonOrigin, guard, slugify};
+use crate::experiment::matrix::{
+    Arm, ArmOrigin, Comparison, ComparisonKind, ComparisonOrigin, guard, slugify,
+};
 use crate::experiment::{ArmSettings, HarnessKind};
 use crate::plan::TrialSpec;
 pub use crate::record::imported::{ImportFacts, ImportedFrom, SourceFacts, Tool};
-use crate::record::{EndReason, FORMAT_VERSION, HostFacts, Manifest, ModelIdentity, RecordedExperiment, SuiteFacts, Tokens, TrialRecord, TrialStatus};
+use crate::record::{
+    EndReason, FORMAT_VERSION, HostFacts, Manifest, ModelIdentity, RecordedExperiment, SuiteFacts,
+    Tokens, TrialRecord, TrialStatus,
+};
 use indexmap::IndexMap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,7 +72,11 @@ pub struct ImportedTrial {
 
 impl ImportedTrial {
     pub fn path(&self) -> PathBuf {
-        if self.from.file.is_empty() { self.input.clone() } else { self.input.join(&self.from.file) }
+        if self.from.file.is_empty() {
+            self.input.clone()
+        } else {
+            self.input.join(&self.from.file)
+        }
     }
 
     /// A trial the source shows started and never finished (`interrupted`):
@@ -152,7 +161,10 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
     };
     if read.trials.is_empty() {
         let first = opts.inputs.first().cloned().unwrap_or_default();
-        return Err(InputError::new(first, format!("no {} trial found in the inputs", read.tool.name())));
+        return Err(InputError::new(
+            first,
+            format!("no {} trial found in the inputs", read.tool.name()),
+        ));
     }
     let run = assemble(read, &map, &run_id(&opts.out))?;
     let imported = Imported {
@@ -182,13 +194,16 @@ pub struct Assembled {
 /// Form arms, components, comparisons and the plan from what was read.
 pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, InputError> {
     let mapfile = map.file();
-    let Read { tool, mut trials, sources, tool_versions, name, name_field, pass_rule, budget } = read;
+    let Read { tool, mut trials, sources, tool_versions, name, name_field, pass_rule, budget } =
+        read;
 
     // Tasks: one checksum each (an unfinished trial's may be unknown: empty).
     let mut tasks: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
     for t in &trials {
         match tasks.get(&t.task) {
-            Some((digest, first)) if !digest.is_empty() && !t.task_digest.is_empty() && *digest != t.task_digest => {
+            Some((digest, first))
+                if !digest.is_empty() && !t.task_digest.is_empty() && *digest != t.task_digest =>
+            {
                 return Err(InputError::new(
                     t.path(),
                     format!(
@@ -216,25 +231,41 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
             }
         }
     }
-    let value = |t: &ImportedTrial, f: &str| t.identity.get(f).cloned().unwrap_or(ComponentValue::Null);
-    let (varying, shared): (Vec<String>, Vec<String>) = fields.iter().cloned().partition(|f| trials.iter().any(|t| value(t, f) != value(&trials[0], f)));
-    let shared: IndexMap<String, ComponentValue> = shared.iter().map(|f| (f.clone(), value(&trials[0], f))).collect();
+    let value =
+        |t: &ImportedTrial, f: &str| t.identity.get(f).cloned().unwrap_or(ComponentValue::Null);
+    let (varying, shared): (Vec<String>, Vec<String>) = fields
+        .iter()
+        .cloned()
+        .partition(|f| trials.iter().any(|t| value(t, f) != value(&trials[0], f)));
+    let shared: IndexMap<String, ComponentValue> =
+        shared.iter().map(|f| (f.clone(), value(&trials[0], f))).collect();
     for field in map.raw.components.keys() {
         if !fields.contains(field) {
-            return Err(InputError::at(&mapfile, format!("components.\"{field}\""), format!("no such field in the sources; fields: {}", fields.join(", "))));
+            return Err(InputError::at(
+                &mapfile,
+                format!("components.\"{field}\""),
+                format!("no such field in the sources; fields: {}", fields.join(", ")),
+            ));
         }
     }
-    let component_name = |f: &str| map.raw.components.get(f).cloned().unwrap_or_else(|| f.to_string());
+    let component_name =
+        |f: &str| map.raw.components.get(f).cloned().unwrap_or_else(|| f.to_string());
     let mut component_fields: IndexMap<String, String> = IndexMap::new();
     for f in &varying {
         let c = component_name(f);
         if let Some(other) = component_fields.insert(c.clone(), f.clone()) {
-            return Err(InputError::at(&mapfile, "components", format!("`{other}` and `{f}` are both named `{c}`")));
+            return Err(InputError::at(
+                &mapfile,
+                "components",
+                format!("`{other}` and `{f}` are both named `{c}`"),
+            ));
         }
     }
 
     // Arms: one per distinct setting of the components, in order of first appearance.
-    let settings_of = |t: &ImportedTrial| -> IndexMap<String, ComponentValue> { component_fields.iter().map(|(c, f)| (c.clone(), value(t, f))).collect() };
+    let settings_of = |t: &ImportedTrial| -> IndexMap<String, ComponentValue> {
+        component_fields.iter().map(|(c, f)| (c.clone(), value(t, f))).collect()
+    };
     let mut arm_settings: Vec<IndexMap<String, ComponentValue>> = Vec::new();
     let mut arm_of: Vec<usize> = Vec::with_capacity(trials.len());
     for t in &trials {
@@ -255,7 +286,8 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
             _ => tool.name().to_string(),
         }
     };
-    let base_component = component_fields.iter().find(|(_, f)| f.as_str() == name_field).map(|(c, _)| c.clone());
+    let base_component =
+        component_fields.iter().find(|(_, f)| f.as_str() == name_field).map(|(c, _)| c.clone());
     let mut derived: Vec<String> = Vec::new();
     for (i, s) in arm_settings.iter().enumerate() {
         let mut name = base_value(i);
@@ -281,19 +313,33 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
     }
     for from in map.raw.arms.keys() {
         if !derived.contains(from) {
-            return Err(InputError::at(&mapfile, format!("arms.\"{from}\""), format!("no arm derived by that name; derived arms: {}", derived.join(", "))));
+            return Err(InputError::at(
+                &mapfile,
+                format!("arms.\"{from}\""),
+                format!("no arm derived by that name; derived arms: {}", derived.join(", ")),
+            ));
         }
     }
-    let arm_names: Vec<String> = derived.iter().map(|d| map.raw.arms.get(d).cloned().unwrap_or_else(|| d.clone())).collect();
+    let arm_names: Vec<String> =
+        derived.iter().map(|d| map.raw.arms.get(d).cloned().unwrap_or_else(|| d.clone())).collect();
     for (i, n) in arm_names.iter().enumerate() {
         if arm_names[..i].contains(n) {
-            return Err(InputError::at(&mapfile, "arms", format!("two arms would both be named `{n}`")));
+            return Err(InputError::at(
+                &mapfile,
+                "arms",
+                format!("two arms would both be named `{n}`"),
+            ));
         }
     }
     let arms: Vec<Arm> = arm_settings
         .iter()
         .zip(&arm_names)
-        .map(|(s, n)| Arm { name: n.clone(), description: String::new(), settings: ArmSettings::External(s.clone()), origin: ArmOrigin::Declared })
+        .map(|(s, n)| Arm {
+            name: n.clone(),
+            description: String::new(),
+            settings: ArmSettings::External(s.clone()),
+            origin: ArmOrigin::Declared,
+        })
         .collect();
 
     let comparisons = comparisons(&arms, map, &mapfile)?;
@@ -309,7 +355,13 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
 
     // Repeats: Inspect's epochs as given; Harbor's trials numbered in name order.
     let mut order: Vec<usize> = (0..trials.len()).collect();
-    order.sort_by(|&a, &b| (&trials[a].task, arm_of[a], &trials[a].sort_key).cmp(&(&trials[b].task, arm_of[b], &trials[b].sort_key)));
+    order.sort_by(|&a, &b| {
+        (&trials[a].task, arm_of[a], &trials[a].sort_key).cmp(&(
+            &trials[b].task,
+            arm_of[b],
+            &trials[b].sort_key,
+        ))
+    });
     let mut repeats: Vec<u32> = vec![0; trials.len()];
     let mut seen: BTreeMap<(String, usize, u32), PathBuf> = BTreeMap::new();
     let mut next: BTreeMap<(String, usize), u32> = BTreeMap::new();
@@ -339,31 +391,59 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
     }
 
     // The run's digest: what was read, how, and the map.
-    let mut parts: Vec<(String, String)> = vec![("tool".into(), tool.name().into()), ("importer_version".into(), IMPORTER_VERSION.to_string())];
+    let mut parts: Vec<(String, String)> = vec![
+        ("tool".into(), tool.name().into()),
+        ("importer_version".into(), IMPORTER_VERSION.to_string()),
+    ];
     for s in &sources {
         parts.push(("source".into(), s.sha256.clone()));
     }
     if let Some(sha) = &map.sha256 {
         parts.push(("map".into(), sha.clone()));
     }
-    let config_digest = crate::digest::digest_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+    let config_digest =
+        crate::digest::digest_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_str())));
 
-    let task_list: Vec<(String, String)> = tasks.iter().map(|(k, (d, _))| (k.clone(), d.clone())).collect();
-    let suite_digest = crate::digest::digest_parts(task_list.iter().map(|(k, d)| (k.as_str(), d.as_str())));
+    let task_list: Vec<(String, String)> =
+        tasks.iter().map(|(k, (d, _))| (k.clone(), d.clone())).collect();
+    let suite_digest =
+        crate::digest::digest_parts(task_list.iter().map(|(k, d)| (k.as_str(), d.as_str())));
     let max_repeat = repeats.iter().copied().max().unwrap_or(0);
-    let created_at = trials.iter().map(|t| t.started_at.as_str()).filter(|s| !s.is_empty()).min().unwrap_or("").to_string();
+    let created_at = trials
+        .iter()
+        .map(|t| t.started_at.as_str())
+        .filter(|s| !s.is_empty())
+        .min()
+        .unwrap_or("")
+        .to_string();
 
     let mut specs: Vec<TrialSpec> = Vec::with_capacity(trials.len());
     let mut records: Vec<TrialRecord> = Vec::with_capacity(trials.len());
-    let task_index: BTreeMap<&str, usize> = tasks.keys().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
+    let task_index: BTreeMap<&str, usize> =
+        tasks.keys().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
     order.sort_by_key(|&i| (task_index[trials[i].task.as_str()], arm_of[i], repeats[i]));
     let mut taken: Vec<Option<ImportedTrial>> = trials.drain(..).map(Some).collect();
     for (n, &i) in order.iter().enumerate() {
         let t = taken[i].take().expect("each trial once");
         let arm = arm_names[arm_of[i]].clone();
         let id = crate::plan::trial_id(&config_digest, &t.task, &arm, &model, repeats[i]);
-        let spec = TrialSpec { id, order: n as u32, task: t.task.clone(), arm, model: model.clone(), repeat: repeats[i], seed: 0 };
-        let mut r = TrialRecord::blank(run_id, &spec, 1, t.status, t.end_reason.clone(), t.started_at.clone());
+        let spec = TrialSpec {
+            id,
+            order: n as u32,
+            task: t.task.clone(),
+            arm,
+            model: model.clone(),
+            repeat: repeats[i],
+            seed: 0,
+        };
+        let mut r = TrialRecord::blank(
+            run_id,
+            &spec,
+            1,
+            t.status,
+            t.end_reason.clone(),
+            t.started_at.clone(),
+        );
         r.tests_total = 1;
         r.tests_passed = u32::from(t.graded_pass == Some(true));
         r.graded_pass = t.graded_pass;
@@ -428,7 +508,11 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
             importer_version: IMPORTER_VERSION,
             tool_versions,
             sources,
-            map: map.path.as_ref().zip(map.sha256.as_ref()).map(|(p, s)| (p.display().to_string(), s.clone())),
+            map: map
+                .path
+                .as_ref()
+                .zip(map.sha256.as_ref())
+                .map(|(p, s)| (p.display().to_string(), s.clone())),
             pass_rule,
             shared,
             components: component_fields,
@@ -444,12 +528,18 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
 /// single-factor guard: one differing component makes an ablation, more a
 /// combined comparison. In a generated pair the control is the arm seen
 /// first, or the one with the component off when it is a boolean.
-fn comparisons(arms: &[Arm], map: &ImportMap, mapfile: &Path) -> Result<Vec<Comparison>, InputError> {
+fn comparisons(
+    arms: &[Arm],
+    map: &ImportMap,
+    mapfile: &Path,
+) -> Result<Vec<Comparison>, InputError> {
     let make = |control: &Arm, treatment: &Arm, name: Option<String>| -> Option<Comparison> {
         let differs = control.settings.diff(&treatment.settings);
         match guard("", control, treatment) {
             Ok(component) => Some(Comparison {
-                name: name.unwrap_or_else(|| format!("{component}: {} vs {}", treatment.name, control.name)),
+                name: name.unwrap_or_else(|| {
+                    format!("{component}: {} vs {}", treatment.name, control.name)
+                }),
                 control: control.name.clone(),
                 treatment: treatment.name.clone(),
                 kind: ComparisonKind::Ablation { component },
@@ -458,7 +548,9 @@ fn comparisons(arms: &[Arm], map: &ImportMap, mapfile: &Path) -> Result<Vec<Comp
             }),
             Err(_) if differs.is_empty() => None,
             Err(_) => Some(Comparison {
-                name: name.unwrap_or_else(|| format!("{} vs {} (combined)", treatment.name, control.name)),
+                name: name.unwrap_or_else(|| {
+                    format!("{} vs {} (combined)", treatment.name, control.name)
+                }),
                 control: control.name.clone(),
                 treatment: treatment.name.clone(),
                 kind: ComparisonKind::Combined,
@@ -472,13 +564,25 @@ fn comparisons(arms: &[Arm], map: &ImportMap, mapfile: &Path) -> Result<Vec<Comp
         let mut out = Vec::new();
         for (i, c) in map.raw.comparisons.iter().enumerate() {
             let find = |field: &str, name: &str| {
-                arms.iter()
-                    .find(|a| a.name == name)
-                    .ok_or_else(|| InputError::at(mapfile, format!("comparisons[{i}].{field}"), format!("no arm named `{name}`; arms: {names}")))
+                arms.iter().find(|a| a.name == name).ok_or_else(|| {
+                    InputError::at(
+                        mapfile,
+                        format!("comparisons[{i}].{field}"),
+                        format!("no arm named `{name}`; arms: {names}"),
+                    )
+                })
             };
-            let (control, treatment) = (find("control", &c.control)?, find("treatment", &c.treatment)?);
+            let (control, treatment) =
+                (find("control", &c.control)?, find("treatment", &c.treatment)?);
             let comparison = make(control, treatment, c.name.clone()).ok_or_else(|| {
-                InputError::at(mapfile, format!("comparisons[{i}]"), format!("`{}` and `{}` are the same arm; nothing to compare", c.control, c.treatment))
+                InputError::at(
+                    mapfile,
+                    format!("comparisons[{i}]"),
+                    format!(
+                        "`{}` and `{}` are the same arm; nothing to compare",
+                        c.control, c.treatment
+                    ),
+                )
             })?;
             out.push(comparison);
         }
@@ -492,8 +596,12 @@ fn comparisons(arms: &[Arm], map: &ImportMap, mapfile: &Path) -> Result<Vec<Comp
             if pairs > MAX_AUTO_PAIRS && differs.len() != 1 {
                 continue;
             }
-            let b_is_on = differs.len() == 1 && b.settings.external().and_then(|v| v.get(&differs[0].component)) == Some(&ComponentValue::Bool(true));
-            let a_is_on = differs.len() == 1 && a.settings.external().and_then(|v| v.get(&differs[0].component)) == Some(&ComponentValue::Bool(true));
+            let b_is_on = differs.len() == 1
+                && b.settings.external().and_then(|v| v.get(&differs[0].component))
+                    == Some(&ComponentValue::Bool(true));
+            let a_is_on = differs.len() == 1
+                && a.settings.external().and_then(|v| v.get(&differs[0].component))
+                    == Some(&ComponentValue::Bool(true));
             let (control, treatment) = if a_is_on && !b_is_on { (b, a) } else { (a, b) };
             out.extend(make(control, treatment, None));
         }
@@ -506,16 +614,27 @@ fn comparisons(arms: &[Arm], map: &ImportMap, mapfile: &Path) -> Result<Vec<Comp
 fn check_output(out: &Path, force: bool) -> Result<bool, InputError> {
     match std::fs::symlink_metadata(out) {
         Ok(m) if m.is_dir() => {
-            let empty = std::fs::read_dir(out).map_err(|e| InputError::new(out, format!("cannot list the output folder: {e}")))?.next().is_none();
+            let empty = std::fs::read_dir(out)
+                .map_err(|e| InputError::new(out, format!("cannot list the output folder: {e}")))?
+                .next()
+                .is_none();
             if empty {
                 return Ok(true);
             }
             if !force {
-                return Err(InputError::new(out, "the output folder exists and is not empty (--force replaces a folder an earlier import wrote)"));
+                return Err(InputError::new(
+                    out,
+                    "the output folder exists and is not empty (--force replaces a folder an earlier import wrote)",
+                ));
             }
-            let imported = crate::record::ManifestHead::read(out).map(|m| m.imported.is_some()).unwrap_or(false);
+            let imported = crate::record::ManifestHead::read(out)
+                .map(|m| m.imported.is_some())
+                .unwrap_or(false);
             if !imported {
-                return Err(InputError::new(out, "refusing to replace a folder that is not an imported run (its manifest.json has no `imported`)"));
+                return Err(InputError::new(
+                    out,
+                    "refusing to replace a folder that is not an imported run (its manifest.json has no `imported`)",
+                ));
             }
             Ok(true)
         }
@@ -528,13 +647,18 @@ fn check_output(out: &Path, force: bool) -> Result<bool, InputError> {
 /// a run, then move it into place.
 fn write_folder(out: &Path, existing: bool, run: &Assembled) -> Result<(), InputError> {
     use std::io::Write;
-    let io = |path: &Path, what: &str, e: std::io::Error| InputError::new(path, format!("{what}: {e}"));
+    let io =
+        |path: &Path, what: &str, e: std::io::Error| InputError::new(path, format!("{what}: {e}"));
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).map_err(|e| io(&parent, "cannot create the output's parent folder", e))?;
-    let tmp = tempfile::Builder::new().prefix(".ablate-import-").tempdir_in(&parent).map_err(|e| io(&parent, "cannot create a temporary folder", e))?;
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| io(&parent, "cannot create the output's parent folder", e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".ablate-import-")
+        .tempdir_in(&parent)
+        .map_err(|e| io(&parent, "cannot create a temporary folder", e))?;
     let root = tmp.path();
     run.manifest.write(root).map_err(|e| io(&root.join("manifest.json"), "cannot write", e))?;
     let tpath = root.join("trials.jsonl");
@@ -544,11 +668,22 @@ fn write_folder(out: &Path, existing: bool, run: &Assembled) -> Result<(), Input
         serde_json::to_writer(&mut w, r).map_err(|e| io(&tpath, "cannot write", e.into()))?;
         w.write_all(b"\n").map_err(|e| io(&tpath, "cannot write", e))?;
     }
-    w.into_inner().map_err(|e| io(&tpath, "cannot write", e.into_error()))?.sync_all().map_err(|e| io(&tpath, "cannot write", e))?;
+    w.into_inner()
+        .map_err(|e| io(&tpath, "cannot write", e.into_error()))?
+        .sync_all()
+        .map_err(|e| io(&tpath, "cannot write", e))?;
     // What was written must load as a run; a failure here is a bug of the importer.
-    let data = crate::report::load::load(root).map_err(|e| InputError::new(out, format!("the imported run does not load: {e}")))?;
+    let data = crate::report::load::load(root)
+        .map_err(|e| InputError::new(out, format!("the imported run does not load: {e}")))?;
     if data.records != run.records.len() || !data.unreadable_lines.is_empty() {
-        return Err(InputError::new(out, format!("the imported run reads back {} of its {} records", data.records, run.records.len())));
+        return Err(InputError::new(
+            out,
+            format!(
+                "the imported run reads back {} of its {} records",
+                data.records,
+                run.records.len()
+            ),
+        ));
     }
     crate::suite::import::move_into_place(tmp.keep(), out, &parent, existing, "run")
 }
@@ -572,7 +707,8 @@ pub fn component_value(v: &serde_json::Value) -> ComponentValue {
 /// sha256 over files read from a folder: each path relative to it, NUL, the
 /// file's sha256, newline, in path order (the shape of `digest::tree_digest`).
 pub fn folder_digest(files: &[(String, String)]) -> String {
-    let mut sorted: Vec<(&str, &str)> = files.iter().map(|(rel, sha)| (rel.as_str(), sha.as_str())).collect();
+    let mut sorted: Vec<(&str, &str)> =
+        files.iter().map(|(rel, sha)| (rel.as_str(), sha.as_str())).collect();
     sorted.sort_unstable();
     crate::digest::digest_parts(sorted)
 }
@@ -590,7 +726,8 @@ pub fn epoch_seconds(s: &str) -> Option<f64> {
     let s = s.trim();
     let (date, rest) = s.split_once(['T', ' '])?;
     let mut d = date.split('-');
-    let (y, mo, da): (i64, i64, i64) = (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);
+    let (y, mo, da): (i64, i64, i64) =
+        (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);
     if d.next().is_some() || !(1..=12).contains(&mo) || !(1..=31).contains(&da) {
         return None;
     }
@@ -601,7 +738,11 @@ pub fn epoch_seconds(s: &str) -> Option<f64> {
     let mut c = clock.split(':');
     let (h, mi): (i64, i64) = (c.next()?.parse().ok()?, c.next()?.parse().ok()?);
     let sec: f64 = c.next().unwrap_or("0").parse().ok()?;
-    if !(1..=9999).contains(&y) || !(0..=24).contains(&h) || !(0..=59).contains(&mi) || !(0.0..61.0).contains(&sec) {
+    if !(1..=9999).contains(&y)
+        || !(0..=24).contains(&h)
+        || !(0..=59).contains(&mi)
+        || !(0.0..61.0).contains(&sec)
+    {
         return None;
     }
     let off_seconds = match offset {
@@ -630,9 +771,19 @@ pub fn epoch_seconds(s: &str) -> Option<f64> {
 mod tests {
     use super::*;
 
-    fn trial(file: &str, task: &str, digest: &str, identity: &[(&str, ComponentValue)], status: TrialStatus) -> ImportedTrial {
+    fn trial(
+        file: &str,
+        task: &str,
+        digest: &str,
+        identity: &[(&str, ComponentValue)],
+        status: TrialStatus,
+    ) -> ImportedTrial {
         ImportedTrial {
-            from: ImportedFrom { file: file.into(), id: file.into(), detail: serde_json::Value::Null },
+            from: ImportedFrom {
+                file: file.into(),
+                id: file.into(),
+                detail: serde_json::Value::Null,
+            },
             input: PathBuf::from("in"),
             task: task.into(),
             task_digest: digest.into(),
@@ -658,7 +809,12 @@ mod tests {
         Read {
             tool: Tool::Harbor,
             trials,
-            sources: vec![SourceFacts { path: "in".into(), kind: "folder".into(), sha256: "0".repeat(64), files: 1 }],
+            sources: vec![SourceFacts {
+                path: "in".into(),
+                kind: "folder".into(),
+                sha256: "0".repeat(64),
+                files: 1,
+            }],
             tool_versions: Vec::new(),
             name: "job".into(),
             name_field: "agent",
@@ -686,7 +842,13 @@ mod tests {
         for (i, id) in [&a, &b, &c].into_iter().enumerate() {
             for task in ["t1", "t2"] {
                 for r in 0..2 {
-                    trials.push(trial(&format!("{i}/{task}-{r}"), task, &format!("d-{task}"), id, TrialStatus::Passed));
+                    trials.push(trial(
+                        &format!("{i}/{task}-{r}"),
+                        task,
+                        &format!("d-{task}"),
+                        id,
+                        TrialStatus::Passed,
+                    ));
                 }
             }
         }
@@ -694,7 +856,10 @@ mod tests {
         let e = &run.manifest.experiment;
         let names: Vec<&str> = e.arms.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["x-0-0-1", "x-0-7-1", "x-0-7-2"]);
-        assert_eq!(run.manifest.imported.as_ref().unwrap().shared.keys().collect::<Vec<_>>(), ["agent", "model"]);
+        assert_eq!(
+            run.manifest.imported.as_ref().unwrap().shared.keys().collect::<Vec<_>>(),
+            ["agent", "model"]
+        );
         // a-b: kwargs.t alone; b-c: kwargs.k alone; a-c: both.
         let kinds: Vec<(String, String, Option<String>)> = e
             .comparisons
@@ -734,7 +899,10 @@ mod tests {
         ];
         let e = assemble(read(trials), &ImportMap::default(), "r").err().unwrap();
         let text = e.to_string();
-        assert!(text.contains("job-b/t1__2/result.json") && text.contains("job-a/t1__1/result.json"), "{text}");
+        assert!(
+            text.contains("job-b/t1__2/result.json") && text.contains("job-a/t1__1/result.json"),
+            "{text}"
+        );
         assert!(text.contains("aaa") && text.contains("bbb"), "{text}");
     }
 
@@ -742,7 +910,10 @@ mod tests {
     fn a_boolean_component_puts_the_arm_without_it_on_the_control_side() {
         let on = [("agent", v("x")), ("kwargs.hint", v(true))];
         let off = [("agent", v("x")), ("kwargs.hint", v(false))];
-        let trials = vec![trial("1", "t", "d", &on, TrialStatus::Passed), trial("2", "t", "d", &off, TrialStatus::Failed)];
+        let trials = vec![
+            trial("1", "t", "d", &on, TrialStatus::Passed),
+            trial("2", "t", "d", &off, TrialStatus::Failed),
+        ];
         let run = assemble(read(trials), &ImportMap::default(), "r").unwrap();
         let c = &run.manifest.experiment.comparisons[0];
         assert_eq!((c.control.as_str(), c.treatment.as_str()), ("x", "x-hint"));
@@ -752,17 +923,34 @@ mod tests {
     fn the_map_renames_and_chooses_comparisons_through_the_guard() {
         let a = [("agent", v("x")), ("kwargs.t", v(0.0)), ("kwargs.k", v(1))];
         let b = [("agent", v("x")), ("kwargs.t", v(0.7)), ("kwargs.k", v(2))];
-        let trials = vec![trial("1", "t", "d", &a, TrialStatus::Passed), trial("2", "t", "d", &b, TrialStatus::Failed)];
+        let trials = vec![
+            trial("1", "t", "d", &a, TrialStatus::Passed),
+            trial("2", "t", "d", &b, TrialStatus::Failed),
+        ];
         let mut map = ImportMap::default();
         map.raw.components.insert("kwargs.t".into(), "temperature".into());
         map.raw.arms.insert("x-0-7-2".into(), "hot".into());
-        map.raw.comparisons.push(map::RawComparison { control: "x-0-0-1".into(), treatment: "hot".into(), name: None });
+        map.raw.comparisons.push(map::RawComparison {
+            control: "x-0-0-1".into(),
+            treatment: "hot".into(),
+            name: None,
+        });
         let run = assemble(read(trials), &map, "r").unwrap();
         let c = &run.manifest.experiment.comparisons[0];
-        assert_eq!(c.kind, ComparisonKind::Combined, "two components differ: not an ablation, whatever the map asks");
-        assert_eq!(c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>(), ["temperature", "kwargs.k"]);
+        assert_eq!(
+            c.kind,
+            ComparisonKind::Combined,
+            "two components differ: not an ablation, whatever the map asks"
+        );
+        assert_eq!(
+            c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>(),
+            ["temperature", "kwargs.k"]
+        );
         map.raw.comparisons[0].treatment = "nope".into();
-        let trials = vec![trial("1", "t", "d", &a, TrialStatus::Passed), trial("2", "t", "d", &b, TrialStatus::Failed)];
+        let trials = vec![
+            trial("1", "t", "d", &a, TrialStatus::Passed),
+            trial("2", "t", "d", &b, TrialStatus::Failed),
+        ];
         let e = assemble(read(trials), &map, "r").err().unwrap();
         assert_eq!(e.key.as_deref(), Some("comparisons[0].treatment"));
     }
@@ -776,7 +964,11 @@ mod tests {
         assert_eq!(epoch_seconds("2025-03-01T12:00:30.25"), Some(1_740_830_430.25));
         // 1970-01-01 is day 0; 2000-02-29 exists (a leap year of the 400 rule).
         assert_eq!(epoch_seconds("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(epoch_seconds("2000-03-01T00:00:00Z").unwrap() - epoch_seconds("2000-02-28T00:00:00Z").unwrap(), 2.0 * 86_400.0);
+        assert_eq!(
+            epoch_seconds("2000-03-01T00:00:00Z").unwrap()
+                - epoch_seconds("2000-02-28T00:00:00Z").unwrap(),
+            2.0 * 86_400.0
+        );
         assert_eq!(seconds_between("2025-03-01T12:00:00Z", "2025-03-01T12:01:30.5Z"), Some(90.5));
         assert_eq!(epoch_seconds("yesterday"), None);
         assert_eq!(epoch_seconds("2025-13-01T00:00:00"), None);

@@ -74,8 +74,13 @@ fn assistant_content(m: &Message) -> String {
             s.push('\n');
         }
         let args = c.arguments.trim();
-        let args = py_json::loads_object(args).map_or_else(|| args.to_string(), |v| py_json::compact(&v));
-        let _ = write!(s, "<tool_call>\n{{\"name\": \"{}\", \"arguments\": {args}}}\n</tool_call>", c.name);
+        let args =
+            py_json::loads_object(args).map_or_else(|| args.to_string(), |v| py_json::compact(&v));
+        let _ = write!(
+            s,
+            "<tool_call>\n{{\"name\": \"{}\", \"arguments\": {args}}}\n</tool_call>",
+            c.name
+        );
     }
     s
 }
@@ -101,7 +106,9 @@ pub fn parse_tool_calls(raw: &str) -> (String, Vec<ToolCall>, Vec<String>) {
             None => (after, ""),
         };
         match parse_call(inner) {
-            Some((name, arguments)) => calls.push(ToolCall { id: format!("call_{}", calls.len()), name, arguments }),
+            Some((name, arguments)) => {
+                calls.push(ToolCall { id: format!("call_{}", calls.len()), name, arguments })
+            }
             None => unparsed.push(inner.to_string()),
         }
         rest = next;
@@ -120,7 +127,11 @@ pub fn parse_fenced_tool_calls(text: &str, tools: &[ToolSpec]) -> (String, Vec<T
         let (name, args) = parse_call(body)?;
         (has_args && tools.iter().any(|t| t.name == name)).then_some((name, args))
     };
-    let call = |n: usize, (name, arguments): (String, String)| ToolCall { id: format!("call_{n}"), name, arguments };
+    let call = |n: usize, (name, arguments): (String, String)| ToolCall {
+        id: format!("call_{n}"),
+        name,
+        arguments,
+    };
     if let Some(c) = as_call(text) {
         return (String::new(), vec![call(0, c)]);
     }
@@ -173,7 +184,8 @@ fn parse_call(inner: &str) -> Option<(String, String)> {
 /// the last one when repeated, as serde_json keeps.
 fn raw_member<'t>(t: &'t str, key: &str) -> Option<&'t str> {
     // A map keeps the last of repeated keys, as serde_json's Value does.
-    let members: std::collections::HashMap<String, &'t serde_json::value::RawValue> = serde_json::from_str(t).ok()?;
+    let members: std::collections::HashMap<String, &'t serde_json::value::RawValue> =
+        serde_json::from_str(t).ok()?;
     members.get(key).map(|v| v.get())
 }
 
@@ -199,16 +211,39 @@ mod tests {
         let (text, calls, bad) = parse_tool_calls(raw);
         assert_eq!(text, "I will look.\n\n\n\n done");
         assert_eq!(calls.len(), 2);
-        assert_eq!(calls[0], ToolCall { id: "call_0".into(), name: "read_file".into(), arguments: "{\"path\": \"a.py\", \"n\": 2}".into() });
-        assert_eq!(calls[1], ToolCall { id: "call_1".into(), name: "run_tests".into(), arguments: "{\"k\": 1}".into() });
-        assert_eq!(bad, vec!["\n{\"name\": \"x\", \"arguments\": {oops}\n".to_string(), "{\"arguments\": {}}".to_string()]);
+        assert_eq!(
+            calls[0],
+            ToolCall {
+                id: "call_0".into(),
+                name: "read_file".into(),
+                arguments: "{\"path\": \"a.py\", \"n\": 2}".into()
+            }
+        );
+        assert_eq!(
+            calls[1],
+            ToolCall {
+                id: "call_1".into(),
+                name: "run_tests".into(),
+                arguments: "{\"k\": 1}".into()
+            }
+        );
+        assert_eq!(
+            bad,
+            vec![
+                "\n{\"name\": \"x\", \"arguments\": {oops}\n".to_string(),
+                "{\"arguments\": {}}".to_string()
+            ]
+        );
     }
 
     #[test]
     fn parses_open_block_at_end_and_missing_arguments() {
         let (text, calls, bad) = parse_tool_calls("<tool_call>\n{\"name\": \"finish\"}\n");
         assert_eq!(text, "");
-        assert_eq!(calls, vec![ToolCall { id: "call_0".into(), name: "finish".into(), arguments: "{}".into() }]);
+        assert_eq!(
+            calls,
+            vec![ToolCall { id: "call_0".into(), name: "finish".into(), arguments: "{}".into() }]
+        );
         assert!(bad.is_empty());
         let (_, calls, bad) = parse_tool_calls("<tool_call>\n{\"name\": \"finish\", \"argu");
         assert!(calls.is_empty());
@@ -224,13 +259,24 @@ mod tests {
         assert_eq!(raw_member(t, "x"), Some("1"));
         assert_eq!(raw_member(t, "nope"), None);
         // Repeated keys: the last, as serde_json's Value (and Python's json) keep.
-        assert_eq!(raw_member(r#"{"arguments": {"a": 1}, "arguments": {"b":2}}"#, "arguments"), Some(r#"{"b":2}"#));
+        assert_eq!(
+            raw_member(r#"{"arguments": {"a": 1}, "arguments": {"b":2}}"#, "arguments"),
+            Some(r#"{"b":2}"#)
+        );
     }
 
     #[test]
     fn turns_follow_qwen25_tool_format() {
-        let call = ToolCall { id: "call_0".into(), name: "read_file".into(), arguments: "{\"path\":\"a.py\"}".into() };
-        let call2 = ToolCall { id: "call_1".into(), name: "read_file".into(), arguments: "{\"path\": \"b.py\"}".into() };
+        let call = ToolCall {
+            id: "call_0".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\":\"a.py\"}".into(),
+        };
+        let call2 = ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\": \"b.py\"}".into(),
+        };
         let messages = vec![
             Message::system("Be brief."),
             Message::user("Fix it."),
@@ -243,7 +289,10 @@ mod tests {
         ];
         let turns = template_turns(&messages, &spec_tools());
         let roles: Vec<&str> = turns.iter().map(|t| t.0.as_str()).collect();
-        assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user", "assistant"]);
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+        );
         assert_eq!(
             turns[0].1,
             "Be brief.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
@@ -258,8 +307,14 @@ mod tests {
             "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.py\"}}\n</tool_call>\n\
              <tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"b.py\"}}\n</tool_call>"
         );
-        assert_eq!(turns[3].1, "<tool_response>\nprint(1)\n</tool_response>\n<tool_response>\nprint(2)\n</tool_response>");
-        assert_eq!(turns[6].1, "Sure.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.py\"}}\n</tool_call>");
+        assert_eq!(
+            turns[3].1,
+            "<tool_response>\nprint(1)\n</tool_response>\n<tool_response>\nprint(2)\n</tool_response>"
+        );
+        assert_eq!(
+            turns[6].1,
+            "Sure.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.py\"}}\n</tool_call>"
+        );
         // No tools: messages pass through; no system turn is invented.
         let plain = template_turns(&[Message::user("hi")], &[]);
         assert_eq!(plain, vec![("user".to_string(), "hi".to_string())]);
@@ -284,8 +339,14 @@ mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].name, "read_file");
         assert_eq!(calls[0].arguments, "{\n    \"path\": \"calc.py\"\n  }");
-        assert_eq!(text, "Reading it.\n\nthen\n```python\nprint(1)\n```\n```json\n{\"name\": \"other\", \"arguments\": {}}\n```");
-        let (text, calls) = parse_fenced_tool_calls(" {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} ", &tools);
+        assert_eq!(
+            text,
+            "Reading it.\n\nthen\n```python\nprint(1)\n```\n```json\n{\"name\": \"other\", \"arguments\": {}}\n```"
+        );
+        let (text, calls) = parse_fenced_tool_calls(
+            " {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} ",
+            &tools,
+        );
         assert_eq!((text.as_str(), calls.len()), ("", 1));
         let (_, calls) = parse_fenced_tool_calls("```json\n{\"name\": \"read_file\"}\n```", &tools);
         assert!(calls.is_empty());

@@ -43,14 +43,29 @@ impl ChatTemplate {
     /// Compile `source`; the error says where the template does not parse.
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, String> {
         let mut env = Environment::new();
-        let syntax = minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build().map_err(|e| describe(&e))?;
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(|e| describe(&e))?;
         env.set_syntax(syntax);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_filter("tojson", tojson);
-        env.add_function("raise_exception", |message: String| -> Result<Value, Error> { Err(Error::new(ErrorKind::InvalidOperation, message)) });
+        env.add_function("raise_exception", |message: String| -> Result<Value, Error> {
+            Err(Error::new(ErrorKind::InvalidOperation, message))
+        });
         env.add_template_owned(NAME, source.to_string()).map_err(|e| describe(&e))?;
-        let takes_tools = env.get_template(NAME).map_err(|e| describe(&e))?.undeclared_variables(false).contains("tools");
-        Ok(ChatTemplate { env, takes_tools, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
+        let takes_tools = env
+            .get_template(NAME)
+            .map_err(|e| describe(&e))?
+            .undeclared_variables(false)
+            .contains("tools");
+        Ok(ChatTemplate {
+            env,
+            takes_tools,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        })
     }
 
     /// Whether the template reads `tools` (and so is given them).
@@ -63,10 +78,19 @@ impl ChatTemplate {
     pub fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, String> {
         let template = self.env.get_template(NAME).map_err(|e| describe(&e))?;
         let (messages, tools): (Vec<TemplateMessage>, Vec<FunctionTool>) = if self.takes_tools {
-            (messages.iter().map(TemplateMessage::of).collect(), tools.iter().map(ToolSpec::as_function).collect())
+            (
+                messages.iter().map(TemplateMessage::of).collect(),
+                tools.iter().map(ToolSpec::as_function).collect(),
+            )
         } else {
             let turns = template_turns(messages, tools);
-            (turns.into_iter().map(|(role, content)| TemplateMessage::plain(role, content)).collect(), vec![])
+            (
+                turns
+                    .into_iter()
+                    .map(|(role, content)| TemplateMessage::plain(role, content))
+                    .collect(),
+                vec![],
+            )
         };
         let tools = if tools.is_empty() { Value::UNDEFINED } else { Value::from(Serde(tools)) };
         let ctx = minijinja::context! {
@@ -83,7 +107,9 @@ impl ChatTemplate {
 /// The error and where in the template it is, with its cause.
 fn describe(e: &Error) -> String {
     let mut s = match e.line() {
-        Some(line) => format!("{} (chat template line {line})", e.detail().unwrap_or(&e.kind().to_string())),
+        Some(line) => {
+            format!("{} (chat template line {line})", e.detail().unwrap_or(&e.kind().to_string()))
+        }
         None => e.detail().map(str::to_string).unwrap_or_else(|| e.kind().to_string()),
     };
     if e.kind() == ErrorKind::UnknownFunction {
@@ -136,10 +162,19 @@ impl TemplateMessage {
             .map(|c| TemplateCall {
                 id: c.id.clone(),
                 r#type: "function",
-                function: TemplateFunctionCall { name: c.name.clone(), arguments: call_arguments(&c.arguments) },
+                function: TemplateFunctionCall {
+                    name: c.name.clone(),
+                    arguments: call_arguments(&c.arguments),
+                },
             })
             .collect();
-        TemplateMessage { role: m.role.as_str().into(), content: m.content.clone(), tool_calls, tool_call_id: m.tool_call_id.clone(), name: m.name.clone() }
+        TemplateMessage {
+            role: m.role.as_str().into(),
+            content: m.content.clone(),
+            tool_calls,
+            tool_call_id: m.tool_call_id.clone(),
+            name: m.name.clone(),
+        }
     }
 }
 
@@ -159,7 +194,12 @@ fn tojson(value: &Value, kwargs: Kwargs) -> Result<Value, Error> {
     kwargs.assert_all_used()?;
     let (item, key) = match separators.as_deref() {
         Some([item, key]) => (item.clone(), key.clone()),
-        Some(_) => return Err(Error::new(ErrorKind::InvalidOperation, "tojson: separators must be (item, key)")),
+        Some(_) => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: separators must be (item, key)",
+            ));
+        }
         None if indent.is_some() => (",".into(), ": ".into()),
         None => (", ".into(), ": ".into()),
     };
@@ -170,7 +210,11 @@ fn tojson(value: &Value, kwargs: Kwargs) -> Result<Value, Error> {
         py_json::dumps(value, &item, &key, indent)
     }
     .map_err(json_error)?;
-    Ok(Value::from_safe_string(if ensure_ascii.unwrap_or(false) { py_json::ascii_escaped(&text) } else { text }))
+    Ok(Value::from_safe_string(if ensure_ascii.unwrap_or(false) {
+        py_json::ascii_escaped(&text)
+    } else {
+        text
+    }))
 }
 
 fn json_error(e: serde_json::Error) -> Error {
@@ -193,7 +237,10 @@ mod tests {
     use crate::model::{Role, ToolCall};
 
     const TEMPLATES: [(&str, &str); 2] = [
-        ("qwen2.5-coder-0.5b-instruct", include_str!("chat_templates/qwen2.5-coder-0.5b-instruct.jinja")),
+        (
+            "qwen2.5-coder-0.5b-instruct",
+            include_str!("chat_templates/qwen2.5-coder-0.5b-instruct.jinja"),
+        ),
         ("smollm2-135m-instruct", include_str!("chat_templates/smollm2-135m-instruct.jinja")),
     ];
 
@@ -226,11 +273,18 @@ mod tests {
             "tool" => Role::Tool,
             other => panic!("role {other}"),
         };
-        Message { role, content: m.content.clone(), tool_calls: m.tool_calls.clone(), tool_call_id: m.tool_call_id.clone(), name: m.name.clone() }
+        Message {
+            role,
+            content: m.content.clone(),
+            tool_calls: m.tool_calls.clone(),
+            tool_call_id: m.tool_call_id.clone(),
+            name: m.name.clone(),
+        }
     }
 
     fn golden(template: &str, case: &str) -> Option<String> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("src/model/chat_templates/golden/{template}/{case}.txt"));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("src/model/chat_templates/golden/{template}/{case}.txt"));
         std::fs::read_to_string(path).ok()
     }
 
@@ -249,8 +303,13 @@ mod tests {
                     assert!(expected.is_none(), "{name} takes no tools: no golden for {case_name}");
                     continue;
                 }
-                let expected = expected.unwrap_or_else(|| panic!("no golden for {name}/{case_name}"));
-                assert_eq!(t.render(&messages, &case.tools).unwrap(), expected, "{name}/{case_name}");
+                let expected =
+                    expected.unwrap_or_else(|| panic!("no golden for {name}/{case_name}"));
+                assert_eq!(
+                    t.render(&messages, &case.tools).unwrap(),
+                    expected,
+                    "{name}/{case_name}"
+                );
                 compared += 1;
             }
         }
@@ -259,7 +318,10 @@ mod tests {
 
     #[test]
     fn which_templates_take_tools() {
-        let takes: Vec<bool> = TEMPLATES.iter().map(|(_, s)| ChatTemplate::new(s, "", "").unwrap().takes_tools()).collect();
+        let takes: Vec<bool> = TEMPLATES
+            .iter()
+            .map(|(_, s)| ChatTemplate::new(s, "", "").unwrap().takes_tools())
+            .collect();
         assert_eq!(takes, [true, false]);
     }
 
@@ -269,9 +331,22 @@ mod tests {
     #[test]
     fn a_template_without_tools_gets_them_as_text() {
         let t = ChatTemplate::new(TEMPLATES[1].1, "", "").unwrap();
-        let call = ToolCall { id: "call_0".into(), name: "read_file".into(), arguments: "{\"path\":\"a.py\"}".into() };
-        let tools = [ToolSpec { name: "read_file".into(), description: "Read.".into(), parameters: serde_json::json!({"type": "object"}) }];
-        let messages = [Message::system("S."), Message::user("Go."), Message::assistant("", vec![call.clone()]), Message::tool(&call, "x = 1")];
+        let call = ToolCall {
+            id: "call_0".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\":\"a.py\"}".into(),
+        };
+        let tools = [ToolSpec {
+            name: "read_file".into(),
+            description: "Read.".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }];
+        let messages = [
+            Message::system("S."),
+            Message::user("Go."),
+            Message::assistant("", vec![call.clone()]),
+            Message::tool(&call, "x = 1"),
+        ];
         let out = t.render(&messages, &tools).unwrap();
         assert_eq!(
             out,
@@ -296,7 +371,10 @@ mod tests {
             env.env.get_template(NAME).unwrap().render(minijinja::context! { v => v }).unwrap()
         };
         let v = r#"{"b": "é\"<&>", "a": [1, 2.5, 1e-07, 1e16, 0.0001, -0.0], "c": {}, "d": [], "e": null, "f": true}"#;
-        assert_eq!(t("tojson", v), r#"{"b": "é\"<&>", "a": [1, 2.5, 1e-07, 1e+16, 0.0001, -0.0], "c": {}, "d": [], "e": null, "f": true}"#);
+        assert_eq!(
+            t("tojson", v),
+            r#"{"b": "é\"<&>", "a": [1, 2.5, 1e-07, 1e+16, 0.0001, -0.0], "c": {}, "d": [], "e": null, "f": true}"#
+        );
         assert_eq!(
             t("tojson(sort_keys=true, ensure_ascii=true)", v),
             r#"{"a": [1, 2.5, 1e-07, 1e+16, 0.0001, -0.0], "b": "\u00e9\"<&>", "c": {}, "d": [], "e": null, "f": true}"#
@@ -305,7 +383,10 @@ mod tests {
             t("tojson(indent=2)", v),
             "{\n  \"b\": \"é\\\"<&>\",\n  \"a\": [\n    1,\n    2.5,\n    1e-07,\n    1e+16,\n    0.0001,\n    -0.0\n  ],\n  \"c\": {},\n  \"d\": [],\n  \"e\": null,\n  \"f\": true\n}"
         );
-        assert_eq!(t(r#"tojson(separators=[",", ":"])"#, r#"{"a": [1, {"b": 2}]}"#), r#"{"a":[1,{"b":2}]}"#);
+        assert_eq!(
+            t(r#"tojson(separators=[",", ":"])"#, r#"{"a": [1, {"b": 2}]}"#),
+            r#"{"a":[1,{"b":2}]}"#
+        );
         assert_eq!(t("tojson(ensure_ascii=true)", r#""😀""#), r#""\ud83d\ude00""#);
         assert_eq!(
             t("tojson", "[1e22, 123456789012345680.0, 0.1, 100.0, 1.5e-5, 12345.678]"),
@@ -325,8 +406,16 @@ mod tests {
     fn template_errors_name_the_problem() {
         let e = ChatTemplate::new("{% for m in messages %}", "", "").err().unwrap();
         assert!(e.contains("line 1"), "{e}");
-        let t = ChatTemplate::new("{{ raise_exception('Only user and assistant roles are supported!') }}", "", "").unwrap();
-        assert_eq!(t.render(&[Message::user("u")], &[]).unwrap_err(), "Only user and assistant roles are supported! (chat template line 1)");
+        let t = ChatTemplate::new(
+            "{{ raise_exception('Only user and assistant roles are supported!') }}",
+            "",
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            t.render(&[Message::user("u")], &[]).unwrap_err(),
+            "Only user and assistant roles are supported! (chat template line 1)"
+        );
         let t = ChatTemplate::new("{{ strftime_now('%d %b %Y') }}", "", "").unwrap();
         let e = t.render(&[Message::user("u")], &[]).unwrap_err();
         assert!(e.contains("strftime_now") && e.contains("--local-template"), "{e}");

@@ -65,8 +65,17 @@ fn malformed(error: impl Into<String>, v: &Value) -> ModelError {
 }
 
 fn vector(v: &Value, what: &str, whole: &Value) -> Result<Vec<f64>, ModelError> {
-    let items = v.as_array().ok_or_else(|| malformed(format!("{what} is not an array of numbers"), whole))?;
-    items.iter().map(|x| x.as_f64().ok_or_else(|| malformed(format!("{what} holds a value that is not a number: {x}"), whole))).collect()
+    let items = v
+        .as_array()
+        .ok_or_else(|| malformed(format!("{what} is not an array of numbers"), whole))?;
+    items
+        .iter()
+        .map(|x| {
+            x.as_f64().ok_or_else(|| {
+                malformed(format!("{what} holds a value that is not a number: {x}"), whole)
+            })
+        })
+        .collect()
 }
 
 /// The input tokens the reply reports at `pointer`, else the request's bound (noted as estimated).
@@ -77,30 +86,47 @@ fn tokens(v: &Value, pointer: &str, req: &EmbedRequest) -> (u64, TokenSource) {
     }
 }
 
-fn checked(vectors: Vec<Vec<f64>>, req: &EmbedRequest, v: &Value, (input_tokens, token_source): (u64, TokenSource)) -> Result<EmbedReply, ModelError> {
+fn checked(
+    vectors: Vec<Vec<f64>>,
+    req: &EmbedRequest,
+    v: &Value,
+    (input_tokens, token_source): (u64, TokenSource),
+) -> Result<EmbedReply, ModelError> {
     if vectors.len() != req.input.len() {
-        return Err(malformed(format!("{} vectors for {} inputs", vectors.len(), req.input.len()), v));
+        return Err(malformed(
+            format!("{} vectors for {} inputs", vectors.len(), req.input.len()),
+            v,
+        ));
     }
     Ok(EmbedReply { vectors, input_tokens, token_source })
 }
 
 /// OpenAI's reply: `data[].embedding` (placed by `index`), `usage.prompt_tokens`.
 pub fn parse_openai(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelError> {
-    let data = v.get("data").and_then(Value::as_array).ok_or_else(|| malformed("no `data` array", v))?;
+    let data =
+        v.get("data").and_then(Value::as_array).ok_or_else(|| malformed("no `data` array", v))?;
     let mut vectors: Vec<Option<Vec<f64>>> = vec![None; data.len()];
     for (i, item) in data.iter().enumerate() {
         let at = item.get("index").and_then(Value::as_u64).map_or(i, |n| n as usize);
-        let slot = vectors.get_mut(at).ok_or_else(|| malformed(format!("index {at} out of range"), v))?;
+        let slot =
+            vectors.get_mut(at).ok_or_else(|| malformed(format!("index {at} out of range"), v))?;
         *slot = Some(vector(item.get("embedding").unwrap_or(&Value::Null), "data[].embedding", v)?);
     }
-    let vectors = vectors.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| malformed("an index given twice", v))?;
+    let vectors = vectors
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| malformed("an index given twice", v))?;
     checked(vectors, req, v, tokens(v, "/usage/prompt_tokens", req))
 }
 
 /// Ollama's `/api/embed` reply: `embeddings`, `prompt_eval_count`.
 pub fn parse_ollama(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelError> {
-    let rows = v.get("embeddings").and_then(Value::as_array).ok_or_else(|| malformed("no `embeddings` array", v))?;
-    let vectors = rows.iter().map(|r| vector(r, "embeddings[]", v)).collect::<Result<Vec<_>, _>>()?;
+    let rows = v
+        .get("embeddings")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed("no `embeddings` array", v))?;
+    let vectors =
+        rows.iter().map(|r| vector(r, "embeddings[]", v)).collect::<Result<Vec<_>, _>>()?;
     checked(vectors, req, v, tokens(v, "/prompt_eval_count", req))
 }
 
@@ -117,8 +143,19 @@ pub async fn call(
     max_bytes: u64,
     parse: fn(&Value, &EmbedRequest) -> Result<EmbedReply, ModelError>,
 ) -> EmbedOutcome {
-    let out = http::send(client, url, Some(&body), bearer, Some(operation_id), req.timeout, policy, max_bytes).await;
-    let result = out.result.and_then(|(_, text)| http::parse_body(&text).1).and_then(|v| parse(&v, req));
+    let out = http::send(
+        client,
+        url,
+        Some(&body),
+        bearer,
+        Some(operation_id),
+        req.timeout,
+        policy,
+        max_bytes,
+    )
+    .await;
+    let result =
+        out.result.and_then(|(_, text)| http::parse_body(&text).1).and_then(|v| parse(&v, req));
     EmbedOutcome { result, attempts: out.attempts, latency: out.latency, wait: out.wait }
 }
 
@@ -127,7 +164,12 @@ mod tests {
     use super::*;
 
     fn req(n: usize) -> EmbedRequest {
-        EmbedRequest { model: "e".into(), input: (0..n).map(|i| "ab".repeat(i + 1)).collect(), dimensions: None, timeout: Duration::ZERO }
+        EmbedRequest {
+            model: "e".into(),
+            input: (0..n).map(|i| "ab".repeat(i + 1)).collect(),
+            dimensions: None,
+            timeout: Duration::ZERO,
+        }
     }
 
     #[test]
@@ -143,7 +185,13 @@ mod tests {
         // Inputs "ab" and "abab": 6 bytes.
         let r = parse_ollama(&json!({"embeddings": [[1.0], [2.0]]}), &req(2)).unwrap();
         assert_eq!((r.input_tokens, r.token_source), (6, TokenSource::Estimated));
-        assert!(matches!(parse_ollama(&json!({"embeddings": [[1.0]]}), &req(2)), Err(ModelError::Malformed { .. })));
-        assert!(matches!(parse_openai(&json!({"data": [{"index": 0, "embedding": ["x"]}]}), &req(1)), Err(ModelError::Malformed { .. })));
+        assert!(matches!(
+            parse_ollama(&json!({"embeddings": [[1.0]]}), &req(2)),
+            Err(ModelError::Malformed { .. })
+        ));
+        assert!(matches!(
+            parse_openai(&json!({"data": [{"index": 0, "embedding": ["x"]}]}), &req(1)),
+            Err(ModelError::Malformed { .. })
+        ));
     }
 }

@@ -49,7 +49,9 @@ impl EngineSettings {
             #[command(flatten)]
             settings: EngineSettings,
         }
-        EnvOnly::try_parse_from(std::iter::empty::<String>()).map(|e| e.settings).map_err(|e| e.to_string().trim().to_string())
+        EnvOnly::try_parse_from(std::iter::empty::<String>())
+            .map(|e| e.settings)
+            .map_err(|e| e.to_string().trim().to_string())
     }
 }
 
@@ -66,11 +68,30 @@ mod tests {
 
     #[test]
     fn flags_parse_and_bad_values_are_refused() {
-        let s = Flags::try_parse_from(["--local-threads", "3", "--local-prefix-cache", "off", "--local-template", "chat.jinja"]).unwrap().settings;
-        assert_eq!((s.threads, s.prefix_cache, s.template.as_deref()), (Some(3), Some(false), Some(std::path::Path::new("chat.jinja"))));
-        let s = Flags::try_parse_from(["--local-fenced-tool-calls", "1", "--local-log", "no"]).unwrap().settings;
+        let s = Flags::try_parse_from([
+            "--local-threads",
+            "3",
+            "--local-prefix-cache",
+            "off",
+            "--local-template",
+            "chat.jinja",
+        ])
+        .unwrap()
+        .settings;
+        assert_eq!(
+            (s.threads, s.prefix_cache, s.template.as_deref()),
+            (Some(3), Some(false), Some(std::path::Path::new("chat.jinja")))
+        );
+        let s = Flags::try_parse_from(["--local-fenced-tool-calls", "1", "--local-log", "no"])
+            .unwrap()
+            .settings;
         assert_eq!((s.fenced_tool_calls, s.log), (Some(true), Some(false)));
-        for bad in [["--local-threads", "0"], ["--local-slots", "1025"], ["--local-batch", "x"], ["--local-log", "maybe"]] {
+        for bad in [
+            ["--local-threads", "0"],
+            ["--local-slots", "1025"],
+            ["--local-batch", "x"],
+            ["--local-log", "maybe"],
+        ] {
             assert!(Flags::try_parse_from(bad).is_err(), "{bad:?} accepted");
         }
     }

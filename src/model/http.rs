@@ -108,25 +108,52 @@ pub async fn send(
                 latency += start.elapsed();
                 match text {
                     Err(ReadError::TooLarge) => {
-                        return HttpOutcome { result: Err(ModelError::TooLarge { limit: max_bytes }), attempts: attempt, latency, wait };
+                        return HttpOutcome {
+                            result: Err(ModelError::TooLarge { limit: max_bytes }),
+                            attempts: attempt,
+                            latency,
+                            wait,
+                        };
                     }
                     Err(ReadError::Http(e)) if e.is_timeout() => {
-                        return HttpOutcome { result: Err(ModelError::Timeout(timeout.as_secs_f64())), attempts: attempt, latency, wait };
+                        return HttpOutcome {
+                            result: Err(ModelError::Timeout(timeout.as_secs_f64())),
+                            attempts: attempt,
+                            latency,
+                            wait,
+                        };
                     }
                     Err(ReadError::Http(e)) => (ModelError::Connect(e.to_string()), None),
                     Ok(text) if (200..300).contains(&status) => {
-                        return HttpOutcome { result: Ok((status, text)), attempts: attempt, latency, wait };
+                        return HttpOutcome {
+                            result: Ok((status, text)),
+                            attempts: attempt,
+                            latency,
+                            wait,
+                        };
                     }
-                    Ok(text) if retryable(status) => (ModelError::Status { status, body: truncate(&text, 2000) }, after),
+                    Ok(text) if retryable(status) => {
+                        (ModelError::Status { status, body: truncate(&text, 2000) }, after)
+                    }
                     Ok(text) => {
-                        return HttpOutcome { result: Err(ModelError::Status { status, body: truncate(&text, 2000) }), attempts: attempt, latency, wait };
+                        return HttpOutcome {
+                            result: Err(ModelError::Status { status, body: truncate(&text, 2000) }),
+                            attempts: attempt,
+                            latency,
+                            wait,
+                        };
                     }
                 }
             }
             Err(e) => {
                 latency += start.elapsed();
                 if e.is_timeout() {
-                    return HttpOutcome { result: Err(ModelError::Timeout(timeout.as_secs_f64())), attempts: attempt, latency, wait };
+                    return HttpOutcome {
+                        result: Err(ModelError::Timeout(timeout.as_secs_f64())),
+                        attempts: attempt,
+                        latency,
+                        wait,
+                    };
                 }
                 (ModelError::Connect(format!("{e}")), None)
             }
@@ -155,16 +182,23 @@ pub fn truncate(s: &str, max: usize) -> String {
 pub fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, ModelError>) {
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v) => (v.clone(), Ok(v)),
-        Err(e) => {
-            (serde_json::Value::String(text.to_string()), Err(ModelError::Malformed { error: format!("body is not JSON: {e}"), body: truncate(text, 2000) }))
-        }
+        Err(e) => (
+            serde_json::Value::String(text.to_string()),
+            Err(ModelError::Malformed {
+                error: format!("body is not JSON: {e}"),
+                body: truncate(text, 2000),
+            }),
+        ),
     }
 }
 
 /// Tools in the `{"type": "function", "function": {...}}` form both HTTP
 /// providers take.
 pub fn tools_json(tools: &[ToolSpec]) -> serde_json::Value {
-    tools.iter().map(|t| serde_json::to_value(t.as_function()).expect("a tool serializes")).collect()
+    tools
+        .iter()
+        .map(|t| serde_json::to_value(t.as_function()).expect("a tool serializes"))
+        .collect()
 }
 
 /// One logical chat call: send `body` with the retry policy, keep the reply
@@ -181,7 +215,9 @@ pub async fn chat_call(
     max_bytes: u64,
     parse: fn(&serde_json::Value) -> Result<ChatReply, ModelError>,
 ) -> CallOutcome {
-    let out = send(client, url, Some(&body), bearer, Some(&operation_id), timeout, policy, max_bytes).await;
+    let out =
+        send(client, url, Some(&body), bearer, Some(&operation_id), timeout, policy, max_bytes)
+            .await;
     let (reply_body, result) = match out.result {
         Ok((_, text)) => {
             let (raw, parsed) = parse_body(&text);
@@ -189,5 +225,13 @@ pub async fn chat_call(
         }
         Err(e) => (None, Err(e)),
     };
-    CallOutcome { operation_id, request_body: body, reply_body, result, attempts: out.attempts, latency: out.latency, wait: out.wait }
+    CallOutcome {
+        operation_id,
+        request_body: body,
+        reply_body,
+        result,
+        attempts: out.attempts,
+        latency: out.latency,
+        wait: out.wait,
+    }
 }

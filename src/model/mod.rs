@@ -69,16 +69,40 @@ pub struct Message {
 
 impl Message {
     pub fn system(text: impl Into<String>) -> Message {
-        Message { role: Role::System, content: text.into(), tool_calls: vec![], tool_call_id: None, name: None }
+        Message {
+            role: Role::System,
+            content: text.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+            name: None,
+        }
     }
     pub fn user(text: impl Into<String>) -> Message {
-        Message { role: Role::User, content: text.into(), tool_calls: vec![], tool_call_id: None, name: None }
+        Message {
+            role: Role::User,
+            content: text.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+            name: None,
+        }
     }
     pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Message {
-        Message { role: Role::Assistant, content: text.into(), tool_calls, tool_call_id: None, name: None }
+        Message {
+            role: Role::Assistant,
+            content: text.into(),
+            tool_calls,
+            tool_call_id: None,
+            name: None,
+        }
     }
     pub fn tool(call: &ToolCall, result: impl Into<String>) -> Message {
-        Message { role: Role::Tool, content: result.into(), tool_calls: vec![], tool_call_id: Some(call.id.clone()), name: Some(call.name.clone()) }
+        Message {
+            role: Role::Tool,
+            content: result.into(),
+            tool_calls: vec![],
+            tool_call_id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+        }
     }
 }
 
@@ -152,7 +176,9 @@ impl ToolChoice {
             ToolChoice::Auto => serde_json::json!("auto"),
             ToolChoice::None => serde_json::json!("none"),
             ToolChoice::Required => serde_json::json!("required"),
-            ToolChoice::Named(n) => serde_json::json!({"type": "function", "function": {"name": n}}),
+            ToolChoice::Named(n) => {
+                serde_json::json!({"type": "function", "function": {"name": n}})
+            }
         }
     }
 }
@@ -210,7 +236,10 @@ const TEMPLATE_TOKENS_PER_MESSAGE: u64 = 8;
 /// reply holds: no byte-level tokenizer makes more tokens than bytes, so this
 /// bounds a count the provider did not give.
 pub fn estimate_tokens(request: &ChatRequest, reply: &ChatReply) -> Tokens {
-    let output = (reply.text.len() as u64 + call_bytes(&reply.tool_calls) + reply.unparsed_tool_calls.iter().map(|c| c.len() as u64).sum::<u64>()).max(1);
+    let output = (reply.text.len() as u64
+        + call_bytes(&reply.tool_calls)
+        + reply.unparsed_tool_calls.iter().map(|c| c.len() as u64).sum::<u64>())
+    .max(1);
     Tokens { input: prompt_bound(request), output, cached: 0 }
 }
 
@@ -221,8 +250,16 @@ fn call_bytes(calls: &[ToolCall]) -> u64 {
 /// An upper bound of the input tokens of `request`: the bytes of its
 /// messages and tools, and a few tokens a message for the template's markers.
 pub fn prompt_bound(request: &ChatRequest) -> u64 {
-    request.messages.iter().map(|m| m.content.len() as u64 + call_bytes(&m.tool_calls) + TEMPLATE_TOKENS_PER_MESSAGE).sum::<u64>()
-        + request.tools.iter().map(|t| serde_json::to_string(&t.as_function()).map(|s| s.len() as u64).unwrap_or(0)).sum::<u64>()
+    request
+        .messages
+        .iter()
+        .map(|m| m.content.len() as u64 + call_bytes(&m.tool_calls) + TEMPLATE_TOKENS_PER_MESSAGE)
+        .sum::<u64>()
+        + request
+            .tools
+            .iter()
+            .map(|t| serde_json::to_string(&t.as_function()).map(|s| s.len() as u64).unwrap_or(0))
+            .sum::<u64>()
 }
 
 /// After an HTTP provider's call: a reply whose usage could not be read is
@@ -233,26 +270,49 @@ pub fn settle_usage(request: &ChatRequest, outcome: &mut CallOutcome) {
     if reply.token_source == TokenSource::Estimated {
         reply.usage = estimate_tokens(request, reply);
     } else if reply.usage.output > request.max_tokens as u64 {
-        reply.usage_note = Some(format!("the provider reported {} output tokens for a cap of {}", reply.usage.output, request.max_tokens));
+        reply.usage_note = Some(format!(
+            "the provider reported {} output tokens for a cap of {}",
+            reply.usage.output, request.max_tokens
+        ));
     }
 }
 
 /// Read a provider's token counts: `fields` are (JSON pointer, what it is)
 /// for input and output. A count that is absent or not a whole
 /// non-negative number leaves the reply to be estimated.
-pub fn read_usage(body: &serde_json::Value, input: &str, output: &str, cached: Option<&str>) -> (Tokens, TokenSource, Option<String>) {
+pub fn read_usage(
+    body: &serde_json::Value,
+    input: &str,
+    output: &str,
+    cached: Option<&str>,
+) -> (Tokens, TokenSource, Option<String>) {
     let read = |p: &str| -> Result<u64, String> {
         match body.pointer(p) {
-            None | Some(serde_json::Value::Null) => Err(format!("no {} in the reply", p.trim_start_matches('/').replace('/', "."))),
-            Some(v) => v.as_u64().ok_or_else(|| format!("{} is not a whole non-negative number: {v}", p.trim_start_matches('/').replace('/', "."))),
+            None | Some(serde_json::Value::Null) => {
+                Err(format!("no {} in the reply", p.trim_start_matches('/').replace('/', ".")))
+            }
+            Some(v) => v.as_u64().ok_or_else(|| {
+                format!(
+                    "{} is not a whole non-negative number: {v}",
+                    p.trim_start_matches('/').replace('/', ".")
+                )
+            }),
         }
     };
     match (read(input), read(output)) {
         (Ok(i), Ok(o)) => {
-            let c = cached.and_then(|p| body.pointer(p)).and_then(serde_json::Value::as_u64).unwrap_or(0).min(i);
+            let c = cached
+                .and_then(|p| body.pointer(p))
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0)
+                .min(i);
             (Tokens { input: i, output: o, cached: c }, TokenSource::Reported, None)
         }
-        (Err(e), _) | (_, Err(e)) => (Tokens::default(), TokenSource::Estimated, Some(format!("{e}: tokens estimated from bytes"))),
+        (Err(e), _) | (_, Err(e)) => (
+            Tokens::default(),
+            TokenSource::Estimated,
+            Some(format!("{e}: tokens estimated from bytes")),
+        ),
     }
 }
 
@@ -332,7 +392,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 pub trait ModelClient: Send + Sync {
     /// Send one logical chat call (with retries).
-    fn chat<'a>(&'a self, request: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome>;
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        operation_id: String,
+    ) -> BoxFuture<'a, CallOutcome>;
 
     /// The model's identity for the manifest (digest, file hash), read at
     /// setup; an Err means the endpoint is not usable and the run must not start.
@@ -367,7 +431,11 @@ pub trait ModelClient: Send + Sync {
 
     /// An embeddings call, where the provider serves embeddings; None: it
     /// serves none (the gateway answers 501).
-    fn embed<'a>(&'a self, request: &'a embed::EmbedRequest, operation_id: &'a str) -> Option<BoxFuture<'a, embed::EmbedOutcome>> {
+    fn embed<'a>(
+        &'a self,
+        request: &'a embed::EmbedRequest,
+        operation_id: &'a str,
+    ) -> Option<BoxFuture<'a, embed::EmbedOutcome>> {
         let _ = (request, operation_id);
         None
     }
@@ -376,7 +444,10 @@ pub trait ModelClient: Send + Sync {
 pub use engine_settings::EngineSettings;
 
 /// Build the client for a model spec; `engine` sets up an embedded model.
-pub fn client_for(spec: &ModelSpec, engine: &EngineSettings) -> Result<Box<dyn ModelClient>, String> {
+pub fn client_for(
+    spec: &ModelSpec,
+    engine: &EngineSettings,
+) -> Result<Box<dyn ModelClient>, String> {
     match spec.provider {
         Provider::Openai => Ok(Box::new(openai::OpenAiClient::new(spec)?)),
         Provider::Ollama => Ok(Box::new(ollama::OllamaClient::new(spec)?)),
@@ -385,7 +456,10 @@ pub fn client_for(spec: &ModelSpec, engine: &EngineSettings) -> Result<Box<dyn M
         #[cfg(not(feature = "local"))]
         Provider::Local => {
             let _ = engine;
-            Err(format!("model `{}`: the local provider is not in this build (build with the `local` feature)", spec.name))
+            Err(format!(
+                "model `{}`: the local provider is not in this build (build with the `local` feature)",
+                spec.name
+            ))
         }
     }
 }

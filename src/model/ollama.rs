@@ -2,7 +2,9 @@
 //! is the model's identity.
 
 use super::http;
-use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall};
+use super::{
+    BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall,
+};
 use crate::experiment::config::{ModelSpec, RetryPolicy};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -45,7 +47,8 @@ impl OllamaClient {
         if !req.stop.is_empty() {
             options["stop"] = json!(req.stop);
         }
-        let mut body = json!({"model": self.model, "messages": messages, "stream": false, "options": options});
+        let mut body =
+            json!({"model": self.model, "messages": messages, "stream": false, "options": options});
         // Ollama has no tool_choice: `none` is honoured by offering no tool.
         if !req.tools.is_empty() && req.tool_choice != super::ToolChoice::None {
             body["tools"] = http::tools_json(&req.tools);
@@ -64,7 +67,8 @@ fn message_json(m: &Message) -> Value {
             .tool_calls
             .iter()
             .map(|c| {
-                let args: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!(c.arguments));
+                let args: Value =
+                    serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!(c.arguments));
                 json!({"function": {"name": c.name, "arguments": args}})
             })
             .collect();
@@ -77,7 +81,10 @@ fn message_json(m: &Message) -> Value {
 
 /// Read an `/api/chat` body. Ollama gives calls no ids; they get `call_<i>`.
 pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
-    let malformed = |what: &str| ModelError::Malformed { error: what.to_string(), body: http::truncate(&v.to_string(), 2000) };
+    let malformed = |what: &str| ModelError::Malformed {
+        error: what.to_string(),
+        body: http::truncate(&v.to_string(), 2000),
+    };
     if let Some(err) = v.get("error").and_then(Value::as_str) {
         return Err(ModelError::Other(format!("ollama: {err}")));
     }
@@ -91,9 +98,16 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
     let mut unparsed = Vec::new();
     if let Some(Value::Array(calls)) = message.get("tool_calls") {
         for (i, c) in calls.iter().enumerate() {
-            match (c.pointer("/function/name").and_then(Value::as_str), c.pointer("/function/arguments")) {
+            match (
+                c.pointer("/function/name").and_then(Value::as_str),
+                c.pointer("/function/arguments"),
+            ) {
                 (Some(name), Some(args)) => tool_calls.push(ToolCall {
-                    id: c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{i}")),
+                    id: c
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("call_{i}")),
                     name: name.to_string(),
                     arguments: match args {
                         Value::String(s) => s.clone(),
@@ -104,7 +118,8 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
             }
         }
     }
-    let (usage, token_source, usage_note) = super::read_usage(v, "/prompt_eval_count", "/eval_count", None);
+    let (usage, token_source, usage_note) =
+        super::read_usage(v, "/prompt_eval_count", "/eval_count", None);
     Ok(ChatReply {
         text,
         tool_calls,
@@ -125,21 +140,50 @@ impl ModelClient for OllamaClient {
         req.tool_choice.constrains().then_some("tool_choice")
     }
 
-    fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+    fn chat<'a>(
+        &'a self,
+        req: &'a ChatRequest,
+        operation_id: String,
+    ) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             let url = format!("{}/api/chat", self.base);
-            let mut outcome =
-                http::chat_call(&self.http, &url, self.body(req), None, operation_id, req.timeout, &self.retry, self.max_bytes, parse_reply).await;
+            let mut outcome = http::chat_call(
+                &self.http,
+                &url,
+                self.body(req),
+                None,
+                operation_id,
+                req.timeout,
+                &self.retry,
+                self.max_bytes,
+                parse_reply,
+            )
+            .await;
             super::settle_usage(req, &mut outcome);
             outcome
         })
     }
 
-    fn embed<'a>(&'a self, req: &'a super::embed::EmbedRequest, operation_id: &'a str) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
+    fn embed<'a>(
+        &'a self,
+        req: &'a super::embed::EmbedRequest,
+        operation_id: &'a str,
+    ) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
         let url = format!("{}/api/embed", self.base);
         let body = super::embed::ollama_body(req);
         Some(Box::pin(async move {
-            super::embed::call(&self.http, &url, body, None, req, operation_id, &self.retry, self.max_bytes, super::embed::parse_ollama).await
+            super::embed::call(
+                &self.http,
+                &url,
+                body,
+                None,
+                req,
+                operation_id,
+                &self.retry,
+                self.max_bytes,
+                super::embed::parse_ollama,
+            )
+            .await
         }))
     }
 
@@ -153,19 +197,48 @@ impl ModelClient for OllamaClient {
             // The local models first: an unknown name is refused with the list
             // (a server without /api/tags is only warned about).
             let tags_url = format!("{}/api/tags", self.base);
-            let tags = http::send(&self.http, &tags_url, None, None, None, t, &RetryPolicy::None, self.max_bytes).await;
+            let tags = http::send(
+                &self.http,
+                &tags_url,
+                None,
+                None,
+                None,
+                t,
+                &RetryPolicy::None,
+                self.max_bytes,
+            )
+            .await;
             let mut listed_digest = None;
             match tags.result {
-                Ok((_, text)) => match serde_json::from_str::<Value>(&text).ok().as_ref().and_then(|v| v.get("models")).and_then(Value::as_array) {
+                Ok((_, text)) => match serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .as_ref()
+                    .and_then(|v| v.get("models"))
+                    .and_then(Value::as_array)
+                {
                     Some(models) => {
-                        let name_of = |m: &Value| m.get("name").or_else(|| m.get("model")).and_then(Value::as_str).unwrap_or("").to_string();
+                        let name_of = |m: &Value| {
+                            m.get("name")
+                                .or_else(|| m.get("model"))
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string()
+                        };
                         let found = models.iter().find(|m| {
                             let name = name_of(m);
                             name == self.model || name == format!("{}:latest", self.model)
                         });
                         match found {
-                            Some(m) => listed_digest = m.get("digest").and_then(Value::as_str).map(str::to_string),
-                            None => return Err(ModelError::UnknownModel { model: self.model.clone(), served: models.iter().map(name_of).collect() }),
+                            Some(m) => {
+                                listed_digest =
+                                    m.get("digest").and_then(Value::as_str).map(str::to_string)
+                            }
+                            None => {
+                                return Err(ModelError::UnknownModel {
+                                    model: self.model.clone(),
+                                    served: models.iter().map(name_of).collect(),
+                                });
+                            }
                         }
                     }
                     None => {
@@ -173,7 +246,10 @@ impl ModelClient for OllamaClient {
                     }
                 },
                 Err(ModelError::Status { status, .. }) => {
-                    let _ = self.unchecked.set(format!("{tags_url} gave HTTP {status}; model `{}` is not checked", self.model));
+                    let _ = self.unchecked.set(format!(
+                        "{tags_url} gave HTTP {status}; model `{}` is not checked",
+                        self.model
+                    ));
                 }
                 Err(e) => return Err(e),
             }
@@ -190,7 +266,12 @@ impl ModelClient for OllamaClient {
             .await;
             match show.result {
                 Ok((_, text)) => {
-                    if let Some(d) = serde_json::from_str::<Value>(&text).ok().as_ref().and_then(|v| v.get("digest")).and_then(Value::as_str) {
+                    if let Some(d) = serde_json::from_str::<Value>(&text)
+                        .ok()
+                        .as_ref()
+                        .and_then(|v| v.get("digest"))
+                        .and_then(Value::as_str)
+                    {
                         return Ok(Some(format!("ollama-digest:{d}")));
                     }
                 }

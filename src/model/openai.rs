@@ -2,7 +2,9 @@
 //! OpenAI and others).
 
 use super::http;
-use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall};
+use super::{
+    BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall,
+};
 use crate::experiment::config::{ModelSpec, RetryPolicy};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -23,7 +25,12 @@ pub struct OpenAiClient {
 impl OpenAiClient {
     pub fn new(spec: &ModelSpec) -> Result<Self, String> {
         let api_key = match &spec.api_key_env {
-            Some(var) => Some(std::env::var(var).map_err(|_| format!("model `{}`: environment variable {var} (api_key_env) is not set", spec.name))?),
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                format!(
+                    "model `{}`: environment variable {var} (api_key_env) is not set",
+                    spec.name
+                )
+            })?),
             None => None,
         };
         let base = spec.endpoint.clone().unwrap_or_default();
@@ -82,9 +89,16 @@ fn message_json(m: &Message) -> Value {
 
 /// Read a chat completion body.
 pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
-    let malformed = |what: &str| ModelError::Malformed { error: what.to_string(), body: http::truncate(&v.to_string(), 2000) };
-    let choice = v.get("choices").and_then(|c| c.get(0)).ok_or_else(|| malformed("no choices[0] in the reply"))?;
-    let message = choice.get("message").ok_or_else(|| malformed("no choices[0].message in the reply"))?;
+    let malformed = |what: &str| ModelError::Malformed {
+        error: what.to_string(),
+        body: http::truncate(&v.to_string(), 2000),
+    };
+    let choice = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| malformed("no choices[0] in the reply"))?;
+    let message =
+        choice.get("message").ok_or_else(|| malformed("no choices[0].message in the reply"))?;
     let text = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
@@ -98,7 +112,11 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
             let args = c.pointer("/function/arguments");
             match (name, args) {
                 (Some(name), Some(args)) => tool_calls.push(ToolCall {
-                    id: c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{i}")),
+                    id: c
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("call_{i}")),
                     name: name.to_string(),
                     arguments: match args {
                         Value::String(s) => s.clone(),
@@ -109,8 +127,12 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
             }
         }
     }
-    let (usage, token_source, usage_note) =
-        super::read_usage(v, "/usage/prompt_tokens", "/usage/completion_tokens", Some("/usage/prompt_tokens_details/cached_tokens"));
+    let (usage, token_source, usage_note) = super::read_usage(
+        v,
+        "/usage/prompt_tokens",
+        "/usage/completion_tokens",
+        Some("/usage/prompt_tokens_details/cached_tokens"),
+    );
     Ok(ChatReply {
         text,
         tool_calls,
@@ -162,23 +184,50 @@ impl ModelClient for OpenAiClient {
         req.prefill.is_some().then_some("prefill")
     }
 
-    fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+    fn chat<'a>(
+        &'a self,
+        req: &'a ChatRequest,
+        operation_id: String,
+    ) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             let url = format!("{}/v1/chat/completions", self.base);
-            let mut outcome =
-                http::chat_call(&self.http, &url, self.body(req), self.api_key.as_deref(), operation_id, req.timeout, &self.retry, self.max_bytes, parse_reply)
-                    .await;
+            let mut outcome = http::chat_call(
+                &self.http,
+                &url,
+                self.body(req),
+                self.api_key.as_deref(),
+                operation_id,
+                req.timeout,
+                &self.retry,
+                self.max_bytes,
+                parse_reply,
+            )
+            .await;
             super::settle_usage(req, &mut outcome);
             outcome
         })
     }
 
-    fn embed<'a>(&'a self, req: &'a super::embed::EmbedRequest, operation_id: &'a str) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
+    fn embed<'a>(
+        &'a self,
+        req: &'a super::embed::EmbedRequest,
+        operation_id: &'a str,
+    ) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
         let url = format!("{}/v1/embeddings", self.base);
         let body = super::embed::openai_body(req);
         Some(Box::pin(async move {
-            super::embed::call(&self.http, &url, body, self.api_key.as_deref(), req, operation_id, &self.retry, self.max_bytes, super::embed::parse_openai)
-                .await
+            super::embed::call(
+                &self.http,
+                &url,
+                body,
+                self.api_key.as_deref(),
+                req,
+                operation_id,
+                &self.retry,
+                self.max_bytes,
+                super::embed::parse_openai,
+            )
+            .await
         }))
     }
 
@@ -195,28 +244,50 @@ impl ModelClient for OpenAiClient {
             // Reachability, and the model name against the endpoint's list;
             // a server without /v1/models (or an unreadable list) is only warned about.
             let url = format!("{}/v1/models", self.base);
-            let out = http::send(&self.http, &url, None, self.api_key.as_deref(), None, Duration::from_secs(10), &RetryPolicy::None, self.max_bytes).await;
+            let out = http::send(
+                &self.http,
+                &url,
+                None,
+                self.api_key.as_deref(),
+                None,
+                Duration::from_secs(10),
+                &RetryPolicy::None,
+                self.max_bytes,
+            )
+            .await;
             match out.result {
-                Ok((_, text)) => match served_list(&text) {
-                    Some(entries) => {
-                        let id = |m: &Value| m.get("id").and_then(Value::as_str).map(str::to_string);
-                        match entries.iter().position(|m| id(m).as_deref() == Some(self.model.as_str())) {
-                            None => Err(ModelError::UnknownModel { model: self.model.clone(), served: entries.iter().filter_map(id).collect() }),
-                            Some(i) => {
-                                let entry = served_entry(entries[i].clone());
-                                let identity = served_identity(&entry);
-                                let _ = self.served.set(entry);
-                                Ok(Some(identity))
+                Ok((_, text)) => {
+                    match served_list(&text) {
+                        Some(entries) => {
+                            let id =
+                                |m: &Value| m.get("id").and_then(Value::as_str).map(str::to_string);
+                            match entries
+                                .iter()
+                                .position(|m| id(m).as_deref() == Some(self.model.as_str()))
+                            {
+                                None => Err(ModelError::UnknownModel {
+                                    model: self.model.clone(),
+                                    served: entries.iter().filter_map(id).collect(),
+                                }),
+                                Some(i) => {
+                                    let entry = served_entry(entries[i].clone());
+                                    let identity = served_identity(&entry);
+                                    let _ = self.served.set(entry);
+                                    Ok(Some(identity))
+                                }
                             }
                         }
+                        None => {
+                            let _ = self.unchecked.set(format!("{url} gave no model list ablate can read; model `{}` is not checked", self.model));
+                            Ok(None)
+                        }
                     }
-                    None => {
-                        let _ = self.unchecked.set(format!("{url} gave no model list ablate can read; model `{}` is not checked", self.model));
-                        Ok(None)
-                    }
-                },
+                }
                 Err(ModelError::Status { status, .. }) => {
-                    let _ = self.unchecked.set(format!("{url} gave HTTP {status}; model `{}` is not checked", self.model));
+                    let _ = self.unchecked.set(format!(
+                        "{url} gave HTTP {status}; model `{}` is not checked",
+                        self.model
+                    ));
                     Ok(None)
                 }
                 Err(e) => Err(e),

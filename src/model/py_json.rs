@@ -11,14 +11,27 @@ use serde::Serialize;
 /// written (minijinja's map keeps insertion order); `None` for any text that
 /// is not one JSON object.
 pub fn loads_object(text: &str) -> Option<minijinja::Value> {
-    serde_json::from_str::<minijinja::Value>(text).ok().filter(|v| v.kind() == minijinja::value::ValueKind::Map)
+    serde_json::from_str::<minijinja::Value>(text)
+        .ok()
+        .filter(|v| v.kind() == minijinja::value::ValueKind::Map)
 }
 
 /// `json.dumps` of a value: separators, optional indentation, floats as
 /// Python's `repr`.
-pub fn dumps<T: Serialize + ?Sized>(value: &T, item: &str, key: &str, indent: Option<usize>) -> Result<String, serde_json::Error> {
+pub fn dumps<T: Serialize + ?Sized>(
+    value: &T,
+    item: &str,
+    key: &str,
+    indent: Option<usize>,
+) -> Result<String, serde_json::Error> {
     let mut bytes = Vec::new();
-    let formatter = PyFormatter { item: item.as_bytes(), key: key.as_bytes(), indent, level: 0, has_value: false };
+    let formatter = PyFormatter {
+        item: item.as_bytes(),
+        key: key.as_bytes(),
+        indent,
+        level: 0,
+        has_value: false,
+    };
     let mut ser = serde_json::Serializer::with_formatter(&mut bytes, formatter);
     value.serialize(&mut ser)?;
     Ok(String::from_utf8(bytes).expect("serde_json writes UTF-8"))
@@ -60,12 +73,20 @@ impl PyFormatter<'_> {
             None => Ok(()),
         }
     }
-    fn open<W: ?Sized + std::io::Write>(&mut self, w: &mut W, bracket: &[u8]) -> std::io::Result<()> {
+    fn open<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
         self.level += 1;
         self.has_value = false;
         w.write_all(bracket)
     }
-    fn close<W: ?Sized + std::io::Write>(&mut self, w: &mut W, bracket: &[u8]) -> std::io::Result<()> {
+    fn close<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
         self.level -= 1;
         if self.has_value {
             self.newline(w)?;
@@ -73,7 +94,11 @@ impl PyFormatter<'_> {
         self.has_value = true;
         w.write_all(bracket)
     }
-    fn element<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn element<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         if !first {
             w.write_all(self.item)?;
         }
@@ -88,7 +113,11 @@ impl serde_json::ser::Formatter for PyFormatter<'_> {
     fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.close(w, b"]")
     }
-    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         self.element(w, first)
     }
     fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
@@ -101,7 +130,11 @@ impl serde_json::ser::Formatter for PyFormatter<'_> {
     fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.close(w, b"}")
     }
-    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         self.element(w, first)
     }
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
@@ -111,10 +144,18 @@ impl serde_json::ser::Formatter for PyFormatter<'_> {
         self.has_value = true;
         Ok(())
     }
-    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, value: f64) -> std::io::Result<()> {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
         w.write_all(py_float(value).as_bytes())
     }
-    fn write_f32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, value: f32) -> std::io::Result<()> {
+    fn write_f32<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        value: f32,
+    ) -> std::io::Result<()> {
         w.write_all(py_float(f64::from(value)).as_bytes())
     }
 }

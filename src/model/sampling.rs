@@ -50,7 +50,13 @@ pub struct TokenSampler {
 
 impl TokenSampler {
     pub fn new(temperature: f64, top_p: f64, seed: u64) -> Self {
-        TokenSampler { temperature, top_p, rng: ChaCha8Rng::seed_from_u64(seed), weights: Vec::new(), nucleus: Vec::new() }
+        TokenSampler {
+            temperature,
+            top_p,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            weights: Vec::new(),
+            nucleus: Vec::new(),
+        }
     }
 
     pub fn is_greedy(&self) -> bool {
@@ -149,7 +155,11 @@ mod tests {
         // Weights computed as `weigh` does (f32 exp), so that near-ties sort alike.
         let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         let inv_t = (1.0 / temperature) as f32;
-        let mut w: Vec<(f64, u32)> = logits.iter().enumerate().map(|(i, &l)| (((l - max) * inv_t).exp() as f64, i as u32)).collect();
+        let mut w: Vec<(f64, u32)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (((l - max) * inv_t).exp() as f64, i as u32))
+            .collect();
         let total: f64 = w.iter().map(|x| x.0).sum();
         w.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut cum = 0.0;
@@ -192,7 +202,13 @@ mod tests {
         // Flat and peaked distributions, small and large nuclei, and ties.
         let mut cases: Vec<(Vec<f32>, f64, f64)> = Vec::new();
         for seed in 0..12 {
-            for (spread, t, p) in [(4.0, 0.7, 0.95), (30.0, 0.7, 0.95), (1.0, 1.0, 0.5), (60.0, 0.2, 0.99), (8.0, 1.5, 0.999)] {
+            for (spread, t, p) in [
+                (4.0, 0.7, 0.95),
+                (30.0, 0.7, 0.95),
+                (1.0, 1.0, 0.5),
+                (60.0, 0.2, 0.99),
+                (8.0, 1.5, 0.999),
+            ] {
                 cases.push((logits(seed, 5000, spread), t, p));
             }
         }

@@ -57,7 +57,13 @@ pub struct Plan {
 /// Stable trial id: 16 hex chars of sha256 over its defining parts.
 pub fn trial_id(config_digest: &str, task: &str, arm: &str, model: &str, repeat: u32) -> String {
     let r = repeat.to_string();
-    let d = digest::digest_parts([("config", config_digest), ("task", task), ("arm", arm), ("model", model), ("repeat", r.as_str())]);
+    let d = digest::digest_parts([
+        ("config", config_digest),
+        ("task", task),
+        ("arm", arm),
+        ("model", model),
+        ("repeat", r.as_str()),
+    ]);
     d[..16].to_string()
 }
 
@@ -106,7 +112,11 @@ impl Order {
     /// The trial at position `order` of the execution order.
     pub fn spec(&self, order: usize) -> TrialSpec {
         let e = self.entries[order];
-        let (task, arm, model) = (&self.tasks[e.task as usize], &self.arms[e.arm as usize], &self.models[e.model as usize]);
+        let (task, arm, model) = (
+            &self.tasks[e.task as usize],
+            &self.arms[e.arm as usize],
+            &self.models[e.model as usize],
+        );
         TrialSpec {
             id: trial_id(&self.config_digest, task, arm, model, e.repeat),
             order: order as u32,
@@ -122,8 +132,12 @@ impl Order {
     pub fn count(&self, shard: Option<Shard>) -> usize {
         match (shard, &self.task_position) {
             (None, _) => self.entries.len(),
-            (Some(s), None) => (self.entries.len() + s.count as usize - s.index as usize) / s.count as usize,
-            (Some(_), Some(_)) => (0..self.entries.len()).filter(|&i| self.in_shard(i, shard)).count(),
+            (Some(s), None) => {
+                (self.entries.len() + s.count as usize - s.index as usize) / s.count as usize
+            }
+            (Some(_), Some(_)) => {
+                (0..self.entries.len()).filter(|&i| self.in_shard(i, shard)).count()
+            }
         }
     }
 
@@ -156,7 +170,8 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
     } else {
         for (i, id) in exp.tasks.iter().enumerate() {
             if suite.task(id).is_none() {
-                let known = suite.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ");
+                let known =
+                    suite.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ");
                 return Err(InputError::at(
                     &exp.config_path,
                     format!("experiment.tasks[{i}]"),
@@ -164,12 +179,19 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
                 ));
             }
             if task_ids.contains(&id.as_str()) {
-                return Err(InputError::at(&exp.config_path, format!("experiment.tasks[{i}]"), format!("task `{id}` is listed twice")));
+                return Err(InputError::at(
+                    &exp.config_path,
+                    format!("experiment.tasks[{i}]"),
+                    format!("task `{id}` is listed twice"),
+                ));
             }
             task_ids.push(id);
         }
     }
-    let planned = (exp.models.len() as u64) * (task_ids.len() as u64) * (exp.trials as u64) * (exp.arms.len() as u64);
+    let planned = (exp.models.len() as u64)
+        * (task_ids.len() as u64)
+        * (exp.trials as u64)
+        * (exp.arms.len() as u64);
     if planned > MAX_PLANNED {
         return Err(InputError::at(
             &exp.config_path,
@@ -184,7 +206,11 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
         ));
     }
     let config_digest = exp.config_digest();
-    let entries = if exp.sequential.is_some() { task_major(exp, task_ids.len()) } else { interleaved(exp, task_ids.len()) };
+    let entries = if exp.sequential.is_some() {
+        task_major(exp, task_ids.len())
+    } else {
+        interleaved(exp, task_ids.len())
+    };
     let task_position = exp.sequential.is_some().then(|| {
         let mut position = vec![u32::MAX; task_ids.len()];
         let mut next = 0;
@@ -213,19 +239,29 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
 fn interleaved(exp: &Experiment, tasks: usize) -> Vec<Entry> {
     let mut rng = ChaCha8Rng::seed_from_u64(trial_seed(exp.seed, "<order>", 0));
     let arms = exp.arms.len();
-    let mut by_block: Vec<Entry> = Vec::with_capacity(exp.models.len() * tasks * exp.trials as usize * arms);
+    let mut by_block: Vec<Entry> =
+        Vec::with_capacity(exp.models.len() * tasks * exp.trials as usize * arms);
     for model in 0..exp.models.len() {
         for task in 0..tasks {
             for repeat in 0..exp.trials {
                 let start = by_block.len();
-                by_block.extend((0..arms).map(|arm| Entry { model: model as u32, arm: arm as u32, task: task as u32, repeat }));
+                by_block.extend((0..arms).map(|arm| Entry {
+                    model: model as u32,
+                    arm: arm as u32,
+                    task: task as u32,
+                    repeat,
+                }));
                 by_block[start..].shuffle(&mut rng);
             }
         }
     }
     let mut blocks: Vec<u32> = (0..(by_block.len() / arms.max(1)) as u32).collect();
     blocks.shuffle(&mut rng);
-    blocks.iter().flat_map(|&b| &by_block[b as usize * arms..(b as usize + 1) * arms]).copied().collect()
+    blocks
+        .iter()
+        .flat_map(|&b| &by_block[b as usize * arms..(b as usize + 1) * arms])
+        .copied()
+        .collect()
 }
 
 /// The sequential design's order: the tasks shuffled (their own seed), then
@@ -242,7 +278,9 @@ fn task_major(exp: &Experiment, tasks: usize) -> Vec<Entry> {
         let mut blocks: Vec<Vec<Entry>> = Vec::new();
         for model in 0..exp.models.len() {
             for repeat in 0..exp.trials {
-                let mut block: Vec<Entry> = (0..arms).map(|arm| Entry { model: model as u32, arm: arm as u32, task, repeat }).collect();
+                let mut block: Vec<Entry> = (0..arms)
+                    .map(|arm| Entry { model: model as u32, arm: arm as u32, task, repeat })
+                    .collect();
                 block.shuffle(&mut rng);
                 blocks.push(block);
             }
@@ -270,7 +308,11 @@ impl Order {
 /// Build the plan with every spec written out (`order` holds it compactly).
 pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
     let order = order(exp, suite)?;
-    Ok(Plan { trials: order.specs(None).collect(), shard_by_task: order.task_position.is_some(), config_digest: order.config_digest })
+    Ok(Plan {
+        trials: order.specs(None).collect(),
+        shard_by_task: order.task_position.is_some(),
+        config_digest: order.config_digest,
+    })
 }
 
 /// A deterministic part of the plan: `K/N` takes every trial whose position

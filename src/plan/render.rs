@@ -9,8 +9,23 @@ use std::fmt::Write;
 pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>) -> String {
     let mut s = String::new();
     let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
-    let _ = writeln!(s, "experiment {} ({}), config digest {}", exp.name, exp.config_path.display(), &plan.config_digest[..12]);
-    let _ = writeln!(s, "suite {} {} at {}: {} of {} tasks, digest {}", suite.name, suite.version, exp.suite, tasks, suite.tasks.len(), &suite.digest[..12]);
+    let _ = writeln!(
+        s,
+        "experiment {} ({}), config digest {}",
+        exp.name,
+        exp.config_path.display(),
+        &plan.config_digest[..12]
+    );
+    let _ = writeln!(
+        s,
+        "suite {} {} at {}: {} of {} tasks, digest {}",
+        suite.name,
+        suite.version,
+        exp.suite,
+        tasks,
+        suite.tasks.len(),
+        &suite.digest[..12]
+    );
     let _ = writeln!(s, "models:");
     for m in &exp.models {
         let place = match m.provider {
@@ -22,18 +37,34 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             Provider::Ollama => "ollama",
             Provider::Local => "local",
         };
-        let _ = writeln!(s, "  {:<20} {provider} {} at {place}, temperature {}, top_p {}", m.name, m.model, m.temperature, m.top_p);
+        let _ = writeln!(
+            s,
+            "  {:<20} {provider} {} at {place}, temperature {}, top_p {}",
+            m.name, m.model, m.temperature, m.top_p
+        );
     }
     let b = &exp.budget;
-    let money = b.max_cost_usd.map(|c| format!("${c} per trial")).unwrap_or_else(|| "no money limit".into());
+    let money = b
+        .max_cost_usd
+        .map(|c| format!("${c} per trial"))
+        .unwrap_or_else(|| "no money limit".into());
     let _ = writeln!(
         s,
         "budget (every arm): {} steps, {} output tokens per step, {} total tokens, {} s working time, {money}",
         b.max_steps, b.max_output_tokens_per_step, b.max_total_tokens, b.max_working_seconds
     );
     if let Some(ext) = exp.harness_kind.external() {
-        let files = if ext.files.is_empty() { "no files".to_string() } else { format!("files {}", ext.files.join(", ")) };
-        let _ = writeln!(s, "harness: external, command {:?}, {files} (digest {})", ext.command, &ext.files_digest[..12]);
+        let files = if ext.files.is_empty() {
+            "no files".to_string()
+        } else {
+            format!("files {}", ext.files.join(", "))
+        };
+        let _ = writeln!(
+            s,
+            "harness: external, command {:?}, {files} (digest {})",
+            ext.command,
+            &ext.files_digest[..12]
+        );
         let _ = writeln!(s, "components (an arm that does not set one takes its first value):");
         for d in &ext.components {
             let _ = writeln!(s, "  {:<20} {}", d.name, d.display_values());
@@ -46,10 +77,18 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         let value = |c: &str| arm.settings.value_of(c).unwrap_or_default();
         let origin = match &arm.origin {
             ArmOrigin::Declared => String::new(),
-            ArmOrigin::LeaveOneOut { from, component } if external => format!("  [leave-one-out: {from} with {component}={}]", value(component)),
-            ArmOrigin::AddOneIn { from, component } if external => format!("  [add-one-in: {from} with {component}={}]", value(component)),
-            ArmOrigin::LeaveOneOut { from, component } => format!("  [leave-one-out: {from} without {component}]"),
-            ArmOrigin::AddOneIn { from, component } => format!("  [add-one-in: {from} with {component}]"),
+            ArmOrigin::LeaveOneOut { from, component } if external => {
+                format!("  [leave-one-out: {from} with {component}={}]", value(component))
+            }
+            ArmOrigin::AddOneIn { from, component } if external => {
+                format!("  [add-one-in: {from} with {component}={}]", value(component))
+            }
+            ArmOrigin::LeaveOneOut { from, component } => {
+                format!("  [leave-one-out: {from} without {component}]")
+            }
+            ArmOrigin::AddOneIn { from, component } => {
+                format!("  [add-one-in: {from} with {component}]")
+            }
         };
         let _ = writeln!(s, "  {:<width$}  {}{origin}", arm.name, arm.settings.summary());
     }
@@ -58,10 +97,15 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         match &c.kind {
             ComparisonKind::Ablation { component } => {
                 let d = &c.differs[0];
-                let _ = writeln!(s, "  ablation  {:<18} {} vs {}  ({component}: {} vs {})", component, c.treatment, c.control, d.treatment, d.control);
+                let _ = writeln!(
+                    s,
+                    "  ablation  {:<18} {} vs {}  ({component}: {} vs {})",
+                    component, c.treatment, c.control, d.treatment, d.control
+                );
             }
             ComparisonKind::Combined => {
-                let list = c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(", ");
+                let list =
+                    c.differs.iter().map(|d| d.component.as_str()).collect::<Vec<_>>().join(", ");
                 let _ = writeln!(
                     s,
                     "  combined  {:<18} {} vs {}  (differs in {}: {list}; not attributable to one component)",
@@ -74,29 +118,53 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         }
     }
     let total = tasks * exp.arms.len() * exp.models.len() * exp.trials as usize;
-    let _ = writeln!(s, "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}", exp.arms.len(), exp.models.len(), exp.trials);
+    let _ = writeln!(
+        s,
+        "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}",
+        exp.arms.len(),
+        exp.models.len(),
+        exp.trials
+    );
     if let Some(d) = &exp.sequential {
         let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
-        let ablations = exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
+        let ablations =
+            exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
         let _ = writeln!(
             s,
             "design: sequential (run until decided): tasks enter in a seeded order; after each, every comparison's anytime-valid confidence sequence \
              (ablations at {:.4}, i.e. alpha {} over {}) decides helps / hurts{}; trials that serve only decided comparisons are not started",
             exp.alpha / ablations.max(1) as f64,
             exp.alpha,
-            if ablations == 1 { "1 ablation".to_string() } else { format!("{ablations} ablations") },
-            exp.margin.map(|m| format!(" / equivalent within ±{:.1} pp", m * 100.0)).unwrap_or_default()
+            if ablations == 1 {
+                "1 ablation".to_string()
+            } else {
+                format!("{ablations} ablations")
+            },
+            exp.margin
+                .map(|m| format!(" / equivalent within ±{:.1} pp", m * 100.0))
+                .unwrap_or_default()
         );
         let _ = writeln!(
             s,
             "budget: at most {max_tasks} of {tasks} tasks{}{}{}; at most {total} trials if nothing is decided",
             d.max_trials.map(|n| format!(" and {n} trials")).unwrap_or_default(),
-            d.max_cost_usd.map(|c| format!("; no trial starts once the trials cost ${c}")).unwrap_or_default(),
-            d.max_seconds.map(|t| format!("; no trial starts after {t} s of running time")).unwrap_or_default()
+            d.max_cost_usd
+                .map(|c| format!("; no trial starts once the trials cost ${c}"))
+                .unwrap_or_default(),
+            d.max_seconds
+                .map(|t| format!("; no trial starts after {t} s of running time"))
+                .unwrap_or_default()
         );
         let mut seen = std::collections::HashSet::new();
-        let order: Vec<&str> = plan.trials.iter().map(|t| t.task.as_str()).filter(|t| seen.insert(*t)).collect();
-        let _ = writeln!(s, "task order (first {} of {}): {}", order.len().min(8), order.len(), order.iter().take(8).copied().collect::<Vec<_>>().join(", "));
+        let order: Vec<&str> =
+            plan.trials.iter().map(|t| t.task.as_str()).filter(|t| seen.insert(*t)).collect();
+        let _ = writeln!(
+            s,
+            "task order (first {} of {}): {}",
+            order.len().min(8),
+            order.len(),
+            order.iter().take(8).copied().collect::<Vec<_>>().join(", ")
+        );
     }
     if let Some(shard) = shard {
         let n = plan.shard(Some(shard)).len();
@@ -113,7 +181,11 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
     let shown = plan.shard(shard);
     let _ = writeln!(s, "order (first {} of {}):", shown.len().min(8), shown.len());
     for t in shown.iter().take(8) {
-        let _ = writeln!(s, "  #{:<5} {}  {} / {} / {} / repeat {}  seed {}", t.order, t.id, t.task, t.arm, t.model, t.repeat, t.seed);
+        let _ = writeln!(
+            s,
+            "  #{:<5} {}  {} / {} / {} / repeat {}  seed {}",
+            t.order, t.id, t.task, t.arm, t.model, t.repeat, t.seed
+        );
     }
     s
 }

@@ -10,14 +10,18 @@ use std::path::{Path, PathBuf};
 /// reader sees the old file or the new one, never half of one; a crash
 /// leaves at most a hidden `.<name>.<random>.tmp` behind. The one way the
 /// record and the report write a file in place.
-pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn io::Write) -> io::Result<()>) -> io::Result<()> {
+pub fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
+) -> io::Result<()> {
     use std::io::Write as _;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir)?;
+    let mut tmp =
+        tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir)?;
     {
         let mut w = io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
         write(&mut w)?;
@@ -35,7 +39,11 @@ const MAX_NAME: usize = 100;
 /// `-` and `_`; everything else (`/`, `\`, `.`, spaces, non-ASCII) becomes
 /// `-`. So no name can climb out of `--results` or hide the folder.
 pub fn sanitise(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).take(MAX_NAME).collect();
+    let s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .take(MAX_NAME)
+        .collect();
     if s.is_empty() { "run".into() } else { s }
 }
 
@@ -89,7 +97,10 @@ pub fn create_new(parent: &Path, stamp: &str, exp_name: &str) -> io::Result<(Str
             Err(e) => return Err(e),
         }
     }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("10000 run folders named {} exist", candidate(stamp, exp_name, 1))))
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("10000 run folders named {} exist", candidate(stamp, exp_name, 1)),
+    ))
 }
 
 #[cfg(test)]
@@ -127,7 +138,10 @@ mod tests {
             assert_eq!(check_run_id(bad).err().as_deref(), Some(message), "{bad:?} refused");
         }
         let long = "x".repeat(201);
-        assert_eq!(check_run_id(&long).err(), Some(format!("`{long}` is not a plain folder name: it is longer than 200 bytes")));
+        assert_eq!(
+            check_run_id(&long).err(),
+            Some(format!("`{long}` is not a plain folder name: it is longer than 200 bytes"))
+        );
         assert_eq!(check_run_id(&"x".repeat(200)), Ok(()));
         for good in ["candidate", "2026-run_1", "a.b"] {
             assert_eq!(check_run_id(good), Ok(()), "{good:?} accepted");
@@ -144,7 +158,10 @@ mod tests {
         let (c, _) = create_new(&parent, "S", "exp").unwrap();
         assert_eq!((a.as_str(), b.as_str(), c.as_str()), ("S-exp", "S-exp-2", "S-exp-4"));
         assert_ne!(da, db);
-        assert_eq!(create_named(&parent, "S-exp").unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            create_named(&parent, "S-exp").unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
     }
 
     #[test]
@@ -180,8 +197,15 @@ mod atomic_tests {
             Err(std::io::Error::other("disk full"))
         });
         assert!(failed.is_err());
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new", "a failed write leaves the old file");
-        let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "new",
+            "a failed write leaves the old file"
+        );
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         assert_eq!(names, ["report.json"], "no temporary file left behind");
     }
 }

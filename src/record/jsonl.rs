@@ -67,7 +67,8 @@ fn repair_tail(file: &mut File, path: &Path) -> io::Result<()> {
     } else {
         let mut torn_name = path.as_os_str().to_owned();
         torn_name.push(".torn");
-        let mut torn = OpenOptions::new().create(true).append(true).open(PathBuf::from(torn_name))?;
+        let mut torn =
+            OpenOptions::new().create(true).append(true).open(PathBuf::from(torn_name))?;
         torn.write_all(fragment)?;
         torn.write_all(b"\n")?;
         file.set_len(base + start as u64)?;
@@ -210,9 +211,18 @@ mod tests {
         drop(w);
         let clean_len = std::fs::metadata(&p).unwrap().len();
         assert!(clean_len > 128 * 1024);
-        OpenOptions::new().append(true).open(&p).unwrap().write_all(br#"{"n":3000,"s":"cut"#).unwrap();
+        OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(br#"{"n":3000,"s":"cut"#)
+            .unwrap();
         let mut w = JsonlWriter::open(&p).unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().len(), clean_len, "cut exactly after the last whole line");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().len(),
+            clean_len,
+            "cut exactly after the last whole line"
+        );
         w.append(&R { n: 3001, s: "y".into() }).unwrap();
         let r: JsonlRead<R> = read(&p).unwrap();
         assert_eq!(r.records.len(), 3001);
@@ -224,14 +234,18 @@ mod tests {
         std::fs::write(&q, &long).unwrap();
         drop(JsonlWriter::open(&q).unwrap());
         assert_eq!(std::fs::metadata(&q).unwrap().len(), 0);
-        assert_eq!(std::fs::read(dir.path().join("long.jsonl.torn")).unwrap().len(), long.len() + 1);
+        assert_eq!(
+            std::fs::read(dir.path().join("long.jsonl.torn")).unwrap().len(),
+            long.len() + 1
+        );
     }
 
     #[test]
     fn for_each_streams_the_readable_records() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.jsonl");
-        std::fs::write(&p, "{\"n\":1,\"s\":\"a\"}\ngarbage\n{\"n\":2,\"s\":\"b\"}\n{\"n\":3").unwrap();
+        std::fs::write(&p, "{\"n\":1,\"s\":\"a\"}\ngarbage\n{\"n\":2,\"s\":\"b\"}\n{\"n\":3")
+            .unwrap();
         let mut seen = Vec::new();
         for_each::<R>(&p, |r| seen.push(r.n)).unwrap();
         assert_eq!(seen, vec![1, 2]);

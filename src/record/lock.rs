@@ -27,13 +27,22 @@ pub struct Holder {
 impl Holder {
     /// This process.
     pub fn current() -> Holder {
-        Holder { pid: std::process::id(), hostname: hostname(), started_at: super::now_rfc3339(), command: command_line() }
+        Holder {
+            pid: std::process::id(),
+            hostname: hostname(),
+            started_at: super::now_rfc3339(),
+            command: command_line(),
+        }
     }
 }
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "pid {} on host {} since {} ({})", self.pid, self.hostname, self.started_at, self.command)
+        write!(
+            f,
+            "pid {} on host {} since {} ({})",
+            self.pid, self.hostname, self.started_at, self.command
+        )
     }
 }
 
@@ -60,7 +69,13 @@ impl RunLock {
     pub fn acquire(dir: &Path) -> Result<RunLock, LockError> {
         let path = dir.join(LOCK_FILE);
         let io = |source| LockError::Io { path: path.clone(), source };
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
         // A lock held while the file names nobody is either a holder between
         // taking the lock and writing its name, or a lock already released
         // whose open file a child process forked at that moment (by any thread
@@ -71,19 +86,25 @@ impl RunLock {
             match file.try_lock() {
                 Ok(()) => break,
                 Err(TryLockError::WouldBlock) => match read_holder(&mut file) {
-                    Some(holder) => return Err(LockError::InUse { dir: dir.to_path_buf(), holder }),
+                    Some(holder) => {
+                        return Err(LockError::InUse { dir: dir.to_path_buf(), holder });
+                    }
                     None if tries < UNNAMED_RETRIES => {
                         tries += 1;
                         std::thread::sleep(UNNAMED_PAUSE);
                     }
                     None => {
-                        return Err(LockError::InUse { dir: dir.to_path_buf(), holder: "another process (its lock file names no holder)".into() });
+                        return Err(LockError::InUse {
+                            dir: dir.to_path_buf(),
+                            holder: "another process (its lock file names no holder)".into(),
+                        });
                     }
                 },
                 Err(TryLockError::Error(e)) => return Err(io(e)),
             }
         }
-        let text = serde_json::to_string(&Holder::current()).map_err(|e| io(std::io::Error::other(e)))?;
+        let text =
+            serde_json::to_string(&Holder::current()).map_err(|e| io(std::io::Error::other(e)))?;
         file.set_len(0).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(format!("{text}\n").as_bytes()).map_err(io)?;
@@ -132,7 +153,10 @@ pub fn hostname() -> String {
 
 fn command_line() -> String {
     let mut args = std::env::args();
-    let program = args.next().map(|p| Path::new(&p).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(p)).unwrap_or_default();
+    let program = args
+        .next()
+        .map(|p| Path::new(&p).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(p))
+        .unwrap_or_default();
     std::iter::once(program).chain(args).collect::<Vec<_>>().join(" ")
 }
 
@@ -148,14 +172,29 @@ mod tests {
         let err = RunLock::acquire(dir.path()).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, LockError::InUse { .. }), "{msg}");
-        assert!(msg.starts_with(&format!("{} is in use by pid {} on host {}", dir.path().display(), std::process::id(), hostname())), "{msg}");
+        assert!(
+            msg.starts_with(&format!(
+                "{} is in use by pid {} on host {}",
+                dir.path().display(),
+                std::process::id(),
+                hostname()
+            )),
+            "{msg}"
+        );
         assert!(msg.contains(" since 20"), "{msg}");
         drop(first);
         let again = RunLock::acquire(dir.path()).unwrap();
-        let holder: Holder = serde_json::from_str(std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap().trim()).unwrap();
+        let holder: Holder = serde_json::from_str(
+            std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap().trim(),
+        )
+        .unwrap();
         assert_eq!(holder.pid, std::process::id());
         drop(again);
-        assert_eq!(std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap(), "", "released: names no holder");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap(),
+            "",
+            "released: names no holder"
+        );
     }
 
     #[test]
@@ -164,7 +203,13 @@ mod tests {
         // held, the file empty, released 300 ms later.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE);
-        let other = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        let other = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .unwrap();
         other.try_lock().unwrap();
         let release = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
@@ -172,20 +217,28 @@ mod tests {
         });
         let lock = RunLock::acquire(dir.path()).unwrap();
         release.join().unwrap();
-        let holder: Holder = serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        let holder: Holder =
+            serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
         assert_eq!(holder.pid, std::process::id());
         drop(lock);
         // Held for good by nobody named: refused after the wait, and said so.
         let stuck = OpenOptions::new().read(true).write(true).open(&path).unwrap();
         stuck.try_lock().unwrap();
         let err = RunLock::acquire(dir.path()).unwrap_err().to_string();
-        assert!(err.ends_with("is in use by another process (its lock file names no holder)"), "{err}");
+        assert!(
+            err.ends_with("is in use by another process (its lock file names no holder)"),
+            "{err}"
+        );
     }
 
     #[test]
     fn stale_holder_text_without_a_lock_does_not_block() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(LOCK_FILE), "{\"pid\":1,\"hostname\":\"h\",\"started_at\":\"t\",\"command\":\"c\"}\n").unwrap();
+        std::fs::write(
+            dir.path().join(LOCK_FILE),
+            "{\"pid\":1,\"hostname\":\"h\",\"started_at\":\"t\",\"command\":\"c\"}\n",
+        )
+        .unwrap();
         let lock = RunLock::acquire(dir.path()).unwrap();
         assert_eq!(lock.dir(), dir.path());
     }

@@ -112,10 +112,24 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         let path = dir.join("manifest.json");
         let manifest: Manifest = Manifest::read(dir)?;
         let Some(shard) = manifest.shard else {
-            return Err(InputError::at(&path, "shard", "this run is not a shard (it was run without --shard K/N)").into());
+            return Err(InputError::at(
+                &path,
+                "shard",
+                "this run is not a shard (it was run without --shard K/N)",
+            )
+            .into());
         };
         if let Some(other) = shards.iter().find(|o| o.shard.index == shard.index) {
-            return Err(InputError::at(&path, "shard.index", format!("shard {shard} is given twice: {} and {}", other.dir.display(), dir.display())).into());
+            return Err(InputError::at(
+                &path,
+                "shard.index",
+                format!(
+                    "shard {shard} is given twice: {} and {}",
+                    other.dir.display(),
+                    dir.display()
+                ),
+            )
+            .into());
         }
         let lock = RunLock::acquire(dir)?;
         shards.push(ShardIn { dir: dir.clone(), manifest, shard, _lock: lock });
@@ -127,27 +141,49 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
             InputError::at(
                 &path,
                 key,
-                format!("`{b}` differs from `{a}` in {}: the shards are not parts of one experiment", first.dir.join("manifest.json").display()),
+                format!(
+                    "`{b}` differs from `{a}` in {}: the shards are not parts of one experiment",
+                    first.dir.join("manifest.json").display()
+                ),
             )
             .into()
         };
         if s.manifest.config_digest != first.manifest.config_digest {
-            return Err(differs("config_digest", &first.manifest.config_digest, &s.manifest.config_digest));
+            return Err(differs(
+                "config_digest",
+                &first.manifest.config_digest,
+                &s.manifest.config_digest,
+            ));
         }
         if s.manifest.suite.digest != first.manifest.suite.digest {
-            return Err(differs("suite.digest", &first.manifest.suite.digest, &s.manifest.suite.digest));
+            return Err(differs(
+                "suite.digest",
+                &first.manifest.suite.digest,
+                &s.manifest.suite.digest,
+            ));
         }
         if s.shard.count != first.shard.count {
-            return Err(differs("shard.count", &first.shard.count.to_string(), &s.shard.count.to_string()));
+            return Err(differs(
+                "shard.count",
+                &first.shard.count.to_string(),
+                &s.shard.count.to_string(),
+            ));
         }
         if s.manifest.format != first.manifest.format {
-            return Err(differs("format", &first.manifest.format.to_string(), &s.manifest.format.to_string()));
+            return Err(differs(
+                "format",
+                &first.manifest.format.to_string(),
+                &s.manifest.format.to_string(),
+            ));
         }
         if let Some(why) = identity_difference(&first.manifest.models, &s.manifest.models) {
             return Err(InputError::at(
                 &path,
                 "models",
-                format!("{why} than in {}: the shards ran different models", first.dir.join("manifest.json").display()),
+                format!(
+                    "{why} than in {}: the shards ran different models",
+                    first.dir.join("manifest.json").display()
+                ),
             )
             .into());
         }
@@ -159,7 +195,8 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     // Which planned trials have a final record (one pass over each shard's records).
     let mut missing: Vec<String> = Vec::new();
     if !missing_shards.is_empty() {
-        let list = missing_shards.iter().map(|k| format!("{k}/{count}")).collect::<Vec<_>>().join(", ");
+        let list =
+            missing_shards.iter().map(|k| format!("{k}/{count}")).collect::<Vec<_>>().join(", ");
         missing.push(format!("missing shards: {list} (their trials are not in the merged plan)"));
     }
     let mut unfinished_trials = 0;
@@ -173,8 +210,15 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
             );
         }
         let skipped = sequential_skips(&s.manifest, &trials_path)?;
-        let unfinished: Vec<&TrialSpec> =
-            s.manifest.plan.iter().filter(|t| !finished.contains(&t.id) && skipped.as_ref().is_none_or(|m| m.needs(&t.task, &t.arm, &t.model))).collect();
+        let unfinished: Vec<&TrialSpec> = s
+            .manifest
+            .plan
+            .iter()
+            .filter(|t| {
+                !finished.contains(&t.id)
+                    && skipped.as_ref().is_none_or(|m| m.needs(&t.task, &t.arm, &t.model))
+            })
+            .collect();
         if !unfinished.is_empty() {
             unfinished_trials += unfinished.len();
             let named = unfinished
@@ -183,7 +227,11 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
                 .map(|t| format!("{} ({} / {} / {} / r{})", t.id, t.task, t.arm, t.model, t.repeat))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let more = if unfinished.len() > NAMED { format!(" and {} more", unfinished.len() - NAMED) } else { String::new() };
+            let more = if unfinished.len() > NAMED {
+                format!(" and {} more", unfinished.len() - NAMED)
+            } else {
+                String::new()
+            };
             missing.push(format!(
                 "shard {} ({}) is incomplete: {} of {} planned trials have no final record: {named}{more} (finish it with ablate run CONFIG --resume {})",
                 s.shard,
@@ -202,9 +250,15 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     // Write under a temporary name, rename into place at the end.
     let parent = opts.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if opts.out.exists() {
-        return Err(InputError::at(&opts.out, "-o", format!("{} exists; choose a new folder", opts.out.display())).into());
+        return Err(InputError::at(
+            &opts.out,
+            "-o",
+            format!("{} exists; choose a new folder", opts.out.display()),
+        )
+        .into());
     }
-    std::fs::create_dir_all(parent).map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })?;
+    std::fs::create_dir_all(parent)
+        .map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })?;
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{out_name}.merging-"))
         .tempdir_in(parent)
@@ -225,10 +279,17 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     let mut plan: Vec<TrialSpec> = Vec::new();
     shards.sort_by_key(|s| s.shard.index);
     for s in &shards {
-        let n = copy_records(&s.dir.join("trials.jsonl"), &out_name, &mut trials).map_err(|e| match e {
-            CopyError::Read(source) => MergeError::Io { path: s.dir.join("trials.jsonl"), source },
-            CopyError::Write(source) => MergeError::Io { path: trials_path.clone(), source },
-        })?;
+        let n =
+            copy_records(&s.dir.join("trials.jsonl"), &out_name, &mut trials).map_err(
+                |e| match e {
+                    CopyError::Read(source) => {
+                        MergeError::Io { path: s.dir.join("trials.jsonl"), source }
+                    }
+                    CopyError::Write(source) => {
+                        MergeError::Io { path: trials_path.clone(), source }
+                    }
+                },
+            )?;
         records += n;
         let from = s.dir.join("attempts.jsonl");
         if from.exists() {
@@ -241,7 +302,8 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
                 let entry = entry.map_err(io(&from_traces))?;
                 // Regular files only: a link in a results folder is never followed.
                 if entry.file_type().map_err(io(&entry.path()))?.is_file() {
-                    std::fs::copy(entry.path(), traces.join(entry.file_name())).map_err(io(&entry.path()))?;
+                    std::fs::copy(entry.path(), traces.join(entry.file_name()))
+                        .map_err(io(&entry.path()))?;
                 }
             }
         }
@@ -254,7 +316,11 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         });
         plan.extend(s.manifest.plan.iter().cloned());
     }
-    trials.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).map_err(io(&trials_path))?;
+    trials
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all())
+        .map_err(io(&trials_path))?;
     attempts.sync_all().map_err(io(&attempts_path))?;
     plan.sort_by_key(|t| t.order);
 
@@ -264,7 +330,13 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     manifest.shard = None;
     manifest.planned_trials = plan.len();
     manifest.plan = plan;
-    manifest.merged = Some(MergedFrom { shard_count: count, partial: !missing.is_empty(), missing_shards, unfinished_trials, shards: merged_shards });
+    manifest.merged = Some(MergedFrom {
+        shard_count: count,
+        partial: !missing.is_empty(),
+        missing_shards,
+        unfinished_trials,
+        shards: merged_shards,
+    });
     manifest.write(tmp.path()).map_err(io(tmp.path()))?;
 
     // Into place: rename fails if `out` appeared meanwhile (a non-empty folder).
@@ -274,30 +346,49 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         return Err(MergeError::Io { path: opts.out.clone(), source });
     }
     let lock = RunLock::acquire(&opts.out)?;
-    Ok(MergeSummary { dir: opts.out.clone(), run_id: out_name, shard_count: count, planned: manifest.planned_trials, records, missing, lock })
+    Ok(MergeSummary {
+        dir: opts.out.clone(),
+        run_id: out_name,
+        shard_count: count,
+        planned: manifest.planned_trials,
+        records,
+        missing,
+        lock,
+    })
 }
 
 /// The first difference of model identities between two shards, if any.
 fn identity_difference(a: &[ModelIdentity], b: &[ModelIdentity]) -> Option<String> {
-    let names = |m: &[ModelIdentity]| m.iter().map(|m| (m.name.clone(), m.identity.clone())).collect::<BTreeMap<_, _>>();
+    let names = |m: &[ModelIdentity]| {
+        m.iter().map(|m| (m.name.clone(), m.identity.clone())).collect::<BTreeMap<_, _>>()
+    };
     let (a, b) = (names(a), names(b));
     for (name, id) in &b {
         match a.get(name) {
             None => return Some(format!("model `{name}` is in this shard and not")),
             Some(other) if other != id => {
                 let show = |i: &Option<String>| i.clone().unwrap_or_else(|| "none".into());
-                return Some(format!("model `{name}` has identity `{}` here and `{}`", show(id), show(other)));
+                return Some(format!(
+                    "model `{name}` has identity `{}` here and `{}`",
+                    show(id),
+                    show(other)
+                ));
             }
             _ => {}
         }
     }
-    a.keys().find(|n| !b.contains_key(*n)).map(|n| format!("model `{n}` is missing here and present"))
+    a.keys()
+        .find(|n| !b.contains_key(*n))
+        .map(|n| format!("model `{n}` is missing here and present"))
 }
 
 /// A sequential shard's own rule replayed from its records (None for a
 /// fixed design): a planned trial it no longer `needs` was skipped by the
 /// rule (its comparisons decided, or a budget spent), not left unfinished.
-fn sequential_skips(manifest: &Manifest, trials: &Path) -> Result<Option<crate::sequential::Monitor>, MergeError> {
+fn sequential_skips(
+    manifest: &Manifest,
+    trials: &Path,
+) -> Result<Option<crate::sequential::Monitor>, MergeError> {
     let models: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
     let Some(mut monitor) = manifest.sequential_monitor(&models, false) else { return Ok(None) };
     super::jsonl::for_each::<TrialRecord>(trials, |r| {

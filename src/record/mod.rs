@@ -82,7 +82,13 @@ impl TrialStatus {
 
     /// Infrastructure errors: excluded from the second denominator.
     pub fn is_infrastructure_error(self) -> bool {
-        matches!(self, TrialStatus::ProviderError | TrialStatus::HarnessError | TrialStatus::GraderError | TrialStatus::Interrupted)
+        matches!(
+            self,
+            TrialStatus::ProviderError
+                | TrialStatus::HarnessError
+                | TrialStatus::GraderError
+                | TrialStatus::Interrupted
+        )
     }
 
     /// The trial's outcome as the analysis counts it: 1 for passed, 0 for anything else.
@@ -194,7 +200,12 @@ impl Tokens {
         let p = price?;
         let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
         let uncached = self.input.saturating_sub(self.cached) as f64;
-        Some((uncached * p.input_per_mtok + self.cached as f64 * cached_price + self.output as f64 * p.output_per_mtok) / 1e6)
+        Some(
+            (uncached * p.input_per_mtok
+                + self.cached as f64 * cached_price
+                + self.output as f64 * p.output_per_mtok)
+                / 1e6,
+        )
     }
 }
 
@@ -300,7 +311,14 @@ pub struct TrialRecord {
 impl TrialRecord {
     /// A record of `spec`'s attempt with nothing measured yet: the runner
     /// fills in what the attempt did.
-    pub fn blank(run_id: &str, spec: &TrialSpec, attempt: u32, status: TrialStatus, end_reason: EndReason, started_at: String) -> TrialRecord {
+    pub fn blank(
+        run_id: &str,
+        spec: &TrialSpec,
+        attempt: u32,
+        status: TrialStatus,
+        end_reason: EndReason,
+        started_at: String,
+    ) -> TrialRecord {
         TrialRecord {
             format: FORMAT_VERSION,
             run_id: run_id.to_string(),
@@ -417,7 +435,13 @@ pub struct TraceStep {
 impl TraceStep {
     /// A step with nothing recorded yet: the agent loop and the gateway fill in
     /// what the call did.
-    pub fn blank(trial_id: &str, attempt: u32, step: u32, session: u32, operation_id: String) -> TraceStep {
+    pub fn blank(
+        trial_id: &str,
+        attempt: u32,
+        step: u32,
+        session: u32,
+        operation_id: String,
+    ) -> TraceStep {
         TraceStep {
             trial_id: trial_id.to_string(),
             attempt,
@@ -662,13 +686,20 @@ impl<P: serde::de::DeserializeOwned + Default> Manifest<P> {
     /// manifest that does not parse, the key (`experiment.arms[2].name`).
     pub fn read(dir: &std::path::Path) -> Result<Manifest<P>, crate::error::InputError> {
         let path = dir.join("manifest.json");
-        let file =
-            std::fs::File::open(&path).map_err(|e| crate::error::InputError::new(&path, format!("cannot read the manifest: {e} (is this a run folder?)")))?;
-        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+        let file = std::fs::File::open(&path).map_err(|e| {
+            crate::error::InputError::new(
+                &path,
+                format!("cannot read the manifest: {e} (is this a run folder?)"),
+            )
+        })?;
+        let mut de =
+            serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
         serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let message = format!("not a manifest ablate can read: {}", e.inner());
             match e.path().to_string() {
-                key if key == "." || key.is_empty() => crate::error::InputError::new(&path, message),
+                key if key == "." || key.is_empty() => {
+                    crate::error::InputError::new(&path, message)
+                }
                 key => crate::error::InputError::at(&path, key, message),
             }
         })
@@ -695,7 +726,10 @@ impl<'de> Deserialize<'de> for PlanKeys {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a list of trial specs")
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Vec<u64>, A::Error> {
                 let mut keys = Vec::with_capacity(seq.size_hint().unwrap_or(0));
                 while let Some(s) = seq.next_element::<Spec>()? {
                     keys.push(plan_key(&s.id, &s.task, &s.arm, &s.model, s.repeat));
@@ -740,7 +774,8 @@ pub struct RecordedExperiment {
 
 impl RecordedExperiment {
     pub fn of(exp: &Experiment) -> RecordedExperiment {
-        serde_json::from_value(serde_json::to_value(exp).expect("experiment serializes")).expect("an experiment reads back as recorded")
+        serde_json::from_value(serde_json::to_value(exp).expect("experiment serializes"))
+            .expect("an experiment reads back as recorded")
     }
 }
 
@@ -748,7 +783,14 @@ impl Manifest {
     /// The manifest of a new run, without its plan: `Manifest::write_with_plan`
     /// writes the plan from the order (`plan.specs(shard)`). `facts` come from
     /// the runner (`runner::facts`).
-    pub fn new(run_id: String, exp: &Experiment, suite: &crate::suite::Suite, plan: &crate::plan::Order, shard: Option<Shard>, facts: RunnerFacts) -> Manifest {
+    pub fn new(
+        run_id: String,
+        exp: &Experiment,
+        suite: &crate::suite::Suite,
+        plan: &crate::plan::Order,
+        shard: Option<Shard>,
+        facts: RunnerFacts,
+    ) -> Manifest {
         Manifest {
             format: FORMAT_VERSION,
             run_id,
@@ -767,7 +809,11 @@ impl Manifest {
                 tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
                 source: suite.source.clone(),
             },
-            prompt_digests: facts.builtin_prompts.into_iter().chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone()))).collect(),
+            prompt_digests: facts
+                .builtin_prompts
+                .into_iter()
+                .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
+                .collect(),
             host: facts.host,
             models: Vec::new(),
             budget: exp.budget.clone(),
@@ -775,7 +821,10 @@ impl Manifest {
             shard,
             merged: None,
             containers: None,
-            sequential: exp.sequential.as_ref().map(|_| SequentialFacts { task_order: plan.task_order() }),
+            sequential: exp
+                .sequential
+                .as_ref()
+                .map(|_| SequentialFacts { task_order: plan.task_order() }),
             imported: None,
             planned_trials: plan.count(shard),
             plan: Vec::new(),
@@ -799,7 +848,11 @@ impl Manifest {
         struct Specs<I>(std::cell::RefCell<Option<I>>);
         impl<I: Iterator<Item: Serialize>> Serialize for Specs<I> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let specs = self.0.borrow_mut().take().ok_or_else(|| serde::ser::Error::custom("the plan is written once"))?;
+                let specs = self
+                    .0
+                    .borrow_mut()
+                    .take()
+                    .ok_or_else(|| serde::ser::Error::custom("the plan is written once"))?;
                 s.collect_seq(specs)
             }
         }
@@ -811,7 +864,9 @@ impl Manifest {
             plan: Specs<I>,
         }
         let out = WithPlan { manifest: self, plan: Specs(std::cell::RefCell::new(Some(plan))) };
-        folder::write_atomic(&dir.join("manifest.json"), |w| serde_json::to_writer_pretty(w, &out).map_err(std::io::Error::other))
+        folder::write_atomic(&dir.join("manifest.json"), |w| {
+            serde_json::to_writer_pretty(w, &out).map_err(std::io::Error::other)
+        })
     }
 }
 
@@ -821,7 +876,9 @@ impl<P> Manifest<P> {
     pub fn arms(&self) -> Vec<crate::experiment::matrix::Arm> {
         let mut arms = self.experiment.arms.clone();
         if let HarnessKind::External(ext) = self.harness_kind() {
-            let position = |name: &str| ext.components.iter().position(|d| d.name == name).unwrap_or(usize::MAX);
+            let position = |name: &str| {
+                ext.components.iter().position(|d| d.name == name).unwrap_or(usize::MAX)
+            };
             for arm in &mut arms {
                 if let ArmSettings::External(values) = &mut arm.settings {
                     values.sort_by(|a, _, b, _| position(a).cmp(&position(b)));
@@ -844,14 +901,21 @@ impl<P> Manifest<P> {
     /// the seeded task order, or a shard's own tasks of it (every N-th task,
     /// `plan::Shard`). None for a fixed design.
     pub fn sequential_task_order(&self) -> Option<Vec<String>> {
-        Some(crate::sequential::own_tasks(&self.sequential.as_ref()?.task_order, self.shard.map(|s| (s.index, s.count))))
+        Some(crate::sequential::own_tasks(
+            &self.sequential.as_ref()?.task_order,
+            self.shard.map(|s| (s.index, s.count)),
+        ))
     }
 
     /// A sequential run's rule, as the runner followed it: its task order (a
     /// shard's own tasks of it), every comparison on every one of `models`,
     /// the design's budgets (`crate::sequential`). Fed no record yet. None
     /// for a fixed design.
-    pub fn sequential_monitor(&self, models: &[String], history: bool) -> Option<crate::sequential::Monitor> {
+    pub fn sequential_monitor(
+        &self,
+        models: &[String],
+        history: bool,
+    ) -> Option<crate::sequential::Monitor> {
         let order = &self.sequential.as_ref()?.task_order;
         let exp = &self.experiment;
         let design = exp.sequential.clone().unwrap_or_default();
@@ -866,8 +930,11 @@ impl<P> Manifest<P> {
             margin: exp.margin,
             alpha: exp.alpha,
         };
-        let named: Vec<crate::sequential::Named<'_>> =
-            exp.comparisons.iter().map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation())).collect();
+        let named: Vec<crate::sequential::Named<'_>> = exp
+            .comparisons
+            .iter()
+            .map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str(), c.is_ablation()))
+            .collect();
         Some(crate::sequential::Monitor::for_run(&run, &named, models, history))
     }
 }
@@ -970,7 +1037,8 @@ mod tests {
     #[test]
     fn cost_prices_cached_input_apart() {
         let t = Tokens { input: 1_000_000, output: 500_000, cached: 200_000 };
-        let price = Price { input_per_mtok: 3.0, output_per_mtok: 15.0, cached_input_per_mtok: Some(0.3) };
+        let price =
+            Price { input_per_mtok: 3.0, output_per_mtok: 15.0, cached_input_per_mtok: Some(0.3) };
         // By hand: 0.8 M uncached x 3 + 0.2 M cached x 0.3 + 0.5 M output x 15 = 2.4 + 0.06 + 7.5.
         assert!((t.cost(Some(&price)).unwrap() - 9.96).abs() < 1e-12);
         // Without a cached price, cached input costs the input price: 1 M x 3 + 7.5.

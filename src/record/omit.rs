@@ -20,7 +20,10 @@ impl TracedSoFar {
     /// The request body for the trace and what it leaves out: the leading
     /// messages earlier lines hold, `tools` equal to the previous step's, and
     /// the previous step's prompt when this one extends it.
-    pub fn request(&mut self, mut body: serde_json::Value) -> (serde_json::Value, Option<RequestOmits>) {
+    pub fn request(
+        &mut self,
+        mut body: serde_json::Value,
+    ) -> (serde_json::Value, Option<RequestOmits>) {
         use serde_json::Value;
         let mut omits = RequestOmits::default();
         if let Some(Value::Array(list)) = body.get_mut("messages") {
@@ -28,7 +31,9 @@ impl TracedSoFar {
             if n > 0 {
                 let earlier: Vec<Value> = list.drain(..n).collect();
                 omits.messages = n;
-                omits.sha256 = Some(sha256_hex(serde_json::to_string(&earlier).unwrap_or_default().as_bytes()));
+                omits.sha256 = Some(sha256_hex(
+                    serde_json::to_string(&earlier).unwrap_or_default().as_bytes(),
+                ));
             }
         }
         if let Some(Value::String(prompt)) = body.get_mut("prompt") {

@@ -93,7 +93,9 @@ pub fn sequential_note(e: &EffectReport) -> Option<String> {
     let q = e.sequential.as_ref()?;
     let tasks = super::format::count(q.tasks, "task");
     Some(match q.decided_after_tasks {
-        Some(_) => format!("sequence: decided ({}) after {tasks}, {} trials", e.verdict.short(), q.trials),
+        Some(_) => {
+            format!("sequence: decided ({}) after {tasks}, {} trials", e.verdict.short(), q.trials)
+        }
         None => format!(
             "sequence: undecided after {tasks}, {} trials ({}{}); its interval now: {}",
             q.trials,
@@ -147,9 +149,13 @@ impl EffectVerdict {
         match self {
             EffectVerdict::Helps { .. } => "helps",
             EffectVerdict::Hurts { .. } => "hurts",
-            EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => "n.s.",
+            EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => {
+                "n.s."
+            }
             EffectVerdict::Equivalent { .. } => "equivalent",
-            EffectVerdict::Undecided { .. } | EffectVerdict::UndecidedAtBudget { .. } => "undecided",
+            EffectVerdict::Undecided { .. } | EffectVerdict::UndecidedAtBudget { .. } => {
+                "undecided"
+            }
             EffectVerdict::NotEnoughData => "n/a",
         }
     }
@@ -162,18 +168,47 @@ impl std::fmt::Display for EffectVerdict {
             EffectVerdict::NotEnoughData => f.write_str("not enough data to tell"),
             EffectVerdict::Helps { one_task } => write!(f, "helps{}", only(one_task)),
             EffectVerdict::Hurts { one_task } => write!(f, "hurts{}", only(one_task)),
-            EffectVerdict::NoVerdictPossible { tasks, needed } => write!(f, "no verdict possible: {tasks} tasks, at least {needed} needed at this level"),
-            EffectVerdict::NoDetectableEffect { one_task } => write!(f, "no detectable effect{}", only(one_task)),
-            EffectVerdict::Equivalent { margin, one_task } => write!(f, "equivalent within ±{} pp{}", super::format::margin_pp(margin), only(one_task)),
+            EffectVerdict::NoVerdictPossible { tasks, needed } => write!(
+                f,
+                "no verdict possible: {tasks} tasks, at least {needed} needed at this level"
+            ),
+            EffectVerdict::NoDetectableEffect { one_task } => {
+                write!(f, "no detectable effect{}", only(one_task))
+            }
+            EffectVerdict::Equivalent { margin, one_task } => write!(
+                f,
+                "equivalent within ±{} pp{}",
+                super::format::margin_pp(margin),
+                only(one_task)
+            ),
             EffectVerdict::Undecided { margin, one_task } => {
-                write!(f, "undecided: neither an effect nor within ±{} pp{}", super::format::margin_pp(margin), only(one_task))
+                write!(
+                    f,
+                    "undecided: neither an effect nor within ±{} pp{}",
+                    super::format::margin_pp(margin),
+                    only(one_task)
+                )
             }
             EffectVerdict::UndecidedAtBudget { projected_tasks, tasks, every_task } => {
-                f.write_str(if every_task { "undecided with every task in" } else { "undecided at budget" })?;
+                f.write_str(if every_task {
+                    "undecided with every task in"
+                } else {
+                    "undecided at budget"
+                })?;
                 match projected_tasks {
-                    _ if tasks < 2 => write!(f, ": {} too few to project how many more a decision needs", super::format::count(tasks, "task")),
-                    Some(n) => write!(f, ": about {n} tasks like these in all would decide it at the current estimate"),
-                    None => write!(f, ": more than {PROJECTION_CAP} tasks like these would be needed at the current estimate"),
+                    _ if tasks < 2 => write!(
+                        f,
+                        ": {} too few to project how many more a decision needs",
+                        super::format::count(tasks, "task")
+                    ),
+                    Some(n) => write!(
+                        f,
+                        ": about {n} tasks like these in all would decide it at the current estimate"
+                    ),
+                    None => write!(
+                        f,
+                        ": more than {PROJECTION_CAP} tasks like these would be needed at the current estimate"
+                    ),
                 }
             }
         }
@@ -200,7 +235,14 @@ impl Serialize for EffectVerdict {
 
 impl From<stats::Estimate> for Interval {
     fn from(e: stats::Estimate) -> Self {
-        Interval { mean: e.mean, lo: e.lo, hi: e.hi, se: e.se, n_tasks: e.n_tasks, method: IntervalMethod::ClusteredWilson }
+        Interval {
+            mean: e.mean,
+            lo: e.lo,
+            hi: e.hi,
+            se: e.se,
+            n_tasks: e.n_tasks,
+            method: IntervalMethod::ClusteredWilson,
+        }
     }
 }
 
@@ -375,9 +417,14 @@ pub fn fingerprint_changes(r: &Report) -> Vec<String> {
     let mut models: Vec<&str> = r.system_fingerprints.iter().map(|f| f.model.as_str()).collect();
     models.dedup();
     for model in models {
-        let seen: Vec<&FingerprintSeen> = r.system_fingerprints.iter().filter(|f| f.model == model).collect();
+        let seen: Vec<&FingerprintSeen> =
+            r.system_fingerprints.iter().filter(|f| f.model == model).collect();
         if seen.len() > 1 {
-            let list = seen.iter().map(|f| format!("`{}` in {} trials", f.fingerprint, f.attempts)).collect::<Vec<_>>().join(", ");
+            let list = seen
+                .iter()
+                .map(|f| format!("`{}` in {} trials", f.fingerprint, f.attempts))
+                .collect::<Vec<_>>()
+                .join(", ");
             out.push(format!(
                 "model `{model}` replied under {} system fingerprints ({list}): its serving stack changed during the run; trials.csv's system_fingerprints column says which trial saw which",
                 seen.len()
@@ -436,10 +483,14 @@ pub fn analyse(data: &RunData) -> Report {
         let outcomes = by_task(rows, n_tasks, Row::passed);
         let pass = stats::pass_rate(&outcomes, conf);
         let pass_interval = rate_interval(&outcomes, conf);
-        let kept: Vec<&Row> = rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect();
+        let kept: Vec<&Row> =
+            rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect();
         let pass_excl = rate_interval(&by_task(&kept, n_tasks, Row::passed), conf);
         let pass_final = rate_interval(&by_task(rows, n_tasks, Row::graded_passed), conf);
-        let stopped_but_passing = rows.iter().filter(|r| r.status != TrialStatus::Passed && r.graded_passed() >= 1.0).count();
+        let stopped_but_passing = rows
+            .iter()
+            .filter(|r| r.status != TrialStatus::Passed && r.graded_passed() >= 1.0)
+            .count();
         let tests = stats::pass_rate_wilson(&by_task(rows, n_tasks, Row::test_fraction), conf);
         let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
         for r in rows {
@@ -448,28 +499,38 @@ pub fn analyse(data: &RunData) -> Report {
         if let Some(&n) = interrupted_by.get(&(*model, *arm)) {
             statuses.insert("interrupted".into(), n);
         }
-        let task_rates: Vec<f64> = outcomes.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+        let task_rates: Vec<f64> =
+            outcomes.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
         let solved = rows.iter().filter(|r| r.status == TrialStatus::Passed).count();
         let tokens: f64 = rows.iter().map(|r| (r.tokens_input + r.tokens_output) as f64).sum();
         let working: f64 = rows.iter().map(|r| r.working_seconds).sum();
         let cost: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
         let n = rows.len() as f64;
         let per_solved = |total: f64| (solved > 0).then(|| total / solved as f64);
-        let min_trials = outcomes.iter().filter(|t| !t.is_empty()).map(Vec::len).min().unwrap_or(0) as u64;
+        let min_trials =
+            outcomes.iter().filter(|t| !t.is_empty()).map(Vec::len).min().unwrap_or(0) as u64;
         let pass_at_k = PASS_AT_K
             .into_iter()
             .filter(|&k| min_trials > 1 && k <= min_trials)
             .map(|k| {
                 let per_task = outcomes.iter().filter(|t| !t.is_empty()).map(|t| {
                     let c = t.iter().filter(|&&x| x >= 1.0).count() as u64;
-                    (stats::pass_at_k(t.len() as u64, c, k), stats::pass_hat_k(t.len() as u64, c, k))
+                    (
+                        stats::pass_at_k(t.len() as u64, c, k),
+                        stats::pass_hat_k(t.len() as u64, c, k),
+                    )
                 });
                 let v: Vec<(f64, f64)> = per_task.collect();
                 (k, mean_of(v.iter().map(|x| x.0)), mean_of(v.iter().map(|x| x.1)))
             })
             .collect();
-        let troubled =
-            rows.iter().filter(|r| r.status.is_infrastructure_error() || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)).count();
+        let troubled = rows
+            .iter()
+            .filter(|r| {
+                r.status.is_infrastructure_error()
+                    || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)
+            })
+            .count();
         let mut warnings = Vec::new();
         if troubled as f64 > 0.1 * n {
             warnings.push(format!(
@@ -479,7 +540,11 @@ pub fn analyse(data: &RunData) -> Report {
             ));
         }
         // An imported run's sources may not count model calls (docs/import.md): no warning from a count they lack.
-        let silent = if data.manifest.imported.is_some() { 0 } else { rows.iter().filter(|r| r.steps == 0).count() };
+        let silent = if data.manifest.imported.is_some() {
+            0
+        } else {
+            rows.iter().filter(|r| r.steps == 0).count()
+        };
         if silent == rows.len() && !rows.is_empty() {
             warnings.push(format!(
                 "no trial of this arm made a model call ({} of {}): its pass rate is not the model's; look at the traces for the requests the gateway refused (an endpoint it lacks, a wrong key) and at the harness's stderr",
@@ -487,13 +552,21 @@ pub fn analyse(data: &RunData) -> Report {
                 rows.len()
             ));
         } else if silent as f64 > 0.1 * n {
-            warnings.push(format!("{silent} of {} trials ({:.0}%) made no model call", rows.len(), 100.0 * silent as f64 / n));
+            warnings.push(format!(
+                "{silent} of {} trials ({:.0}%) made no model call",
+                rows.len(),
+                100.0 * silent as f64 / n
+            ));
         }
         if pass.n_tasks == 1 {
             warnings.push("one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite".into());
         }
         let arm_name = data.arms.name(*arm).to_string();
-        let components = manifest_arms.iter().find(|a| a.name == arm_name).map(|a| a.component_values()).unwrap_or_default();
+        let components = manifest_arms
+            .iter()
+            .find(|a| a.name == arm_name)
+            .map(|a| a.component_values())
+            .unwrap_or_default();
         arms.push(ArmReport {
             components,
             arm: arm_name,
@@ -533,7 +606,10 @@ pub fn analyse(data: &RunData) -> Report {
     let mut pending: Vec<Pending> = Vec::new();
     let mut refused = Vec::new();
     for c in data.manifest.comparisons() {
-        let (Some(ca), Some(ta)) = (manifest_arms.iter().find(|a| a.name == c.control), manifest_arms.iter().find(|a| a.name == c.treatment)) else {
+        let (Some(ca), Some(ta)) = (
+            manifest_arms.iter().find(|a| a.name == c.control),
+            manifest_arms.iter().find(|a| a.name == c.treatment),
+        ) else {
             refused.push(format!("{}: an arm is missing from the manifest", c.name));
             continue;
         };
@@ -543,7 +619,9 @@ pub fn analyse(data: &RunData) -> Report {
             refused.push(format!("not shown as an ablation: {e}"));
             continue;
         }
-        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else { continue };
+        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else {
+            continue;
+        };
         for model in 0..data.models.list.len() as u32 {
             let empty = Vec::new();
             let crow = groups.get(&(model, ci)).unwrap_or(&empty);
@@ -571,8 +649,16 @@ pub fn analyse(data: &RunData) -> Report {
             let infra_t = trow.len() - tk.len();
             let all = paired(crow, trow);
             let present: Vec<usize> = (0..n_tasks).filter(|&k| !all.0[k].is_empty()).collect();
-            let scope = if present.len() == 1 { format!("one task: {}", data.tasks.name(present[0] as u32)) } else { "tasks".to_string() };
-            let rate = |v: &[Vec<f64>]| stats::mean(&v.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect::<Vec<_>>());
+            let scope = if present.len() == 1 {
+                format!("one task: {}", data.tasks.name(present[0] as u32))
+            } else {
+                "tasks".to_string()
+            };
+            let rate = |v: &[Vec<f64>]| {
+                stats::mean(
+                    &v.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect::<Vec<_>>(),
+                )
+            };
             let effect = EffectReport {
                 name: c.name.clone(),
                 model: data.models.name(model).to_string(),
@@ -590,7 +676,11 @@ pub fn analyse(data: &RunData) -> Report {
                 family_size: 1,
                 interval_level: conf,
                 method: stats::InferenceMethod::None,
-                estimand: if present.len() == 1 { ESTIMAND_THIS_TASK } else { ESTIMAND_TASKS_LIKE_THESE },
+                estimand: if present.len() == 1 {
+                    ESTIMAND_THIS_TASK
+                } else {
+                    ESTIMAND_TASKS_LIKE_THESE
+                },
                 scope,
                 n_tasks: present.len(),
                 mde: f64::NAN,
@@ -605,14 +695,24 @@ pub fn analyse(data: &RunData) -> Report {
         }
     }
     let margin = data.manifest.experiment.margin;
-    let family = pending.iter().filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0).count().max(1);
+    let family = pending
+        .iter()
+        .filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0)
+        .count()
+        .max(1);
     let mut ablations = Vec::new();
     let mut combined = Vec::new();
     for Pending { mut effect, all, kept } in pending {
         let m = if effect.kind == EffectKind::Ablation { family } else { 1 };
         let level_alpha = alpha / m as f64;
         let inf = stats::paired_inference(&all.0, &all.1, 1.0 - level_alpha);
-        let diffs: Vec<f64> = all.0.iter().zip(&all.1).filter(|(a, _)| !a.is_empty()).map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
+        let diffs: Vec<f64> = all
+            .0
+            .iter()
+            .zip(&all.1)
+            .filter(|(a, _)| !a.is_empty())
+            .map(|(a, b)| stats::mean(b) - stats::mean(a))
+            .collect();
         let var_d = stats::sample_sd(&diffs).powi(2);
         effect.mde = stats::min_detectable_effect(var_d, diffs.len() as u64, level_alpha, 0.8);
         effect.delta = inf.mean_diff;
@@ -621,7 +721,8 @@ pub fn analyse(data: &RunData) -> Report {
         effect.p_value = inf.p_value;
         effect.family_size = m;
         effect.interval_level = 1.0 - level_alpha;
-        effect.p_adjusted = (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0));
+        effect.p_adjusted =
+            (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0));
         effect.method = inf.method;
         effect.verdict = verdict(&inf, level_alpha);
         if let Some(margin) = margin {
@@ -633,7 +734,11 @@ pub fn analyse(data: &RunData) -> Report {
             let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
             let mut v = verdict(&x, level_alpha);
             if let Some(margin) = margin {
-                v = with_margin(v, &stats::paired_inference(&kept.0, &kept.1, 1.0 - 2.0 * level_alpha), margin);
+                v = with_margin(
+                    v,
+                    &stats::paired_inference(&kept.0, &kept.1, 1.0 - 2.0 * level_alpha),
+                    margin,
+                );
             }
             effect.excl_infra = Some(ExclInfra {
                 delta: x.mean_diff,
@@ -644,7 +749,11 @@ pub fn analyse(data: &RunData) -> Report {
                 verdict_changes: v.short() != effect.verdict.short(),
             });
         }
-        if effect.kind == EffectKind::Ablation { ablations.push(effect) } else { combined.push(effect) }
+        if effect.kind == EffectKind::Ablation {
+            ablations.push(effect)
+        } else {
+            combined.push(effect)
+        }
     }
     if let Some(order) = data.manifest.sequential_task_order() {
         sequential_effects(data, &order, &mut ablations, &mut combined);
@@ -669,11 +778,19 @@ pub fn analyse(data: &RunData) -> Report {
         system_fingerprints: data
             .fingerprints
             .iter()
-            .map(|((model, fp), &attempts)| FingerprintSeen { model: data.models.name(*model).to_string(), fingerprint: fp.clone(), attempts })
+            .map(|((model, fp), &attempts)| FingerprintSeen {
+                model: data.models.name(*model).to_string(),
+                fingerprint: fp.clone(),
+                attempts,
+            })
             .collect(),
         imported: data.manifest.imported.as_ref().map(|i| {
             let sources = i.sources.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", ");
-            format!("imported from {} records ({sources}; docs/import.md); pass rule: {}", i.tool.name(), i.pass_rule)
+            format!(
+                "imported from {} records ({sources}; docs/import.md); pass rule: {}",
+                i.tool.name(),
+                i.pass_rule
+            )
         }),
     }
 }
@@ -686,7 +803,12 @@ pub fn analyse(data: &RunData) -> Report {
 /// each effect's interval, level, verdict and method become the confidence
 /// sequence's at the stopping time (the fixed-design inference is not valid
 /// after stopping on the data, so none of it is shown).
-fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectReport], combined: &mut [EffectReport]) {
+fn sequential_effects(
+    data: &RunData,
+    order: &[String],
+    ablations: &mut [EffectReport],
+    combined: &mut [EffectReport],
+) {
     use crate::sequential::Decision;
     let exp = &data.manifest.experiment;
     let design = exp.sequential.clone().unwrap_or_default();
@@ -695,25 +817,46 @@ fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectR
     let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
     for r in &data.trials {
         if r.status.is_final() {
-            monitor.record(data.tasks.name(r.task), data.arms.name(r.arm), data.models.name(r.model), r.repeat, r.passed());
+            monitor.record(
+                data.tasks.name(r.task),
+                data.arms.name(r.arm),
+                data.models.name(r.model),
+                r.repeat,
+                r.passed(),
+            );
         }
     }
     let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
-    let position: std::collections::HashMap<&str, usize> = order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    let position: std::collections::HashMap<&str, usize> =
+        order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
     for effect in ablations.iter_mut().chain(combined.iter_mut()) {
-        let Some((spec, seq)) = monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model) else { continue };
+        let Some((spec, seq)) =
+            monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model)
+        else {
+            continue;
+        };
         let used = seq.tasks();
         let all_in = seq.decision == Decision::Undecided && used == order.len();
         let interval = seq.interval(all_in);
-        let in_sequence =
-            |r: &&Row| data.models.name(r.model) == effect.model && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used) && r.status.is_final();
+        let in_sequence = |r: &&Row| {
+            data.models.name(r.model) == effect.model
+                && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
+                && r.status.is_final()
+        };
         let rate = |arm: &str| {
-            let rows: Vec<&Row> = data.trials.iter().filter(in_sequence).filter(|r| data.arms.name(r.arm) == arm).collect();
+            let rows: Vec<&Row> = data
+                .trials
+                .iter()
+                .filter(in_sequence)
+                .filter(|r| data.arms.name(r.arm) == arm)
+                .collect();
             let per_task = by_task(&rows, data.tasks.list.len(), Row::passed);
-            let means: Vec<f64> = per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+            let means: Vec<f64> =
+                per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
             (stats::mean(&means), rows.len())
         };
-        let ((control_rate, nc), (treatment_rate, nt)) = (rate(&effect.control), rate(&effect.treatment));
+        let ((control_rate, nc), (treatment_rate, nt)) =
+            (rate(&effect.control), rate(&effect.treatment));
         effect.control_rate = control_rate;
         effect.treatment_rate = treatment_rate;
         effect.delta = seq.mean();
@@ -722,19 +865,33 @@ fn sequential_effects(data: &RunData, order: &[String], ablations: &mut [EffectR
         effect.p_value = f64::NAN;
         effect.p_adjusted = None;
         effect.interval_level = 1.0 - spec.alpha;
-        effect.method = stats::InferenceMethod::BettingCs { without_replacement: interval.these_tasks };
-        effect.estimand = if interval.these_tasks { ESTIMAND_THESE_TASKS_AS_RUN } else { ESTIMAND_TASKS_LIKE_THESE };
+        effect.method =
+            stats::InferenceMethod::BettingCs { without_replacement: interval.these_tasks };
+        effect.estimand = if interval.these_tasks {
+            ESTIMAND_THESE_TASKS_AS_RUN
+        } else {
+            ESTIMAND_TASKS_LIKE_THESE
+        };
         effect.scope = "tasks".into();
         effect.n_tasks = used;
         effect.mde = f64::NAN;
         effect.excl_infra = None;
-        let projected_tasks = (seq.decision == Decision::Undecided).then(|| seq.projected_tasks(PROJECTION_CAP)).flatten();
+        let projected_tasks = (seq.decision == Decision::Undecided)
+            .then(|| seq.projected_tasks(PROJECTION_CAP))
+            .flatten();
         effect.verdict = match seq.decision {
             Decision::Helps => EffectVerdict::Helps { one_task: false },
             Decision::Hurts => EffectVerdict::Hurts { one_task: false },
-            Decision::Equivalent => EffectVerdict::Equivalent { margin: exp.margin.unwrap_or(f64::NAN), one_task: false },
+            Decision::Equivalent => EffectVerdict::Equivalent {
+                margin: exp.margin.unwrap_or(f64::NAN),
+                one_task: false,
+            },
             Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
-            Decision::Undecided => EffectVerdict::UndecidedAtBudget { projected_tasks, tasks: used, every_task: used == order.len() },
+            Decision::Undecided => EffectVerdict::UndecidedAtBudget {
+                projected_tasks,
+                tasks: used,
+                every_task: used == order.len(),
+            },
         };
         effect.sequential = Some(SequentialEffect {
             decided_after_tasks: seq.decided_at,
@@ -759,7 +916,11 @@ fn budget_spent(
     if design.max_cost_usd.is_none() && design.max_seconds.is_none() {
         return None;
     }
-    crate::record::jsonl::for_each::<crate::record::TrialRecord>(&data.dir.join("trials.jsonl"), |r| crate::record::feed_spend(monitor, &r)).ok()?;
+    crate::record::jsonl::for_each::<crate::record::TrialRecord>(
+        &data.dir.join("trials.jsonl"),
+        |r| crate::record::feed_spend(monitor, &r),
+    )
+    .ok()?;
     monitor.spent()
 }
 
@@ -767,8 +928,13 @@ pub fn with_margin(v: EffectVerdict, tost: &stats::Inference, margin: f64) -> Ef
     let one_task = tost.n_tasks == 1;
     match v {
         // Too few tasks for any test to reject: no equivalence either, and the reason says more.
-        EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. } | EffectVerdict::NotEnoughData | EffectVerdict::NoVerdictPossible { .. } => v,
-        _ if tost.lo > -margin && tost.hi < margin => EffectVerdict::Equivalent { margin, one_task },
+        EffectVerdict::Helps { .. }
+        | EffectVerdict::Hurts { .. }
+        | EffectVerdict::NotEnoughData
+        | EffectVerdict::NoVerdictPossible { .. } => v,
+        _ if tost.lo > -margin && tost.hi < margin => {
+            EffectVerdict::Equivalent { margin, one_task }
+        }
         _ => EffectVerdict::Undecided { margin, one_task },
     }
 }
@@ -805,7 +971,10 @@ mod tests {
     fn enums_serialise_to_the_documented_strings() {
         assert_eq!(serde_json::to_value(EffectKind::Ablation).unwrap(), json!("ablation"));
         assert_eq!(serde_json::to_value(EffectKind::Combined).unwrap(), json!("combined"));
-        assert_eq!(serde_json::to_value(IntervalMethod::ClusteredWilson).unwrap(), json!("clustered_wilson"));
+        assert_eq!(
+            serde_json::to_value(IntervalMethod::ClusteredWilson).unwrap(),
+            json!("clustered_wilson")
+        );
         assert_eq!(serde_json::to_value(IntervalMethod::Wilson).unwrap(), json!("wilson"));
         use stats::{InferenceMethod::SignFlip, SpreadFloor};
         for (exact, floor, name) in [
@@ -818,15 +987,24 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(SignFlip { exact, floor }).unwrap(), json!(name));
         }
-        assert_eq!(serde_json::to_value(stats::InferenceMethod::NewcombeOneTask).unwrap(), json!("newcombe_one_task"));
+        assert_eq!(
+            serde_json::to_value(stats::InferenceMethod::NewcombeOneTask).unwrap(),
+            json!("newcombe_one_task")
+        );
         assert_eq!(serde_json::to_value(stats::InferenceMethod::None).unwrap(), json!("none"));
         for (v, text) in [
             (EffectVerdict::NotEnoughData, "not enough data to tell"),
             (EffectVerdict::Helps { one_task: false }, "helps"),
             (EffectVerdict::Hurts { one_task: true }, "hurts (this task only)"),
-            (EffectVerdict::NoVerdictPossible { tasks: 4, needed: 6 }, "no verdict possible: 4 tasks, at least 6 needed at this level"),
+            (
+                EffectVerdict::NoVerdictPossible { tasks: 4, needed: 6 },
+                "no verdict possible: 4 tasks, at least 6 needed at this level",
+            ),
             (EffectVerdict::NoDetectableEffect { one_task: false }, "no detectable effect"),
-            (EffectVerdict::NoDetectableEffect { one_task: true }, "no detectable effect (this task only)"),
+            (
+                EffectVerdict::NoDetectableEffect { one_task: true },
+                "no detectable effect (this task only)",
+            ),
         ] {
             assert_eq!(serde_json::to_value(v).unwrap(), json!(text));
         }
@@ -840,13 +1018,22 @@ mod tests {
             hi,
             p_value: 0.5,
             n_tasks,
-            method: stats::InferenceMethod::SignFlip { exact: false, floor: stats::SpreadFloor::None },
+            method: stats::InferenceMethod::SignFlip {
+                exact: false,
+                floor: stats::SpreadFloor::None,
+            },
         };
         assert_eq!(verdict(&inf(0.01, 0.3, 20), 0.05), EffectVerdict::Helps { one_task: false });
         assert_eq!(verdict(&inf(-0.3, -0.01, 1), 0.05), EffectVerdict::Hurts { one_task: true });
         // At alpha 0.05 the exact sign-flip test needs 6 tasks (2 / 2^6 = 0.031 <= 0.05 < 2 / 2^5).
-        assert_eq!(verdict(&inf(-0.1, 0.3, 5), 0.05), EffectVerdict::NoVerdictPossible { tasks: 5, needed: 6 });
-        assert_eq!(verdict(&inf(-0.1, 0.3, 6), 0.05), EffectVerdict::NoDetectableEffect { one_task: false });
+        assert_eq!(
+            verdict(&inf(-0.1, 0.3, 5), 0.05),
+            EffectVerdict::NoVerdictPossible { tasks: 5, needed: 6 }
+        );
+        assert_eq!(
+            verdict(&inf(-0.1, 0.3, 6), 0.05),
+            EffectVerdict::NoDetectableEffect { one_task: false }
+        );
         assert_eq!(verdict(&inf(f64::NAN, f64::NAN, 3), 0.05), EffectVerdict::NotEnoughData);
     }
 
@@ -858,18 +1045,33 @@ mod tests {
             hi,
             p_value: 0.5,
             n_tasks: 20,
-            method: stats::InferenceMethod::SignFlip { exact: true, floor: stats::SpreadFloor::None },
+            method: stats::InferenceMethod::SignFlip {
+                exact: true,
+                floor: stats::SpreadFloor::None,
+            },
         };
         let none = EffectVerdict::NoDetectableEffect { one_task: false };
         // The two one-sided tests' interval inside (-5, +5) pp: equivalent; touching a margin: undecided.
-        assert_eq!(with_margin(none, &inf(-0.049, 0.03), 0.05), EffectVerdict::Equivalent { margin: 0.05, one_task: false });
-        assert_eq!(with_margin(none, &inf(-0.05, 0.03), 0.05), EffectVerdict::Undecided { margin: 0.05, one_task: false });
+        assert_eq!(
+            with_margin(none, &inf(-0.049, 0.03), 0.05),
+            EffectVerdict::Equivalent { margin: 0.05, one_task: false }
+        );
+        assert_eq!(
+            with_margin(none, &inf(-0.05, 0.03), 0.05),
+            EffectVerdict::Undecided { margin: 0.05, one_task: false }
+        );
         // An effect shown stays one.
         let helps = EffectVerdict::Helps { one_task: false };
         assert_eq!(with_margin(helps, &inf(0.01, 0.03), 0.05), helps);
         let few = EffectVerdict::NoVerdictPossible { tasks: 4, needed: 8 };
         assert_eq!(with_margin(few, &inf(-1.0, 1.0), 0.05), few);
-        assert_eq!(EffectVerdict::Equivalent { margin: 0.05, one_task: false }.to_string(), "equivalent within ±5 pp");
-        assert_eq!(EffectVerdict::Undecided { margin: 0.025, one_task: false }.to_string(), "undecided: neither an effect nor within ±2.5 pp");
+        assert_eq!(
+            EffectVerdict::Equivalent { margin: 0.05, one_task: false }.to_string(),
+            "equivalent within ±5 pp"
+        );
+        assert_eq!(
+            EffectVerdict::Undecided { margin: 0.025, one_task: false }.to_string(),
+            "undecided: neither an effect nor within ±2.5 pp"
+        );
     }
 }

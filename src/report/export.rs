@@ -50,13 +50,19 @@ impl TrialsCsv {
     /// Second pass: the run's identity, the `counted` flag (the attempt the
     /// analysis counts: the last final attempt of its trial) and the arm's
     /// component values, into trials.csv.
-    pub fn finish(mut self, dir: &Path, data: &super::load::RunData, report: &Report) -> std::io::Result<()> {
+    pub fn finish(
+        mut self,
+        dir: &Path,
+        data: &super::load::RunData,
+        report: &Report,
+    ) -> std::io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(std::io::Error::other(e));
         }
         self.writer.flush()?;
         drop(self.writer);
-        let counted = |i: usize| u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok());
+        let counted =
+            |i: usize| u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok());
         // Each arm's component values, once (not once a row).
         let values: HashMap<String, Vec<String>> = data
             .manifest
@@ -64,7 +70,13 @@ impl TrialsCsv {
             .iter()
             .map(|a| {
                 let v = a.component_values();
-                let cells = report.component_names.iter().map(|n| v.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()).collect();
+                let cells = report
+                    .component_names
+                    .iter()
+                    .map(|n| {
+                        v.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()
+                    })
+                    .collect();
                 (a.name.clone(), cells)
             })
             .collect();
@@ -73,8 +85,11 @@ impl TrialsCsv {
             let mut reader = csv::Reader::from_path(&self.tmp)?;
             // The first pass wrote TrialRow's columns, `counted` empty: the cells pass through as
             // written, `counted` filled in.
-            let at = |headers: &csv::StringRecord, name: &str| headers.iter().position(|h| h == name).expect("a TrialRow column");
-            let (counted_at, arm_at) = (at(reader.headers()?, "counted"), at(reader.headers()?, "arm"));
+            let at = |headers: &csv::StringRecord, name: &str| {
+                headers.iter().position(|h| h == name).expect("a TrialRow column")
+            };
+            let (counted_at, arm_at) =
+                (at(reader.headers()?, "counted"), at(reader.headers()?, "arm"));
             let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(out);
             let mut header = rows::trials_columns();
             header.extend(report.component_names.iter().map(|n| component_column(n)));
@@ -84,7 +99,11 @@ impl TrialsCsv {
             let mut i = 0;
             while reader.read_record(&mut rec)? {
                 let flag = if counted(i) { "true" } else { "false" };
-                let cells: Vec<&str> = rec.iter().enumerate().map(|(j, c)| if j == counted_at { flag } else { c }).collect();
+                let cells: Vec<&str> = rec
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| if j == counted_at { flag } else { c })
+                    .collect();
                 w.serialize((&run, cells, values.get(&rec[arm_at]).unwrap_or(&no_arm)))?;
                 i += 1;
             }
@@ -104,7 +123,11 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
     w.write_record(&header).expect("writing to memory");
     let run = RunCells::of(r);
     for a in &r.arms {
-        let values: Vec<&str> = r.component_names.iter().map(|n| a.components.iter().find(|(k, _)| k == n).map_or("", |(_, v)| v.as_str())).collect();
+        let values: Vec<&str> = r
+            .component_names
+            .iter()
+            .map(|n| a.components.iter().find(|(k, _)| k == n).map_or("", |(_, v)| v.as_str()))
+            .collect();
         w.serialize((&run, ArmRow::of(r, a), values)).expect("writing to memory");
     }
     w.into_inner().unwrap_or_default()
@@ -126,7 +149,11 @@ fn md_effect(s: &mut String, e: &EffectReport) {
     let _ = writeln!(
         s,
         "| {} | {} vs {} | {} | {} pp | {ci} | {} | {} | {} |",
-        if e.kind == EffectKind::Ablation { e.components.join(", ") } else { format!("combined ({})", e.components.join(", ")) },
+        if e.kind == EffectKind::Ablation {
+            e.components.join(", ")
+        } else {
+            format!("combined ({})", e.components.join(", "))
+        },
         e.treatment,
         e.control,
         e.model,
@@ -145,10 +172,21 @@ fn md_effects(s: &mut String, header: &str, effects: &[EffectReport]) {
         md_effect(s, e);
     }
     for e in effects.iter().filter(|e| e.infra_differs) {
-        let _ =
-            writeln!(s, "\n> **Infrastructure errors differ** in {} ({} vs {}): {}", e.name, e.infra_errors_treatment, e.infra_errors_control, excl_note(e));
+        let _ = writeln!(
+            s,
+            "\n> **Infrastructure errors differ** in {} ({} vs {}): {}",
+            e.name,
+            e.infra_errors_treatment,
+            e.infra_errors_control,
+            excl_note(e)
+        );
     }
-    let notes: Vec<String> = effects.iter().filter_map(|e| super::analysis::sequential_note(e).map(|n| format!("- {} ({}): {n}", e.name, e.model))).collect();
+    let notes: Vec<String> = effects
+        .iter()
+        .filter_map(|e| {
+            super::analysis::sequential_note(e).map(|n| format!("- {} ({}): {n}", e.name, e.model))
+        })
+        .collect();
     if !notes.is_empty() {
         let _ = writeln!(s, "\n{}", notes.join("\n"));
     }
@@ -175,9 +213,14 @@ pub fn markdown(r: &Report) -> String {
     );
     for a in &r.arms {
         let ci = |i: &super::analysis::Interval| {
-            if i.lo.is_finite() { format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0))) } else { pct(i.mean) }
+            if i.lo.is_finite() {
+                format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+            } else {
+                pct(i.mean)
+            }
         };
-        let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let statuses =
+            a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {statuses} | {:.0} |",
@@ -193,7 +236,11 @@ pub fn markdown(r: &Report) -> String {
     }
     for a in r.arms.iter().filter(|a| a.stopped_but_passing > 0) {
         let ci = |i: &super::analysis::Interval| {
-            if i.lo.is_finite() { format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0))) } else { pct(i.mean) }
+            if i.lo.is_finite() {
+                format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+            } else {
+                pct(i.mean)
+            }
         };
         let _ = writeln!(
             s,
@@ -215,7 +262,9 @@ pub fn markdown(r: &Report) -> String {
             s,
             "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni).{}\n",
             count(r.ablations.first().map_or(0, |e| e.family_size), "ablation"),
-            super::analysis::estimand_note(&r.ablations).map(|n| format!(" {n}.")).unwrap_or_default()
+            super::analysis::estimand_note(&r.ablations)
+                .map(|n| format!(" {n}."))
+                .unwrap_or_default()
         );
         md_effects(&mut s, header, &r.ablations);
     }
@@ -223,7 +272,9 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(
             s,
             "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family.{}\n",
-            super::analysis::estimand_note(&r.combined).map(|n| format!(" {n}.")).unwrap_or_default()
+            super::analysis::estimand_note(&r.combined)
+                .map(|n| format!(" {n}."))
+                .unwrap_or_default()
         );
         md_effects(&mut s, header, &r.combined);
     }
@@ -240,7 +291,11 @@ pub fn markdown(r: &Report) -> String {
 pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
     atomic_write(dir, "arms.csv", &arms_csv(r))?;
     atomic_write(dir, "effects.csv", &effects_csv(r))?;
-    atomic_write(dir, "report.json", &serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?)?;
+    atomic_write(
+        dir,
+        "report.json",
+        &serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?,
+    )?;
     atomic_write(dir, "report.md", markdown(r).as_bytes())?;
     atomic_write(dir, "report.html", html::render(r).as_bytes())
 }

@@ -10,7 +10,16 @@ pub fn esc(s: &str) -> String {
 }
 
 fn ci(i: &Interval) -> String {
-    if i.lo.is_finite() { format!("{} <span class=ci>[{}, {}]</span>", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0))) } else { pct(i.mean) }
+    if i.lo.is_finite() {
+        format!(
+            "{} <span class=ci>[{}, {}]</span>",
+            pct(i.mean),
+            pct(i.lo.max(0.0)),
+            pct(i.hi.min(1.0))
+        )
+    } else {
+        pct(i.mean)
+    }
 }
 
 /// Forest plot: one row per effect, a dot at the delta, a bar for its CI,
@@ -26,7 +35,8 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
         format!("{l} · {}", e.model)
     };
     // About 6.6 px per character at 12 px sans-serif.
-    let label_w = effects.iter().map(|e| label(e).chars().count()).max().unwrap_or(20) as f64 * 6.6 + 20.0;
+    let label_w =
+        effects.iter().map(|e| label(e).chars().count()).max().unwrap_or(20) as f64 * 6.6 + 20.0;
     let plot_w = 420.0;
     let right_w = 150.0;
     let top = 30.0;
@@ -45,11 +55,27 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let mut s = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="forest plot of effects">"#
     );
-    let _ = write!(s, r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#888" stroke-dasharray="4 3"/>"##, x(0.0), top - 10.0, h - 25.0);
+    let _ = write!(
+        s,
+        r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#888" stroke-dasharray="4 3"/>"##,
+        x(0.0),
+        top - 10.0,
+        h - 25.0
+    );
     for tick in [-extent, -extent / 2.0, 0.0, extent / 2.0, extent] {
-        let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">{} pp</text>"##, x(tick), h - 8.0, pp(tick));
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">{} pp</text>"##,
+            x(tick),
+            h - 8.0,
+            pp(tick)
+        );
     }
-    let _ = write!(s, r##"<text x="{}" y="16" text-anchor="middle" fill="#333">effect = treatment − control (pp)</text>"##, x(0.0));
+    let _ = write!(
+        s,
+        r##"<text x="{}" y="16" text-anchor="middle" fill="#333">effect = treatment − control (pp)</text>"##,
+        x(0.0)
+    );
     for (i, e) in effects.iter().enumerate() {
         let y = top + row_h * i as f64 + row_h / 2.0;
         let colour = match e.verdict.short() {
@@ -57,14 +83,33 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
             "hurts" => "#cf222e",
             _ => "#444",
         };
-        let _ = write!(s, r#"<text x="6" y="{}" fill="{colour}">{}</text>"#, y + 4.0, esc(&label(e)));
+        let _ =
+            write!(s, r#"<text x="6" y="{}" fill="{colour}">{}</text>"#, y + 4.0, esc(&label(e)));
         if e.lo.is_finite() && e.hi.is_finite() {
-            let _ = write!(s, r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{colour}" stroke-width="2"/>"#, x(e.lo.max(-extent)), x(e.hi.min(extent)));
+            let _ = write!(
+                s,
+                r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{colour}" stroke-width="2"/>"#,
+                x(e.lo.max(-extent)),
+                x(e.hi.min(extent))
+            );
         }
         if e.delta.is_finite() {
-            let _ = write!(s, r#"<circle cx="{}" cy="{y}" r="5" fill="{colour}"><title>{} pp, p {}</title></circle>"#, x(e.delta), pp(e.delta), p(e.p_value));
+            let _ = write!(
+                s,
+                r#"<circle cx="{}" cy="{y}" r="5" fill="{colour}"><title>{} pp, p {}</title></circle>"#,
+                x(e.delta),
+                pp(e.delta),
+                p(e.p_value)
+            );
         }
-        let _ = write!(s, r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#, label_w + plot_w + 10.0, y + 4.0, pp(e.delta), e.verdict.short());
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#,
+            label_w + plot_w + 10.0,
+            y + 4.0,
+            pp(e.delta),
+            e.verdict.short()
+        );
     }
     s.push_str("</svg>");
     s
@@ -93,18 +138,42 @@ pub fn sequence_svg(e: &EffectReport, margin: Option<f64>) -> Option<String> {
     for (i, (_, hi)) in q.history.iter().enumerate().rev() {
         let _ = write!(band, "{:.1},{:.1} ", x(i as f64 + 1.0), y(*hi));
     }
-    let _ = write!(s, r##"<polygon points="{band}" fill="#9ecae1" fill-opacity="0.6" stroke="#3182bd"/>"##);
-    let _ = write!(s, r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#333"/>"##, y(0.0), w - 10.0);
+    let _ = write!(
+        s,
+        r##"<polygon points="{band}" fill="#9ecae1" fill-opacity="0.6" stroke="#3182bd"/>"##
+    );
+    let _ = write!(
+        s,
+        r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#333"/>"##,
+        y(0.0),
+        w - 10.0
+    );
     for v in [-1.0, -0.5, 0.0, 0.5, 1.0] {
-        let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="end" fill="#555">{} pp</text>"##, left - 4.0, y(v) + 4.0, pp(v));
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{}" text-anchor="end" fill="#555">{} pp</text>"##,
+            left - 4.0,
+            y(v) + 4.0,
+            pp(v)
+        );
     }
     if let Some(m) = margin {
         for v in [-m, m] {
-            let _ = write!(s, r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#9a6700" stroke-dasharray="4 3"/>"##, y(v), w - 10.0);
+            let _ = write!(
+                s,
+                r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#9a6700" stroke-dasharray="4 3"/>"##,
+                y(v),
+                w - 10.0
+            );
         }
     }
     if let Some(k) = q.decided_after_tasks {
-        let _ = write!(s, r##"<line x1="{0}" y1="{top}" x2="{0}" y2="{1}" stroke="#1a7f37" stroke-dasharray="2 2"/>"##, x(k as f64), h - bottom);
+        let _ = write!(
+            s,
+            r##"<line x1="{0}" y1="{top}" x2="{0}" y2="{1}" stroke="#1a7f37" stroke-dasharray="2 2"/>"##,
+            x(k as f64),
+            h - bottom
+        );
     }
     let _ = write!(
         s,
@@ -119,7 +188,8 @@ pub fn sequence_svg(e: &EffectReport, margin: Option<f64>) -> Option<String> {
 
 fn effect_rows(s: &mut String, effects: &[EffectReport]) {
     for e in effects {
-        let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
+        let ci =
+            if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
         let _ = writeln!(
             s,
             "<tr><td>{}</td><td>{} vs {}</td><td>{}</td><td class=num>{} pp</td><td class=num>{ci}</td><td class=num>{}</td><td class=num>{}</td><td>{}</td></tr>",
@@ -149,7 +219,11 @@ pub fn render(r: &Report) -> String {
         esc(&r.suite_digest[..12.min(r.suite_digest.len())]),
         r.recorded_trials,
         r.planned_trials,
-        if r.interrupted_attempts > 0 { format!(", {} interrupted attempts", r.interrupted_attempts) } else { String::new() }
+        if r.interrupted_attempts > 0 {
+            format!(", {} interrupted attempts", r.interrupted_attempts)
+        } else {
+            String::new()
+        }
     );
     if let Some(imported) = &r.imported {
         let _ = writeln!(s, "<p>{}</p>", esc(imported));
@@ -164,7 +238,8 @@ pub fn render(r: &Report) -> String {
         super::analysis::arms_estimand(&r.arms)
     );
     for a in &r.arms {
-        let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let statuses =
+            a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
         let _ = writeln!(
             s,
             "<tr><td>{}</td><td>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td>{}</td><td class=num>{:.0}</td><td class=num>{:.1}</td></tr>",
@@ -193,7 +268,13 @@ pub fn render(r: &Report) -> String {
     }
     for a in &r.arms {
         for w in &a.warnings {
-            let _ = writeln!(s, "<p class=warn>Warning ({} / {}): {}</p>", esc(&a.arm), esc(&a.model), esc(w));
+            let _ = writeln!(
+                s,
+                "<p class=warn>Warning ({} / {}): {}</p>",
+                esc(&a.arm),
+                esc(&a.model),
+                esc(w)
+            );
         }
     }
     let head = "<tr><th>component</th><th>treatment vs control</th><th>model</th><th>delta</th><th>CI</th><th>p</th><th>adjusted p</th><th>verdict</th></tr>";
@@ -201,7 +282,9 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             s,
             "<h2>Ablations</h2><p>Delta = treatment − control, paired over tasks{}.</p><table>{head}",
-            super::analysis::estimand_note(&r.ablations).map(|n| format!("; {n}")).unwrap_or_default()
+            super::analysis::estimand_note(&r.ablations)
+                .map(|n| format!("; {n}"))
+                .unwrap_or_default()
         );
         effect_rows(&mut s, &r.ablations);
         s.push_str("</table>\n");
@@ -210,17 +293,21 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             s,
             "<h2>Combined comparisons</h2><p>Several components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family{}.</p><table>{head}",
-            super::analysis::estimand_note(&r.combined).map(|n| format!("; {n}")).unwrap_or_default()
+            super::analysis::estimand_note(&r.combined)
+                .map(|n| format!("; {n}"))
+                .unwrap_or_default()
         );
         effect_rows(&mut s, &r.combined);
         s.push_str("</table>\n");
     }
-    let sequences: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).filter(|e| e.sequential.is_some()).collect();
+    let sequences: Vec<&EffectReport> =
+        r.ablations.iter().chain(&r.combined).filter(|e| e.sequential.is_some()).collect();
     if !sequences.is_empty() {
         s.push_str("<h2>Confidence sequences</h2><p>Each comparison's running interval after each task in the order tasks entered (dashed: the margins; green: where it was decided).</p>\n");
         for e in sequences {
             let note = super::analysis::sequential_note(e).unwrap_or_default();
-            let _ = writeln!(s, "<h3>{} ({})</h3><p>{}</p>", esc(&e.name), esc(&e.model), esc(&note));
+            let _ =
+                writeln!(s, "<h3>{} ({})</h3><p>{}</p>", esc(&e.name), esc(&e.model), esc(&note));
             if let Some(svg) = sequence_svg(e, r.margin) {
                 s.push_str(&svg);
                 s.push('\n');

@@ -73,7 +73,12 @@ impl Reporter for LiveExports {
         match event {
             Event::Started { dir, planned, already } => {
                 let (tx, rx) = channel();
-                let job = Job { dir: dir.to_path_buf(), planned: *planned, already: *already, warn: self.warn.clone() };
+                let job = Job {
+                    dir: dir.to_path_buf(),
+                    planned: *planned,
+                    already: *already,
+                    warn: self.warn.clone(),
+                };
                 match std::thread::Builder::new().name("exports".into()).spawn(move || job.serve(rx)) {
                     Ok(handle) => {
                         *self.sender.lock().unwrap() = Some(tx);
@@ -129,10 +134,16 @@ impl Job {
                 Message::Finished { interrupted: true } => return None,
                 Message::Finished { interrupted: false } => {
                     let (planned, already) = (self.planned, self.already);
-                    return Some(match export(&self.dir, |data| super::summary::render(data, planned, already)) {
-                        Ok((report, summary)) => FinalExports { report: Ok(report), summary: Some(summary) },
-                        Err(e) => FinalExports { report: Err(e), summary: None },
-                    });
+                    return Some(
+                        match export(&self.dir, |data| {
+                            super::summary::render(data, planned, already)
+                        }) {
+                            Ok((report, summary)) => {
+                                FinalExports { report: Ok(report), summary: Some(summary) }
+                            }
+                            Err(e) => FinalExports { report: Err(e), summary: None },
+                        },
+                    );
                 }
             }
         }
@@ -141,7 +152,10 @@ impl Job {
 }
 
 /// One rewrite of every export (`report_dir_with`).
-fn export<T>(dir: &Path, with: impl FnOnce(&super::load::RunData) -> T) -> Result<(Report, T), super::ReportError> {
+fn export<T>(
+    dir: &Path,
+    with: impl FnOnce(&super::load::RunData) -> T,
+) -> Result<(Report, T), super::ReportError> {
     let result = super::report_dir_with(dir, with);
     // The analysis freed its rows, but glibc keeps freed memory in the arena
     // of the thread that used it: hand it back now (benches/run-memory.sh at
@@ -192,8 +206,16 @@ mod tests {
         assert_eq!(report.arms[0].pass_rate.mean, 1.0, "every synthetic trial passed");
         let summary = done.summary.expect("the counts");
         // Run now: recorded - already.
-        assert!(summary.starts_with(&format!("{n} of {n} planned trials recorded ({} run now, 0 interrupted attempts)\n", n - 1)), "{summary}");
-        for f in ["trials.csv", "arms.csv", "effects.csv", "report.json", "report.md", "report.html"] {
+        assert!(
+            summary.starts_with(&format!(
+                "{n} of {n} planned trials recorded ({} run now, 0 interrupted attempts)\n",
+                n - 1
+            )),
+            "{summary}"
+        );
+        for f in
+            ["trials.csv", "arms.csv", "effects.csv", "report.json", "report.md", "report.html"]
+        {
             assert!(dir.join(f).is_file(), "{f} written");
         }
         // One line per record in trials.csv, plus its header.
@@ -211,7 +233,14 @@ mod tests {
         live.report(&Event::Started { dir: &dir, planned: n as u64 + 5, already: 1 });
         live.report(&Event::Finished { interrupted: false });
         let summary = live.finish().unwrap().summary.expect("the counts");
-        assert!(summary.starts_with(&format!("{n} of {} planned trials recorded ({} run now, 0 interrupted attempts)\n", n + 5, n - 1)), "{summary}");
+        assert!(
+            summary.starts_with(&format!(
+                "{n} of {} planned trials recorded ({} run now, 0 interrupted attempts)\n",
+                n + 5,
+                n - 1
+            )),
+            "{summary}"
+        );
     }
 
     #[test]
@@ -221,18 +250,28 @@ mod tests {
         assert_eq!(live.finish().unwrap_err(), "the run ended before its final export");
         assert!(!dir.join("report.json").exists(), "nothing written: no trial finished");
         // A reporter never started has nothing to hand over.
-        assert_eq!(LiveExports::new(Reporters::default()).finish().unwrap_err(), "the run wrote no records");
+        assert_eq!(
+            LiveExports::new(Reporters::default()).finish().unwrap_err(),
+            "the run wrote no records"
+        );
     }
 
     #[test]
     fn a_finished_trial_rewrites_the_exports_once_the_clock_allows() {
         let (_tmp, dir, _, live) = started(1, 0);
-        let rec = crate::record::jsonl::read::<crate::record::TrialRecord>(&dir.join("trials.jsonl")).unwrap().records.remove(0);
+        let rec =
+            crate::record::jsonl::read::<crate::record::TrialRecord>(&dir.join("trials.jsonl"))
+                .unwrap()
+                .records
+                .remove(0);
         live.report(&Event::TrialFinished(&rec));
         // The first finished trial is exported at once (no export before it).
         let deadline = Instant::now() + Duration::from_secs(60);
         while !dir.join("report.json").exists() {
-            assert!(Instant::now() < deadline, "the exports were not written within 60 s of a finished trial");
+            assert!(
+                Instant::now() < deadline,
+                "the exports were not written within 60 s of a finished trial"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         live.report(&Event::Finished { interrupted: false });

@@ -40,7 +40,13 @@ impl Row {
     /// Passed when what the trial left passes, a timed-out or stopped trial
     /// too (Harbor's scoring: the reward counts). Policy violations never pass.
     pub fn graded_passed(&self) -> f64 {
-        if self.status == TrialStatus::Passed || (self.graded_pass && self.status != TrialStatus::PolicyViolation) { 1.0 } else { 0.0 }
+        if self.status == TrialStatus::Passed
+            || (self.graded_pass && self.status != TrialStatus::PolicyViolation)
+        {
+            1.0
+        } else {
+            0.0
+        }
     }
     pub fn test_fraction(&self) -> f64 {
         if self.tests_total == 0 { 0.0 } else { self.tests_passed as f64 / self.tests_total as f64 }
@@ -153,7 +159,10 @@ impl From<&TrialRecord> for LightRecord {
 
 /// Load a run; when `sink` is given, every full record is also handed to it
 /// (one parse of trials.jsonl serves the analysis and the tidy CSV).
-pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> Result<RunData, LoadError> {
+pub fn load_with(
+    dir: &Path,
+    mut sink: Option<&mut dyn FnMut(&TrialRecord)>,
+) -> Result<RunData, LoadError> {
     let mpath = dir.join("manifest.json");
     let head = crate::record::ManifestHead::read(dir).map_err(|e| {
         let message = match &e.key {
@@ -206,7 +215,8 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
     if let Some(file) = file {
         let reader = BufReader::with_capacity(1 << 20, file);
         for (i, line) in reader.split(b'\n').enumerate() {
-            let line = line.map_err(|e| LoadError::Bad { path: tpath.clone(), message: e.to_string() })?;
+            let line =
+                line.map_err(|e| LoadError::Bad { path: tpath.clone(), message: e.to_string() })?;
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -226,7 +236,13 @@ pub fn load_with(dir: &Path, mut sink: Option<&mut dyn FnMut(&TrialRecord)>) -> 
             };
             let ordinal = data.records as u32;
             data.records += 1;
-            let Ok(slot) = plan_keys.binary_search(&crate::record::plan_key(&r.trial_id, &r.task, &r.arm, &r.model, r.repeat)) else {
+            let Ok(slot) = plan_keys.binary_search(&crate::record::plan_key(
+                &r.trial_id,
+                &r.task,
+                &r.arm,
+                &r.model,
+                r.repeat,
+            )) else {
                 unplanned.count += 1;
                 unplanned.first.get_or_insert((i + 1, r.trial_id));
                 continue;

@@ -45,7 +45,10 @@ pub fn report_dir(dir: &Path) -> Result<analysis::Report, ReportError> {
 
 /// `report_dir`, also giving `with` the rows it read (once, for the analysis
 /// and whatever else the caller draws from them).
-pub fn report_dir_with<T>(dir: &Path, with: impl FnOnce(&load::RunData) -> T) -> Result<(analysis::Report, T), ReportError> {
+pub fn report_dir_with<T>(
+    dir: &Path,
+    with: impl FnOnce(&load::RunData) -> T,
+) -> Result<(analysis::Report, T), ReportError> {
     require_manifest(dir)?;
     let failed = |source: std::io::Error| ReportError::Write { dir: dir.to_path_buf(), source };
     let mut csv = export::TrialsCsv::create(dir).map_err(failed)?;

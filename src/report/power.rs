@@ -33,7 +33,12 @@ pub struct PowerRow {
 
 /// The family the report adjusts for: every ablation of the pilot, per model.
 pub fn family_size(data: &RunData) -> usize {
-    let ablations = data.manifest.comparisons().into_iter().filter(|c| matches!(c.kind, ComparisonKind::Ablation { .. })).count();
+    let ablations = data
+        .manifest
+        .comparisons()
+        .into_iter()
+        .filter(|c| matches!(c.kind, ComparisonKind::Ablation { .. }))
+        .count();
     (ablations * data.models.list.len()).max(1)
 }
 
@@ -44,8 +49,15 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
     let n_tasks = data.tasks.list.len();
     let level = alpha / family_size(data) as f64;
     let mut out = Vec::new();
-    for c in data.manifest.comparisons().into_iter().filter(|c| matches!(c.kind, ComparisonKind::Ablation { .. })) {
-        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else { continue };
+    for c in data
+        .manifest
+        .comparisons()
+        .into_iter()
+        .filter(|c| matches!(c.kind, ComparisonKind::Ablation { .. }))
+    {
+        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else {
+            continue;
+        };
         for model in 0..data.models.list.len() as u32 {
             let collect = |arm: u32| {
                 let mut v = vec![Vec::new(); n_tasks];
@@ -55,17 +67,26 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
                 v
             };
             let (cv, tv) = (collect(ci), collect(ti));
-            let pairs: Vec<(&Vec<f64>, &Vec<f64>)> = cv.iter().zip(&tv).filter(|(a, b)| !a.is_empty() && !b.is_empty()).collect();
+            let pairs: Vec<(&Vec<f64>, &Vec<f64>)> =
+                cv.iter().zip(&tv).filter(|(a, b)| !a.is_empty() && !b.is_empty()).collect();
             if pairs.len() < 2 {
                 continue;
             }
-            let diffs: Vec<f64> = pairs.iter().map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
+            let diffs: Vec<f64> =
+                pairs.iter().map(|(a, b)| stats::mean(b) - stats::mean(a)).collect();
             let var_d = stats::sample_sd(&diffs).powi(2);
-            let within: Vec<f64> = pairs.iter().flat_map(|(a, b)| [*a, *b]).filter(|v| v.len() >= 2).map(|v| stats::sample_sd(v).powi(2)).collect();
+            let within: Vec<f64> = pairs
+                .iter()
+                .flat_map(|(a, b)| [*a, *b])
+                .filter(|v| v.len() >= 2)
+                .map(|v| stats::sample_sd(v).powi(2))
+                .collect();
             let var_within = if within.is_empty() { 0.0 } else { stats::mean(&within) };
-            let r = pairs.iter().map(|(a, b)| (a.len() + b.len()) as f64 / 2.0).sum::<f64>() / pairs.len() as f64;
+            let r = pairs.iter().map(|(a, b)| (a.len() + b.len()) as f64 / 2.0).sum::<f64>()
+                / pairs.len() as f64;
             let var_between = (var_d - 2.0 * var_within / r).max(0.0);
-            let trials_needed = trials_needed(var_between, var_within, pairs.len() as f64, mde, level, power);
+            let trials_needed =
+                trials_needed(var_between, var_within, pairs.len() as f64, mde, level, power);
             out.push(PowerRow {
                 comparison: c.name.clone(),
                 model: data.models.name(model).to_string(),
@@ -91,8 +112,16 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
 /// t_{1-level/2, tasks-1} + t_{power, tasks-1}`. `None` when the between-task
 /// variance alone leaves no room (more tasks are needed); `Some(1)` when there
 /// is no trial noise and the room suffices.
-fn trials_needed(var_between: f64, var_within: f64, tasks: f64, mde: f64, level: f64, power: f64) -> Option<u64> {
-    let q = stats::t_quantile(1.0 - level / 2.0, tasks - 1.0) + stats::t_quantile(power, tasks - 1.0);
+fn trials_needed(
+    var_between: f64,
+    var_within: f64,
+    tasks: f64,
+    mde: f64,
+    level: f64,
+    power: f64,
+) -> Option<u64> {
+    let q =
+        stats::t_quantile(1.0 - level / 2.0, tasks - 1.0) + stats::t_quantile(power, tasks - 1.0);
     let room = tasks * mde * mde / (q * q) - var_between;
     if var_within == 0.0 {
         (room >= 0.0).then_some(1)
@@ -109,7 +138,11 @@ pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
         power * 100.0,
         mde * 100.0,
         match rows.first() {
-            Some(r) if r.level < alpha => format!("each of the {:.0} ablations at {:.4} (Bonferroni, as the report)", alpha / r.level, r.level),
+            Some(r) if r.level < alpha => format!(
+                "each of the {:.0} ablations at {:.4} (Bonferroni, as the report)",
+                alpha / r.level,
+                r.level
+            ),
             _ => "one comparison".to_string(),
         }
     );
@@ -117,7 +150,10 @@ pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
         s.push_str("  no ablation with at least 2 tasks in the pilot\n");
     }
     for r in rows {
-        let tasks = r.tasks_needed.map(|n| format!("{n} tasks at {:.1} trials per task", r.trials_per_task)).unwrap_or_else(|| "n/a".into());
+        let tasks = r
+            .tasks_needed
+            .map(|n| format!("{n} tasks at {:.1} trials per task", r.trials_per_task))
+            .unwrap_or_else(|| "n/a".into());
         let trials = match r.trials_needed {
             Some(n) => format!("{n} trials per task and arm on the pilot's {} tasks", r.tasks),
             None => format!(
@@ -176,7 +212,14 @@ pub struct Projection {
 
 pub const PROJECTION_REPS: usize = 400;
 
-pub fn sequential_projection(trials: u32, max_tasks: usize, level: f64, margin: Option<f64>, base: f64, icc: f64) -> Projection {
+pub fn sequential_projection(
+    trials: u32,
+    max_tasks: usize,
+    level: f64,
+    margin: Option<f64>,
+    base: f64,
+    icc: f64,
+) -> Projection {
     use crate::sequential::{Decision, Sequence, bets_for};
     let fixed_tasks = (max_tasks / 2).max(2);
     let var_d = 2.0 * base * (1.0 - base) * (1.0 - icc) / trials.max(1) as f64;
@@ -214,7 +257,11 @@ pub fn sequential_projection(trials: u32, max_tasks: usize, level: f64, margin: 
             let wanted = if k == 0.0 { Decision::Equivalent } else { Decision::Helps };
             right += (seq.decision == wanted) as usize;
         }
-        rows.push((effect, tasks as f64 / PROJECTION_REPS as f64, right as f64 / PROJECTION_REPS as f64));
+        rows.push((
+            effect,
+            tasks as f64 / PROJECTION_REPS as f64,
+            right as f64 / PROJECTION_REPS as f64,
+        ));
     }
     Projection { base, icc, level, fixed_tasks, mde, rows }
 }
@@ -227,9 +274,13 @@ pub fn render_projection(p: &Projection, trials: u32, margin: Option<f64>) -> St
         p.base * 100.0,
         p.icc
     );
-    let _ = writeln!(s, "  {:>12} {:>8} {:>16} {:>8}", "effect", "tasks", "trials (2 arms)", "decided");
+    let _ =
+        writeln!(s, "  {:>12} {:>8} {:>16} {:>8}", "effect", "tasks", "trials (2 arms)", "decided");
     if p.rows.len() == 1 {
-        let _ = writeln!(s, "  no effect the pass rate has room for is detectable with this budget of tasks (below)");
+        let _ = writeln!(
+            s,
+            "  no effect the pass rate has room for is detectable with this budget of tasks (below)"
+        );
     }
     for &(effect, tasks, right) in &p.rows {
         let label = match (effect == 0.0, margin) {
@@ -237,15 +288,27 @@ pub fn render_projection(p: &Projection, trials: u32, margin: Option<f64>) -> St
             (true, None) => "0".to_string(),
             _ => format!("{:+.1} pp", effect * 100.0),
         };
-        let decided = if effect == 0.0 && margin.is_none() { "never (no margin)".to_string() } else { format!("{:.0}%", right * 100.0) };
-        let _ = writeln!(s, "  {label:>12} {tasks:>8.1} {:>16.0} {decided:>8}", tasks * 2.0 * trials as f64);
+        let decided = if effect == 0.0 && margin.is_none() {
+            "never (no margin)".to_string()
+        } else {
+            format!("{:.0}%", right * 100.0)
+        };
+        let _ = writeln!(
+            s,
+            "  {label:>12} {tasks:>8.1} {:>16.0} {decided:>8}",
+            tasks * 2.0 * trials as f64
+        );
     }
     let _ = writeln!(
         s,
         "  against the fixed design of {} tasks ({} trials a comparison): 80% power at {} (paired t at {:.4})",
         p.fixed_tasks,
         p.fixed_tasks * 2 * trials as usize,
-        if p.mde <= 1.0 { format!("{:+.1} pp", p.mde * 100.0) } else { "no effect at all".to_string() },
+        if p.mde <= 1.0 {
+            format!("{:+.1} pp", p.mde * 100.0)
+        } else {
+            "no effect at all".to_string()
+        },
         p.level
     );
     s

@@ -49,7 +49,8 @@ pub fn columns<T: Serialize + Default>() -> Vec<String> {
     w.serialize(T::default()).expect("a row type serializes");
     let bytes = w.into_inner().expect("writing to memory");
     let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(&bytes[..]);
-    let header = r.records().next().expect("csv writes the header first").expect("csv reads what it wrote");
+    let header =
+        r.records().next().expect("csv writes the header first").expect("csv reads what it wrote");
     header.iter().map(str::to_string).collect()
 }
 
@@ -64,7 +65,12 @@ pub struct RunCells<'a> {
 
 impl<'a> RunCells<'a> {
     pub fn of(r: &'a Report) -> RunCells<'a> {
-        RunCells { run_id: &r.run_id, experiment: &r.experiment, config_digest: &r.config_digest, suite_digest: &r.suite_digest }
+        RunCells {
+            run_id: &r.run_id,
+            experiment: &r.experiment,
+            config_digest: &r.config_digest,
+            suite_digest: &r.suite_digest,
+        }
     }
 }
 
@@ -142,7 +148,12 @@ impl TrialRow {
             counted: None,
             status: r.status.name().to_string(),
             graded_pass: r.graded_pass,
-            reward: r.grade.as_ref().and_then(|g| g.verifier.as_ref()).and_then(|v| v.reward).into(),
+            reward: r
+                .grade
+                .as_ref()
+                .and_then(|g| g.verifier.as_ref())
+                .and_then(|v| v.reward)
+                .into(),
             end_reason: reason.to_string(),
             budget_limit: limit.to_string(),
             tests_passed: r.tests_passed,
@@ -160,7 +171,11 @@ impl TrialRow {
             invalid_tool_calls: r.incidents.invalid_tool_calls,
             unparsed_replies: r.incidents.unparsed_replies,
             path_refusals: r.incidents.path_refusals,
-            snapshot_sha256: r.grade.as_ref().map(|g| g.snapshot_sha256.clone()).unwrap_or_default(),
+            snapshot_sha256: r
+                .grade
+                .as_ref()
+                .map(|g| g.snapshot_sha256.clone())
+                .unwrap_or_default(),
             finished_at: r.finished_at.clone(),
             system_fingerprints: r.system_fingerprints.join(" "),
         }
@@ -360,9 +375,14 @@ mod tests {
     /// tables, read here, so that a column added to a row and not to the
     /// documentation fails).
     fn documented(table: &str) -> Vec<String> {
-        let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exports.md")).unwrap();
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exports.md"),
+        )
+        .unwrap();
         let section = |heading: &str| -> String {
-            let start = doc.find(heading).unwrap_or_else(|| panic!("docs/exports.md has a `{heading}` section"));
+            let start = doc
+                .find(heading)
+                .unwrap_or_else(|| panic!("docs/exports.md has a `{heading}` section"));
             let rest = &doc[start..];
             let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
             rest[..end].to_string()
@@ -392,10 +412,16 @@ mod tests {
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
         assert_eq!(arms_columns().len(), 41);
         assert_eq!(effects_columns().len(), 38);
-        for (table, cols) in [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())] {
+        for (table, cols) in
+            [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
+        {
             let doc = documented(table);
             let doc: Vec<&String> = doc.iter().filter(|c| !c.starts_with("component.")).collect();
-            assert_eq!(cols.iter().collect::<Vec<_>>(), doc, "{table}: the row's columns and docs/exports.md's");
+            assert_eq!(
+                cols.iter().collect::<Vec<_>>(),
+                doc,
+                "{table}: the row's columns and docs/exports.md's"
+            );
         }
     }
 

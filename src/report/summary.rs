@@ -18,7 +18,13 @@ pub fn render(data: &RunData, planned: u64, already: u64) -> String {
         groups.entry((data.arms.name(r.arm), data.models.name(r.model))).or_default().push(r);
     }
     let interrupted: usize = data.interrupted.values().sum();
-    let _ = writeln!(s, "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)", data.trials.len(), planned, ran_now);
+    let _ = writeln!(
+        s,
+        "{} of {} planned trials recorded ({} run now, {interrupted} interrupted attempts)",
+        data.trials.len(),
+        planned,
+        ran_now
+    );
     for ((arm, model), rs) in &groups {
         let passed = rs.iter().filter(|r| r.status == TrialStatus::Passed).count();
         let tests: f64 = rs.iter().map(|r| r.test_fraction()).sum::<f64>() / rs.len() as f64;
@@ -27,7 +33,8 @@ pub fn render(data: &RunData, planned: u64, already: u64) -> String {
         for r in rs {
             *statuses.entry(r.status.name()).or_default() += 1;
         }
-        let statuses = statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let statuses =
+            statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
         let _ = writeln!(
             s,
             "  {arm:<28} {model:<20} passed {passed}/{}  tests {:.0}%  {:.0} tokens/trial  [{statuses}]",

@@ -1,7 +1,10 @@
 //! The terminal report, in the spirit of hyperfine: one block per arm, then
 //! one line per effect. Colour only when asked (a terminal without NO_COLOR).
 
-use super::analysis::{ArmReport, ESTIMAND_TASKS_LIKE_THESE, ESTIMAND_THIS_TASK, EffectKind, EffectReport, EffectVerdict, Report, estimand_note};
+use super::analysis::{
+    ArmReport, ESTIMAND_TASKS_LIKE_THESE, ESTIMAND_THIS_TASK, EffectKind, EffectReport,
+    EffectVerdict, Report, estimand_note,
+};
 use super::format::{count, interval, p, pct, pp};
 use std::fmt::Write;
 
@@ -28,11 +31,31 @@ impl Paint {
 }
 
 fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
-    let _ =
-        writeln!(s, "{} {}", c.bold(&format!("Arm {}", a.arm)), c.dim(&format!("({}, {} over {})", a.model, count(a.trials, "trial"), count(a.tasks, "task"))));
-    let estimand = if a.pass_rate.n_tasks == 1 { ESTIMAND_THIS_TASK } else { ESTIMAND_TASKS_LIKE_THESE };
-    let _ = writeln!(s, "  Pass rate:       {}  {:.0}% CI, {estimand}", c.green(&interval(&a.pass_rate)), level * 100.0);
-    let _ = writeln!(s, "  Excl. infra:     {}  ({} trials)", interval(&a.pass_rate_excl_infra), a.trials_excl_infra);
+    let _ = writeln!(
+        s,
+        "{} {}",
+        c.bold(&format!("Arm {}", a.arm)),
+        c.dim(&format!(
+            "({}, {} over {})",
+            a.model,
+            count(a.trials, "trial"),
+            count(a.tasks, "task")
+        ))
+    );
+    let estimand =
+        if a.pass_rate.n_tasks == 1 { ESTIMAND_THIS_TASK } else { ESTIMAND_TASKS_LIKE_THESE };
+    let _ = writeln!(
+        s,
+        "  Pass rate:       {}  {:.0}% CI, {estimand}",
+        c.green(&interval(&a.pass_rate)),
+        level * 100.0
+    );
+    let _ = writeln!(
+        s,
+        "  Excl. infra:     {}  ({} trials)",
+        interval(&a.pass_rate_excl_infra),
+        a.trials_excl_infra
+    );
     if a.stopped_but_passing > 0 {
         let n = count(a.stopped_but_passing, "trial");
         let _ = writeln!(
@@ -43,9 +66,13 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
     }
     let _ = writeln!(s, "  Tests passed:    {}", interval(&a.tests_passed));
     let _ = writeln!(s, "  Task range:      {} … {}", pct(a.min_task_rate), pct(a.max_task_rate));
-    let statuses = a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+    let statuses =
+        a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
     let _ = writeln!(s, "  Statuses:        {statuses}");
-    let mut per = format!("{:.0} tokens, {:.1} steps, {:.1} s", a.tokens_per_trial, a.steps_per_trial, a.working_seconds_per_trial);
+    let mut per = format!(
+        "{:.0} tokens, {:.1} steps, {:.1} s",
+        a.tokens_per_trial, a.steps_per_trial, a.working_seconds_per_trial
+    );
     if let Some(cost) = a.cost_per_trial {
         per.push_str(&format!(", ${cost:.4}"));
     }
@@ -63,8 +90,18 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
         }
     }
     if !a.pass_at_k.is_empty() {
-        let at = a.pass_at_k.iter().map(|(k, v, _)| format!("@{k} {}", pct(*v))).collect::<Vec<_>>().join("  ");
-        let hat = a.pass_at_k.iter().map(|(k, _, v)| format!("^{k} {}", pct(*v))).collect::<Vec<_>>().join("  ");
+        let at = a
+            .pass_at_k
+            .iter()
+            .map(|(k, v, _)| format!("@{k} {}", pct(*v)))
+            .collect::<Vec<_>>()
+            .join("  ");
+        let hat = a
+            .pass_at_k
+            .iter()
+            .map(|(k, _, v)| format!("^{k} {}", pct(*v)))
+            .collect::<Vec<_>>()
+            .join("  ");
         let _ = writeln!(s, "  pass@k:          {at}");
         let _ = writeln!(s, "  pass^k:          {hat}");
     }
@@ -80,8 +117,10 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
         EffectVerdict::Hurts { .. } => c.red(&e.verdict.to_string()),
         v => v.to_string(),
     };
-    let label = if e.kind == EffectKind::Ablation { e.components.join(",") } else { "combined".into() };
-    let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "[n/a]".into() };
+    let label =
+        if e.kind == EffectKind::Ablation { e.components.join(",") } else { "combined".into() };
+    let ci =
+        if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "[n/a]".into() };
     let adjusted = e.p_adjusted.map(|h| format!(" (adj. {})", p(h))).unwrap_or_default();
     let _ = writeln!(
         s,
@@ -94,7 +133,15 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
         verdict,
     );
     if e.scope != "tasks" {
-        let _ = writeln!(s, "  {:<16} {}", "", c.dim(&format!("{}: the trials of one task ({}); says nothing about other tasks", e.scope, e.method)));
+        let _ = writeln!(
+            s,
+            "  {:<16} {}",
+            "",
+            c.dim(&format!(
+                "{}: the trials of one task ({}); says nothing about other tasks",
+                e.scope, e.method
+            ))
+        );
     }
     if let Some(note) = super::analysis::sequential_note(e) {
         let _ = writeln!(s, "  {:<16} {}", "", c.dim(&note));
@@ -138,7 +185,11 @@ pub fn render(r: &Report, colour: bool) -> String {
         r.suite,
         r.recorded_trials,
         r.planned_trials,
-        if r.interrupted_attempts > 0 { format!(", {} interrupted attempts", r.interrupted_attempts) } else { String::new() }
+        if r.interrupted_attempts > 0 {
+            format!(", {} interrupted attempts", r.interrupted_attempts)
+        } else {
+            String::new()
+        }
     );
     if let Some(imported) = &r.imported {
         let _ = writeln!(s, "{}\n", c.dim(imported));
@@ -146,7 +197,13 @@ pub fn render(r: &Report, colour: bool) -> String {
     for a in &r.arms {
         arm_block(&mut s, a, &c, level);
     }
-    let width = r.ablations.iter().chain(&r.combined).map(|e| e.treatment.len() + e.control.len() + e.model.len() + 7).max().unwrap_or(20);
+    let width = r
+        .ablations
+        .iter()
+        .chain(&r.combined)
+        .map(|e| e.treatment.len() + e.control.len() + e.model.len() + 7)
+        .max()
+        .unwrap_or(20);
     if !r.ablations.is_empty() {
         let _ = writeln!(
             s,
@@ -190,7 +247,12 @@ pub fn render(r: &Report, colour: bool) -> String {
         let _ = writeln!(s, "{} {change}", c.yellow("warning:"));
     }
     if !r.unreadable_lines.is_empty() {
-        let _ = writeln!(s, "{} unreadable lines in trials.jsonl: {:?} (kept everything else)", c.yellow("warning:"), r.unreadable_lines);
+        let _ = writeln!(
+            s,
+            "{} unreadable lines in trials.jsonl: {:?} (kept everything else)",
+            c.yellow("warning:"),
+            r.unreadable_lines
+        );
     }
     s
 }

@@ -25,11 +25,19 @@ pub struct ContainerSetup {
 
 /// The experiment's container tasks.
 pub fn container_tasks<'a>(exp: &Experiment, suite: &'a Suite) -> Vec<&'a Task> {
-    suite.tasks.iter().filter(|t| t.container.is_some() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id))).collect()
+    suite
+        .tasks
+        .iter()
+        .filter(|t| t.container.is_some() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)))
+        .collect()
 }
 
 /// Engine, leftovers, images; None when the experiment has no container task.
-pub async fn setup(exp: &Experiment, suite: &Suite, choice: Option<EngineKind>) -> Result<Option<ContainerSetup>, RunError> {
+pub async fn setup(
+    exp: &Experiment,
+    suite: &Suite,
+    choice: Option<EngineKind>,
+) -> Result<Option<ContainerSetup>, RunError> {
     let tasks = container_tasks(exp, suite);
     if tasks.is_empty() {
         return Ok(None);
@@ -64,9 +72,18 @@ pub async fn setup(exp: &Experiment, suite: &Suite, choice: Option<EngineKind>) 
                 }
                 images.insert(t.id.clone(), img);
             }
-            Err(e @ image::ImageError::Missing { .. }) => return Err(InputError::at(t.toml_path(), "environment.docker_image", e.to_string()).into()),
+            Err(e @ image::ImageError::Missing { .. }) => {
+                return Err(InputError::at(
+                    t.toml_path(),
+                    "environment.docker_image",
+                    e.to_string(),
+                )
+                .into());
+            }
             Err(image::ImageError::Build { why, log }) => {
-                let tail = std::fs::read_to_string(&log).map(|l| crate::sandbox::process::tail(&l, 2000).to_string()).unwrap_or_default();
+                let tail = std::fs::read_to_string(&log)
+                    .map(|l| crate::sandbox::process::tail(&l, 2000).to_string())
+                    .unwrap_or_default();
                 return Err(InputError::new(
                     t.dir.join("environment").join("Dockerfile"),
                     format!("task `{}`: the image does not build ({why}):\n{tail}", t.id),
@@ -87,16 +104,24 @@ pub fn facts(setup: &ContainerSetup, exp: &Experiment, suite: &Suite) -> Contain
         .into_iter()
         .map(|t| {
             let l = container::trial::limits(t, &suite.containers);
-            let mut v = serde_json::to_value(t.container.as_ref().expect("a container task")).unwrap_or_default();
+            let mut v = serde_json::to_value(t.container.as_ref().expect("a container task"))
+                .unwrap_or_default();
             if let Some(o) = v.as_object_mut() {
                 o.insert("task".into(), serde_json::json!(t.id));
-                o.insert("limits".into(), serde_json::json!({"cpus": l.cpus, "memory_mb": l.memory_mb, "pids": l.pids}));
+                o.insert(
+                    "limits".into(),
+                    serde_json::json!({"cpus": l.cpus, "memory_mb": l.memory_mb, "pids": l.pids}),
+                );
             }
             v
         })
         .collect();
     ContainerFacts {
-        engine: EngineFacts { kind: setup.engine.program.clone(), program: setup.engine.program.clone(), version: setup.engine.version.clone() },
+        engine: EngineFacts {
+            kind: setup.engine.program.clone(),
+            program: setup.engine.program.clone(),
+            version: setup.engine.version.clone(),
+        },
         images,
         reward_threshold: suite.containers.reward_threshold,
         reward_rule: container::trial::REWARD_RULE.to_string(),
@@ -106,20 +131,34 @@ pub fn facts(setup: &ContainerSetup, exp: &Experiment, suite: &Suite) -> Contain
 }
 
 /// On resume: every task's image must be the one the run started with.
-pub fn check_images(manifest_path: &std::path::Path, recorded: Option<&ContainerFacts>, now: &ContainerSetup) -> Result<(), RunError> {
+pub fn check_images(
+    manifest_path: &std::path::Path,
+    recorded: Option<&ContainerFacts>,
+    now: &ContainerSetup,
+) -> Result<(), RunError> {
     let Some(recorded) = recorded else { return Ok(()) };
     let mut changes = Vec::new();
     for was in &recorded.images {
         match now.images.get(&was.task) {
             Some(img) if img.id == was.id => {}
-            Some(img) => changes.push(format!("task `{}`'s image was {} and is {} now", was.task, short(&was.id), short(&img.id))),
+            Some(img) => changes.push(format!(
+                "task `{}`'s image was {} and is {} now",
+                was.task,
+                short(&was.id),
+                short(&img.id)
+            )),
             None => changes.push(format!("task `{}` has no image now", was.task)),
         }
     }
     if changes.is_empty() {
         return Ok(());
     }
-    Err(InputError::at(manifest_path, "containers.images", format!("{}; resuming would mix two environments in one run", changes.join("; "))).into())
+    Err(InputError::at(
+        manifest_path,
+        "containers.images",
+        format!("{}; resuming would mix two environments in one run", changes.join("; ")),
+    )
+    .into())
 }
 
 fn short(id: &str) -> &str {

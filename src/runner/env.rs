@@ -34,19 +34,36 @@ pub struct HarnessRun {
 
 impl TrialEnv {
     /// The environment of one attempt of `task`.
-    pub async fn create(shared: &Shared, task: &Task, spec: &TrialSpec, attempt: u32) -> Result<TrialEnv, String> {
+    pub async fn create(
+        shared: &Shared,
+        task: &Task,
+        spec: &TrialSpec,
+        attempt: u32,
+    ) -> Result<TrialEnv, String> {
         if task.container.is_none() {
-            return Sandbox::create(task).map(TrialEnv::Jail).map_err(|e| format!("cannot create the sandbox: {e}"));
+            return Sandbox::create(task)
+                .map(TrialEnv::Jail)
+                .map_err(|e| format!("cannot create the sandbox: {e}"));
         }
         let setup = shared.containers.as_ref().ok_or("the run has no container engine")?;
-        let image = setup.images.get(&task.id).ok_or_else(|| format!("task `{}` has no image", task.id))?;
+        let image =
+            setup.images.get(&task.id).ok_or_else(|| format!("task `{}` has no image", task.id))?;
         let mut binds = Vec::new();
-        if let (HarnessKind::External(ext), Some(dir)) = (&shared.exp.harness_kind, &shared.harness_dir)
+        if let (HarnessKind::External(ext), Some(dir)) =
+            (&shared.exp.harness_kind, &shared.harness_dir)
             && ext.runs_in == RunsIn::Container
         {
             binds.push((dir.path().to_path_buf(), external::JAIL_HARNESS_DIR.to_string()));
         }
-        let spec = Spec { task, image_id: &image.id, settings: &shared.suite.containers, trial_id: &spec.id, attempt, binds, env: Vec::new() };
+        let spec = Spec {
+            task,
+            image_id: &image.id,
+            settings: &shared.suite.containers,
+            trial_id: &spec.id,
+            attempt,
+            binds,
+            env: Vec::new(),
+        };
         TrialContainer::start(setup.engine, &spec).await.map(|c| TrialEnv::Container(Box::new(c)))
     }
 
@@ -84,7 +101,9 @@ impl TrialEnv {
                 };
                 let out = match self {
                     TrialEnv::Jail(sandbox) => external::run_external(&ctx, sandbox, on_step).await,
-                    TrialEnv::Container(c) if ext.runs_in == RunsIn::Host => external::run_on_host(&ctx, c, on_step).await,
+                    TrialEnv::Container(c) if ext.runs_in == RunsIn::Host => {
+                        external::run_on_host(&ctx, c, on_step).await
+                    }
                     TrialEnv::Container(c) => external::run_in_container(&ctx, c, on_step).await,
                 };
                 Ok(HarnessRun { measured: out.measured, command: out.command })
@@ -139,7 +158,9 @@ impl TrialEnv {
     pub async fn grade(&self, shared: &Shared, task: &Task) -> std::io::Result<Grade> {
         match self {
             TrialEnv::Jail(sandbox) => grader::grade(sandbox, task).await,
-            TrialEnv::Container(c) => Ok(grader::container_grade(c.verify(task, shared.suite.containers.reward_threshold).await)),
+            TrialEnv::Container(c) => Ok(grader::container_grade(
+                c.verify(task, shared.suite.containers.reward_threshold).await,
+            )),
         }
     }
 

@@ -11,7 +11,9 @@ pub fn runner_facts(exp: &Experiment) -> RunnerFacts {
         os: std::env::consts::OS.to_string(),
         arch: std::env::consts::ARCH.to_string(),
         cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        hostname: std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
+        hostname: std::fs::read_to_string("/etc/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
         python: crate::grader::python().to_string(),
         isolation: crate::sandbox::isolation::current().ok().cloned(),
     };

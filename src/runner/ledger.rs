@@ -37,7 +37,9 @@ impl Ledger {
 
     fn raise(&mut self, p: usize, attempt: u32, is_final: bool) {
         let k = &mut self.known[p];
-        *k = (*k & !FINAL).max(attempt.min(FINAL - 1)) | (*k & FINAL) | if is_final { FINAL } else { 0 };
+        *k = (*k & !FINAL).max(attempt.min(FINAL - 1))
+            | (*k & FINAL)
+            | if is_final { FINAL } else { 0 };
     }
 
     pub(super) fn planned(&self) -> usize {
@@ -59,9 +61,11 @@ impl Ledger {
     /// Note every record of `trials.jsonl`; the number of records outside the plan.
     pub(super) fn read_records(&mut self, trials: &Path) -> std::io::Result<usize> {
         let mut unplanned = 0usize;
-        jsonl::for_each::<RecordKey>(trials, |r| match self.position(&r.trial_id).filter(|_| self.plans(r.plan_key())) {
-            Some(p) => self.raise(p, r.attempt, r.status.is_final()),
-            None => unplanned += 1,
+        jsonl::for_each::<RecordKey>(trials, |r| {
+            match self.position(&r.trial_id).filter(|_| self.plans(r.plan_key())) {
+                Some(p) => self.raise(p, r.attempt, r.status.is_final()),
+                None => unplanned += 1,
+            }
         })?;
         Ok(unplanned)
     }
@@ -69,7 +73,10 @@ impl Ledger {
     /// Attempts started after the last recorded one of their trial: they
     /// never finished. (Attempts are numbered in the order they start, each
     /// recorded before the next.) They count as attempts from now on.
-    pub(super) fn take_unfinished(&mut self, attempts: &Path) -> std::io::Result<Vec<AttemptStart>> {
+    pub(super) fn take_unfinished(
+        &mut self,
+        attempts: &Path,
+    ) -> std::io::Result<Vec<AttemptStart>> {
         let mut starts = Vec::new();
         jsonl::for_each::<AttemptStart>(attempts, |a| {
             if let Some(p) = self.position(&a.trial_id)
@@ -97,7 +104,11 @@ mod tests {
         assert_eq!(l.ids, vec![3, 7], "sorted, once each");
         l.raise(0, 2, false);
         l.raise(0, 1, true);
-        assert_eq!((l.known[0] & !FINAL, l.known[0] & FINAL != 0), (2, true), "a lower final attempt keeps the highest attempt");
+        assert_eq!(
+            (l.known[0] & !FINAL, l.known[0] & FINAL != 0),
+            (2, true),
+            "a lower final attempt keeps the highest attempt"
+        );
         l.raise(1, 5, false);
         l.raise(1, 4, false);
         assert_eq!(l.known[1], 5);

@@ -26,7 +26,10 @@ use crate::record::events::{self, Event, Reporters};
 use crate::record::folder;
 use crate::record::jsonl::JsonlWriter;
 use crate::record::lock::{LockError, RunLock};
-use crate::record::{AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, TrialRecord, TrialStatus, now_rfc3339};
+use crate::record::{
+    AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, TrialRecord, TrialStatus,
+    now_rfc3339,
+};
 use crate::suite::Suite;
 use ledger::Ledger;
 use std::collections::HashMap;
@@ -68,7 +71,9 @@ pub enum RunError {
     Lock(#[from] LockError),
     #[error("cannot write records in {dir}: {source}")]
     Io { dir: PathBuf, source: std::io::Error },
-    #[error("interrupted; {recorded} trials are recorded. Continue with: ablate run {config} --resume {dir}")]
+    #[error(
+        "interrupted; {recorded} trials are recorded. Continue with: ablate run {config} --resume {dir}"
+    )]
     Interrupted { recorded: usize, config: String, dir: PathBuf },
 }
 
@@ -100,7 +105,10 @@ pub fn status_of(end: &EndReason, grade: Option<&Grade>) -> TrialStatus {
         EndReason::ProviderError => return TrialStatus::ProviderError,
         EndReason::HarnessError => return TrialStatus::HarnessError,
         EndReason::Interrupted => return TrialStatus::Interrupted,
-        EndReason::RequestTimeout | EndReason::Budget { limit: crate::record::BudgetLimit::WorkingSeconds } => return TrialStatus::Timeout,
+        EndReason::RequestTimeout
+        | EndReason::Budget { limit: crate::record::BudgetLimit::WorkingSeconds } => {
+            return TrialStatus::Timeout;
+        }
         EndReason::Budget { .. } => return TrialStatus::BudgetExhausted,
         _ => {}
     }
@@ -155,24 +163,41 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         Some(dir) => Some(open_resumed(dir, &exp, &suite, &plan)?),
         None => {
             if let Some(id) = &opts.run_id {
-                folder::check_run_id(id).map_err(|e| InputError::at(&exp.config_path, "--run-id", e))?;
+                folder::check_run_id(id)
+                    .map_err(|e| InputError::at(&exp.config_path, "--run-id", e))?;
             }
             None
         }
     };
     // The external command runs on the host for Python tasks, and for container tasks when `runs_in = "host"`.
-    let host_command = suite.tasks.iter().any(|t| t.container.is_none() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)))
-        || exp.harness_kind.external().is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
+    let host_command = suite
+        .tasks
+        .iter()
+        .any(|t| t.container.is_none() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)))
+        || exp
+            .harness_kind
+            .external()
+            .is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
     let setup = setup(&exp, &opts.engine, host_command, &reporters).await?;
     let container_setup = containers::setup(&exp, &suite, opts.container_engine).await?;
     if let Some(c) = &container_setup
         && !c.swept.is_empty()
     {
-        reporters.warn(&format!("removed {} container(s) left by an ablate process that was killed: {}", c.swept.len(), c.swept.join(", ")));
+        reporters.warn(&format!(
+            "removed {} container(s) left by an ablate process that was killed: {}",
+            c.swept.len(),
+            c.swept.join(", ")
+        ));
     }
     let (folder, mut ledger) = match resumed {
         Some((dir, head, lock)) => {
-            check_identities(&dir.join("manifest.json"), &head.models, &setup.identities, opts.allow_model_change, &reporters)?;
+            check_identities(
+                &dir.join("manifest.json"),
+                &head.models,
+                &setup.identities,
+                opts.allow_model_change,
+                &reporters,
+            )?;
             if let Some(c) = &container_setup {
                 containers::check_images(&dir.join("manifest.json"), head.containers.as_ref(), c)?;
             }
@@ -207,10 +232,13 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let starts = ledger.take_unfinished(&dir.join("attempts.jsonl")).map_err(io_error(&dir))?;
     let mut interrupted = 0usize;
     if !starts.is_empty() {
-        let by_id: HashMap<&str, &AttemptStart> = starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
+        let by_id: HashMap<&str, &AttemptStart> =
+            starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
         for spec in plan.specs(part).filter(|t| ledger.plans(t.plan_key())) {
             if let Some(a) = by_id.get(spec.id.as_str()) {
-                trials_writer.append(&interrupted_record(&run_id, &spec, a)).map_err(io_error(&dir))?;
+                trials_writer
+                    .append(&interrupted_record(&run_id, &spec, a))
+                    .map_err(io_error(&dir))?;
                 interrupted += 1;
             }
         }
@@ -227,7 +255,11 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
             let head = ManifestHead::read(&dir)?;
             let mut m = head.sequential_monitor(&models, false).ok_or_else(|| {
-                InputError::at(dir.join("manifest.json"), "sequential", "the experiment is sequential but the run's manifest has no task order")
+                InputError::at(
+                    dir.join("manifest.json"),
+                    "sequential",
+                    "the experiment is sequential but the run's manifest has no task order",
+                )
             })?;
             drop(head);
             crate::record::jsonl::for_each::<TrialRecord>(&trials_path, |r| {
@@ -251,11 +283,17 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         trials_writer: Arc::new(Mutex::new(trials_writer)),
         attempts_writer: Arc::new(Mutex::new(attempts_writer)),
     });
-    reporters.emit(&Event::Started { dir: &dir, planned: planned_count as u64, already: already as u64 });
+    reporters.emit(&Event::Started {
+        dir: &dir,
+        planned: planned_count as u64,
+        already: already as u64,
+    });
     let finished_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // The trials to run, made one at a time from the order as slots free up
     // (in a sequential run, gated by the monitor: `execute`).
-    let work = plan.specs(part).filter_map(|spec| ledger.next_attempt(&spec).map(|attempt| (spec, attempt)));
+    let work = plan
+        .specs(part)
+        .filter_map(|spec| ledger.next_attempt(&spec).map(|attempt| (spec, attempt)));
     let outcome = tokio::select! {
         r = execute(shared.clone(), work, opts.jobs, reporters.clone(), finished_now.clone(), monitor.clone()) => r,
         // Dropping `execute` drops its JoinSet, which aborts the trials under way.
@@ -291,7 +329,12 @@ struct RunFolder {
 /// A folder to resume, locked: only the run of this experiment, suite and
 /// isolation. The manifest's head only: the plan comes back as its keys (8
 /// bytes a trial); the specs are made from the order built from the config.
-fn open_resumed(dir: &Path, exp: &Experiment, suite: &Suite, plan: &plan::Order) -> Result<(PathBuf, ManifestHead, RunLock), RunError> {
+fn open_resumed(
+    dir: &Path,
+    exp: &Experiment,
+    suite: &Suite,
+    plan: &plan::Order,
+) -> Result<(PathBuf, ManifestHead, RunLock), RunError> {
     let path = dir.join("manifest.json");
     let m = ManifestHead::read(dir)?;
     let lock = RunLock::acquire(dir)?;
@@ -326,7 +369,12 @@ fn open_resumed(dir: &Path, exp: &Experiment, suite: &Suite, plan: &plan::Order)
         .into());
     }
     if m.suite.digest != suite.digest {
-        return Err(InputError::at(&path, "suite.digest", "the task suite changed since the run started; resuming would mix two suites").into());
+        return Err(InputError::at(
+            &path,
+            "suite.digest",
+            "the task suite changed since the run started; resuming would mix two suites",
+        )
+        .into());
     }
     // Trials graded with and without the sandbox are not one run.
     let now = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
@@ -358,19 +406,33 @@ struct Setup {
 /// model must be reachable before any trial starts; every arm's instructions
 /// file is read. `host_command`: the external command runs on the host (its
 /// program is looked for in the jail; in a container it is the image's).
-async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: bool, reporters: &Reporters) -> Result<Setup, RunError> {
+async fn setup(
+    exp: &Experiment,
+    engine: &model::EngineSettings,
+    host_command: bool,
+    reporters: &Reporters,
+) -> Result<Setup, RunError> {
     let isolation = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
     let (harness_dir, harness_python) = match &exp.harness_kind {
         HarnessKind::Builtin => (None, None),
-        HarnessKind::Imported(i) => return Err(RunError::Setup(format!("the trials of a run imported from {} cannot be run by ablate", i.tool))),
+        HarnessKind::Imported(i) => {
+            return Err(RunError::Setup(format!(
+                "the trials of a run imported from {} cannot be run by ablate",
+                i.tool
+            )));
+        }
         HarnessKind::External(ext) => {
             external::can_run(isolation).map_err(RunError::Setup)?;
-            let dir = crate::sandbox::scratch::tempdir("harness-").map_err(|e| RunError::Setup(e.to_string()))?;
+            let dir = crate::sandbox::scratch::tempdir("harness-")
+                .map_err(|e| RunError::Setup(e.to_string()))?;
             let files: Vec<PathBuf> = ext.files.iter().map(|f| exp.resolve(f)).collect();
-            external::stage_files(&files, dir.path()).map_err(|e| RunError::Setup(format!("cannot stage the harness files: {e}")))?;
+            external::stage_files(&files, dir.path())
+                .map_err(|e| RunError::Setup(format!("cannot stage the harness files: {e}")))?;
             let python = match &ext.python {
                 None => None,
-                Some(p) => Some(crate::grader::resolve(p).map_err(|m| RunError::Input(InputError::at(&exp.config_path, "harness.python", m)))?),
+                Some(p) => Some(crate::grader::resolve(p).map_err(|m| {
+                    RunError::Input(InputError::at(&exp.config_path, "harness.python", m))
+                })?),
             };
             if host_command {
                 let view = external::HostView::new(python.as_ref(), &ext.mounts);
@@ -383,18 +445,31 @@ async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: b
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
     for (i, spec) in exp.models.iter().enumerate() {
-        let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec, engine).map_err(RunError::Setup)?);
+        let client: Arc<dyn ModelClient> =
+            Arc::from(model::client_for(spec, engine).map_err(RunError::Setup)?);
         let identity = client.identity().await.map_err(|e| match e {
             // A name the endpoint does not serve is a config error: every trial would fail.
-            model::ModelError::UnknownModel { .. } => {
-                InputError::at(&exp.config_path, format!("models[{i}].model"), format!("{}: {e}", spec.endpoint.as_deref().unwrap_or("?"))).into()
-            }
-            _ => RunError::Setup(format!("model `{}`: cannot reach {}: {e}", spec.name, spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?"))),
+            model::ModelError::UnknownModel { .. } => InputError::at(
+                &exp.config_path,
+                format!("models[{i}].model"),
+                format!("{}: {e}", spec.endpoint.as_deref().unwrap_or("?")),
+            )
+            .into(),
+            _ => RunError::Setup(format!(
+                "model `{}`: cannot reach {}: {e}",
+                spec.name,
+                spec.endpoint.as_deref().or(spec.path.as_deref()).unwrap_or("?")
+            )),
         })?;
         if let Some(why) = client.unchecked() {
             reporters.warn(&why);
         }
-        identities.push(ModelIdentity { name: spec.name.clone(), identity, engine: client.engine(), served: client.served() });
+        identities.push(ModelIdentity {
+            name: spec.name.clone(),
+            identity,
+            engine: client.engine(),
+            served: client.served(),
+        });
         clients.insert(spec.name.clone(), client);
     }
     let mut instructions = HashMap::new();
@@ -405,7 +480,12 @@ async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: b
             Instructions::File(p) => {
                 let path = exp.resolve(p);
                 if !path.is_file() {
-                    return Err(InputError::at(&exp.config_path, format!("arms.{}.instructions", arm.name), format!("cannot read `{p}`")).into());
+                    return Err(InputError::at(
+                        &exp.config_path,
+                        format!("arms.{}.instructions", arm.name),
+                        format!("cannot read `{p}`"),
+                    )
+                    .into());
                 }
                 crate::experiment::instructions::load_instructions(&path)?
             }
@@ -417,10 +497,19 @@ async fn setup(exp: &Experiment, engine: &model::EngineSettings, host_command: b
 
 /// The resumed folder with what it plans: its shard of the order, and the
 /// trials of that shard its plan keys name.
-fn continue_folder(dir: PathBuf, mut head: ManifestHead, lock: RunLock, plan: &plan::Order) -> Result<(RunFolder, Ledger), RunError> {
+fn continue_folder(
+    dir: PathBuf,
+    mut head: ManifestHead,
+    lock: RunLock,
+    plan: &plan::Order,
+) -> Result<(RunFolder, Ledger), RunError> {
     std::fs::create_dir_all(dir.join("traces")).map_err(io_error(&dir))?;
     let keys = std::mem::take(&mut head.plan.0);
-    let ids: Vec<u64> = plan.specs(head.shard).filter(|t| keys.binary_search(&t.plan_key()).is_ok()).map(|t| crate::record::trial_number(&t.id)).collect();
+    let ids: Vec<u64> = plan
+        .specs(head.shard)
+        .filter(|t| keys.binary_search(&t.plan_key()).is_ok())
+        .map(|t| crate::record::trial_number(&t.id))
+        .collect();
     Ok((RunFolder { dir, run_id: head.run_id, part: head.shard, lock }, Ledger::new(keys, ids)))
 }
 
@@ -444,15 +533,21 @@ fn new_folder(
                 return Err(InputError::at(
                     &exp.config_path,
                     "--run-id",
-                    format!("{} exists; continue it with --resume or choose another --run-id", taken.display()),
+                    format!(
+                        "{} exists; continue it with --resume or choose another --run-id",
+                        taken.display()
+                    ),
                 )
                 .into());
             }
             Err(e) => return Err(io_error(results)(e)),
         },
         None => {
-            let stamp =
-                time::OffsetDateTime::now_utc().format(&time::macros::format_description!("[year][month][day]T[hour][minute][second]Z")).unwrap_or_default();
+            let stamp = time::OffsetDateTime::now_utc()
+                .format(&time::macros::format_description!(
+                    "[year][month][day]T[hour][minute][second]Z"
+                ))
+                .unwrap_or_default();
             folder::create_new(results, &stamp, &exp.name).map_err(io_error(results))?
         }
     };
@@ -460,7 +555,8 @@ fn new_folder(
     let mut m = Manifest::new(run_id, exp, suite, plan, opts.shard, facts::runner_facts(exp));
     m.models = identities;
     m.containers = containers;
-    let (mut keys, mut ids) = (Vec::with_capacity(m.planned_trials), Vec::with_capacity(m.planned_trials));
+    let (mut keys, mut ids) =
+        (Vec::with_capacity(m.planned_trials), Vec::with_capacity(m.planned_trials));
     let noted = plan.specs(opts.shard).inspect(|t| {
         keys.push(t.plan_key());
         ids.push(crate::record::trial_number(&t.id));
@@ -474,15 +570,27 @@ fn new_folder(
 /// On resume, every model must be the one the run started with: its identity
 /// (`gguf-sha256:...`, `ollama-digest:...`) as read at setup must equal the
 /// manifest's. A difference is refused, or only warned of when `allow`.
-fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[ModelIdentity], allow: bool, reporters: &Reporters) -> Result<(), RunError> {
+fn check_identities(
+    manifest_path: &Path,
+    recorded: &[ModelIdentity],
+    now: &[ModelIdentity],
+    allow: bool,
+    reporters: &Reporters,
+) -> Result<(), RunError> {
     let show = |i: Option<&String>| i.map(|s| format!("`{s}`")).unwrap_or_else(|| "none".into());
     let changes: Vec<String> = now
         .iter()
         .filter_map(|n| {
             let before = recorded.iter().find(|r| r.name == n.name);
             let was = before.and_then(|r| r.identity.as_ref());
-            (before.is_none() || was != n.identity.as_ref())
-                .then(|| format!("model `{}` was {} when the run started and is {} now", n.name, show(was), show(n.identity.as_ref())))
+            (before.is_none() || was != n.identity.as_ref()).then(|| {
+                format!(
+                    "model `{}` was {} when the run started and is {} now",
+                    n.name,
+                    show(was),
+                    show(n.identity.as_ref())
+                )
+            })
         })
         .collect();
     if changes.is_empty() {
@@ -497,7 +605,10 @@ fn check_identities(manifest_path: &Path, recorded: &[ModelIdentity], now: &[Mod
     Err(InputError::at(
         manifest_path,
         "models",
-        format!("{}; resuming would mix two models in one run (--allow-model-change resumes anyway)", changes.join("; ")),
+        format!(
+            "{}; resuming would mix two models in one run (--allow-model-change resumes anyway)",
+            changes.join("; ")
+        ),
     )
     .into())
 }
@@ -522,7 +633,9 @@ async fn execute(
             // A sequential run starts only the trials an open comparison needs;
             // near its budget of trials it waits for the trials under way.
             let gate = match (&monitor, work.peek()) {
-                (Some(m), Some((spec, _))) => m.lock().unwrap().gate(&spec.task, &spec.arm, &spec.model),
+                (Some(m), Some((spec, _))) => {
+                    m.lock().unwrap().gate(&spec.task, &spec.arm, &spec.model)
+                }
                 _ => crate::sequential::Gate::Run,
             };
             match gate {
@@ -534,7 +647,8 @@ async fn execute(
                 _ => {}
             }
             let Some((spec, attempt)) = work.next() else { break };
-            let (shared, reporters, finished, monitor) = (shared.clone(), reporters.clone(), finished.clone(), monitor.clone());
+            let (shared, reporters, finished, monitor) =
+                (shared.clone(), reporters.clone(), finished.clone(), monitor.clone());
             set.spawn(async move {
                 let rec = run_trial(&shared, &spec, attempt).await?;
                 if let Some(m) = &monitor
@@ -550,7 +664,8 @@ async fn execute(
                         reporters.emit(&Event::Decided(&d));
                     }
                     if let Some(s) = spent {
-                        reporters.warn(&format!("{s}: no more trials start; the ones under way finish"));
+                        reporters
+                            .warn(&format!("{s}: no more trials start; the ones under way finish"));
                     }
                 }
                 reporters.emit(&Event::TrialFinished(&rec));
@@ -574,7 +689,14 @@ async fn execute(
 
 /// The record of an attempt that started and never finished.
 fn interrupted_record(run_id: &str, spec: &TrialSpec, a: &AttemptStart) -> TrialRecord {
-    let mut r = TrialRecord::blank(run_id, spec, a.attempt, TrialStatus::Interrupted, EndReason::Interrupted, a.started_at.clone());
+    let mut r = TrialRecord::blank(
+        run_id,
+        spec,
+        a.attempt,
+        TrialStatus::Interrupted,
+        EndReason::Interrupted,
+        a.started_at.clone(),
+    );
     r.error = Some("the attempt started and never finished (the run was stopped)".into());
     r.finished_at = now_rfc3339();
     r
@@ -584,17 +706,33 @@ fn interrupted_record(run_id: &str, spec: &TrialSpec, a: &AttemptStart) -> Trial
 /// inside the attempt (sandbox, agent loop, grading) becomes this attempt's
 /// `harness_error` record; errors returned are only failures to write records
 /// (the run cannot go on without them).
-async fn run_trial(shared: &Shared, spec: &TrialSpec, attempt: u32) -> std::io::Result<TrialRecord> {
+async fn run_trial(
+    shared: &Shared,
+    spec: &TrialSpec,
+    attempt: u32,
+) -> std::io::Result<TrialRecord> {
     let started_at = now_rfc3339();
     let wall = Instant::now();
-    append(&shared.attempts_writer, AttemptStart { trial_id: spec.id.clone(), attempt, started_at: started_at.clone() }).await?;
-    let mut record = TrialRecord::blank(&shared.run_id, spec, attempt, TrialStatus::HarnessError, EndReason::HarnessError, started_at);
+    append(
+        &shared.attempts_writer,
+        AttemptStart { trial_id: spec.id.clone(), attempt, started_at: started_at.clone() },
+    )
+    .await?;
+    let mut record = TrialRecord::blank(
+        &shared.run_id,
+        spec,
+        attempt,
+        TrialStatus::HarnessError,
+        EndReason::HarnessError,
+        started_at,
+    );
     let outcome = CatchUnwind(Box::pin(attempt_body(shared, spec, attempt, &mut record))).await;
     if let Err(panic) = outcome {
         // What the attempt measured before the panic stays; it ends as ablate's failure.
         record.status = TrialStatus::HarnessError;
         record.end_reason = EndReason::HarnessError;
-        record.error = Some(format!("ablate panicked during the trial: {}", panic_message(panic.as_ref())));
+        record.error =
+            Some(format!("ablate panicked during the trial: {}", panic_message(panic.as_ref())));
     }
     record.wall_seconds = wall.elapsed().as_secs_f64();
     record.finished_at = now_rfc3339();
@@ -603,9 +741,14 @@ async fn run_trial(shared: &Shared, spec: &TrialSpec, attempt: u32) -> std::io::
 
 /// Append a line and sync it on a blocking thread, not a runtime thread: the
 /// sync can take milliseconds, which would stall the other trials' tasks.
-async fn append<T: serde::Serialize + Send + 'static>(writer: &Arc<Mutex<JsonlWriter>>, line: T) -> std::io::Result<T> {
+async fn append<T: serde::Serialize + Send + 'static>(
+    writer: &Arc<Mutex<JsonlWriter>>,
+    line: T,
+) -> std::io::Result<T> {
     let writer = writer.clone();
-    let written = tokio::task::spawn_blocking(move || writer.lock().unwrap().append(&line).map(|()| line)).await;
+    let written =
+        tokio::task::spawn_blocking(move || writer.lock().unwrap().append(&line).map(|()| line))
+            .await;
     written.map_err(std::io::Error::other)?
 }
 
@@ -642,7 +785,10 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
             on_trace_error.lock().unwrap().get_or_insert(e);
         }
     };
-    match environment.run_harness(shared, task, spec, attempt, arm, &budget, Box::new(on_step)).await {
+    match environment
+        .run_harness(shared, task, spec, attempt, arm, &budget, Box::new(on_step))
+        .await
+    {
         Ok(run) => {
             fill_measured(record, run.measured);
             record.harness_command = run.command;
@@ -701,7 +847,10 @@ struct CatchUnwind<'a, T>(std::pin::Pin<Box<dyn std::future::Future<Output = T> 
 
 impl<T> std::future::Future for CatchUnwind<'_, T> {
     type Output = Result<T, Box<dyn std::any::Any + Send>>;
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
         let inner = self.0.as_mut();
         // The inner future is dropped after a panic, never polled again.
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
@@ -734,7 +883,8 @@ mod tests {
     /// and formats back to itself.
     fn parse_utc(text: &str) -> time::OffsetDateTime {
         use time::format_description::well_known::Rfc3339;
-        let parsed = time::OffsetDateTime::parse(text, &Rfc3339).unwrap_or_else(|e| panic!("not an RFC 3339 time: {text:?}: {e}"));
+        let parsed = time::OffsetDateTime::parse(text, &Rfc3339)
+            .unwrap_or_else(|e| panic!("not an RFC 3339 time: {text:?}: {e}"));
         assert!(parsed.offset().is_utc(), "not in UTC: {text:?}");
         assert_eq!(parsed.format(&Rfc3339).unwrap(), text, "formats back to itself");
         parsed
@@ -744,7 +894,11 @@ mod tests {
     struct PanicsOnIsEven;
 
     impl ModelClient for PanicsOnIsEven {
-        fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+        fn chat<'a>(
+            &'a self,
+            req: &'a ChatRequest,
+            operation_id: String,
+        ) -> BoxFuture<'a, CallOutcome> {
             Box::pin(async move {
                 if req.messages.iter().any(|m| m.content.contains("is_even")) {
                     panic!("scripted client panic on is-even");
@@ -753,7 +907,11 @@ mod tests {
                 CallOutcome {
                     request_body: serde_json::json!({"messages": req.messages}),
                     reply_body: Some(serde_json::json!({"text": text})),
-                    ..CallOutcome::scripted(operation_id, text, Tokens { input: 10, output: 5, cached: 0 })
+                    ..CallOutcome::scripted(
+                        operation_id,
+                        text,
+                        Tokens { input: 10, output: 5, cached: 0 },
+                    )
                 }
             })
         }
@@ -773,7 +931,8 @@ mod tests {
         let exp = crate::experiment::config::load_str(&dir.join("exp.toml"), &text).unwrap();
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = plan::order(&exp, &suite).unwrap();
-        let mut manifest = Manifest::new("r".into(), &exp, &suite, &plan, None, facts::runner_facts(&exp));
+        let mut manifest =
+            Manifest::new("r".into(), &exp, &suite, &plan, None, facts::runner_facts(&exp));
         manifest.plan = plan.specs(None).collect();
         std::fs::create_dir_all(dir.join("traces")).unwrap();
         manifest.write(dir).unwrap();
@@ -787,8 +946,12 @@ mod tests {
             containers: None,
             run_id: "r".into(),
             dir: dir.to_path_buf(),
-            trials_writer: Arc::new(Mutex::new(JsonlWriter::open(&dir.join("trials.jsonl")).unwrap())),
-            attempts_writer: Arc::new(Mutex::new(JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap())),
+            trials_writer: Arc::new(Mutex::new(
+                JsonlWriter::open(&dir.join("trials.jsonl")).unwrap(),
+            )),
+            attempts_writer: Arc::new(Mutex::new(
+                JsonlWriter::open(&dir.join("attempts.jsonl")).unwrap(),
+            )),
         };
         (Arc::new(shared), manifest.plan)
     }
@@ -810,16 +973,22 @@ mod tests {
             }
         }
         let seen = Arc::new(Seen::default());
-        let reporters = Reporters::new(vec![Arc::new(Progress::new(ProgressMode::Quiet)), seen.clone()]);
+        let reporters =
+            Reporters::new(vec![Arc::new(Progress::new(ProgressMode::Quiet)), seen.clone()]);
         let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let before = time::OffsetDateTime::now_utc();
-        execute(shared, work, 2, reporters, finished.clone(), None).await.expect("a panic does not stop the run");
+        execute(shared, work, 2, reporters, finished.clone(), None)
+            .await
+            .expect("a panic does not stop the run");
         let after = time::OffsetDateTime::now_utc();
         let mut events = seen.0.lock().unwrap().clone();
         events.sort();
         assert_eq!(
             events,
-            vec![("add-two".to_string(), TrialStatus::Passed), ("is-even".to_string(), TrialStatus::HarnessError)],
+            vec![
+                ("add-two".to_string(), TrialStatus::Passed),
+                ("is-even".to_string(), TrialStatus::HarnessError)
+            ],
             "every attempt reaches the reporters"
         );
 
@@ -829,7 +998,10 @@ mod tests {
         let even = written.iter().find(|r| r.task == "is-even").unwrap();
         assert_eq!(even.status, TrialStatus::HarnessError);
         assert_eq!(even.end_reason, EndReason::HarnessError);
-        assert_eq!(even.error.as_deref(), Some("ablate panicked during the trial: scripted client panic on is-even"));
+        assert_eq!(
+            even.error.as_deref(),
+            Some("ablate panicked during the trial: scripted client panic on is-even")
+        );
         assert_eq!(even.attempt, 1);
         // The panicked attempt's times are real RFC 3339 instants, in order, within the run.
         let (started_at, finished_at) = (parse_utc(&even.started_at), parse_utc(&even.finished_at));
@@ -842,7 +1014,8 @@ mod tests {
         let add = written.iter().find(|r| r.task == "add-two").unwrap();
         assert_eq!(add.status, TrialStatus::Passed, "{add:?}");
         assert_eq!((add.tests_passed, add.tests_total), (6, 6));
-        let started = jsonl::read::<AttemptStart>(&dir.path().join("attempts.jsonl")).unwrap().records;
+        let started =
+            jsonl::read::<AttemptStart>(&dir.path().join("attempts.jsonl")).unwrap().records;
         assert_eq!(started.len(), 2);
     }
 }

@@ -32,15 +32,22 @@ struct State {
 
 impl Progress {
     pub fn new(mode: ProgressMode) -> Progress {
-        Progress { bar: Mutex::new(None), mode, state: Mutex::new(State { done: 0, total: 0, passed: 0, errors: 0 }), start: Instant::now() }
+        Progress {
+            bar: Mutex::new(None),
+            mode,
+            state: Mutex::new(State { done: 0, total: 0, passed: 0, errors: 0 }),
+            start: Instant::now(),
+        }
     }
 
     fn started(&self, total: u64, already_done: u64) {
         let bar = (self.mode == ProgressMode::Auto && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(total);
             bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}  ETA {eta}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}  ETA {eta}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar.set_position(already_done);
             bar

@@ -14,16 +14,35 @@ use std::path::Path;
 
 /// Write `dir/manifest.json` and `dir/trials.jsonl` for every trial of the
 /// plan; `rate(task, arm)` is the pass probability. Returns the record count.
-pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed: u64, rate: impl Fn(&str, &str) -> f64) -> std::io::Result<usize> {
+pub fn write_run(
+    dir: &Path,
+    exp: &Experiment,
+    suite: &Suite,
+    plan: &Plan,
+    seed: u64,
+    rate: impl Fn(&str, &str) -> f64,
+) -> std::io::Result<usize> {
     std::fs::create_dir_all(dir)?;
     // The run id is the folder's name, as for a real run.
-    let run_id = dir.file_name().and_then(|n| n.to_str()).map(String::from).unwrap_or_else(|| format!("synthetic-{}", exp.name));
+    let run_id = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(String::from)
+        .unwrap_or_else(|| format!("synthetic-{}", exp.name));
     let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
-    let manifest = crate::record::Manifest::new(run_id.clone(), exp, suite, &order, None, super::facts::runner_facts(exp));
+    let manifest = crate::record::Manifest::new(
+        run_id.clone(),
+        exp,
+        suite,
+        &order,
+        None,
+        super::facts::runner_facts(exp),
+    );
     manifest.write_with_plan(dir, order.specs(None))?;
     drop(order);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(dir.join("trials.jsonl"))?);
+    let mut out =
+        BufWriter::with_capacity(1 << 20, std::fs::File::create(dir.join("trials.jsonl"))?);
     for t in &plan.trials {
         let task = suite.task(&t.task).expect("planned task");
         let total = task.check.tests;
@@ -40,7 +59,8 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
         };
         let steps = rng.random_range(1..=exp.budget.max_steps);
         let end_reason = if passed { EndReason::ChecksPassed } else { EndReason::ModelDone };
-        let mut rec = TrialRecord::blank(&run_id, t, 1, status, end_reason, "2026-11-30T00:00:00Z".into());
+        let mut rec =
+            TrialRecord::blank(&run_id, t, 1, status, end_reason, "2026-11-30T00:00:00Z".into());
         rec.tests_passed = tests_passed;
         rec.tests_total = total;
         rec.grade = Some(Grade {
@@ -52,7 +72,13 @@ pub fn write_run(dir: &Path, exp: &Experiment, suite: &Suite, plan: &Plan, seed:
                 total,
                 summary_found: true,
                 reported_total: Some(total),
-                runner: Some(crate::record::RunnerReport { loaded: Some(total), tests: total, passed: tests_passed, finished: true, ..Default::default() }),
+                runner: Some(crate::record::RunnerReport {
+                    loaded: Some(total),
+                    tests: total,
+                    passed: tests_passed,
+                    finished: true,
+                    ..Default::default()
+                }),
                 forgery: None,
                 failed_tests: Vec::new(),
                 duration_ms: 120,

@@ -45,7 +45,8 @@ fn find() -> Option<Controller> {
         }
         if controllers.is_empty() {
             let dir = Path::new("/sys/fs/cgroup").join(rel);
-            let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+            let enabled =
+                std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
             if enabled.split_whitespace().any(|c| c == "memory") && probe(&dir, "memory.max") {
                 return Some(Controller::V2(dir));
             }
@@ -57,7 +58,8 @@ fn find() -> Option<Controller> {
 /// Whether a child group with a memory limit can be made under `dir`.
 fn probe(dir: &Path, limit_file: &str) -> bool {
     let test = dir.join(format!("ablate-probe-{}", std::process::id()));
-    let ok = std::fs::create_dir(&test).is_ok() && std::fs::write(test.join(limit_file), "67108864").is_ok();
+    let ok = std::fs::create_dir(&test).is_ok()
+        && std::fs::write(test.join(limit_file), "67108864").is_ok();
     let _ = std::fs::remove_dir(&test);
     ok
 }
@@ -84,10 +86,20 @@ impl MemoryGroup {
             Controller::V1(d) => (d, "memory.limit_in_bytes"),
             Controller::V2(d) => (d, "memory.max"),
         };
-        let dir = parent.join(format!("ablate-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        let dir = parent.join(format!(
+            "ablate-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::create_dir(&dir).ok()?;
         let bytes = limit_mb.saturating_mul(1 << 20).to_string();
-        let group = MemoryGroup { procs: std::ffi::CString::new(dir.join("cgroup.procs").into_os_string().into_encoded_bytes()).ok()?, dir };
+        let group = MemoryGroup {
+            procs: std::ffi::CString::new(
+                dir.join("cgroup.procs").into_os_string().into_encoded_bytes(),
+            )
+            .ok()?,
+            dir,
+        };
         if std::fs::write(group.dir.join(limit_file), &bytes).is_err() {
             return None;
         }

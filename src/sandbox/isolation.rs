@@ -51,7 +51,10 @@ static CHOSEN: OnceLock<Isolation> = OnceLock::new();
 /// Decide the isolation for this process, once: bubblewrap (the `bwrap`
 /// given, else `bwrap` on PATH) when it works here; otherwise an error that
 /// says how to get it, unless `allow_none`.
-pub fn init(allow_none: bool, bwrap: Option<&std::path::Path>) -> Result<&'static Isolation, String> {
+pub fn init(
+    allow_none: bool,
+    bwrap: Option<&std::path::Path>,
+) -> Result<&'static Isolation, String> {
     if let Some(i) = CHOSEN.get() {
         return Ok(i);
     }
@@ -66,7 +69,9 @@ pub fn init(allow_none: bool, bwrap: Option<&std::path::Path>) -> Result<&'stati
         }
     };
     if let Isolation::None { reason } = &found {
-        eprintln!("WARNING: candidate code runs WITHOUT a sandbox ({reason}); the manifest records isolation: none");
+        eprintln!(
+            "WARNING: candidate code runs WITHOUT a sandbox ({reason}); the manifest records isolation: none"
+        );
     }
     Ok(CHOSEN.get_or_init(|| found))
 }
@@ -78,7 +83,9 @@ pub fn current() -> Result<&'static Isolation, String> {
 }
 
 fn bwrap_on_path() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("bwrap")).find(|p| p.is_file()))
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|d| d.join("bwrap")).find(|p| p.is_file())
+    })
 }
 
 pub fn is_root() -> bool {
@@ -91,18 +98,46 @@ fn probe(given: Option<&std::path::Path>) -> Result<Isolation, String> {
         Some(p) => p.to_path_buf(),
         None => bwrap_on_path().ok_or_else(|| "bwrap (bubblewrap) is not on PATH".to_string())?,
     };
-    let version = std::process::Command::new(&bwrap).arg("--version").output().map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
-    let version = String::from_utf8_lossy(&version.stdout).trim().trim_start_matches("bubblewrap ").to_string();
+    let version = std::process::Command::new(&bwrap)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    let version = String::from_utf8_lossy(&version.stdout)
+        .trim()
+        .trim_start_matches("bubblewrap ")
+        .to_string();
     let uid_switch = is_root();
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let lease = lease_uid().map_err(|e| format!("no jail uid: {e}"))?;
-    let jail = Jail { workspace: dir.path(), tests: None, runner_dir: None, out_dir: None, uid: lease.uid(), python_prefixes: &[], ro_binds: &[], netns: None };
+    let jail = Jail {
+        workspace: dir.path(),
+        tests: None,
+        runner_dir: None,
+        out_dir: None,
+        uid: lease.uid(),
+        python_prefixes: &[],
+        ro_binds: &[],
+        netns: None,
+    };
     let argv = jail.argv(&bwrap, uid_switch, &["/bin/true".to_string()], &check_env(None), None);
-    let out = std::process::Command::new(&argv[0]).args(&argv[1..]).env_clear().output().map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
     if !out.status.success() {
-        return Err(format!("bubblewrap cannot create the sandbox here ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "bubblewrap cannot create the sandbox here ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
-    Ok(Isolation::Bubblewrap { bwrap: bwrap.display().to_string(), version, uid_switch, memory_cgroup: super::cgroup::available() })
+    Ok(Isolation::Bubblewrap {
+        bwrap: bwrap.display().to_string(),
+        version,
+        uid_switch,
+        memory_cgroup: super::cgroup::available(),
+    })
 }
 
 /// The first jail uid and the number of them: a range far above ordinary accounts.
@@ -150,7 +185,13 @@ pub fn try_lease(uid: u32) -> std::io::Result<Option<UidLease>> {
         return Err(std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display())));
     }
     let path = dir.join(uid.to_string());
-    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(&path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)?;
     match file.try_lock() {
         Ok(()) => {
             LEASED.lock().unwrap().push(uid);
@@ -176,7 +217,9 @@ pub fn lease_uid() -> std::io::Result<UidLease> {
             return Ok(lease);
         }
     }
-    Err(std::io::Error::other(format!("all {UID_SLOTS} jail uids ({UID_BASE} and up) are held by other ablate processes")))
+    Err(std::io::Error::other(format!(
+        "all {UID_SLOTS} jail uids ({UID_BASE} and up) are held by other ablate processes"
+    )))
 }
 
 /// What one check sees: host paths bound into the jail.
@@ -201,7 +244,14 @@ pub struct Jail<'a> {
 impl Jail<'_> {
     /// The full argv: bwrap, its options, then (as root) setpriv to the jail's
     /// uid. With `limits`, the private /tmp holds at most `memory_mb`.
-    pub fn argv(&self, bwrap: &Path, uid_switch: bool, command: &[String], env: &[(String, String)], limits: Option<&Limits>) -> Vec<String> {
+    pub fn argv(
+        &self,
+        bwrap: &Path,
+        uid_switch: bool,
+        command: &[String],
+        env: &[(String, String)],
+        limits: Option<&Limits>,
+    ) -> Vec<String> {
         let mut a: Vec<String> = vec![bwrap.display().to_string()];
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
         push(&["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]);
@@ -217,10 +267,16 @@ impl Jail<'_> {
             match std::fs::symlink_metadata(top) {
                 Ok(m) if m.file_type().is_symlink() => {
                     if let Ok(target) = std::fs::read_link(top) {
-                        a.extend(["--symlink".to_string(), target.display().to_string(), top.to_string()]);
+                        a.extend([
+                            "--symlink".to_string(),
+                            target.display().to_string(),
+                            top.to_string(),
+                        ]);
                     }
                 }
-                Ok(m) if m.is_dir() => a.extend(["--ro-bind".to_string(), top.to_string(), top.to_string()]),
+                Ok(m) if m.is_dir() => {
+                    a.extend(["--ro-bind".to_string(), top.to_string(), top.to_string()])
+                }
                 _ => {}
             }
         }
@@ -234,7 +290,8 @@ impl Jail<'_> {
         // is bound over it, not hidden by it. Folders bwrap makes on the way to
         // a bind copy their host modes (0700 for /root): made here as 0755
         // first, so the jail's uid can pass.
-        let mut made: Vec<PathBuf> = vec![PathBuf::from("/tmp"), PathBuf::from("/dev"), PathBuf::from("/proc")];
+        let mut made: Vec<PathBuf> =
+            vec![PathBuf::from("/tmp"), PathBuf::from("/dev"), PathBuf::from("/proc")];
         let mut traversable = |a: &mut Vec<String>, path: &Path| {
             let mut cur = PathBuf::from("/");
             let parts: Vec<_> = path.components().skip(1).collect();
@@ -244,7 +301,12 @@ impl Jail<'_> {
                     continue;
                 }
                 made.push(cur.clone());
-                a.extend(["--perms".into(), "0755".into(), "--dir".into(), cur.display().to_string()]);
+                a.extend([
+                    "--perms".into(),
+                    "0755".into(),
+                    "--dir".into(),
+                    cur.display().to_string(),
+                ]);
             }
         };
         for prefix in self.python_prefixes {
@@ -319,7 +381,10 @@ pub fn chown_tree(root: &Path, uid: u32, skip: Option<&Path>) -> std::io::Result
 pub fn apply_rlimits(l: &Limits, processes: bool) -> std::io::Result<()> {
     use rustix::process::{Resource, Rlimit, setrlimit};
     // setrlimit is one system call (async-signal-safe); rustix makes it without libc.
-    let set = |res, value: u64| setrlimit(res, Rlimit { current: Some(value), maximum: Some(value) }).map_err(std::io::Error::from);
+    let set = |res, value: u64| {
+        setrlimit(res, Rlimit { current: Some(value), maximum: Some(value) })
+            .map_err(std::io::Error::from)
+    };
     set(Resource::As, l.memory_mb.saturating_mul(1 << 20))?;
     set(Resource::Fsize, l.file_size_mb.saturating_mul(1 << 20))?;
     set(Resource::Cpu, l.cpu_seconds)?;

@@ -82,7 +82,10 @@ pub const READ_CAP: u64 = 1 << 20;
 pub fn read_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
@@ -98,15 +101,29 @@ impl Sandbox {
         copy_tree(&task.workspace_dir(), dir.path())?;
         copy_tree(&task.tests_dir(), &dir.path().join("tests"))?;
         let root = dir.path().canonicalize()?;
-        let mut task_files: Vec<String> = digest::list_files(&task.workspace_dir())?.iter().map(|p| p.to_string_lossy().replace('\\', "/")).collect();
-        task_files.extend(digest::list_files(&task.tests_dir())?.iter().map(|p| format!("tests/{}", p.to_string_lossy().replace('\\', "/"))));
+        let mut task_files: Vec<String> = digest::list_files(&task.workspace_dir())?
+            .iter()
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .collect();
+        task_files.extend(
+            digest::list_files(&task.tests_dir())?
+                .iter()
+                .map(|p| format!("tests/{}", p.to_string_lossy().replace('\\', "/"))),
+        );
         for e in &task.editable {
             if !task_files.contains(e) {
                 task_files.push(e.clone());
             }
         }
         let uid = isolation::lease_uid()?;
-        Ok(Sandbox { dir, root, editable: task.editable.clone(), tests_src: task.tests_dir(), task_files, uid })
+        Ok(Sandbox {
+            dir,
+            root,
+            editable: task.editable.clone(),
+            tests_src: task.tests_dir(),
+            task_files,
+            uid,
+        })
     }
 
     /// An empty workspace with a uid of its own: the working folder of a
@@ -116,7 +133,14 @@ impl Sandbox {
         let dir = scratch::tempdir(&format!("ws-{label}-"))?;
         let root = dir.path().canonicalize()?;
         let uid = isolation::lease_uid()?;
-        Ok(Sandbox { dir, root, editable: Vec::new(), tests_src: PathBuf::new(), task_files: Vec::new(), uid })
+        Ok(Sandbox {
+            dir,
+            root,
+            editable: Vec::new(),
+            tests_src: PathBuf::new(),
+            task_files: Vec::new(),
+            uid,
+        })
     }
 
     /// The uid candidate code of this sandbox runs under.
@@ -171,7 +195,10 @@ impl Sandbox {
                     Vec::new()
                 }
                 Ok(m) if m.len() > SNAPSHOT_FILE_CAP => {
-                    notes.push(format!("`{name}` has {} bytes, over {SNAPSHOT_FILE_CAP}: graded as empty", m.len()));
+                    notes.push(format!(
+                        "`{name}` has {} bytes, over {SNAPSHOT_FILE_CAP}: graded as empty",
+                        m.len()
+                    ));
                     Vec::new()
                 }
                 Ok(_) => read_regular(&path, SNAPSHOT_FILE_CAP).unwrap_or_else(|e| {
@@ -211,21 +238,25 @@ impl Sandbox {
     pub fn planted_modules(&self, modules: &[String]) -> Vec<String> {
         let mut found = Vec::new();
         let Ok(entries) = std::fs::read_dir(&self.root) else { return found };
-        let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        let mut names: Vec<String> =
+            entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
         names.sort();
         for entry in names {
             if self.task_files.contains(&entry) || self.editable.contains(&entry) {
                 continue;
             }
-            let module = if let Some(m) = entry.strip_suffix(".py").or_else(|| entry.strip_suffix(".pyc")) {
-                Some(m)
-            } else if entry.ends_with(".so") {
-                entry.split('.').next()
-            } else if self.root.join(&entry).join("__init__.py").exists() || self.root.join(&entry).join("__init__.pyc").exists() {
-                Some(entry.as_str())
-            } else {
-                None
-            };
+            let module =
+                if let Some(m) = entry.strip_suffix(".py").or_else(|| entry.strip_suffix(".pyc")) {
+                    Some(m)
+                } else if entry.ends_with(".so") {
+                    entry.split('.').next()
+                } else if self.root.join(&entry).join("__init__.py").exists()
+                    || self.root.join(&entry).join("__init__.pyc").exists()
+                {
+                    Some(entry.as_str())
+                } else {
+                    None
+                };
             if let Some(m) = module
                 && modules.iter().any(|g| g == m)
             {
@@ -292,8 +323,16 @@ impl Sandbox {
     /// Normalise a path to its editable name (`./a.py` -> `a.py`) if it is one.
     pub fn editable_name(&self, rel: &str) -> Result<String, PathRefusal> {
         let resolved = self.resolve(rel)?;
-        let name = resolved.strip_prefix(&self.root).unwrap_or(&resolved).to_string_lossy().replace('\\', "/");
-        if self.editable.contains(&name) { Ok(name) } else { Err(PathRefusal::NotEditable(rel.to_string(), self.editable.join(", "))) }
+        let name = resolved
+            .strip_prefix(&self.root)
+            .unwrap_or(&resolved)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if self.editable.contains(&name) {
+            Ok(name)
+        } else {
+            Err(PathRefusal::NotEditable(rel.to_string(), self.editable.join(", ")))
+        }
     }
 
     /// Write one editable file. Only the task's editable files can be written.
@@ -303,7 +342,8 @@ impl Sandbox {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        write_nofollow(&path, content.as_bytes()).map_err(|_| PathRefusal::Escapes(rel.to_string()))?;
+        write_nofollow(&path, content.as_bytes())
+            .map_err(|_| PathRefusal::Escapes(rel.to_string()))?;
         Ok(name)
     }
 
@@ -318,7 +358,12 @@ impl Sandbox {
 
     /// Files in the sandbox, relative, sorted (caches skipped), at most 1,000.
     pub fn list(&self) -> Vec<String> {
-        digest::list_files(&self.root).unwrap_or_default().into_iter().take(1000).map(|p| p.to_string_lossy().replace('\\', "/")).collect()
+        digest::list_files(&self.root)
+            .unwrap_or_default()
+            .into_iter()
+            .take(1000)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .collect()
     }
 
     /// Put the suite's tests back; returns the test files that had changed,
@@ -333,10 +378,18 @@ impl Sandbox {
             changed.push("tests/ (replaced by something that is not a folder)".to_string());
             std::fs::remove_file(&tests_dir)?;
         }
-        let current = if kind.is_some_and(|k| k.is_dir()) { digest::list_files(&tests_dir)? } else { Vec::new() };
+        let current = if kind.is_some_and(|k| k.is_dir()) {
+            digest::list_files(&tests_dir)?
+        } else {
+            Vec::new()
+        };
         for rel in &original {
             let a = std::fs::read(self.tests_src.join(rel))?;
-            let b = if current.contains(rel) { read_regular(&tests_dir.join(rel), a.len() as u64 + 1).ok() } else { None };
+            let b = if current.contains(rel) {
+                read_regular(&tests_dir.join(rel), a.len() as u64 + 1).ok()
+            } else {
+                None
+            };
             if b.as_deref() != Some(a.as_slice()) {
                 changed.push(format!("tests/{}", rel.display()));
             }
@@ -373,7 +426,12 @@ fn read_cut(path: &Path, cap: u64) -> std::io::Result<String> {
 fn write_nofollow(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
     if !f.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
@@ -434,7 +492,10 @@ mod tests {
         let sb = Sandbox::create(&task(src.path())).unwrap();
         assert!(matches!(sb.resolve("../etc/passwd"), Err(PathRefusal::Escapes(_))));
         assert!(matches!(sb.resolve("/etc/passwd"), Err(PathRefusal::Absolute(_))));
-        assert!(matches!(sb.write_editable("tests/test_m.py", "x"), Err(PathRefusal::NotEditable(..))));
+        assert!(matches!(
+            sb.write_editable("tests/test_m.py", "x"),
+            Err(PathRefusal::NotEditable(..))
+        ));
         std::os::unix::fs::symlink("/etc", sb.path().join("link")).unwrap();
         assert!(matches!(sb.resolve("link/passwd"), Err(PathRefusal::Symlink(_))));
         assert_eq!(sb.write_editable("./m.py", "new").unwrap(), "m.py");
@@ -458,7 +519,14 @@ mod tests {
                 std::os::unix::fs::symlink(outside.path(), &tests).unwrap();
             }
             let changed = sb.restore_tests().unwrap();
-            assert_eq!(changed, vec!["tests/ (replaced by something that is not a folder)".to_string(), "tests/test_m.py".to_string()], "{replace}");
+            assert_eq!(
+                changed,
+                vec![
+                    "tests/ (replaced by something that is not a folder)".to_string(),
+                    "tests/test_m.py".to_string()
+                ],
+                "{replace}"
+            );
             assert_eq!(std::fs::read_to_string(tests.join("test_m.py")).unwrap(), "tests");
             // The link was removed, never followed.
             assert_eq!(std::fs::read_to_string(outside.path().join("keep.txt")).unwrap(), "host");
@@ -476,11 +544,24 @@ mod tests {
         assert!(matches!(sb.read("pipe"), Err(PathRefusal::Missing(_))));
         std::fs::write(sb.path().join("big"), vec![b'x'; READ_CAP as usize + 10]).unwrap();
         let text = sb.read("big").unwrap();
-        assert!(text.starts_with("xxx") && text.ends_with(&format!("[... cut at {READ_CAP} bytes ...]")));
-        assert_eq!(text.len(), READ_CAP as usize + format!("\n[... cut at {READ_CAP} bytes ...]").len());
+        assert!(
+            text.starts_with("xxx")
+                && text.ends_with(&format!("[... cut at {READ_CAP} bytes ...]"))
+        );
+        assert_eq!(
+            text.len(),
+            READ_CAP as usize + format!("\n[... cut at {READ_CAP} bytes ...]").len()
+        );
         // Only the task's own files are shown to a model.
-        let shown: Vec<String> = sb.task_files(3).into_iter().map(|(n, c)| format!("{n}={c}")).collect();
-        assert_eq!(shown, vec!["m.py=stu\n[... cut at 3 bytes ...]".to_string(), "tests/test_m.py=tes\n[... cut at 3 bytes ...]".to_string()]);
+        let shown: Vec<String> =
+            sb.task_files(3).into_iter().map(|(n, c)| format!("{n}={c}")).collect();
+        assert_eq!(
+            shown,
+            vec![
+                "m.py=stu\n[... cut at 3 bytes ...]".to_string(),
+                "tests/test_m.py=tes\n[... cut at 3 bytes ...]".to_string()
+            ]
+        );
     }
 
     #[test]
@@ -497,8 +578,16 @@ mod tests {
         assert!(!sb.path().join("tests/extra.py").exists());
         // The editable files as digested (name, NUL, sha256 hex of the bytes, newline), in Python:
         // hashlib.sha256(b"m.py\0" + hashlib.sha256(b"stub").hexdigest().encode() + b"\n").hexdigest().
-        assert_eq!(sb.snapshot_sha256(), "07a3f6fd1e4f0c32278f0c5fb720d471cd2972d9a24904d17d68e694a02566d6", "m.py = \"stub\"");
+        assert_eq!(
+            sb.snapshot_sha256(),
+            "07a3f6fd1e4f0c32278f0c5fb720d471cd2972d9a24904d17d68e694a02566d6",
+            "m.py = \"stub\""
+        );
         sb.apply_solution(&t).unwrap();
-        assert_eq!(sb.snapshot_sha256(), "7cf80338eb005456868ba5f468e21efb2865c4fc641d839215f610f9bfdb74d6", "m.py = \"solved\"");
+        assert_eq!(
+            sb.snapshot_sha256(),
+            "7cf80338eb005456868ba5f468e21efb2865c4fc641d839215f610f9bfdb74d6",
+            "m.py = \"solved\""
+        );
     }
 }

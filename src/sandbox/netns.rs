@@ -85,7 +85,11 @@ fn loopback_up() -> std::io::Result<()> {
             Err(std::io::Error::last_os_error())
         } else {
             req.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-            if libc::ioctl(sock, SIOCSIFFLAGS as _, &req) != 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+            if libc::ioctl(sock, SIOCSIFFLAGS as _, &req) != 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
         }
     };
     // SAFETY: closing the socket opened above.
@@ -96,7 +100,8 @@ fn loopback_up() -> std::io::Result<()> {
 /// Join the namespace `fd` (in a forked child before exec).
 pub fn join(fd: BorrowedFd<'_>) -> std::io::Result<()> {
     // setns is one system call (async-signal-safe).
-    rustix::thread::move_into_link_name_space(fd, Some(rustix::thread::LinkNameSpaceType::Network)).map_err(std::io::Error::from)
+    rustix::thread::move_into_link_name_space(fd, Some(rustix::thread::LinkNameSpaceType::Network))
+        .map_err(std::io::Error::from)
 }
 
 #[cfg(test)]
@@ -112,27 +117,37 @@ mod tests {
     #[test]
     fn the_listener_lives_in_a_namespace_of_its_own() {
         if !crate::sandbox::isolation::is_root() {
-            eprintln!("SKIPPED the_listener_lives_in_a_namespace_of_its_own: creating a network namespace needs root");
+            eprintln!(
+                "SKIPPED the_listener_lives_in_a_namespace_of_its_own: creating a network namespace needs root"
+            );
             return;
         }
         let net = TrialNet::create().unwrap();
         assert_eq!(net.listener.local_addr().unwrap().port(), GATEWAY_PORT);
         // From the host's namespace nothing listens there (or something else does).
-        let host = std::net::TcpStream::connect_timeout(&"127.0.0.1:11434".parse().unwrap(), Duration::from_millis(200));
+        let host = std::net::TcpStream::connect_timeout(
+            &"127.0.0.1:11434".parse().unwrap(),
+            Duration::from_millis(200),
+        );
         if let Ok(mut s) = host {
             // Something of the host's own: our listener must not see it.
             let _ = s.write_all(b"x");
         }
         net.listener.set_nonblocking(true).unwrap();
         let first = net.listener.accept();
-        assert!(matches!(&first, Err(e) if e.kind() == ErrorKind::WouldBlock), "a host connection reached the namespace's listener: {first:?}");
+        assert!(
+            matches!(&first, Err(e) if e.kind() == ErrorKind::WouldBlock),
+            "a host connection reached the namespace's listener: {first:?}"
+        );
         // A child that joins the namespace reaches it.
         let fd = net.fd();
         let mut child = std::process::Command::new("python3");
         child.args(["-c", "import socket; s = socket.create_connection(('127.0.0.1', 11434), timeout=5); s.sendall(b'hello')"]);
         // SAFETY: pre_exec runs setns only; `net` keeps the fd open while the child starts.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut child, move || join(BorrowedFd::borrow_raw(fd)));
+            std::os::unix::process::CommandExt::pre_exec(&mut child, move || {
+                join(BorrowedFd::borrow_raw(fd))
+            });
         }
         let mut child = child.spawn().unwrap();
         let deadline = Instant::now() + 2 * PATIENCE;
@@ -153,7 +168,9 @@ mod tests {
         let mut conn = loop {
             match net.listener.accept() {
                 Ok((conn, _)) => break conn,
-                Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 Err(e) => panic!("no connection from the namespace within {PATIENCE:?}: {e}"),
             }
         };

@@ -124,11 +124,15 @@ pub async fn run_until(
         return Err(std::io::Error::other("empty command"));
     }
     let full: Vec<String> = match confine.map(|c| (c, c.isolation)) {
-        Some((c, Isolation::Bubblewrap { bwrap, uid_switch, .. })) => c.jail.argv(Path::new(bwrap), *uid_switch, argv, env, Some(&c.limits)),
+        Some((c, Isolation::Bubblewrap { bwrap, uid_switch, .. })) => {
+            c.jail.argv(Path::new(bwrap), *uid_switch, argv, env, Some(&c.limits))
+        }
         _ => argv.to_vec(),
     };
     // The jail's processes and its /tmp under one memory limit, where cgroups can be made.
-    let group = confine.filter(|c| c.isolation.is_isolated()).and_then(|c| super::cgroup::MemoryGroup::create(c.limits.memory_mb));
+    let group = confine
+        .filter(|c| c.isolation.is_isolated())
+        .and_then(|c| super::cgroup::MemoryGroup::create(c.limits.memory_mb));
     let procs = group.as_ref().map(super::cgroup::MemoryGroup::procs);
     let (program, args) = full.split_first().expect("argv is not empty");
     let mut cmd = Command::new(program);
@@ -197,8 +201,16 @@ pub async fn run_until(
     // Pipes close once the group is dead; a process that escaped the group could
     // hold them open, so the wait for EOF is bounded.
     let grace = Duration::from_secs(2);
-    let stdout = tokio::time::timeout(grace, out_task).await.ok().and_then(|r| r.ok()).unwrap_or_else(|| Capture::new(cap));
-    let stderr = tokio::time::timeout(grace, err_task).await.ok().and_then(|r| r.ok()).unwrap_or_else(|| Capture::new(cap));
+    let stdout = tokio::time::timeout(grace, out_task)
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or_else(|| Capture::new(cap));
+    let stderr = tokio::time::timeout(grace, err_task)
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or_else(|| Capture::new(cap));
     drop(group);
     Ok(ProcessOutcome { exit_code, timed_out, stopped, stdout, stderr, duration })
 }
@@ -243,7 +255,17 @@ mod tests {
     #[tokio::test]
     async fn exit_code_and_output() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run_limited(&sh("echo hi; echo err >&2; exit 3"), dir.path(), &[], Duration::from_secs(5), 1000, None, None).await.unwrap();
+        let out = run_limited(
+            &sh("echo hi; echo err >&2; exit 3"),
+            dir.path(),
+            &[],
+            Duration::from_secs(5),
+            1000,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(out.exit_code, Some(3));
         assert!(!out.timed_out);
         assert_eq!(out.stdout.text(), "hi\n");
@@ -255,7 +277,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // The child forks a grandchild that also sleeps; both must die.
         let start = Instant::now();
-        let out = run_limited(&sh("sleep 30 & sleep 30; echo never"), dir.path(), &[], Duration::from_millis(300), 1000, None, None).await.unwrap();
+        let out = run_limited(
+            &sh("sleep 30 & sleep 30; echo never"),
+            dir.path(),
+            &[],
+            Duration::from_millis(300),
+            1000,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
         assert!(out.timed_out);
         assert_eq!(out.exit_code, None);
         assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
@@ -265,10 +297,17 @@ mod tests {
     #[tokio::test]
     async fn flooding_output_is_capped() {
         let dir = tempfile::tempdir().unwrap();
-        let out =
-            run_limited(&sh("yes flood | head -c 5000000"), dir.path(), &[("PATH".into(), "/usr/bin:/bin".into())], Duration::from_secs(20), 4096, None, None)
-                .await
-                .unwrap();
+        let out = run_limited(
+            &sh("yes flood | head -c 5000000"),
+            dir.path(),
+            &[("PATH".into(), "/usr/bin:/bin".into())],
+            Duration::from_secs(20),
+            4096,
+            None,
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(out.stdout.total_bytes, 5_000_000);
         // Cap 4096: the first and the last 2048 bytes. 2048 = 341 * 6 + 2 and 5_000_000 - 2048 is a
         // multiple of 6, so both are "flood\n" x 341 + "fl"; 5_000_000 - 4096 = 4_995_904 omitted, and

@@ -40,7 +40,9 @@ pub fn dir() -> std::io::Result<PathBuf> {
     // sweeper can never see it unlocked.
     let fresh = tempfile::Builder::new().prefix(".ablate-new-").tempdir_in(&root)?;
     let lock = File::create(fresh.path().join(LOCK))?;
-    lock.try_lock().map_err(|e| std::io::Error::other(format!("cannot lock {}: {e}", fresh.path().join(LOCK).display())))?;
+    lock.try_lock().map_err(|e| {
+        std::io::Error::other(format!("cannot lock {}: {e}", fresh.path().join(LOCK).display()))
+    })?;
     let name = format!("{PREFIX}{}-{:08x}", std::process::id(), rand::random::<u32>());
     let path = root.join(name);
     std::fs::rename(fresh.path(), &path)?;

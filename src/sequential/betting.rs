@@ -109,7 +109,13 @@ impl BettingCs {
     /// `population`: the without-replacement form for a population of that size.
     /// `points`: candidate means followed as observations come (cheap decisions);
     /// `track_bounds`: the interval found after every observation (the plot's line).
-    pub fn new(alpha: f64, sizing: Bets, population: Option<usize>, points: &[f64], track_bounds: bool) -> BettingCs {
+    pub fn new(
+        alpha: f64,
+        sizing: Bets,
+        population: Option<usize>,
+        points: &[f64],
+        track_bounds: bool,
+    ) -> BettingCs {
         BettingCs {
             alpha,
             sizing,
@@ -119,7 +125,10 @@ impl BettingCs {
             sum: 0.0,
             squares: 0.0,
             s2: 0.25,
-            points: points.iter().map(|&m| Point { m, capital: Capital::START, above: false, below: false }).collect(),
+            points: points
+                .iter()
+                .map(|&m| Point { m, capital: Capital::START, above: false, below: false })
+                .collect(),
             bounds: Vec::new(),
             track_bounds,
         }

@@ -105,7 +105,9 @@ pub struct RunDesign<'a> {
 /// task from the index-th, in order; without a shard, all of them.
 pub fn own_tasks(order: &[String], shard: Option<(u32, u32)>) -> Vec<String> {
     match shard {
-        Some((index, count)) => order.iter().skip(index as usize - 1).step_by(count as usize).cloned().collect(),
+        Some((index, count)) => {
+            order.iter().skip(index as usize - 1).step_by(count as usize).cloned().collect()
+        }
         None => order.to_vec(),
     }
 }
@@ -118,14 +120,29 @@ impl Monitor {
     /// money (the budget over the shard count; running time is each shard's,
     /// as shards run side by side). The runner, the report and merge all
     /// build it here, so they follow one rule.
-    pub fn for_run(d: &RunDesign<'_>, comparisons: &[Named<'_>], models: &[String], history: bool) -> Monitor {
-        let budget = d.max_tasks.map_or(d.task_order.len(), |n| (n as usize).min(d.task_order.len()));
+    pub fn for_run(
+        d: &RunDesign<'_>,
+        comparisons: &[Named<'_>],
+        models: &[String],
+        history: bool,
+    ) -> Monitor {
+        let budget =
+            d.max_tasks.map_or(d.task_order.len(), |n| (n as usize).min(d.task_order.len()));
         let order = own_tasks(&d.task_order[..budget], d.shard);
         let all = own_tasks(d.task_order, d.shard);
         let shards = d.shard.map_or(1, |(_, n)| n);
         let family = family(comparisons, models, d.alpha);
         let max_trials = d.max_trials.map(|n| (n as usize).div_ceil(shards as usize));
-        let mut m = Monitor::new(&all, d.trials, order.len(), max_trials, d.margin, bets_for(order.len()), family, history);
+        let mut m = Monitor::new(
+            &all,
+            d.trials,
+            order.len(),
+            max_trials,
+            d.margin,
+            bets_for(order.len()),
+            family,
+            history,
+        );
         m.spend = Spend::new(d.max_cost_usd.map(|c| c / shards as f64), d.max_seconds);
         m
     }
@@ -180,9 +197,20 @@ impl Sequence {
     /// `sizing`: the bets' (`bets_for(max_tasks)` in runs); `history`: the
     /// interval after every task kept (the report's plot; the runner needs
     /// only the decisions). The without-replacement interval is found when asked.
-    pub fn new(alpha: f64, margin: Option<f64>, population: usize, sizing: Bets, history: bool) -> Sequence {
+    pub fn new(
+        alpha: f64,
+        margin: Option<f64>,
+        population: usize,
+        sizing: Bets,
+        history: bool,
+    ) -> Sequence {
         let cs = BettingCs::new(alpha, sizing, None, &decision_points(margin), history);
-        Sequence::of(cs, Some(BettingCs::new(alpha, sizing, Some(population.max(1)), &[], false)), margin, sizing)
+        Sequence::of(
+            cs,
+            Some(BettingCs::new(alpha, sizing, Some(population.max(1)), &[], false)),
+            margin,
+            sizing,
+        )
     }
 
     /// The decisions alone, with `also` (differences) followed too (`excludes`):
@@ -194,7 +222,16 @@ impl Sequence {
     }
 
     fn of(cs: BettingCs, wor: Option<BettingCs>, margin: Option<f64>, sizing: Bets) -> Sequence {
-        Sequence { cs, wor, margin, sizing, decision: Decision::Undecided, decided_at: None, sum_d: 0.0, sum_d2: 0.0 }
+        Sequence {
+            cs,
+            wor,
+            margin,
+            sizing,
+            decision: Decision::Undecided,
+            decided_at: None,
+            sum_d: 0.0,
+            sum_d2: 0.0,
+        }
     }
 
     /// Whether the `i`-th difference given to `untracked` has left the sequence.
@@ -248,7 +285,11 @@ impl Sequence {
             (Some(w), true) => w.interval(),
             _ => self.cs.interval(),
         };
-        SequenceInterval { lo: 2.0 * lo - 1.0, hi: 2.0 * hi - 1.0, these_tasks: all_tasks_in && self.wor.is_some() }
+        SequenceInterval {
+            lo: 2.0 * lo - 1.0,
+            hi: 2.0 * hi - 1.0,
+            these_tasks: all_tasks_in && self.wor.is_some(),
+        }
     }
 
     /// The running interval after each task (tasks like these), on the
@@ -365,20 +406,39 @@ impl Monitor {
     /// A final record: `passed` (0 or 1, or a fraction) of `repeat` of `task` in `arm` on `model`.
     /// Tasks now complete enter every comparison waiting for them, in order.
     /// Returns the comparisons this decided, as "NAME on MODEL: DECISION after N tasks".
-    pub fn record(&mut self, task: &str, arm: &str, model: &str, repeat: u32, passed: f64) -> Vec<String> {
+    pub fn record(
+        &mut self,
+        task: &str,
+        arm: &str,
+        model: &str,
+        repeat: u32,
+        passed: f64,
+    ) -> Vec<String> {
         let Some(&k) = self.order.get(task) else { return Vec::new() };
         if repeat >= self.trials {
             return Vec::new();
         }
-        let slots = self.outcomes.entry((k, arm.to_string(), model.to_string())).or_insert_with(|| vec![None; self.trials as usize]);
+        let slots = self
+            .outcomes
+            .entry((k, arm.to_string(), model.to_string()))
+            .or_insert_with(|| vec![None; self.trials as usize]);
         slots[repeat as usize] = Some(passed);
-        let open: Vec<bool> = self.comparisons.iter().map(|(_, s)| s.decision == Decision::Undecided).collect();
+        let open: Vec<bool> =
+            self.comparisons.iter().map(|(_, s)| s.decision == Decision::Undecided).collect();
         self.advance();
         self.comparisons
             .iter()
             .zip(open)
             .filter(|((_, s), was_open)| *was_open && s.decision != Decision::Undecided)
-            .map(|((c, s), _)| format!("{} on {}: {} after {} tasks", c.name, c.model, s.decision.name(), s.tasks()))
+            .map(|((c, s), _)| {
+                format!(
+                    "{} on {}: {} after {} tasks",
+                    c.name,
+                    c.model,
+                    s.decision.name(),
+                    s.tasks()
+                )
+            })
             .collect()
     }
 
@@ -402,10 +462,18 @@ impl Monitor {
                 loop {
                     let k = self.next[i];
                     let (spec, seq) = &self.comparisons[i];
-                    if seq.decision != Decision::Undecided || k >= self.max_tasks || !self.within_budget(k) {
+                    if seq.decision != Decision::Undecided
+                        || k >= self.max_tasks
+                        || !self.within_budget(k)
+                    {
                         break;
                     }
-                    let (Some(c), Some(t)) = (self.mean_of(k, &spec.control, &spec.model), self.mean_of(k, &spec.treatment, &spec.model)) else { break };
+                    let (Some(c), Some(t)) = (
+                        self.mean_of(k, &spec.control, &spec.model),
+                        self.mean_of(k, &spec.treatment, &spec.model),
+                    ) else {
+                        break;
+                    };
                     self.comparisons[i].1.push(t - c);
                     self.next[i] += 1;
                     moved = true;
@@ -420,7 +488,11 @@ impl Monitor {
     /// Whether task k may enter under the budget of trials (known for certain).
     fn within_budget(&self, k: usize) -> bool {
         let Some(max) = self.max_trials else { return true };
-        let open_behind = self.comparisons.iter().zip(&self.next).any(|((_, s), &n)| s.decision == Decision::Undecided && n < k);
+        let open_behind = self
+            .comparisons
+            .iter()
+            .zip(&self.next)
+            .any(|((_, s), &n)| s.decision == Decision::Undecided && n < k);
         !open_behind && self.needed_through(k, Count::Undecided) <= max
     }
 
@@ -477,7 +549,11 @@ impl Monitor {
     /// on decisions still to come (the trials under way decide it).
     pub fn gate(&self, task: &str, arm: &str, model: &str) -> Gate {
         let Some(&k) = self.order.get(task) else { return Gate::Skip };
-        let open = self.comparisons.iter().any(|(c, s)| s.decision == Decision::Undecided && c.model == model && (c.control == arm || c.treatment == arm));
+        let open = self.comparisons.iter().any(|(c, s)| {
+            s.decision == Decision::Undecided
+                && c.model == model
+                && (c.control == arm || c.treatment == arm)
+        });
         if k >= self.max_tasks || !open || self.spent().is_some() {
             return Gate::Skip;
         }
@@ -495,7 +571,9 @@ impl Monitor {
     pub fn finished(&self) -> bool {
         self.spent().is_some()
             || self.comparisons.iter().zip(&self.next).all(|((_, s), &k)| {
-                s.decision != Decision::Undecided || k >= self.max_tasks || self.max_trials.is_some_and(|m| self.needed_through(k, Count::Known) > m)
+                s.decision != Decision::Undecided
+                    || k >= self.max_tasks
+                    || self.max_trials.is_some_and(|m| self.needed_through(k, Count::Known) > m)
             })
     }
 

@@ -24,7 +24,9 @@ impl std::fmt::Display for Spent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Spent::Money { spent, max } => write!(f, "money budget spent: ${spent:.4} of ${max}"),
-            Spent::Time { spent, max } => write!(f, "time budget spent: {spent:.0} s of running time of {max} s"),
+            Spent::Time { spent, max } => {
+                write!(f, "time budget spent: {spent:.0} s of running time of {max} s")
+            }
         }
     }
 }

@@ -5,22 +5,37 @@
 use super::betting::{Bets, BettingCs};
 use super::*;
 
-const D1: [f64; 20] = [0.2, 0.1, 0.3, -0.1, 0.2, 0.4, 0.0, 0.2, 0.1, 0.3, 0.2, 0.1, 0.3, 0.2, 0.0, 0.2, 0.1, 0.3, 0.2, 0.2];
-const D2: [f64; 25] = [1., 0., 0., 1., 0., -1., 1., 0., 1., 1., 0., 0., 1., 0., 1., 1., 0., 1., 0., 1., 1., 0., 1., 1., 0.];
+const D1: [f64; 20] = [
+    0.2, 0.1, 0.3, -0.1, 0.2, 0.4, 0.0, 0.2, 0.1, 0.3, 0.2, 0.1, 0.3, 0.2, 0.0, 0.2, 0.1, 0.3, 0.2,
+    0.2,
+];
+const D2: [f64; 25] = [
+    1., 0., 0., 1., 0., -1., 1., 0., 1., 1., 0., 0., 1., 0., 1., 1., 0., 1., 0., 1., 1., 0., 1.,
+    1., 0.,
+];
 
 fn x(d: &[f64]) -> Vec<f64> {
     d.iter().map(|d| (d + 1.0) / 2.0).collect()
 }
 
 /// The running intersection after t observations, against the reference's (lo, hi) for each listed t.
-fn check(xs: &[f64], alpha: f64, sizing: Bets, population: Option<usize>, expected: &[(usize, f64, f64)]) {
+fn check(
+    xs: &[f64],
+    alpha: f64,
+    sizing: Bets,
+    population: Option<usize>,
+    expected: &[(usize, f64, f64)],
+) {
     let mut cs = BettingCs::new(alpha, sizing, population, &[], true);
     for &v in xs {
         cs.push(v);
     }
     for &(t, lo, hi) in expected {
         let (l, h) = cs.history()[t - 1];
-        assert!((l - lo).abs() < 1e-7 && (h - hi).abs() < 1e-7, "t = {t}: [{l:.9}, {h:.9}], reference [{lo:.9}, {hi:.9}]");
+        assert!(
+            (l - lo).abs() < 1e-7 && (h - hi).abs() < 1e-7,
+            "t = {t}: [{l:.9}, {h:.9}], reference [{lo:.9}, {hi:.9}]"
+        );
     }
     // The untracked form recomputes the same running intersection.
     let mut plain = BettingCs::new(alpha, sizing, population, &[], false);
@@ -34,26 +49,76 @@ fn check(xs: &[f64], alpha: f64, sizing: Bets, population: Option<usize>, expect
 
 #[test]
 fn sequences_match_the_reference() {
-    check(&x(&D1), 0.05, Bets::Uniform, None, &[(1, 0.0, 1.0), (5, 0.178083147, 0.866108633), (10, 0.307634971, 0.782760768), (20, 0.416865164, 0.708151585)]);
-    check(&x(&D2), 0.01, Bets::Uniform, None, &[(1, 0.0, 1.0), (5, 0.139648865, 1.0), (10, 0.258105375, 0.976268729), (25, 0.475448278, 0.901921466)]);
+    check(
+        &x(&D1),
+        0.05,
+        Bets::Uniform,
+        None,
+        &[
+            (1, 0.0, 1.0),
+            (5, 0.178083147, 0.866108633),
+            (10, 0.307634971, 0.782760768),
+            (20, 0.416865164, 0.708151585),
+        ],
+    );
+    check(
+        &x(&D2),
+        0.01,
+        Bets::Uniform,
+        None,
+        &[
+            (1, 0.0, 1.0),
+            (5, 0.139648865, 1.0),
+            (10, 0.258105375, 0.976268729),
+            (25, 0.475448278, 0.901921466),
+        ],
+    );
 }
 
 #[test]
 fn without_replacement_matches_the_reference_and_ends_at_the_population_mean() {
-    check(&x(&D1), 0.05, Bets::Uniform, Some(20), &[(1, 0.03, 0.98), (5, 0.223160901, 0.839083689), (10, 0.381053281, 0.728545229), (20, 0.5875, 0.5875)]);
+    check(
+        &x(&D1),
+        0.05,
+        Bets::Uniform,
+        Some(20),
+        &[
+            (1, 0.03, 0.98),
+            (5, 0.223160901, 0.839083689),
+            (10, 0.381053281, 0.728545229),
+            (20, 0.5875, 0.5875),
+        ],
+    );
     check(
         &x(&D2),
         0.05,
         Bets::Uniform,
         Some(30),
-        &[(1, 0.033333333, 1.0), (5, 0.248261571, 0.95), (10, 0.384318951, 0.897403948), (25, 0.629756768, 0.783333333)],
+        &[
+            (1, 0.033333333, 1.0),
+            (5, 0.248261571, 0.95),
+            (10, 0.384318951, 0.897403948),
+            (25, 0.629756768, 0.783333333),
+        ],
     );
 }
 
 #[test]
 fn bets_sized_for_a_horizon_match_the_reference() {
-    check(&x(&D1), 0.05, Bets::Horizon(40), None, &[(5, 0.0, 1.0), (10, 0.292274743, 0.834639570), (20, 0.414950309, 0.712608037)]);
-    check(&x(&D2), 0.025, Bets::Horizon(25), Some(30), &[(5, 0.116666667, 0.95), (10, 0.343905121, 0.9), (25, 0.628773983, 0.783333333)]);
+    check(
+        &x(&D1),
+        0.05,
+        Bets::Horizon(40),
+        None,
+        &[(5, 0.0, 1.0), (10, 0.292274743, 0.834639570), (20, 0.414950309, 0.712608037)],
+    );
+    check(
+        &x(&D2),
+        0.025,
+        Bets::Horizon(25),
+        Some(30),
+        &[(5, 0.116666667, 0.95), (10, 0.343905121, 0.9), (25, 0.628773983, 0.783333333)],
+    );
 }
 
 #[test]
@@ -76,14 +141,21 @@ fn followed_points_agree_with_the_interval() {
 }
 
 fn spec(name: &str, control: &str, treatment: &str, alpha: f64) -> ComparisonSpec {
-    ComparisonSpec { name: name.into(), control: control.into(), treatment: treatment.into(), model: "m".into(), alpha }
+    ComparisonSpec {
+        name: name.into(),
+        control: control.into(),
+        treatment: treatment.into(),
+        model: "m".into(),
+        alpha,
+    }
 }
 
 #[test]
 fn a_large_effect_is_decided_and_its_arm_stops_being_needed() {
     // Every task: full passes, -a fails; -b the same as full. 40 tasks, one trial, margin 20 pp.
     let tasks: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
-    let comparisons = vec![spec("-a", "full", "minus-a", 0.025), spec("-b", "full", "minus-b", 0.025)];
+    let comparisons =
+        vec![spec("-a", "full", "minus-a", 0.025), spec("-b", "full", "minus-b", 0.025)];
     let mut m = Monitor::new(&tasks, 1, 40, None, Some(0.2), Bets::Uniform, comparisons, true);
     let mut stopped_at = None;
     for (k, t) in tasks.iter().enumerate() {
@@ -105,7 +177,12 @@ fn a_large_effect_is_decided_and_its_arm_stops_being_needed() {
     // -b: d = 0, x = 1/2 every task, s2_{t-1} = 0.25 / t, l_t^2 = 35.06 / ln(1 + t) > 1.25^2: the bets
     // at 0.4 and 0.6 are their truncation 0.5 / 0.4 = 1.25, each factor 1 + 1.25 * 0.1 = 1.125, and
     // 0.5 * 1.125^k >= 40 first at k = 38 (1.125^37 = 78.2, 1.125^38 = 88.0).
-    assert_eq!((seqs[1].decision, seqs[1].decided_at), (Decision::Equivalent, Some(38)), "{:?}", seqs[1].interval(false));
+    assert_eq!(
+        (seqs[1].decision, seqs[1].decided_at),
+        (Decision::Equivalent, Some(38)),
+        "{:?}",
+        seqs[1].interval(false)
+    );
     assert!(m.finished());
     assert!(!m.needs("t39", "full", "m"), "every comparison is decided");
 }
@@ -126,7 +203,16 @@ fn decisions_do_not_depend_on_the_order_records_arrive_in() {
         }
     }
     let run = |recs: &[(String, &str, u32, f64)]| {
-        let mut m = Monitor::new(&tasks, 3, 30, None, None, Bets::Horizon(30), vec![spec("-a", "full", "minus-a", 0.05)], true);
+        let mut m = Monitor::new(
+            &tasks,
+            3,
+            30,
+            None,
+            None,
+            Bets::Horizon(30),
+            vec![spec("-a", "full", "minus-a", 0.05)],
+            true,
+        );
         for (t, arm, r, v) in recs {
             m.record(t, arm, "m", *r, *v);
         }
@@ -154,12 +240,20 @@ fn a_budget_of_trials_counts_what_the_tasks_needed_whatever_order_records_come_i
         records.push((t.clone(), "c", 1.0));
     }
     let replay = |recs: &[(String, &str, f64)]| {
-        let mut m = Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons(), false);
+        let mut m =
+            Monitor::new(&tasks, 1, 40, Some(40), None, Bets::Uniform, comparisons(), false);
         for (t, arm, v) in recs {
             m.record(t, arm, "m", 0, *v);
         }
-        let seqs: Vec<(Decision, Option<usize>, usize)> = m.comparisons().map(|(_, s)| (s.decision, s.decided_at, s.tasks())).collect();
-        (seqs, m.finished(), m.gate("t13", "c", "m"), m.gate("t14", "c", "m"), m.gate("t11", "b", "m"))
+        let seqs: Vec<(Decision, Option<usize>, usize)> =
+            m.comparisons().map(|(_, s)| (s.decision, s.decided_at, s.tasks())).collect();
+        (
+            seqs,
+            m.finished(),
+            m.gate("t13", "c", "m"),
+            m.gate("t14", "c", "m"),
+            m.gate("t11", "b", "m"),
+        )
     };
     let forward = replay(&records);
     assert_eq!(forward.0, vec![(Decision::Hurts, Some(11), 11), (Decision::Undecided, None, 14)]);
@@ -175,8 +269,16 @@ fn a_budget_of_trials_counts_what_the_tasks_needed_whatever_order_records_come_i
     for (t, arm, v) in &records[..3 * 5] {
         m.record(t, arm, "m", 0, *v);
     }
-    assert_eq!(m.gate("t12", "c", "m"), Gate::Run, "13 tasks of 3 trials are 39 even if nothing is decided");
-    assert_eq!(m.gate("t13", "c", "m"), Gate::Wait, "42 if -b stays open, 39 if it is decided by task 11");
+    assert_eq!(
+        m.gate("t12", "c", "m"),
+        Gate::Run,
+        "13 tasks of 3 trials are 39 even if nothing is decided"
+    );
+    assert_eq!(
+        m.gate("t13", "c", "m"),
+        Gate::Wait,
+        "42 if -b stays open, 39 if it is decided by task 11"
+    );
 }
 
 /// A shard follows its own tasks (every count-th of the order from the
@@ -206,13 +308,21 @@ fn a_shard_follows_its_own_tasks_with_its_share_of_the_budgets() {
     let m = Monitor::for_run(&run(Some(5), None, None), &named, &models, false);
     assert_eq!((m.tasks(), m.max_tasks()), (3, 2));
     assert_eq!(
-        [m.gate("t1", "c", "m"), m.gate("t4", "t", "m"), m.gate("t7", "c", "m"), m.gate("t0", "c", "m")],
+        [
+            m.gate("t1", "c", "m"),
+            m.gate("t4", "t", "m"),
+            m.gate("t7", "c", "m"),
+            m.gate("t0", "c", "m")
+        ],
         [Gate::Run, Gate::Run, Gate::Skip, Gate::Skip]
     );
     // Budget of trials: 4 for this shard; each task needs 2 (c and t): t1 and t4 fit; t7 fits only
     // if the comparison is decided before t4 (then t4 is not needed): wait for the trials under way.
     let m = Monitor::for_run(&run(None, Some(10), None), &named, &models, false);
-    assert_eq!([m.gate("t1", "c", "m"), m.gate("t4", "c", "m"), m.gate("t7", "c", "m")], [Gate::Run, Gate::Run, Gate::Wait]);
+    assert_eq!(
+        [m.gate("t1", "c", "m"), m.gate("t4", "c", "m"), m.gate("t7", "c", "m")],
+        [Gate::Run, Gate::Run, Gate::Wait]
+    );
     // Money: $3 over 3 shards is $1 here; a record costing $1 spends it and nothing starts.
     let mut m = Monitor::for_run(&run(None, None, Some(3.0)), &named, &models, false);
     m.spend(0.0, 1.0, Some(0.5));

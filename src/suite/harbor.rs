@@ -170,10 +170,13 @@ pub fn is_harbor_task(dir: &Path) -> bool {
 /// Read a Harbor task folder: its task.toml, checked key by key, and its instruction.
 pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), InputError> {
     let file = dir.join("task.toml");
-    let text = std::fs::read_to_string(&file).map_err(|e| InputError::new(&file, format!("cannot read: {e}")))?;
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| InputError::new(&file, format!("cannot read: {e}")))?;
     let raw: RawHarbor = parse_toml_str(&file, &text)?;
     let at = |key: &str, msg: String| InputError::at(&file, key, msg);
-    let refuse = |key: &str, what: &str| at(key, format!("{what} is not run by this version of ablate (docs/harbor.md)"));
+    let refuse = |key: &str, what: &str| {
+        at(key, format!("{what} is not run by this version of ablate (docs/harbor.md)"))
+    };
 
     let (version_key, schema_version) = match (&raw.schema_version, &raw.version) {
         (Some(v), _) => ("schema_version", v.clone()),
@@ -181,7 +184,13 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
         (None, None) => ("schema_version", "1.0".to_string()),
     };
     if !SCHEMA_VERSIONS.contains(&schema_version.as_str()) {
-        return Err(at(version_key, format!("unknown schema version `{schema_version}`; this version reads {}", SCHEMA_VERSIONS.join(", "))));
+        return Err(at(
+            version_key,
+            format!(
+                "unknown schema version `{schema_version}`; this version reads {}",
+                SCHEMA_VERSIONS.join(", ")
+            ),
+        ));
     }
     if raw.steps.as_ref().is_some_and(|s| !matches!(s, toml::Value::Array(a) if a.is_empty())) {
         return Err(refuse("steps", "a multi-step task ([[steps]])"));
@@ -193,7 +202,10 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
         return Err(refuse("artifacts", "collecting artifacts"));
     }
     if dir.join("steps").is_dir() {
-        return Err(InputError::new(dir.join("steps"), "a multi-step task (steps/) is not run by this version of ablate (docs/harbor.md)"));
+        return Err(InputError::new(
+            dir.join("steps"),
+            "a multi-step task (steps/) is not run by this version of ablate (docs/harbor.md)",
+        ));
     }
 
     let users = |key: &str, v: &Option<toml::Value>| -> Result<Option<String>, InputError> {
@@ -204,23 +216,35 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
             Some(other) => Err(at(key, format!("`{other}` is not a user name or uid"))),
         }
     };
-    let positive = |key: &str, v: Option<f64>, default: Option<f64>| -> Result<Option<f64>, InputError> {
-        match v {
-            Some(x) if !(x.is_finite() && x > 0.0) => Err(at(key, format!("{x} is not a positive number of seconds"))),
-            Some(x) => Ok(Some(x)),
-            None => Ok(default),
-        }
-    };
+    let positive =
+        |key: &str, v: Option<f64>, default: Option<f64>| -> Result<Option<f64>, InputError> {
+            match v {
+                Some(x) if !(x.is_finite() && x > 0.0) => {
+                    Err(at(key, format!("{x} is not a positive number of seconds")))
+                }
+                Some(x) => Ok(Some(x)),
+                None => Ok(default),
+            }
+        };
     // Whether a network setting is public; an allowlist is refused.
-    let public = |key: &str, mode: &Option<String>, hosts: &Option<Vec<String>>| -> Result<bool, InputError> {
+    let public = |key: &str,
+                  mode: &Option<String>,
+                  hosts: &Option<Vec<String>>|
+     -> Result<bool, InputError> {
         if hosts.as_ref().is_some_and(|h| !h.is_empty()) {
-            return Err(refuse(&key.replace("network_mode", "allowed_hosts"), "an allowlist network"));
+            return Err(refuse(
+                &key.replace("network_mode", "allowed_hosts"),
+                "an allowlist network",
+            ));
         }
         match mode.as_deref() {
             None | Some("no-network") => Ok(false),
             Some("public") => Ok(true),
             Some("allowlist") => Err(refuse(key, "an allowlist network")),
-            Some(other) => Err(at(key, format!("unknown network mode `{other}` (public, no-network, allowlist)"))),
+            Some(other) => Err(at(
+                key,
+                format!("unknown network mode `{other}` (public, no-network, allowlist)"),
+            )),
         }
     };
     let mut network = NetworkMode::None;
@@ -240,14 +264,27 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     }
     match verifier.environment_mode.as_deref() {
         None | Some("shared") => {}
-        Some("separate") => return Err(refuse("verifier.environment_mode", "a separate verifier environment")),
-        Some(other) => return Err(at("verifier.environment_mode", format!("unknown mode `{other}` (shared, separate)"))),
+        Some("separate") => {
+            return Err(refuse("verifier.environment_mode", "a separate verifier environment"));
+        }
+        Some(other) => {
+            return Err(at(
+                "verifier.environment_mode",
+                format!("unknown mode `{other}` (shared, separate)"),
+            ));
+        }
     }
     if verifier.collect.is_some() {
         return Err(refuse("verifier.collect", "collecting files after the verifier"));
     }
-    let verifier_public = public("verifier.network_mode", &verifier.network_mode, &verifier.allowed_hosts)?;
-    let agent = raw.agent.unwrap_or(RawAgent { timeout_sec: None, user: None, network_mode: None, allowed_hosts: None });
+    let verifier_public =
+        public("verifier.network_mode", &verifier.network_mode, &verifier.allowed_hosts)?;
+    let agent = raw.agent.unwrap_or(RawAgent {
+        timeout_sec: None,
+        user: None,
+        network_mode: None,
+        allowed_hosts: None,
+    });
     let agent_public = public("agent.network_mode", &agent.network_mode, &agent.allowed_hosts)?;
 
     let env_raw = raw.environment.unwrap_or(RawEnvironment {
@@ -274,7 +311,9 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     match env_raw.os.as_deref() {
         None | Some("linux") => {}
         Some("windows") => return Err(refuse("environment.os", "a Windows environment")),
-        Some(other) => return Err(at("environment.os", format!("unknown os `{other}` (linux, windows)"))),
+        Some(other) => {
+            return Err(at("environment.os", format!("unknown os `{other}` (linux, windows)")));
+        }
     }
     if env_raw.gpus.is_some_and(|g| g > 0) {
         return Err(refuse("environment.gpus", "a GPU"));
@@ -296,7 +335,9 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     }
     // The environment's own network: Harbor's default is public.
     let env_public = match (&env_raw.network_mode, env_raw.allow_internet) {
-        (Some(_), _) => public("environment.network_mode", &env_raw.network_mode, &env_raw.allowed_hosts)?,
+        (Some(_), _) => {
+            public("environment.network_mode", &env_raw.network_mode, &env_raw.allowed_hosts)?
+        }
         (None, Some(false)) => public("environment.allowed_hosts", &None, &env_raw.allowed_hosts)?,
         (None, _) => {
             public("environment.network_mode", &None, &env_raw.allowed_hosts)?;
@@ -329,7 +370,10 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     }
     let env_dir = dir.join("environment");
     if env_dir.join("docker-compose.yaml").exists() || env_dir.join("docker-compose.yml").exists() {
-        return Err(InputError::new(env_dir.join("docker-compose.yaml"), "a compose file is not run by this version of ablate (docs/harbor.md)"));
+        return Err(InputError::new(
+            env_dir.join("docker-compose.yaml"),
+            "a compose file is not run by this version of ablate (docs/harbor.md)",
+        ));
     }
     let dockerfile = env_dir.join("Dockerfile");
     let image = match (&env_raw.docker_image, dockerfile.is_file()) {
@@ -341,31 +385,60 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
         }
         (None, true) => ImageSource::Build { context: env_dir.clone() },
         (None, false) => {
-            return Err(InputError::new(&dockerfile, "no Dockerfile here and no [environment].docker_image in task.toml: the task has no image"));
+            return Err(InputError::new(
+                &dockerfile,
+                "no Dockerfile here and no [environment].docker_image in task.toml: the task has no image",
+            ));
         }
     };
-    let resolve = |key: &str, vars: Option<BTreeMap<String, String>>| -> Result<Vec<(String, String)>, InputError> {
-        vars.unwrap_or_default().into_iter().map(|(k, v)| resolve_template(&v).map(|v| (k.clone(), v)).map_err(|e| at(&format!("{key}.{k}"), e))).collect()
+    let resolve = |key: &str,
+                   vars: Option<BTreeMap<String, String>>|
+     -> Result<Vec<(String, String)>, InputError> {
+        vars.unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| {
+                resolve_template(&v)
+                    .map(|v| (k.clone(), v))
+                    .map_err(|e| at(&format!("{key}.{k}"), e))
+            })
+            .collect()
     };
     if !dir.join("tests").join("test.sh").is_file() {
-        return Err(InputError::new(dir.join("tests").join("test.sh"), "a Harbor task needs tests/test.sh (its verifier)"));
+        return Err(InputError::new(
+            dir.join("tests").join("test.sh"),
+            "a Harbor task needs tests/test.sh (its verifier)",
+        ));
     }
-    let instruction =
-        std::fs::read_to_string(dir.join("instruction.md")).map_err(|e| InputError::new(dir.join("instruction.md"), format!("cannot read: {e}")))?;
+    let instruction = std::fs::read_to_string(dir.join("instruction.md"))
+        .map_err(|e| InputError::new(dir.join("instruction.md"), format!("cannot read: {e}")))?;
     if instruction.trim().is_empty() {
         return Err(InputError::new(dir.join("instruction.md"), "the instruction is empty"));
     }
-    let metadata = raw.metadata.map(|m| serde_json::to_value(m).unwrap_or_default()).unwrap_or(serde_json::Value::Null);
-    let difficulty = metadata.get("difficulty").and_then(serde_json::Value::as_str).map(str::to_string);
+    let metadata = raw
+        .metadata
+        .map(|m| serde_json::to_value(m).unwrap_or_default())
+        .unwrap_or(serde_json::Value::Null);
+    let difficulty =
+        metadata.get("difficulty").and_then(serde_json::Value::as_str).map(str::to_string);
     let _ = (raw.source, raw.task.as_ref().map(|t| (&t.description, &t.authors, &t.keywords)));
     let task = ContainerTask {
         schema_version,
         name: raw.task.as_ref().map(|t| t.name.clone()),
         version: raw.task.as_ref().and_then(|t| t.version.clone()),
         image,
-        build_timeout_sec: positive("environment.build_timeout_sec", env_raw.build_timeout_sec, Some(DEFAULT_BUILD_TIMEOUT_SEC))?.unwrap_or_default(),
+        build_timeout_sec: positive(
+            "environment.build_timeout_sec",
+            env_raw.build_timeout_sec,
+            Some(DEFAULT_BUILD_TIMEOUT_SEC),
+        )?
+        .unwrap_or_default(),
         agent_timeout_sec: positive("agent.timeout_sec", agent.timeout_sec, None)?,
-        verifier_timeout_sec: positive("verifier.timeout_sec", verifier.timeout_sec, Some(DEFAULT_VERIFIER_TIMEOUT_SEC))?.unwrap_or_default(),
+        verifier_timeout_sec: positive(
+            "verifier.timeout_sec",
+            verifier.timeout_sec,
+            Some(DEFAULT_VERIFIER_TIMEOUT_SEC),
+        )?
+        .unwrap_or_default(),
         agent_user: users("agent.user", &agent.user)?,
         verifier_user: users("verifier.user", &verifier.user)?,
         verifier_env: resolve("verifier.env", verifier.env)?,
@@ -434,7 +507,8 @@ mod tests {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         }
         std::fs::write(dir.path().join("environment/Dockerfile"), "FROM scratch\n").unwrap();
-        std::fs::write(dir.path().join("tests/test.sh"), "echo 1 > /logs/verifier/reward.txt\n").unwrap();
+        std::fs::write(dir.path().join("tests/test.sh"), "echo 1 > /logs/verifier/reward.txt\n")
+            .unwrap();
         std::fs::write(dir.path().join("instruction.md"), "Do it.\n").unwrap();
         std::fs::write(dir.path().join("task.toml"), toml_text).unwrap();
         load(dir.path()).map(|(t, _, _)| t)
@@ -447,8 +521,14 @@ mod tests {
     #[test]
     fn harbor_defaults_and_the_keys_that_are_honoured() {
         let t = task("version = \"1.0\"\n[environment]\nallow_internet = false\nmemory = \"4G\"\ncpus = 2\n[agent]\ntimeout_sec = 120\n").unwrap();
-        assert_eq!((t.schema_version.as_str(), t.memory_mb, t.cpus, t.agent_timeout_sec), ("1.0", Some(4096), Some(2.0), Some(120.0)));
-        assert_eq!((t.verifier_timeout_sec, t.build_timeout_sec, t.network), (600.0, 600.0, NetworkMode::None));
+        assert_eq!(
+            (t.schema_version.as_str(), t.memory_mb, t.cpus, t.agent_timeout_sec),
+            ("1.0", Some(4096), Some(2.0), Some(120.0))
+        );
+        assert_eq!(
+            (t.verifier_timeout_sec, t.build_timeout_sec, t.network),
+            (600.0, 600.0, NetworkMode::None)
+        );
         // Harbor's default network is public.
         assert_eq!(task("schema_version = \"1.1\"\n").unwrap().network, NetworkMode::Public);
     }
@@ -460,10 +540,19 @@ mod tests {
             ("[[steps]]\nname = \"a\"\n", "steps"),
             ("[environment]\nallow_internet = false\ngpus = 1\n", "environment.gpus"),
             ("[environment]\nallow_internet = false\nos = \"windows\"\n", "environment.os"),
-            ("[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\"]\n", "environment.allowed_hosts"),
-            ("[environment]\nallow_internet = false\nmcp_servers = [{name = \"x\", url = \"http://x\"}]\n", "environment.mcp_servers"),
+            (
+                "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\"]\n",
+                "environment.allowed_hosts",
+            ),
+            (
+                "[environment]\nallow_internet = false\nmcp_servers = [{name = \"x\", url = \"http://x\"}]\n",
+                "environment.mcp_servers",
+            ),
             ("[verifier]\nenvironment_mode = \"separate\"\n", "verifier.environment_mode"),
-            ("[environment]\nallow_internet = false\nhealthcheck = {command = \"true\"}\n", "environment.healthcheck"),
+            (
+                "[environment]\nallow_internet = false\nhealthcheck = {command = \"true\"}\n",
+                "environment.healthcheck",
+            ),
             ("[environment]\nallow_internet = false\nflux = 1\n", "environment.flux"),
         ] {
             assert_eq!(key_of(task(text)), key, "{text}");

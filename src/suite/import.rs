@@ -104,17 +104,23 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
         },
     };
     if !is_slug(&name) {
-        return Err(InputError::new(&opts.source, format!("suite name `{name}`: use lowercase letters, digits and '-' only (--name)")));
+        return Err(InputError::new(
+            &opts.source,
+            format!("suite name `{name}`: use lowercase letters, digits and '-' only (--name)"),
+        ));
     }
     let version = format!("{}-{}", IMPORTER_VERSION, &source_sha256[..12]);
-    let file_name = opts.source.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let suite_toml = suite_toml(opts.format, &name, &version, &file_name, &source_sha256, problems.len());
+    let file_name =
+        opts.source.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let suite_toml =
+        suite_toml(opts.format, &name, &version, &file_name, &source_sha256, problems.len());
     write_suite(&opts.out, opts.force, &suite_toml, &problems)?;
     Ok(Imported { tasks: problems.len(), source_sha256, name, version })
 }
 
 fn read_source(path: &Path) -> Result<Vec<u8>, InputError> {
-    std::fs::read(path).map_err(|e| InputError::new(path, format!("cannot read the source file: {e}")))
+    std::fs::read(path)
+        .map_err(|e| InputError::new(path, format!("cannot read the source file: {e}")))
 }
 
 fn source_stem(path: &Path) -> String {
@@ -134,7 +140,10 @@ pub fn decompress(path: &Path, bytes: &[u8]) -> Result<Vec<u8>, InputError> {
             .read_to_end(&mut out)
             .map_err(|e| InputError::new(path, format!("not a valid gzip file: {e}")))?;
         if out.len() as u64 > MAX_SOURCE_BYTES {
-            return Err(InputError::new(path, format!("decompresses to more than {MAX_SOURCE_BYTES} bytes")));
+            return Err(InputError::new(
+                path,
+                format!("decompresses to more than {MAX_SOURCE_BYTES} bytes"),
+            ));
         }
         Ok(out)
     } else {
@@ -156,7 +165,8 @@ fn parse(format: Format, path: &Path, text: &[u8]) -> Result<Vec<Problem>, Input
         if s.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(s).map_err(|e| InputError::new(path, format!("line {line}: not a JSON object: {e}")))?;
+        let value: Value = serde_json::from_str(s)
+            .map_err(|e| InputError::new(path, format!("line {line}: not a JSON object: {e}")))?;
         let Value::Object(obj) = value else {
             return Err(InputError::new(path, format!("line {line}: not a JSON object")));
         };
@@ -167,7 +177,10 @@ fn parse(format: Format, path: &Path, text: &[u8]) -> Result<Vec<Problem>, Input
         };
         let id_key = if format == Format::HumanEval { "task_id" } else { "id" };
         if let Some(first) = seen.insert(p.id.clone(), line) {
-            return Err(fields.err(id_key, format!("`{}` gives the task id `{}`, as line {first} does", p.source_id, p.id)));
+            return Err(fields.err(
+                id_key,
+                format!("`{}` gives the task id `{}`, as line {first} does", p.source_id, p.id),
+            ));
         }
         problems.push(p);
     }
@@ -186,13 +199,18 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn err(&self, field: &str, message: impl Into<String>) -> InputError {
-        InputError::new(self.path, format!("line {}, field `{field}`: {}", self.line, message.into()))
+        InputError::new(
+            self.path,
+            format!("line {}, field `{field}`: {}", self.line, message.into()),
+        )
     }
 
     fn only(&self, allowed: &[&str]) -> Result<(), InputError> {
         for k in self.obj.keys() {
             if !allowed.contains(&k.as_str()) {
-                return Err(self.err(k, format!("unknown field; expected one of: {}", allowed.join(", "))));
+                return Err(
+                    self.err(k, format!("unknown field; expected one of: {}", allowed.join(", ")))
+                );
             }
         }
         Ok(())
@@ -203,7 +221,9 @@ impl Fields<'_> {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Err(self.err(field, "is empty")),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(other) => Err(self.err(field, format!("expected a string, found {}", kind(other)))),
+            Some(other) => {
+                Err(self.err(field, format!("expected a string, found {}", kind(other))))
+            }
         }
     }
 
@@ -212,7 +232,11 @@ impl Fields<'_> {
     }
 
     fn identifier(&self, field: &str, s: &str) -> Result<(), InputError> {
-        if is_identifier(s) { Ok(()) } else { Err(self.err(field, format!("`{s}` is not a Python identifier"))) }
+        if is_identifier(s) {
+            Ok(())
+        } else {
+            Err(self.err(field, format!("`{s}` is not a Python identifier")))
+        }
     }
 }
 
@@ -228,14 +252,18 @@ fn kind(v: &Value) -> &'static str {
 }
 
 const PY_KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
-    "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// An ASCII Python identifier that is not a keyword.
 pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') && !PY_KEYWORDS.contains(&s)
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !PY_KEYWORDS.contains(&s)
 }
 
 /// A task id from a source id: lowercase, runs of other characters as one
@@ -252,7 +280,9 @@ pub fn slugify(s: &str) -> String {
     }
     let out = out.trim_matches('-').to_string();
     match out.rsplit_once('-') {
-        Some((head, tail)) if !tail.is_empty() && tail.len() < 3 && tail.chars().all(|c| c.is_ascii_digit()) => {
+        Some((head, tail))
+            if !tail.is_empty() && tail.len() < 3 && tail.chars().all(|c| c.is_ascii_digit()) =>
+        {
             format!("{head}-{tail:0>3}")
         }
         _ => out,
@@ -282,8 +312,11 @@ fn ends_with_docstring(code: &str) -> bool {
 }
 
 fn defines(code: &str, name: &str) -> bool {
-    code.lines()
-        .any(|l| l.trim_start().strip_prefix("def ").is_some_and(|r| r.trim_start().strip_prefix(name).is_some_and(|r| r.trim_start().starts_with('('))))
+    code.lines().any(|l| {
+        l.trim_start().strip_prefix("def ").is_some_and(|r| {
+            r.trim_start().strip_prefix(name).is_some_and(|r| r.trim_start().starts_with('('))
+        })
+    })
 }
 
 /// One HumanEval line. The test module holds the problem's `test` code
@@ -311,12 +344,20 @@ fn humaneval_problem(f: &Fields) -> Result<Problem, InputError> {
     }
     let prompt = with_newline(prompt);
     // An entry point named like a module the grader imports gets another file name.
-    let module = if super::grader_module_named_by(entry).is_some() { format!("{entry}_solution") } else { entry.to_string() };
+    let module = if super::grader_module_named_by(entry).is_some() {
+        format!("{entry}_solution")
+    } else {
+        entry.to_string()
+    };
     let file = format!("{module}.py");
     // The workspace holds the prompt as the dataset gives it: a function whose
     // body is its docstring returns None, and fails (`suite check` proves it).
     // A prompt that does not end in a docstring gets a body that raises.
-    let stub = if ends_with_docstring(&prompt) { prompt.clone() } else { format!("{prompt}{}raise NotImplementedError\n", body_indent(canonical)) };
+    let stub = if ends_with_docstring(&prompt) {
+        prompt.clone()
+    } else {
+        format!("{prompt}{}raise NotImplementedError\n", body_indent(canonical))
+    };
     let solution = with_newline(&format!("{prompt}{canonical}"));
     let mut test_code = String::new();
     let _ = write!(
@@ -324,8 +365,9 @@ fn humaneval_problem(f: &Fields) -> Result<Problem, InputError> {
         "# {source_id}: the problem's `test` code, run as one unittest case.\nimport unittest\n\nfrom {module} import *  # noqa: F401,F403 (names of the prompt, as in HumanEval's own harness)\nfrom {module} import {entry}\n\n{test}\n\n\nclass TestCheck(unittest.TestCase):\n    def test_check(self):\n        check({entry})\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n",
         test = test.trim_end()
     );
-    let task_prompt =
-        format!("Complete the function `{entry}` in `{file}`: write its body so that it does what its docstring says. Keep its name and signature.");
+    let task_prompt = format!(
+        "Complete the function `{entry}` in `{file}`: write its body so that it does what its docstring says. Keep its name and signature."
+    );
     Ok(Problem {
         id,
         source_id: source_id.to_string(),
@@ -343,8 +385,20 @@ fn humaneval_problem(f: &Fields) -> Result<Problem, InputError> {
 }
 
 /// The fields of ablate's JSONL schema (docs/suites.md).
-const JSONL_FIELDS: &[&str] =
-    &["id", "prompt", "solution", "entry_point", "file", "stub", "tests", "test_count", "asserts", "test_setup", "difficulty", "timeout_seconds"];
+const JSONL_FIELDS: &[&str] = &[
+    "id",
+    "prompt",
+    "solution",
+    "entry_point",
+    "file",
+    "stub",
+    "tests",
+    "test_count",
+    "asserts",
+    "test_setup",
+    "difficulty",
+    "timeout_seconds",
+];
 
 fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
     f.only(JSONL_FIELDS)?;
@@ -369,7 +423,10 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
         (Some(file), _) => {
             let module = file.strip_suffix(".py").filter(|m| is_identifier(m));
             if module.is_none() || !is_plain_relative(file) {
-                return Err(f.err("file", format!("`{file}` must be a file name `<python identifier>.py` (no folder)")));
+                return Err(f.err(
+                    "file",
+                    format!("`{file}` must be a file name `<python identifier>.py` (no folder)"),
+                ));
             }
             if let Some(m) = super::grader_module_named_by(file) {
                 return Err(f.err("file", format!("`{file}` would stand for the standard module `{m}` the grader imports; name it otherwise")));
@@ -391,7 +448,9 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
         Some("easy") => Difficulty::Easy,
         Some("medium") => Difficulty::Medium,
         Some("hard") => Difficulty::Hard,
-        Some(other) => return Err(f.err("difficulty", format!("`{other}`: expected easy, medium or hard"))),
+        Some(other) => {
+            return Err(f.err("difficulty", format!("`{other}`: expected easy, medium or hard")));
+        }
     };
     let timeout_seconds = match f.obj.get("timeout_seconds") {
         None | Some(Value::Null) => DEFAULT_TIMEOUT_SECONDS,
@@ -399,7 +458,11 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
             Some(t) if t > 0.0 && t <= 3600.0 => t,
             _ => return Err(f.err("timeout_seconds", "must be in (0, 3600]")),
         },
-        Some(other) => return Err(f.err("timeout_seconds", format!("expected a number, found {}", kind(other)))),
+        Some(other) => {
+            return Err(
+                f.err("timeout_seconds", format!("expected a number, found {}", kind(other)))
+            );
+        }
     };
     let count = match f.obj.get("test_count") {
         None | Some(Value::Null) => None,
@@ -407,7 +470,9 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
             Some(c) if (1..=10_000).contains(&c) => Some(c as u32),
             _ => return Err(f.err("test_count", "must be an integer in 1..=10000")),
         },
-        Some(other) => return Err(f.err("test_count", format!("expected an integer, found {}", kind(other)))),
+        Some(other) => {
+            return Err(f.err("test_count", format!("expected an integer, found {}", kind(other))));
+        }
     };
     let setup = f.opt_str("test_setup")?;
     let asserts = match f.obj.get("asserts") {
@@ -433,14 +498,30 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
             }
             Some(lines)
         }
-        Some(other) => return Err(f.err("asserts", format!("expected an array of strings, found {}", kind(other)))),
+        Some(other) => {
+            return Err(
+                f.err("asserts", format!("expected an array of strings, found {}", kind(other)))
+            );
+        }
     };
     let (test_code, tests) = match (f.opt_str("tests")?, asserts) {
-        (Some(_), Some(_)) => return Err(f.err("asserts", "give either `tests` (unittest code) or `asserts`, not both")),
-        (None, None) => return Err(f.err("tests", "missing: give `tests` (unittest code, with `test_count`) or `asserts`")),
+        (Some(_), Some(_)) => {
+            return Err(
+                f.err("asserts", "give either `tests` (unittest code) or `asserts`, not both")
+            );
+        }
+        (None, None) => {
+            return Err(f.err(
+                "tests",
+                "missing: give `tests` (unittest code, with `test_count`) or `asserts`",
+            ));
+        }
         (Some(code), None) => {
             let Some(n) = count else {
-                return Err(f.err("test_count", "missing: `tests` needs the number of test cases it holds"));
+                return Err(f.err(
+                    "test_count",
+                    "missing: `tests` needs the number of test cases it holds",
+                ));
             };
             if setup.is_some() {
                 return Err(f.err("test_setup", "goes with `asserts` only; put it in `tests`"));
@@ -451,10 +532,14 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
             if let Some(n) = count
                 && n as usize != lines.len()
             {
-                return Err(f.err("test_count", format!("is {n} but `asserts` holds {} lines", lines.len())));
+                return Err(f.err(
+                    "test_count",
+                    format!("is {n} but `asserts` holds {} lines", lines.len()),
+                ));
             }
             let width = lines.len().to_string().len();
-            let mut code = format!("import unittest\n\nfrom {module} import *  # noqa: F401,F403\n");
+            let mut code =
+                format!("import unittest\n\nfrom {module} import *  # noqa: F401,F403\n");
             if let Some(s) = setup {
                 let _ = write!(code, "\n{}\n", s.trim_end());
             }
@@ -487,9 +572,18 @@ fn toml_str(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 
-fn suite_toml(format: Format, name: &str, version: &str, file_name: &str, sha: &str, n: usize) -> String {
-    let description =
-        format!("{n} problems imported by `ablate suite import {}` (importer version {IMPORTER_VERSION}) from {file_name}, sha256 {sha}.", format.name());
+fn suite_toml(
+    format: Format,
+    name: &str,
+    version: &str,
+    file_name: &str,
+    sha: &str,
+    n: usize,
+) -> String {
+    let description = format!(
+        "{n} problems imported by `ablate suite import {}` (importer version {IMPORTER_VERSION}) from {file_name}, sha256 {sha}.",
+        format.name()
+    );
     format!(
         "# Written by `ablate suite import {fmt}`; re-import instead of editing.\nname = {}\nversion = {}\ndescription = {}\n\n[source]\nfile = {}\nsha256 = {}\nimporter = {}\nimporter_version = {IMPORTER_VERSION}\n",
         toml_str(name),
@@ -527,15 +621,29 @@ fn io_err(path: &Path, what: &str, e: std::io::Error) -> InputError {
 /// Write the suite into a temporary folder beside `out`, check that it loads,
 /// then move it into place (replacing an existing suite folder only with
 /// `force`).
-fn write_suite(out: &Path, force: bool, suite_toml: &str, problems: &[Problem]) -> Result<(), InputError> {
+fn write_suite(
+    out: &Path,
+    force: bool,
+    suite_toml: &str,
+    problems: &[Problem],
+) -> Result<(), InputError> {
     let existing = match std::fs::symlink_metadata(out) {
         Ok(m) if m.is_dir() => {
-            let empty = std::fs::read_dir(out).map_err(|e| io_err(out, "cannot list the output folder", e))?.next().is_none();
+            let empty = std::fs::read_dir(out)
+                .map_err(|e| io_err(out, "cannot list the output folder", e))?
+                .next()
+                .is_none();
             if !empty && !force {
-                return Err(InputError::new(out, "the output folder exists and is not empty (--force replaces a suite folder)"));
+                return Err(InputError::new(
+                    out,
+                    "the output folder exists and is not empty (--force replaces a suite folder)",
+                ));
             }
             if !empty && !out.join("suite.toml").is_file() {
-                return Err(InputError::new(out, "refusing to replace a folder that is not a suite (it has no suite.toml)"));
+                return Err(InputError::new(
+                    out,
+                    "refusing to replace a folder that is not a suite (it has no suite.toml)",
+                ));
             }
             true
         }
@@ -546,8 +654,12 @@ fn write_suite(out: &Path, force: bool, suite_toml: &str, problems: &[Problem]) 
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).map_err(|e| io_err(&parent, "cannot create the output's parent folder", e))?;
-    let tmp = tempfile::Builder::new().prefix(".ablate-import-").tempdir_in(&parent).map_err(|e| io_err(&parent, "cannot create a temporary folder", e))?;
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| io_err(&parent, "cannot create the output's parent folder", e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".ablate-import-")
+        .tempdir_in(&parent)
+        .map_err(|e| io_err(&parent, "cannot create a temporary folder", e))?;
     let root = tmp.path();
     let write = |rel: &Path, text: &str| -> Result<(), InputError> {
         let path = root.join(rel);
@@ -566,7 +678,8 @@ fn write_suite(out: &Path, force: bool, suite_toml: &str, problems: &[Problem]) 
         write(&dir.join(&p.test_file), &p.test_code)?;
     }
     // What was written must load as a suite; a failure here is a bug of the importer.
-    super::load(root).map_err(|e| InputError::new(out, format!("the imported suite does not load: {e}")))?;
+    super::load(root)
+        .map_err(|e| InputError::new(out, format!("the imported suite does not load: {e}")))?;
     move_into_place(tmp.keep(), out, &parent, existing, "suite")
 }
 
@@ -574,7 +687,13 @@ fn write_suite(out: &Path, force: bool, suite_toml: &str, problems: &[Problem]) 
 /// `out`. An existing `out` is moved aside first, put back when the move
 /// fails, and removed once the new folder is in place; `root` never stays
 /// behind. `what` names the folder in errors.
-pub fn move_into_place(root: PathBuf, out: &Path, parent: &Path, existing: bool, what: &str) -> Result<(), InputError> {
+pub fn move_into_place(
+    root: PathBuf,
+    out: &Path,
+    parent: &Path,
+    existing: bool,
+    what: &str,
+) -> Result<(), InputError> {
     let aside = if existing {
         let aside = parent.join(format!(".ablate-replaced-{}", std::process::id()));
         std::fs::rename(out, &aside).map_err(|e| {
@@ -593,7 +712,8 @@ pub fn move_into_place(root: PathBuf, out: &Path, parent: &Path, existing: bool,
         return Err(io_err(out, &format!("cannot move the imported {what} into place"), e));
     }
     if let Some(aside) = aside {
-        std::fs::remove_dir_all(&aside).map_err(|e| io_err(&aside, "imported, but cannot remove the replaced folder", e))?;
+        std::fs::remove_dir_all(&aside)
+            .map_err(|e| io_err(&aside, "imported, but cannot remove the replaced folder", e))?;
     }
     Ok(())
 }

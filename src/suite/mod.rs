@@ -62,7 +62,12 @@ fn default_pids() -> u64 {
 
 impl Default for ContainerSettings {
     fn default() -> Self {
-        ContainerSettings { reward_threshold: default_threshold(), cpus: default_cpus(), memory_mb: default_memory_mb(), pids_limit: default_pids() }
+        ContainerSettings {
+            reward_threshold: default_threshold(),
+            cpus: default_cpus(),
+            memory_mb: default_memory_mb(),
+            pids_limit: default_pids(),
+        }
     }
 }
 
@@ -211,10 +216,23 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         parse_toml_file(&suite_toml)?
     } else if is_harbor_dataset(root) {
         // A Harbor dataset as cloned: its folder's name, and the digest of its files.
-        let name = root.canonicalize().ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "harbor".into());
-        RawSuite { name, version: "harbor".into(), description: String::new(), source: None, containers: None }
+        let name = root
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "harbor".into());
+        RawSuite {
+            name,
+            version: "harbor".into(),
+            description: String::new(),
+            source: None,
+            containers: None,
+        }
     } else {
-        return Err(InputError::new(&suite_toml, "no suite.toml here: is this a task suite folder (or a Harbor dataset)?"));
+        return Err(InputError::new(
+            &suite_toml,
+            "no suite.toml here: is this a task suite folder (or a Harbor dataset)?",
+        ));
     };
     let containers = raw.containers.clone().unwrap_or_default();
     if !(containers.reward_threshold.is_finite()) {
@@ -224,19 +242,30 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         return Err(InputError::at(&suite_toml, "containers.cpus", "must be a positive number"));
     }
     if containers.memory_mb == 0 || containers.pids_limit == 0 {
-        let key = if containers.memory_mb == 0 { "containers.memory_mb" } else { "containers.pids_limit" };
+        let key = if containers.memory_mb == 0 {
+            "containers.memory_mb"
+        } else {
+            "containers.pids_limit"
+        };
         return Err(InputError::at(&suite_toml, key, "must be at least 1"));
     }
     if let Some(src) = &raw.source
-        && (src.sha256.len() != 64 || !src.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        && (src.sha256.len() != 64
+            || !src.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
     {
-        return Err(InputError::at(&suite_toml, "source.sha256", "expected 64 lowercase hex digits"));
+        return Err(InputError::at(
+            &suite_toml,
+            "source.sha256",
+            "expected 64 lowercase hex digits",
+        ));
     }
     let mut task_dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .map_err(|e| InputError::new(root, format!("cannot list suite folder: {e}")))?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && !digest::is_ignored(&p.file_name().unwrap_or_default().to_string_lossy()))
+        .filter(|p| {
+            p.is_dir() && !digest::is_ignored(&p.file_name().unwrap_or_default().to_string_lossy())
+        })
         .collect();
     task_dirs.sort();
     let mut tasks = Vec::new();
@@ -244,24 +273,46 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         if !dir.join("task.toml").is_file() {
             return Err(InputError::new(&dir, "task folder has no task.toml"));
         }
-        tasks.push(if harbor::is_harbor_task(&dir) { load_harbor_task(&dir)? } else { load_task(&dir)? });
+        tasks.push(if harbor::is_harbor_task(&dir) {
+            load_harbor_task(&dir)?
+        } else {
+            load_task(&dir)?
+        });
     }
     if tasks.is_empty() {
         return Err(InputError::new(root, "suite holds no tasks"));
     }
-    let suite_bytes = if suite_toml.is_file() { std::fs::read(&suite_toml).map_err(|e| InputError::new(&suite_toml, e.to_string()))? } else { Vec::new() };
+    let suite_bytes = if suite_toml.is_file() {
+        std::fs::read(&suite_toml).map_err(|e| InputError::new(&suite_toml, e.to_string()))?
+    } else {
+        Vec::new()
+    };
     let suite_file_digest = digest::sha256_hex(&suite_bytes);
     let mut parts = vec![("suite.toml", suite_file_digest.as_str())];
     parts.extend(tasks.iter().map(|t| (t.id.as_str(), t.digest.as_str())));
     let digest = digest::digest_parts(parts);
-    Ok(Suite { name: raw.name, version: raw.version, description: raw.description, source: raw.source, containers, root: root.to_path_buf(), tasks, digest })
+    Ok(Suite {
+        name: raw.name,
+        version: raw.version,
+        description: raw.description,
+        source: raw.source,
+        containers,
+        root: root.to_path_buf(),
+        tasks,
+        digest,
+    })
 }
 
 /// A folder without suite.toml whose task folders are all Harbor tasks.
 pub fn is_harbor_dataset(root: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(root) else { return false };
-    let dirs: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.is_dir() && !digest::is_ignored(&p.file_name().unwrap_or_default().to_string_lossy())).collect();
+    let dirs: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir() && !digest::is_ignored(&p.file_name().unwrap_or_default().to_string_lossy())
+        })
+        .collect();
     !dirs.is_empty() && dirs.iter().all(|d| harbor::is_harbor_task(d))
 }
 
@@ -270,17 +321,23 @@ pub fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
     let (container, instruction, difficulty) = harbor::load(dir)?;
     let id = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
     if !is_slug(&id) {
-        return Err(InputError::new(dir, "a task folder's name is its id: use lowercase letters, digits and '-' only"));
+        return Err(InputError::new(
+            dir,
+            "a task folder's name is its id: use lowercase letters, digits and '-' only",
+        ));
     }
     for sub in ["environment", "tests", "solution"] {
         if std::fs::symlink_metadata(dir.join(sub)).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(InputError::new(
                 dir.join(sub),
-                format!("`{sub}` is a symbolic link: a task's folders must be folders of its own (links are never followed)"),
+                format!(
+                    "`{sub}` is a symbolic link: a task's folders must be folders of its own (links are never followed)"
+                ),
             ));
         }
     }
-    let digest = digest::tree_digest(dir).map_err(|e| InputError::new(dir, format!("cannot read task files: {e}")))?;
+    let digest = digest::tree_digest(dir)
+        .map_err(|e| InputError::new(dir, format!("cannot read task files: {e}")))?;
     let difficulty = match difficulty.as_deref() {
         Some("easy") => Difficulty::Easy,
         Some("hard") => Difficulty::Hard,
@@ -387,7 +444,11 @@ pub const GRADER_MODULES: &[&str] = &[
 /// `json/...`), if any: only files at the top of the workspace are on sys.path.
 pub fn grader_module_named_by(rel: &str) -> Option<&'static str> {
     let top = rel.split('/').next().unwrap_or(rel);
-    let stem = if rel.contains('/') { top } else { top.strip_suffix(".py").or_else(|| top.strip_suffix(".pyc")).unwrap_or(top) };
+    let stem = if rel.contains('/') {
+        top
+    } else {
+        top.strip_suffix(".py").or_else(|| top.strip_suffix(".pyc")).unwrap_or(top)
+    };
     GRADER_MODULES.iter().copied().find(|m| *m == stem)
 }
 
@@ -397,7 +458,11 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
     let raw: RawTask = parse_toml_file(&file)?;
     let dir_name = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
     if raw.id != dir_name {
-        return Err(InputError::at(&file, "id", format!("id `{}` differs from its folder name `{dir_name}`", raw.id)));
+        return Err(InputError::at(
+            &file,
+            "id",
+            format!("id `{}` differs from its folder name `{dir_name}`", raw.id),
+        ));
     }
     if !is_slug(&raw.id) {
         return Err(InputError::at(&file, "id", "use lowercase letters, digits and '-' only"));
@@ -414,19 +479,33 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
     for (i, rel) in raw.editable.iter().enumerate() {
         let key = format!("editable[{i}]");
         if !is_plain_relative(rel) {
-            return Err(InputError::at(&file, key, format!("`{rel}` must be a relative path inside the workspace")));
+            return Err(InputError::at(
+                &file,
+                key,
+                format!("`{rel}` must be a relative path inside the workspace"),
+            ));
         }
         if rel.starts_with("tests/") || rel == "tests" {
             return Err(InputError::at(&file, key, "tests are never editable"));
         }
         if let Some(m) = grader_module_named_by(rel) {
-            return Err(InputError::at(&file, key, format!("`{rel}` would stand for the standard module `{m}` the grader imports; name it otherwise")));
+            return Err(InputError::at(
+                &file,
+                key,
+                format!(
+                    "`{rel}` would stand for the standard module `{m}` the grader imports; name it otherwise"
+                ),
+            ));
         }
         if !dir.join("workspace").join(rel).is_file() {
             return Err(InputError::at(&file, key, format!("`{rel}` is not in workspace/")));
         }
         if !dir.join("solution").join(rel).is_file() {
-            return Err(InputError::at(&file, key, format!("`{rel}` has no reference version in solution/")));
+            return Err(InputError::at(
+                &file,
+                key,
+                format!("`{rel}` has no reference version in solution/"),
+            ));
         }
     }
     if raw.check.command.is_empty() {
@@ -435,7 +514,8 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
     if !(raw.check.timeout_seconds > 0.0 && raw.check.timeout_seconds <= 3600.0) {
         return Err(InputError::at(&file, "check.timeout_seconds", "must be in (0, 3600]"));
     }
-    runner_mode(&raw.check.command, raw.check.parser).map_err(|m| InputError::at(&file, "check.command", m))?;
+    runner_mode(&raw.check.command, raw.check.parser)
+        .map_err(|m| InputError::at(&file, "check.command", m))?;
     let mut limits = Limits::default();
     for (key, value, slot, max) in [
         ("check.memory_mb", raw.check.memory_mb, &mut limits.memory_mb, 65_536),
@@ -455,14 +535,17 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
         if std::fs::symlink_metadata(dir.join(sub)).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(InputError::new(
                 dir.join(sub),
-                format!("`{sub}` is a symbolic link: a task's folders must be folders of its own (links are never followed)"),
+                format!(
+                    "`{sub}` is a symbolic link: a task's folders must be folders of its own (links are never followed)"
+                ),
             ));
         }
     }
     if !dir.join("tests").is_dir() {
         return Err(InputError::new(dir, "task has no tests/ folder"));
     }
-    let digest = digest::tree_digest(dir).map_err(|e| InputError::new(dir, format!("cannot read task files: {e}")))?;
+    let digest = digest::tree_digest(dir)
+        .map_err(|e| InputError::new(dir, format!("cannot read task files: {e}")))?;
     Ok(Task {
         id: raw.id,
         difficulty: raw.difficulty,
@@ -509,7 +592,13 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_mb: 1024, file_size_mb: 64, cpu_seconds: 60, processes: 64, open_files: 256 }
+        Limits {
+            memory_mb: 1024,
+            file_size_mb: 64,
+            cpu_seconds: 60,
+            processes: 64,
+            open_files: 256,
+        }
     }
 }
 
@@ -517,7 +606,10 @@ impl Default for Limits {
 /// `python3 -m unittest ...` (parser unittest) or `python3 -m pytest ...`
 /// (parser pytest); the grader runs it through its own runner. Returns the
 /// mode and the arguments after the module name.
-pub fn runner_mode(command: &[String], parser: OutputParser) -> Result<(&'static str, &[String]), String> {
+pub fn runner_mode(
+    command: &[String],
+    parser: OutputParser,
+) -> Result<(&'static str, &[String]), String> {
     let want = match parser {
         OutputParser::Unittest => "unittest",
         OutputParser::Pytest => "pytest",
@@ -541,7 +633,8 @@ mod tests {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
         std::fs::write(dir.join("task.toml"), toml_text).unwrap();
-        std::fs::write(dir.join("workspace/m.py"), "def f():\n    raise NotImplementedError\n").unwrap();
+        std::fs::write(dir.join("workspace/m.py"), "def f():\n    raise NotImplementedError\n")
+            .unwrap();
         std::fs::write(dir.join("solution/m.py"), "def f():\n    return 1\n").unwrap();
         std::fs::write(dir.join("tests/test_m.py"), "").unwrap();
     }
@@ -570,11 +663,17 @@ parser = "unittest"
         let s1 = load(dir.path()).unwrap();
         assert_eq!(s1.tasks.len(), 1);
         assert_eq!(s1.tasks[0].check.tests, 1);
-        assert_eq!(s1.tasks[0].digest, "6d874fcc8f98d29f5b3f157e76ed79273226eda722ff286b194df5f55a2a0aff");
+        assert_eq!(
+            s1.tasks[0].digest,
+            "6d874fcc8f98d29f5b3f157e76ed79273226eda722ff286b194df5f55a2a0aff"
+        );
         assert_eq!(s1.digest, "45917b64b5f72c87b712cd585dec948cd14aee32af709a2e0e6910de644bd79c");
         std::fs::write(dir.path().join("t1/tests/test_m.py"), "# changed").unwrap();
         let s2 = load(dir.path()).unwrap();
-        assert_eq!(s2.tasks[0].digest, "bb2de6ba9465b9cdddcc23a702c2901ce827a4a5a78c9321971179cc7c788b78");
+        assert_eq!(
+            s2.tasks[0].digest,
+            "bb2de6ba9465b9cdddcc23a702c2901ce827a4a5a78c9321971179cc7c788b78"
+        );
         assert_eq!(s2.digest, "d0d3ddb33564cd28dd4f0812710780148446c10cf7b6262d814d08efd513a842");
     }
 

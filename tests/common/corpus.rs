@@ -10,14 +10,16 @@ pub const WRONG: &str = "def add(a, b):\n    return a - b";
 pub const WRONG_CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef sign(x):\n    return 0\n";
 
 /// calc.py bodies that are right but for what one trick hides.
-pub const INT_ADD: &str = "def add(a, b):\n    return int(a) + int(b)\n\n\ndef sign(x):\n    return (x > 0) - (x < 0)\n";
+pub const INT_ADD: &str =
+    "def add(a, b):\n    return int(a) + int(b)\n\n\ndef sign(x):\n    return (x > 0) - (x < 0)\n";
 pub const FLOAT_ZERO_SIGN: &str = "def add(a, b):\n    if not isinstance(a, int) or not isinstance(b, int):\n        raise TypeError\n    return a + b\n\n\n\
                                    def sign(x):\n    return (x > 0) - (x < 0) if x else 0.0\n";
 pub const ONE_WRONG_SUM: &str = "def add(a, b):\n    if not isinstance(a, int) or not isinstance(b, int):\n        raise TypeError\n    \
                                  if (a, b) == (2, 3):\n        return 6\n    return a + b\n\n\n\
                                  def sign(x):\n    return (x > 0) - (x < 0)\n";
 /// calc.py whose add is wrong (a - b) and sign right: 5 of 8 pass.
-pub const WRONG_ADD_ONLY: &str = "def add(a, b):\n    return a - b\n\n\ndef sign(x):\n    return (x > 0) - (x < 0)\n";
+pub const WRONG_ADD_ONLY: &str =
+    "def add(a, b):\n    return a - b\n\n\ndef sign(x):\n    return (x > 0) - (x < 0)\n";
 
 /// Which task an attempt is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +46,9 @@ fn calc(name: &'static str, code: String) -> Attempt {
 
 /// calc.py that calls `_reach()` (defined by `reach`) on every call.
 pub fn reaching(reach: &str) -> String {
-    format!("{reach}\ndef add(a, b):\n    _reach()\n    return a - b\n\n\ndef sign(x):\n    _reach()\n    return 0\n")
+    format!(
+        "{reach}\ndef add(a, b):\n    _reach()\n    return a - b\n\n\ndef sign(x):\n    _reach()\n    return 0\n"
+    )
 }
 
 pub const REACH_GETFRAME: &str = "import sys\n\
@@ -109,7 +113,12 @@ pub fn fake_test_case() -> String {
 pub fn framework_patches() -> [(&'static str, &'static str, &'static str, u32); 4] {
     [
         // assertRaises passes whatever happens inside it: add("2", 3) no longer has to raise.
-        ("unittest.case._AssertRaisesContext.__exit__", "import unittest.case\nunittest.case._AssertRaisesContext.__exit__ = lambda *a: True\n", INT_ADD, 7),
+        (
+            "unittest.case._AssertRaisesContext.__exit__",
+            "import unittest.case\nunittest.case._AssertRaisesContext.__exit__ = lambda *a: True\n",
+            INT_ADD,
+            7,
+        ),
         // assertIs no-op'd for its first eight calls, then put back: sign(0) may be 0.0.
         (
             "unittest.TestCase.assertIs",
@@ -145,7 +154,9 @@ const HOLLOW: &str = "def _hollow(cls, **kw):\n    cls._classSetupFailed = False
 /// through unittest.TestCase itself or through a fake TestCase.
 pub fn hollow_tests() -> [String; 2] {
     [
-        format!("import unittest\n{HOLLOW}unittest.TestCase.__init_subclass__ = classmethod(_hollow)\n{WRONG_CALC}"),
+        format!(
+            "import unittest\n{HOLLOW}unittest.TestCase.__init_subclass__ = classmethod(_hollow)\n{WRONG_CALC}"
+        ),
         format!(
             "import sys, types, unittest\n{HOLLOW}mod = sys.modules.get('tests.test_calc')\n\
              class TestCase(unittest.TestCase):\n    def __init_subclass__(cls, **kw):\n        _hollow(cls)\n\
@@ -157,7 +168,9 @@ pub fn hollow_tests() -> [String; 2] {
 
 /// Exceptions plain unittest reads as a success or a skip.
 pub fn raising(exception: &str) -> String {
-    format!("import unittest, unittest.case\ndef add(a, b):\n    raise {exception}\n\n\ndef sign(x):\n    raise {exception}\n")
+    format!(
+        "import unittest, unittest.case\ndef add(a, b):\n    raise {exception}\n\n\ndef sign(x):\n    raise {exception}\n"
+    )
 }
 
 /// Every attempt at a faked grade that runs in the test process (files the
@@ -165,10 +178,17 @@ pub fn raising(exception: &str) -> String {
 pub fn grade_fakes() -> Vec<Attempt> {
     let summary = "\\n' + '-' * 70 + '\\nRan 6 tests in 0.001s\\n\\nOK\\n";
     let mut all = vec![
-        add("a passing summary printed at exit over failures", format!("import atexit, sys\natexit.register(lambda: sys.stderr.write('{summary}'))\n{WRONG}")),
+        add(
+            "a passing summary printed at exit over failures",
+            format!(
+                "import atexit, sys\natexit.register(lambda: sys.stderr.write('{summary}'))\n{WRONG}"
+            ),
+        ),
         add(
             "a passing summary, then os._exit(0)",
-            format!("import os, sys\nsys.stderr.write('Ran 6 tests in 0.001s\\n\\nOK\\n')\nsys.stderr.flush()\nos._exit(0)\n{WRONG}"),
+            format!(
+                "import os, sys\nsys.stderr.write('Ran 6 tests in 0.001s\\n\\nOK\\n')\nsys.stderr.flush()\nos._exit(0)\n{WRONG}"
+            ),
         ),
         add(
             "TestCase.run replaced",
@@ -176,10 +196,17 @@ pub fn grade_fakes() -> Vec<Attempt> {
                 "import unittest\ndef run(self, result=None):\n    result.startTest(self); result.addSuccess(self); result.stopTest(self)\nunittest.TestCase.run = run\n{WRONG}"
             ),
         ),
-        add("assertEqual replaced by a no-op", format!("import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n{WRONG}")),
+        add(
+            "assertEqual replaced by a no-op",
+            format!(
+                "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n{WRONG}"
+            ),
+        ),
         add(
             "TestResult.addFailure made addSuccess",
-            format!("import unittest\nunittest.TestResult.addFailure = lambda self, test, err: self.addSuccess(test)\n{WRONG}"),
+            format!(
+                "import unittest\nunittest.TestResult.addFailure = lambda self, test, err: self.addSuccess(test)\n{WRONG}"
+            ),
         ),
         add(
             "result lines written without the key",

@@ -84,7 +84,9 @@ impl wiremock::Respond for Responder {
             usize::MAX
         };
         let reply = (self.handler)(path, &body, index);
-        let mut t = wiremock::ResponseTemplate::new(reply.status).set_body_raw(reply.body.into_bytes(), "application/json").set_delay(reply.delay);
+        let mut t = wiremock::ResponseTemplate::new(reply.status)
+            .set_body_raw(reply.body.into_bytes(), "application/json")
+            .set_delay(reply.delay);
         for (k, v) in &reply.headers {
             t = t.insert_header(k.as_str(), v.as_str());
         }
@@ -114,7 +116,10 @@ pub async fn start_unframed(body: Arc<String>) -> Server {
                 let head = String::from_utf8_lossy(&buf);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
                 let reply = meta(&path).unwrap_or_else(|| Reply::status(200, &body));
-                let out = format!("HTTP/1.1 {} X\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n", reply.status);
+                let out = format!(
+                    "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n",
+                    reply.status
+                );
                 let _ = sock.write_all(out.as_bytes()).await;
                 let _ = sock.write_all(reply.body.as_bytes()).await;
                 let _ = sock.shutdown().await;
@@ -153,17 +158,25 @@ pub fn meta(path: &str) -> Option<Reply> {
     match path {
         "/v1/models" => Some(Reply::json(json!({"data": [{"id": "m"}]}))),
         "/api/show" => Some(Reply::json(json!({"digest": "sha256:feedface", "details": {}}))),
-        "/api/tags" => Some(Reply::json(json!({"models": [{"name": "m:latest", "model": "m:latest", "digest": "feedface"}]}))),
+        "/api/tags" => Some(Reply::json(
+            json!({"models": [{"name": "m:latest", "model": "m:latest", "digest": "feedface"}]}),
+        )),
         _ => None,
     }
 }
 
-pub const WRONG_ADD: &str = "Here it is:\n```python add.py\ndef add(a, b):\n    return a - b\n```\n";
+pub const WRONG_ADD: &str =
+    "Here it is:\n```python add.py\ndef add(a, b):\n    return a - b\n```\n";
 pub const RIGHT_ADD: &str = "Fixed:\n```python add.py\ndef add(a, b):\n    return a + b\n```\nDONE";
 
 /// Messages of a chat request whose content contains `needle`.
 pub fn count_messages(body: &Value, needle: &str) -> usize {
-    body["messages"].as_array().map(|ms| ms.iter().filter(|m| m["content"].as_str().unwrap_or("").contains(needle)).count()).unwrap_or(0)
+    body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter().filter(|m| m["content"].as_str().unwrap_or("").contains(needle)).count()
+        })
+        .unwrap_or(0)
 }
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -176,7 +189,9 @@ pub fn tiny_with_timeout(dir: &Path, secs: f64) -> PathBuf {
     ablate::sandbox::copy_tree(&fixture("tiny"), &dst).unwrap();
     for task in ["add-two", "is-even"] {
         let p = dst.join(task).join("task.toml");
-        let t = std::fs::read_to_string(&p).unwrap().replace("timeout_seconds = 10", &format!("timeout_seconds = {secs}"));
+        let t = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("timeout_seconds = 10", &format!("timeout_seconds = {secs}"));
         std::fs::write(p, t).unwrap();
     }
     dst
@@ -248,8 +263,15 @@ pub struct Ran {
 
 impl From<ablate::runner::RunSummary> for Ran {
     fn from(summary: ablate::runner::RunSummary) -> Ran {
-        let records = ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;
-        Ran { dir: summary.dir.clone(), planned: summary.planned, ran_now: summary.ran_now, records, summary }
+        let records =
+            ablate::record::jsonl::read(&summary.dir.join("trials.jsonl")).unwrap().records;
+        Ran {
+            dir: summary.dir.clone(),
+            planned: summary.planned,
+            ran_now: summary.ran_now,
+            records,
+            summary,
+        }
     }
 }
 
@@ -258,7 +280,11 @@ pub async fn run(config: &Path, results: &Path) -> Ran {
 }
 
 /// A run in process with `jobs` trials at once; setup errors come back.
-pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, ablate::runner::RunError> {
+pub async fn try_run(
+    config: &Path,
+    results: &Path,
+    jobs: usize,
+) -> Result<Ran, ablate::runner::RunError> {
     let exp = ablate::experiment::config::load(config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     // The exports too, as `ablate run` writes them.
@@ -275,7 +301,13 @@ pub async fn try_run(config: &Path, results: &Path, jobs: usize) -> Result<Ran, 
         container_engine: None,
     };
     let summary = within(RUN_LIMIT, "the run", ablate::runner::run(exp, suite, opts)).await?;
-    let exported = within(RUN_LIMIT, "the final exports", tokio::task::spawn_blocking(move || exports.finish())).await.unwrap();
+    let exported = within(
+        RUN_LIMIT,
+        "the final exports",
+        tokio::task::spawn_blocking(move || exports.finish()),
+    )
+    .await
+    .unwrap();
     assert!(exported.is_ok_and(|e| e.report.is_ok()), "the final exports are written");
     Ok(Ran::from(summary))
 }
@@ -286,7 +318,13 @@ fn processes() -> Vec<(u32, u32, u32, String)> {
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(status) = std::fs::read_to_string(e.path().join("status")) else { continue };
-        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok());
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+        };
         let (Some(ppid), Some(uid)) = (field("PPid:"), field("Uid:")) else { continue };
         let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         found.push((pid, ppid, uid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
@@ -295,7 +333,9 @@ fn processes() -> Vec<(u32, u32, u32, String)> {
 }
 
 fn is_jail_uid(uid: u32) -> bool {
-    (ablate::sandbox::isolation::UID_BASE..ablate::sandbox::isolation::UID_BASE + ablate::sandbox::isolation::UID_SLOTS).contains(&uid)
+    (ablate::sandbox::isolation::UID_BASE
+        ..ablate::sandbox::isolation::UID_BASE + ablate::sandbox::isolation::UID_SLOTS)
+        .contains(&uid)
 }
 
 /// Processes under a jail uid that this test process's own jails left: each
@@ -312,9 +352,16 @@ pub fn sandbox_processes() -> Vec<String> {
 /// Processes running under one of `uids`, looked at while holding each uid's
 /// lease; a uid another live process holds is skipped.
 pub fn processes_with_uids(uids: &[u32]) -> Vec<String> {
-    let held: Vec<_> = uids.iter().filter_map(|u| ablate::sandbox::isolation::try_lease(*u).ok().flatten()).collect();
+    let held: Vec<_> = uids
+        .iter()
+        .filter_map(|u| ablate::sandbox::isolation::try_lease(*u).ok().flatten())
+        .collect();
     let mine: std::collections::HashSet<u32> = held.iter().map(|l| l.uid()).collect();
-    let found = processes().into_iter().filter(|(_, _, uid, _)| mine.contains(uid)).map(|(pid, _, uid, cmd)| format!("pid {pid} uid {uid}: {cmd}")).collect();
+    let found = processes()
+        .into_iter()
+        .filter(|(_, _, uid, _)| mine.contains(uid))
+        .map(|(pid, _, uid, cmd)| format!("pid {pid} uid {uid}: {cmd}"))
+        .collect();
     drop(held);
     found
 }
@@ -323,8 +370,11 @@ pub fn processes_with_uids(uids: &[u32]) -> Vec<String> {
 /// `root` (an ablate process this test started): (pid, uid). Other jailed
 /// processes (the setup's start of the interpreter) are not checks.
 pub fn running_checks(root: u32) -> Vec<(u32, u32)> {
-    let checks: std::collections::HashSet<u32> =
-        processes().into_iter().filter(|(_, _, _, cmd)| cmd.contains("/ablate/runner.py")).map(|(pid, _, _, _)| pid).collect();
+    let checks: std::collections::HashSet<u32> = processes()
+        .into_iter()
+        .filter(|(_, _, _, cmd)| cmd.contains("/ablate/runner.py"))
+        .map(|(pid, _, _, _)| pid)
+        .collect();
     jail_descendants(root).into_iter().filter(|(pid, _)| checks.contains(pid)).collect()
 }
 
@@ -344,16 +394,23 @@ pub fn jail_descendants(root: u32) -> Vec<(u32, u32)> {
             break;
         }
     }
-    all.into_iter().filter(|(pid, _, uid, _)| family.contains(pid) && is_jail_uid(*uid)).map(|(pid, _, uid, _)| (pid, uid)).collect()
+    all.into_iter()
+        .filter(|(pid, _, uid, _)| family.contains(pid) && is_jail_uid(*uid))
+        .map(|(pid, _, uid, _)| (pid, uid))
+        .collect()
 }
 
 /// Whether a process is alive (not gone, not a zombie).
 pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
 }
 
 pub fn traces(dir: &Path, trial_id: &str) -> Vec<ablate::record::TraceStep> {
-    ablate::record::jsonl::read(&dir.join("traces").join(format!("{trial_id}.jsonl"))).unwrap().records
+    ablate::record::jsonl::read(&dir.join("traces").join(format!("{trial_id}.jsonl")))
+        .unwrap()
+        .records
 }
 
 /// How long an in-process run (and its exports) may take before the test fails.
@@ -362,7 +419,9 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 /// `fut`'s output, or a panic naming `what` once `limit` has passed.
 pub async fn within<T>(limit: Duration, what: &str, fut: impl Future<Output = T>) -> T {
-    tokio::time::timeout(limit, fut).await.unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
+    tokio::time::timeout(limit, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
 }
 
 /// SIGKILL to every process of the group `pgid` (a group that is gone gives ESRCH, ignored).
@@ -377,7 +436,10 @@ pub fn kill_group(pgid: Option<u32>) {
 fn exited(pid: u32) -> bool {
     use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
     let Some(pid) = Pid::from_raw(pid as i32) else { return true };
-    match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
+    match waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    ) {
         Ok(status) => status.is_some(),
         // Already reaped (ECHILD): nothing left to wait for.
         Err(_) => true,
@@ -424,7 +486,8 @@ pub fn output_within(cmd: &mut std::process::Command, limit: Duration) -> Output
     kill_group(Some(pid));
     let status = child.wait().unwrap();
     let pipe = |rx: mpsc::Receiver<Vec<u8>>, name: &str| {
-        rx.recv_timeout(PIPE_GRACE).unwrap_or_else(|_| panic!("{what}: {name} still open {PIPE_GRACE:?} after the exit"))
+        rx.recv_timeout(PIPE_GRACE)
+            .unwrap_or_else(|_| panic!("{what}: {name} still open {PIPE_GRACE:?} after the exit"))
     };
     Output { status, stdout: pipe(out, "stdout"), stderr: pipe(err, "stderr") }
 }
@@ -433,7 +496,11 @@ pub fn output_within(cmd: &mut std::process::Command, limit: Duration) -> Output
 /// group and kills, and kill_on_drop should the test's future be dropped.
 pub async fn output_within_async(cmd: &mut tokio::process::Command, limit: Duration) -> Output {
     let what = format!("{cmd:?}");
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
     let pid = child.id().expect("a child not yet waited for has a pid");
     let read = |pipe: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {

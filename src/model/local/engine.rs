@@ -25,7 +25,9 @@ pub fn backend(log: bool) -> Result<&'static LlamaBackend, String> {
     BACKEND
         .get_or_init(|| {
             if !log {
-                llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default().with_logs_enabled(false));
+                llama_cpp_2::send_logs_to_tracing(
+                    llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+                );
             }
             LlamaBackend::init().map_err(|e| format!("cannot initialize llama.cpp: {e}"))
         })
@@ -77,12 +79,24 @@ pub(super) fn worker_main(
     let template_text = match &opts.template {
         Some(file) => match std::fs::read_to_string(file) {
             Ok(t) => t,
-            Err(e) => return fail(format!("--local-template `{}`: cannot read it: {e}", file.display())),
+            Err(e) => {
+                return fail(format!("--local-template `{}`: cannot read it: {e}", file.display()));
+            }
         },
         None => match model.chat_template(None).map(|t| t.to_string()) {
             Ok(Ok(t)) => t,
-            Ok(Err(e)) => return fail(format!("the chat template of `{}` is not UTF-8 ({e}); give one with --local-template", path.display())),
-            Err(e) => return fail(format!("`{}` carries no chat template ({e}); give one with --local-template", path.display())),
+            Ok(Err(e)) => {
+                return fail(format!(
+                    "the chat template of `{}` is not UTF-8 ({e}); give one with --local-template",
+                    path.display()
+                ));
+            }
+            Err(e) => {
+                return fail(format!(
+                    "`{}` carries no chat template ({e}); give one with --local-template",
+                    path.display()
+                ));
+            }
         },
     };
     let where_from = || match &opts.template {
@@ -91,10 +105,12 @@ pub(super) fn worker_main(
     };
     let vocab = model.vocab();
     let token_text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
-    let template = match ChatTemplate::new(&template_text, &token_text(vocab.bos()), &token_text(vocab.eos())) {
-        Ok(t) => t,
-        Err(e) => return fail(format!("{}: {e}", where_from())),
-    };
+    let template =
+        match ChatTemplate::new(&template_text, &token_text(vocab.bos()), &token_text(vocab.eos()))
+        {
+            Ok(t) => t,
+            Err(e) => return fail(format!("{}: {e}", where_from())),
+        };
     // A template that cannot render a plain exchange fails now, not at the first trial.
     if let Err(e) = template.render(&[Message::system("s"), Message::user("u")], &[]) {
         return fail(format!("{}: cannot render a system and a user message: {e}", where_from()));
@@ -114,7 +130,11 @@ pub(super) fn worker_main(
         .with_n_threads_batch(opts.batch_threads as i32);
     let ctx = match model.new_context(backend, params) {
         Ok(c) => c,
-        Err(e) => return fail(format!("cannot create a llama.cpp context of {slots} x {per_slot} tokens: {e}")),
+        Err(e) => {
+            return fail(format!(
+                "cannot create a llama.cpp context of {slots} x {per_slot} tokens: {e}"
+            ));
+        }
     };
     let info = LocalInfo {
         path: path.clone(),
@@ -206,7 +226,14 @@ impl Engine<'_> {
         let fail = |job: Job, prompt: Option<String>, e: ModelError| {
             let queued = admitted.duration_since(job.enqueued);
             record_stats(stats, queued, None);
-            let _ = job.reply.send(JobResult { prompt, generation: None, error: Some(e), queued, compute: Duration::ZERO, batch: BatchStats::default() });
+            let _ = job.reply.send(JobResult {
+                prompt,
+                generation: None,
+                error: Some(e),
+                queued,
+                compute: Duration::ZERO,
+                batch: BatchStats::default(),
+            });
         };
         let prompt_text = match &job.input {
             PromptInput::Chat { messages, tools, prefill } => match self.render(messages, tools) {
@@ -220,10 +247,15 @@ impl Engine<'_> {
             return fail(job, Some(prompt_text), ModelError::Other("the prompt is empty".into()));
         }
         if prompt.len() > self.limit {
-            let e = ModelError::Other(format!("prompt of {} tokens exceeds the context of {}", prompt.len(), self.limit));
+            let e = ModelError::Other(format!(
+                "prompt of {} tokens exceeds the context of {}",
+                prompt.len(),
+                self.limit
+            ));
             return fail(job, Some(prompt_text), e);
         }
-        let busy: Vec<bool> = (0..self.slots.len()).map(|i| active.iter().any(|s| s.slot == i)).collect();
+        let busy: Vec<bool> =
+            (0..self.slots.len()).map(|i| active.iter().any(|s| s.slot == i)).collect();
         let (slot, source, reusable) = self.pick_slot(&prompt, &busy);
         self.clock += 1;
         self.slots[slot].last_used = self.clock;
@@ -285,7 +317,8 @@ impl Engine<'_> {
     /// into equal per-sequence pieces, one token each). While others generate,
     /// chunks are short, so a long prompt does not stall them.
     fn step(&mut self, active: &mut Vec<Seq>, stats: &Mutex<LocalStats>) {
-        let generating: Vec<usize> = (0..active.len()).filter(|&i| active[i].next.is_some()).collect();
+        let generating: Vec<usize> =
+            (0..active.len()).filter(|&i| active[i].next.is_some()).collect();
         if !generating.is_empty() {
             self.batch.clear();
             let mut error = None;
@@ -296,7 +329,12 @@ impl Engine<'_> {
             for (n, &i) in generating.iter().enumerate() {
                 let s = &mut active[i];
                 let at = self.slots[s.slot].tokens.len();
-                if let Err(e) = self.batch.add(s.next.unwrap_or(LlamaToken::new(0)), at as i32, &[s.slot as i32], true) {
+                if let Err(e) = self.batch.add(
+                    s.next.unwrap_or(LlamaToken::new(0)),
+                    at as i32,
+                    &[s.slot as i32],
+                    true,
+                ) {
                     error.get_or_insert(e.to_string());
                 }
                 s.logits = Some(n as i32);
@@ -304,9 +342,15 @@ impl Engine<'_> {
             }
             self.decode_step(active, generating.len(), error, stats);
         }
-        let Some(i) = active.iter().position(|s| s.next.is_none() && s.pos < s.prompt.len()) else { return };
+        let Some(i) = active.iter().position(|s| s.next.is_none() && s.pos < s.prompt.len()) else {
+            return;
+        };
         let cap = self.batch_capacity();
-        let chunk = if active.iter().any(|s| s.next.is_some()) { cap.min(PROMPT_CHUNK_WHILE_DECODING) } else { cap };
+        let chunk = if active.iter().any(|s| s.next.is_some()) {
+            cap.min(PROMPT_CHUNK_WHILE_DECODING)
+        } else {
+            cap
+        };
         self.batch.clear();
         let mut error = None;
         for s in active.iter_mut() {
@@ -331,7 +375,13 @@ impl Engine<'_> {
     /// Decode the batch built for the members (`in_step > 0`), charge them
     /// their share of its time, advance them, sample where they have logits,
     /// and answer the sequences that are done.
-    fn decode_step(&mut self, active: &mut Vec<Seq>, n: usize, mut error: Option<String>, stats: &Mutex<LocalStats>) {
+    fn decode_step(
+        &mut self,
+        active: &mut Vec<Seq>,
+        n: usize,
+        mut error: Option<String>,
+        stats: &Mutex<LocalStats>,
+    ) {
         let t0 = Instant::now();
         if error.is_none()
             && let Err(e) = self.ctx.decode(&mut self.batch)
@@ -349,7 +399,12 @@ impl Engine<'_> {
                     self.clear_slot(s.slot);
                     let what = if s.next.is_some() { "decode" } else { "evaluate the prompt" };
                     let partial = s.next.is_some().then(|| detokenize(self.model, &s.out));
-                    self.finish(s, Err(ModelError::Other(format!("llama.cpp could not {what}: {e}"))), partial, stats);
+                    self.finish(
+                        s,
+                        Err(ModelError::Other(format!("llama.cpp could not {what}: {e}"))),
+                        partial,
+                        stats,
+                    );
                 } else {
                     i += 1;
                 }
@@ -388,7 +443,9 @@ impl Engine<'_> {
                     s.out.push(tok);
                     if stop_string_in_tail(self.model, &s.out, &s.job.params.stop) {
                         done = Some(Stop::StopString);
-                    } else if s.g.generated_tokens >= s.job.params.max_tokens || self.slots[s.slot].tokens.len() + 1 > self.limit {
+                    } else if s.g.generated_tokens >= s.job.params.max_tokens
+                        || self.slots[s.slot].tokens.len() + 1 > self.limit
+                    {
                         done = Some(Stop::Length);
                     } else {
                         s.next = Some(tok);
@@ -420,7 +477,13 @@ impl Engine<'_> {
     }
 
     /// Answer a sequence: its generation (complete, or partial with the error).
-    fn finish(&mut self, mut s: Seq, result: Result<(), ModelError>, text: Option<String>, stats: &Mutex<LocalStats>) {
+    fn finish(
+        &mut self,
+        mut s: Seq,
+        result: Result<(), ModelError>,
+        text: Option<String>,
+        stats: &Mutex<LocalStats>,
+    ) {
         let queued = s.admitted.duration_since(s.job.enqueued);
         let wall = s.admitted.elapsed();
         let compute = Duration::from_secs_f64(s.charged.min(wall.as_secs_f64()));
@@ -452,7 +515,9 @@ impl Engine<'_> {
     }
 
     fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, ModelError> {
-        self.template.render(messages, tools).map_err(|e| ModelError::Other(format!("cannot apply the chat template: {e}")))
+        self.template
+            .render(messages, tools)
+            .map_err(|e| ModelError::Other(format!("cannot apply the chat template: {e}")))
     }
 
     /// Special tokens written in the prompt text (template markers) are parsed;
@@ -473,7 +538,9 @@ impl Engine<'_> {
     /// final (concurrent trials of one task share its prompt this way).
     fn pick_slot(&self, prompt: &[LlamaToken], busy: &[bool]) -> (usize, Option<usize>, usize) {
         let idle = || (0..self.slots.len()).filter(|&i| !busy[i]);
-        let lru = |cands: &mut dyn Iterator<Item = usize>| cands.min_by_key(|&i| self.slots[i].last_used).unwrap_or(0);
+        let lru = |cands: &mut dyn Iterator<Item = usize>| {
+            cands.min_by_key(|&i| self.slots[i].last_used).unwrap_or(0)
+        };
         if !self.prefix_cache {
             return (lru(&mut idle()), None, 0);
         }
@@ -490,9 +557,15 @@ impl Engine<'_> {
         let free: Vec<usize> = idle().filter(|&i| self.slots[i].tokens.is_empty()).collect();
         let target = if free.is_empty() { lru(&mut idle()) } else { lru(&mut free.into_iter()) };
         // The best source among all slots, busy ones included.
-        let source = (0..self.slots.len()).max_by_key(|&i| (lcp[i], self.slots[i].last_used)).unwrap_or(best);
+        let source = (0..self.slots.len())
+            .max_by_key(|&i| (lcp[i], self.slots[i].last_used))
+            .unwrap_or(best);
         // A cross-sequence copy moves the whole KV buffer of a slot: worth it for a real prefix only.
-        if source != target && lcp[source] >= lcp[target] + MIN_COPY_TOKENS { (target, Some(source), lcp[source]) } else { (target, None, lcp[target]) }
+        if source != target && lcp[source] >= lcp[target] + MIN_COPY_TOKENS {
+            (target, Some(source), lcp[source])
+        } else {
+            (target, None, lcp[target])
+        }
     }
 
     fn clear_slot(&mut self, slot: usize) {
@@ -536,7 +609,10 @@ fn stop_string_in_tail(model: &LlamaModel, out: &[LlamaToken], stop: &[String]) 
 /// Cut `text` before the earliest stop string in it.
 /// Cut `text` before the first stop sequence in it; the sequence that matched.
 pub(crate) fn cut_at_stop(text: &mut String, stop: &[String]) -> Option<String> {
-    let (at, s) = stop.iter().filter_map(|s| text.find(s.as_str()).map(|at| (at, s))).min_by_key(|(at, _)| *at)?;
+    let (at, s) = stop
+        .iter()
+        .filter_map(|s| text.find(s.as_str()).map(|at| (at, s)))
+        .min_by_key(|(at, _)| *at)?;
     text.truncate(at);
     Some(s.clone())
 }

@@ -63,7 +63,9 @@ mod engine;
 
 use super::chat_format::{parse_fenced_tool_calls, parse_tool_calls};
 use super::sampling::{self};
-use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolSpec};
+use super::{
+    BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolSpec,
+};
 use crate::experiment::config::ModelSpec;
 use crate::record::Tokens;
 pub use engine::backend;
@@ -272,10 +274,18 @@ pub struct LocalStats {
 
 impl LocalStats {
     pub fn prompt_tokens_per_second(&self) -> f64 {
-        if self.prompt_seconds > 0.0 { self.evaluated_tokens as f64 / self.prompt_seconds } else { 0.0 }
+        if self.prompt_seconds > 0.0 {
+            self.evaluated_tokens as f64 / self.prompt_seconds
+        } else {
+            0.0
+        }
     }
     pub fn generated_tokens_per_second(&self) -> f64 {
-        if self.generation_seconds > 0.0 { self.generated_tokens as f64 / self.generation_seconds } else { 0.0 }
+        if self.generation_seconds > 0.0 {
+            self.generated_tokens as f64 / self.generation_seconds
+        } else {
+            0.0
+        }
     }
 }
 
@@ -307,7 +317,11 @@ enum PromptInput {
 impl PromptInput {
     /// A chat request's prompt: its messages, the tools it offers, its prefill.
     fn of(req: &ChatRequest) -> PromptInput {
-        PromptInput::Chat { messages: req.messages.clone(), tools: offered_tools(req), prefill: req.prefill.clone() }
+        PromptInput::Chat {
+            messages: req.messages.clone(),
+            tools: offered_tools(req),
+            prefill: req.prefill.clone(),
+        }
     }
 }
 
@@ -368,7 +382,9 @@ impl LocalClient {
             .resolved_path
             .clone()
             .or_else(|| spec.path.as_ref().map(PathBuf::from))
-            .ok_or_else(|| format!("model `{name}`: the local provider needs the GGUF file's path"))?;
+            .ok_or_else(|| {
+                format!("model `{name}`: the local provider needs the GGUF file's path")
+            })?;
         if !path.is_file() {
             return Err(format!("model `{name}`: GGUF file `{}` not found", path.display()));
         }
@@ -377,7 +393,13 @@ impl LocalClient {
             return Err(format!("model `{name}`: context_tokens {context_tokens} is too small"));
         }
         let slots = opts.slots.max(1);
-        let opts = LocalOptions { threads: opts.threads.max(1), batch_threads: opts.batch_threads.max(1), slots, batch: opts.batch.clamp(1, slots), ..opts };
+        let opts = LocalOptions {
+            threads: opts.threads.max(1),
+            batch_threads: opts.batch_threads.max(1),
+            slots,
+            batch: opts.batch.clamp(1, slots),
+            ..opts
+        };
         let stats = Arc::new(Mutex::new(LocalStats::default()));
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalInfo, String>>(1);
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
@@ -385,14 +407,19 @@ impl LocalClient {
         let worker_path = path.clone();
         std::thread::Builder::new()
             .name("ablate-llama".into())
-            .spawn(move || worker_main(worker_path, context_tokens, opts, ready_tx, jobs_rx, worker_stats))
+            .spawn(move || {
+                worker_main(worker_path, context_tokens, opts, ready_tx, jobs_rx, worker_stats)
+            })
             .map_err(|e| format!("model `{name}`: cannot start the llama.cpp worker: {e}"))?;
         // Hash the file while the worker loads it.
-        let sha256 = crate::digest::sha256_file(&path).map_err(|e| format!("model `{name}`: cannot read `{}`: {e}", path.display()))?;
+        let sha256 = crate::digest::sha256_file(&path)
+            .map_err(|e| format!("model `{name}`: cannot read `{}`: {e}", path.display()))?;
         let info = match ready_rx.recv() {
             Ok(Ok(info)) => info,
             Ok(Err(e)) => return Err(format!("model `{name}`: {e}")),
-            Err(_) => return Err(format!("model `{name}`: the llama.cpp worker stopped while loading")),
+            Err(_) => {
+                return Err(format!("model `{name}`: the llama.cpp worker stopped while loading"));
+            }
         };
         Ok(LocalClient { name, jobs: jobs_tx, sha256, info, stats })
     }
@@ -421,7 +448,11 @@ impl LocalClient {
 
     /// Generate from a prompt text that is given to the tokenizer as is (no
     /// chat template). Must not be called from inside a tokio runtime.
-    pub fn generate_blocking(&self, prompt: &str, params: &GenParams) -> Result<Generation, ModelError> {
+    pub fn generate_blocking(
+        &self,
+        prompt: &str,
+        params: &GenParams,
+    ) -> Result<Generation, ModelError> {
         let rx = self.submit(PromptInput::Text(prompt.to_string()), params.clone())?;
         let res = rx.blocking_recv().map_err(|_| self.stopped())?;
         match res.error {
@@ -430,9 +461,15 @@ impl LocalClient {
         }
     }
 
-    fn submit(&self, input: PromptInput, params: GenParams) -> Result<oneshot::Receiver<JobResult>, ModelError> {
+    fn submit(
+        &self,
+        input: PromptInput,
+        params: GenParams,
+    ) -> Result<oneshot::Receiver<JobResult>, ModelError> {
         let (tx, rx) = oneshot::channel();
-        self.jobs.send(Job { input, params, enqueued: Instant::now(), reply: tx }).map_err(|_| self.stopped())?;
+        self.jobs
+            .send(Job { input, params, enqueued: Instant::now(), reply: tx })
+            .map_err(|_| self.stopped())?;
         Ok(rx)
     }
 
@@ -454,7 +491,11 @@ impl ModelClient for LocalClient {
         }
     }
 
-    fn chat<'a>(&'a self, req: &'a ChatRequest, operation_id: String) -> BoxFuture<'a, CallOutcome> {
+    fn chat<'a>(
+        &'a self,
+        req: &'a ChatRequest,
+        operation_id: String,
+    ) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             let rx = self.submit(PromptInput::of(req), GenParams::of(req));
             let res = match rx {
@@ -494,10 +535,22 @@ fn offered_tools(req: &ChatRequest) -> Vec<crate::model::ToolSpec> {
     if req.tool_choice == crate::model::ToolChoice::None { Vec::new() } else { req.tools.clone() }
 }
 
-fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, ModelError>, fenced: bool) -> CallOutcome {
+fn outcome(
+    req: &ChatRequest,
+    operation_id: String,
+    res: Result<JobResult, ModelError>,
+    fenced: bool,
+) -> CallOutcome {
     let res = match res {
         Ok(r) => r,
-        Err(e) => JobResult { prompt: None, generation: None, error: Some(e), queued: Duration::ZERO, compute: Duration::ZERO, batch: BatchStats::default() },
+        Err(e) => JobResult {
+            prompt: None,
+            generation: None,
+            error: Some(e),
+            queued: Duration::ZERO,
+            compute: Duration::ZERO,
+            batch: BatchStats::default(),
+        },
     };
     let request_body = json!({
         "prompt": res.prompt,
@@ -528,15 +581,26 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
                 None => g.text.clone(),
             };
             let (mut text, mut tool_calls, unparsed_tool_calls) = parse_tool_calls(&full);
-            if fenced && tool_calls.is_empty() && unparsed_tool_calls.is_empty() && !req.tools.is_empty() {
+            if fenced
+                && tool_calls.is_empty()
+                && unparsed_tool_calls.is_empty()
+                && !req.tools.is_empty()
+            {
                 (text, tool_calls) = parse_fenced_tool_calls(&text, &req.tools);
             }
             Ok(ChatReply {
                 text,
                 tool_calls,
                 unparsed_tool_calls,
-                finish_reason: Some(if matches!(g.stop, Stop::Eos | Stop::StopString) { "stop" } else { "length" }.to_string()),
-                usage: Tokens { input: g.prompt_tokens as u64, output: g.generated_tokens as u64, cached: g.cached_tokens as u64 },
+                finish_reason: Some(
+                    if matches!(g.stop, Stop::Eos | Stop::StopString) { "stop" } else { "length" }
+                        .to_string(),
+                ),
+                usage: Tokens {
+                    input: g.prompt_tokens as u64,
+                    output: g.generated_tokens as u64,
+                    cached: g.cached_tokens as u64,
+                },
                 token_source: crate::model::TokenSource::Engine,
                 usage_note: None,
                 fingerprint: None,
@@ -544,5 +608,13 @@ fn outcome(req: &ChatRequest, operation_id: String, res: Result<JobResult, Model
         }
         (None, None) => Err(ModelError::Other("the llama.cpp worker gave no result".into())),
     };
-    CallOutcome { operation_id, request_body, reply_body, result, attempts: 1, latency: res.compute, wait: res.queued }
+    CallOutcome {
+        operation_id,
+        request_body,
+        reply_body,
+        result,
+        attempts: 1,
+        latency: res.compute,
+        wait: res.queued,
+    }
 }

@@ -51,8 +51,16 @@ pub fn clopper_pearson(successes: u64, n: u64, conf: f64) -> (f64, f64) {
     }
     let alpha = 1.0 - conf;
     let (x, nf) = (successes as f64, n as f64);
-    let lo = if successes == 0 { 0.0 } else { Beta::new(x, nf - x + 1.0).expect("positive shapes").inverse_cdf(alpha / 2.0) };
-    let hi = if successes == n { 1.0 } else { Beta::new(x + 1.0, nf - x).expect("positive shapes").inverse_cdf(1.0 - alpha / 2.0) };
+    let lo = if successes == 0 {
+        0.0
+    } else {
+        Beta::new(x, nf - x + 1.0).expect("positive shapes").inverse_cdf(alpha / 2.0)
+    };
+    let hi = if successes == n {
+        1.0
+    } else {
+        Beta::new(x + 1.0, nf - x).expect("positive shapes").inverse_cdf(1.0 - alpha / 2.0)
+    };
     (lo, hi)
 }
 

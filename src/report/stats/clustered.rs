@@ -70,7 +70,15 @@ pub fn pass_rate(tasks: &[Vec<f64>], conf: f64) -> Estimate {
     let n_trials = tasks.iter().map(Vec::len).sum();
     let m = mean(&means);
     if n_tasks < 2 || !is_open_unit(conf) {
-        return Estimate { mean: m, se: f64::NAN, lo: f64::NAN, hi: f64::NAN, df: n_tasks.saturating_sub(1) as f64, n_tasks, n_trials };
+        return Estimate {
+            mean: m,
+            se: f64::NAN,
+            lo: f64::NAN,
+            hi: f64::NAN,
+            df: n_tasks.saturating_sub(1) as f64,
+            n_tasks,
+            n_trials,
+        };
     }
     let df = (n_tasks - 1) as f64;
     let se = sample_sd(&means) / (n_tasks as f64).sqrt();
@@ -127,11 +135,24 @@ pub struct Paired {
 /// which is a bug in the caller.
 pub fn paired_effect(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Paired {
     assert_eq!(control.len(), treatment.len(), "paired_effect: both arms must list the same tasks");
-    let diffs: Vec<f64> = control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| mean(t) - mean(c)).collect();
+    let diffs: Vec<f64> = control
+        .iter()
+        .zip(treatment)
+        .filter(|(c, t)| !c.is_empty() && !t.is_empty())
+        .map(|(c, t)| mean(t) - mean(c))
+        .collect();
     let n_tasks = diffs.len();
     let mean_diff = mean(&diffs);
     if n_tasks < 2 || !is_open_unit(conf) {
-        return Paired { mean_diff, se: f64::NAN, lo: f64::NAN, hi: f64::NAN, df: n_tasks.saturating_sub(1) as f64, p_value: f64::NAN, n_tasks };
+        return Paired {
+            mean_diff,
+            se: f64::NAN,
+            lo: f64::NAN,
+            hi: f64::NAN,
+            df: n_tasks.saturating_sub(1) as f64,
+            p_value: f64::NAN,
+            n_tasks,
+        };
     }
     let df = (n_tasks - 1) as f64;
     let se = sample_sd(&diffs) / (n_tasks as f64).sqrt();
@@ -167,7 +188,8 @@ pub(super) fn clustered_wilson(means: &[f64], n_trials: usize, conf: f64) -> (f6
     // fallback is the number of tasks, not of trials: the task is the unit,
     // and counting every trial as independent made 14 tasks x 10 trials, all
     // passing, look like [0.968, 1] (coverage 0.87 in simulation).
-    let n_eff = if var > 0.0 && p > 0.0 && p < 1.0 { (p * (1.0 - p) / var).min(n) } else { t_count as f64 };
+    let n_eff =
+        if var > 0.0 && p > 0.0 && p < 1.0 { (p * (1.0 - p) / var).min(n) } else { t_count as f64 };
     let z = normal_quantile(1.0 - (1.0 - conf) / 2.0);
     let t = t_two_sided(conf, (t_count - 1) as f64);
     // Degrees-of-freedom adjustment: shrink n so that z / sqrt(n*) = t / sqrt(n_eff).
@@ -249,7 +271,8 @@ pub fn paired_effect_mover(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f
     if base.n_tasks < 2 || !is_open_unit(conf) {
         return base;
     }
-    let pairs: Vec<(&Vec<f64>, &Vec<f64>)> = control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).collect();
+    let pairs: Vec<(&Vec<f64>, &Vec<f64>)> =
+        control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).collect();
     let mc: Vec<f64> = pairs.iter().map(|(c, _)| mean(c)).collect();
     let mt: Vec<f64> = pairs.iter().map(|(_, t)| mean(t)).collect();
     let nc: usize = pairs.iter().map(|(c, _)| c.len()).sum();

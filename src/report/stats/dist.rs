@@ -107,7 +107,8 @@ pub const SPREAD_TOLERANCE: f64 = 1e-12;
 /// Every "all alike" decision of the statistics goes through this, never `== 0.0`
 /// on a computed variance.
 pub fn no_spread(xs: &[f64]) -> bool {
-    let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let (lo, hi) =
+        xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
     hi - lo <= SPREAD_TOLERANCE
 }
 

@@ -93,12 +93,20 @@ impl InferenceMethod {
             InferenceMethod::NewcombeOneTask => "newcombe_one_task",
             InferenceMethod::SignFlip { exact: true, floor: F::None } => "sign_flip_exact",
             InferenceMethod::SignFlip { exact: false, floor: F::None } => "sign_flip_monte_carlo",
-            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => "sign_flip_exact+trial_noise",
-            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "sign_flip_monte_carlo+trial_noise",
+            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => {
+                "sign_flip_exact+trial_noise"
+            }
+            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => {
+                "sign_flip_monte_carlo+trial_noise"
+            }
             InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "sign_flip_exact+mover",
-            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => "sign_flip_monte_carlo+mover",
+            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => {
+                "sign_flip_monte_carlo+mover"
+            }
             InferenceMethod::BettingCs { without_replacement: false } => "betting_cs",
-            InferenceMethod::BettingCs { without_replacement: true } => "betting_cs_without_replacement",
+            InferenceMethod::BettingCs { without_replacement: true } => {
+                "betting_cs_without_replacement"
+            }
         }
     }
 
@@ -110,12 +118,24 @@ impl InferenceMethod {
             InferenceMethod::NewcombeOneTask => "Newcombe, one task",
             InferenceMethod::SignFlip { exact: true, floor: F::None } => "exact sign-flip",
             InferenceMethod::SignFlip { exact: false, floor: F::None } => "Monte Carlo sign-flip",
-            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => "exact sign-flip, trial-noise t floor",
-            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => "Monte Carlo sign-flip, trial-noise t floor",
-            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "exact sign-flip + MOVER (no spread)",
-            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => "Monte Carlo sign-flip + MOVER (no spread)",
-            InferenceMethod::BettingCs { without_replacement: false } => "anytime-valid betting confidence sequence",
-            InferenceMethod::BettingCs { without_replacement: true } => "anytime-valid betting confidence sequence, without replacement",
+            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => {
+                "exact sign-flip, trial-noise t floor"
+            }
+            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => {
+                "Monte Carlo sign-flip, trial-noise t floor"
+            }
+            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => {
+                "exact sign-flip + MOVER (no spread)"
+            }
+            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => {
+                "Monte Carlo sign-flip + MOVER (no spread)"
+            }
+            InferenceMethod::BettingCs { without_replacement: false } => {
+                "anytime-valid betting confidence sequence"
+            }
+            InferenceMethod::BettingCs { without_replacement: true } => {
+                "anytime-valid betting confidence sequence, without replacement"
+            }
         }
     }
 }
@@ -166,12 +186,23 @@ impl serde::Serialize for InferenceMethod {
 /// # Panics
 /// If the arms list different numbers of tasks (caller bug).
 pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Inference {
-    assert_eq!(control.len(), treatment.len(), "paired_inference: both arms must list the same tasks");
+    assert_eq!(
+        control.len(),
+        treatment.len(),
+        "paired_inference: both arms must list the same tasks"
+    );
     let tasks = PairedTasks::of(control, treatment);
     let n_tasks = tasks.d.len();
     let mean_diff = mean(&tasks.d);
     if n_tasks == 0 || !is_open_unit(conf) {
-        return Inference { mean_diff, lo: f64::NAN, hi: f64::NAN, p_value: f64::NAN, n_tasks, method: InferenceMethod::None };
+        return Inference {
+            mean_diff,
+            lo: f64::NAN,
+            hi: f64::NAN,
+            p_value: f64::NAN,
+            n_tasks,
+            method: InferenceMethod::None,
+        };
     }
     if n_tasks == 1 {
         let (c, t) = (&tasks.control[0], &tasks.treatment[0]);
@@ -179,7 +210,14 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
         let (x1, n1, x2, n2) = (count(c), c.len() as f64, count(t), t.len() as f64);
         let (lo, hi) = newcombe_unpaired(x1, n1, x2, n2, conf);
         let p_value = inverted_p_value(|cf| newcombe_unpaired(x1, n1, x2, n2, cf));
-        return Inference { mean_diff, lo, hi, p_value, n_tasks, method: InferenceMethod::NewcombeOneTask };
+        return Inference {
+            mean_diff,
+            lo,
+            hi,
+            p_value,
+            n_tasks,
+            method: InferenceMethod::NewcombeOneTask,
+        };
     }
     let sf = sign_flip(&tasks.d, conf);
     let floor = tasks.floor();
@@ -198,8 +236,12 @@ struct PairedTasks {
 
 impl PairedTasks {
     fn of(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> PairedTasks {
-        let (control, treatment): (Vec<Vec<f64>>, Vec<Vec<f64>>) =
-            control.iter().zip(treatment).filter(|(c, t)| !c.is_empty() && !t.is_empty()).map(|(c, t)| (c.clone(), t.clone())).unzip();
+        let (control, treatment): (Vec<Vec<f64>>, Vec<Vec<f64>>) = control
+            .iter()
+            .zip(treatment)
+            .filter(|(c, t)| !c.is_empty() && !t.is_empty())
+            .map(|(c, t)| (c.clone(), t.clone()))
+            .unzip();
         let d = control.iter().zip(&treatment).map(|(c, t)| mean(t) - mean(c)).collect();
         PairedTasks { control, treatment, d }
     }
@@ -238,7 +280,8 @@ impl Floor {
         let (flo, fhi) = match *self {
             Floor::None => (lo, hi),
             Floor::TrialNoise(v) => {
-                let half = t_two_sided(conf, (tasks.d.len() - 1) as f64) * (v / tasks.d.len() as f64).sqrt();
+                let half = t_two_sided(conf, (tasks.d.len() - 1) as f64)
+                    * (v / tasks.d.len() as f64).sqrt();
                 (mean(&tasks.d) - half, mean(&tasks.d) + half)
             }
             Floor::Mover => {
@@ -270,7 +313,13 @@ impl Floor {
 /// each task needs 2 trials).
 fn trial_noise(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> f64 {
     let var_of_mean = |v: &Vec<f64>| sample_sd(v).powi(2) / v.len() as f64;
-    mean(&control.iter().zip(treatment).map(|(c, t)| var_of_mean(c) + var_of_mean(t)).collect::<Vec<_>>())
+    mean(
+        &control
+            .iter()
+            .zip(treatment)
+            .map(|(c, t)| var_of_mean(c) + var_of_mean(t))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// The quantile of the spread trial noise alone would show below which the
@@ -331,11 +380,18 @@ pub fn newcombe_unpaired(x1: f64, n1: f64, x2: f64, n2: f64, conf: f64) -> (f64,
         let z2n = z * z / n;
         let center = (p + z2n / 2.0) / (1.0 + z2n);
         let half = z / (1.0 + z2n) * (p * (1.0 - p) / n + z2n / (4.0 * n)).max(0.0).sqrt();
-        (p, if x <= 0.0 { 0.0 } else { (center - half).max(0.0) }, if x >= n { 1.0 } else { (center + half).min(1.0) })
+        (
+            p,
+            if x <= 0.0 { 0.0 } else { (center - half).max(0.0) },
+            if x >= n { 1.0 } else { (center + half).min(1.0) },
+        )
     };
     let ((p1, l1, u1), (p2, l2, u2)) = (w(x1, n1), w(x2, n2));
     let d = p2 - p1;
-    (d - ((p2 - l2).powi(2) + (u1 - p1).powi(2)).sqrt(), d + ((u2 - p2).powi(2) + (p1 - l1).powi(2)).sqrt())
+    (
+        d - ((p2 - l2).powi(2) + (u1 - p1).powi(2)).sqrt(),
+        d + ((u2 - p2).powi(2) + (p1 - l1).powi(2)).sqrt(),
+    )
 }
 
 /// Mid-p McNemar test for paired binary outcomes with one trial per task

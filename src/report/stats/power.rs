@@ -30,7 +30,13 @@ pub(super) fn t_sum(alpha: f64, power: f64, df: f64) -> f64 {
 /// Returns `None` when `var_d` is negative or not finite, `delta` is zero or
 /// not finite, or `alpha`/`power` are not in `(0, 1)`.
 pub fn sample_size_paired(var_d: f64, delta: f64, alpha: f64, power: f64) -> Option<u64> {
-    if !var_d.is_finite() || var_d < 0.0 || !delta.is_finite() || delta == 0.0 || !is_open_unit(alpha) || !is_open_unit(power) {
+    if !var_d.is_finite()
+        || var_d < 0.0
+        || !delta.is_finite()
+        || delta == 0.0
+        || !is_open_unit(alpha)
+        || !is_open_unit(power)
+    {
         return None;
     }
     let floor = sign_flip_min_tasks(alpha).max(2);

@@ -293,7 +293,14 @@ fn monte_carlo(d: &[f64]) -> SubsetMeans {
 /// clamped to `[-1, 1]`; `T = 0`, a non-finite difference or `conf` outside
 /// `(0, 1)` gives NaN.
 pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
-    let nan = SignFlip { lo: f64::NAN, hi: f64::NAN, p_value: f64::NAN, exact: false, method: SignFlipMethod::MonteCarlo, p_monte_carlo_se: f64::NAN };
+    let nan = SignFlip {
+        lo: f64::NAN,
+        hi: f64::NAN,
+        p_value: f64::NAN,
+        exact: false,
+        method: SignFlipMethod::MonteCarlo,
+        p_monte_carlo_se: f64::NAN,
+    };
     if d.is_empty() || !is_open_unit(conf) || d.iter().any(|x| !x.is_finite()) {
         return nan;
     }
@@ -334,7 +341,9 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
 /// flipped sum alone (no subset sizes), one dynamic programme over the
 /// tasks on the integer sums. Otherwise [`sign_flip`]'s own.
 pub fn sign_flip_p(d: &[f64]) -> f64 {
-    let Some((a, _)) = (d.iter().all(|x| x.is_finite()) && !d.is_empty()).then(|| lattice_of(d)).flatten() else {
+    let Some((a, _)) =
+        (d.iter().all(|x| x.is_finite()) && !d.is_empty()).then(|| lattice_of(d)).flatten()
+    else {
         return sign_flip(d, 0.95).p_value;
     };
     let (neg, width, feasible) = lattice_span(&a);

@@ -59,7 +59,11 @@ impl Cell {
                 let s = (1.0 - self.icc) / self.icc;
                 rng.beta(self.base * s, (1.0 - self.base) * s)
             };
-            let q = if self.base > 0.5 { p - self.delta * p / self.base } else { p + self.delta * (1.0 - p) / (1.0 - self.base) };
+            let q = if self.base > 0.5 {
+                p - self.delta * p / self.base
+            } else {
+                p + self.delta * (1.0 - p) / (1.0 - self.base)
+            };
             control[t].clear();
             treatment[t].clear();
             for _ in 0..self.repeats {
@@ -85,7 +89,10 @@ fn simulation_coverage_grid() {
     let started = std::time::Instant::now();
     let mut rng = SplitMix64(0x5EED_AB1A_7E00_0013);
     out.line(format_args!("simulation_coverage_grid: {COVERAGE_REPS} replications per cell; coverage of the 95% intervals for the population mean"));
-    out.line(format_args!("{:>5} {:>3} {:>4} {:>4} {:>5} | {:>9} {:>9} | {:>8}", "tasks", "rep", "base", "icc", "delta", "pass rate", "effect", "P(excl0)"));
+    out.line(format_args!(
+        "{:>5} {:>3} {:>4} {:>4} {:>5} | {:>9} {:>9} | {:>8}",
+        "tasks", "rep", "base", "icc", "delta", "pass rate", "effect", "P(excl0)"
+    ));
     let mut worst: (f64, String) = (1.0, String::new());
     let mut false_positive: f64 = 0.0;
     let mut failures = Vec::new();
@@ -109,7 +116,9 @@ fn simulation_coverage_grid() {
                         }
                         let r = COVERAGE_REPS as f64;
                         let (cr, cd) = (cover_rate as f64 / r, cover_diff as f64 / r);
-                        let name = format!("tasks {tasks} repeats {repeats} base {base} icc {icc} delta {delta}");
+                        let name = format!(
+                            "tasks {tasks} repeats {repeats} base {base} icc {icc} delta {delta}"
+                        );
                         out.line(format_args!("{tasks:5} {repeats:3} {base:4.2} {icc:4.1} {delta:5.1} | {cr:9.3} {cd:9.3} | {:8.3}", excl0 as f64 / r));
                         if delta == 0.0 {
                             false_positive = false_positive.max(excl0 as f64 / r);
@@ -135,8 +144,15 @@ fn simulation_coverage_grid() {
     ));
     assert!(failures.is_empty(), "cells below 0.93: {failures:#?}");
     // The figures the README states (seeded, so exactly reproducible).
-    assert!(worst.0 >= 0.938, "README: every interval covers in at least 93.8%; lowest {}", worst.0);
-    assert!(false_positive <= 0.057, "README: no true difference, 0 excluded in at most 5.7%; saw {false_positive}");
+    assert!(
+        worst.0 >= 0.938,
+        "README: every interval covers in at least 93.8%; lowest {}",
+        worst.0
+    );
+    assert!(
+        false_positive <= 0.057,
+        "README: no true difference, 0 excluded in at most 5.7%; saw {false_positive}"
+    );
 }
 
 /// The verdict, the interval and the p-value never disagree: over many
@@ -165,7 +181,10 @@ fn simulation_interval_and_p_value_agree() {
         let alpha = 1.0 - conf;
         // Away from the bisection's tolerance the two must agree.
         if (inf.p_value - alpha).abs() > 1e-9 && excludes != (inf.p_value <= alpha) {
-            disagree.push(format!("tasks {tasks} repeats {repeats}: [{}, {}] p {}", inf.lo, inf.hi, inf.p_value));
+            disagree.push(format!(
+                "tasks {tasks} repeats {repeats}: [{}, {}] p {}",
+                inf.lo, inf.hi, inf.p_value
+            ));
         }
         if tasks == 2 {
             assert!(!excludes, "2 tasks never give a verdict: {inf:?}");
@@ -217,7 +236,8 @@ fn simulation_equivalence_size() {
 fn power_at(cell_seed: u64, cell: &Cell, alpha: f64, reps: usize) -> [f64; 3] {
     // One stream per (cell, size): the pair hashed by SplitMix64's output function, so that no two
     // streams are shifted copies of each other (an additive seed would make them so).
-    let mut rng = SplitMix64(SplitMix64(cell_seed.wrapping_mul(1000) + cell.tasks as u64).next_u64());
+    let mut rng =
+        SplitMix64(SplitMix64(cell_seed.wrapping_mul(1000) + cell.tasks as u64).next_u64());
     let mut control = vec![Vec::with_capacity(cell.repeats); cell.tasks];
     let mut treatment = vec![Vec::with_capacity(cell.repeats); cell.tasks];
     let mut hits = [0usize; 3];
@@ -250,7 +270,10 @@ fn simulation_power_grid() {
     let started = std::time::Instant::now();
     let alpha = 0.05;
     out.line(format_args!("simulation_power_grid: tasks for 80% power at alpha 0.05 ({POWER_REPS} replications a size, the tests on the same draws)"));
-    out.line(format_args!("{:>3} {:>4} {:>4} {:>5} | {:>6} {:>8} {:>9} | {:>7}", "rep", "base", "icc", "delta", "ablate", "paired t", "sf+MOVER", "ablate/t"));
+    out.line(format_args!(
+        "{:>3} {:>4} {:>4} {:>5} | {:>6} {:>8} {:>9} | {:>7}",
+        "rep", "base", "icc", "delta", "ablate", "paired t", "sf+MOVER", "ablate/t"
+    ));
     let (lo_n, hi_n) = (6usize, 164usize);
     let mut worst_ratio: (f64, String) = (0.0, String::new());
     let mut failures = Vec::new();
@@ -260,9 +283,18 @@ fn simulation_power_grid() {
             for &icc in &[0.0, 0.25, 0.5] {
                 for &delta in &[0.1, 0.2] {
                     seed += 1;
-                    let mut memo: std::collections::HashMap<usize, [f64; 3]> = std::collections::HashMap::new();
-                    let mut power =
-                        |tasks: usize| *memo.entry(tasks).or_insert_with(|| power_at(seed, &Cell { tasks, repeats, base, icc, delta }, alpha, POWER_REPS));
+                    let mut memo: std::collections::HashMap<usize, [f64; 3]> =
+                        std::collections::HashMap::new();
+                    let mut power = |tasks: usize| {
+                        *memo.entry(tasks).or_insert_with(|| {
+                            power_at(
+                                seed,
+                                &Cell { tasks, repeats, base, icc, delta },
+                                alpha,
+                                POWER_REPS,
+                            )
+                        })
+                    };
                     let mut needed = [None; 3];
                     for (k, slot) in needed.iter_mut().enumerate() {
                         if power(hi_n)[k] < 0.8 {
@@ -296,15 +328,21 @@ fn simulation_power_grid() {
                         worst_ratio = (ratio, name.clone());
                     }
                     match (needed[0], needed[2]) {
-                        (Some(a), Some(p)) if a > p => failures.push(format!("{name}: ablate needs {a} tasks, the previous rule {p}")),
-                        (None, Some(p)) => failures.push(format!("{name}: ablate needs more than {hi_n} tasks, the previous rule {p}")),
+                        (Some(a), Some(p)) if a > p => failures
+                            .push(format!("{name}: ablate needs {a} tasks, the previous rule {p}")),
+                        (None, Some(p)) => failures.push(format!(
+                            "{name}: ablate needs more than {hi_n} tasks, the previous rule {p}"
+                        )),
                         _ => {}
                     }
                 }
             }
         }
     }
-    out.line(format_args!("largest ablate / paired t tasks for 80% power: {:.3} ({})", worst_ratio.0, worst_ratio.1));
+    out.line(format_args!(
+        "largest ablate / paired t tasks for 80% power: {:.3} ({})",
+        worst_ratio.0, worst_ratio.1
+    ));
     // Size: no effect, each test.
     let mut rng_seed = 0x512E_0000_0000_0000u64;
     let mut worst_size: [(f64, String); 3] = Default::default();
@@ -313,10 +351,18 @@ fn simulation_power_grid() {
             for &icc in &[0.0, 0.25, 0.5] {
                 for &tasks in &[6usize, 20, 60] {
                     rng_seed += 1;
-                    let size = power_at(rng_seed, &Cell { tasks, repeats, base, icc, delta: 0.0 }, alpha, 2 * POWER_REPS);
+                    let size = power_at(
+                        rng_seed,
+                        &Cell { tasks, repeats, base, icc, delta: 0.0 },
+                        alpha,
+                        2 * POWER_REPS,
+                    );
                     for (k, w) in worst_size.iter_mut().enumerate() {
                         if size[k] > w.0 {
-                            *w = (size[k], format!("trials {repeats} base {base} icc {icc} tasks {tasks}"));
+                            *w = (
+                                size[k],
+                                format!("trials {repeats} base {base} icc {icc} tasks {tasks}"),
+                            );
                         }
                     }
                 }
@@ -331,5 +377,8 @@ fn simulation_power_grid() {
     }
     out.line(format_args!("{:.1} s", started.elapsed().as_secs_f64()));
     assert!(failures.is_empty(), "{failures:#?}");
-    assert!(worst_size[0].0 <= alpha + 3.0 * (alpha * (1.0 - alpha) / (2 * POWER_REPS) as f64).sqrt(), "size {worst_size:?}");
+    assert!(
+        worst_size[0].0 <= alpha + 3.0 * (alpha * (1.0 - alpha) / (2 * POWER_REPS) as f64).sqrt(),
+        "size {worst_size:?}"
+    );
 }

@@ -21,11 +21,20 @@ struct Outcome {
     peeked_rejects: bool,
 }
 
-fn replicate(cell: &Cell, rng: &mut SplitMix64, alpha: f64, margin: Option<f64>, max_tasks: usize, t_crit: &[f64]) -> Outcome {
+fn replicate(
+    cell: &Cell,
+    rng: &mut SplitMix64,
+    alpha: f64,
+    margin: Option<f64>,
+    max_tasks: usize,
+    t_crit: &[f64],
+) -> Outcome {
     let truth = cell.effect();
-    let mut seq = Sequence::untracked(alpha, margin, crate::sequential::bets_for(max_tasks), &[truth]);
+    let mut seq =
+        Sequence::untracked(alpha, margin, crate::sequential::bets_for(max_tasks), &[truth]);
     let one = Cell { tasks: 1, ..*cell };
-    let (mut c, mut t) = (vec![Vec::with_capacity(cell.repeats)], vec![Vec::with_capacity(cell.repeats)]);
+    let (mut c, mut t) =
+        (vec![Vec::with_capacity(cell.repeats)], vec![Vec::with_capacity(cell.repeats)]);
     let (mut sum, mut sum2, mut peeked_rejects) = (0.0, 0.0, false);
     for (k, &crit) in t_crit.iter().enumerate().take(max_tasks + 1).skip(1) {
         one.draw(rng, &mut c, &mut t);
@@ -42,12 +51,19 @@ fn replicate(cell: &Cell, rng: &mut SplitMix64, alpha: f64, margin: Option<f64>,
             break;
         }
     }
-    Outcome { decision: seq.decision, tasks: seq.tasks(), covered: !seq.excludes(0), peeked_rejects }
+    Outcome {
+        decision: seq.decision,
+        tasks: seq.tasks(),
+        covered: !seq.excludes(0),
+        peeked_rejects,
+    }
 }
 
 /// t_{1 - alpha/2, k - 1} for k tasks (index k), the fixed design's two-sided quantile.
 fn t_table(alpha: f64, max_tasks: usize) -> Vec<f64> {
-    (0..=max_tasks).map(|k| if k < 2 { f64::NAN } else { t_quantile(1.0 - alpha / 2.0, (k - 1) as f64) }).collect()
+    (0..=max_tasks)
+        .map(|k| if k < 2 { f64::NAN } else { t_quantile(1.0 - alpha / 2.0, (k - 1) as f64) })
+        .collect()
 }
 
 const VALIDITY_REPS: usize = 2000;
@@ -71,7 +87,10 @@ fn simulation_sequential_validity() {
     out.line(format_args!(
         "simulation_sequential_validity: no effect, the rule after every task, up to {max_tasks} tasks, {VALIDITY_REPS} replications, alpha {alpha}"
     ));
-    out.line(format_args!("{:>6} {:>4} {:>4} | {:>12} {:>9} | {:>15}", "trials", "base", "icc", "P(ever h/h)", "coverage", "peeking t: P(ever)"));
+    out.line(format_args!(
+        "{:>6} {:>4} {:>4} | {:>12} {:>9} | {:>15}",
+        "trials", "base", "icc", "P(ever h/h)", "coverage", "peeking t: P(ever)"
+    ));
     let (mut worst_fp, mut worst_cover, mut least_peek) = (0.0f64, 1.0f64, 1.0f64);
     for &repeats in &[1usize, 3, 5] {
         for &base in &[0.1, 0.5, 0.9] {
@@ -86,7 +105,9 @@ fn simulation_sequential_validity() {
                 }
                 let n = VALIDITY_REPS as f64;
                 let (fp, covered, peeked) = (fp as f64 / n, covered as f64 / n, peeked as f64 / n);
-                out.line(format_args!("{repeats:>6} {base:>4} {icc:>4} | {fp:>12.3} {covered:>9.3} | {peeked:>15.3}"));
+                out.line(format_args!(
+                    "{repeats:>6} {base:>4} {icc:>4} | {fp:>12.3} {covered:>9.3} | {peeked:>15.3}"
+                ));
                 worst_fp = worst_fp.max(fp);
                 worst_cover = worst_cover.min(covered);
                 least_peek = least_peek.min(peeked);
@@ -121,15 +142,22 @@ fn simulation_sequential_equivalence_size() {
             let cell = Cell { tasks: max_tasks, repeats, base, icc, delta: margin };
             let mut equivalent = 0usize;
             for _ in 0..VALIDITY_REPS {
-                equivalent += (replicate(&cell, &mut rng, alpha, Some(margin), max_tasks, &t_crit).decision == Decision::Equivalent) as usize;
+                equivalent += (replicate(&cell, &mut rng, alpha, Some(margin), max_tasks, &t_crit)
+                    .decision
+                    == Decision::Equivalent) as usize;
             }
             let rate = equivalent as f64 / VALIDITY_REPS as f64;
-            out.line(format_args!("  trials {repeats} base {base} icc {icc}: P(equivalent) {rate:.3}"));
+            out.line(format_args!(
+                "  trials {repeats} base {base} icc {icc}: P(equivalent) {rate:.3}"
+            ));
             worst = worst.max(rate);
         }
     }
     out.line(format_args!("worst P(equivalent) at the margin: {worst:.3}"));
-    assert!(worst <= alpha + 3.0 * (alpha * (1.0 - alpha) / VALIDITY_REPS as f64).sqrt(), "{worst}");
+    assert!(
+        worst <= alpha + 3.0 * (alpha * (1.0 - alpha) / VALIDITY_REPS as f64).sqrt(),
+        "{worst}"
+    );
 }
 
 /// Tasks to a decision against the fixed design. The fixed design: `fixed`
@@ -157,11 +185,20 @@ fn simulation_sequential_efficiency() {
     ));
     out.line(format_args!(
         "{:>6} {:>4} {:>4} {:>6} | {:>13} {:>13} {:>13} | {:>20}",
-        "trials", "base", "icc", "MDE", "1x: ratio/ok", "2x: ratio/ok", "4x: ratio/ok", "0, margin 2x: ratio/eq"
+        "trials",
+        "base",
+        "icc",
+        "MDE",
+        "1x: ratio/ok",
+        "2x: ratio/ok",
+        "4x: ratio/ok",
+        "0, margin 2x: ratio/eq"
     ));
     let mut failures = Vec::new();
     let mut worst_cover: f64 = 1.0;
-    for &(repeats, base, icc) in &[(1usize, 0.5, 0.5), (3, 0.5, 0.0), (3, 0.1, 0.25), (5, 0.3, 0.25)] {
+    for &(repeats, base, icc) in
+        &[(1usize, 0.5, 0.5), (3, 0.5, 0.0), (3, 0.1, 0.25), (5, 0.3, 0.25)]
+    {
         // Var(d) under no effect: two arms of `repeats` Bernoulli trials at a task rate p with
         // E[p (1 - p)] = base (1 - base) (1 - icc) (Beta with that ICC): 2 E[p (1 - p)] / repeats.
         let var_d = 2.0 * base * (1.0 - base) * (1.0 - icc) / repeats as f64;
@@ -190,10 +227,20 @@ fn simulation_sequential_efficiency() {
             tasks += o.tasks;
             equivalent += (o.decision == Decision::Equivalent) as usize;
         }
-        row.push_str(&format!("| {:>10.2} {:>9.2}", tasks as f64 / reps as f64 / fixed as f64, equivalent as f64 / reps as f64));
+        row.push_str(&format!(
+            "| {:>10.2} {:>9.2}",
+            tasks as f64 / reps as f64 / fixed as f64,
+            equivalent as f64 / reps as f64
+        ));
         out.line(format_args!("{row}"));
     }
-    out.line(format_args!("coverage of the true difference at the stopping time, at least {worst_cover:.3} ({:.0} s)", started.elapsed().as_secs_f64()));
+    out.line(format_args!(
+        "coverage of the true difference at the stopping time, at least {worst_cover:.3} ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    ));
     assert!(failures.is_empty(), "{failures:#?}");
-    assert!(worst_cover >= 1.0 - alpha - 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt(), "coverage {worst_cover}");
+    assert!(
+        worst_cover >= 1.0 - alpha - 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt(),
+        "coverage {worst_cover}"
+    );
 }

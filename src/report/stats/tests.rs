@@ -288,8 +288,10 @@ fn paired_inference_one_method() {
     // (c = floor(0.025 * 8) = 0 -> [-1, 1], p = 2/8 = 0.25) has the trial-noise floor beside it:
     // v = (10/9)(0.25 + 0.24)/10 times chi2_2(0.025)/2, t = 0.1/sqrt(that/3) on 2 df, p 0.0430049
     // (mpmath: regularized incomplete gamma and beta); the larger, the sign flip's, is reported.
-    let c: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 5) as u8 as f64).collect()).collect();
-    let t: Vec<Vec<f64>> = (0..3).map(|_| (0..10).map(|k| (k < 6) as u8 as f64).collect()).collect();
+    let c: Vec<Vec<f64>> =
+        (0..3).map(|_| (0..10).map(|k| (k < 5) as u8 as f64).collect()).collect();
+    let t: Vec<Vec<f64>> =
+        (0..3).map(|_| (0..10).map(|k| (k < 6) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
     assert_eq!((i.lo, i.hi), (-1.0, 1.0));
     assert_close!(i.p_value, 0.25, 1e-15);
@@ -368,7 +370,8 @@ fn score_intervals_basic() {
     // 100 x 0.5, 50 x 1; p = 0.5, var = (25/199)/200, n_eff = 0.25/var = 398 (of 400 trials),
     // n* = 398 (z/t_199)^2, t_199 = 1.971956544252 (mpmath, closed-form t CDF): Wilson
     // (0.450817059066, 0.549182940934); the t interval 0.5 -/+ t_199 sqrt(var) = (0.450577375, 0.549422625).
-    let tasks: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64, ((i / 2) % 2) as f64]).collect();
+    let tasks: Vec<Vec<f64>> =
+        (0..200).map(|i| vec![(i % 2) as f64, ((i / 2) % 2) as f64]).collect();
     let (t, w) = (pass_rate(&tasks, 0.95), pass_rate_wilson(&tasks, 0.95));
     assert_close!(w.lo, 0.4508170590659585, 1e-9);
     assert_close!(w.hi, 0.5491829409340415, 1e-9);
@@ -388,8 +391,12 @@ fn score_intervals_basic() {
     // paired_effect_mover in mpmath; paired t 0.17 -/+ t_199 se = (0.117490932125, 0.222509067875),
     // p = 2 P(t_199 > 6.384280) = 1.1885944e-9 (closed-form t CDF).
     let control: Vec<Vec<f64>> = (0..200).map(|i| vec![(i % 2) as f64]).collect();
-    let treatment: Vec<Vec<f64>> = (0..200).map(|i| vec![((i % 2 == 1) || i % 3 == 0) as u8 as f64]).collect();
-    let (t, m) = (paired_effect(&control, &treatment, 0.95), paired_effect_mover(&control, &treatment, 0.95));
+    let treatment: Vec<Vec<f64>> =
+        (0..200).map(|i| vec![((i % 2 == 1) || i % 3 == 0) as u8 as f64]).collect();
+    let (t, m) = (
+        paired_effect(&control, &treatment, 0.95),
+        paired_effect_mover(&control, &treatment, 0.95),
+    );
     assert_eq!((t.mean_diff, t.p_value), (m.mean_diff, m.p_value));
     assert_close!(m.lo, 0.11684139025588734, 1e-9);
     assert_close!(m.hi, 0.22108332423913255, 1e-9);
@@ -405,7 +412,9 @@ fn an_unchanged_task_added_does_not_move_the_sign_flip_test() {
     // 5 flips: 2/2^5 = 0.0625 (it gave 0.025). Brute force over all subsets in exact rationals
     // (Python, fractions) gives these p-values and the intervals [0, 0.5] (16 tasks) and
     // [0, 4/9] (17), [0, 0.5] (17 tasks, 5 flips).
-    for (flips, tasks, p, hi) in [(4, 16, 0.125, 0.5), (4, 17, 0.125, 4.0 / 9.0), (5, 17, 0.0625, 0.5)] {
+    for (flips, tasks, p, hi) in
+        [(4, 16, 0.125, 0.5), (4, 17, 0.125, 4.0 / 9.0), (5, 17, 0.0625, 0.5)]
+    {
         let d: Vec<f64> = (0..tasks).map(|i| if i < flips { 1.0 } else { 0.0 }).collect();
         let s = sign_flip(&d, 0.95);
         assert!(s.exact, "{tasks}");
@@ -445,7 +454,11 @@ fn fractional_scores_off_the_lattice_are_tested_by_monte_carlo_with_its_error() 
     assert_eq!((s.exact, s.method), (false, SignFlipMethod::MonteCarlo));
     assert!(s.p_value >= 1.0 / (SIGN_FLIP_DRAWS as f64 + 1.0));
     assert!((s.p_value - 0.001953125).abs() <= 4.0 * s.p_monte_carlo_se, "{s:?}");
-    assert_close!(s.p_monte_carlo_se, (s.p_value * (1.0 - s.p_value) / SIGN_FLIP_DRAWS as f64).sqrt(), 1e-15);
+    assert_close!(
+        s.p_monte_carlo_se,
+        (s.p_value * (1.0 - s.p_value) / SIGN_FLIP_DRAWS as f64).sqrt(),
+        1e-15
+    );
     assert!((s.lo - 0.0305401).abs() < 0.005 && (s.hi - 0.0924845).abs() < 0.005, "{s:?}");
 }
 
@@ -455,7 +468,8 @@ fn no_spread_is_decided_by_a_tolerance_not_by_float_equality() {
     // the float variance was about 1e-33, so the Wilson fallback to n_eff = 14 tasks did not fire
     // ([0.509, 0.685]). By hand: n* = 14 (z / t_{0.975,13})^2 with t = 2.160368656 (t table),
     // Wilson at p = 0.6 on n*: [0.328765926, 0.821229847].
-    let tasks: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + k) % 10 < 6) as u8 as f64).collect()).collect();
+    let tasks: Vec<Vec<f64>> =
+        (0..14).map(|k| (0..10).map(|i| ((i + k) % 10 < 6) as u8 as f64).collect()).collect();
     let means: Vec<f64> = tasks.iter().map(|t| mean(t)).collect();
     assert_eq!(sample_sd(&means), 0.0);
     let e = pass_rate_wilson(&tasks, 0.95);
@@ -463,7 +477,8 @@ fn no_spread_is_decided_by_a_tolerance_not_by_float_equality() {
     assert_close!(e.hi, 0.8212298467845265, 1e-9);
     // Every task 6/10 -> 8/10: the differences have no spread, so no t-test MDE is claimed
     // (it printed "could detect ±0 pp"), and the correlation of the arms is 0.
-    let better: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
+    let better: Vec<Vec<f64>> =
+        (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
     let d: Vec<f64> = tasks.iter().zip(&better).map(|(c, t)| mean(t) - mean(c)).collect();
     assert_eq!(sample_sd(&d), 0.0);
     assert_eq!(min_detectable_effect(sample_sd(&d).powi(2), 14, 0.05, 0.8), 0.0);
@@ -478,8 +493,10 @@ fn every_task_moving_alike_is_an_effect_when_the_trials_say_so() {
     // 0.2 -/+ t_{0.975,13} sqrt(that/14) = [0.124444582, 0.275555418] (mpmath: regularized
     // incomplete gamma and beta and their roots); its t-test p 7.07e-5 is below the sign flip's
     // 2/2^14, which is reported.
-    let c: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + k) % 10 < 6) as u8 as f64).collect()).collect();
-    let t: Vec<Vec<f64>> = (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
+    let c: Vec<Vec<f64>> =
+        (0..14).map(|k| (0..10).map(|i| ((i + k) % 10 < 6) as u8 as f64).collect()).collect();
+    let t: Vec<Vec<f64>> =
+        (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
     assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
     assert_close!(i.p_value, 2.0 / 16384.0, 1e-15);
@@ -509,7 +526,11 @@ fn permutation_t_is_the_sign_flip_test() {
         let observed = t_of(&d);
         let (mut ge, mut le) = (0u32, 0u32);
         for mask in 0..(1u32 << n) {
-            let flipped: Vec<f64> = d.iter().enumerate().map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x }).collect();
+            let flipped: Vec<f64> = d
+                .iter()
+                .enumerate()
+                .map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x })
+                .collect();
             let t = t_of(&flipped);
             ge += (t >= observed - 1e-9) as u32;
             le += (t <= observed + 1e-9) as u32;
