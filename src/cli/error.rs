@@ -1,10 +1,11 @@
 //! Why a command did not succeed: each stage's own error, and the one mapping
-//! from them to the exit status (`CommandError::exit`; README, "Exit codes").
+//! from them to the exit status (`CommandError::exit`; README, "Exit codes");
+//! the gate's verdict too (`gate_exit`), so that every status is decided here.
 
 use ablate::InputError;
 use ablate::error::Exit;
 use ablate::export::ExportError;
-use ablate::gate::GateError;
+use ablate::gate::{GateError, Verdict};
 use ablate::record::lock::LockError;
 use ablate::record::merge::MergeError;
 use ablate::report::ReportError;
@@ -91,8 +92,58 @@ impl CommandError {
     }
 }
 
+/// The gate's exit status: its verdict (PASS 0, FAIL 1, INCONCLUSIVE 3), or
+/// a usage error (2) when a drift between baseline and candidate refused the
+/// comparison (`None`).
+pub fn gate_exit(verdict: Option<Verdict>) -> Exit {
+    match verdict {
+        Some(Verdict::Pass) => Exit::Ok,
+        Some(Verdict::Fail) => Exit::Failure,
+        Some(Verdict::Inconclusive) => Exit::Inconclusive,
+        None => Exit::Usage,
+    }
+}
+
 /// A file written by a command.
 pub fn write_error(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CommandError {
     let path = path.into();
     move |source| CommandError::Write { path, source }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The statuses the README's "Exit codes" gives: gate PASS 0, FAIL 1, INCONCLUSIVE 3, a
+    /// baseline that does not match 2; bad input 2, a file not written 1, Ctrl-C 130.
+    #[test]
+    fn each_outcome_has_the_readme_status() {
+        let codes: Vec<u8> =
+            [Some(Verdict::Pass), Some(Verdict::Fail), Some(Verdict::Inconclusive), None]
+                .into_iter()
+                .map(|v| gate_exit(v).code())
+                .collect();
+        assert_eq!(codes, vec![0, 1, 3, 2]);
+        let io = || std::io::Error::other("disk full");
+        let cases: Vec<(CommandError, u8)> = vec![
+            (InputError::new("x.toml", "bad").into(), 2),
+            (CommandError::Write { path: "out.csv".into(), source: io() }, 1),
+            (ReportError::Write { dir: "run".into(), source: io() }.into(), 1),
+            (ReportError::NotARun { dir: "run".into() }.into(), 2),
+            (
+                RunError::Interrupted { recorded: 3, config: "c.toml".into(), dir: "run".into() }
+                    .into(),
+                130,
+            ),
+            (
+                RunError::Lock(LockError::InUse { dir: "run".into(), holder: "pid 1".into() })
+                    .into(),
+                2,
+            ),
+            (MergeError::Incomplete(vec!["shard 2 is missing".into()]).into(), 1),
+        ];
+        for (err, code) in cases {
+            assert_eq!(err.exit().code(), code, "{err}");
+        }
+    }
 }

@@ -384,7 +384,7 @@ fn gate_cmd(opts: gate::GateOptions) -> Result<Exit, CommandError> {
         None => eprintln!(
             "error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)"
         ),
-        Some(text) => print!("{text}"),
+        Some((_, text)) => print!("{text}"),
     }
-    Ok(outcome.exit)
+    Ok(error::gate_exit(outcome.decided.as_ref().map(|(verdict, _)| *verdict)))
 }

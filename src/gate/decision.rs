@@ -15,13 +15,6 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn exit_code(self) -> crate::error::Exit {
-        match self {
-            Verdict::Pass => crate::error::Exit::Ok,
-            Verdict::Fail => crate::error::Exit::Failure,
-            Verdict::Inconclusive => crate::error::Exit::Inconclusive,
-        }
-    }
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Pass => "PASS",
@@ -578,7 +571,6 @@ mod tests {
                 && (d.upper - 0.6013114992529154).abs() < 1e-9,
             "{d:?}"
         );
-        assert_eq!(Verdict::Inconclusive.exit_code().code(), 3);
     }
 
     /// The false-PASS rate of a true drop of the margin or more, computed

@@ -52,13 +52,13 @@ pub struct GateOptions {
     pub junit: Option<std::path::PathBuf>,
 }
 
-/// What the gate found: the drifts between baseline and candidate, the
-/// report to print (none when a drift refused the comparison), the exit code.
+/// What the gate found: the drifts between baseline and candidate, and the
+/// verdict with its report to print (None when a drift refused the
+/// comparison). The command line turns it into the exit status.
 #[derive(Debug)]
 pub struct GateOutcome {
     pub drifts: Vec<String>,
-    pub decided: Option<String>,
-    pub exit: crate::error::Exit,
+    pub decided: Option<(Verdict, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -104,7 +104,7 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         .map_err(|e| InputError::new(&o.candidate, e))?;
     let drifts = drifts(&base, &cand);
     if !drifts.is_empty() && !o.allow_drift {
-        return Ok(GateOutcome { drifts, decided: None, exit: crate::error::Exit::Usage });
+        return Ok(GateOutcome { drifts, decided: None });
     }
     let pairs = pair(&base, &cand);
     if let Some((in_candidate, why)) = unequal_trials(&pairs) {
@@ -131,7 +131,6 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
     }
     Ok(GateOutcome {
         drifts,
-        decided: Some(render(&decision, &pairs, &oc, hint)),
-        exit: decision.verdict.exit_code(),
+        decided: Some((decision.verdict, render(&decision, &pairs, &oc, hint))),
     })
 }
