@@ -226,14 +226,13 @@ fn run_cmd(req: RunRequest) -> Result<Exit, CommandError> {
     // written, try once more and say why.
     let done = exports.finish();
     eprintln!("recorded in {}", summary.dir.display());
-    let report = match done {
-        Ok(FinalExports { report: Ok(report), summary: counts }) => {
+    let written = done.and_then(|FinalExports { report, summary: counts }| {
+        report.map(|report| (report, counts)).map_err(|e| e.to_string())
+    });
+    let report = match written {
+        Ok((report, counts)) => {
             eprint!("{}", counts.unwrap_or_default());
             report
-        }
-        Ok(FinalExports { report: Err(e), .. }) => {
-            eprintln!("warning: {e}");
-            return write_report(&summary.dir, false);
         }
         Err(e) => {
             eprintln!("warning: {e}");
