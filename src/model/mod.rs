@@ -390,6 +390,27 @@ impl CallOutcome {
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Why a client's `identity` could not check the model's name against the
+/// endpoint's list, kept for `ModelClient::unchecked` (the run warns with it).
+#[derive(Debug, Default)]
+pub struct Unchecked(std::sync::OnceLock<String>);
+
+impl Unchecked {
+    /// The list at `url` could not be read: an HTTP `status`, or (None) a body
+    /// that is not a model list.
+    pub fn record(&self, url: &str, status: Option<u16>, model: &str) {
+        let why = match status {
+            Some(status) => format!("{url} gave HTTP {status}"),
+            None => format!("{url} gave no model list ablate can read"),
+        };
+        let _ = self.0.set(format!("{why}; model `{model}` is not checked"));
+    }
+
+    pub fn get(&self) -> Option<String> {
+        self.0.get().cloned()
+    }
+}
+
 pub trait ModelClient: Send + Sync {
     /// Send one logical chat call (with retries).
     fn chat<'a>(
@@ -461,5 +482,28 @@ pub fn client_for(
                 spec.name
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod unchecked_tests {
+    use super::Unchecked;
+
+    #[test]
+    fn the_first_reason_is_kept_and_names_the_url_and_the_model() {
+        let u = Unchecked::default();
+        assert_eq!(u.get(), None);
+        u.record("http://h/v1/models", Some(404), "m");
+        u.record("http://h/v1/models", None, "m");
+        assert_eq!(
+            u.get().as_deref(),
+            Some("http://h/v1/models gave HTTP 404; model `m` is not checked")
+        );
+        let u = Unchecked::default();
+        u.record("http://h/api/tags", None, "q");
+        assert_eq!(
+            u.get().as_deref(),
+            Some("http://h/api/tags gave no model list ablate can read; model `q` is not checked")
+        );
     }
 }

@@ -17,7 +17,7 @@ pub struct OllamaClient {
     retry: RetryPolicy,
     max_bytes: u64,
     /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
-    unchecked: std::sync::OnceLock<String>,
+    unchecked: super::Unchecked,
 }
 
 impl OllamaClient {
@@ -29,7 +29,7 @@ impl OllamaClient {
             num_ctx: spec.context_tokens,
             retry: spec.retry.clone(),
             max_bytes: spec.max_response_bytes,
-            unchecked: std::sync::OnceLock::new(),
+            unchecked: super::Unchecked::default(),
         })
     }
 
@@ -188,7 +188,7 @@ impl ModelClient for OllamaClient {
     }
 
     fn unchecked(&self) -> Option<String> {
-        self.unchecked.get().cloned()
+        self.unchecked.get()
     }
 
     fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
@@ -242,14 +242,11 @@ impl ModelClient for OllamaClient {
                         }
                     }
                     None => {
-                        let _ = self.unchecked.set(format!("{tags_url} gave no model list ablate can read; model `{}` is not checked", self.model));
+                        self.unchecked.record(&tags_url, None, &self.model);
                     }
                 },
                 Err(ModelError::Status { status, .. }) => {
-                    let _ = self.unchecked.set(format!(
-                        "{tags_url} gave HTTP {status}; model `{}` is not checked",
-                        self.model
-                    ));
+                    self.unchecked.record(&tags_url, Some(status), &self.model);
                 }
                 Err(e) => return Err(e),
             }

@@ -19,7 +19,7 @@ pub struct OpenAiClient {
     /// What `/v1/models` said of the model at setup (its entry, volatile fields removed).
     served: std::sync::OnceLock<Value>,
     /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
-    unchecked: std::sync::OnceLock<String>,
+    unchecked: super::Unchecked,
 }
 
 impl OpenAiClient {
@@ -44,7 +44,7 @@ impl OpenAiClient {
             retry: spec.retry.clone(),
             max_bytes: spec.max_response_bytes,
             served: std::sync::OnceLock::new(),
-            unchecked: std::sync::OnceLock::new(),
+            unchecked: super::Unchecked::default(),
         })
     }
 
@@ -232,7 +232,7 @@ impl ModelClient for OpenAiClient {
     }
 
     fn unchecked(&self) -> Option<String> {
-        self.unchecked.get().cloned()
+        self.unchecked.get()
     }
 
     fn served(&self) -> Option<Value> {
@@ -256,38 +256,33 @@ impl ModelClient for OpenAiClient {
             )
             .await;
             match out.result {
-                Ok((_, text)) => {
-                    match served_list(&text) {
-                        Some(entries) => {
-                            let id =
-                                |m: &Value| m.get("id").and_then(Value::as_str).map(str::to_string);
-                            match entries
-                                .iter()
-                                .position(|m| id(m).as_deref() == Some(self.model.as_str()))
-                            {
-                                None => Err(ModelError::UnknownModel {
-                                    model: self.model.clone(),
-                                    served: entries.iter().filter_map(id).collect(),
-                                }),
-                                Some(i) => {
-                                    let entry = served_entry(entries[i].clone());
-                                    let identity = served_identity(&entry);
-                                    let _ = self.served.set(entry);
-                                    Ok(Some(identity))
-                                }
+                Ok((_, text)) => match served_list(&text) {
+                    Some(entries) => {
+                        let id =
+                            |m: &Value| m.get("id").and_then(Value::as_str).map(str::to_string);
+                        match entries
+                            .iter()
+                            .position(|m| id(m).as_deref() == Some(self.model.as_str()))
+                        {
+                            None => Err(ModelError::UnknownModel {
+                                model: self.model.clone(),
+                                served: entries.iter().filter_map(id).collect(),
+                            }),
+                            Some(i) => {
+                                let entry = served_entry(entries[i].clone());
+                                let identity = served_identity(&entry);
+                                let _ = self.served.set(entry);
+                                Ok(Some(identity))
                             }
                         }
-                        None => {
-                            let _ = self.unchecked.set(format!("{url} gave no model list ablate can read; model `{}` is not checked", self.model));
-                            Ok(None)
-                        }
                     }
-                }
+                    None => {
+                        self.unchecked.record(&url, None, &self.model);
+                        Ok(None)
+                    }
+                },
                 Err(ModelError::Status { status, .. }) => {
-                    let _ = self.unchecked.set(format!(
-                        "{url} gave HTTP {status}; model `{}` is not checked",
-                        self.model
-                    ));
+                    self.unchecked.record(&url, Some(status), &self.model);
                     Ok(None)
                 }
                 Err(e) => Err(e),
