@@ -56,16 +56,19 @@ Harbor fixture (tests/fixtures/import/make_harbor_jobs.py, 3 tasks x 2 attempts)
 ----------------------------------------------------------------------------------------------
 CONVENTIONS chosen where the docs leave room (all documented here, none read from ablate's code)
 ----------------------------------------------------------------------------------------------
-* Sign-flip p-value (two-sided): the fraction of the 2^T sign vectors s whose |sum_t s_t d_t|
-  is >= |sum_t d_t| - 1e-12 (ties count as "at least as extreme"). The sign-flip distribution
-  is symmetric, so this equals min(1, 2 min(P(sum_B d <= 0), P(sum_B d >= 0))) over the 2^T
-  subsets B (empty included), the form sign_flip.rs's doc comment states; both are computed
-  and checked equal.
-* Sign-flip interval at level conf = 1 - alpha': the set of shifts mu at which the test of
-  d_t - mu does NOT reject, i.e. p(mu) > alpha' (reject when p <= alpha'). p(mu) only changes
-  at the subset means, so the endpoints are found exactly among them (the extreme subset means
-  with p > alpha'); when no mu is rejected the interval is [-1, 1]. Clamped to [-1, 1].
-  Checked equal to Hartigan's [M_(c), M_(N+1-c)], c = floor(alpha'/2 * 2^T).
+* Sign-flip mid-p value (two-sided): over the 2^T sign vectors s, twice the smaller tail,
+  a tail counting the vectors whose flipped sum sum_t s_t d_t lies beyond the observed one
+  and half of those equal to it (to 1e-12): min(1, 2 min(beyond) / 2^T + equal / 2^T). The
+  same through the 2^T subsets B (empty included): 2 min(P(sum_B d <= 0), P(sum_B d >= 0))
+  - P(sum_B d = 0); both are computed and checked equal. The reported p is never below
+  2^(1 - n), n the tasks whose difference is not 0.
+* Sign-flip interval at level conf = 1 - alpha': [-1, 1] when 2^(1 - T) > alpha' (too few
+  tasks); otherwise the set of shifts mu at which the mid-p test of d_t - mu does NOT reject,
+  i.e. p(mu) > alpha' (reject when p <= alpha'). p(mu) is constant strictly between subset
+  means, so each mean and each midpoint between distinct means is tested; an end reached only
+  between two means is open and reported as the next float inside (math.nextafter). Then, if
+  the reported p (with its floor) exceeds alpha', the interval is widened to hold 0. Clamped
+  to [-1, 1].
 * Trial-noise floor: s2 is the sample variance (n - 1) of a task's 0/1 pass outcomes in one
   arm; "the trials vary" means v > 1e-12. The floor interval is d_bar +- t_{T-1, 1-alpha'/2}
   sqrt(f/T), f = v chi2_{T-1}(0.025)/(T-1); its p-value is the two-sided t-test p of d_bar
@@ -507,33 +510,50 @@ def sign_flip(d, conf):
     n_all = 2 ** T
     total = sum(d)
     sums, sizes = subset_sums(d)
-    # textbook p at 0: sign vector s <-> subset B of flipped tasks; flipped sum = total - 2 sum_B
-    p_abs = sum(1 for s in sums if abs(total - 2 * s) >= abs(total) - TIE) / n_all
-    # the same test through subset means (empty subset on both sides)
+    # textbook mid-p at 0: sign vector s <-> subset B of flipped tasks; flipped sum = total - 2 sum_B;
+    # a tail counts the vectors beyond the observed sum and half of those equal to it
+    flipped = [total - 2 * s for s in sums]
+    beyond_up = sum(1 for f in flipped if f > total + TIE)
+    beyond_down = sum(1 for f in flipped if f < total - TIE)
+    equal = n_all - beyond_up - beyond_down
+    p_text = min(1.0, 2 * min(beyond_up, beyond_down) / n_all + equal / n_all)
+    # the same test through subset means (the empty subset is a tie at every mu)
     means = sorted(s / n for s, n in zip(sums, sizes) if n > 0)
 
     def p_of(mu):
         le = 1 + bisect_right(means, mu + TIE)  # subsets with sum_B (d - mu) <= 0
         ge = 1 + (len(means) - bisect_left(means, mu - TIE))
-        return min(1.0, 2 * min(le, ge) / n_all)
+        eq = le + ge - (len(means) + 1)  # subsets with sum_B (d - mu) = 0
+        return min(1.0, max(0.0, (2 * min(le, ge) - eq) / n_all))
 
-    p_means = p_of(0.0)
-    assert abs(p_abs - p_means) < 1e-12, (p_abs, p_means)
+    p_mid = p_of(0.0)
+    assert abs(p_text - p_mid) < 1e-12, (p_text, p_mid)
+    # never below the exact test's smallest p on the n changed tasks
+    n = sum(1 for x in d if abs(x) > TIE)
+    p = max(p_mid, min(1.0, 2.0 ** (1 - n)))
     alpha = 1 - conf
-    # non-rejection set {mu : p(mu) > alpha}; p is constant between subset means
-    if p_of(means[0] - 1.0) > alpha and p_of(means[-1] + 1.0) > alpha:
+    if 2.0 ** (1 - T) > alpha:
         lo, hi = -1.0, 1.0
     else:
-        keep = [m for m in means if p_of(m) > alpha]
-        lo, hi = (keep[0], keep[-1]) if keep else (float("nan"), float("nan"))
-    # cross-check with Hartigan's order statistics
-    c = math.floor(alpha / 2 * n_all + 1e-12)
-    if c == 0:
-        h = (-1.0, 1.0)
-    else:
-        h = (means[c - 1], means[len(means) - c])
-    assert abs(h[0] - lo) < 1e-12 and abs(h[1] - hi) < 1e-12, (h, lo, hi)
-    return max(-1.0, lo), min(1.0, hi), p_abs
+        # non-rejection set {mu : p_of(mu) > alpha}: p_of is constant strictly between subset
+        # means, so the candidates are the means and the midpoints between distinct ones
+        distinct = [m for i, m in enumerate(means) if i == 0 or m - means[i - 1] > TIE]
+        cands = []
+        for i, m in enumerate(distinct):
+            cands.append((m, m, m))  # (where tested, reported end from below, from above)
+            if i + 1 < len(distinct):
+                mid = (m + distinct[i + 1]) / 2
+                # accepted only strictly between: the ends are open, reported one float inside
+                cands.append((mid, math.nextafter(m, 2.0), math.nextafter(distinct[i + 1], -2.0)))
+        keep = [c for c in cands if p_of(c[0]) > alpha]
+        lo, hi = (keep[0][1], keep[-1][2]) if keep else (float("nan"), float("nan"))
+        if p_of(distinct[0] - 1.0) > alpha:
+            lo = -1.0
+        if p_of(distinct[-1] + 1.0) > alpha:
+            hi = 1.0
+    if p > alpha:  # the floor keeps 0: so does the interval
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    return max(-1.0, lo), min(1.0, hi), p
 
 
 # ----------------------------------------------------------------------------- floors
@@ -638,7 +658,7 @@ def paired(ctrl: dict, treat: dict, conf: float) -> dict:
         p_fl = float(2 * (1 - t_cdf(abs(dbar) / se, T - 1)))
         out["floor"] = {"kind": "trial_noise", "lo": fl_lo, "hi": fl_hi, "p_value": p_fl,
                         "v": v, "chi2_factor": factor, "t": tq}
-        method = "sign_flip_exact+trial_noise"
+        method = "sign_flip_mid_p+trial_noise"
     elif no_spread(d):
         cm = [mean(ctrl[k]) for k in tasks]
         tm = [mean(treat[k]) for k in tasks]
@@ -647,11 +667,11 @@ def paired(ctrl: dict, treat: dict, conf: float) -> dict:
         fl_lo, fl_hi = mover(cm, tm, n_c, n_t, conf)
         p_fl = p_by_inversion(lambda cf: mover(cm, tm, n_c, n_t, cf))
         out["floor"] = {"kind": "mover", "lo": fl_lo, "hi": fl_hi, "p_value": p_fl}
-        method = "sign_flip_exact+mover"
+        method = "sign_flip_mid_p+mover"
     else:
         fl_lo = fl_hi = None
         p_fl = 0.0
-        method = "sign_flip_exact"
+        method = "sign_flip_mid_p"
     lo = sf_lo if fl_lo is None else min(sf_lo, fl_lo)
     hi = sf_hi if fl_hi is None else max(sf_hi, fl_hi)
     out.update({"lo": max(-1.0, lo), "hi": min(1.0, hi), "p_value": max(p_sf, p_fl),

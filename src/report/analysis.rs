@@ -978,12 +978,12 @@ mod tests {
         assert_eq!(serde_json::to_value(IntervalMethod::Wilson).unwrap(), json!("wilson"));
         use stats::{InferenceMethod::SignFlip, SpreadFloor};
         for (exact, floor, name) in [
-            (true, SpreadFloor::None, "sign_flip_exact"),
-            (false, SpreadFloor::None, "sign_flip_monte_carlo"),
-            (true, SpreadFloor::TrialNoise, "sign_flip_exact+trial_noise"),
-            (false, SpreadFloor::TrialNoise, "sign_flip_monte_carlo+trial_noise"),
-            (true, SpreadFloor::Mover, "sign_flip_exact+mover"),
-            (false, SpreadFloor::Mover, "sign_flip_monte_carlo+mover"),
+            (true, SpreadFloor::None, "sign_flip_mid_p"),
+            (false, SpreadFloor::None, "sign_flip_mid_p_monte_carlo"),
+            (true, SpreadFloor::TrialNoise, "sign_flip_mid_p+trial_noise"),
+            (false, SpreadFloor::TrialNoise, "sign_flip_mid_p_monte_carlo+trial_noise"),
+            (true, SpreadFloor::Mover, "sign_flip_mid_p+mover"),
+            (false, SpreadFloor::Mover, "sign_flip_mid_p_monte_carlo+mover"),
         ] {
             assert_eq!(serde_json::to_value(SignFlip { exact, floor }).unwrap(), json!(name));
         }

@@ -91,17 +91,19 @@ impl InferenceMethod {
         match self {
             InferenceMethod::None => "none",
             InferenceMethod::NewcombeOneTask => "newcombe_one_task",
-            InferenceMethod::SignFlip { exact: true, floor: F::None } => "sign_flip_exact",
-            InferenceMethod::SignFlip { exact: false, floor: F::None } => "sign_flip_monte_carlo",
+            InferenceMethod::SignFlip { exact: true, floor: F::None } => "sign_flip_mid_p",
+            InferenceMethod::SignFlip { exact: false, floor: F::None } => {
+                "sign_flip_mid_p_monte_carlo"
+            }
             InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => {
-                "sign_flip_exact+trial_noise"
+                "sign_flip_mid_p+trial_noise"
             }
             InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => {
-                "sign_flip_monte_carlo+trial_noise"
+                "sign_flip_mid_p_monte_carlo+trial_noise"
             }
-            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "sign_flip_exact+mover",
+            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "sign_flip_mid_p+mover",
             InferenceMethod::SignFlip { exact: false, floor: F::Mover } => {
-                "sign_flip_monte_carlo+mover"
+                "sign_flip_mid_p_monte_carlo+mover"
             }
             InferenceMethod::BettingCs { without_replacement: false } => "betting_cs",
             InferenceMethod::BettingCs { without_replacement: true } => {
@@ -116,19 +118,21 @@ impl InferenceMethod {
         match self {
             InferenceMethod::None => "none",
             InferenceMethod::NewcombeOneTask => "Newcombe, one task",
-            InferenceMethod::SignFlip { exact: true, floor: F::None } => "exact sign-flip",
-            InferenceMethod::SignFlip { exact: false, floor: F::None } => "Monte Carlo sign-flip",
+            InferenceMethod::SignFlip { exact: true, floor: F::None } => "exact mid-p sign-flip",
+            InferenceMethod::SignFlip { exact: false, floor: F::None } => {
+                "Monte Carlo mid-p sign-flip"
+            }
             InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => {
-                "exact sign-flip, trial-noise t floor"
+                "exact mid-p sign-flip, trial-noise t floor"
             }
             InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => {
-                "Monte Carlo sign-flip, trial-noise t floor"
+                "Monte Carlo mid-p sign-flip, trial-noise t floor"
             }
             InferenceMethod::SignFlip { exact: true, floor: F::Mover } => {
-                "exact sign-flip + MOVER (no spread)"
+                "exact mid-p sign-flip + MOVER (no spread)"
             }
             InferenceMethod::SignFlip { exact: false, floor: F::Mover } => {
-                "Monte Carlo sign-flip + MOVER (no spread)"
+                "Monte Carlo mid-p sign-flip + MOVER (no spread)"
             }
             InferenceMethod::BettingCs { without_replacement: false } => {
                 "anytime-valid betting confidence sequence"
@@ -355,6 +359,17 @@ pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) 
 /// fraction of the cost. Tasks without trials in both arms are left out;
 /// fewer than two tasks left never reject here.
 pub fn paired_rejects(control: &[Vec<f64>], treatment: &[Vec<f64>], alpha: f64) -> bool {
+    paired_rejects_by(control, treatment, alpha, sign_flip_p)
+}
+
+/// [`paired_rejects`] with another sign-flip p-value in place of the mid-p
+/// (the power simulation's comparison with the exact test).
+pub(crate) fn paired_rejects_by(
+    control: &[Vec<f64>],
+    treatment: &[Vec<f64>],
+    alpha: f64,
+    sign_flip_p: fn(&[f64]) -> f64,
+) -> bool {
     let tasks = PairedTasks::of(control, treatment);
     if tasks.d.len() < 2 || !is_open_unit(alpha) || sign_flip_p(&tasks.d) > alpha {
         return false;

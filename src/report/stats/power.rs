@@ -24,8 +24,8 @@ pub(super) fn t_sum(alpha: f64, power: f64, df: f64) -> f64 {
 /// where `var_d` is the variance of the per-task differences `d_t` (trial
 /// noise included) and `alpha` is the level actually applied (divide by the
 /// number of comparisons of the family first). Never fewer than
-/// [`sign_flip_min_tasks`]`(alpha)`, below which the exact sign-flip test of
-/// the report cannot reject at all, nor fewer than 2.
+/// [`sign_flip_min_tasks`]`(alpha)`, below which the report's sign-flip test
+/// cannot reject at all, nor fewer than 2.
 ///
 /// Returns `None` when `var_d` is negative or not finite, `delta` is zero or
 /// not finite, or `alpha`/`power` are not in `(0, 1)`.

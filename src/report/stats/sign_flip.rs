@@ -1,20 +1,25 @@
-//! Fisher's sign-flip test on per-task differences and the interval that
-//! inverts it, exact wherever that is feasible.
+//! Fisher's sign-flip test on per-task differences, in its mid-p form, and
+//! the interval that inverts it; its distribution exact wherever that is
+//! feasible.
 //!
 //! Under `H0: mean difference = delta` each task's `d_t - delta` is equally
 //! likely to have either sign. Flipping the signs of a set `B` of tasks moves
 //! the statistic `sum(d_t - delta)` at least as far as observed exactly when
 //! `sum_B (d_t - delta) <= 0`, i.e. when the mean of `d` over `B` is at most
-//! `delta` (`B` empty counts on both sides). So the whole test, at every
-//! `delta`, is the distribution of the **subset means** of the `d_t` over
-//! the `2^T` equally likely sets (Hartigan 1969, JASA 64:1303-1317):
+//! `delta`, and to exactly the observed value when that mean is `delta` (`B`
+//! empty is such a tie). So the whole test, at every `delta`, is the
+//! distribution of the **subset means** of the `d_t` over the `2^T` equally
+//! likely sets (Hartigan 1969, JASA 64:1303-1317):
 //!
-//! * two-sided p-value of `delta = 0`:
-//!   `min(1, 2 min(P(sum_B d <= 0), P(sum_B d >= 0)))`;
-//! * interval at level `conf`, with `a = (1 - conf)/2` and `c = floor(a 2^T)`:
-//!   `[M_(c), M_(N+1-c)]` among the `N = 2^T - 1` non-empty subset means
-//!   sorted, or `[-1, 1]` when `c = 0` (too few tasks for any conclusion at
-//!   this level). Then `p <= 1 - conf` exactly when the interval excludes 0.
+//! * two-sided **mid-p** value of `delta = 0` (Lancaster 1961; the ties count
+//!   half in each tail): `2 min(P(sum_B d <= 0), P(sum_B d >= 0)) - P(sum_B d = 0)`,
+//!   held to at least the exact test's smallest, `2^(1 - n)` over the `n`
+//!   tasks that changed ([`exact_floor`]);
+//! * interval at level `conf`: the shifts the mid-p test keeps
+//!   ([`mid_p_interval`]), or `[-1, 1]` when `2^(1 - T) > 1 - conf` (too few
+//!   tasks for the exact test to reject at this level), widened to 0 when
+//!   the floor keeps 0. Then `p <= 1 - conf` exactly when the interval
+//!   excludes 0.
 //!
 //! That distribution is computed, in order of preference:
 //!
@@ -26,8 +31,8 @@
 //!    probabilities are multiples of `2^-T`, exact in `f64` up to 53 tasks
 //!    and to `f64` rounding beyond). A task whose difference is 0 adds
 //!    nothing to any sum, so the p-value does not change when an unchanged
-//!    task is added (the defect of the Normal approximation this replaces:
-//!    16 tasks with 4 flips gave p 0.125, a 17th unchanged task p 0.0455).
+//!    task is added (the defect of the Normal approximation this replaced:
+//!    16 tasks with 4 flips give p 0.125, it gave a 17th unchanged task p 0.0455).
 //! 3. **Monte Carlo** (fractional scores off any small lattice, or a lattice
 //!    too large for the programme: more than 4e8 cells times tasks, such as
 //!    500 tasks of 10 trials with differences spread over all of [-1, 1]):
@@ -84,6 +89,8 @@ struct SubsetMeans {
     means: Vec<(f64, f64)>,
     below: f64,
     above: f64,
+    /// `P(sum_B d = 0)`, the empty subset included: the ties the mid-p halves.
+    tie: f64,
     /// The probability one subset carries (`2^-T`; `1/(draws + 1)` for Monte Carlo).
     unit: f64,
 }
@@ -96,7 +103,7 @@ fn enumerate(d: &[f64]) -> SubsetMeans {
     let unit = 1.0 / total as f64;
     let mut sums = vec![0.0f64; total];
     let mut means = Vec::with_capacity(total - 1);
-    let (mut below, mut above) = (unit, unit);
+    let (mut below, mut above, mut tie) = (unit, unit, unit);
     for mask in 1..total {
         let low = mask.trailing_zeros() as usize;
         sums[mask] = sums[mask & (mask - 1)] + d[low];
@@ -104,9 +111,10 @@ fn enumerate(d: &[f64]) -> SubsetMeans {
         let m = if m.abs() < ZERO { 0.0 } else { m };
         below += if m <= 0.0 { unit } else { 0.0 };
         above += if m >= 0.0 { unit } else { 0.0 };
+        tie += if m == 0.0 { unit } else { 0.0 };
         means.push((m, unit));
     }
-    SubsetMeans { means, below, above, unit }
+    SubsetMeans { means, below, above, tie, unit }
 }
 
 /// `d_t = a_t / L` for the smallest `L` up to [`SIGN_FLIP_LATTICE_MAX_DENOMINATOR`]
@@ -182,7 +190,7 @@ fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
         c = c * (z - j) as f64 / (j + 1) as f64;
     }
     let mut means = Vec::new();
-    let (mut below, mut above) = (0.0, 0.0);
+    let (mut below, mut above, mut tie) = (0.0, 0.0, 0.0);
     for (k, row) in p.iter().enumerate() {
         for (i, &v) in row.iter().enumerate() {
             if v == 0.0 {
@@ -191,6 +199,7 @@ fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
             let s = i as i64 - neg;
             below += if s <= 0 { v } else { 0.0 };
             above += if s >= 0 { v } else { 0.0 };
+            tie += if s == 0 { v } else { 0.0 };
             for (j, &w) in zeros.iter().enumerate() {
                 if k + j > 0 {
                     means.push((s as f64 / (l as f64 * (k + j) as f64), v * w));
@@ -198,7 +207,7 @@ fn on_lattice(a: &[i64], l: u64) -> Option<SubsetMeans> {
             }
         }
     }
-    Some(SubsetMeans { means, below, above, unit: 0.5f64.powi(t as i32) })
+    Some(SubsetMeans { means, below, above, tie, unit: 0.5f64.powi(t as i32) })
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014): tiny, seedable, good enough; the
@@ -265,7 +274,7 @@ fn monte_carlo(d: &[f64]) -> SubsetMeans {
     let mut rng = SplitMix64(0xAB1A_7E00_0000_0000 ^ d.len() as u64);
     let mut means = Vec::with_capacity(SIGN_FLIP_DRAWS);
     // The observed sign pattern (the empty set) counts on both sides.
-    let (mut below, mut above) = (unit, unit);
+    let (mut below, mut above, mut tie) = (unit, unit, unit);
     let mut bits = 0u64;
     for _ in 0..SIGN_FLIP_DRAWS {
         let (mut sum, mut n) = (0.0, 0u32);
@@ -281,11 +290,12 @@ fn monte_carlo(d: &[f64]) -> SubsetMeans {
         let sum = if sum.abs() < ZERO { 0.0 } else { sum };
         below += if sum <= 0.0 { unit } else { 0.0 };
         above += if sum >= 0.0 { unit } else { 0.0 };
+        tie += if sum == 0.0 { unit } else { 0.0 };
         if n > 0 {
             means.push((sum / f64::from(n), unit));
         }
     }
-    SubsetMeans { means, below, above, unit }
+    SubsetMeans { means, below, above, tie, unit }
 }
 
 /// The sign-flip test of `delta = 0` on the per-task differences `d` and the
@@ -311,29 +321,74 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
     } else {
         (monte_carlo(d), SignFlipMethod::MonteCarlo)
     };
-    let p_value = (2.0 * sm.below.min(sm.above)).min(1.0);
-    // c subsets' worth of probability in each tail: floor(a / unit) units.
-    let a = (1.0 - conf) / 2.0;
-    let tail = (a / sm.unit * (1.0 + 1e-12)).floor() * sm.unit;
-    let (lo, hi) = if tail <= 0.0 {
+    let p_value = mid_p(sm.below, sm.above, sm.tie).max(exact_floor(d));
+    // Too few tasks for the exact test to reject at this level (`2^(1 - T)`): no conclusion.
+    let (mut lo, mut hi) = if 0.5f64.powi(d.len() as i32 - 1) > 1.0 - conf {
         (-1.0, 1.0)
     } else {
-        sm.means.sort_by(|x, y| x.0.total_cmp(&y.0));
-        let reach = |iter: &mut dyn Iterator<Item = &(f64, f64)>| {
-            let mut cum = 0.0;
-            for &(m, w) in iter {
-                cum += w;
-                if cum >= tail * (1.0 - 1e-12) {
-                    return m;
-                }
-            }
-            f64::NAN
-        };
-        (reach(&mut sm.means.iter()), reach(&mut sm.means.iter().rev()))
+        mid_p_interval(&mut sm.means, sm.unit, (1.0 - conf) / 2.0)
     };
+    if p_value > 1.0 - conf {
+        // The floor keeps 0 where the mid-p alone would not: so does the interval.
+        (lo, hi) = (lo.min(0.0), hi.max(0.0));
+    }
     let exact = method != SignFlipMethod::MonteCarlo;
     let se = if exact { 0.0 } else { (p_value * (1.0 - p_value) / SIGN_FLIP_DRAWS as f64).sqrt() };
     SignFlip { lo: lo.max(-1.0), hi: hi.min(1.0), p_value, exact, method, p_monte_carlo_se: se }
+}
+
+/// The smallest p-value the exact sign-flip test could give on these
+/// differences, `2^(1 - n)` with `n` the tasks whose difference is not 0
+/// (every one of them moved the same way). The mid-p is never reported
+/// below it: with `n` changed tasks the mid-p alone could reject at `2^-n`,
+/// where the chance that all `n` agree in sign by chance is `2^(1 - n)`
+/// (5 changed tasks, all the same way: a mid-p of 0.031, a size of 0.0625).
+fn exact_floor(d: &[f64]) -> f64 {
+    let n = d.iter().filter(|x| x.abs() > ZERO).count();
+    0.5f64.powi(n as i32 - 1).min(1.0)
+}
+
+/// The two-sided mid-p value from `P(S <= s)`, `P(S >= s)` and `P(S = s)`
+/// of the flipped statistic `S` at the observed `s`: each tail counts the
+/// ties at half weight (Lancaster 1961), `min(1, 2 min(below, above) - tie)`.
+fn mid_p(below: f64, above: f64, tie: f64) -> f64 {
+    (2.0 * below.min(above) - tie).clamp(0.0, 1.0)
+}
+
+/// The set of shifts `delta` the mid-p test keeps at one-sided level `a`
+/// (`a = (1 - conf) / 2`), from the non-empty subset means (sorted here).
+/// The upper tail's mid-p at `delta` is `W(< delta) + W(= delta) / 2 + unit / 2`
+/// (`W` the subset-mean weights, the empty subset the half unit), a step
+/// function rising with `delta`; the lower end is the first mean `g` past
+/// which it exceeds `a`, and `g` itself is kept only when its own value
+/// (halfway up the step) exceeds `a`. An end the test rejects is reported
+/// as the next `f64` inside (`(0, x]` is written `[5e-324, x]`), so that the
+/// interval excludes 0 exactly when the p-value is at most `1 - conf`.
+/// `[-1, 1]` when even the half unit exceeds `a` (too few tasks to reject).
+fn mid_p_interval(means: &mut [(f64, f64)], unit: f64, a: f64) -> (f64, f64) {
+    if 0.5 * unit > a {
+        return (-1.0, 1.0);
+    }
+    means.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // Equal means (to the float error of their sums) form one step.
+    let mut steps: Vec<(f64, f64)> = Vec::new();
+    for &(m, w) in means.iter() {
+        match steps.last_mut() {
+            Some(last) if m - last.0 <= ZERO => last.1 += w,
+            _ => steps.push((m, w)),
+        }
+    }
+    let end = |steps: &mut dyn Iterator<Item = &(f64, f64)>, inward: fn(f64) -> f64| {
+        let mut before = 0.0;
+        for &(g, w) in steps {
+            if before + w + 0.5 * unit > a {
+                return if before + 0.5 * w + 0.5 * unit > a { g } else { inward(g) };
+            }
+            before += w;
+        }
+        f64::NAN
+    };
+    (end(&mut steps.iter(), f64::next_up), end(&mut steps.iter().rev(), f64::next_down))
 }
 
 /// Only the p-value of [`sign_flip`], the same number (its lattice, its
@@ -341,14 +396,31 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
 /// flipped sum alone (no subset sizes), one dynamic programme over the
 /// tasks on the integer sums. Otherwise [`sign_flip`]'s own.
 pub fn sign_flip_p(d: &[f64]) -> f64 {
-    let Some((a, _)) =
-        (d.iter().all(|x| x.is_finite()) && !d.is_empty()).then(|| lattice_of(d)).flatten()
-    else {
-        return sign_flip(d, 0.95).p_value;
-    };
+    match lattice_tails(d) {
+        Some((below, above, tie)) => mid_p(below, above, tie).max(exact_floor(d)),
+        None => sign_flip(d, 0.95).p_value,
+    }
+}
+
+/// The exact (not mid-p) sign-flip p-value `min(1, 2 min(below, above))` on
+/// the lattice, the test this one replaced: the power simulation's
+/// comparison. NaN off a lattice.
+#[cfg(test)]
+pub(crate) fn sign_flip_p_conservative(d: &[f64]) -> f64 {
+    lattice_tails(d).map_or(f64::NAN, |(below, above, _)| (2.0 * below.min(above)).min(1.0))
+}
+
+/// `P(S <= s)`, `P(S >= s)` and `P(S = s)` of the flipped sum `S` at the
+/// observed `s`, by one dynamic programme over the tasks on the integer
+/// sums, when the differences lie on a lattice small enough for it.
+fn lattice_tails(d: &[f64]) -> Option<(f64, f64, f64)> {
+    if d.is_empty() || d.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let (a, _) = lattice_of(d)?;
     let (neg, width, feasible) = lattice_span(&a);
     if !feasible {
-        return sign_flip(d, 0.95).p_value;
+        return None;
     }
     let mut p = vec![0.0f64; width];
     let mut next = vec![0.0f64; width];
@@ -370,11 +442,13 @@ pub fn sign_flip_p(d: &[f64]) -> f64 {
     }
     let below: f64 = p[..=neg as usize].iter().sum();
     let above: f64 = p[neg as usize..].iter().sum();
-    (2.0 * below.min(above)).min(1.0)
+    Some((below, above, p[neg as usize]))
 }
 
-/// Fewest tasks with which an exact sign-flip test can reject at two-sided
-/// level `alpha` at all: the smallest `T` with `2 / 2^T <= alpha`.
+/// Fewest tasks with which the sign-flip test can reject at two-sided level
+/// `alpha` at all: the smallest `T` with `2 / 2^T <= alpha` (the exact
+/// test's smallest p-value, every task moved the same way; the mid-p test is
+/// held to it, see [`sign_flip`]).
 pub fn sign_flip_min_tasks(alpha: f64) -> u64 {
     let mut t = 1u64;
     while t < 64 && 2.0 / (1u64 << t) as f64 > alpha {

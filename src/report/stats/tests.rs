@@ -222,12 +222,14 @@ fn power_known_values() {
 
 #[test]
 fn sign_flip_known_values() {
-    // Brute force over the 128 sign vectors of the statistic itself (Python,
-    // itertools.product), inverted on a 0.0005 grid: p(0) = 0.09375, CI [0, 0.4].
+    // Brute force over the 128 sign vectors of the statistic itself (scripts/import_reference.py's
+    // sign_flip, which counts the flipped sums beyond and equal to the observed one and tests
+    // every subset mean and every midpoint between them): mid-p(0) = (2 * 2 + 4) / 128 = 0.0625
+    // (the exact test's 0.09375 less the 4 ties), CI [0, 0.4].
     let d = [0.3, 0.1, 0.5, -0.1, 0.2, 0.4, 0.0];
     let s = sign_flip(&d, 0.95);
     assert!(s.exact);
-    assert_close!(s.p_value, 0.09375, 1e-12);
+    assert_close!(s.p_value, 0.0625, 1e-12);
     assert_close!(s.lo, 0.0, 1e-12);
     assert_close!(s.hi, 0.4, 1e-12);
     // The cases: 3 tasks each 5/10 -> 6/10 (p = 2/8), 2 tasks 0/2 -> 2/2 (p = 2/4):
@@ -236,14 +238,16 @@ fn sign_flip_known_values() {
     assert_eq!((s.lo, s.hi, s.p_value), (-1.0, 1.0, 0.25));
     let s = sign_flip(&[1.0, 1.0], 0.95);
     assert_eq!((s.lo, s.hi, s.p_value), (-1.0, 1.0, 0.5));
-    // 6 identical differences: p = 2/64, and the only subset mean is 0.1.
+    // 6 identical differences: the mid-p 1/64 is held to the exact test's smallest p, 2/64, and
+    // the only subset mean is 0.1.
     let s = sign_flip(&[0.1; 6], 0.95);
     assert_close!(s.p_value, 2.0 / 64.0, 1e-15);
     assert_close!(s.lo, 0.1, 1e-12);
     assert_close!(s.hi, 0.1, 1e-12);
     // Above 16 tasks, the lattice: ten tasks +0.2 and ten unchanged. Brute force over the 2^20
-    // subsets in exact rationals (Python, fractions): p = 2/2^10 = 0.001953125, and with
-    // c = floor(0.025 2^20) = 26214 the interval [M_(c), M_(N+1-c)] = [0.05, 0.15].
+    // subsets (scripts/import_reference.py's sign_flip): the mid-p 2^-10 is held to the exact
+    // test's smallest p on 10 changed tasks, 2/2^10 = 0.001953125, and the interval is
+    // [0.05, 0.15].
     let d: Vec<f64> = (0..20).map(|i| if i < 10 { 0.2 } else { 0.0 }).collect();
     let s = sign_flip(&d, 0.95);
     assert_eq!((s.exact, s.method), (true, SignFlipMethod::Lattice));
@@ -251,12 +255,12 @@ fn sign_flip_known_values() {
     assert_close!(s.lo, 0.05, 1e-12);
     assert_close!(s.hi, 0.15, 1e-12);
     // 18 tasks with differences in sixths (trial counts 2 and 3), by the same brute force:
-    // p = 0.0108642578125, [1/12, 13/27].
+    // mid-p 0.008392333984375 (the exact test's 0.0108642578125 less the ties), [1/12, 13/27].
     let sixths = [2, -3, 4, 3, 0, 1, 2, -2, 6, 3, 0, 4, -1, 2, 3, 0, 2, 5];
     let d: Vec<f64> = sixths.iter().map(|&k| k as f64 / 6.0).collect();
     let s = sign_flip(&d, 0.95);
     assert_eq!(s.method, SignFlipMethod::Lattice);
-    assert_close!(s.p_value, 0.0108642578125, 1e-13);
+    assert_close!(s.p_value, 0.008392333984375, 1e-13);
     assert_close!(s.lo, 1.0 / 12.0, 1e-12);
     assert_close!(s.hi, 13.0 / 27.0, 1e-12);
     assert!(sign_flip(&[], 0.95).p_value.is_nan());
@@ -295,7 +299,7 @@ fn paired_inference_one_method() {
     let i = paired_inference(&c, &t, 0.95);
     assert_eq!((i.lo, i.hi), (-1.0, 1.0));
     assert_close!(i.p_value, 0.25, 1e-15);
-    assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
+    assert_eq!(i.method.name(), "sign_flip_mid_p+trial_noise");
     // MOVER, still the floor where the trials cannot say (below): 3 tasks of this shape, its 95%
     // interval (-0.618391230163, 0.697388550160) from its closed form in mpmath.
     let m = paired_effect_mover(&c, &t, 0.95);
@@ -303,7 +307,7 @@ fn paired_inference_one_method() {
     assert_close!(m.hi, 0.697388550160, 1e-9);
     // 6 tasks of one trial, 0 -> 1 everywhere: no spread, no trial noise -> MOVER's floor.
     let i = paired_inference(&vec![vec![0.0]; 6], &vec![vec![1.0]; 6], 0.95);
-    assert_eq!(i.method.name(), "sign_flip_exact+mover");
+    assert_eq!(i.method.name(), "sign_flip_mid_p+mover");
     // One task: Newcombe over the trials, 0/5 -> 5/5: Wilson 0/5 upper 3.8415/8.8415 = 0.43448,
     // lo = 1 - sqrt(2) 0.43448 = 0.38555 > 0.
     let i = paired_inference(&[vec![0.0; 5]], &[vec![1.0; 5]], 0.95);
@@ -445,15 +449,15 @@ proptest::proptest! {
 
 #[test]
 fn fractional_scores_off_the_lattice_are_tested_by_monte_carlo_with_its_error() {
-    // 20 tasks, 10 at +0.1234567 and 10 at -0.0004321 (no lattice up to 5040). Exact, by counting
-    // subsets C(10, i) C(10, j) in rationals (Python, fractions): p = 0.001953125, interval
-    // [0.0305401, 0.0924845]. Monte Carlo must land within 4 of its stated standard errors of
-    // the exact p, never below 1/(draws + 1), and near the exact interval.
+    // 20 tasks, 10 at +0.1234567 and 10 at -0.0004321 (no lattice up to 5040). Exact, over the
+    // 2^20 subsets (scripts/import_reference.py's sign_flip): mid-p 0.0019521713256835938,
+    // interval [0.0305401, 0.0924845]. Monte Carlo must land within 4 of its stated standard
+    // errors of the exact mid-p, never below 1/(draws + 1), and near the exact interval.
     let d: Vec<f64> = (0..20).map(|i| if i < 10 { 0.1234567 } else { -0.0004321 }).collect();
     let s = sign_flip(&d, 0.95);
     assert_eq!((s.exact, s.method), (false, SignFlipMethod::MonteCarlo));
     assert!(s.p_value >= 1.0 / (SIGN_FLIP_DRAWS as f64 + 1.0));
-    assert!((s.p_value - 0.001953125).abs() <= 4.0 * s.p_monte_carlo_se, "{s:?}");
+    assert!((s.p_value - 0.0019521713256835938).abs() <= 4.0 * s.p_monte_carlo_se, "{s:?}");
     assert_close!(
         s.p_monte_carlo_se,
         (s.p_value * (1.0 - s.p_value) / SIGN_FLIP_DRAWS as f64).sqrt(),
@@ -498,7 +502,7 @@ fn every_task_moving_alike_is_an_effect_when_the_trials_say_so() {
     let t: Vec<Vec<f64>> =
         (0..14).map(|k| (0..10).map(|i| ((i + 3 * k) % 10 < 8) as u8 as f64).collect()).collect();
     let i = paired_inference(&c, &t, 0.95);
-    assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
+    assert_eq!(i.method.name(), "sign_flip_mid_p+trial_noise");
     assert_close!(i.p_value, 2.0 / 16384.0, 1e-15);
     assert_close!(i.lo, 0.12444458165309147, 1e-9);
     assert_close!(i.hi, 0.27555541834690853, 1e-9);
@@ -507,8 +511,9 @@ fn every_task_moving_alike_is_an_effect_when_the_trials_say_so() {
 }
 
 /// The permutation t-test (the one-sample t statistic recomputed under every sign flip, by brute
-/// force here) gives the same p-value as the sign-flip test of the mean: under flips `sum d^2` is
-/// fixed and t is increasing in `sum d`.
+/// force here, its mid-p counting ties at half weight and held to `2^(1 - n)` as the sign-flip
+/// test is) gives the same p-value as the sign-flip test of the mean: under flips `sum d^2` is
+/// fixed and t is increasing in `sum d`, so the two order the flips alike, ties included.
 #[test]
 fn permutation_t_is_the_sign_flip_test() {
     let mut rng = super::simulation::SplitMix64(0x7E57);
@@ -524,7 +529,7 @@ fn permutation_t_is_the_sign_flip_test() {
             if sd == 0.0 { m.signum() * f64::INFINITY } else { m / (sd / (x.len() as f64).sqrt()) }
         };
         let observed = t_of(&d);
-        let (mut ge, mut le) = (0u32, 0u32);
+        let (mut ge, mut le, mut eq) = (0u32, 0u32, 0u32);
         for mask in 0..(1u32 << n) {
             let flipped: Vec<f64> = d
                 .iter()
@@ -534,8 +539,12 @@ fn permutation_t_is_the_sign_flip_test() {
             let t = t_of(&flipped);
             ge += (t >= observed - 1e-9) as u32;
             le += (t <= observed + 1e-9) as u32;
+            eq += ((t - observed).abs() <= 1e-9 || t == observed) as u32;
         }
-        let p_t = (2.0 * f64::from(ge.min(le)) / f64::from(1u32 << n)).min(1.0);
+        let changed = d.iter().filter(|x| **x != 0.0).count() as i32;
+        let p_t = (f64::from(2 * ge.min(le) - eq) / f64::from(1u32 << n))
+            .min(1.0)
+            .max(0.5f64.powi(changed - 1).min(1.0));
         assert_close!(sign_flip(&d, 0.95).p_value, p_t, 1e-12);
         assert_close!(sign_flip_p(&d), p_t, 1e-12);
     }
@@ -565,7 +574,7 @@ fn a_little_spread_never_narrows_the_interval_below_the_trials_noise() {
     let c: Vec<Vec<f64>> = (0..14).map(|_| arm(6)).collect();
     let t: Vec<Vec<f64>> = (0..14).map(|i| arm(if i == 0 { 7 } else { 6 })).collect();
     let i = paired_inference(&c, &t, 0.90);
-    assert_eq!(i.method.name(), "sign_flip_exact+trial_noise");
+    assert_eq!(i.method.name(), "sign_flip_mid_p+trial_noise");
     assert_close!(i.lo, -0.06055252124764845, 1e-9);
     assert_close!(i.hi, 0.07483823553336273, 1e-9);
     assert!(!(i.lo > -0.05 && i.hi < 0.05), "not equivalent within ±5 pp: {i:?}");
@@ -573,4 +582,38 @@ fn a_little_spread_never_narrows_the_interval_below_the_trials_noise() {
     let s = sign_flip(&d, 0.90);
     assert_close!(s.lo, 0.0, 1e-15);
     assert_close!(s.hi, 0.02, 1e-15);
+}
+
+/// The size of the test with no effect, computed exactly rather than simulated: 20 tasks of one
+/// trial whose difference is +1 or -1 each with probability 1/4 (base rate 0.5, ICC 0), the
+/// rejection at 0.05 summed over every count of changed tasks and of positive ones. Expected
+/// values by the same sums over McNemar's binomial (Python, math.comb, the tails written out):
+/// the mid-p held to `2^(1 - n)` 0.04063043083442608 (the mid-p alone 0.041554541247023735:
+/// at 5 changed tasks it would reject when all five agree, by chance 6.25% of the time), the
+/// exact test 0.02261871947121108.
+#[test]
+fn the_mid_p_size_at_twenty_one_trial_tasks_is_below_alpha_exactly() {
+    let choose = |n: u64, k: u64| (1..=k).fold(1.0, |c, i| c * (n - k + i) as f64 / i as f64);
+    let (mut mid, mut exact) = (0.0, 0.0);
+    for n in 0..=20u64 {
+        let p_n = choose(20, n) * 0.5f64.powi(20); // changed with probability 1/2
+        for x in 0..=n {
+            let d: Vec<f64> = (0..20)
+                .map(|i| {
+                    if i < x {
+                        1.0
+                    } else if i < n {
+                        -1.0
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let p_x = p_n * choose(n, x) * 0.5f64.powi(n as i32);
+            mid += p_x * f64::from(sign_flip_p(&d) <= 0.05);
+            exact += p_x * f64::from(sign_flip_p_conservative(&d) <= 0.05);
+        }
+    }
+    assert_close!(mid, 0.04063043083442608, 1e-12);
+    assert_close!(exact, 0.02261871947121108, 1e-12);
 }
