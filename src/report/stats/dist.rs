@@ -60,9 +60,14 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
 /// freedom (Student 1908), used for p-values.
 ///
 /// Method: statrs `StudentsT::sf`, `I_{df/(df+x^2)}(df/2, 1/2) / 2` (regularized
-/// incomplete beta), which stays accurate far in the tail; for `df > 1e4` the
-/// Normal survival function is used (absolute error below `1e-5` there; the
-/// statrs t routines misbehave at very large `df`, see [`t_quantile`]).
+/// incomplete beta), which stays accurate far in the tail; for `df > 1e4`
+/// (the statrs t routines misbehave at very large `df`, see [`t_quantile`])
+/// the inverse of [`t_quantile`]'s Cornish-Fisher expansion: the Normal tail
+/// at the `z` whose expansion is `x` (found by Newton's method), so that
+/// `t_sf(t_quantile(p, df), df) = 1 - p` on both sides of the switch. Its
+/// relative error at `df = 2e4` is below `1e-6` out to `x = 5` (mpmath's
+/// incomplete beta at 40 digits), where the plain Normal tail was off by
+/// `7e-6` absolute at `x = 1.96` and by 0.8% at `x = 5`.
 ///
 /// Returns `NaN` if `x` is `NaN` or `df` is not positive.
 pub fn t_sf(x: f64, df: f64) -> f64 {
@@ -70,7 +75,21 @@ pub fn t_sf(x: f64, df: f64) -> f64 {
         return f64::NAN;
     }
     if df > T_NORMAL_DF {
-        return std_normal().sf(x);
+        // The Normal deviate whose t quantile (the expansion of `t_quantile`) is `x`, by Newton
+        // from `z = x` (the expansion rises with `z`), then its Normal tail.
+        let mut z = x;
+        for _ in 0..8 {
+            let (z2, z3) = (z * z, z * z * z);
+            let f = z
+                + (z3 + z) / (4.0 * df)
+                + (5.0 * z3 * z2 + 16.0 * z3 + 3.0 * z) / (96.0 * df * df)
+                - x;
+            let slope = 1.0
+                + (3.0 * z2 + 1.0) / (4.0 * df)
+                + (25.0 * z2 * z2 + 48.0 * z2 + 3.0) / (96.0 * df * df);
+            z -= f / slope;
+        }
+        return std_normal().sf(z);
     }
     StudentsT::new(0.0, 1.0, df).expect("df > 0 gives a valid Student t").sf(x)
 }
