@@ -66,6 +66,21 @@ pub struct ExternalContext<'a> {
     pub mounts: &'a [String],
 }
 
+impl ExternalContext<'_> {
+    /// The trial's meter: its budget, model and seed, each call reported to `on_step`.
+    fn meter(&self, on_step: Box<dyn FnMut(TraceStep) + Send>) -> Arc<TrialMeter> {
+        TrialMeter::new(
+            self.trial_id.to_string(),
+            self.attempt,
+            self.model.clone(),
+            self.client.clone(),
+            self.budget.clone(),
+            self.seed,
+            on_step,
+        )
+    }
+}
+
 /// What the trial measured, in the builtin loop's terms (one session, no
 /// incidents of the builtin harness), and what the command did.
 pub struct ExternalOutcome {
@@ -330,15 +345,7 @@ pub async fn run_external(
     sandbox: &Sandbox,
     on_step: Box<dyn FnMut(TraceStep) + Send>,
 ) -> ExternalOutcome {
-    let meter = TrialMeter::new(
-        ctx.trial_id.to_string(),
-        ctx.attempt,
-        ctx.model.clone(),
-        ctx.client.clone(),
-        ctx.budget.clone(),
-        ctx.seed,
-        on_step,
-    );
+    let meter = ctx.meter(on_step);
     let outcome = launch(ctx, sandbox, &meter).await;
     finish(&meter, outcome)
 }
@@ -352,15 +359,7 @@ pub async fn run_in_container(
     container: &TrialContainer,
     on_step: Box<dyn FnMut(TraceStep) + Send>,
 ) -> ExternalOutcome {
-    let meter = TrialMeter::new(
-        ctx.trial_id.to_string(),
-        ctx.attempt,
-        ctx.model.clone(),
-        ctx.client.clone(),
-        ctx.budget.clone(),
-        ctx.seed,
-        on_step,
-    );
+    let meter = ctx.meter(on_step);
     let outcome = launch_in_container(ctx, container, &meter).await;
     finish(&meter, outcome)
 }
@@ -374,15 +373,7 @@ pub async fn run_on_host(
     container: &TrialContainer,
     on_step: Box<dyn FnMut(TraceStep) + Send>,
 ) -> ExternalOutcome {
-    let meter = TrialMeter::new(
-        ctx.trial_id.to_string(),
-        ctx.attempt,
-        ctx.model.clone(),
-        ctx.client.clone(),
-        ctx.budget.clone(),
-        ctx.seed,
-        on_step,
-    );
+    let meter = ctx.meter(on_step);
     meter.allow_exec(container.handle());
     let outcome = match Sandbox::empty(&ctx.task.id) {
         Ok(sandbox) => launch(ctx, &sandbox, &meter).await,
