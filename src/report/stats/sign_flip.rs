@@ -322,8 +322,8 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
         (monte_carlo(d), SignFlipMethod::MonteCarlo)
     };
     let p_value = mid_p(sm.below, sm.above, sm.tie).max(exact_floor(d));
-    // Too few tasks for the exact test to reject at this level (`2^(1 - T)`): no conclusion.
-    let (mut lo, mut hi) = if 0.5f64.powi(d.len() as i32 - 1) > 1.0 - conf {
+    // Too few tasks for the exact test to reject at this level: no conclusion.
+    let (mut lo, mut hi) = if (d.len() as u64) < sign_flip_min_tasks(1.0 - conf) {
         (-1.0, 1.0)
     } else {
         mid_p_interval(&mut sm.means, sm.unit, (1.0 - conf) / 2.0)
