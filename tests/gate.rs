@@ -67,14 +67,9 @@ fn task_rate(task: &str) -> f64 {
 }
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let out = common::output_within(
+    common::code_and_output(
         Command::new(env!("CARGO_BIN_EXE_ablate")).args(args),
         Duration::from_secs(60),
-    );
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
     )
 }
 

@@ -62,14 +62,9 @@ fn generate(python: &Path, script: &str, out: &Path, extra: &[&str]) {
 }
 
 fn ablate(args: &[&str]) -> (i32, String, String) {
-    let o = common::output_within(
+    common::code_and_output(
         Command::new(env!("CARGO_BIN_EXE_ablate")).args(args),
         Duration::from_secs(120),
-    );
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
 

@@ -492,6 +492,16 @@ pub fn output_within(cmd: &mut std::process::Command, limit: Duration) -> Output
     Output { status, stdout: pipe(out, "stdout"), stderr: pipe(err, "stderr") }
 }
 
+/// [`output_within`], as (exit code, stdout, stderr): the code -1 when a signal ended it.
+pub fn code_and_output(cmd: &mut std::process::Command, limit: Duration) -> (i32, String, String) {
+    let out = output_within(cmd, limit);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `output_within` for a tokio command, awaited: the same deadline, process
 /// group and kills, and kill_on_drop should the test's future be dropped.
 pub async fn output_within_async(cmd: &mut tokio::process::Command, limit: Duration) -> Output {
