@@ -6,7 +6,7 @@
 //! the records, nothing is written into the runs); columns present in some
 //! runs only (components of different harnesses) are null elsewhere.
 
-use crate::report::{ReportError, analysis, export, load};
+use crate::report::{ReportError, analysis, export, load, rows};
 use std::path::{Path, PathBuf};
 
 /// Why an export was not written: a run that does not read (bad input), the
@@ -29,193 +29,55 @@ pub enum Table {
     Effects,
 }
 
-/// The type of a column, as docs/exports.md states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Float,
-    Int,
-    Bool,
-    /// Text with few distinct values (names, statuses, methods, component values): categorical.
-    Category,
-    Text,
-}
+pub use crate::report::cells::{Cell, Kind};
+pub use crate::report::export::TypedTable;
 
-const FLOATS: &[&str] = &[
-    "alpha",
-    "pass_rate",
-    "pass_rate_lo",
-    "pass_rate_hi",
-    "pass_rate_excl_infra",
-    "pass_rate_excl_infra_lo",
-    "pass_rate_excl_infra_hi",
-    "pass_rate_final_state",
-    "reward",
-    "pass_rate_final_state_lo",
-    "pass_rate_final_state_hi",
-    "tests_passed_fraction",
-    "tests_passed_fraction_lo",
-    "tests_passed_fraction_hi",
-    "tokens_per_trial",
-    "working_seconds_per_trial",
-    "steps_per_trial",
-    "cost_per_trial",
-    "tokens_per_solved",
-    "working_seconds_per_solved",
-    "cost_per_solved",
-    "interval_level",
-    "working_seconds",
-    "wall_seconds",
-    "rate_limit_wait_seconds",
-    "cost_usd",
-    "control_rate",
-    "treatment_rate",
-    "delta",
-    "lo",
-    "hi",
-    "p_value",
-    "p_adjusted",
-    "mde",
-    "delta_excl_infra",
-    "lo_excl_infra",
-    "hi_excl_infra",
-    "p_value_excl_infra",
-];
-const INTS: &[&str] = &[
-    "repeat",
-    "stopped_but_passing",
-    "seed",
-    "attempt",
-    "tests_passed",
-    "tests_total",
-    "steps",
-    "sessions",
-    "tokens_input",
-    "tokens_output",
-    "tokens_cached",
-    "loop_guard_hits",
-    "invalid_tool_calls",
-    "unparsed_replies",
-    "path_refusals",
-    "trials",
-    "tasks",
-    "trials_excl_infra",
-    "passed",
-    "failed",
-    "timeout",
-    "budget_exhausted",
-    "provider_error",
-    "harness_error",
-    "grader_error",
-    "policy_violation",
-    "interrupted",
-    "n_tasks",
-    "family_size",
-    "infra_errors_control",
-    "infra_errors_treatment",
-    "decided_after_tasks",
-    "sequential_trials",
-    "projected_tasks",
-];
-const BOOLS: &[&str] = &["counted", "infra_differs", "graded_pass"];
-const CATEGORIES: &[&str] = &[
-    "run_id",
-    "experiment",
-    "config_digest",
-    "suite_digest",
-    "task",
-    "arm",
-    "model",
-    "status",
-    "end_reason",
-    "budget_limit",
-    "kind",
-    "control",
-    "treatment",
-    "method",
-    "scope",
-    "estimand",
-    "adjustment",
-    "pass_rate_method",
-];
-
-/// The type of a column of the exports.
+/// The type of a column of the exports, as its row type gives it (a
+/// `component.` column is a category; a name no table has is text).
 pub fn column_kind(name: &str) -> Kind {
-    if FLOATS.contains(&name) {
-        Kind::Float
-    } else if INTS.contains(&name) {
-        Kind::Int
-    } else if BOOLS.contains(&name) {
-        Kind::Bool
-    } else if CATEGORIES.contains(&name) || name.starts_with("component.") {
-        Kind::Category
-    } else {
-        Kind::Text
+    if name.starts_with("component.") {
+        return Kind::Category;
     }
+    [rows::trials_schema(), rows::arms_schema(), rows::effects_schema()]
+        .concat()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map_or(Kind::Text, |(_, kind)| kind)
 }
 
-/// Header and rows of one table of one run, as its CSV file would hold them.
-pub fn table_rows(
-    dir: &Path,
-    table: Table,
-) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
+/// One table of one run, typed, computed afresh from its records.
+pub fn table_rows(dir: &Path, table: Table) -> Result<TypedTable, ReportError> {
     crate::report::require_manifest(dir)?;
-    let scratch = |source: std::io::Error| ReportError::Write { dir: std::env::temp_dir(), source };
-    let bytes = match table {
+    Ok(match table {
         Table::Trials => {
-            let tmp = tempfile::tempdir().map_err(scratch)?;
-            let mut csv = export::TrialsCsv::create(tmp.path()).map_err(scratch)?;
-            let data = load::load_with(dir, Some(&mut |r| csv.push(r)))?;
+            let mut trials = Vec::new();
+            let data = load::load_with(dir, Some(&mut |r| trials.push(rows::TrialRow::of(r))))?;
             let report = analysis::analyse(&data);
-            csv.finish(tmp.path(), &data, &report).map_err(scratch)?;
-            std::fs::read(tmp.path().join("trials.csv")).map_err(scratch)?
+            export::trials_table(&data, &report, trials)
         }
-        Table::Arms | Table::Effects => {
-            let data = load::load(dir)?;
-            let report = analysis::analyse(&data);
-            if table == Table::Arms {
-                export::arms_csv(&report)
-            } else {
-                export::effects_csv(&report)
-            }
-        }
-    };
-    let mut r = csv::Reader::from_reader(bytes.as_slice());
-    let unreadable = |e: csv::Error| scratch(std::io::Error::other(e));
-    let header: Vec<String> = r.headers().map_err(unreadable)?.iter().map(String::from).collect();
-    let rows = r
-        .records()
-        .map(|rec| rec.map(|rec| rec.iter().map(String::from).collect()))
-        .collect::<Result<Vec<Vec<String>>, _>>()
-        .map_err(unreadable)?;
-    Ok((header, rows))
+        Table::Arms => export::arms_table(&analysis::analyse(&load::load(dir)?)),
+        Table::Effects => export::effects_table(&analysis::analyse(&load::load(dir)?)),
+    })
 }
 
 /// Rows of many runs under the union of their columns (in first-seen order);
-/// a column a run does not have is empty (null) in its rows.
-pub fn union_rows(
-    runs: &[PathBuf],
-    table: Table,
-) -> Result<(Vec<String>, Vec<Vec<String>>), ReportError> {
-    let mut columns: Vec<String> = Vec::new();
-    let mut all: Vec<(Vec<String>, Vec<Vec<String>>)> = Vec::new();
+/// a column a run does not have is null in its rows.
+pub fn union_rows(runs: &[PathBuf], table: Table) -> Result<TypedTable, ReportError> {
+    let mut out = TypedTable::default();
     for run in runs {
-        let (header, rows) = table_rows(run, table)?;
-        for h in &header {
-            if !columns.contains(h) {
-                columns.push(h.clone());
+        let one = table_rows(run, table)?;
+        for c in &one.columns {
+            if !out.columns.iter().any(|(n, _)| *n == c.0) {
+                out.columns.push(c.clone());
             }
         }
-        all.push((header, rows));
-    }
-    let mut out = Vec::new();
-    for (header, rows) in all {
         let index: Vec<Option<usize>> =
-            columns.iter().map(|c| header.iter().position(|h| h == c)).collect();
-        for row in rows {
-            out.push(index.iter().map(|i| i.map(|i| row[i].clone()).unwrap_or_default()).collect());
+            out.columns.iter().map(|(c, _)| one.columns.iter().position(|(h, _)| h == c)).collect();
+        for row in one.rows {
+            out.rows.push(index.iter().map(|i| i.map_or(Cell::Null, |i| row[i].clone())).collect());
         }
     }
-    Ok((columns, out))
+    Ok(out)
 }
 
 #[cfg(feature = "polars")]
@@ -223,71 +85,72 @@ mod frame {
     use super::*;
     use polars::prelude::*;
 
-    /// The runs' rows as a typed DataFrame.
-    pub fn dataframe(columns: &[String], rows: &[Vec<String>]) -> Result<DataFrame, String> {
-        let mut cols: Vec<Column> = Vec::with_capacity(columns.len());
-        for (j, name) in columns.iter().enumerate() {
-            let cell = |i: usize| rows[i][j].as_str();
-            let n = rows.len();
-            let bad = |i: usize, what: &str| {
-                format!("column `{name}`, row {}: `{}` is not {what}", i + 1, cell(i))
+    /// The runs' rows as a typed DataFrame: each column of the type its row gives it.
+    pub fn dataframe(table: &TypedTable) -> Result<DataFrame, String> {
+        let mut cols: Vec<Column> = Vec::with_capacity(table.columns.len());
+        for (j, (name, kind)) in table.columns.iter().enumerate() {
+            let cells = table.rows.iter().map(|r| &r[j]);
+            let bad = |i: usize, c: &Cell, what: &str| {
+                format!("column `{name}`, row {}: {c:?} is not {what}", i + 1)
             };
-            let series = match column_kind(name) {
+            let series = match kind {
                 Kind::Float => {
-                    let v: Vec<Option<f64>> = (0..n)
-                        .map(|i| {
-                            if cell(i).is_empty() {
-                                Ok(None)
-                            } else {
-                                cell(i).parse().map(Some).map_err(|_| bad(i, "a number"))
-                            }
+                    let v: Vec<Option<f64>> = cells
+                        .enumerate()
+                        .map(|(i, c)| match c {
+                            Cell::Null => Ok(None),
+                            Cell::Float(x) => Ok(Some(*x)),
+                            _ => Err(bad(i, c, "a number")),
                         })
                         .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Int if name == "seed" => {
-                    let v: Vec<Option<u64>> = (0..n)
-                        .map(|i| {
-                            if cell(i).is_empty() {
-                                Ok(None)
-                            } else {
-                                cell(i).parse().map(Some).map_err(|_| bad(i, "a whole number"))
-                            }
+                    let v: Vec<Option<u64>> = cells
+                        .enumerate()
+                        .map(|(i, c)| match c {
+                            Cell::Null => Ok(None),
+                            Cell::Int(x) => Ok(Some(*x)),
+                            _ => Err(bad(i, c, "a whole number")),
                         })
                         .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Int => {
-                    let v: Vec<Option<i64>> = (0..n)
-                        .map(|i| {
-                            if cell(i).is_empty() {
-                                Ok(None)
-                            } else {
-                                cell(i)
-                                    .parse::<i64>()
-                                    .map(Some)
-                                    .map_err(|_| bad(i, "a whole number"))
-                            }
+                    let v: Vec<Option<i64>> = cells
+                        .enumerate()
+                        .map(|(i, c)| match c {
+                            Cell::Null => Ok(None),
+                            Cell::Int(x) => i64::try_from(*x)
+                                .map(Some)
+                                .map_err(|_| bad(i, c, "a count below 2^63")),
+                            _ => Err(bad(i, c, "a whole number")),
                         })
                         .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Bool => {
-                    let v: Vec<Option<bool>> = (0..n)
-                        .map(|i| match cell(i) {
-                            "" => Ok(None),
-                            "true" => Ok(Some(true)),
-                            "false" => Ok(Some(false)),
-                            _ => Err(bad(i, "true or false")),
+                    let v: Vec<Option<bool>> = cells
+                        .enumerate()
+                        .map(|(i, c)| match c {
+                            Cell::Null => Ok(None),
+                            Cell::Bool(b) => Ok(Some(*b)),
+                            _ => Err(bad(i, c, "true or false")),
                         })
                         .collect::<Result<_, _>>()?;
                     Series::new(name.into(), v)
                 }
                 Kind::Category | Kind::Text => {
-                    let v: Vec<Option<&str>> =
-                        (0..n).map(|i| (!cell(i).is_empty()).then(|| cell(i))).collect();
+                    let v: Vec<Option<&str>> = cells
+                        .enumerate()
+                        .map(|(i, c)| match c {
+                            Cell::Null => Ok(None),
+                            Cell::Text(t) => Ok(Some(t.as_str())),
+                            _ => Err(bad(i, c, "text")),
+                        })
+                        .collect::<Result<_, _>>()?;
                     let s = Series::new(name.into(), v);
-                    if column_kind(name) == Kind::Category {
+                    if *kind == Kind::Category {
                         s.cast(&DataType::from_categories(Categories::global()))
                             .map_err(|e| e.to_string())?
                     } else {
@@ -297,7 +160,7 @@ mod frame {
             };
             cols.push(series.into());
         }
-        DataFrame::new(rows.len(), cols).map_err(|e| e.to_string())
+        DataFrame::new(table.rows.len(), cols).map_err(|e| e.to_string())
     }
 
     /// Write the DataFrame as Parquet (`.parquet`) or CSV (anything else).
@@ -316,16 +179,60 @@ mod frame {
 /// Returns the number of rows written.
 #[cfg(feature = "polars")]
 pub fn export(runs: &[PathBuf], table: Table, out: &Path) -> Result<usize, ExportError> {
-    let (columns, rows) = union_rows(runs, table)?;
-    let mut df = frame::dataframe(&columns, &rows).map_err(ExportError::Frame)?;
+    let table = union_rows(runs, table)?;
+    let mut df = frame::dataframe(&table).map_err(ExportError::Frame)?;
     frame::write(&mut df, out)
         .map_err(|message| ExportError::Write { out: out.to_path_buf(), message })?;
-    Ok(rows.len())
+    Ok(table.rows.len())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed tables hold what the CSV files `ablate report` writes hold:
+    /// every cell, written as text the way the files write it, equals the
+    /// file's cell, and the columns are the files' headers (a run of 7 arms
+    /// with components, synthetic records).
+    #[test]
+    fn typed_tables_are_the_csv_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
+        let mut exp = crate::experiment::config::load(&cfg).unwrap();
+        exp.trials = 2;
+        let suite = crate::suite::load(&exp.suite_path).unwrap();
+        let plan = crate::plan::build(&exp, &suite).unwrap();
+        let run = dir.path().join("run");
+        crate::runner::synth::write_run(&run, &exp, &suite, &plan, 7, |t, arm| {
+            if arm == "bare" { 0.2 } else { 0.3 + 0.1 * (t.len() % 4) as f64 }
+        })
+        .unwrap();
+        crate::report::report_dir(&run).unwrap();
+        let text = |c: &Cell| match c {
+            Cell::Null => String::new(),
+            Cell::Float(x) => rows::num(*x),
+            Cell::Int(n) => n.to_string(),
+            Cell::Bool(b) => b.to_string(),
+            Cell::Text(t) => t.clone(),
+        };
+        for (table, file, rows_expected) in [
+            (Table::Trials, "trials.csv", 4 * 7 * 2),
+            (Table::Arms, "arms.csv", 7),
+            (Table::Effects, "effects.csv", 6),
+        ] {
+            let typed = table_rows(&run, table).unwrap();
+            let mut r = csv::Reader::from_path(run.join(file)).unwrap();
+            let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+            let names: Vec<String> = typed.columns.iter().map(|(n, _)| n.clone()).collect();
+            assert_eq!(names, header, "{file}");
+            let rows: Vec<Vec<String>> =
+                r.records().map(|x| x.unwrap().iter().map(String::from).collect()).collect();
+            assert_eq!(rows.len(), rows_expected, "{file}");
+            let typed_text: Vec<Vec<String>> =
+                typed.rows.iter().map(|row| row.iter().map(text).collect()).collect();
+            assert_eq!(typed_text, rows, "{file}");
+        }
+    }
 
     /// Every column of the three CSV files has the type docs/exports.md gives it.
     #[test]
@@ -333,7 +240,6 @@ mod tests {
         let doc =
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exports.md"))
                 .unwrap();
-        use crate::report::rows;
         let all: Vec<String> =
             [rows::trials_columns(), rows::arms_columns(), rows::effects_columns()].concat();
         for col in &all {
@@ -350,12 +256,7 @@ mod tests {
                 })
                 .unwrap_or_else(|| panic!("column `{col}` is not in docs/exports.md"));
             let typ = line.split('|').nth(2).unwrap_or("").trim();
-            let want = match column_kind(col) {
-                Kind::Float => "float",
-                Kind::Int => "int",
-                Kind::Bool => "bool",
-                Kind::Category | Kind::Text => "str",
-            };
+            let want = column_kind(col).doc_name();
             assert_eq!(typ, want, "docs/exports.md gives `{col}` the type {typ}");
         }
     }

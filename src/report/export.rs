@@ -3,6 +3,7 @@
 //! and renamed, so a reader never sees half a file and a crash loses nothing.
 
 use super::analysis::{EffectKind, EffectReport, Report};
+use super::cells::{self, Cell, Kind};
 use super::format::{count, p, pct, pp};
 use super::html;
 use super::rows::{self, ArmRow, EffectRow, RunCells, TrialRow};
@@ -63,23 +64,7 @@ impl TrialsCsv {
         drop(self.writer);
         let counted =
             |i: usize| u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok());
-        // Each arm's component values, once (not once a row).
-        let values: HashMap<String, Vec<String>> = data
-            .manifest
-            .arms()
-            .iter()
-            .map(|a| {
-                let v = a.component_values();
-                let cells = report
-                    .component_names
-                    .iter()
-                    .map(|n| {
-                        v.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default()
-                    })
-                    .collect();
-                (a.name.clone(), cells)
-            })
-            .collect();
+        let values = arm_component_values(data, report);
         let no_arm = vec![String::new(); report.component_names.len()];
         let result = crate::record::folder::write_atomic(&dir.join("trials.csv"), |out| {
             let mut reader = csv::Reader::from_path(&self.tmp)?;
@@ -115,6 +100,104 @@ impl TrialsCsv {
     }
 }
 
+/// Each arm's component values, in the order of the report's component
+/// columns (empty where the arm has no such component), once an arm.
+fn arm_component_values(
+    data: &super::load::RunData,
+    report: &Report,
+) -> HashMap<String, Vec<String>> {
+    data.manifest
+        .arms()
+        .iter()
+        .map(|a| {
+            let v = a.component_values();
+            let cells = report
+                .component_names
+                .iter()
+                .map(|n| v.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default())
+                .collect();
+            (a.name.clone(), cells)
+        })
+        .collect()
+}
+
+/// One of the CSV files as typed columns: each column's name and type, and
+/// the rows' cells under them (what `ablate export` builds its frame from).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TypedTable {
+    pub columns: Vec<(String, Kind)>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl TypedTable {
+    /// The table of `R`'s columns then `components` (category columns).
+    fn new<R: serde::Serialize + Default>(components: &[String]) -> TypedTable {
+        let mut columns = cells::schema::<R>();
+        columns.extend(components.iter().map(|n| (component_column(n), Kind::Category)));
+        TypedTable { columns, rows: Vec::new() }
+    }
+
+    fn push<T: serde::Serialize + ?Sized>(&mut self, row: &T) {
+        let extra: Vec<String> = self
+            .columns
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| n.starts_with("component."))
+            .collect();
+        let row = cells::cells(row, &extra);
+        debug_assert!(row.iter().map(|(n, ..)| n).eq(self.columns.iter().map(|(n, _)| n)));
+        self.rows.push(row.into_iter().map(|(_, _, cell)| cell).collect());
+    }
+}
+
+/// trials.csv as typed columns, from the run's records in the order they
+/// were loaded (`trials`, one `TrialRow::of` a record), with the same
+/// `counted` flags and component values the file gets.
+pub fn trials_table(
+    data: &super::load::RunData,
+    report: &Report,
+    trials: Vec<TrialRow>,
+) -> TypedTable {
+    let mut out = TypedTable::new::<(RunCells, TrialRow)>(&report.component_names);
+    let values = arm_component_values(data, report);
+    let no_arm = vec![String::new(); report.component_names.len()];
+    let run = RunCells::of(report);
+    for (i, mut row) in trials.into_iter().enumerate() {
+        row.counted = Some(u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok()));
+        let v = values.get(&row.arm).unwrap_or(&no_arm);
+        out.push(&(&run, &row, v));
+    }
+    out
+}
+
+/// The component values of arm `a` in the order of the report's component columns.
+fn arm_values<'a>(r: &Report, a: &'a super::analysis::ArmReport) -> Vec<&'a str> {
+    r.component_names
+        .iter()
+        .map(|n| a.components.iter().find(|(k, _)| k == n).map_or("", |(_, v)| v.as_str()))
+        .collect()
+}
+
+/// arms.csv as typed columns.
+pub fn arms_table(r: &Report) -> TypedTable {
+    let mut out = TypedTable::new::<(RunCells, ArmRow)>(&r.component_names);
+    let run = RunCells::of(r);
+    for a in &r.arms {
+        out.push(&(&run, ArmRow::of(r, a), arm_values(r, a)));
+    }
+    out
+}
+
+/// effects.csv as typed columns.
+pub fn effects_table(r: &Report) -> TypedTable {
+    let mut out = TypedTable::new::<(RunCells, EffectRow)>(&[]);
+    let run = RunCells::of(r);
+    for e in r.ablations.iter().chain(&r.combined) {
+        out.push(&(&run, EffectRow::of(r, e)));
+    }
+    out
+}
+
 /// arms.csv: one row per (arm, model), then its component values.
 pub fn arms_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
@@ -123,12 +206,7 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
     w.write_record(&header).expect("writing to memory");
     let run = RunCells::of(r);
     for a in &r.arms {
-        let values: Vec<&str> = r
-            .component_names
-            .iter()
-            .map(|n| a.components.iter().find(|(k, _)| k == n).map_or("", |(_, v)| v.as_str()))
-            .collect();
-        w.serialize((&run, ArmRow::of(r, a), values)).expect("writing to memory");
+        w.serialize((&run, ArmRow::of(r, a), arm_values(r, a))).expect("writing to memory");
     }
     w.into_inner().unwrap_or_default()
 }

@@ -4,6 +4,7 @@
 //! reporter that keeps the exports current while trials finish.
 
 pub mod analysis;
+pub mod cells;
 pub mod export;
 pub mod format;
 pub mod html;

@@ -6,6 +6,7 @@
 //! documents every column with its type.
 
 use super::analysis::{ArmReport, EffectReport, Report};
+use super::cells::{self, as_bool, as_category, as_int};
 use crate::record::{EndReason, TrialRecord};
 use serde::{Serialize, Serializer};
 
@@ -36,9 +37,15 @@ pub fn num(x: f64) -> String {
     if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
 }
 
+/// Marked as a float column ([`cells`]); csv writes its text ([`num`]), a
+/// typed reader ([`cells::cells`]) gets the number.
 impl Serialize for Num {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0.map(num).unwrap_or_default())
+        if s.is_human_readable() {
+            s.serialize_newtype_struct(cells::FLOAT, &self.0.map(num).unwrap_or_default())
+        } else {
+            s.serialize_newtype_struct(cells::FLOAT, &self.0.filter(|x| x.is_finite()))
+        }
     }
 }
 
@@ -57,9 +64,13 @@ pub fn columns<T: Serialize + Default>() -> Vec<String> {
 /// The columns every CSV starts with: which run, experiment, config and suite.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RunCells<'a> {
+    #[serde(serialize_with = "as_category")]
     pub run_id: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub experiment: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub config_digest: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub suite_digest: &'a str,
 }
 
@@ -86,19 +97,27 @@ pub fn component_column(name: &str) -> String {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TrialRow {
     pub trial_id: String,
+    #[serde(serialize_with = "as_category")]
     pub task: String,
+    #[serde(serialize_with = "as_category")]
     pub arm: String,
+    #[serde(serialize_with = "as_category")]
     pub model: String,
     pub repeat: u32,
     pub seed: u64,
     pub attempt: u32,
+    #[serde(serialize_with = "as_bool")]
     pub counted: Option<bool>,
+    #[serde(serialize_with = "as_category")]
     pub status: String,
     /// What the trial left passes, whatever stopped it (empty: not graded).
+    #[serde(serialize_with = "as_bool")]
     pub graded_pass: Option<bool>,
     /// A container task's reward (empty for Python tasks and when none was read).
     pub reward: Num,
+    #[serde(serialize_with = "as_category")]
     pub end_reason: String,
+    #[serde(serialize_with = "as_category")]
     pub budget_limit: String,
     pub tests_passed: u32,
     pub tests_total: u32,
@@ -187,13 +206,16 @@ impl TrialRow {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ArmRow<'a> {
     pub alpha: Num,
+    #[serde(serialize_with = "as_category")]
     pub arm: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub model: &'a str,
     pub trials: usize,
     pub tasks: usize,
     pub pass_rate: Num,
     pub pass_rate_lo: Num,
     pub pass_rate_hi: Num,
+    #[serde(serialize_with = "as_category")]
     pub pass_rate_method: &'a str,
     pub pass_rate_excl_infra: Num,
     pub pass_rate_excl_infra_lo: Num,
@@ -275,11 +297,15 @@ impl<'a> ArmRow<'a> {
 pub struct EffectRow<'a> {
     pub alpha: Num,
     pub name: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub kind: &'a str,
     /// The components that differ, `;`-separated.
     pub components: String,
+    #[serde(serialize_with = "as_category")]
     pub model: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub control: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub treatment: &'a str,
     pub control_rate: Num,
     pub treatment_rate: Num,
@@ -287,8 +313,11 @@ pub struct EffectRow<'a> {
     pub lo: Num,
     pub hi: Num,
     pub interval_level: Num,
+    #[serde(serialize_with = "as_category")]
     pub method: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub scope: &'a str,
+    #[serde(serialize_with = "as_category")]
     pub estimand: &'a str,
     pub p_value: Num,
     pub p_adjusted: Num,
@@ -302,11 +331,15 @@ pub struct EffectRow<'a> {
     pub lo_excl_infra: Num,
     pub hi_excl_infra: Num,
     pub p_value_excl_infra: Num,
+    #[serde(serialize_with = "as_category")]
     pub adjustment: &'a str,
     pub verdict: String,
     pub design: &'static str,
+    #[serde(serialize_with = "as_int")]
     pub decided_after_tasks: Option<usize>,
+    #[serde(serialize_with = "as_int")]
     pub sequential_trials: Option<usize>,
+    #[serde(serialize_with = "as_int")]
     pub projected_tasks: Option<usize>,
 }
 
@@ -350,6 +383,21 @@ impl<'a> EffectRow<'a> {
             projected_tasks: e.sequential.as_ref().and_then(|s| s.projected_tasks),
         }
     }
+}
+
+/// trials.csv's columns before the component columns, with their types.
+pub fn trials_schema() -> Vec<(String, cells::Kind)> {
+    cells::schema::<(RunCells, TrialRow)>()
+}
+
+/// arms.csv's columns before the component columns, with their types.
+pub fn arms_schema() -> Vec<(String, cells::Kind)> {
+    cells::schema::<(RunCells, ArmRow)>()
+}
+
+/// effects.csv's columns, with their types.
+pub fn effects_schema() -> Vec<(String, cells::Kind)> {
+    cells::schema::<(RunCells, EffectRow)>()
 }
 
 /// trials.csv's columns before the component columns.
