@@ -54,7 +54,10 @@ impl CommandError {
             E::Run(RunError::Input(_) | RunError::Lock(LockError::InUse { .. })) => Exit::Usage,
             E::Run(RunError::Interrupted { .. }) => Exit::Interrupted,
             E::Run(
-                RunError::Setup(_) | RunError::Lock(LockError::Io { .. }) | RunError::Io { .. },
+                RunError::Setup(_)
+                | RunError::Container(_)
+                | RunError::Lock(LockError::Io { .. })
+                | RunError::Io { .. },
             ) => Exit::Failure,
             E::Report(ReportError::NotARun { .. } | ReportError::Load(_)) => Exit::Usage,
             E::Report(ReportError::Write { .. }) => Exit::Failure,

@@ -41,20 +41,57 @@ pub struct Engine {
     pub version: String,
 }
 
+/// Why a container step failed. Its message is what the trial's record, or
+/// the run's setup error, says.
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerError {
+    /// No engine answers (or not the one named): each one's reason.
+    #[error(
+        "{why}. Container (Harbor) tasks need docker or podman: scripts/install-deps.sh installs and configures podman on Debian"
+    )]
+    NoEngine { why: String },
+    /// The engine's CLI, or this process's scratch folder, could not be used.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// An engine command ran and failed: what it was for (empty when the
+    /// command is the step), then its exit and first line.
+    #[error("{}{}", context(.what), .output.why())]
+    Failed { what: String, output: Output },
+    /// A command inside the container failed: what it was for, its stderr.
+    #[error("{what}: {stderr}")]
+    InContainer { what: &'static str, stderr: String },
+    /// The engine answered, but not with what it should have.
+    #[error("{0}")]
+    Unexpected(String),
+    /// The task is not a container task.
+    #[error("not a container task")]
+    NotAContainerTask,
+    /// The verifier's reward could not be read.
+    #[error(transparent)]
+    Reward(#[from] trial::RewardError),
+}
+
+fn context(what: &str) -> String {
+    if what.is_empty() { String::new() } else { format!("{what}: ") }
+}
+
 static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
 
 /// The engine for this process, found once: the one named (`--engine`), else
 /// docker when `docker info` answers, else podman when `podman info` does.
 /// Detected by what runs, not by a program that exists.
-pub fn init(choice: Option<EngineKind>) -> Result<&'static Engine, String> {
+pub fn init(choice: Option<EngineKind>) -> Result<&'static Engine, ContainerError> {
     ENGINE
         .get_or_init(|| match choice {
             Some(kind) => probe(kind),
-            None => probe(EngineKind::Docker)
-                .or_else(|docker| probe(EngineKind::Podman).map_err(|podman| format!("no container engine answers here: docker: {docker}; podman: {podman}"))),
+            None => probe(EngineKind::Docker).or_else(|docker| {
+                probe(EngineKind::Podman).map_err(|podman| {
+                    format!("no container engine answers here: docker: {docker}; podman: {podman}")
+                })
+            }),
         })
         .as_ref()
-        .map_err(|e| format!("{e}. Container (Harbor) tasks need docker or podman: scripts/install-deps.sh installs and configures podman on Debian"))
+        .map_err(|why| ContainerError::NoEngine { why: why.clone() })
 }
 
 /// The engine `init` found (None before, or when there is none).
@@ -161,65 +198,64 @@ impl Engine {
     }
 
     /// The host pid of a running container's first process.
-    pub async fn pid(&self, container: &str) -> Result<u32, String> {
+    pub async fn pid(&self, container: &str) -> Result<u32, ContainerError> {
         let args =
             vec!["inspect".into(), "--format".into(), "{{.State.Pid}}".into(), container.into()];
-        let out = self
-            .command(&args, Duration::from_secs(60), 64 * 1024, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = self.command(&args, Duration::from_secs(60), 64 * 1024, None).await?;
         if !out.ok() {
-            return Err(out.why());
+            return Err(ContainerError::Failed { what: String::new(), output: out });
         }
-        out.stdout
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("no pid for container {container}: {}", out.stdout.trim()))
+        out.stdout.trim().parse::<u32>().ok().filter(|p| *p > 0).ok_or_else(|| {
+            ContainerError::Unexpected(format!(
+                "no pid for container {container}: {}",
+                out.stdout.trim()
+            ))
+        })
     }
 
     /// Remove a container and everything in it, whatever it is doing.
-    pub async fn remove(&self, container: &str) -> Result<(), String> {
+    pub async fn remove(&self, container: &str) -> Result<(), ContainerError> {
         let args = vec!["rm".into(), "-f".into(), container.into()];
-        let out = self
-            .command(&args, Duration::from_secs(120), 64 * 1024, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = self.command(&args, Duration::from_secs(120), 64 * 1024, None).await?;
         if out.ok()
             || out.stderr.contains("no such container")
             || out.stderr.contains("No such container")
         {
             Ok(())
         } else {
-            Err(out.why())
+            Err(ContainerError::Failed { what: String::new(), output: out })
         }
     }
 
     /// Copy a host folder's contents into a container's folder (made first).
-    pub async fn copy_in(&self, from: &Path, container: &str, to: &str) -> Result<(), String> {
+    pub async fn copy_in(
+        &self,
+        from: &Path,
+        container: &str,
+        to: &str,
+    ) -> Result<(), ContainerError> {
         let mkdir = vec!["exec".into(), container.into(), "mkdir".into(), "-p".into(), to.into()];
-        let out = self
-            .command(&mkdir, Duration::from_secs(60), 64 * 1024, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = self.command(&mkdir, Duration::from_secs(60), 64 * 1024, None).await?;
         if !out.ok() {
-            return Err(format!("mkdir -p {to}: {}", out.why()));
+            return Err(ContainerError::Failed { what: format!("mkdir -p {to}"), output: out });
         }
         self.copy_into(from, container, to).await
     }
 
     /// Copy a host folder's contents into a container's folder that exists.
-    pub async fn copy_into(&self, from: &Path, container: &str, to: &str) -> Result<(), String> {
+    pub async fn copy_into(
+        &self,
+        from: &Path,
+        container: &str,
+        to: &str,
+    ) -> Result<(), ContainerError> {
         let args = vec!["cp".into(), format!("{}/.", from.display()), format!("{container}:{to}")];
-        let out = self
-            .command(&args, Duration::from_secs(120), 64 * 1024, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = self.command(&args, Duration::from_secs(120), 64 * 1024, None).await?;
         if out.ok() {
             Ok(())
         } else {
-            Err(format!("cp {} {container}:{to}: {}", from.display(), out.why()))
+            let what = format!("cp {} {container}:{to}", from.display());
+            Err(ContainerError::Failed { what, output: out })
         }
     }
 
@@ -229,21 +265,18 @@ impl Engine {
         container: &str,
         path: &str,
         cap: usize,
-    ) -> Result<Option<Vec<u8>>, String> {
+    ) -> Result<Option<Vec<u8>>, ContainerError> {
         let script = format!(
             "if [ -f {p} ] && [ ! -L {p} ]; then head -c {cap} {p}; else exit 3; fi",
             p = shell_quote(path),
             cap = cap
         );
         let args = vec!["exec".into(), container.into(), "sh".into(), "-c".into(), script];
-        let out = self
-            .command(&args, Duration::from_secs(60), cap + 1024, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = self.command(&args, Duration::from_secs(60), cap + 1024, None).await?;
         match out.code {
             Some(0) => Ok(Some(out.stdout.into_bytes())),
             Some(3) => Ok(None),
-            _ => Err(out.why()),
+            _ => Err(ContainerError::Failed { what: String::new(), output: out }),
         }
     }
 }

@@ -4,11 +4,11 @@
 //! removed. Containers of live ablate processes are never touched.
 
 use super::trial::LABEL_SCRATCH;
-use super::{Engine, EngineKind};
+use super::{ContainerError, Engine, EngineKind};
 use std::time::Duration;
 
 /// Remove the containers of ablate processes that are gone; returns their names.
-pub async fn remove_leftovers(engine: &Engine) -> Result<Vec<String>, String> {
+pub async fn remove_leftovers(engine: &Engine) -> Result<Vec<String>, ContainerError> {
     let format = match engine.kind {
         EngineKind::Docker => format!("{{{{.Names}}}}\t{{{{.Label \"{LABEL_SCRATCH}\"}}}}"),
         EngineKind::Podman => format!("{{{{.Names}}}}\t{{{{index .Labels \"{LABEL_SCRATCH}\"}}}}"),
@@ -21,12 +21,9 @@ pub async fn remove_leftovers(engine: &Engine) -> Result<Vec<String>, String> {
         "--format".into(),
         format,
     ];
-    let out = engine
-        .command(&args, Duration::from_secs(60), 1 << 20, None)
-        .await
-        .map_err(|e| e.to_string())?;
+    let out = engine.command(&args, Duration::from_secs(60), 1 << 20, None).await?;
     if !out.ok() {
-        return Err(format!("cannot list containers: {}", out.why()));
+        return Err(ContainerError::Failed { what: "cannot list containers".into(), output: out });
     }
     let mut removed = Vec::new();
     for line in out.stdout.lines() {

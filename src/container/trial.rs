@@ -2,7 +2,7 @@
 //! always set, used through `exec` (the agent's shell, the verifier), and
 //! removed when the trial ends (or, after a kill, by `sweep`).
 
-use super::Engine;
+use super::{ContainerError, Engine};
 use crate::record::VerifierRecord;
 use crate::sandbox::process::{Capture, ProcessOutcome};
 use crate::suite::harbor::NetworkMode;
@@ -64,10 +64,13 @@ impl TrialContainer {
     /// A fresh container of the task's image: its limits, no network (or the
     /// engine's default where the task's network is public and allowed), the
     /// labels that let a later ablate process remove it.
-    pub async fn start(engine: &'static Engine, spec: &Spec<'_>) -> Result<TrialContainer, String> {
-        let task = spec.task.container.as_ref().ok_or("not a container task")?;
+    pub async fn start(
+        engine: &'static Engine,
+        spec: &Spec<'_>,
+    ) -> Result<TrialContainer, ContainerError> {
+        let task = spec.task.container.as_ref().ok_or(ContainerError::NotAContainerTask)?;
         let l = limits(spec.task, spec.settings);
-        let scratch = crate::sandbox::scratch::dir().map_err(|e| e.to_string())?;
+        let scratch = crate::sandbox::scratch::dir()?;
         let scratch_name =
             scratch.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let name =
@@ -113,14 +116,12 @@ impl TrialContainer {
             "-c".into(),
             IDLE.into(),
         ]);
-        let out = engine
-            .command(&args, Duration::from_secs(300), 64 * 1024, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = engine.command(&args, Duration::from_secs(300), 64 * 1024, None).await?;
         if !out.ok() {
             // A container that was made but did not start is removed all the same.
             let _ = engine.remove(&name).await;
-            return Err(format!("the trial's container did not start: {}", out.why()));
+            let what = "the trial's container did not start".into();
+            return Err(ContainerError::Failed { what, output: out });
         }
         let c = TrialContainer {
             engine,
@@ -134,16 +135,16 @@ impl TrialContainer {
         let prep =
             c.exec_root("mkdir -p /logs/agent /logs/verifier", Duration::from_secs(60)).await;
         if prep.exit_code != Some(0) {
-            return Err(format!(
-                "cannot prepare the trial's container: {}",
-                prep.stderr.text().trim()
-            ));
+            return Err(ContainerError::InContainer {
+                what: "cannot prepare the trial's container",
+                stderr: prep.stderr.text().trim().to_string(),
+            });
         }
         Ok(c)
     }
 
     /// The host pid of the container's first process (its network namespace is the trial's).
-    pub async fn pid(&self) -> Result<u32, String> {
+    pub async fn pid(&self) -> Result<u32, ContainerError> {
         self.engine.pid(&self.name).await
     }
 
@@ -230,7 +231,7 @@ impl TrialContainer {
     }
 
     /// Copy a host folder's contents into the container's folder `to`.
-    pub async fn copy_in(&self, from: &Path, to: &str) -> Result<(), String> {
+    pub async fn copy_in(&self, from: &Path, to: &str) -> Result<(), ContainerError> {
         self.engine.copy_in(from, &self.name, to).await
     }
 
@@ -255,8 +256,8 @@ impl TrialContainer {
         &self,
         task: &Task,
         timeout: Duration,
-    ) -> Result<ProcessOutcome, String> {
-        let c = task.container.as_ref().ok_or("not a container task")?;
+    ) -> Result<ProcessOutcome, ContainerError> {
+        let c = task.container.as_ref().ok_or(ContainerError::NotAContainerTask)?;
         self.engine.copy_in(&task.dir.join("solution"), &self.name, "/solution").await?;
         let mut env = vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())];
         env.extend(c.solution_env.iter().cloned());
@@ -341,14 +342,14 @@ impl TrialContainer {
                 rec.reward = Some(reward);
                 rec.passed = reward >= threshold;
             }
-            Err(e) => rec.error = Some(e),
+            Err(e) => rec.error = Some(e.to_string()),
         }
         rec
     }
 
     /// (file, every value, the reward) from /logs/verifier: reward.json when
     /// it is there (a regular file), else reward.txt; one exec reads it.
-    async fn read_reward(&self) -> Result<(String, BTreeMap<String, f64>, f64), String> {
+    async fn read_reward(&self) -> Result<(String, BTreeMap<String, f64>, f64), RewardError> {
         let script = format!(
             "cd /logs/verifier || exit 3; for f in reward.json reward.txt; do \
              if [ -f \"$f\" ] && [ ! -L \"$f\" ]; then printf '%s\\n' \"$f\"; head -c {REWARD_CAP} \"$f\"; exit 0; fi; done; exit 3"
@@ -356,11 +357,8 @@ impl TrialContainer {
         let out = self.exec_root(&script, Duration::from_secs(60)).await;
         match out.exit_code {
             Some(0) => {}
-            Some(3) => return Err(
-                "the verifier wrote no reward (neither /logs/verifier/reward.json nor reward.txt)"
-                    .into(),
-            ),
-            _ => return Err(format!("cannot read the reward: {}", out.stderr.text().trim())),
+            Some(3) => return Err(RewardError::Missing),
+            _ => return Err(RewardError::Unreadable { stderr: out.stderr.text().trim().into() }),
         }
         let text = out.stdout.text();
         let (file, body) = text.split_once('\n').unwrap_or((text.as_str(), ""));
@@ -377,7 +375,7 @@ impl TrialContainer {
     }
 
     /// Remove the container and everything in it.
-    pub async fn remove(mut self) -> Result<(), String> {
+    pub async fn remove(mut self) -> Result<(), ContainerError> {
         self.removed = true;
         self.engine.remove(&self.name).await
     }
@@ -508,47 +506,64 @@ impl ContainerExec {
     }
 }
 
+/// Why the verifier's reward could not be read: the trial's grader error.
+#[derive(Debug, thiserror::Error)]
+pub enum RewardError {
+    #[error("the verifier wrote no reward (neither /logs/verifier/reward.json nor reward.txt)")]
+    Missing,
+    #[error("cannot read the reward: {stderr}")]
+    Unreadable { stderr: String },
+    #[error("the verifier's {file} is empty")]
+    Empty { file: &'static str },
+    #[error("reward.txt is not a number: {text:?}")]
+    NotANumber { text: String },
+    #[error("reward.json is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("reward.json is not a map of numbers: {text}")]
+    NotAMap { text: String },
+    #[error("reward.json's `{key}` is not a number: {value}")]
+    ValueNotANumber { key: String, value: serde_json::Value },
+    #[error("reward.json holds no value")]
+    NoValue,
+    #[error("reward.json holds {} values and none named `reward`: {}", .keys.len(), .keys.join(", "))]
+    NoneNamedReward { keys: Vec<String> },
+}
+
 /// reward.txt: one number.
-pub fn parse_reward_txt(bytes: &[u8]) -> Result<f64, String> {
+pub fn parse_reward_txt(bytes: &[u8]) -> Result<f64, RewardError> {
     let text = String::from_utf8_lossy(bytes);
     if text.trim().is_empty() {
-        return Err("the verifier's reward.txt is empty".into());
+        return Err(RewardError::Empty { file: "reward.txt" });
     }
     text.trim()
         .parse::<f64>()
         .ok()
         .filter(|r| r.is_finite())
-        .ok_or_else(|| format!("reward.txt is not a number: {:?}", shorten(text.trim())))
+        .ok_or_else(|| RewardError::NotANumber { text: shorten(text.trim()) })
 }
 
 /// reward.json: a flat map of numbers; the reward is its `reward` key, or its one value.
-pub fn parse_reward_json(bytes: &[u8]) -> Result<(BTreeMap<String, f64>, f64), String> {
+pub fn parse_reward_json(bytes: &[u8]) -> Result<(BTreeMap<String, f64>, f64), RewardError> {
     let text = String::from_utf8_lossy(bytes);
     if text.trim().is_empty() {
-        return Err("the verifier's reward.json is empty".into());
+        return Err(RewardError::Empty { file: "reward.json" });
     }
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("reward.json is not JSON: {e}"))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| format!("reward.json is not a map of numbers: {}", shorten(text.trim())))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(RewardError::NotJson)?;
+    let obj = v.as_object().ok_or_else(|| RewardError::NotAMap { text: shorten(text.trim()) })?;
     let mut values = BTreeMap::new();
     for (k, v) in obj {
         let x = v
             .as_f64()
             .filter(|x| x.is_finite())
-            .ok_or_else(|| format!("reward.json's `{k}` is not a number: {v}"))?;
+            .ok_or_else(|| RewardError::ValueNotANumber { key: k.clone(), value: v.clone() })?;
         values.insert(k.clone(), x);
     }
     let reward = match (values.get("reward"), values.len()) {
         (Some(r), _) => *r,
         (None, 1) => *values.values().next().expect("one value"),
-        (None, 0) => return Err("reward.json holds no value".into()),
-        (None, n) => {
-            return Err(format!(
-                "reward.json holds {n} values and none named `reward`: {}",
-                values.keys().cloned().collect::<Vec<_>>().join(", ")
-            ));
+        (None, 0) => return Err(RewardError::NoValue),
+        (None, _) => {
+            return Err(RewardError::NoneNamedReward { keys: values.keys().cloned().collect() });
         }
     };
     Ok((values, reward))
@@ -573,17 +588,25 @@ mod tests {
     fn reward_files_are_read_as_harbor_writes_them_and_nothing_else_is_a_reward() {
         assert_eq!(parse_reward_txt(b"1\n").unwrap(), 1.0);
         assert_eq!(parse_reward_txt(b" 0.25 ").unwrap(), 0.25);
-        assert!(parse_reward_txt(b"").unwrap_err().contains("empty"));
-        assert!(parse_reward_txt(b"passed").unwrap_err().contains("not a number"));
+        assert!(parse_reward_txt(b"").unwrap_err().to_string().contains("empty"));
+        assert!(parse_reward_txt(b"passed").unwrap_err().to_string().contains("not a number"));
         assert!(parse_reward_txt(b"nan").is_err());
         let (v, r) = parse_reward_json(br#"{"reward": 0.5, "tests": 3}"#).unwrap();
         assert_eq!((r, v.len()), (0.5, 2));
         assert_eq!(parse_reward_json(br#"{"accuracy": 1}"#).unwrap().1, 1.0);
         assert!(
-            parse_reward_json(br#"{"a": 1, "b": 0}"#).unwrap_err().contains("none named `reward`")
+            parse_reward_json(br#"{"a": 1, "b": 0}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("none named `reward`")
         );
-        assert!(parse_reward_json(br#"{"reward": "1"}"#).unwrap_err().contains("not a number"));
-        assert!(parse_reward_json(b"[1]").unwrap_err().contains("not a map"));
-        assert!(parse_reward_json(b"").unwrap_err().contains("empty"));
+        assert!(
+            parse_reward_json(br#"{"reward": "1"}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("not a number")
+        );
+        assert!(parse_reward_json(b"[1]").unwrap_err().to_string().contains("not a map"));
+        assert!(parse_reward_json(b"").unwrap_err().to_string().contains("empty"));
     }
 }

@@ -182,7 +182,7 @@ pub async fn check_container_task(
     let engine = match crate::container::init(engine) {
         Ok(e) => e,
         Err(e) => {
-            report.problems.push(e);
+            report.problems.push(e.to_string());
             return report;
         }
     };

@@ -389,7 +389,7 @@ async fn launch_in_container(
     container: &TrialContainer,
     meter: &Arc<TrialMeter>,
 ) -> Result<CommandOutcome, String> {
-    let pid = container.pid().await?;
+    let pid = container.pid().await.map_err(|e| e.to_string())?;
     let net = TrialNet::inside(pid)
         .map_err(|e| format!("cannot reach the container's network namespace: {e}"))?;
     let listener = net.listener.try_clone().map_err(|e| e.to_string())?;
@@ -407,7 +407,7 @@ async fn launch_in_container(
             serde_json::to_vec_pretty(&json).unwrap_or_default(),
         )
         .map_err(|e| e.to_string())?;
-        container.copy_in(trial_dir.path(), JAIL_TRIAL_DIR).await?;
+        container.copy_in(trial_dir.path(), JAIL_TRIAL_DIR).await.map_err(|e| e.to_string())?;
         // The command as written: inside the container `python3` is the image's.
         let argv: Vec<String> = ctx
             .command

@@ -58,8 +58,8 @@ pub async fn setup(
             .into());
         }
     }
-    let engine = container::init(choice).map_err(RunError::Setup)?;
-    let swept = container::sweep::remove_leftovers(engine).await.map_err(RunError::Setup)?;
+    let engine = container::init(choice)?;
+    let swept = container::sweep::remove_leftovers(engine).await?;
     let scratch = crate::sandbox::scratch::dir().map_err(|e| RunError::Setup(e.to_string()))?;
     let mut images = HashMap::new();
     let mut logs = Vec::new();

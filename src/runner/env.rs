@@ -64,7 +64,10 @@ impl TrialEnv {
             binds,
             env: Vec::new(),
         };
-        TrialContainer::start(setup.engine, &spec).await.map(|c| TrialEnv::Container(Box::new(c)))
+        TrialContainer::start(setup.engine, &spec)
+            .await
+            .map(|c| TrialEnv::Container(Box::new(c)))
+            .map_err(|e| e.to_string())
     }
 
     /// Run the arm's harness (the builtin loop, or the external command) until it ends.
@@ -171,7 +174,7 @@ impl TrialEnv {
                 drop(sandbox);
                 Ok(())
             }
-            TrialEnv::Container(c) => c.remove().await,
+            TrialEnv::Container(c) => c.remove().await.map_err(|e| e.to_string()),
         }
     }
 }

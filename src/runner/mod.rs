@@ -66,6 +66,9 @@ pub enum RunError {
     Input(#[from] InputError),
     #[error("setup failed: {0}")]
     Setup(String),
+    /// The container engine, or what the last run left in it, could not be used.
+    #[error("setup failed: {0}")]
+    Container(#[from] crate::container::ContainerError),
     /// Another process writes into the run folder.
     #[error(transparent)]
     Lock(#[from] LockError),
