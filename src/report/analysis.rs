@@ -726,19 +726,16 @@ pub fn analyse(data: &RunData) -> Report {
         effect.method = inf.method;
         effect.verdict = verdict(&inf, level_alpha);
         if let Some(margin) = margin {
-            // Two one-sided tests at level_alpha: the 1 - 2 level_alpha interval inside the margins.
-            let tost = stats::paired_inference(&all.0, &all.1, 1.0 - 2.0 * level_alpha);
-            effect.verdict = with_margin(effect.verdict, &tost, margin);
+            // Two one-sided tests at level_alpha (by betting: stats::paired_equivalent).
+            let shown = stats::paired_equivalent(&all.0, &all.1, level_alpha, margin);
+            effect.verdict = with_margin(effect.verdict, shown, inf.n_tasks, margin);
         }
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
             let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
             let mut v = verdict(&x, level_alpha);
             if let Some(margin) = margin {
-                v = with_margin(
-                    v,
-                    &stats::paired_inference(&kept.0, &kept.1, 1.0 - 2.0 * level_alpha),
-                    margin,
-                );
+                let shown = stats::paired_equivalent(&kept.0, &kept.1, level_alpha, margin);
+                v = with_margin(v, shown, x.n_tasks, margin);
             }
             effect.excl_infra = Some(ExclInfra {
                 delta: x.mean_diff,
@@ -924,17 +921,18 @@ fn budget_spent(
     monitor.spent()
 }
 
-pub fn with_margin(v: EffectVerdict, tost: &stats::Inference, margin: f64) -> EffectVerdict {
-    let one_task = tost.n_tasks == 1;
+/// The verdict once a margin is declared: an effect shown stays one; else
+/// `equivalent` when the two one-sided tests showed the difference inside the
+/// margins (`shown`: [`stats::paired_equivalent`]), `undecided` when not.
+pub fn with_margin(v: EffectVerdict, shown: bool, n_tasks: usize, margin: f64) -> EffectVerdict {
+    let one_task = n_tasks == 1;
     match v {
         // Too few tasks for any test to reject: no equivalence either, and the reason says more.
         EffectVerdict::Helps { .. }
         | EffectVerdict::Hurts { .. }
         | EffectVerdict::NotEnoughData
         | EffectVerdict::NoVerdictPossible { .. } => v,
-        _ if tost.lo > -margin && tost.hi < margin => {
-            EffectVerdict::Equivalent { margin, one_task }
-        }
+        _ if shown => EffectVerdict::Equivalent { margin, one_task },
         _ => EffectVerdict::Undecided { margin, one_task },
     }
 }
@@ -1039,32 +1037,25 @@ mod tests {
 
     #[test]
     fn a_margin_turns_no_effect_into_equivalent_or_undecided() {
-        let inf = |lo: f64, hi: f64| stats::Inference {
-            mean_diff: (lo + hi) / 2.0,
-            lo,
-            hi,
-            p_value: 0.5,
-            n_tasks: 20,
-            method: stats::InferenceMethod::SignFlip {
-                exact: true,
-                floor: stats::SpreadFloor::None,
-            },
-        };
         let none = EffectVerdict::NoDetectableEffect { one_task: false };
-        // The two one-sided tests' interval inside (-5, +5) pp: equivalent; touching a margin: undecided.
+        // Shown inside the margins: equivalent; not shown: undecided.
         assert_eq!(
-            with_margin(none, &inf(-0.049, 0.03), 0.05),
+            with_margin(none, true, 20, 0.05),
             EffectVerdict::Equivalent { margin: 0.05, one_task: false }
         );
         assert_eq!(
-            with_margin(none, &inf(-0.05, 0.03), 0.05),
+            with_margin(none, false, 20, 0.05),
             EffectVerdict::Undecided { margin: 0.05, one_task: false }
+        );
+        assert_eq!(
+            with_margin(none, true, 1, 0.05),
+            EffectVerdict::Equivalent { margin: 0.05, one_task: true }
         );
         // An effect shown stays one.
         let helps = EffectVerdict::Helps { one_task: false };
-        assert_eq!(with_margin(helps, &inf(0.01, 0.03), 0.05), helps);
+        assert_eq!(with_margin(helps, true, 20, 0.05), helps);
         let few = EffectVerdict::NoVerdictPossible { tasks: 4, needed: 8 };
-        assert_eq!(with_margin(few, &inf(-1.0, 1.0), 0.05), few);
+        assert_eq!(with_margin(few, true, 4, 0.05), few);
         assert_eq!(
             EffectVerdict::Equivalent { margin: 0.05, one_task: false }.to_string(),
             "equivalent within ±5 pp"

@@ -193,40 +193,119 @@ fn simulation_interval_and_p_value_agree() {
     assert!(disagree.is_empty(), "{disagree:#?}");
 }
 
-/// The size of the equivalence verdict: when the true difference is exactly
-/// the margin (0.1), "equivalent within ±10 pp" (the `1 - 2 alpha` interval
-/// inside the margins: two one-sided tests at alpha = 0.05) must be declared
-/// in at most alpha of replications, over tasks {20, 100} x repeats {1, 5} x
-/// ICC {0, 0.5} at base 0.5, 2000 replications a cell (simulation standard
-/// error at 0.05: 0.005). `make test` prints the table.
+/// Replications a cell of [`simulation_equivalence_size`].
+pub(crate) const EQUIVALENCE_REPS: usize = 10_000;
+
+/// The equivalence verdict ([`paired_equivalent`], two one-sided betting
+/// tests at alpha 0.05, margin 10 pp) over tasks {20, 100} x repeats {1, 5} x
+/// base {0.1, 0.5, 0.9} x ICC {0, 0.5}, 10,000 replications a cell: its size,
+/// "equivalent" declared when the true difference is exactly the margin
+/// (asserted at most alpha in every cell; simulation standard error at 0.05:
+/// 0.0022), and its power, "equivalent" declared when there is no difference.
+/// `make test` prints the table.
 #[test]
 fn simulation_equivalence_size() {
     let mut out = Table::default();
-    let (alpha, margin) = (0.05, 0.1);
+    let (alpha, margin, reps) = (0.05, 0.1, EQUIVALENCE_REPS);
     let mut rng = SplitMix64(0x5EED_E0C1_7A1E_0001);
-    out.line(format_args!("simulation_equivalence_size: true difference = margin = 0.1, alpha 0.05; P(declared equivalent) should be at most 0.05"));
-    out.line(format_args!("{:>5} {:>3} {:>4} | {:>8}", "tasks", "rep", "icc", "P(equiv)"));
-    let mut worst: f64 = 0.0;
+    out.line(format_args!("simulation_equivalence_size: margin 0.1, alpha 0.05, {reps} replications a cell; P(declared equivalent) at a true difference of the margin (size, at most 0.05) and of 0 (power)"));
+    out.line(format_args!(
+        "{:>5} {:>3} {:>4} {:>4} | {:>8} {:>8}",
+        "tasks", "rep", "base", "icc", "size", "power"
+    ));
+    let mut worst: (f64, String) = (0.0, String::new());
     for &tasks in &[20usize, 100] {
         for &repeats in &[1usize, 5] {
-            for &icc in &[0.0, 0.5] {
-                let cell = Cell { tasks, repeats, base: 0.5, icc, delta: margin };
-                let mut control = vec![Vec::with_capacity(repeats); tasks];
-                let mut treatment = vec![Vec::with_capacity(repeats); tasks];
-                let mut declared = 0usize;
-                for _ in 0..COVERAGE_REPS {
-                    cell.draw(&mut rng, &mut control, &mut treatment);
-                    let (lo, hi) = paired_interval(&control, &treatment, 1.0 - 2.0 * alpha);
-                    declared += (lo > -margin && hi < margin) as usize;
+            for &base in &[0.1, 0.5, 0.9] {
+                for &icc in &[0.0, 0.5] {
+                    let mut control = vec![Vec::with_capacity(repeats); tasks];
+                    let mut treatment = vec![Vec::with_capacity(repeats); tasks];
+                    let mut rate = [0.0; 2];
+                    for (k, delta) in [margin, 0.0].into_iter().enumerate() {
+                        let cell = Cell { tasks, repeats, base, icc, delta };
+                        let mut declared = 0usize;
+                        for _ in 0..reps {
+                            cell.draw(&mut rng, &mut control, &mut treatment);
+                            declared +=
+                                paired_equivalent(&control, &treatment, alpha, margin) as usize;
+                        }
+                        rate[k] = declared as f64 / reps as f64;
+                    }
+                    out.line(format_args!(
+                        "{tasks:5} {repeats:3} {base:4.1} {icc:4.1} | {:8.4} {:8.4}",
+                        rate[0], rate[1]
+                    ));
+                    if rate[0] > worst.0 {
+                        worst = (
+                            rate[0],
+                            format!("tasks {tasks} repeats {repeats} base {base} icc {icc}"),
+                        );
+                    }
                 }
-                let rate = declared as f64 / COVERAGE_REPS as f64;
-                out.line(format_args!("{tasks:5} {repeats:3} {icc:4.1} | {rate:8.3}"));
-                worst = worst.max(rate);
             }
         }
     }
-    out.line(format_args!("largest rate of a false 'equivalent': {worst:.3}"));
-    assert!(worst <= alpha + 0.01, "equivalence declared at the margin in {worst} of replications");
+    out.line(format_args!("largest rate of a false 'equivalent': {:.4} ({})", worst.0, worst.1));
+    assert!(worst.0 <= alpha, "equivalence declared at the margin in {worst:?} of replications");
+}
+
+/// Replications a cell of [`simulation_equivalence_sign_flip`].
+pub(crate) const EQUIVALENCE_SIGN_FLIP_REPS: usize = 4000;
+
+/// Why the equivalence verdict bets instead of reading the sign-flip interval:
+/// the two rules side by side over tasks {20, 100} x repeats {1, 5} x base
+/// {0.1, 0.3, 0.5, 0.9} x ICC {0, 0.25, 0.5}, margin 10 pp, alpha 0.05, 4000
+/// replications a cell (standard error at 0.05: 0.0034): "equivalent" at a
+/// true difference of the margin (size) and of 0 (power), by betting
+/// ([`paired_equivalent`]) and by the mid-p sign-flip interval at 90% inside
+/// the margins. Nothing asserted; the figures are docs/statistics.md's. Too
+/// slow for `make test`: `cargo test --release --lib
+/// simulation_equivalence_sign_flip -- --ignored --nocapture`.
+#[test]
+#[ignore = "about 10 minutes in a release build; run by hand (docs/statistics.md)"]
+fn simulation_equivalence_sign_flip() {
+    let mut out = Table::default();
+    let (alpha, margin, reps) = (0.05, 0.1, EQUIVALENCE_SIGN_FLIP_REPS);
+    let mut rng = SplitMix64(0x5EED_E0C1_7A1E_0003);
+    out.line(format_args!("simulation_equivalence_sign_flip: margin 0.1, alpha 0.05, {reps} replications a cell; P(equivalent) by betting and by the sign-flip interval"));
+    out.line(format_args!(
+        "{:>5} {:>3} {:>4} {:>4} | {:>8} {:>8} | {:>8} {:>8}",
+        "tasks", "rep", "base", "icc", "size bet", "size sf", "power bt", "power sf"
+    ));
+    let mut worst = [0.0f64; 2];
+    for &tasks in &[20usize, 100] {
+        for &repeats in &[1usize, 5] {
+            for &base in &[0.1, 0.3, 0.5, 0.9] {
+                for &icc in &[0.0, 0.25, 0.5] {
+                    let mut control = vec![Vec::with_capacity(repeats); tasks];
+                    let mut treatment = vec![Vec::with_capacity(repeats); tasks];
+                    let mut rate = [[0.0; 2]; 2];
+                    for (k, delta) in [margin, 0.0].into_iter().enumerate() {
+                        let cell = Cell { tasks, repeats, base, icc, delta };
+                        let mut declared = [0usize; 2];
+                        for _ in 0..reps {
+                            cell.draw(&mut rng, &mut control, &mut treatment);
+                            declared[0] +=
+                                paired_equivalent(&control, &treatment, alpha, margin) as usize;
+                            let (lo, hi) = paired_interval(&control, &treatment, 1.0 - 2.0 * alpha);
+                            declared[1] += (lo > -margin && hi < margin) as usize;
+                        }
+                        rate[k] = declared.map(|d| d as f64 / reps as f64);
+                    }
+                    worst[0] = worst[0].max(rate[0][0]);
+                    worst[1] = worst[1].max(rate[0][1]);
+                    out.line(format_args!(
+                        "{tasks:5} {repeats:3} {base:4.1} {icc:4.2} | {:8.4} {:8.4} | {:8.4} {:8.4}",
+                        rate[0][0], rate[0][1], rate[1][0], rate[1][1]
+                    ));
+                }
+            }
+        }
+    }
+    out.line(format_args!(
+        "largest size: betting {:.4}, sign-flip interval {:.4}",
+        worst[0], worst[1]
+    ));
 }
 
 /// Power of three paired tests in one grid cell at `tasks` tasks, on the

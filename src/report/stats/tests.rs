@@ -624,3 +624,41 @@ fn the_mid_p_size_at_twenty_one_trial_tasks_is_below_alpha_exactly() {
     assert_close!(mid, 0.04063043083442608, 1e-12);
     assert_close!(exact, 0.02261871947121108, 1e-12);
 }
+
+/// The equivalence test's decisions against `scripts/betting_cs_reference.py`
+/// (the betting sequence written again in plain Python: capitals as plain
+/// products at level 2 alpha, each margin rejected once its bettor's capital,
+/// times theta = 1/2, reaches 1 / (2 alpha) at some prefix), margin 10 pp,
+/// alpha 0.05: the first number of tasks at which each sequence of per-task
+/// differences is shown equivalent.
+#[test]
+fn equivalence_by_betting_matches_the_reference() {
+    // A task of `trials` trials whose difference is k / trials (k may be negative).
+    let arms = |ks: &[i32], trials: usize| -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let pass = |n: i32| (0..trials as i32).map(|i| (i < n) as u8 as f64).collect::<Vec<f64>>();
+        ks.iter().map(|&k| if k >= 0 { (pass(0), pass(k)) } else { (pass(-k), pass(0)) }).unzip()
+    };
+    let shown = |ks: &[i32], trials: usize| {
+        let (c, t) = arms(ks, trials);
+        paired_equivalent(&c, &t, 0.05, 0.1)
+    };
+    // Every task unchanged: first shown at 56 tasks.
+    assert!(!shown(&[0; 55], 1));
+    assert!(shown(&[0; 56], 1));
+    // Differences 0.2, -0.2, 0, 0.4, -0.4, 0 (fifths) repeated: first at 68 tasks.
+    let fifths: Vec<i32> = [1, -1, 0, 2, -2, 0].iter().cycle().take(68).copied().collect();
+    assert!(!shown(&fifths[..67], 5));
+    assert!(shown(&fifths, 5));
+    // One trial a task, +1, -1 and eight unchanged repeated: not at 130 tasks, shown at 140.
+    let pm: Vec<i32> = [1, -1, 0, 0, 0, 0, 0, 0, 0, 0].iter().cycle().take(140).copied().collect();
+    assert!(!shown(&pm[..130], 1));
+    assert!(shown(&pm, 1));
+    // A mean difference of exactly the margin (0.3 and -0.1 alternating): never, even at 400.
+    let at_margin: Vec<i32> = [3, -1].iter().cycle().take(400).copied().collect();
+    assert!(!shown(&at_margin, 10));
+    // No tasks, or a level or margin out of range: not shown.
+    assert!(!paired_equivalent(&[], &[], 0.05, 0.1));
+    let (c, t) = arms(&[0; 100], 1);
+    assert!(!paired_equivalent(&c, &t, 0.5, 0.1));
+    assert!(!paired_equivalent(&c, &t, 0.05, 0.0));
+}
