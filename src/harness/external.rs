@@ -88,11 +88,39 @@ pub struct ExternalOutcome {
     pub command: Option<CommandOutcome>,
 }
 
+/// Why an external harness's command could not be launched for a trial:
+/// the trial's `harness_error`, in ablate's own words.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// No sandbox for the command (and none was waived).
+    #[error("{0}")]
+    Isolation(String),
+    #[error(
+        "an external harness runs in a network namespace of each trial's own, which needs root; run as root, or with --unsandboxed"
+    )]
+    NeedsRoot,
+    #[error("cannot create the trial's network namespace: {0}")]
+    Namespace(#[source] std::io::Error),
+    #[error("cannot reach the container's network namespace: {0}")]
+    ContainerNamespace(#[source] std::io::Error),
+    /// The gateway's listener, the trial's files or their modes.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("cannot create the harness's working folder: {0}")]
+    WorkingFolder(#[source] std::io::Error),
+    #[error("cannot hand the workspace over: {0}")]
+    HandOver(#[source] std::io::Error),
+    #[error("cannot start the harness command {argv:?}: {source}")]
+    Start { argv: Vec<String>, source: std::io::Error },
+    #[error(transparent)]
+    Container(#[from] crate::container::ContainerError),
+}
+
 /// Whether external harnesses can run under this isolation: in the sandbox,
 /// each trial's network namespace needs root (checked at setup, once).
-pub fn can_run(iso: &Isolation) -> Result<(), String> {
+pub fn can_run(iso: &Isolation) -> Result<(), LaunchError> {
     if iso.is_isolated() && !isolation::is_root() {
-        return Err("an external harness runs in a network namespace of each trial's own, which needs root; run as root, or with --unsandboxed".into());
+        return Err(LaunchError::NeedsRoot);
     }
     Ok(())
 }
@@ -377,7 +405,7 @@ pub async fn run_on_host(
     meter.allow_exec(container.handle());
     let outcome = match Sandbox::empty(&ctx.task.id) {
         Ok(sandbox) => launch(ctx, &sandbox, &meter).await,
-        Err(e) => Err(format!("cannot create the harness's working folder: {e}")),
+        Err(e) => Err(LaunchError::WorkingFolder(e)),
     };
     // Whatever the commands started in the container ends with the harness.
     container.stop_all().await;
@@ -388,26 +416,24 @@ async fn launch_in_container(
     ctx: &ExternalContext<'_>,
     container: &TrialContainer,
     meter: &Arc<TrialMeter>,
-) -> Result<CommandOutcome, String> {
-    let pid = container.pid().await.map_err(|e| e.to_string())?;
-    let net = TrialNet::inside(pid)
-        .map_err(|e| format!("cannot reach the container's network namespace: {e}"))?;
-    let listener = net.listener.try_clone().map_err(|e| e.to_string())?;
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+) -> Result<CommandOutcome, LaunchError> {
+    let pid = container.pid().await?;
+    let net = TrialNet::inside(pid).map_err(LaunchError::ContainerNamespace)?;
+    let listener = net.listener.try_clone()?;
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     let server = tokio::spawn(gateway::serve(listener, meter.clone()));
     let base = format!("http://127.0.0.1:{GATEWAY_PORT}");
     let workspace = container.workdir().unwrap_or(".").to_string();
     let trial_file = format!("{JAIL_TRIAL_DIR}/trial.json");
     let result = async {
-        let trial_dir = crate::sandbox::scratch::tempdir("trial-").map_err(|e| e.to_string())?;
+        let trial_dir = crate::sandbox::scratch::tempdir("trial-")?;
         let json = trial_json(ctx, &base, meter.key(), &workspace);
         std::fs::write(
             trial_dir.path().join("trial.json"),
             serde_json::to_vec_pretty(&json).unwrap_or_default(),
-        )
-        .map_err(|e| e.to_string())?;
-        container.copy_in(trial_dir.path(), JAIL_TRIAL_DIR).await.map_err(|e| e.to_string())?;
+        )?;
+        container.copy_in(trial_dir.path(), JAIL_TRIAL_DIR).await?;
         // The command as written: inside the container `python3` is the image's.
         let argv: Vec<String> = ctx
             .command
@@ -424,10 +450,12 @@ async fn launch_in_container(
             (ctx.budget.max_working_seconds * 10.0 + 600.0).min(7.0 * 86_400.0),
         );
         let start = Instant::now();
-        let out = container
-            .exec_until(&argv, &env, hard, OUTPUT_CAP, stop_at_budget(ctx, meter))
-            .await
-            .map_err(|e| format!("cannot start the harness command {argv:?}: {e}"))?;
+        let out =
+            container.exec_until(&argv, &env, hard, OUTPUT_CAP, stop_at_budget(ctx, meter)).await;
+        let out = match out {
+            Ok(out) => out,
+            Err(source) => return Err(LaunchError::Start { argv, source }),
+        };
         Ok(command_outcome(argv, out, meter, start))
     }
     .await;
@@ -499,10 +527,13 @@ fn command_outcome(
 }
 
 /// The trial's outcome from what the gateway counted and how the command ended.
-fn finish(meter: &Arc<TrialMeter>, outcome: Result<CommandOutcome, String>) -> ExternalOutcome {
+fn finish(
+    meter: &Arc<TrialMeter>,
+    outcome: Result<CommandOutcome, LaunchError>,
+) -> ExternalOutcome {
     let summary = meter.summary();
     let (end_reason, error) = match (&outcome, summary.exhausted, &summary.provider_error) {
-        (Err(e), _, _) => (EndReason::HarnessError, Some(e.clone())),
+        (Err(e), _, _) => (EndReason::HarnessError, Some(e.to_string())),
         (_, Some(limit), _) => (EndReason::Budget { limit }, None),
         (_, _, Some(e)) if summary.request_timed_out => {
             (EndReason::RequestTimeout, Some(e.clone()))
@@ -532,24 +563,23 @@ async fn launch(
     ctx: &ExternalContext<'_>,
     sandbox: &Sandbox,
     meter: &Arc<TrialMeter>,
-) -> Result<CommandOutcome, String> {
-    let iso = isolation::current()?;
+) -> Result<CommandOutcome, LaunchError> {
+    let iso = isolation::current().map_err(LaunchError::Isolation)?;
     let jailed = iso.is_isolated();
     // The gateway's listener: inside the trial's own network namespace, or on
     // the host's loopback when unsandboxed.
     let (net, listener, base) = if jailed {
         can_run(iso)?;
-        let net = TrialNet::create()
-            .map_err(|e| format!("cannot create the trial's network namespace: {e}"))?;
-        let std_listener = net.listener.try_clone().map_err(|e| e.to_string())?;
+        let net = TrialNet::create().map_err(LaunchError::Namespace)?;
+        let std_listener = net.listener.try_clone()?;
         (Some(net), std_listener, format!("http://127.0.0.1:{GATEWAY_PORT}"))
     } else {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        let port = l.local_addr().map_err(|e| e.to_string())?.port();
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = l.local_addr()?.port();
         (None, l, format!("http://127.0.0.1:{port}"))
     };
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     let server = tokio::spawn(gateway::serve(listener, meter.clone()));
     let result = command(ctx, sandbox, meter, iso, net.as_ref(), &base).await;
     server.abort();
@@ -565,9 +595,9 @@ async fn command(
     iso: &Isolation,
     net: Option<&TrialNet>,
     base: &str,
-) -> Result<CommandOutcome, String> {
+) -> Result<CommandOutcome, LaunchError> {
     let jailed = iso.is_isolated();
-    let trial_dir = crate::sandbox::scratch::tempdir("trial-").map_err(|e| e.to_string())?;
+    let trial_dir = crate::sandbox::scratch::tempdir("trial-")?;
     let (harness, workspace, trial_file) = if jailed {
         (
             JAIL_HARNESS_DIR.to_string(),
@@ -584,15 +614,14 @@ async fn command(
     };
     let json = trial_json(ctx, base, meter.key(), &workspace);
     let file = trial_dir.path().join("trial.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&json).unwrap_or_default())
-        .map_err(|e| e.to_string())?;
+    std::fs::write(&file, serde_json::to_vec_pretty(&json).unwrap_or_default())?;
     set_mode(trial_dir.path(), 0o755)?;
     set_mode(&file, 0o644)?;
     let view = HostView::new(ctx.python, ctx.mounts);
     let argv = expand_command(ctx.command, &harness, &workspace, &view.python.executable);
     let env = task_environment(ctx, base, meter.key(), &trial_file, &workspace);
     if jailed {
-        sandbox.hand_over().map_err(|e| format!("cannot hand the workspace over: {e}"))?;
+        sandbox.hand_over().map_err(LaunchError::HandOver)?;
     }
     let tests = sandbox.path().join("tests");
     let ro_binds: Vec<(PathBuf, String)> = vec![
@@ -618,15 +647,19 @@ async fn command(
     // A backstop far beyond the working time (waits do not count against it).
     let hard = Duration::from_secs_f64((max * 10.0 + 600.0).min(7.0 * 86_400.0));
     let start = Instant::now();
-    let out = run_until(&argv, sandbox.path(), &env, hard, OUTPUT_CAP, Some(&confine), None, stop)
-        .await
-        .map_err(|e| format!("cannot start the harness command {:?}: {e}", argv))?;
+    let out =
+        match run_until(&argv, sandbox.path(), &env, hard, OUTPUT_CAP, Some(&confine), None, stop)
+            .await
+        {
+            Ok(out) => out,
+            Err(source) => return Err(LaunchError::Start { argv, source }),
+        };
     Ok(command_outcome(argv, out, meter, start))
 }
 
-fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| e.to_string())
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
 /// Stage the harness's files (config `files`, resolved) into one folder: a

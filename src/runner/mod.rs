@@ -425,7 +425,7 @@ async fn setup(
             )));
         }
         HarnessKind::External(ext) => {
-            external::can_run(isolation).map_err(RunError::Setup)?;
+            external::can_run(isolation).map_err(|e| RunError::Setup(e.to_string()))?;
             let dir = crate::sandbox::scratch::tempdir("harness-")
                 .map_err(|e| RunError::Setup(e.to_string()))?;
             let files: Vec<PathBuf> = ext.files.iter().map(|f| exp.resolve(f)).collect();
