@@ -85,71 +85,69 @@ mod frame {
     use super::*;
     use polars::prelude::*;
 
+    /// One column's cells as values: `pick` reads a cell of the column's
+    /// type (None: another type, an error naming the column, the row and `what`
+    /// the column holds); a null cell is None.
+    fn values<'a, T>(
+        name: &str,
+        cells: impl Iterator<Item = &'a Cell>,
+        what: &str,
+        pick: impl Fn(&'a Cell) -> Option<T>,
+    ) -> Result<Vec<Option<T>>, String> {
+        cells
+            .enumerate()
+            .map(|(i, c)| match c {
+                Cell::Null => Ok(None),
+                _ => pick(c)
+                    .map(Some)
+                    .ok_or_else(|| format!("column `{name}`, row {}: {c:?} is not {what}", i + 1)),
+            })
+            .collect()
+    }
+
     /// The runs' rows as a typed DataFrame: each column of the type its row gives it.
     pub fn dataframe(table: &TypedTable) -> Result<DataFrame, String> {
         let mut cols: Vec<Column> = Vec::with_capacity(table.columns.len());
         for (j, (name, kind)) in table.columns.iter().enumerate() {
             let cells = table.rows.iter().map(|r| &r[j]);
-            let bad = |i: usize, c: &Cell, what: &str| {
-                format!("column `{name}`, row {}: {c:?} is not {what}", i + 1)
-            };
+            let n = name.as_str().into();
             let series = match kind {
-                Kind::Float => {
-                    let v: Vec<Option<f64>> = cells
-                        .enumerate()
-                        .map(|(i, c)| match c {
-                            Cell::Null => Ok(None),
-                            Cell::Float(x) => Ok(Some(*x)),
-                            _ => Err(bad(i, c, "a number")),
-                        })
-                        .collect::<Result<_, _>>()?;
-                    Series::new(name.into(), v)
-                }
-                Kind::Int if name == "seed" => {
-                    let v: Vec<Option<u64>> = cells
-                        .enumerate()
-                        .map(|(i, c)| match c {
-                            Cell::Null => Ok(None),
-                            Cell::Int(x) => Ok(Some(*x)),
-                            _ => Err(bad(i, c, "a whole number")),
-                        })
-                        .collect::<Result<_, _>>()?;
-                    Series::new(name.into(), v)
-                }
-                Kind::Int => {
-                    let v: Vec<Option<i64>> = cells
-                        .enumerate()
-                        .map(|(i, c)| match c {
-                            Cell::Null => Ok(None),
-                            Cell::Int(x) => i64::try_from(*x)
-                                .map(Some)
-                                .map_err(|_| bad(i, c, "a count below 2^63")),
-                            _ => Err(bad(i, c, "a whole number")),
-                        })
-                        .collect::<Result<_, _>>()?;
-                    Series::new(name.into(), v)
-                }
-                Kind::Bool => {
-                    let v: Vec<Option<bool>> = cells
-                        .enumerate()
-                        .map(|(i, c)| match c {
-                            Cell::Null => Ok(None),
-                            Cell::Bool(b) => Ok(Some(*b)),
-                            _ => Err(bad(i, c, "true or false")),
-                        })
-                        .collect::<Result<_, _>>()?;
-                    Series::new(name.into(), v)
-                }
+                Kind::Float => Series::new(
+                    n,
+                    values(name, cells, "a number", |c| match c {
+                        Cell::Float(x) => Some(*x),
+                        _ => None,
+                    })?,
+                ),
+                Kind::Int if name == "seed" => Series::new(
+                    n,
+                    values(name, cells, "a whole number", |c| match c {
+                        Cell::Int(x) => Some(*x),
+                        _ => None,
+                    })?,
+                ),
+                Kind::Int => Series::new(
+                    n,
+                    values(name, cells, "a whole number below 2^63", |c| match c {
+                        Cell::Int(x) => i64::try_from(*x).ok(),
+                        _ => None,
+                    })?,
+                ),
+                Kind::Bool => Series::new(
+                    n,
+                    values(name, cells, "true or false", |c| match c {
+                        Cell::Bool(b) => Some(*b),
+                        _ => None,
+                    })?,
+                ),
                 Kind::Category | Kind::Text => {
-                    let v: Vec<Option<&str>> = cells
-                        .enumerate()
-                        .map(|(i, c)| match c {
-                            Cell::Null => Ok(None),
-                            Cell::Text(t) => Ok(Some(t.as_str())),
-                            _ => Err(bad(i, c, "text")),
-                        })
-                        .collect::<Result<_, _>>()?;
-                    let s = Series::new(name.into(), v);
+                    let s = Series::new(
+                        n,
+                        values(name, cells, "text", |c| match c {
+                            Cell::Text(t) => Some(t.as_str()),
+                            _ => None,
+                        })?,
+                    );
                     if *kind == Kind::Category {
                         s.cast(&DataType::from_categories(Categories::global()))
                             .map_err(|e| e.to_string())?

@@ -112,6 +112,50 @@ impl Row<'_> {
     }
 }
 
+/// The serializer methods both walkers refuse: compounds that are neither a
+/// row nor a cell (csv writes none of them either).
+macro_rules! refused_compounds {
+    () => {
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            variant: &'static str,
+            _: &T,
+        ) -> Result<Self::Ok, Unsupported> {
+            Err(Unsupported(variant.into()))
+        }
+        fn serialize_tuple_struct(
+            self,
+            name: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, Unsupported> {
+            Err(Unsupported(name.into()))
+        }
+        fn serialize_tuple_variant(
+            self,
+            name: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, Unsupported> {
+            Err(Unsupported(name.into()))
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
+            Err(Unsupported("a map".into()))
+        }
+        fn serialize_struct_variant(
+            self,
+            name: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, Unsupported> {
+            Err(Unsupported(name.into()))
+        }
+    };
+}
+
 macro_rules! not_a_row {
     ($($method:ident($($arg:ty),*)),* $(,)?) => {$(
         fn $method(self, $(_: $arg),*) -> Result<(), Unsupported> {
@@ -130,6 +174,8 @@ impl ser::Serializer for &mut Row<'_> {
     type SerializeMap = Impossible<(), Unsupported>;
     type SerializeStruct = Self;
     type SerializeStructVariant = Impossible<(), Unsupported>;
+
+    refused_compounds!();
 
     not_a_row!(
         serialize_bool(bool),
@@ -162,51 +208,14 @@ impl ser::Serializer for &mut Row<'_> {
     ) -> Result<(), Unsupported> {
         v.serialize(self)
     }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        _: &T,
-    ) -> Result<(), Unsupported> {
-        Err(Unsupported(variant.into()))
-    }
     fn serialize_seq(self, _: Option<usize>) -> Result<Self, Unsupported> {
         Ok(self)
     }
     fn serialize_tuple(self, _: usize) -> Result<Self, Unsupported> {
         Ok(self)
     }
-    fn serialize_tuple_struct(
-        self,
-        name: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Unsupported> {
-        Err(Unsupported(name.into()))
-    }
-    fn serialize_tuple_variant(
-        self,
-        name: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Unsupported> {
-        Err(Unsupported(name.into()))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
-        Err(Unsupported("a map".into()))
-    }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Unsupported> {
         Ok(self)
-    }
-    fn serialize_struct_variant(
-        self,
-        name: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Unsupported> {
-        Err(Unsupported(name.into()))
     }
 }
 
@@ -276,6 +285,8 @@ impl ser::Serializer for Leaf {
     type SerializeMap = Impossible<Typed, Unsupported>;
     type SerializeStruct = Impossible<Typed, Unsupported>;
     type SerializeStructVariant = Impossible<Typed, Unsupported>;
+
+    refused_compounds!();
 
     /// Typed values, not text: a float cell gives its number, not its digits.
     fn is_human_readable(&self) -> bool {
@@ -367,54 +378,17 @@ impl ser::Serializer for Leaf {
         };
         v.serialize(Leaf(marked))
     }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        _: &T,
-    ) -> Result<Typed, Unsupported> {
-        Err(Unsupported(variant.into()))
-    }
     fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Unsupported> {
         Err(Unsupported("a sequence inside a cell".into()))
     }
     fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Unsupported> {
         Err(Unsupported("a tuple inside a cell".into()))
     }
-    fn serialize_tuple_struct(
-        self,
-        name: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Unsupported> {
-        Err(Unsupported(name.into()))
-    }
-    fn serialize_tuple_variant(
-        self,
-        name: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Unsupported> {
-        Err(Unsupported(name.into()))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsupported> {
-        Err(Unsupported("a map inside a cell".into()))
-    }
     fn serialize_struct(
         self,
         name: &'static str,
         _: usize,
     ) -> Result<Self::SerializeStruct, Unsupported> {
-        Err(Unsupported(name.into()))
-    }
-    fn serialize_struct_variant(
-        self,
-        name: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Unsupported> {
         Err(Unsupported(name.into()))
     }
 }
