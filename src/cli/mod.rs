@@ -30,7 +30,7 @@ pub fn run(cli: Cli) -> Result<Exit, CommandError> {
         // Candidate code runs only under the sandbox, or where the user opted out, and
         // with the Python named (shown to run before anything starts).
         ablate::sandbox::isolation::init(cli.unsandboxed, cli.bwrap.as_deref())
-            .map_err(CommandError::Setup)?;
+            .map_err(|e| CommandError::Setup(e.to_string()))?;
         if let Some(python) = &cli.python {
             ablate::grader::use_python(&python.to_string_lossy())
                 .map_err(|e| CommandError::Setup(format!("--python (or ABLATE_PYTHON): {e}")))?;

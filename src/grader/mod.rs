@@ -86,7 +86,7 @@ pub fn python() -> &'static str {
 /// under a folder the jail's uid cannot enter would otherwise run another
 /// standard library, or fail every check that starts a subprocess.
 pub fn preflight() -> Result<(), String> {
-    let iso = isolation::current()?;
+    let iso = isolation::current().map_err(|e| e.to_string())?;
     if !iso.is_isolated() {
         return Ok(());
     }

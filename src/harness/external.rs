@@ -93,8 +93,8 @@ pub struct ExternalOutcome {
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// No sandbox for the command (and none was waived).
-    #[error("{0}")]
-    Isolation(String),
+    #[error(transparent)]
+    Isolation(#[from] crate::sandbox::isolation::NoSandbox),
     #[error(
         "an external harness runs in a network namespace of each trial's own, which needs root; run as root, or with --unsandboxed"
     )]
@@ -564,7 +564,7 @@ async fn launch(
     sandbox: &Sandbox,
     meter: &Arc<TrialMeter>,
 ) -> Result<CommandOutcome, LaunchError> {
-    let iso = isolation::current().map_err(LaunchError::Isolation)?;
+    let iso = isolation::current()?;
     let jailed = iso.is_isolated();
     // The gateway's listener: inside the trial's own network namespace, or on
     // the host's loopback when unsandboxed.

@@ -66,6 +66,9 @@ pub enum RunError {
     Input(#[from] InputError),
     #[error("setup failed: {0}")]
     Setup(String),
+    /// No sandbox for candidate code, and none was waived.
+    #[error("setup failed: {0}")]
+    Sandbox(#[from] crate::sandbox::isolation::NoSandbox),
     /// The container engine, or what the last run left in it, could not be used.
     #[error("setup failed: {0}")]
     Container(#[from] crate::container::ContainerError),
@@ -380,7 +383,7 @@ fn open_resumed(
         .into());
     }
     // Trials graded with and without the sandbox are not one run.
-    let now = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
+    let now = crate::sandbox::isolation::current()?;
     if let Some(then) = &m.host.isolation
         && then.is_isolated() != now.is_isolated()
     {
@@ -415,7 +418,7 @@ async fn setup(
     host_command: bool,
     reporters: &Reporters,
 ) -> Result<Setup, RunError> {
-    let isolation = crate::sandbox::isolation::current().map_err(RunError::Setup)?;
+    let isolation = crate::sandbox::isolation::current()?;
     let (harness_dir, harness_python) = match &exp.harness_kind {
         HarnessKind::Builtin => (None, None),
         HarnessKind::Imported(i) => {

@@ -48,25 +48,31 @@ pub fn check_env(python_bin_dir: Option<&Path>) -> Vec<(String, String)> {
 
 static CHOSEN: OnceLock<Isolation> = OnceLock::new();
 
+/// No sandbox here, and none was waived: why, and how to get one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "no sandbox for candidate code: {reason}. Install bubblewrap (Debian: apt-get install bubblewrap), \
+     or pass --unsandboxed to run candidate code without isolation (recorded as isolation: none)"
+)]
+pub struct NoSandbox {
+    /// Why bubblewrap cannot build the jail here (as probed).
+    pub reason: String,
+}
+
 /// Decide the isolation for this process, once: bubblewrap (the `bwrap`
 /// given, else `bwrap` on PATH) when it works here; otherwise an error that
 /// says how to get it, unless `allow_none`.
 pub fn init(
     allow_none: bool,
     bwrap: Option<&std::path::Path>,
-) -> Result<&'static Isolation, String> {
+) -> Result<&'static Isolation, NoSandbox> {
     if let Some(i) = CHOSEN.get() {
         return Ok(i);
     }
     let found = match probe(bwrap) {
         Ok(iso) => iso,
         Err(reason) if allow_none => Isolation::None { reason },
-        Err(reason) => {
-            return Err(format!(
-                "no sandbox for candidate code: {reason}. Install bubblewrap (Debian: apt-get install bubblewrap), \
-                 or pass --unsandboxed to run candidate code without isolation (recorded as isolation: none)"
-            ));
-        }
+        Err(reason) => return Err(NoSandbox { reason }),
     };
     if let Isolation::None { reason } = &found {
         eprintln!(
@@ -78,7 +84,7 @@ pub fn init(
 
 /// The isolation in force; bubblewrap (on PATH) is required unless `init`
 /// chose otherwise first.
-pub fn current() -> Result<&'static Isolation, String> {
+pub fn current() -> Result<&'static Isolation, NoSandbox> {
     init(false, None)
 }
 
