@@ -32,6 +32,22 @@ pub struct HarnessRun {
     pub command: Option<CommandOutcome>,
 }
 
+/// Why a trial's environment could not be made, its harness not run, or the
+/// environment not removed: the trial's recorded error.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("cannot create the sandbox: {0}")]
+    Sandbox(#[source] std::io::Error),
+    #[error("the run has no container engine")]
+    NoEngine,
+    #[error("task `{0}` has no image")]
+    NoImage(String),
+    #[error(transparent)]
+    Container(#[from] crate::container::ContainerError),
+    #[error("arm `{0}` does not fit the experiment's harness")]
+    ArmDoesNotFit(String),
+}
+
 impl TrialEnv {
     /// The environment of one attempt of `task`.
     pub async fn create(
@@ -39,15 +55,12 @@ impl TrialEnv {
         task: &Task,
         spec: &TrialSpec,
         attempt: u32,
-    ) -> Result<TrialEnv, String> {
+    ) -> Result<TrialEnv, EnvError> {
         if task.container.is_none() {
-            return Sandbox::create(task)
-                .map(TrialEnv::Jail)
-                .map_err(|e| format!("cannot create the sandbox: {e}"));
+            return Sandbox::create(task).map(TrialEnv::Jail).map_err(EnvError::Sandbox);
         }
-        let setup = shared.containers.as_ref().ok_or("the run has no container engine")?;
-        let image =
-            setup.images.get(&task.id).ok_or_else(|| format!("task `{}` has no image", task.id))?;
+        let setup = shared.containers.as_ref().ok_or(EnvError::NoEngine)?;
+        let image = setup.images.get(&task.id).ok_or_else(|| EnvError::NoImage(task.id.clone()))?;
         let mut binds = Vec::new();
         if let (HarnessKind::External(ext), Some(dir)) =
             (&shared.exp.harness_kind, &shared.harness_dir)
@@ -64,10 +77,7 @@ impl TrialEnv {
             binds,
             env: Vec::new(),
         };
-        TrialContainer::start(setup.engine, &spec)
-            .await
-            .map(|c| TrialEnv::Container(Box::new(c)))
-            .map_err(|e| e.to_string())
+        Ok(TrialEnv::Container(Box::new(TrialContainer::start(setup.engine, &spec).await?)))
     }
 
     /// Run the arm's harness (the builtin loop, or the external command) until it ends.
@@ -81,7 +91,7 @@ impl TrialEnv {
         arm: &Arm,
         budget: &Budget,
         on_step: Box<dyn FnMut(TraceStep) + Send>,
-    ) -> Result<HarnessRun, String> {
+    ) -> Result<HarnessRun, EnvError> {
         let exp = &shared.exp;
         let model = exp.model(&spec.model).expect("planned model exists");
         let client = shared.clients[&spec.model].clone();
@@ -152,7 +162,7 @@ impl TrialEnv {
                 };
                 Ok(HarnessRun { measured, command: None })
             }
-            _ => Err(format!("arm `{}` does not fit the experiment's harness", arm.name)),
+            _ => Err(EnvError::ArmDoesNotFit(arm.name.clone())),
         }
     }
 
@@ -168,13 +178,13 @@ impl TrialEnv {
     }
 
     /// Remove the environment (the container and everything in it).
-    pub async fn dispose(self) -> Result<(), String> {
+    pub async fn dispose(self) -> Result<(), EnvError> {
         match self {
             TrialEnv::Jail(sandbox) => {
                 drop(sandbox);
                 Ok(())
             }
-            TrialEnv::Container(c) => c.remove().await.map_err(|e| e.to_string()),
+            TrialEnv::Container(c) => Ok(c.remove().await?),
         }
     }
 }

@@ -780,7 +780,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
     let environment = match env::TrialEnv::create(shared, task, spec, attempt).await {
         Ok(e) => e,
         Err(e) => {
-            record.error = Some(e);
+            record.error = Some(e.to_string());
             return;
         }
     };
@@ -800,7 +800,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
             record.harness_command = run.command;
         }
         Err(e) => {
-            record.error = Some(e);
+            record.error = Some(e.to_string());
             let _ = environment.dispose().await;
             return;
         }
