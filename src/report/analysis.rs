@@ -792,9 +792,6 @@ pub fn analyse(data: &RunData) -> Report {
     }
 }
 
-/// With a declared margin, a verdict that shows no effect becomes
-/// `equivalent` when the two one-sided tests' interval (`tost`, at
-/// `1 - 2 level`) lies inside `(-margin, +margin)`, else `undecided`.
 /// A sequential run's comparisons: the decisions replayed from the records
 /// in the run's task order, by the runner's own rule (`crate::sequential`);
 /// each effect's interval, level, verdict and method become the confidence
