@@ -62,8 +62,7 @@ impl TrialsCsv {
         }
         self.writer.flush()?;
         drop(self.writer);
-        let counted =
-            |i: usize| u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok());
+        let counted = |i: usize| is_counted(data, i);
         let values = arm_component_values(data, report);
         let no_arm = vec![String::new(); report.component_names.len()];
         let result = crate::record::folder::write_atomic(&dir.join("trials.csv"), |out| {
@@ -100,6 +99,12 @@ impl TrialsCsv {
     }
 }
 
+/// Whether the `i`-th record loaded is the attempt the analysis counts (the
+/// last final attempt of its trial): trials.csv's `counted`.
+fn is_counted(data: &super::load::RunData, i: usize) -> bool {
+    u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok())
+}
+
 /// Each arm's component values, in the order of the report's component
 /// columns (empty where the arm has no such component), once an arm.
 fn arm_component_values(
@@ -127,24 +132,21 @@ fn arm_component_values(
 pub struct TypedTable {
     pub columns: Vec<(String, Kind)>,
     pub rows: Vec<Vec<Cell>>,
+    /// The component columns' names, which the rows' value lists fill in order.
+    components: Vec<String>,
 }
 
 impl TypedTable {
     /// The table of `R`'s columns then `components` (category columns).
     fn new<R: serde::Serialize + Default>(components: &[String]) -> TypedTable {
+        let components: Vec<String> = components.iter().map(|n| component_column(n)).collect();
         let mut columns = cells::schema::<R>();
-        columns.extend(components.iter().map(|n| (component_column(n), Kind::Category)));
-        TypedTable { columns, rows: Vec::new() }
+        columns.extend(components.iter().map(|n| (n.clone(), Kind::Category)));
+        TypedTable { columns, rows: Vec::new(), components }
     }
 
     fn push<T: serde::Serialize + ?Sized>(&mut self, row: &T) {
-        let extra: Vec<String> = self
-            .columns
-            .iter()
-            .map(|(n, _)| n.clone())
-            .filter(|n| n.starts_with("component."))
-            .collect();
-        let row = cells::cells(row, &extra);
+        let row = cells::cells(row, &self.components);
         debug_assert!(row.iter().map(|(n, ..)| n).eq(self.columns.iter().map(|(n, _)| n)));
         self.rows.push(row.into_iter().map(|(_, _, cell)| cell).collect());
     }
@@ -163,7 +165,7 @@ pub fn trials_table(
     let no_arm = vec![String::new(); report.component_names.len()];
     let run = RunCells::of(report);
     for (i, mut row) in trials.into_iter().enumerate() {
-        row.counted = Some(u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok()));
+        row.counted = Some(is_counted(data, i));
         let v = values.get(&row.arm).unwrap_or(&no_arm);
         out.push(&(&run, &row, v));
     }

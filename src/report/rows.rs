@@ -49,16 +49,10 @@ impl Serialize for Num {
     }
 }
 
-/// The column names csv writes for a row type: its fields in order, nested
-/// structs and tuples flattened.
-pub fn columns<T: Serialize + Default>() -> Vec<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.serialize(T::default()).expect("a row type serializes");
-    let bytes = w.into_inner().expect("writing to memory");
-    let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(&bytes[..]);
-    let header =
-        r.records().next().expect("csv writes the header first").expect("csv reads what it wrote");
-    header.iter().map(str::to_string).collect()
+/// The column names of a row type: its fields in order, as csv writes them
+/// (read off the same `Serialize` by [`cells::schema`]).
+fn columns<T: Serialize + Default>() -> Vec<String> {
+    cells::schema::<T>().into_iter().map(|(name, _)| name).collect()
 }
 
 /// The columns every CSV starts with: which run, experiment, config and suite.
