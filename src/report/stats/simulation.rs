@@ -193,6 +193,36 @@ fn simulation_interval_and_p_value_agree() {
     assert!(disagree.is_empty(), "{disagree:#?}");
 }
 
+/// An equivalence verdict on (control, treatment) trials per task.
+type EquivalenceRule<'a> = &'a dyn Fn(&[Vec<f64>], &[Vec<f64>]) -> bool;
+
+/// How often each of `rules` declares "equivalent" over `reps` draws of the
+/// cell (tasks, repeats, base, ICC) with the true difference at the margin
+/// (`[0]`, the size) and at 0 (`[1]`, the power), the rules on the same draws.
+fn equivalence_rates<const R: usize>(
+    rng: &mut SplitMix64,
+    (tasks, repeats, base, icc): (usize, usize, f64, f64),
+    margin: f64,
+    reps: usize,
+    rules: [EquivalenceRule<'_>; R],
+) -> [[f64; R]; 2] {
+    let mut control = vec![Vec::with_capacity(repeats); tasks];
+    let mut treatment = vec![Vec::with_capacity(repeats); tasks];
+    let mut rate = [[0.0; R]; 2];
+    for (k, delta) in [margin, 0.0].into_iter().enumerate() {
+        let cell = Cell { tasks, repeats, base, icc, delta };
+        let mut declared = [0usize; R];
+        for _ in 0..reps {
+            cell.draw(rng, &mut control, &mut treatment);
+            for (d, rule) in declared.iter_mut().zip(&rules) {
+                *d += rule(&control, &treatment) as usize;
+            }
+        }
+        rate[k] = declared.map(|d| d as f64 / reps as f64);
+    }
+    rate
+}
+
 /// Replications a cell of [`simulation_equivalence_size`].
 pub(crate) const EQUIVALENCE_REPS: usize = 10_000;
 
@@ -218,19 +248,16 @@ fn simulation_equivalence_size() {
         for &repeats in &[1usize, 5] {
             for &base in &[0.1, 0.5, 0.9] {
                 for &icc in &[0.0, 0.5] {
-                    let mut control = vec![Vec::with_capacity(repeats); tasks];
-                    let mut treatment = vec![Vec::with_capacity(repeats); tasks];
-                    let mut rate = [0.0; 2];
-                    for (k, delta) in [margin, 0.0].into_iter().enumerate() {
-                        let cell = Cell { tasks, repeats, base, icc, delta };
-                        let mut declared = 0usize;
-                        for _ in 0..reps {
-                            cell.draw(&mut rng, &mut control, &mut treatment);
-                            declared +=
-                                paired_equivalent(&control, &treatment, alpha, margin) as usize;
-                        }
-                        rate[k] = declared as f64 / reps as f64;
-                    }
+                    let bet =
+                        |c: &[Vec<f64>], t: &[Vec<f64>]| paired_equivalent(c, t, alpha, margin);
+                    let [[size], [power]] = equivalence_rates(
+                        &mut rng,
+                        (tasks, repeats, base, icc),
+                        margin,
+                        reps,
+                        [&bet],
+                    );
+                    let rate = [size, power];
                     out.line(format_args!(
                         "{tasks:5} {repeats:3} {base:4.1} {icc:4.1} | {:8.4} {:8.4}",
                         rate[0], rate[1]
@@ -277,21 +304,14 @@ fn simulation_equivalence_sign_flip() {
         for &repeats in &[1usize, 5] {
             for &base in &[0.1, 0.3, 0.5, 0.9] {
                 for &icc in &[0.0, 0.25, 0.5] {
-                    let mut control = vec![Vec::with_capacity(repeats); tasks];
-                    let mut treatment = vec![Vec::with_capacity(repeats); tasks];
-                    let mut rate = [[0.0; 2]; 2];
-                    for (k, delta) in [margin, 0.0].into_iter().enumerate() {
-                        let cell = Cell { tasks, repeats, base, icc, delta };
-                        let mut declared = [0usize; 2];
-                        for _ in 0..reps {
-                            cell.draw(&mut rng, &mut control, &mut treatment);
-                            declared[0] +=
-                                paired_equivalent(&control, &treatment, alpha, margin) as usize;
-                            let (lo, hi) = paired_interval(&control, &treatment, 1.0 - 2.0 * alpha);
-                            declared[1] += (lo > -margin && hi < margin) as usize;
-                        }
-                        rate[k] = declared.map(|d| d as f64 / reps as f64);
-                    }
+                    let bet =
+                        |c: &[Vec<f64>], t: &[Vec<f64>]| paired_equivalent(c, t, alpha, margin);
+                    let sign_flip = |c: &[Vec<f64>], t: &[Vec<f64>]| {
+                        let (lo, hi) = paired_interval(c, t, 1.0 - 2.0 * alpha);
+                        lo > -margin && hi < margin
+                    };
+                    let cell = (tasks, repeats, base, icc);
+                    let rate = equivalence_rates(&mut rng, cell, margin, reps, [&bet, &sign_flip]);
                     worst[0] = worst[0].max(rate[0][0]);
                     worst[1] = worst[1].max(rate[0][1]);
                     out.line(format_args!(
