@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
+.PHONY: test ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
@@ -11,7 +11,7 @@ ABLATE := target/release/ablate
 ## 1,378 s on one thread; each test prints its table whole).
 ## make lint: the formatting (rustfmt.toml) and clippy, warnings as errors.
 lint:
-	$(CARGO) fmt --check
+	$(CARGO) fmt --all --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
 test: deps model-small base-image sdk-venv import-venv
@@ -19,8 +19,8 @@ test: deps model-small base-image sdk-venv import-venv
 	$(CARGO) build
 	ABLATE=target/debug/ablate bash scripts/test-notebook.sh
 	@echo "--- ablate export (feature polars; its own target dir, so the binaries above stay as built) ---"
-	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --test export
-	CARGO_TARGET_DIR=target/polars $(CARGO) test --no-default-features --features polars --lib export::
+	CARGO_TARGET_DIR=target/polars $(CARGO) test -p ablate --no-default-features --features polars --test export
+	CARGO_TARGET_DIR=target/polars $(CARGO) test -p ablate-report --features polars --lib export::
 	$(CARGO) run --quiet -- suite check tasks/core
 	$(CARGO) run --quiet -- suite check tasks/terminal
 	@echo "--- deploy/slurm on a private single-node Slurm: an array of 3 shards and the merge ---"
@@ -119,6 +119,10 @@ suite-humaneval: release
 screenshot:
 	bash scripts/screenshot.sh $(RUN)
 
+## make bench-build: the debug rebuild after touching the report module (median of 3 rounds).
+bench-build:
+	bash benches/incremental-build.sh
+
 ## make bench-report: time and peak memory of `ablate report` on 10k, 100k and 1M records.
 bench-report:
 	bash benches/report.sh
@@ -126,7 +130,7 @@ bench-report:
 ## make bench-environments: per-trial overhead of a container task's environment (create, start,
 ## exec round trip, verify, remove) against the bubblewrap jail's, median of 15 rounds (idle machine).
 bench-environments: deps base-image
-	$(CARGO) bench --bench environments
+	$(CARGO) bench -p ablate --bench environments
 
 ## make bench-sandbox: wall time per check with the bubblewrap sandbox and without it.
 bench-sandbox: deps
@@ -141,12 +145,12 @@ bench-local: deps model
 ## make bench-micro: criterion micro-benchmarks: the sampler's pick over 151,936 tokens,
 ## t_quantile, load + analyse of a 10k-record synthetic run (benches/micro.rs).
 bench-micro:
-	$(CARGO) bench --no-default-features --bench micro
+	$(CARGO) bench -p ablate --no-default-features --bench micro
 
 ## make bench-gateway: the gateway's overhead per model call (external harnesses): mean latency of
 ## 500 non-streaming calls straight to an instant-reply model server and through the gateway.
 bench-gateway:
-	$(CARGO) bench --bench gateway
+	$(CARGO) bench -p ablate --bench gateway
 
 ## make gate: run configs/gate.toml as a candidate and gate it against the committed
 ## baseline results/baseline/gate.csv (the README's CI example).

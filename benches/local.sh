@@ -20,7 +20,7 @@ slots=${ABLATE_LOCAL_SLOTS:-4}
 context=4096 # tokens per slot, the default of a `local` model
 [ -f "$model" ] || { echo "$model is missing: run make model" >&2; exit 2; }
 
-bench=$(cargo bench --bench local --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
+bench=$(cargo bench -p ablate --bench local --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
 [ -x "$bench" ] || { echo "cannot find the bench binary" >&2; exit 1; }
 profile_dir=$(dirname "$(dirname "$bench")")
 out=$(ls -td "$profile_dir"/build/llama-cpp-sys-2-*/out 2>/dev/null | while read -r d; do

@@ -6,11 +6,11 @@ process (theta = 1/2), predictable plug-in bets (eq. 26) truncated at
 c/m and c/(1-m) with c = 1/2, the running intersection, and the
 without-replacement centring of Section 6.
 
-It shares no code with src/sequential/betting.rs: the capital is a plain
+It shares no code with crates/core/src/sequential/betting.rs: the capital is a plain
 product (not a sum of logs) evaluated at each candidate, and the ends are found
 by scanning a grid of 20,001 candidates and then halving between the last grid
 point inside and the first outside. The expected values of the tests in
-src/sequential/tests.rs come from here:
+crates/core/src/sequential/tests.rs come from here:
 
     python3 scripts/betting_cs_reference.py
 """

@@ -6,14 +6,14 @@
         library needed) to OUT.jinja.
 
     scripts/chat-templates.py golden [DIR]
-        Render every case of DIR/cases.json (default src/model/chat_templates)
+        Render every case of DIR/cases.json (default crates/core/src/model/chat_templates)
         with every DIR/*.jinja template, as Hugging Face transformers renders a
         chat template (jinja2's ImmutableSandboxedEnvironment with trim_blocks,
         lstrip_blocks and loop controls; `tojson` as json.dumps with
         ensure_ascii=False; `raise_exception`), and write the results to
         DIR/golden/<template>/<case>.txt. Needs jinja2 (`pip install jinja2`).
 
-src/model/chat_template.rs renders the same cases with minijinja and its tests
+crates/core/src/model/chat_template.rs renders the same cases with minijinja and its tests
 must give these files byte for byte. A template that does not read `tools` is
 rendered only for the cases without tools: ablate does not give it tools
 (model::chat_template describes what it does instead).
@@ -132,7 +132,7 @@ def main(argv):
     if len(argv) == 3 and argv[0] == "extract":
         pathlib.Path(argv[2]).write_text(gguf_chat_template(argv[1]), encoding="utf-8")
     elif argv[:1] == ["golden"] and len(argv) <= 2:
-        golden(pathlib.Path(argv[1] if len(argv) == 2 else "src/model/chat_templates"))
+        golden(pathlib.Path(argv[1] if len(argv) == 2 else "crates/core/src/model/chat_templates"))
     else:
         sys.exit(__doc__)
 

@@ -8,7 +8,7 @@ gave the first six p-values below; this file reproduces them to 1e-12.
 
     python3 scripts/gate_reference.py
 
-prints every value src/gate/decision.rs, src/gate/render.rs and tests/gate.rs assert.
+prints every value crates/report/src/gate/decision.rs, crates/report/src/gate/render.rs and tests/gate.rs assert.
 """
 import math
 def binom_pmf_vec(n,p):
@@ -156,7 +156,7 @@ if __name__ == "__main__":
     for drop, pf, pp in characteristics(63 / 96, [0.0, 0.10, 0.20], 96, 48, 0.05, 0.20):
         print(f"margin 0.20 drop {drop}: p_fail {pf!r} p_pass {pp!r}")
     print("margin 0.05 drop 0.0: p_pass", repr(characteristics(63 / 96, [0.0], 96, 48, 0.05, 0.05)[0][2]))
-    # src/gate/decision.rs exact_p_known_values and decision_rule; src/gate/render.rs (the JUnit case).
+    # crates/report/src/gate/decision.rs exact_p_known_values and decision_rule; crates/report/src/gate/render.rs (the JUnit case).
     for x, nx, y, ny in [(6, 8, 8, 8), (40, 50, 48, 50), (126, 140, 130, 140)]:
         print(f"NI {x}/{nx}->{y}/{ny}", repr(ni_p(x, nx, y, ny, 0.05)))
     for x, nx, y, ny in [(8, 8, 4, 8), (3, 10, 0, 10), (18, 30, 15, 30), (126, 140, 130, 140), (10, 10, 0, 10), (2, 2, 1, 2), (12, 12, 1, 12)]:

@@ -1,27 +1,15 @@
 //! ablate: ablation benchmarking for LLM agent harnesses.
 //!
-//! The crate mirrors the pipeline of ARCHITECTURE.md, one module per stage:
-//! `suite` -> `experiment` (config, matrix) -> `plan` -> `runner` (with `harness`,
-//! `model`, `sandbox`, `grader`) writing the `record` -> `report` -> `gate`.
-//! A module uses only those above it in `tests/layers.rs`'s order.
+//! The pipeline of ARCHITECTURE.md, one module per stage: `suite` ->
+//! `experiment` (config, matrix) -> `plan` -> `runner` (with `harness`,
+//! `model`, `sandbox`, `grader`) writing the `record` (crate `ablate-core`)
+//! -> `report` -> `gate` (crate `ablate-report`). This library re-exports both
+//! crates' modules under one path; the command line (`main.rs`, `cli`) sits on
+//! top. A module uses only those below it in `tests/layers.rs`'s order, and
+//! the crate boundary makes the compiler hold the cut between the two.
 
-pub mod container;
-pub mod digest;
-pub mod error;
-pub mod experiment;
-pub mod export;
-pub mod gate;
-pub mod gateway;
-pub mod grader;
-pub mod harness;
-pub mod import;
-pub mod model;
-pub mod plan;
-pub mod record;
-pub mod report;
-pub mod runner;
-pub mod sandbox;
-pub mod sequential;
-pub mod suite;
-
-pub use error::InputError;
+pub use ablate_core::{
+    InputError, container, digest, error, experiment, gateway, grader, harness, model, plan,
+    record, runner, sandbox, sequential, suite,
+};
+pub use ablate_report::{export, gate, import, report};

@@ -380,7 +380,7 @@ fn agent_dir(agent: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// The files digest of agent_dir's harness, with agent.py = "print('a')\n" and "print('b')\n"
-/// (python3 hashlib, as src/digest.rs frames it): sha256 over "agents/my-agent/\0" + the folder's
+/// (python3 hashlib, as crates/core/src/digest.rs frames it): sha256 over "agents/my-agent/\0" + the folder's
 /// tree digest + "\n" and "run.sh\0" + sha256("python3 agent.py\n") + "\n", the tree digest being
 /// sha256 over "agent.py\0" + sha256(agent.py) + "\n".
 const FILES_DIGEST_A: &str = "276d7abf2ef0caaddcbcfaaa7901d6ea17c582a154e92ed4dd89956449940c7d";

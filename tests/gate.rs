@@ -124,7 +124,7 @@ fn pass_fail_and_outputs() {
     );
     // A PASS is non-inferiority; in the report's words it is `helps` when "no better" is rejected
     // too, equivalence when "better by 5 pp or more" is, else non-inferior (the exact p-values,
-    // pinned against scripts/gate_reference.py in src/gate/decision.rs, on the records' totals).
+    // pinned against scripts/gate_reference.py in crates/report/src/gate/decision.rs, on the records' totals).
     let total = |run: &Path| passes(run).values().fold((0, 0), |(p, n), (tp, tn)| (p + tp, n + tn));
     let ((b, nb), (c, nc)) = (total(&base_run), total(&same));
     let words = if ablate::gate::non_inferiority_p(b, nb, c, nc, 0.0) <= 0.05 {

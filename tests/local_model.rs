@@ -158,7 +158,7 @@ treatment = "harness"
     assert_eq!(engine["prefix_cache"], true, "{engine}");
     assert_eq!(engine["template"], "gguf", "{engine}");
     // The GGUF's template is the one the golden tests render (`sha256sum
-    // src/model/chat_templates/smollm2-135m-instruct.jinja`).
+    // crates/core/src/model/chat_templates/smollm2-135m-instruct.jinja`).
     assert_eq!(
         engine["template_sha256"],
         "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788",

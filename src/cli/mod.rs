@@ -50,7 +50,7 @@ pub fn run(cli: Cli) -> Result<Exit, CommandError> {
         Command::Baseline { command: BaselineCommand::Save(a) } => baseline_save(a.resolve()?),
         Command::Gate(a) => gate_cmd(a.resolve()),
         Command::SynthRun(a) => synth_cmd(&a.config, a.records, &a.out, a.seed),
-        Command::Export(a) => export_cmd(&a.runs, a.table, &a.output),
+        Command::Export(a) => export_cmd(&a.runs, a.table.into(), &a.output),
         Command::Run(a) => {
             let mut req = a.resolve()?;
             req.container_engine = container_engine;

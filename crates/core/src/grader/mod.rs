@@ -1,0 +1,368 @@
+//! Running a task's checks on a sandbox and reading passed/total.
+//!
+//! The grader is used in three places: `suite check` (stub and solution), the
+//! `feedback` component and `run_tests` tool during a trial, and the final
+//! grading of every trial's snapshot, which the harness always does itself.
+
+pub mod parse;
+pub mod suite_check;
+
+use crate::record::{CheckResult, Grade, VerifierRecord};
+use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
+use crate::sandbox::process::{Confinement, run_limited};
+use crate::sandbox::{Sandbox, scratch};
+use crate::suite::{CheckSpec, Task, runner_mode};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub mod channel;
+
+/// Bytes kept of each output stream of a check.
+pub const OUTPUT_CAP: usize = 64 * 1024;
+
+/// The Python interpreter behind `python3` on PATH, resolved once, with the
+/// installation folders the sandbox must show it. On machines where `python3`
+/// is a pyenv shim each call through it costs ~55 ms extra. `use_python`
+/// (the command line's `--python`, or ABLATE_PYTHON) names another.
+pub struct Python {
+    pub executable: String,
+    /// sys.prefix, sys.base_prefix, sys.exec_prefix (deduplicated).
+    pub prefixes: Vec<PathBuf>,
+}
+
+static PYTHON: OnceLock<Python> = OnceLock::new();
+
+/// Ask `exe` for its real executable and its installation folders.
+pub fn resolve(exe: &str) -> Result<Python, String> {
+    let out = std::process::Command::new(exe)
+        .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix)"])
+        .output()
+        .map_err(|e| format!("cannot run `{exe}`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{exe}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let out = String::from_utf8_lossy(&out.stdout);
+    let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
+    let executable = lines.next().unwrap_or(exe).to_string();
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    for l in lines {
+        let p = PathBuf::from(l);
+        if !prefixes.contains(&p) {
+            prefixes.push(p);
+        }
+    }
+    Ok(Python { executable, prefixes })
+}
+
+/// Run checks with `exe` instead of `python3`, once it is shown to run:
+/// called before the first check or harness resolves the interpreter (the
+/// command line does); a later call changes nothing.
+pub fn use_python(exe: &str) -> Result<(), String> {
+    let _ = PYTHON.set(resolve(exe)?);
+    Ok(())
+}
+
+/// The interpreter checks run with: the one `use_python` named, else the
+/// real one behind `python3` (or `python3` as it is, when it does not answer).
+pub fn python_info() -> &'static Python {
+    PYTHON.get_or_init(|| {
+        resolve("python3")
+            .unwrap_or_else(|_| Python { executable: "python3".into(), prefixes: vec![] })
+    })
+}
+
+pub fn python() -> &'static str {
+    &python_info().executable
+}
+
+/// Start the interpreter in the jail as checks start it and see that it finds
+/// its own installation there (`sys.prefix` as outside) and can start itself
+/// again (`sys.executable` executable by the jail's uid): a Python installed
+/// under a folder the jail's uid cannot enter would otherwise run another
+/// standard library, or fail every check that starts a subprocess.
+pub fn preflight() -> Result<(), String> {
+    let iso = isolation::current().map_err(|e| e.to_string())?;
+    if !iso.is_isolated() {
+        return Ok(());
+    }
+    let py = python_info();
+    let Some(prefix) = py.prefixes.first() else { return Ok(()) };
+    let lease = isolation::lease_uid().map_err(|e| format!("no jail uid: {e}"))?;
+    let dir = scratch::tempdir("preflight-").map_err(|e| e.to_string())?;
+    if isolation::is_root() {
+        std::os::unix::fs::lchown(dir.path(), Some(lease.uid()), Some(lease.uid()))
+            .map_err(|e| e.to_string())?;
+    }
+    let jail = Jail {
+        workspace: dir.path(),
+        tests: None,
+        runner_dir: None,
+        out_dir: None,
+        uid: lease.uid(),
+        python_prefixes: &py.prefixes,
+        ro_binds: &[],
+        netns: None,
+    };
+    let crate::record::Isolation::Bubblewrap { bwrap, uid_switch, .. } = iso else { return Ok(()) };
+    let script = "import os, sys; print(sys.prefix); print(os.access(sys.executable, os.X_OK))";
+    let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);
+    let argv = jail.argv(
+        Path::new(bwrap),
+        *uid_switch,
+        &[py.executable.clone(), "-I".into(), "-c".into(), script.into()],
+        &isolation::check_env(bin_dir.as_deref()),
+        None,
+    );
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start the sandbox: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let (jail_prefix, runs_itself) = (lines.next().unwrap_or(""), lines.next() == Some("True"));
+    if out.status.success() && jail_prefix == prefix.to_string_lossy() && runs_itself {
+        return Ok(());
+    }
+    let seen = if out.status.success() {
+        format!(
+            "there it finds sys.prefix {jail_prefix:?}{}",
+            if runs_itself { "" } else { " and cannot start sys.executable" }
+        )
+    } else {
+        format!(
+            "there it does not start ({}: {})",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    };
+    Err(format!(
+        "the Python that runs the checks, {}, does not work in the sandbox as outside (outside, sys.prefix is {}; {seen}). \
+         The sandbox's unprivileged user must be able to read its installation: install it where every user can (for example \
+         /usr or /opt, folders mode 0755), or name another with --python",
+        py.executable,
+        prefix.display()
+    ))
+}
+
+/// The runner script, written once per process into a folder the jail shows
+/// read-only (inside the process's scratch folder).
+fn runner_dir() -> std::io::Result<PathBuf> {
+    static DIR: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+    let mut guard = DIR.lock().unwrap();
+    if let Some(d) = guard.as_ref().filter(|d| d.join("runner.py").is_file()) {
+        return Ok(d.clone());
+    }
+    let dir = scratch::tempdir("runner-")?.keep();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+    let file = dir.join("runner.py");
+    std::fs::write(&file, RUNNER_PY)?;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+    *guard = Some(dir.clone());
+    Ok(dir)
+}
+
+/// The grader's test runner (crates/core/src/grader/runner.py).
+pub const RUNNER_PY: &str = include_str!("runner.py");
+
+/// Bytes of the runner's result file read back (a file that large is forged).
+const CHANNEL_CAP: u64 = 4 << 20;
+
+/// Canary names offered to the runner per check (it uses what it needs).
+const CANARY_NAMES: usize = 512;
+
+/// The text of the task's test files in the sandbox and their paths (for
+/// choosing canary names that no real test has: a test module that fails to
+/// import is reported by unittest under the module's own name), at most 4 MiB.
+fn test_sources(sandbox: &Sandbox) -> String {
+    let tests = sandbox.path().join("tests");
+    let mut text = String::new();
+    for rel in crate::digest::list_files(&tests).unwrap_or_default() {
+        text.push_str(&rel.to_string_lossy());
+        text.push('\n');
+        if let Ok(bytes) = crate::sandbox::read_regular(&tests.join(&rel), 1 << 20) {
+            text.push_str(&String::from_utf8_lossy(&bytes));
+            text.push('\n');
+        }
+        if text.len() > 4 << 20 {
+            break;
+        }
+    }
+    text
+}
+
+/// Run the checks in the sandbox, under its isolation. An error is returned
+/// only when the command cannot be started at all (a grader error); a
+/// failing, hanging or forging check is a result.
+pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<CheckResult> {
+    let isolation = isolation::current().map_err(std::io::Error::other)?;
+    let (mode, args) = runner_mode(&spec.command, spec.parser).map_err(std::io::Error::other)?;
+    let py = python_info();
+    let runner = runner_dir()?;
+    let out_dir = scratch::tempdir("out-")?;
+    let jailed = isolation.is_isolated();
+    if jailed {
+        sandbox.hand_over()?;
+        if isolation::is_root() {
+            std::os::unix::fs::lchown(out_dir.path(), Some(sandbox.uid()), Some(sandbox.uid()))?;
+        }
+    }
+    let (runner_path, result_path) = if jailed {
+        (format!("{JAIL_RUNNER_DIR}/runner.py"), format!("{JAIL_OUT_DIR}/results.jsonl"))
+    } else {
+        (
+            runner.join("runner.py").display().to_string(),
+            out_dir.path().join("results.jsonl").display().to_string(),
+        )
+    };
+    // Isolated (no user site, no PYTHON* variables, no script or working folder
+    // on sys.path) and no bytecode written; the runner reads none for the
+    // workspace either (runner.py).
+    let mut argv = vec![
+        py.executable.clone(),
+        "-I".to_string(),
+        "-B".to_string(),
+        runner_path,
+        result_path,
+        mode.to_string(),
+    ];
+    argv.extend(args.iter().cloned());
+    let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);
+    let env = isolation::check_env(bin_dir.as_deref());
+    let tests = sandbox.path().join("tests");
+    let confine = Confinement {
+        isolation,
+        jail: Jail {
+            workspace: sandbox.path(),
+            tests: tests.is_dir().then_some(tests.as_path()),
+            runner_dir: Some(&runner),
+            out_dir: Some(out_dir.path()),
+            uid: sandbox.uid(),
+            python_prefixes: &py.prefixes,
+            ro_binds: &[],
+            netns: None,
+        },
+        limits: spec.limits,
+    };
+    let key = channel::new_key();
+    let canaries = if mode == "unittest" {
+        channel::canary_names(CANARY_NAMES, &test_sources(sandbox))
+    } else {
+        Vec::new()
+    };
+    let stdin = format!("{}\n", serde_json::json!({"key": key, "canaries": canaries}));
+    let out = run_limited(
+        &argv,
+        sandbox.path(),
+        &env,
+        spec.timeout,
+        OUTPUT_CAP,
+        Some(&confine),
+        Some(stdin.as_bytes()),
+    )
+    .await?;
+    let mut output = out.stdout.text();
+    let err_text = out.stderr.text();
+    if !err_text.is_empty() {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&err_text);
+    }
+    let channel_bytes =
+        crate::sandbox::read_regular(&out_dir.path().join("results.jsonl"), CHANNEL_CAP)
+            .unwrap_or_default();
+    let canary_set: std::collections::HashSet<String> = canaries.into_iter().collect();
+    let report = channel::read(&channel_bytes, CHANNEL_CAP, &key, &canary_set);
+    let text = parse::parse(spec.parser, &output);
+    let verdict = channel::judge(
+        spec.tests,
+        out.exit_code,
+        out.timed_out,
+        &text,
+        &report,
+        !canary_set.is_empty(),
+    );
+    let failed_tests = if report.tests > 0 || report.finished {
+        report.failed.clone()
+    } else {
+        text.failed_tests.clone()
+    };
+    Ok(CheckResult {
+        command: argv,
+        exit_code: out.exit_code,
+        timed_out: out.timed_out,
+        passed: if out.timed_out { 0 } else { report.passed.min(spec.tests) },
+        total: spec.tests,
+        summary_found: text.total.is_some(),
+        reported_total: text.total,
+        runner: Some(report),
+        forgery: verdict,
+        failed_tests,
+        duration_ms: out.duration.as_millis() as u64,
+        output,
+        output_truncated: out.stdout.truncated() || out.stderr.truncated(),
+    })
+}
+
+/// Final grading of a trial: the test files compared with the suite's; the
+/// editable files taken as the snapshot and graded in a fresh copy of the
+/// task (nothing else the trial left reaches the grade); the trial's
+/// workspace searched for files named like the grader's own modules.
+pub async fn grade(sandbox: &Sandbox, task: &Task) -> std::io::Result<Grade> {
+    let tampered_tests = sandbox.restore_tests()?;
+    let snapshot = sandbox.snapshot();
+    let fresh = Sandbox::graded_copy(task, &snapshot)?;
+    let mut check = run_checks(&fresh, &task.check).await?;
+    let planted = check
+        .runner
+        .as_ref()
+        .map(|r| sandbox.planted_modules(&r.grader_modules))
+        .unwrap_or_default();
+    // The record keeps a bounded tail; traces hold the step-level outputs.
+    let tail = check.output_tail(4096).to_string();
+    check.output = tail;
+    Ok(Grade {
+        check,
+        snapshot_sha256: snapshot.sha256(),
+        tampered_tests,
+        planted_modules: planted,
+        snapshot_notes: snapshot.notes,
+        verifier: None,
+    })
+}
+
+/// The grade of a container task's trial, from its verifier: one "test" that
+/// passes when the reward reaches the threshold.
+pub fn container_grade(v: VerifierRecord) -> Grade {
+    let passed = v.passed && v.error.is_none();
+    let check = CheckResult {
+        command: v.command.clone(),
+        exit_code: v.exit_code,
+        timed_out: v.timed_out,
+        passed: passed as u32,
+        total: 1,
+        summary_found: v.reward.is_some(),
+        reported_total: None,
+        runner: None,
+        forgery: None,
+        failed_tests: if passed || v.error.is_some() { Vec::new() } else { vec!["reward".into()] },
+        duration_ms: v.duration_ms,
+        output: v.output.clone(),
+        output_truncated: false,
+    };
+    Grade {
+        check,
+        snapshot_sha256: String::new(),
+        tampered_tests: Vec::new(),
+        planted_modules: Vec::new(),
+        snapshot_notes: Vec::new(),
+        verifier: Some(v),
+    }
+}

@@ -1,0 +1,136 @@
+//! The CI regression gate on pass rate.
+//!
+//! Pooled pass counts of the candidate and the baseline over the tasks both
+//! hold (each side must have the same trials on every task, so that pooling
+//! weighs every task the same, as the report does; unequal counts are
+//! refused by name), and two exact unconditional tests (`ExactTest`): FAIL when "not
+//! worse" is rejected at alpha (a significant regression), PASS when "worse by
+//! the margin or more" is rejected at alpha (non-inferior), INCONCLUSIVE
+//! otherwise; the one-sided bounds that invert the same tests are printed
+//! beside. A baseline is a per-task CSV (`ablate baseline save`) or a run
+//! folder; it must match the candidate's suite, tasks, model and budget.
+//! docs/statistics.md describes the rule.
+//!
+//! Its stages, down the pipeline: `baseline` (the per-task rows of a
+//! baseline file or a run folder, and the drift between two), `decision`
+//! (the exact tests, the verdict and its operating characteristics),
+//! `render` (the terminal report, Markdown and JUnit); `run` below chains
+//! them for `ablate gate`.
+
+mod baseline;
+mod decision;
+mod render;
+
+pub use baseline::{
+    BASELINE_COLUMNS, BaselineRow, baseline_of_run, drifts, pair, read_baseline, unequal_trials,
+    write_baseline,
+};
+pub use decision::{
+    Characteristic, Decision, ExactTest, Verdict, characteristic, characteristics, decide,
+    decide_counts, non_inferiority_p, regression_p, size_hint, task_regressed, verdict_counts,
+};
+pub use render::{junit, markdown, render};
+
+use ablate_core::error::InputError;
+use std::path::Path;
+
+/// `ablate gate`'s inputs, as the command line gives them.
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    /// A baseline CSV (`ablate baseline save`) or a run folder.
+    pub baseline: std::path::PathBuf,
+    /// The candidate run folder.
+    pub candidate: std::path::PathBuf,
+    pub margin: f64,
+    pub alpha: f64,
+    pub arm: Option<String>,
+    pub model: Option<String>,
+    pub allow_drift: bool,
+    /// Append the Markdown summary to this file (a CI job summary).
+    pub markdown: Option<std::path::PathBuf>,
+    /// Write a JUnit report here.
+    pub junit: Option<std::path::PathBuf>,
+}
+
+/// What the gate found: the drifts between baseline and candidate, and the
+/// verdict with its report to print (None when a drift refused the
+/// comparison). The command line turns it into the exit status.
+#[derive(Debug)]
+pub struct GateOutcome {
+    pub drifts: Vec<String>,
+    pub decided: Option<(Verdict, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error("{path}: {source}")]
+    Write { path: std::path::PathBuf, source: std::io::Error },
+}
+
+/// The gate's pipeline: check the options, read the baseline and the
+/// candidate, refuse a drift (unless allowed), decide, and write the
+/// Markdown and JUnit outputs asked for.
+pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
+    if !(o.margin >= 0.0 && o.margin < 1.0) {
+        return Err(InputError::at(
+            &o.candidate,
+            "--margin",
+            format!("{} is not in [0, 1)", o.margin),
+        )
+        .into());
+    }
+    if !(o.alpha > 0.0 && o.alpha < 0.5) {
+        return Err(InputError::at(
+            &o.candidate,
+            "--alpha",
+            format!("{} is not in (0, 0.5)", o.alpha),
+        )
+        .into());
+    }
+    let load = |dir: &Path| {
+        crate::report::load::load(dir).map_err(|e| InputError::new(dir, e.to_string()))
+    };
+    let base = if o.baseline.is_dir() {
+        baseline_of_run(&load(&o.baseline)?, o.arm.as_deref(), o.model.as_deref())
+            .map_err(|e| InputError::new(&o.baseline, e))?
+    } else {
+        read_baseline(&o.baseline)?
+    };
+    let arm = o.arm.clone().or_else(|| Some(base[0].arm.clone()));
+    let model = o.model.clone().or_else(|| Some(base[0].model.clone()));
+    let cand = baseline_of_run(&load(&o.candidate)?, arm.as_deref(), model.as_deref())
+        .map_err(|e| InputError::new(&o.candidate, e))?;
+    let drifts = drifts(&base, &cand);
+    if !drifts.is_empty() && !o.allow_drift {
+        return Ok(GateOutcome { drifts, decided: None });
+    }
+    let pairs = pair(&base, &cand);
+    if let Some((in_candidate, why)) = unequal_trials(&pairs) {
+        let file = if in_candidate { &o.candidate } else { &o.baseline };
+        return Err(InputError::at(file, "trials per task", why).into());
+    }
+    let decision = decide(&pairs, o.alpha, o.margin);
+    let oc = characteristics(&decision);
+    let hint = if decision.verdict == Verdict::Inconclusive { size_hint(&decision) } else { None };
+    fn written(path: &Path) -> impl Fn(std::io::Error) -> GateError + '_ {
+        move |source| GateError::Write { path: path.to_path_buf(), source }
+    }
+    if let Some(path) = &o.markdown {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(written(path))?;
+        f.write_all(markdown(&decision, &pairs, &oc, hint).as_bytes()).map_err(written(path))?;
+    }
+    if let Some(path) = &o.junit {
+        std::fs::write(path, junit(&decision, &pairs)).map_err(written(path))?;
+    }
+    Ok(GateOutcome {
+        drifts,
+        decided: Some((decision.verdict, render(&decision, &pairs, &oc, hint))),
+    })
+}

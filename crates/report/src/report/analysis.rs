@@ -1,0 +1,1065 @@
+//! From rows to the report: per arm and model, and per comparison. The
+//! statistics themselves are in `stats`; this module only groups and labels.
+
+use super::load::{Row, RunData};
+use super::stats;
+use ablate_core::experiment::matrix::{self, ComparisonKind};
+use ablate_core::record::TrialStatus;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// An interval estimate, for export (NaN becomes null in JSON).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Interval {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub se: f64,
+    pub n_tasks: usize,
+    pub method: IntervalMethod,
+}
+
+/// How a pass rate's interval was made (written under its `name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntervalMethod {
+    /// Tasks as the unit, Wilson on the effective sample size.
+    ClusteredWilson,
+    /// One task: Wilson over its trials.
+    Wilson,
+}
+
+impl IntervalMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            IntervalMethod::ClusteredWilson => "clustered_wilson",
+            IntervalMethod::Wilson => "wilson",
+        }
+    }
+}
+
+/// What an effect compares: one component (an ablation, in the family the
+/// p-values are adjusted over) or arms that differ in several (combined).
+/// Written under its `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EffectKind {
+    Ablation,
+    Combined,
+}
+
+impl EffectKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EffectKind::Ablation => "ablation",
+            EffectKind::Combined => "combined",
+        }
+    }
+}
+
+/// The estimand of an interval over two tasks or more: the mean over the
+/// population of tasks the suite is a sample of (the coverage simulation's
+/// target); its p-value tests "no effect" on the suite's own tasks.
+pub const ESTIMAND_TASKS_LIKE_THESE: &str = "tasks like these";
+/// The estimand of a one-task interval: that task's rate, its trials the sample.
+pub const ESTIMAND_THIS_TASK: &str = "this task";
+/// What the effects' intervals and p-values are about, said in every output.
+pub const ESTIMAND_NOTE: &str = "intervals: the mean difference over tasks like these (the population of tasks the suite samples); p: no effect on these tasks";
+/// The estimand of the arms' pass-rate intervals, for a table of them.
+pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
+    let one = arms.iter().filter(|a| a.pass_rate.n_tasks == 1).count();
+    if one == 0 {
+        ESTIMAND_TASKS_LIKE_THESE
+    } else if one == arms.len() {
+        ESTIMAND_THIS_TASK
+    } else {
+        "tasks like these; one-task arms: this task"
+    }
+}
+
+/// What a sequential run's effects are, said in every output.
+pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (over these tasks, as run, once every task entered undecided); no p-values: a fixed-design test is not valid after stopping on the data (the arms' pass-rate intervals describe the tasks each arm ran)";
+
+/// [`SEQUENTIAL_NOTE`] for a sequential run's effects; else [`ESTIMAND_NOTE`]
+/// when some effect of the list covers tasks like these.
+pub fn estimand_note(effects: &[EffectReport]) -> Option<&'static str> {
+    if effects.iter().any(|e| e.sequential.is_some()) {
+        return Some(SEQUENTIAL_NOTE);
+    }
+    effects.iter().any(|e| e.estimand == ESTIMAND_TASKS_LIKE_THESE).then_some(ESTIMAND_NOTE)
+}
+
+/// A sequential comparison's course in one line: what was decided after how
+/// many tasks and trials, or where the budget ended it.
+pub fn sequential_note(e: &EffectReport) -> Option<String> {
+    let q = e.sequential.as_ref()?;
+    let tasks = super::format::count(q.tasks, "task");
+    Some(match q.decided_after_tasks {
+        Some(_) => {
+            format!("sequence: decided ({}) after {tasks}, {} trials", e.verdict.short(), q.trials)
+        }
+        None => format!(
+            "sequence: undecided after {tasks}, {} trials ({}{}); its interval now: {}",
+            q.trials,
+            e.estimand,
+            q.budget_spent.as_deref().map(|b| format!("; {b}")).unwrap_or_default(),
+            e.method.words()
+        ),
+    })
+}
+
+/// The gate's estimand: the pass rate over the suite's own tasks, the trials the random part.
+pub const ESTIMAND_THESE_TASKS: &str = "these tasks";
+/// A sequential run that used every task, undecided for tasks like these: the
+/// without-replacement sequence's estimand, the suite's mean with each task's
+/// outcome as this run gave it (what the whole suite gave, not what a re-run would).
+pub const ESTIMAND_THESE_TASKS_AS_RUN: &str = "these tasks, as run";
+
+/// The verdict on an effect, read from its interval. Written out (JSON, CSV,
+/// Markdown) as the sentence `Display` gives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EffectVerdict {
+    /// No task in both arms, or no interval.
+    NotEnoughData,
+    /// The interval lies above 0 (`one_task`: it speaks for that task only).
+    Helps { one_task: bool },
+    /// The interval lies below 0.
+    Hurts { one_task: bool },
+    /// Too few tasks for the exact test to ever reject at this level.
+    NoVerdictPossible { tasks: usize, needed: u64 },
+    /// The interval holds 0: absence of evidence, not evidence of no effect
+    /// (declare a margin for that).
+    NoDetectableEffect { one_task: bool },
+    /// With a declared margin: two one-sided tests at the comparison's level
+    /// put the difference inside (-margin, +margin).
+    Equivalent { margin: f64, one_task: bool },
+    /// With a declared margin: neither an effect nor equivalence shown.
+    Undecided { margin: f64, one_task: bool },
+    /// A sequential run that spent its budget before deciding: the tasks the
+    /// current estimate suggests a decision needs in all (None: more than
+    /// `PROJECTION_CAP`), `tasks` the tasks that entered, `every_task` when
+    /// they are all of the experiment's.
+    UndecidedAtBudget { projected_tasks: Option<usize>, tasks: usize, every_task: bool },
+}
+
+/// The most tasks a sequential report projects a decision to need.
+pub const PROJECTION_CAP: usize = 100_000;
+
+impl EffectVerdict {
+    /// One word: `helps`, `hurts`, `n.s.` (no effect shown) or `n/a`.
+    pub fn short(self) -> &'static str {
+        match self {
+            EffectVerdict::Helps { .. } => "helps",
+            EffectVerdict::Hurts { .. } => "hurts",
+            EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => {
+                "n.s."
+            }
+            EffectVerdict::Equivalent { .. } => "equivalent",
+            EffectVerdict::Undecided { .. } | EffectVerdict::UndecidedAtBudget { .. } => {
+                "undecided"
+            }
+            EffectVerdict::NotEnoughData => "n/a",
+        }
+    }
+}
+
+impl std::fmt::Display for EffectVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let only = |one: bool| if one { " (this task only)" } else { "" };
+        match *self {
+            EffectVerdict::NotEnoughData => f.write_str("not enough data to tell"),
+            EffectVerdict::Helps { one_task } => write!(f, "helps{}", only(one_task)),
+            EffectVerdict::Hurts { one_task } => write!(f, "hurts{}", only(one_task)),
+            EffectVerdict::NoVerdictPossible { tasks, needed } => write!(
+                f,
+                "no verdict possible: {tasks} tasks, at least {needed} needed at this level"
+            ),
+            EffectVerdict::NoDetectableEffect { one_task } => {
+                write!(f, "no detectable effect{}", only(one_task))
+            }
+            EffectVerdict::Equivalent { margin, one_task } => write!(
+                f,
+                "equivalent within ±{} pp{}",
+                super::format::margin_pp(margin),
+                only(one_task)
+            ),
+            EffectVerdict::Undecided { margin, one_task } => {
+                write!(
+                    f,
+                    "undecided: neither an effect nor within ±{} pp{}",
+                    super::format::margin_pp(margin),
+                    only(one_task)
+                )
+            }
+            EffectVerdict::UndecidedAtBudget { projected_tasks, tasks, every_task } => {
+                f.write_str(if every_task {
+                    "undecided with every task in"
+                } else {
+                    "undecided at budget"
+                })?;
+                match projected_tasks {
+                    _ if tasks < 2 => write!(
+                        f,
+                        ": {} too few to project how many more a decision needs",
+                        super::format::count(tasks, "task")
+                    ),
+                    Some(n) => write!(
+                        f,
+                        ": about {n} tasks like these in all would decide it at the current estimate"
+                    ),
+                    None => write!(
+                        f,
+                        ": more than {PROJECTION_CAP} tasks like these would be needed at the current estimate"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// Serialised under `name()`: the one list of the names records and exports hold.
+macro_rules! serialize_by_name {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+    )*};
+}
+serialize_by_name!(IntervalMethod, EffectKind);
+
+impl Serialize for EffectVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl From<stats::Estimate> for Interval {
+    fn from(e: stats::Estimate) -> Self {
+        Interval {
+            mean: e.mean,
+            lo: e.lo,
+            hi: e.hi,
+            se: e.se,
+            n_tasks: e.n_tasks,
+            method: IntervalMethod::ClusteredWilson,
+        }
+    }
+}
+
+/// The interval of a pass rate: clustered over tasks, as a Wilson score
+/// interval on the effective sample size (`stats::pass_rate_wilson`: the
+/// t interval collapses to zero width near 0 and 1 with few tasks, and
+/// covered the truth in as little as 52% of simulated runs there); with a
+/// single task, Wilson's interval over that task's trials, which speaks for
+/// that task only.
+fn rate_interval(outcomes: &[Vec<f64>], conf: f64) -> Interval {
+    let e = stats::pass_rate_wilson(outcomes, conf);
+    if e.n_tasks != 1 {
+        return e.into();
+    }
+    let trials: Vec<f64> = outcomes.iter().flatten().copied().collect();
+    let successes = trials.iter().filter(|&&x| x >= 1.0).count() as u64;
+    if trials.iter().any(|&x| x > 0.0 && x < 1.0) {
+        return e.into(); // fractions (tests passed): no binomial interval
+    }
+    let (lo, hi) = stats::wilson(successes, trials.len() as u64, conf);
+    Interval { mean: e.mean, lo, hi, se: f64::NAN, n_tasks: 1, method: IntervalMethod::Wilson }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmReport {
+    pub arm: String,
+    pub model: String,
+    /// The arm's value of every component (`Arm::component_values`).
+    pub components: Vec<(String, String)>,
+    pub trials: usize,
+    pub tasks: usize,
+    /// Every started trial counts; errors count as failures.
+    pub pass_rate: Interval,
+    /// Infrastructure errors (provider, harness, grader) left out.
+    pub pass_rate_excl_infra: Interval,
+    pub trials_excl_infra: usize,
+    /// Every trial counts as what it left: a trial stopped by its time or
+    /// budget whose final state passes counts as a pass (Harbor's scoring,
+    /// where the reward counts). Beside `pass_rate`, where a timeout is a failure.
+    pub pass_rate_final_state: Interval,
+    /// Trials that timed out or hit their budget and whose final state passes.
+    pub stopped_but_passing: usize,
+    /// Mean fraction of tests passed.
+    pub tests_passed: Interval,
+    /// Final attempts by status; `interrupted` counts interrupted attempts.
+    pub statuses: BTreeMap<String, usize>,
+    pub min_task_rate: f64,
+    pub max_task_rate: f64,
+    pub tokens_per_trial: f64,
+    pub working_seconds_per_trial: f64,
+    pub steps_per_trial: f64,
+    pub cost_per_trial: Option<f64>,
+    pub tokens_per_solved: Option<f64>,
+    pub working_seconds_per_solved: Option<f64>,
+    pub cost_per_solved: Option<f64>,
+    /// (k, pass@k, pass^k), averaged over tasks, for k in PASS_AT_K up to the trials per task.
+    pub pass_at_k: Vec<(u64, f64, f64)>,
+    pub warnings: Vec<String>,
+}
+
+/// The effect with infrastructure-error trials left out of both arms.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct ExclInfra {
+    pub delta: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub p_value: f64,
+    pub n_tasks: usize,
+    pub verdict_changes: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EffectReport {
+    pub name: String,
+    pub model: String,
+    pub control: String,
+    pub treatment: String,
+    pub kind: EffectKind,
+    /// The component of an ablation; the differing components of a combined one.
+    pub components: Vec<String>,
+    /// Pass rates (mean of per-task means) of the paired tasks in each arm.
+    pub control_rate: f64,
+    pub treatment_rate: f64,
+    pub delta: f64,
+    /// The interval at `interval_level`, from the inference named in `method`.
+    pub lo: f64,
+    pub hi: f64,
+    /// Two-sided p-value of "no difference" from the same inference (unadjusted).
+    pub p_value: f64,
+    /// Bonferroni-adjusted over the ablations of the run, `min(1, m p)`
+    /// (null for combined comparisons, which are not in the family).
+    pub p_adjusted: Option<f64>,
+    /// Comparisons in the family the interval and the verdict are adjusted for (1 for combined).
+    pub family_size: usize,
+    /// Confidence level of `lo`/`hi`: `1 - alpha / family_size`.
+    pub interval_level: f64,
+    pub method: stats::InferenceMethod,
+    /// `tasks` (the tasks as a sample of a population), or `one task: <task>`
+    /// (the trials of a single task: speaks for that task only).
+    pub scope: String,
+    /// What the interval covers: `tasks like these` (the mean difference over
+    /// the population of tasks the suite samples) or `this task` (one task's
+    /// trials). See [`ESTIMAND_TASKS_LIKE_THESE`].
+    pub estimand: &'static str,
+    pub n_tasks: usize,
+    /// Smallest effect a paired t-test at `1 - interval_level` detects with 80% power on these tasks.
+    pub mde: f64,
+    /// Infrastructure-error trials (provider, harness, grader) in each arm.
+    pub infra_errors_control: usize,
+    pub infra_errors_treatment: usize,
+    /// The arms differ in infrastructure errors: the effect may measure the infrastructure.
+    pub infra_differs: bool,
+    /// The effect without infrastructure-error trials (when either arm had any).
+    pub excl_infra: Option<ExclInfra>,
+    pub verdict: EffectVerdict,
+    /// A sequential run: how the comparison's sequence went.
+    pub sequential: Option<SequentialEffect>,
+}
+
+/// A comparison of a sequential run (`ablate_core::sequential`): its interval,
+/// level and verdict are the confidence sequence's at the stopping time.
+#[derive(Debug, Clone, Serialize)]
+pub struct SequentialEffect {
+    /// Tasks in the sequence when it was decided (None: undecided).
+    pub decided_after_tasks: Option<usize>,
+    /// Tasks that entered the sequence, and the trials they took in the two arms.
+    pub tasks: usize,
+    pub trials: usize,
+    /// Undecided at budget: the tasks in all the current estimate suggests.
+    pub projected_tasks: Option<usize>,
+    /// The running interval (tasks like these) after each task, for the plot.
+    pub history: Vec<(f64, f64)>,
+    /// The experiment's budget of money or running time, when the records
+    /// spent it (what stopped the trials of a comparison left undecided).
+    pub budget_spent: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub run_id: String,
+    pub experiment: String,
+    /// sha256 of the resolved experiment (manifest `config_digest`).
+    pub config_digest: String,
+    /// Every component's name, in the order of the first arm, then any others.
+    pub component_names: Vec<String>,
+    pub suite: String,
+    pub suite_digest: String,
+    pub alpha: f64,
+    /// The equivalence margin, when the experiment declares one.
+    pub margin: Option<f64>,
+    pub planned_trials: usize,
+    pub recorded_trials: usize,
+    pub interrupted_attempts: usize,
+    pub unreadable_lines: Vec<usize>,
+    pub arms: Vec<ArmReport>,
+    pub ablations: Vec<EffectReport>,
+    pub combined: Vec<EffectReport>,
+    /// Comparisons labelled ablations that the analysis-time guard refused.
+    pub refused: Vec<String>,
+    /// The `system_fingerprint`s each model's replies carried (OpenAI-compatible
+    /// servers that send one). Two or more for one model: its serving stack
+    /// changed during the run.
+    pub system_fingerprints: Vec<FingerprintSeen>,
+    /// An imported run (`ablate import`): where its trials came from and how they were graded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported: Option<String>,
+}
+
+/// A sentence per model whose replies carried more than one `system_fingerprint`.
+pub fn fingerprint_changes(r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut models: Vec<&str> = r.system_fingerprints.iter().map(|f| f.model.as_str()).collect();
+    models.dedup();
+    for model in models {
+        let seen: Vec<&FingerprintSeen> =
+            r.system_fingerprints.iter().filter(|f| f.model == model).collect();
+        if seen.len() > 1 {
+            let list = seen
+                .iter()
+                .map(|f| format!("`{}` in {} trials", f.fingerprint, f.attempts))
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.push(format!(
+                "model `{model}` replied under {} system fingerprints ({list}): its serving stack changed during the run; trials.csv's system_fingerprints column says which trial saw which",
+                seen.len()
+            ));
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FingerprintSeen {
+    pub model: String,
+    pub fingerprint: String,
+    /// Final attempts whose replies carried it.
+    pub attempts: usize,
+}
+
+/// The k of pass@k and pass^k reported (those up to the trials per task).
+pub const PASS_AT_K: [u64; 6] = [1, 2, 3, 5, 10, 20];
+
+/// Per-task outcome vectors for one (arm, model), in task-table order.
+fn by_task(rows: &[&Row], n_tasks: usize, f: impl Fn(&Row) -> f64) -> Vec<Vec<f64>> {
+    let mut v = vec![Vec::new(); n_tasks];
+    for r in rows {
+        v[r.task as usize].push(f(r));
+    }
+    v
+}
+
+fn mean_of(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 { f64::NAN } else { s / n as f64 }
+}
+
+pub fn analyse(data: &RunData) -> Report {
+    let alpha = data.manifest.experiment.alpha;
+    let conf = 1.0 - alpha;
+    let n_tasks = data.tasks.list.len();
+    let mut groups: BTreeMap<(u32, u32), Vec<&Row>> = BTreeMap::new();
+    for r in &data.trials {
+        groups.entry((r.model, r.arm)).or_default().push(r);
+    }
+    let interrupted_by = &data.interrupted;
+
+    let manifest_arms = data.manifest.arms();
+    let mut component_names: Vec<String> = Vec::new();
+    for a in &manifest_arms {
+        for (k, _) in a.component_values() {
+            if !component_names.contains(&k) {
+                component_names.push(k);
+            }
+        }
+    }
+    let mut arms = Vec::new();
+    for ((model, arm), rows) in &groups {
+        let outcomes = by_task(rows, n_tasks, Row::passed);
+        let pass = stats::pass_rate(&outcomes, conf);
+        let pass_interval = rate_interval(&outcomes, conf);
+        let kept: Vec<&Row> =
+            rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect();
+        let pass_excl = rate_interval(&by_task(&kept, n_tasks, Row::passed), conf);
+        let pass_final = rate_interval(&by_task(rows, n_tasks, Row::graded_passed), conf);
+        let stopped_but_passing = rows
+            .iter()
+            .filter(|r| r.status != TrialStatus::Passed && r.graded_passed() >= 1.0)
+            .count();
+        let tests = stats::pass_rate_wilson(&by_task(rows, n_tasks, Row::test_fraction), conf);
+        let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+        for r in rows {
+            *statuses.entry(r.status.name().to_string()).or_default() += 1;
+        }
+        if let Some(&n) = interrupted_by.get(&(*model, *arm)) {
+            statuses.insert("interrupted".into(), n);
+        }
+        let task_rates: Vec<f64> =
+            outcomes.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+        let solved = rows.iter().filter(|r| r.status == TrialStatus::Passed).count();
+        let tokens: f64 = rows.iter().map(|r| (r.tokens_input + r.tokens_output) as f64).sum();
+        let working: f64 = rows.iter().map(|r| r.working_seconds).sum();
+        let cost: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
+        let n = rows.len() as f64;
+        let per_solved = |total: f64| (solved > 0).then(|| total / solved as f64);
+        let min_trials =
+            outcomes.iter().filter(|t| !t.is_empty()).map(Vec::len).min().unwrap_or(0) as u64;
+        let pass_at_k = PASS_AT_K
+            .into_iter()
+            .filter(|&k| min_trials > 1 && k <= min_trials)
+            .map(|k| {
+                let per_task = outcomes.iter().filter(|t| !t.is_empty()).map(|t| {
+                    let c = t.iter().filter(|&&x| x >= 1.0).count() as u64;
+                    (
+                        stats::pass_at_k(t.len() as u64, c, k),
+                        stats::pass_hat_k(t.len() as u64, c, k),
+                    )
+                });
+                let v: Vec<(f64, f64)> = per_task.collect();
+                (k, mean_of(v.iter().map(|x| x.0)), mean_of(v.iter().map(|x| x.1)))
+            })
+            .collect();
+        let troubled = rows
+            .iter()
+            .filter(|r| {
+                r.status.is_infrastructure_error()
+                    || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)
+            })
+            .count();
+        let mut warnings = Vec::new();
+        if troubled as f64 > 0.1 * n {
+            warnings.push(format!(
+                "{troubled} of {} trials ({:.0}%) ended in an error, a timeout or a budget stop: the pass rate measures the budget and the infrastructure as much as the harness",
+                rows.len(),
+                100.0 * troubled as f64 / n
+            ));
+        }
+        // An imported run's sources may not count model calls (docs/import.md): no warning from a count they lack.
+        let silent = if data.manifest.imported.is_some() {
+            0
+        } else {
+            rows.iter().filter(|r| r.steps == 0).count()
+        };
+        if silent == rows.len() && !rows.is_empty() {
+            warnings.push(format!(
+                "no trial of this arm made a model call ({} of {}): its pass rate is not the model's; look at the traces for the requests the gateway refused (an endpoint it lacks, a wrong key) and at the harness's stderr",
+                silent,
+                rows.len()
+            ));
+        } else if silent as f64 > 0.1 * n {
+            warnings.push(format!(
+                "{silent} of {} trials ({:.0}%) made no model call",
+                rows.len(),
+                100.0 * silent as f64 / n
+            ));
+        }
+        if pass.n_tasks == 1 {
+            warnings.push("one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite".into());
+        }
+        let arm_name = data.arms.name(*arm).to_string();
+        let components = manifest_arms
+            .iter()
+            .find(|a| a.name == arm_name)
+            .map(|a| a.component_values())
+            .unwrap_or_default();
+        arms.push(ArmReport {
+            components,
+            arm: arm_name,
+            model: data.models.name(*model).to_string(),
+            trials: rows.len(),
+            tasks: pass.n_tasks,
+            pass_rate: pass_interval,
+            pass_rate_excl_infra: pass_excl,
+            trials_excl_infra: kept.len(),
+            pass_rate_final_state: pass_final,
+            stopped_but_passing,
+            tests_passed: tests.into(),
+            statuses,
+            min_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::min),
+            max_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::max),
+            tokens_per_trial: tokens / n,
+            working_seconds_per_trial: working / n,
+            steps_per_trial: rows.iter().map(|r| r.steps as f64).sum::<f64>() / n,
+            cost_per_trial: cost.map(|c| c / n),
+            tokens_per_solved: per_solved(tokens),
+            working_seconds_per_solved: per_solved(working),
+            cost_per_solved: cost.and_then(per_solved),
+            pass_at_k,
+            warnings,
+        });
+    }
+
+    // Effects: each comparison of the manifest, per model, re-checked by the guard.
+    // First the paired outcomes of every comparison, then the inference, at the
+    // level adjusted for the family of ablations (Bonferroni: the interval, the
+    // p-value and the verdict then come from one procedure and agree).
+    struct Pending {
+        effect: EffectReport,
+        all: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+        kept: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+    }
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut refused = Vec::new();
+    for c in data.manifest.comparisons() {
+        let (Some(ca), Some(ta)) = (
+            manifest_arms.iter().find(|a| a.name == c.control),
+            manifest_arms.iter().find(|a| a.name == c.treatment),
+        ) else {
+            refused.push(format!("{}: an arm is missing from the manifest", c.name));
+            continue;
+        };
+        let guard = matrix::guard(&c.name, ca, ta);
+        let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
+        if is_ablation && let Err(e) = &guard {
+            refused.push(format!("not shown as an ablation: {e}"));
+            continue;
+        }
+        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else {
+            continue;
+        };
+        for model in 0..data.models.list.len() as u32 {
+            let empty = Vec::new();
+            let crow = groups.get(&(model, ci)).unwrap_or(&empty);
+            let trow = groups.get(&(model, ti)).unwrap_or(&empty);
+            if crow.is_empty() && trow.is_empty() {
+                continue;
+            }
+            let paired = |c: &[&Row], t: &[&Row]| {
+                let mut cv = by_task(c, n_tasks, Row::passed);
+                let mut tv = by_task(t, n_tasks, Row::passed);
+                // Pair only tasks present in both arms.
+                for k in 0..n_tasks {
+                    if cv[k].is_empty() || tv[k].is_empty() {
+                        cv[k].clear();
+                        tv[k].clear();
+                    }
+                }
+                (cv, tv)
+            };
+            fn keep<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
+                rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect()
+            }
+            let (ck, tk) = (keep(crow), keep(trow));
+            let infra_c = crow.len() - ck.len();
+            let infra_t = trow.len() - tk.len();
+            let all = paired(crow, trow);
+            let present: Vec<usize> = (0..n_tasks).filter(|&k| !all.0[k].is_empty()).collect();
+            let scope = if present.len() == 1 {
+                format!("one task: {}", data.tasks.name(present[0] as u32))
+            } else {
+                "tasks".to_string()
+            };
+            let rate = |v: &[Vec<f64>]| {
+                stats::mean(
+                    &v.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect::<Vec<_>>(),
+                )
+            };
+            let effect = EffectReport {
+                name: c.name.clone(),
+                model: data.models.name(model).to_string(),
+                control: c.control.clone(),
+                treatment: c.treatment.clone(),
+                kind: if is_ablation { EffectKind::Ablation } else { EffectKind::Combined },
+                components: c.differs.iter().map(|d| d.component.clone()).collect(),
+                control_rate: rate(&all.0),
+                treatment_rate: rate(&all.1),
+                delta: f64::NAN,
+                lo: f64::NAN,
+                hi: f64::NAN,
+                p_value: f64::NAN,
+                p_adjusted: None,
+                family_size: 1,
+                interval_level: conf,
+                method: stats::InferenceMethod::None,
+                estimand: if present.len() == 1 {
+                    ESTIMAND_THIS_TASK
+                } else {
+                    ESTIMAND_TASKS_LIKE_THESE
+                },
+                scope,
+                n_tasks: present.len(),
+                mde: f64::NAN,
+                infra_errors_control: infra_c,
+                infra_errors_treatment: infra_t,
+                infra_differs: infra_c != infra_t,
+                excl_infra: None,
+                verdict: EffectVerdict::NotEnoughData,
+                sequential: None,
+            };
+            pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
+        }
+    }
+    let margin = data.manifest.experiment.margin;
+    let family = pending
+        .iter()
+        .filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0)
+        .count()
+        .max(1);
+    let mut ablations = Vec::new();
+    let mut combined = Vec::new();
+    for Pending { mut effect, all, kept } in pending {
+        let m = if effect.kind == EffectKind::Ablation { family } else { 1 };
+        let level_alpha = alpha / m as f64;
+        let inf = stats::paired_inference(&all.0, &all.1, 1.0 - level_alpha);
+        let diffs: Vec<f64> = all
+            .0
+            .iter()
+            .zip(&all.1)
+            .filter(|(a, _)| !a.is_empty())
+            .map(|(a, b)| stats::mean(b) - stats::mean(a))
+            .collect();
+        let var_d = stats::sample_sd(&diffs).powi(2);
+        effect.mde = stats::min_detectable_effect(var_d, diffs.len() as u64, level_alpha, 0.8);
+        effect.delta = inf.mean_diff;
+        effect.lo = inf.lo;
+        effect.hi = inf.hi;
+        effect.p_value = inf.p_value;
+        effect.family_size = m;
+        effect.interval_level = 1.0 - level_alpha;
+        effect.p_adjusted =
+            (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0));
+        effect.method = inf.method;
+        effect.verdict = verdict(&inf, level_alpha);
+        if let Some(margin) = margin {
+            // Two one-sided tests at level_alpha (by betting: stats::paired_equivalent).
+            let shown = stats::paired_equivalent(&all.0, &all.1, level_alpha, margin);
+            effect.verdict = with_margin(effect.verdict, shown, inf.n_tasks, margin);
+        }
+        if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
+            let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
+            let mut v = verdict(&x, level_alpha);
+            if let Some(margin) = margin {
+                let shown = stats::paired_equivalent(&kept.0, &kept.1, level_alpha, margin);
+                v = with_margin(v, shown, x.n_tasks, margin);
+            }
+            effect.excl_infra = Some(ExclInfra {
+                delta: x.mean_diff,
+                lo: x.lo,
+                hi: x.hi,
+                p_value: x.p_value,
+                n_tasks: x.n_tasks,
+                verdict_changes: v.short() != effect.verdict.short(),
+            });
+        }
+        if effect.kind == EffectKind::Ablation {
+            ablations.push(effect)
+        } else {
+            combined.push(effect)
+        }
+    }
+    if let Some(order) = data.manifest.sequential_task_order() {
+        sequential_effects(data, &order, &mut ablations, &mut combined);
+    }
+    Report {
+        run_id: data.manifest.run_id.clone(),
+        experiment: data.manifest.experiment.name.clone(),
+        config_digest: data.manifest.config_digest.clone(),
+        component_names,
+        suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),
+        suite_digest: data.manifest.suite.digest.clone(),
+        alpha,
+        margin: data.manifest.experiment.margin,
+        planned_trials: data.manifest.planned_trials,
+        recorded_trials: data.trials.len(),
+        interrupted_attempts: data.interrupted.values().sum(),
+        unreadable_lines: data.unreadable_lines.clone(),
+        arms,
+        ablations,
+        combined,
+        refused,
+        system_fingerprints: data
+            .fingerprints
+            .iter()
+            .map(|((model, fp), &attempts)| FingerprintSeen {
+                model: data.models.name(*model).to_string(),
+                fingerprint: fp.clone(),
+                attempts,
+            })
+            .collect(),
+        imported: data.manifest.imported.as_ref().map(|i| {
+            let sources = i.sources.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", ");
+            format!(
+                "imported from {} records ({sources}; docs/import.md); pass rule: {}",
+                i.tool.name(),
+                i.pass_rule
+            )
+        }),
+    }
+}
+
+/// A sequential run's comparisons: the decisions replayed from the records
+/// in the run's task order, by the runner's own rule (`ablate_core::sequential`);
+/// each effect's interval, level, verdict and method become the confidence
+/// sequence's at the stopping time (the fixed-design inference is not valid
+/// after stopping on the data, so none of it is shown).
+fn sequential_effects(
+    data: &RunData,
+    order: &[String],
+    ablations: &mut [EffectReport],
+    combined: &mut [EffectReport],
+) {
+    use ablate_core::sequential::Decision;
+    let exp = &data.manifest.experiment;
+    let design = exp.sequential.clone().unwrap_or_default();
+    let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
+    let models = if models.is_empty() { data.models.list.clone() } else { models };
+    let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
+    for r in &data.trials {
+        if r.status.is_final() {
+            monitor.record(
+                data.tasks.name(r.task),
+                data.arms.name(r.arm),
+                data.models.name(r.model),
+                r.repeat,
+                r.passed(),
+            );
+        }
+    }
+    let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
+    let position: std::collections::HashMap<&str, usize> =
+        order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    for effect in ablations.iter_mut().chain(combined.iter_mut()) {
+        let Some((spec, seq)) =
+            monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model)
+        else {
+            continue;
+        };
+        let used = seq.tasks();
+        let all_in = seq.decision == Decision::Undecided && used == order.len();
+        let interval = seq.interval(all_in);
+        let in_sequence = |r: &&Row| {
+            data.models.name(r.model) == effect.model
+                && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
+                && r.status.is_final()
+        };
+        let rate = |arm: &str| {
+            let rows: Vec<&Row> = data
+                .trials
+                .iter()
+                .filter(in_sequence)
+                .filter(|r| data.arms.name(r.arm) == arm)
+                .collect();
+            let per_task = by_task(&rows, data.tasks.list.len(), Row::passed);
+            let means: Vec<f64> =
+                per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+            (stats::mean(&means), rows.len())
+        };
+        let ((control_rate, nc), (treatment_rate, nt)) =
+            (rate(&effect.control), rate(&effect.treatment));
+        effect.control_rate = control_rate;
+        effect.treatment_rate = treatment_rate;
+        effect.delta = seq.mean();
+        effect.lo = interval.lo;
+        effect.hi = interval.hi;
+        effect.p_value = f64::NAN;
+        effect.p_adjusted = None;
+        effect.interval_level = 1.0 - spec.alpha;
+        effect.method =
+            stats::InferenceMethod::BettingCs { without_replacement: interval.these_tasks };
+        effect.estimand = if interval.these_tasks {
+            ESTIMAND_THESE_TASKS_AS_RUN
+        } else {
+            ESTIMAND_TASKS_LIKE_THESE
+        };
+        effect.scope = "tasks".into();
+        effect.n_tasks = used;
+        effect.mde = f64::NAN;
+        effect.excl_infra = None;
+        let projected_tasks = (seq.decision == Decision::Undecided)
+            .then(|| seq.projected_tasks(PROJECTION_CAP))
+            .flatten();
+        effect.verdict = match seq.decision {
+            Decision::Helps => EffectVerdict::Helps { one_task: false },
+            Decision::Hurts => EffectVerdict::Hurts { one_task: false },
+            Decision::Equivalent => EffectVerdict::Equivalent {
+                margin: exp.margin.unwrap_or(f64::NAN),
+                one_task: false,
+            },
+            Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
+            Decision::Undecided => EffectVerdict::UndecidedAtBudget {
+                projected_tasks,
+                tasks: used,
+                every_task: used == order.len(),
+            },
+        };
+        effect.sequential = Some(SequentialEffect {
+            decided_after_tasks: seq.decided_at,
+            tasks: used,
+            trials: nc + nt,
+            projected_tasks,
+            history: seq.history(),
+            budget_spent: budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
+        });
+    }
+}
+
+/// The experiment's budget of money or running time the records spent, as
+/// the runner counts it (`ablate_core::sequential::spend`: every final record's
+/// cost and the union of their spans, into the run's own rule), read again
+/// from trials.jsonl only when the design has such a budget.
+fn budget_spent(
+    data: &RunData,
+    design: &ablate_core::experiment::config::SequentialDesign,
+    monitor: &mut ablate_core::sequential::Monitor,
+) -> Option<ablate_core::sequential::spend::Spent> {
+    if design.max_cost_usd.is_none() && design.max_seconds.is_none() {
+        return None;
+    }
+    ablate_core::record::jsonl::for_each::<ablate_core::record::TrialRecord>(
+        &data.dir.join("trials.jsonl"),
+        |r| ablate_core::record::feed_spend(monitor, &r),
+    )
+    .ok()?;
+    monitor.spent()
+}
+
+/// The verdict once a margin is declared: an effect shown stays one; else
+/// `equivalent` when the two one-sided tests showed the difference inside the
+/// margins (`shown`: [`stats::paired_equivalent`]), `undecided` when not.
+pub fn with_margin(v: EffectVerdict, shown: bool, n_tasks: usize, margin: f64) -> EffectVerdict {
+    let one_task = n_tasks == 1;
+    match v {
+        // Too few tasks for any test to reject: no equivalence either, and the reason says more.
+        EffectVerdict::Helps { .. }
+        | EffectVerdict::Hurts { .. }
+        | EffectVerdict::NotEnoughData
+        | EffectVerdict::NoVerdictPossible { .. } => v,
+        _ if shown => EffectVerdict::Equivalent { margin, one_task },
+        _ => EffectVerdict::Undecided { margin, one_task },
+    }
+}
+
+/// helps / hurts / no verdict, read from the interval (which excludes 0
+/// exactly when the p-value is at most the level): never against it.
+pub fn verdict(inf: &stats::Inference, level_alpha: f64) -> EffectVerdict {
+    if inf.n_tasks == 0 || inf.lo.is_nan() {
+        return EffectVerdict::NotEnoughData;
+    }
+    let one_task = inf.n_tasks == 1;
+    if inf.lo > 0.0 {
+        return EffectVerdict::Helps { one_task };
+    }
+    if inf.hi < 0.0 {
+        return EffectVerdict::Hurts { one_task };
+    }
+    let needed = stats::sign_flip_min_tasks(level_alpha);
+    if inf.n_tasks >= 2 && (inf.n_tasks as u64) < needed {
+        EffectVerdict::NoVerdictPossible { tasks: inf.n_tasks, needed }
+    } else {
+        EffectVerdict::NoDetectableEffect { one_task }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The typed kinds, methods and verdicts are written as the strings
+    /// records and exports have always held (docs/records.md, docs/exports.md).
+    #[test]
+    fn enums_serialise_to_the_documented_strings() {
+        assert_eq!(serde_json::to_value(EffectKind::Ablation).unwrap(), json!("ablation"));
+        assert_eq!(serde_json::to_value(EffectKind::Combined).unwrap(), json!("combined"));
+        assert_eq!(
+            serde_json::to_value(IntervalMethod::ClusteredWilson).unwrap(),
+            json!("clustered_wilson")
+        );
+        assert_eq!(serde_json::to_value(IntervalMethod::Wilson).unwrap(), json!("wilson"));
+        use stats::{InferenceMethod::SignFlip, SpreadFloor};
+        for (exact, floor, name) in [
+            (true, SpreadFloor::None, "sign_flip_mid_p"),
+            (false, SpreadFloor::None, "sign_flip_mid_p_monte_carlo"),
+            (true, SpreadFloor::TrialNoise, "sign_flip_mid_p+trial_noise"),
+            (false, SpreadFloor::TrialNoise, "sign_flip_mid_p_monte_carlo+trial_noise"),
+            (true, SpreadFloor::Mover, "sign_flip_mid_p+mover"),
+            (false, SpreadFloor::Mover, "sign_flip_mid_p_monte_carlo+mover"),
+        ] {
+            assert_eq!(serde_json::to_value(SignFlip { exact, floor }).unwrap(), json!(name));
+        }
+        assert_eq!(
+            serde_json::to_value(stats::InferenceMethod::NewcombeOneTask).unwrap(),
+            json!("newcombe_one_task")
+        );
+        assert_eq!(serde_json::to_value(stats::InferenceMethod::None).unwrap(), json!("none"));
+        for (v, text) in [
+            (EffectVerdict::NotEnoughData, "not enough data to tell"),
+            (EffectVerdict::Helps { one_task: false }, "helps"),
+            (EffectVerdict::Hurts { one_task: true }, "hurts (this task only)"),
+            (
+                EffectVerdict::NoVerdictPossible { tasks: 4, needed: 6 },
+                "no verdict possible: 4 tasks, at least 6 needed at this level",
+            ),
+            (EffectVerdict::NoDetectableEffect { one_task: false }, "no detectable effect"),
+            (
+                EffectVerdict::NoDetectableEffect { one_task: true },
+                "no detectable effect (this task only)",
+            ),
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), json!(text));
+        }
+    }
+
+    #[test]
+    fn verdict_reads_the_interval() {
+        let inf = |lo: f64, hi: f64, n_tasks: usize| stats::Inference {
+            mean_diff: (lo + hi) / 2.0,
+            lo,
+            hi,
+            p_value: 0.5,
+            n_tasks,
+            method: stats::InferenceMethod::SignFlip {
+                exact: false,
+                floor: stats::SpreadFloor::None,
+            },
+        };
+        assert_eq!(verdict(&inf(0.01, 0.3, 20), 0.05), EffectVerdict::Helps { one_task: false });
+        assert_eq!(verdict(&inf(-0.3, -0.01, 1), 0.05), EffectVerdict::Hurts { one_task: true });
+        // At alpha 0.05 the exact sign-flip test needs 6 tasks (2 / 2^6 = 0.031 <= 0.05 < 2 / 2^5).
+        assert_eq!(
+            verdict(&inf(-0.1, 0.3, 5), 0.05),
+            EffectVerdict::NoVerdictPossible { tasks: 5, needed: 6 }
+        );
+        assert_eq!(
+            verdict(&inf(-0.1, 0.3, 6), 0.05),
+            EffectVerdict::NoDetectableEffect { one_task: false }
+        );
+        assert_eq!(verdict(&inf(f64::NAN, f64::NAN, 3), 0.05), EffectVerdict::NotEnoughData);
+    }
+
+    #[test]
+    fn a_margin_turns_no_effect_into_equivalent_or_undecided() {
+        let none = EffectVerdict::NoDetectableEffect { one_task: false };
+        // Shown inside the margins: equivalent; not shown: undecided.
+        assert_eq!(
+            with_margin(none, true, 20, 0.05),
+            EffectVerdict::Equivalent { margin: 0.05, one_task: false }
+        );
+        assert_eq!(
+            with_margin(none, false, 20, 0.05),
+            EffectVerdict::Undecided { margin: 0.05, one_task: false }
+        );
+        assert_eq!(
+            with_margin(none, true, 1, 0.05),
+            EffectVerdict::Equivalent { margin: 0.05, one_task: true }
+        );
+        // An effect shown stays one.
+        let helps = EffectVerdict::Helps { one_task: false };
+        assert_eq!(with_margin(helps, true, 20, 0.05), helps);
+        let few = EffectVerdict::NoVerdictPossible { tasks: 4, needed: 8 };
+        assert_eq!(with_margin(few, true, 4, 0.05), few);
+        assert_eq!(
+            EffectVerdict::Equivalent { margin: 0.05, one_task: false }.to_string(),
+            "equivalent within ±5 pp"
+        );
+        assert_eq!(
+            EffectVerdict::Undecided { margin: 0.025, one_task: false }.to_string(),
+            "undecided: neither an effect nor within ±2.5 pp"
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! Files written next to the records: trials.csv, arms.csv, effects.csv,
+//! report.json, report.md, report.html. Each is written to a temporary file
+//! and renamed, so a reader never sees half a file and a crash loses nothing.
+
+use super::analysis::{EffectKind, EffectReport, Report};
+use super::cells::{self, Cell, Kind};
+use super::format::{count, p, pct, pp};
+use super::html;
+use super::rows::{self, ArmRow, EffectRow, RunCells, TrialRow};
+use ablate_core::record::TrialRecord;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    ablate_core::record::folder::write_atomic(&dir.join(name), |w| w.write_all(bytes))
+}
+
+pub use super::rows::{component_column, num};
+
+/// trials.csv: one row per recorded attempt, written while the run is loaded
+/// (see `report_dir`) to a temporary file that `finish` renames.
+pub struct TrialsCsv {
+    writer: csv::Writer<std::fs::File>,
+    tmp: std::path::PathBuf,
+    error: Option<csv::Error>,
+}
+
+impl TrialsCsv {
+    pub fn create(dir: &Path) -> std::io::Result<TrialsCsv> {
+        let tmp = dir.join(".trials.csv.tmp");
+        let writer = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
+        Ok(TrialsCsv { writer, tmp, error: None })
+    }
+
+    pub fn push(&mut self, r: &TrialRecord) {
+        if self.error.is_none()
+            && let Err(e) = self.writer.serialize(TrialRow::of(r))
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Remove the temporary file: nothing is left behind.
+    pub fn discard(self) {
+        let TrialsCsv { writer, tmp, .. } = self;
+        drop(writer);
+        let _ = std::fs::remove_file(tmp);
+    }
+
+    /// Second pass: the run's identity, the `counted` flag (the attempt the
+    /// analysis counts: the last final attempt of its trial) and the arm's
+    /// component values, into trials.csv.
+    pub fn finish(
+        mut self,
+        dir: &Path,
+        data: &super::load::RunData,
+        report: &Report,
+    ) -> std::io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(std::io::Error::other(e));
+        }
+        self.writer.flush()?;
+        drop(self.writer);
+        let counted = |i: usize| is_counted(data, i);
+        let values = arm_component_values(data, report);
+        let no_arm = vec![String::new(); report.component_names.len()];
+        let result = ablate_core::record::folder::write_atomic(&dir.join("trials.csv"), |out| {
+            let mut reader = csv::Reader::from_path(&self.tmp)?;
+            // The first pass wrote TrialRow's columns, `counted` empty: the cells pass through as
+            // written, `counted` filled in.
+            let at = |headers: &csv::StringRecord, name: &str| {
+                headers.iter().position(|h| h == name).expect("a TrialRow column")
+            };
+            let (counted_at, arm_at) =
+                (at(reader.headers()?, "counted"), at(reader.headers()?, "arm"));
+            let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(out);
+            let mut header = rows::trials_columns();
+            header.extend(report.component_names.iter().map(|n| component_column(n)));
+            w.write_record(&header)?;
+            let run = RunCells::of(report);
+            let mut rec = csv::StringRecord::new();
+            let mut i = 0;
+            while reader.read_record(&mut rec)? {
+                let flag = if counted(i) { "true" } else { "false" };
+                let cells: Vec<&str> = rec
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| if j == counted_at { flag } else { c })
+                    .collect();
+                w.serialize((&run, cells, values.get(&rec[arm_at]).unwrap_or(&no_arm)))?;
+                i += 1;
+            }
+            w.flush()?;
+            Ok(())
+        });
+        let _ = std::fs::remove_file(&self.tmp);
+        result
+    }
+}
+
+/// Whether the `i`-th record loaded is the attempt the analysis counts (the
+/// last final attempt of its trial): trials.csv's `counted`.
+fn is_counted(data: &super::load::RunData, i: usize) -> bool {
+    u32::try_from(i).is_ok_and(|i| data.counted.binary_search(&i).is_ok())
+}
+
+/// Each arm's component values, in the order of the report's component
+/// columns (empty where the arm has no such component), once an arm.
+fn arm_component_values(
+    data: &super::load::RunData,
+    report: &Report,
+) -> HashMap<String, Vec<String>> {
+    data.manifest
+        .arms()
+        .iter()
+        .map(|a| {
+            let v = a.component_values();
+            let cells = report
+                .component_names
+                .iter()
+                .map(|n| v.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default())
+                .collect();
+            (a.name.clone(), cells)
+        })
+        .collect()
+}
+
+/// One of the CSV files as typed columns: each column's name and type, and
+/// the rows' cells under them (what `ablate export` builds its frame from).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TypedTable {
+    pub columns: Vec<(String, Kind)>,
+    pub rows: Vec<Vec<Cell>>,
+    /// The component columns' names, which the rows' value lists fill in order.
+    components: Vec<String>,
+}
+
+impl TypedTable {
+    /// The table of `R`'s columns then `components` (category columns).
+    fn new<R: serde::Serialize + Default>(components: &[String]) -> TypedTable {
+        let components: Vec<String> = components.iter().map(|n| component_column(n)).collect();
+        let mut columns = cells::schema::<R>();
+        columns.extend(components.iter().map(|n| (n.clone(), Kind::Category)));
+        TypedTable { columns, rows: Vec::new(), components }
+    }
+
+    fn push<T: serde::Serialize + ?Sized>(&mut self, row: &T) {
+        let row = cells::cells(row, &self.components);
+        debug_assert!(row.iter().map(|(n, ..)| n).eq(self.columns.iter().map(|(n, _)| n)));
+        self.rows.push(row.into_iter().map(|(_, _, cell)| cell).collect());
+    }
+}
+
+/// trials.csv as typed columns, from the run's records in the order they
+/// were loaded (`trials`, one `TrialRow::of` a record), with the same
+/// `counted` flags and component values the file gets.
+pub fn trials_table(
+    data: &super::load::RunData,
+    report: &Report,
+    trials: Vec<TrialRow>,
+) -> TypedTable {
+    let mut out = TypedTable::new::<(RunCells, TrialRow)>(&report.component_names);
+    let values = arm_component_values(data, report);
+    let no_arm = vec![String::new(); report.component_names.len()];
+    let run = RunCells::of(report);
+    for (i, mut row) in trials.into_iter().enumerate() {
+        row.counted = Some(is_counted(data, i));
+        let v = values.get(&row.arm).unwrap_or(&no_arm);
+        out.push(&(&run, &row, v));
+    }
+    out
+}
+
+/// The component values of arm `a` in the order of the report's component columns.
+fn arm_values<'a>(r: &Report, a: &'a super::analysis::ArmReport) -> Vec<&'a str> {
+    r.component_names
+        .iter()
+        .map(|n| a.components.iter().find(|(k, _)| k == n).map_or("", |(_, v)| v.as_str()))
+        .collect()
+}
+
+/// arms.csv as typed columns.
+pub fn arms_table(r: &Report) -> TypedTable {
+    let mut out = TypedTable::new::<(RunCells, ArmRow)>(&r.component_names);
+    let run = RunCells::of(r);
+    for a in &r.arms {
+        out.push(&(&run, ArmRow::of(r, a), arm_values(r, a)));
+    }
+    out
+}
+
+/// effects.csv as typed columns.
+pub fn effects_table(r: &Report) -> TypedTable {
+    let mut out = TypedTable::new::<(RunCells, EffectRow)>(&[]);
+    let run = RunCells::of(r);
+    for e in r.ablations.iter().chain(&r.combined) {
+        out.push(&(&run, EffectRow::of(r, e)));
+    }
+    out
+}
+
+/// arms.csv: one row per (arm, model), then its component values.
+pub fn arms_csv(r: &Report) -> Vec<u8> {
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+    let mut header = rows::arms_columns();
+    header.extend(r.component_names.iter().map(|n| component_column(n)));
+    w.write_record(&header).expect("writing to memory");
+    let run = RunCells::of(r);
+    for a in &r.arms {
+        w.serialize((&run, ArmRow::of(r, a), arm_values(r, a))).expect("writing to memory");
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+/// effects.csv: one row per comparison.
+pub fn effects_csv(r: &Report) -> Vec<u8> {
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+    w.write_record(rows::effects_columns()).expect("writing to memory");
+    let run = RunCells::of(r);
+    for e in r.ablations.iter().chain(&r.combined) {
+        w.serialize((&run, EffectRow::of(r, e))).expect("writing to memory");
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+fn md_effect(s: &mut String, e: &EffectReport) {
+    let ci = if e.lo.is_finite() { format!("[{}, {}]", pp(e.lo), pp(e.hi)) } else { "n/a".into() };
+    let _ = writeln!(
+        s,
+        "| {} | {} vs {} | {} | {} pp | {ci} | {} | {} | {} |",
+        if e.kind == EffectKind::Ablation {
+            e.components.join(", ")
+        } else {
+            format!("combined ({})", e.components.join(", "))
+        },
+        e.treatment,
+        e.control,
+        e.model,
+        pp(e.delta),
+        p(e.p_value),
+        e.p_adjusted.map(p).unwrap_or_else(|| "-".into()),
+        e.verdict
+    );
+}
+
+/// The table of `effects` (one row each), then a note for each whose arms
+/// differ in infrastructure errors: a note between rows would end the table.
+fn md_effects(s: &mut String, header: &str, effects: &[EffectReport]) {
+    let _ = writeln!(s, "{header}");
+    for e in effects {
+        md_effect(s, e);
+    }
+    for e in effects.iter().filter(|e| e.infra_differs) {
+        let _ = writeln!(
+            s,
+            "\n> **Infrastructure errors differ** in {} ({} vs {}): {}",
+            e.name,
+            e.infra_errors_treatment,
+            e.infra_errors_control,
+            excl_note(e)
+        );
+    }
+    let notes: Vec<String> = effects
+        .iter()
+        .filter_map(|e| {
+            super::analysis::sequential_note(e).map(|n| format!("- {} ({}): {n}", e.name, e.model))
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(s, "\n{}", notes.join("\n"));
+    }
+}
+
+pub fn markdown(r: &Report) -> String {
+    let mut s = format!(
+        "# {}\n\nRun `{}`, suite {} (`{}`), {} of {} trials recorded.\n\n",
+        r.experiment,
+        r.run_id,
+        r.suite,
+        &r.suite_digest[..12.min(r.suite_digest.len())],
+        r.recorded_trials,
+        r.planned_trials
+    );
+    if let Some(imported) = &r.imported {
+        let _ = writeln!(s, "{imported}\n");
+    }
+    let level = (1.0 - r.alpha) * 100.0;
+    let _ = writeln!(
+        s,
+        "## Arms\n\n| arm | model | trials | tasks | pass rate ({level:.0}% CI, {}) | excl. infra errors | tests passed | statuses | tokens/trial |\n|---|---|---|---|---|---|---|---|---|",
+        super::analysis::arms_estimand(&r.arms)
+    );
+    for a in &r.arms {
+        let ci = |i: &super::analysis::Interval| {
+            if i.lo.is_finite() {
+                format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+            } else {
+                pct(i.mean)
+            }
+        };
+        let statuses =
+            a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {statuses} | {:.0} |",
+            a.arm,
+            a.model,
+            a.trials,
+            a.tasks,
+            ci(&a.pass_rate),
+            ci(&a.pass_rate_excl_infra),
+            ci(&a.tests_passed),
+            a.tokens_per_trial
+        );
+    }
+    for a in r.arms.iter().filter(|a| a.stopped_but_passing > 0) {
+        let ci = |i: &super::analysis::Interval| {
+            if i.lo.is_finite() {
+                format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+            } else {
+                pct(i.mean)
+            }
+        };
+        let _ = writeln!(
+            s,
+            "\nArm {} / {}: counting the final state of its {} trial(s) stopped by time or budget whose state passes (as Harbor scores: the reward counts), the pass rate is {}.",
+            a.arm,
+            a.model,
+            a.stopped_but_passing,
+            ci(&a.pass_rate_final_state)
+        );
+    }
+    for a in r.arms.iter().filter(|a| !a.warnings.is_empty()) {
+        for w in &a.warnings {
+            let _ = writeln!(s, "\n> **Warning** ({} / {}): {w}", a.arm, a.model);
+        }
+    }
+    let header = "| component | treatment vs control | model | delta | CI | p | adjusted p | verdict |\n|---|---|---|---|---|---|---|---|";
+    if !r.ablations.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni).{}\n",
+            count(r.ablations.first().map_or(0, |e| e.family_size), "ablation"),
+            super::analysis::estimand_note(&r.ablations)
+                .map(|n| format!(" {n}."))
+                .unwrap_or_default()
+        );
+        md_effects(&mut s, header, &r.ablations);
+    }
+    if !r.combined.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Combined comparisons\n\nSeveral components differ: not attributable to one component. Each is tested at alpha on its own, unadjusted, outside the ablations' family.{}\n",
+            super::analysis::estimand_note(&r.combined)
+                .map(|n| format!(" {n}."))
+                .unwrap_or_default()
+        );
+        md_effects(&mut s, header, &r.combined);
+    }
+    for x in &r.refused {
+        let _ = writeln!(s, "\n> **Refused**: {x}");
+    }
+    for x in super::analysis::fingerprint_changes(r) {
+        let _ = writeln!(s, "\n> **Warning**: {x}");
+    }
+    s
+}
+
+/// Write the exports derived from the analysis (trials.csv is streamed apart).
+pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
+    atomic_write(dir, "arms.csv", &arms_csv(r))?;
+    atomic_write(dir, "effects.csv", &effects_csv(r))?;
+    atomic_write(
+        dir,
+        "report.json",
+        &serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?,
+    )?;
+    atomic_write(dir, "report.md", markdown(r).as_bytes())?;
+    atomic_write(dir, "report.html", html::render(r).as_bytes())
+}
+
+/// "without them: +x pp [lo, hi], p" for an effect whose arms differ in infrastructure errors.
+pub fn excl_note(e: &EffectReport) -> String {
+    match &e.excl_infra {
+        Some(x) => format!(
+            "without them {} pp [{}, {}], p {}{}",
+            pp(x.delta),
+            pp(x.lo),
+            pp(x.hi),
+            p(x.p_value),
+            if x.verdict_changes { " — the verdict changes" } else { "" }
+        ),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,314 @@
+//! Reading a run folder for analysis: the manifest and a compact row per
+//! planned trial, streamed from trials.jsonl: the last final attempt of each
+//! trial is the one analysed, and no other attempt is kept: memory is 12
+//! bytes a planned trial and a row (88 bytes) a trial with a final record.
+
+use ablate_core::record::{ManifestHead, TrialRecord, TrialStatus};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// One attempt, as the analysis needs it. Names are indices into `RunData`'s tables.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    pub trial: u64,
+    pub task: u32,
+    pub arm: u32,
+    pub model: u32,
+    pub repeat: u32,
+    pub attempt: u32,
+    pub status: TrialStatus,
+    /// What the trial left passes (the record's `graded_pass`; for older
+    /// records, its status), whatever stopped it.
+    pub graded_pass: bool,
+    pub tests_passed: u32,
+    pub tests_total: u32,
+    pub steps: u32,
+    pub tokens_input: u64,
+    pub tokens_output: u64,
+    pub working_seconds: f64,
+    pub cost_usd: Option<f64>,
+    /// Position of this attempt among the records read (0-based, file order).
+    pub ordinal: u32,
+}
+
+impl Row {
+    pub fn passed(&self) -> f64 {
+        self.status.pass_value()
+    }
+    /// Passed when what the trial left passes, a timed-out or stopped trial
+    /// too (Harbor's scoring: the reward counts). Policy violations never pass.
+    pub fn graded_passed(&self) -> f64 {
+        if self.status == TrialStatus::Passed
+            || (self.graded_pass && self.status != TrialStatus::PolicyViolation)
+        {
+            1.0
+        } else {
+            0.0
+        }
+    }
+    pub fn test_fraction(&self) -> f64 {
+        if self.tests_total == 0 { 0.0 } else { self.tests_passed as f64 / self.tests_total as f64 }
+    }
+}
+
+/// The fields of a trial record the analysis reads; the rest of each line
+/// is skipped by serde without being kept.
+#[derive(Deserialize)]
+struct LightRecord {
+    trial_id: String,
+    task: String,
+    arm: String,
+    model: String,
+    repeat: u32,
+    attempt: u32,
+    status: TrialStatus,
+    #[serde(default)]
+    graded_pass: Option<bool>,
+    tests_passed: u32,
+    tests_total: u32,
+    steps: u32,
+    tokens: ablate_core::record::Tokens,
+    working_seconds: f64,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+    #[serde(default)]
+    system_fingerprints: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Names {
+    pub list: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Names {
+    pub fn id(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        i
+    }
+    pub fn get(&self, name: &str) -> Option<u32> {
+        self.index.get(name).copied()
+    }
+    pub fn name(&self, i: u32) -> &str {
+        &self.list[i as usize]
+    }
+}
+
+pub struct RunData {
+    pub dir: PathBuf,
+    /// The manifest, its plan left out (its keys were used to read the records).
+    pub manifest: ManifestHead,
+    pub tasks: Names,
+    pub arms: Names,
+    pub models: Names,
+    /// The last final attempt of each trial: what the statistics use, in a
+    /// canonical order (model, task, arm, repeat as the experiment lists
+    /// them), so that sums come out bit for bit the same however the records
+    /// were ordered in trials.jsonl (completion order, a resume, a merge).
+    pub trials: Vec<Row>,
+    /// Interrupted attempts (never analysed) by (model, arm).
+    pub interrupted: std::collections::BTreeMap<(u32, u32), usize>,
+    /// Records read (every attempt, the interrupted ones included).
+    pub records: usize,
+    /// (model, `system_fingerprint`) -> final attempts whose replies carried it.
+    pub fingerprints: std::collections::BTreeMap<(u32, String), usize>,
+    /// `Row::ordinal`s of the attempts the analysis counts (ascending).
+    pub counted: Vec<u32>,
+    /// Lines that could not be read (a torn last line included).
+    pub unreadable_lines: Vec<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {message}")]
+    Bad { path: PathBuf, message: String },
+}
+
+pub fn load(dir: &Path) -> Result<RunData, LoadError> {
+    load_with(dir, None)
+}
+
+impl From<&TrialRecord> for LightRecord {
+    fn from(r: &TrialRecord) -> Self {
+        LightRecord {
+            trial_id: r.trial_id.clone(),
+            task: r.task.clone(),
+            arm: r.arm.clone(),
+            model: r.model.clone(),
+            repeat: r.repeat,
+            attempt: r.attempt,
+            status: r.status,
+            graded_pass: r.graded_pass,
+            tests_passed: r.tests_passed,
+            tests_total: r.tests_total,
+            steps: r.steps,
+            tokens: r.tokens,
+            working_seconds: r.working_seconds,
+            cost_usd: r.cost_usd,
+            system_fingerprints: r.system_fingerprints.clone(),
+        }
+    }
+}
+
+/// Load a run; when `sink` is given, every full record is also handed to it
+/// (one parse of trials.jsonl serves the analysis and the tidy CSV).
+pub fn load_with(
+    dir: &Path,
+    mut sink: Option<&mut dyn FnMut(&TrialRecord)>,
+) -> Result<RunData, LoadError> {
+    let mpath = dir.join("manifest.json");
+    let head = ablate_core::record::ManifestHead::read(dir).map_err(|e| {
+        let message = match &e.key {
+            Some(key) => format!("key `{key}`: {}", e.message),
+            None => e.message.clone(),
+        };
+        LoadError::Bad { path: mpath.clone(), message }
+    })?;
+    let mut manifest = head;
+    let plan_keys = std::mem::take(&mut manifest.plan).0;
+    let mut data = RunData {
+        dir: dir.to_path_buf(),
+        manifest,
+        tasks: Names::default(),
+        arms: Names::default(),
+        models: Names::default(),
+        trials: Vec::new(),
+        interrupted: Default::default(),
+        records: 0,
+        fingerprints: Default::default(),
+        counted: Vec::new(),
+        unreadable_lines: Vec::new(),
+    };
+    // Names in the experiment's order first, so tables list them as it does.
+    let selected: Vec<String> = data.manifest.experiment.tasks.clone();
+    for (task, _) in &data.manifest.suite.tasks {
+        if selected.is_empty() || selected.contains(task) {
+            data.tasks.id(task);
+        }
+    }
+    for m in &data.manifest.models {
+        data.models.id(&m.name);
+    }
+    for a in data.manifest.arms() {
+        data.arms.id(&a.name);
+    }
+
+    let tpath = dir.join("trials.jsonl");
+    let file = match std::fs::File::open(&tpath) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(LoadError::Bad { path: tpath, message: e.to_string() }),
+    };
+    let mut unplanned = Unplanned::default();
+    // Per planned trial (at its key's position), where its last final attempt
+    // is in `rows` (NONE: not yet read); rows grow with the final records.
+    const NONE: u32 = u32::MAX;
+    let mut slot_of = vec![NONE; plan_keys.len()];
+    let mut rows: Vec<Row> = Vec::new();
+    if let Some(file) = file {
+        let reader = BufReader::with_capacity(1 << 20, file);
+        for (i, line) in reader.split(b'\n').enumerate() {
+            let line =
+                line.map_err(|e| LoadError::Bad { path: tpath.clone(), message: e.to_string() })?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let parsed = match sink.as_mut() {
+                Some(sink) => serde_json::from_slice::<TrialRecord>(&line).map(|full| {
+                    sink(&full);
+                    LightRecord::from(&full)
+                }),
+                None => serde_json::from_slice::<LightRecord>(&line),
+            };
+            let mut r = match parsed {
+                Ok(r) => r,
+                Err(_) => {
+                    data.unreadable_lines.push(i + 1);
+                    continue;
+                }
+            };
+            let ordinal = data.records as u32;
+            data.records += 1;
+            let Ok(slot) = plan_keys.binary_search(&ablate_core::record::plan_key(
+                &r.trial_id,
+                &r.task,
+                &r.arm,
+                &r.model,
+                r.repeat,
+            )) else {
+                unplanned.count += 1;
+                unplanned.first.get_or_insert((i + 1, r.trial_id));
+                continue;
+            };
+            let (model, arm) = (data.models.id(&r.model), data.arms.id(&r.arm));
+            if r.status.is_final() {
+                for fp in std::mem::take(&mut r.system_fingerprints) {
+                    *data.fingerprints.entry((model, fp)).or_default() += 1;
+                }
+            }
+            if !r.status.is_final() {
+                if r.status == TrialStatus::Interrupted {
+                    *data.interrupted.entry((model, arm)).or_default() += 1;
+                }
+                continue;
+            }
+            let row = Row {
+                trial: ablate_core::record::trial_number(&r.trial_id),
+                task: data.tasks.id(&r.task),
+                arm,
+                model,
+                repeat: r.repeat,
+                attempt: r.attempt,
+                status: r.status,
+                graded_pass: r.graded_pass.unwrap_or(r.status == TrialStatus::Passed),
+                tests_passed: r.tests_passed,
+                tests_total: r.tests_total,
+                steps: r.steps,
+                tokens_input: r.tokens.input,
+                tokens_output: r.tokens.output,
+                working_seconds: r.working_seconds,
+                cost_usd: r.cost_usd,
+                ordinal,
+            };
+            // The last final attempt counts (the first of equal attempts).
+            match slot_of[slot] {
+                NONE => {
+                    slot_of[slot] = rows.len() as u32;
+                    rows.push(row);
+                }
+                k if rows[k as usize].attempt < r.attempt => rows[k as usize] = row,
+                _ => {}
+            }
+        }
+    }
+    if let Some((line, id)) = unplanned.first {
+        let n = unplanned.count;
+        let records = if n == 1 { "record is" } else { "records are" };
+        return Err(LoadError::Bad {
+            path: tpath,
+            message: format!(
+                "{n} {records} not in this run's plan (the first at line {line}, trial id `{id}`): their trial id, task, arm, model or repeat matches no planned trial; refusing to analyse records of another run"
+            ),
+        });
+    }
+    drop((plan_keys, slot_of));
+    data.counted = rows.iter().map(|r| r.ordinal).collect();
+    data.counted.sort_unstable();
+    rows.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
+    data.trials = rows;
+    Ok(data)
+}
+
+/// Records that do not belong to the plan: how many, and the first (line, trial id).
+#[derive(Default)]
+struct Unplanned {
+    count: usize,
+    first: Option<(usize, String)>,
+}
