@@ -71,7 +71,9 @@ fn main() {
         eprintln!("{} is missing: run `make model`", path.display());
         std::process::exit(2);
     }
-    let opts = LocalOptions::from_env().expect("ABLATE_LOCAL_* settings");
+    let opts = LocalOptions::from_settings(
+        &ablate::flags::EngineFlags::from_env().expect("ABLATE_LOCAL_* settings"),
+    );
     let reps: usize =
         std::env::var("ABLATE_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
     let gen_tokens: u32 =

@@ -13,3 +13,6 @@ pub use ablate_core::{
     record, runner, sandbox, sequential, suite,
 };
 pub use ablate_report::{export, gate, import, report};
+
+/// The command line's flags for settings the library holds as plain types.
+pub mod flags;

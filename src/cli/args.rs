@@ -43,7 +43,7 @@ pub struct Cli {
         value_name = "ENGINE",
         hide_env_values = true
     )]
-    pub engine: Option<ablate::container::EngineKind>,
+    pub engine: Option<ablate::flags::EngineArg>,
 }
 
 #[derive(Subcommand)]
@@ -194,7 +194,7 @@ pub struct RunArgs {
     #[arg(long, requires = "resume")]
     allow_model_change: bool,
     #[command(flatten)]
-    engine: ablate::model::EngineSettings,
+    engine: ablate::flags::EngineFlags,
 }
 
 /// `ablate run`, resolved: the experiment (with `--trials`) and its suite
@@ -222,9 +222,10 @@ impl RunArgs {
         if self.until_decided && exp.sequential.is_none() {
             exp.sequential = Some(Default::default());
         }
+        let engine = self.engine.settings();
         let jobs = match self.jobs {
             Some(n) => n,
-            None => ablate::runner::default_jobs(&exp, &self.engine),
+            None => ablate::runner::default_jobs(&exp, &engine),
         };
         let suite = exp.load_suite()?;
         Ok(RunRequest {
@@ -237,7 +238,7 @@ impl RunArgs {
             plain: self.plain,
             run_id: self.run_id,
             allow_model_change: self.allow_model_change,
-            engine: self.engine,
+            engine,
             container_engine: None,
         })
     }

@@ -37,7 +37,7 @@ pub fn run(cli: Cli) -> Result<Exit, CommandError> {
         }
         ablate::grader::preflight().map_err(CommandError::Setup)?;
     }
-    let container_engine = cli.engine;
+    let container_engine = cli.engine.map(Into::into);
     match cli.command {
         Command::Suite { command: SuiteCommand::Check { dir } } => {
             suite_check(dir, container_engine)

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Which container engine's CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {
     Docker,

@@ -139,11 +139,6 @@ impl Default for LocalOptions {
 }
 
 impl LocalOptions {
-    /// Defaults, overridden by the ABLATE_LOCAL_* environment variables.
-    pub fn from_env() -> Result<Self, String> {
-        Ok(Self::from_settings(&crate::model::EngineSettings::from_env()?))
-    }
-
     /// Defaults, overridden by the settings given (flags or environment).
     pub fn from_settings(s: &crate::model::EngineSettings) -> Self {
         let mut o = LocalOptions::default();
