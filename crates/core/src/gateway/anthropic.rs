@@ -5,6 +5,7 @@
 
 use super::wire::{self, Asked, ReplyMeta};
 use crate::model::{ChatReply, Message, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 const KNOWN: [&str; 11] = [
@@ -24,60 +25,171 @@ const KNOWN: [&str; 11] = [
 /// Keys that ask for nothing this model is sent, not noted as dropped.
 const QUIET: [&str; 2] = ["metadata", "anthropic_version"];
 
+/// A Messages request as the gateway reads it: each key it forwards or acts
+/// on, typed (null is absent); other keys are noted as dropped (`KNOWN`).
+/// Errors name the path of the value at fault (`wire::from_json`).
+#[derive(Deserialize)]
+struct Request {
+    // `model` is read as it is (any value: the experiment fixes the model).
+    max_tokens: Option<Value>,
+    system: Option<Text>,
+    messages: Vec<InMessage>,
+    tools: Option<Vec<Tool>>,
+    tool_choice: Option<Choice>,
+    stop_sequences: Option<Stop>,
+    temperature: Option<Value>,
+    top_p: Option<Value>,
+    stream: Option<bool>,
+    output_config: Option<OutputConfig>,
+}
+
+/// A string, or a list of content blocks read one by one (so that a block's
+/// own error, such as a type not supported, is the one reported).
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of content blocks")]
+enum Text {
+    One(String),
+    Blocks(Vec<Value>),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of strings")]
+enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+struct InMessage {
+    role: InRole,
+    content: Text,
+}
+
+#[derive(Deserialize, PartialEq, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum InRole {
+    User,
+    Assistant,
+    System,
+}
+
+/// A content block of a message.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Option<Value>,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: Option<ResultContent>,
+        is_error: Option<bool>,
+    },
+    // Thinking an earlier reply returned carries nothing this model reads.
+    Thinking {},
+    RedactedThinking {},
+}
+
+/// A tool result's content: a string or a list of text blocks (the gateway forwards text).
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of text blocks")]
+enum ResultContent {
+    One(String),
+    Blocks(Vec<Value>),
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResultBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+}
+
+#[derive(Deserialize)]
+struct Tool {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    name: String,
+    description: Option<String>,
+    input_schema: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Choice {
+    Auto {},
+    Any {},
+    None {},
+    Tool { name: String },
+}
+
+#[derive(Deserialize)]
+struct OutputConfig {
+    format: Option<Format>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Format {
+    JsonSchema { schema: Value },
+}
+
 /// Read a Messages request.
 pub fn read(body: &Value) -> Result<Asked, String> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;
-    let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
+    let req: Request = wire::from_json(body, "")?;
     let mut messages = Vec::new();
-    match non_null("system") {
+    match req.system {
         None => {}
-        Some(Value::String(s)) => messages.push(Message::system(s)),
-        Some(Value::Array(blocks)) => {
+        Some(Text::One(s)) => messages.push(Message::system(s)),
+        Some(Text::Blocks(blocks)) => {
             let texts: Vec<&str> =
                 blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect();
             messages.push(Message::system(texts.join("\n")));
         }
-        Some(_) => return Err("`system` is not a string or a list of text blocks".into()),
     }
-    let list = non_null("messages")
-        .and_then(Value::as_array)
-        .ok_or("`messages` is missing or not an array")?;
-    if list.is_empty() {
+    if req.messages.is_empty() {
         return Err("`messages` is empty".into());
     }
-    for (i, m) in list.iter().enumerate() {
-        read_message(m, &mut messages).map_err(|e| format!("messages[{i}]: {e}"))?;
+    for (i, m) in req.messages.into_iter().enumerate() {
+        read_message(m, &format!("messages[{i}]"), &mut messages)?;
     }
-    let tools = wire::read_tools(non_null("tools"), read_tool)?;
+    let tools = req
+        .tools
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| read_tool(t).map_err(|e| format!("tools[{i}]: {e}")))
+        .collect::<Result<_, _>>()?;
     let mut asked = Asked::new(messages, tools, obj.get("model").cloned());
-    asked.stream = wire::read_stream(non_null("stream"), false)?;
-    asked.temperature = non_null("temperature").cloned();
-    asked.top_p = non_null("top_p").cloned();
-    asked.max_tokens = non_null("max_tokens").map(|v| ("max_tokens", v.clone()));
-    asked.stop = wire::read_stop(non_null("stop_sequences"), "stop_sequences")?;
-    asked.tool_choice = match non_null("tool_choice") {
-        None => ToolChoice::Auto,
-        Some(c) => match (c.get("type").and_then(Value::as_str), c.get("name").and_then(Value::as_str)) {
-            (Some("auto"), _) => ToolChoice::Auto,
-            (Some("any"), _) => ToolChoice::Required,
-            (Some("none"), _) => ToolChoice::None,
-            (Some("tool"), Some(n)) => ToolChoice::Named(n.to_string()),
-            _ => return Err("`tool_choice` is not {\"type\": auto|any|none} or {\"type\": \"tool\", \"name\": ...}".into()),
-        },
+    asked.stream = req.stream.unwrap_or(false);
+    asked.temperature = req.temperature;
+    asked.top_p = req.top_p;
+    asked.max_tokens = req.max_tokens.map(|v| ("max_tokens", v));
+    asked.stop = match req.stop_sequences {
+        None => Vec::new(),
+        Some(Stop::One(s)) => vec![s],
+        Some(Stop::Many(v)) => v,
     };
-    asked.response_format = match non_null("output_config")
-        .and_then(|o| o.get("format"))
-        .filter(|f| !f.is_null())
-    {
+    asked.tool_choice = match req.tool_choice {
+        None | Some(Choice::Auto {}) => ToolChoice::Auto,
+        Some(Choice::Any {}) => ToolChoice::Required,
+        Some(Choice::None {}) => ToolChoice::None,
+        Some(Choice::Tool { name }) => ToolChoice::Named(name),
+    };
+    asked.response_format = match req.output_config.and_then(|o| o.format) {
         None => None,
-        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => {
-            Some(ResponseFormat::JsonSchema {
-                name: "response".into(),
-                schema: f.get("schema").cloned().ok_or("`output_config.format` has no schema")?,
-                strict: true,
-            })
+        Some(Format::JsonSchema { schema }) => {
+            Some(ResponseFormat::JsonSchema { name: "response".into(), schema, strict: true })
         }
-        Some(_) => return Err("`output_config.format` must have type json_schema".into()),
     };
     asked.ignored = obj
         .keys()
@@ -87,8 +199,8 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     Ok(asked)
 }
 
-fn read_tool(t: &Value) -> Result<ToolSpec, String> {
-    match t.get("type").and_then(Value::as_str) {
+fn read_tool(t: Tool) -> Result<ToolSpec, String> {
+    match t.kind.as_deref() {
         None | Some("custom") => {}
         Some(other) => {
             return Err(format!(
@@ -96,111 +208,77 @@ fn read_tool(t: &Value) -> Result<ToolSpec, String> {
             ));
         }
     }
-    let name = t.get("name").and_then(Value::as_str).ok_or("no `name`")?;
     Ok(ToolSpec {
-        name: name.to_string(),
-        description: t.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
-        parameters: t
-            .get("input_schema")
-            .cloned()
-            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        name: t.name,
+        description: t.description.unwrap_or_default(),
+        parameters: t.input_schema.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
     })
 }
 
-/// Text of a tool result's content: a string or a list of text blocks.
-fn result_text(v: Option<&Value>) -> Result<String, String> {
+/// Text of a tool result's content at `at`: a string or a list of text blocks.
+fn result_text(v: Option<ResultContent>, at: &str) -> Result<String, String> {
     match v {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(blocks)) => {
-            let mut parts = Vec::new();
-            for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        parts.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string())
-                    }
-                    other => {
-                        return Err(format!(
-                            "tool_result content of type `{}` is not supported: the gateway forwards text",
-                            other.unwrap_or("?")
-                        ));
-                    }
-                }
-            }
-            Ok(parts.join("\n"))
-        }
-        Some(_) => Err("tool_result `content` is not a string or a list of blocks".into()),
+        None => Ok(String::new()),
+        Some(ResultContent::One(s)) => Ok(s),
+        Some(ResultContent::Blocks(blocks)) => blocks
+            .iter()
+            .enumerate()
+            .map(|(j, b)| {
+                wire::from_json(b, &format!("{at}[{j}]")).map(|ResultBlock::Text { text }| text)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|parts| parts.join("\n")),
     }
 }
 
-/// One message: its tool results become tool messages (first, in order), its
-/// text one user or assistant message, its tool uses the assistant's calls.
-fn read_message(m: &Value, messages: &mut Vec<Message>) -> Result<(), String> {
-    let role = match m.get("role").and_then(Value::as_str) {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        Some("system") => Role::System,
-        Some(other) => return Err(format!("role `{other}` is not supported (user, assistant)")),
-        None => return Err("`role` is missing".into()),
+/// One message at `at`: its tool results become tool messages (first, in
+/// order), its text one user or assistant message, its tool uses the
+/// assistant's calls.
+fn read_message(m: InMessage, at: &str, messages: &mut Vec<Message>) -> Result<(), String> {
+    let role = match m.role {
+        InRole::User => Role::User,
+        InRole::Assistant => Role::Assistant,
+        InRole::System => Role::System,
     };
-    let blocks: Vec<Value> = match m.get("content") {
-        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-        Some(Value::Array(a)) => a.clone(),
-        _ => return Err("`content` is not a string or a list of blocks".into()),
+    let blocks = match m.content {
+        Text::One(s) => vec![json!({"type": "text", "text": s})],
+        Text::Blocks(a) => a,
     };
     let mut text: Vec<String> = Vec::new();
     let mut calls: Vec<ToolCall> = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
-        match b.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                text.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string())
+        let at = format!("{at}.content[{i}]");
+        match wire::from_json(b, &at)? {
+            Block::Text { text: t } => text.push(t),
+            Block::ToolUse { id, name, input } if role == Role::Assistant => {
+                let input = input.filter(|v| !v.is_null()).unwrap_or(json!({}));
+                calls.push(ToolCall { id, name, arguments: input.to_string() });
             }
-            Some("tool_use") if role == Role::Assistant => {
-                let id = b
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or(format!("content[{i}]: tool_use without `id`"))?;
-                let name = b
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or(format!("content[{i}]: tool_use without `name`"))?;
-                let input = b.get("input").cloned().unwrap_or(json!({}));
-                calls.push(ToolCall {
-                    id: id.to_string(),
-                    name: name.to_string(),
-                    arguments: input.to_string(),
-                });
-            }
-            Some("tool_result") if role == Role::User => {
-                let id = b
-                    .get("tool_use_id")
-                    .and_then(Value::as_str)
-                    .ok_or(format!("content[{i}]: tool_result without `tool_use_id`"))?;
-                let mut content =
-                    result_text(b.get("content")).map_err(|e| format!("content[{i}]: {e}"))?;
-                if b.get("is_error").and_then(Value::as_bool) == Some(true) {
+            Block::ToolResult { tool_use_id, content, is_error } if role == Role::User => {
+                let mut content = result_text(content, &format!("{at}.content"))?;
+                if is_error == Some(true) {
                     content = format!("Error: {content}");
                 }
                 let name = messages
                     .iter()
                     .rev()
                     .flat_map(|m| m.tool_calls.iter())
-                    .find(|c| c.id == id)
+                    .find(|c| c.id == tool_use_id)
                     .map(|c| c.name.clone());
                 messages.push(Message {
                     role: Role::Tool,
                     content,
                     tool_calls: Vec::new(),
-                    tool_call_id: Some(id.to_string()),
+                    tool_call_id: Some(tool_use_id),
                     name,
                 });
             }
-            // Thinking an earlier reply returned carries nothing this model reads.
-            Some("thinking" | "redacted_thinking") => {}
-            other => {
+            Block::Thinking {} | Block::RedactedThinking {} => {}
+            Block::ToolUse { .. } | Block::ToolResult { .. } => {
+                let kind = b.get("type").and_then(Value::as_str).unwrap_or("?");
                 return Err(format!(
-                    "content[{i}]: block of type `{}` is not supported here",
-                    other.unwrap_or("?")
+                    "{at}: a block of type `{kind}` is not supported in a {} message",
+                    if role == Role::Assistant { "assistant" } else { "user or system" }
                 ));
             }
         }
@@ -330,6 +408,73 @@ mod tests {
             (ToolChoice::Required, vec!["</x>".to_string()])
         );
         assert_eq!(a.ignored, vec!["thinking".to_string()]);
+    }
+
+    /// A request that is not what the Messages API reads is refused naming the
+    /// path of the value at fault and what is wrong with it.
+    #[test]
+    fn a_bad_request_is_refused_naming_the_path() {
+        let user = |content: Value| json!({"model": "m", "messages": [{"role": "user", "content": content}]});
+        let cases = [
+            (json!({"model": "m"}), "missing field `messages`"),
+            (json!({"model": "m", "messages": []}), "`messages` is empty"),
+            (
+                user(json!([{"type": "image", "source": {}}])),
+                "messages[0].content[0].type: unknown variant `image`, expected one of `text`, `tool_use`, `tool_result`, `thinking`, `redacted_thinking`",
+            ),
+            (user(json!(5)), "messages[0].content: expected a string or a list of content blocks"),
+            (
+                user(json!([{"type": "tool_use", "id": "t", "name": "f", "input": {}}])),
+                "messages[0].content[0]: a block of type `tool_use` is not supported in a user or system message",
+            ),
+            (
+                user(
+                    json!([{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image"}]}]),
+                ),
+                "messages[0].content[0].content[0].type: unknown variant `image`, expected `text`",
+            ),
+            (
+                json!({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f"}]}]}),
+                "messages[0].content[0]: missing field `id`",
+            ),
+            (
+                json!({"messages": [{"role": "tool", "content": "x"}]}),
+                "messages[0].role: unknown variant `tool`, expected one of `user`, `assistant`, `system`",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}),
+                "stream: invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "tool"}}),
+                "tool_choice: missing field `name`",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "system": 5}),
+                "system: expected a string or a list of content blocks",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "stop_sequences": [1]}),
+                "stop_sequences: expected a string or a list of strings",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "bash_20250124", "name": "bash"}]}),
+                "tools[0]: tool type `bash_20250124` is not supported (a custom tool with input_schema)",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "output_config": {"format": {"type": "json_schema"}}}),
+                "output_config.format: missing field `schema`",
+            ),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|(body, want)| {
+                let got = read(body).err();
+                (got.as_deref() != Some(*want))
+                    .then(|| format!("{body}\n  got  {got:?}\n  want {want}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
     #[test]

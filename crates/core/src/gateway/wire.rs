@@ -188,6 +188,26 @@ pub fn read_ollama_format(v: Option<&Value>) -> Result<Option<ResponseFormat>, S
     }
 }
 
+/// Read `T` from the JSON value `v` found at `at` in the request (`""`: the
+/// body itself); an error names the path of the value at fault, such as
+/// `messages[2].content[0]: missing field `id``, through serde_path_to_error.
+pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = match (at, inner.as_str()) {
+            (at, ".") => at.to_string(),
+            ("", inner) => inner.to_string(),
+            (at, inner) if inner.starts_with('[') => format!("{at}{inner}"),
+            (at, inner) => format!("{at}.{inner}"),
+        };
+        if path.is_empty() {
+            e.into_inner().to_string()
+        } else {
+            format!("{path}: {}", e.into_inner())
+        }
+    })
+}
+
 fn bad(msg: impl Into<String>) -> String {
     msg.into()
 }
