@@ -259,19 +259,7 @@ fn read_message(m: InMessage, at: &str, messages: &mut Vec<Message>) -> Result<(
                 if is_error == Some(true) {
                     content = format!("Error: {content}");
                 }
-                let name = messages
-                    .iter()
-                    .rev()
-                    .flat_map(|m| m.tool_calls.iter())
-                    .find(|c| c.id == tool_use_id)
-                    .map(|c| c.name.clone());
-                messages.push(Message {
-                    role: Role::Tool,
-                    content,
-                    tool_calls: Vec::new(),
-                    tool_call_id: Some(tool_use_id),
-                    name,
-                });
+                wire::push_tool_result(messages, tool_use_id, content);
             }
             Block::Thinking {} | Block::RedactedThinking {} => {}
             Block::ToolUse { .. } | Block::ToolResult { .. } => {

@@ -220,19 +220,7 @@ fn read_item(item: &Value, messages: &mut Vec<Message>) -> Result<(), String> {
                 None | Some(Value::Null) => String::new(),
                 Some(other) => other.to_string(),
             };
-            let name = messages
-                .iter()
-                .rev()
-                .flat_map(|m| m.tool_calls.iter())
-                .find(|c| c.id == call_id)
-                .map(|c| c.name.clone());
-            messages.push(Message {
-                role: Role::Tool,
-                content: output,
-                tool_calls: Vec::new(),
-                tool_call_id: Some(call_id.to_string()),
-                name,
-            });
+            wire::push_tool_result(messages, call_id.to_string(), output);
         }
         // Reasoning an earlier response returned carries nothing this model reads.
         "reasoning" => {}

@@ -208,6 +208,24 @@ pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<
     })
 }
 
+/// A tool's result appended to `messages` as a tool message, named after the
+/// call it answers (the latest earlier call with that id).
+pub fn push_tool_result(messages: &mut Vec<Message>, call_id: String, content: String) {
+    let name = messages
+        .iter()
+        .rev()
+        .flat_map(|m| m.tool_calls.iter())
+        .find(|c| c.id == call_id)
+        .map(|c| c.name.clone());
+    messages.push(Message {
+        role: Role::Tool,
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: Some(call_id),
+        name,
+    });
+}
+
 fn bad(msg: impl Into<String>) -> String {
     msg.into()
 }
