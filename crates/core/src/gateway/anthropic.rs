@@ -185,12 +185,10 @@ pub fn read(body: &Value) -> Result<Asked, String> {
         Some(Choice::None {}) => ToolChoice::None,
         Some(Choice::Tool { name }) => ToolChoice::Named(name),
     };
-    asked.response_format = match req.output_config.and_then(|o| o.format) {
-        None => None,
-        Some(Format::JsonSchema { schema }) => {
-            Some(ResponseFormat::JsonSchema { name: "response".into(), schema, strict: true })
-        }
-    };
+    asked.response_format =
+        req.output_config.and_then(|o| o.format).map(|Format::JsonSchema { schema }| {
+            ResponseFormat::JsonSchema { name: "response".into(), schema, strict: true }
+        });
     asked.ignored = obj
         .keys()
         .filter(|k| !KNOWN.contains(&k.as_str()) && !QUIET.contains(&k.as_str()))
