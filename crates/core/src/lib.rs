@@ -20,3 +20,9 @@ pub mod sequential;
 pub mod suite;
 
 pub use error::InputError;
+
+/// The workspace's root folder (its fixtures, configs and docs), for tests.
+#[cfg(test)]
+pub(crate) fn repo_root() -> &'static std::path::Path {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}

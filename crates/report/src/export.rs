@@ -195,8 +195,7 @@ mod tests {
     #[test]
     fn typed_tables_are_the_csv_files() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg =
-            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("configs/core.toml");
+        let cfg = crate::repo_root().join("configs/core.toml");
         let mut exp = ablate_core::experiment::config::load(&cfg).unwrap();
         exp.trials = 2;
         let suite = ablate_core::suite::load(&exp.suite_path).unwrap();
@@ -236,10 +235,7 @@ mod tests {
     /// Every column of the three CSV files has the type docs/exports.md gives it.
     #[test]
     fn every_column_is_documented_with_its_type() {
-        let doc = std::fs::read_to_string(
-            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("docs/exports.md"),
-        )
-        .unwrap();
+        let doc = std::fs::read_to_string(crate::repo_root().join("docs/exports.md")).unwrap();
         let all: Vec<String> =
             [rows::trials_columns(), rows::arms_columns(), rows::effects_columns()].concat();
         for col in &all {

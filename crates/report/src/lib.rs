@@ -7,3 +7,9 @@ pub mod export;
 pub mod gate;
 pub mod import;
 pub mod report;
+
+/// The workspace's root folder (its fixtures, configs and docs), for tests.
+#[cfg(test)]
+pub(crate) fn repo_root() -> &'static std::path::Path {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}

@@ -423,7 +423,6 @@ mod tests {
     use super::*;
     use crate::model::{BoxFuture, CallOutcome, ChatRequest, ModelError};
     use crate::record::Tokens;
-    use std::path::Path;
     use std::sync::Mutex;
 
     /// Records the messages of each request and answers without code.
@@ -452,8 +451,7 @@ mod tests {
 
     /// The messages of the first request of a bare trial on add-two under `prompts`.
     async fn first_request(prompts: &ArmPrompts) -> (Vec<Message>, Task) {
-        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-            .join("tests/fixtures/suites/tiny");
+        let root = crate::repo_root().join("tests/fixtures/suites/tiny");
         let text = format!(
             "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
             root.display()

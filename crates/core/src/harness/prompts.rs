@@ -207,8 +207,7 @@ mod tests {
     use std::path::Path;
 
     fn add_two() -> Task {
-        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-            .join("tests/fixtures/suites/tiny");
+        let root = crate::repo_root().join("tests/fixtures/suites/tiny");
         crate::suite::load(&root).unwrap().task("add-two").unwrap().clone()
     }
 
@@ -342,7 +341,7 @@ mod tests {
     /// class ChatML, commit dc5af29), for a HumanEval prompt.
     #[test]
     fn the_qwen_prompt_file_renders_as_the_qwen_evaluation_builds_its_prompt() {
-        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let root = crate::repo_root();
         let card = crate::experiment::instructions::load_instructions(
             &root.join("configs/prompts/humaneval-qwen.toml"),
         )

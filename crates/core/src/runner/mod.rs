@@ -929,8 +929,7 @@ mod tests {
 
     /// A run folder in `dir` for the tiny suite's two tasks, one bare arm, `client` as model `m`.
     fn shared_with(client: Arc<dyn ModelClient>, dir: &Path) -> (Arc<Shared>, Vec<TrialSpec>) {
-        let suite_dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-            .join("tests/fixtures/suites/tiny");
+        let suite_dir = crate::repo_root().join("tests/fixtures/suites/tiny");
         let text = format!(
             "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
             suite_dir.display()

@@ -185,8 +185,7 @@ mod tests {
     }
 
     fn folder(dir: &Path, trials: u32) -> usize {
-        let cfg =
-            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("configs/core.toml");
+        let cfg = crate::repo_root().join("configs/core.toml");
         let mut exp = ablate_core::experiment::config::load(&cfg).unwrap();
         exp.trials = trials;
         exp.arms.retain(|a| a.name == "full");

@@ -417,11 +417,7 @@ mod tests {
     /// tables, read here, so that a column added to a row and not to the
     /// documentation fails).
     fn documented(table: &str) -> Vec<String> {
-        let doc = std::fs::read_to_string(
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-                .join("docs/exports.md"),
-        )
-        .unwrap();
+        let doc = std::fs::read_to_string(crate::repo_root().join("docs/exports.md")).unwrap();
         let section = |heading: &str| -> String {
             let start = doc
                 .find(heading)
