@@ -88,7 +88,7 @@ enum Block {
     },
     ToolResult {
         tool_use_id: String,
-        content: Option<ResultContent>,
+        content: Option<Text>,
         is_error: Option<bool>,
     },
     // Thinking an earlier reply returned carries nothing this model reads.
@@ -96,14 +96,7 @@ enum Block {
     RedactedThinking {},
 }
 
-/// A tool result's content: a string or a list of text blocks (the gateway forwards text).
-#[derive(Deserialize)]
-#[serde(untagged, expecting = "expected a string or a list of text blocks")]
-enum ResultContent {
-    One(String),
-    Blocks(Vec<Value>),
-}
-
+/// A block of a tool result's content: text only (the gateway forwards text).
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ResultBlock {
@@ -214,11 +207,11 @@ fn read_tool(t: Tool) -> Result<ToolSpec, String> {
 }
 
 /// Text of a tool result's content at `at`: a string or a list of text blocks.
-fn result_text(v: Option<ResultContent>, at: &str) -> Result<String, String> {
+fn result_text(v: Option<Text>, at: &str) -> Result<String, String> {
     match v {
         None => Ok(String::new()),
-        Some(ResultContent::One(s)) => Ok(s),
-        Some(ResultContent::Blocks(blocks)) => blocks
+        Some(Text::One(s)) => Ok(s),
+        Some(Text::Blocks(blocks)) => blocks
             .iter()
             .enumerate()
             .map(|(j, b)| {
