@@ -77,6 +77,16 @@ fn is_root(ident: &proc_macro2::Ident) -> bool {
 /// The library crates of the workspace, each the source folder of some of the layers' modules.
 const CRATES: [&str; 2] = ["crates/core/src", "crates/report/src"];
 
+/// The modules a library crate declares (`pub mod x;` in its lib.rs).
+fn lib_modules(krate: &str) -> BTreeSet<String> {
+    std::fs::read_to_string(root().join(krate).join("lib.rs"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod "))
+        .map(|l| l.trim_end_matches(';').to_string())
+        .collect()
+}
+
 /// A module's root file, in whichever library crate holds it.
 fn module_file(module: &str) -> PathBuf {
     CRATES
@@ -244,15 +254,7 @@ fn every_module_uses_only_the_modules_it_sits_on() {
 
 #[test]
 fn every_module_of_the_crate_has_its_layer() {
-    let mut declared_in_lib = BTreeSet::new();
-    for c in CRATES {
-        let lib = std::fs::read_to_string(root().join(c).join("lib.rs")).unwrap();
-        declared_in_lib.extend(
-            lib.lines()
-                .filter_map(|l| l.strip_prefix("pub mod "))
-                .map(|l| l.trim_end_matches(';').to_string()),
-        );
-    }
+    let declared_in_lib: BTreeSet<String> = CRATES.iter().flat_map(|c| lib_modules(c)).collect();
     let layered: BTreeSet<String> = declared().into_keys().collect();
     assert_eq!(
         declared_in_lib, layered,
@@ -298,15 +300,7 @@ fn the_checker_finds_every_form_of_use_and_the_rules_hold() {
 /// layers block from claiming one).
 #[test]
 fn the_core_crate_sits_below_the_report_crate() {
-    let lib = |c: &str| -> BTreeSet<String> {
-        std::fs::read_to_string(root().join(c).join("lib.rs"))
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.strip_prefix("pub mod "))
-            .map(|l| l.trim_end_matches(';').to_string())
-            .collect()
-    };
-    let (core, report) = (lib(CRATES[0]), lib(CRATES[1]));
+    let (core, report) = (lib_modules(CRATES[0]), lib_modules(CRATES[1]));
     assert!(core.contains("record") && report.contains("report"));
     let allowed = allowed(&declared());
     for module in &core {
