@@ -1,7 +1,8 @@
 //! The command line's flags for settings the library holds as plain types
 //! (clap is this package's; the core crate has none): the embedded model's
 //! engine settings (`--local-*`, each also its ABLATE_LOCAL_* environment
-//! variable) and the container engine (`--engine`, ABLATE_ENGINE).
+//! variable), the container engine (`--engine`, ABLATE_ENGINE) and the
+//! export's table (`--table`).
 
 use ablate_core::container::EngineKind;
 use ablate_core::model::EngineSettings;
@@ -85,6 +86,24 @@ impl From<EngineArg> for EngineKind {
         match e {
             EngineArg::Docker => EngineKind::Docker,
             EngineArg::Podman => EngineKind::Podman,
+        }
+    }
+}
+
+/// `--table`'s values: the export's tables (`export::Table`).
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum TableArg {
+    Trials,
+    Arms,
+    Effects,
+}
+
+impl From<TableArg> for ablate_report::export::Table {
+    fn from(t: TableArg) -> Self {
+        match t {
+            TableArg::Trials => ablate_report::export::Table::Trials,
+            TableArg::Arms => ablate_report::export::Table::Arms,
+            TableArg::Effects => ablate_report::export::Table::Effects,
         }
     }
 }

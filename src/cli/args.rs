@@ -347,26 +347,7 @@ pub struct ExportArgs {
     pub output: PathBuf,
     /// The table to export.
     #[arg(long, value_enum, default_value = "trials")]
-    pub table: TableArg,
-}
-
-/// `--table`'s values: the export's tables (the command line's own enum, so
-/// that clap stays in this crate).
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum TableArg {
-    Trials,
-    Arms,
-    Effects,
-}
-
-impl From<TableArg> for ablate::export::Table {
-    fn from(t: TableArg) -> Self {
-        match t {
-            TableArg::Trials => ablate::export::Table::Trials,
-            TableArg::Arms => ablate::export::Table::Arms,
-            TableArg::Effects => ablate::export::Table::Effects,
-        }
-    }
+    pub table: ablate::flags::TableArg,
 }
 
 #[derive(Args)]
