@@ -1,8 +1,8 @@
 //! Config errors name the file and key; the single-factor guard; sweeps.
 
-use ablate::experiment::Component;
 use ablate::experiment::config::load_str;
 use ablate::experiment::matrix::{ComparisonKind, ComparisonOrigin};
+use ablate::experiment::{Component, Components};
 use std::path::Path;
 
 const BASE: &str = r#"
@@ -360,4 +360,35 @@ fn an_instructions_toml_is_checked_at_load_and_digested() {
         exp.prompt_digests["card.toml"],
         "ef9469b95db2c8605c8a398180bf962b3d3f0dca7366a34854ebdec9ff45d3fa"
     );
+}
+
+/// configs/README.md documents every builtin component on the commented line of the arm example:
+/// `# <name> = <its bare value>  # <the doc the component declares>`, and the presets' defaults
+/// there agree with `bare` and `full`.
+#[test]
+fn configs_readme_documents_every_component_as_declared() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/README.md"))
+            .unwrap();
+    let (bare, full) = (Components::bare(), Components::full());
+    for &c in Component::ALL {
+        let value = bare.value(c);
+        let toml_value = match value.as_str() {
+            "true" | "false" => value.clone(),
+            _ if c == Component::Instructions => "\"prompts/x.md\"".to_string(),
+            _ => format!("{value:?}"),
+        };
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("# {} = ", c.name())))
+            .unwrap_or_else(|| panic!("configs/README.md has no line `# {} = ...`", c.name()));
+        let (setting, doc) = line[2..].split_once(" # ").unwrap();
+        assert_eq!(setting.trim(), format!("{} = {toml_value}", c.name()), "{line}");
+        assert_eq!(doc.trim(), c.doc(), "{line}");
+        // The presets' sentence names exactly the components `full` turns on.
+        let sentence = readme.split("`full` = `bare` with ").nth(1).unwrap();
+        let sentence = sentence[..sentence.find(" on.").unwrap()].replace('\n', " ");
+        let named = sentence.split([',', ' ']).any(|w| w == c.name());
+        assert_eq!(named, full.value(c) == "true", "{sentence}: {}", c.name());
+    }
 }

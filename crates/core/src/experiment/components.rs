@@ -4,9 +4,11 @@
 //! the `full` preset. Leave-one-out switches a component to its bare value;
 //! add-one-in switches it to its full value.
 
+use crate::error::InputError;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::path::Path;
 
 /// How code is taken from a model's reply when it does not use a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -46,45 +48,173 @@ impl fmt::Display for Instructions {
     }
 }
 
-/// One harness component. The names are the config keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// What a component's value is read from in an arm's table, and how.
+pub trait Setting: Sized {
+    /// The value as the config writes it.
+    type Raw: serde::de::DeserializeOwned;
+    /// The value the arm holds; `at` is the arm being read (a file it names is read here).
+    fn from_raw(raw: Self::Raw, at: &mut ArmInput<'_>) -> Result<Self, InputError>;
+}
+
+/// The arm being read, for a setting that reads more than its own value.
+pub struct ArmInput<'a> {
+    /// The config file and the arm's key in it (`arms.<name>`).
+    pub path: &'a Path,
+    pub key: &'a str,
+    /// The config's folder, against which a file an arm names is read.
+    pub config_dir: &'a Path,
+    /// The sha256 of every prompt file the arms read, by the name the config gives it.
+    pub prompt_digests: &'a mut IndexMap<String, String>,
+    /// The models whose API cannot start the assistant's turn with a text.
+    pub without_prefill: &'a [String],
+}
+
+impl Setting for bool {
+    type Raw = bool;
+    fn from_raw(raw: bool, _: &mut ArmInput<'_>) -> Result<bool, InputError> {
+        Ok(raw)
+    }
+}
+
+impl Setting for EditFormat {
+    type Raw = EditFormat;
+    fn from_raw(raw: EditFormat, _: &mut ArmInput<'_>) -> Result<EditFormat, InputError> {
+        Ok(raw)
+    }
+}
+
+/// The builtin components, each declared once: its variant, its config key (the field), its value
+/// type, its `bare` and `full` values and its line in configs/README.md (the doc). From this come
+/// `Component` (`ALL`, `name`, `doc`), `Components` (`bare`, `full`, `value`, `with_from`) and the
+/// keys an arm's table may set (`RawArm`). A component's behaviour in the builtin loops is its
+/// hook (`harness::hooks`).
+macro_rules! builtin_components {
+    ($(
+        #[doc = $doc:literal]
+        $(#[cfg($cfg:meta)])?
+        $variant:ident $field:ident : $ty:ty = $bare:expr, $full:expr;
+    )*) => {
+        /// One harness component. The names are the config keys.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Component {
+            $($(#[cfg($cfg)])? $variant,)*
+        }
+
+        impl Component {
+            /// Every builtin component, in the canonical order.
+            pub const ALL: &'static [Component] = &[$($(#[cfg($cfg)])? Component::$variant,)*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($(#[cfg($cfg)])? Component::$variant => stringify!($field),)*
+                }
+            }
+
+            /// What the component does, as configs/README.md says it.
+            pub fn doc(self) -> &'static str {
+                match self {
+                    $($(#[cfg($cfg)])? Component::$variant => $doc.trim(),)*
+                }
+            }
+        }
+
+        /// The full setting of every component: what defines an arm.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub struct Components {
+            $(#[doc = $doc] $(#[cfg($cfg)])? pub $field: $ty,)*
+        }
+
+        impl Components {
+            /// The `bare` preset: every on/off component off, the others at their first value.
+            pub fn bare() -> Components {
+                Components { $($(#[cfg($cfg)])? $field: $bare,)* }
+            }
+
+            /// The `full` preset: every on/off component on.
+            pub fn full() -> Components {
+                Components { $($(#[cfg($cfg)])? $field: $full,)* }
+            }
+
+            /// The value of one component, as text (for plans, records and diffs).
+            pub fn value(&self, c: Component) -> String {
+                match c {
+                    $($(#[cfg($cfg)])? Component::$variant => self.$field.to_string(),)*
+                }
+            }
+
+            /// A copy with component `c` taken from `other`.
+            pub fn with_from(&self, c: Component, other: &Components) -> Components {
+                let mut out = self.clone();
+                match c {
+                    $($(#[cfg($cfg)])? Component::$variant => out.$field = other.$field.clone(),)*
+                }
+                out
+            }
+        }
+
+        /// A builtin arm's table as the config writes it.
+        #[derive(Debug, Deserialize, Default)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct RawArm {
+            /// Preset the arm starts from: `bare` (default) or `full`.
+            #[serde(default)]
+            base: Preset,
+            #[serde(default)]
+            pub(crate) description: String,
+            $($(#[cfg($cfg)])? $field: Option<<$ty as Setting>::Raw>,)*
+        }
+
+        impl RawArm {
+            /// The arm's components: its preset with each key it sets.
+            pub(crate) fn components(self, at: &mut ArmInput<'_>) -> Result<Components, InputError> {
+                let mut c = match self.base {
+                    Preset::Bare => Components::bare(),
+                    Preset::Full => Components::full(),
+                };
+                $($(#[cfg($cfg)])?
+                if let Some(raw) = self.$field {
+                    c.$field = <$ty as Setting>::from_raw(raw, at)?;
+                })*
+                Ok(c)
+            }
+        }
+    };
+}
+
+builtin_components! {
+    /// the harness runs the checks after each edit and sends a summary
+    Feedback feedback: bool = false, true;
+    /// a repeated submission is not re-run; the model is told
+    LoopGuard loop_guard: bool = false, true;
+    /// read_file / list_files / run_tests by tool calling; off: files inline
+    Tools tools: bool = false, true;
+    /// a "done" is accepted only when the checks pass
+    Acceptance acceptance: bool = false, true;
+    /// a progress file crosses each session boundary
+    ProgressHandoff progress_handoff: bool = false, true;
+    /// last_fenced | first_fenced
+    EditFormat edit_format: EditFormat = EditFormat::LastFenced, EditFormat::LastFenced;
+    /// system prompt file; absent: the builtin prompt
+    Instructions instructions: Instructions = Instructions::Builtin, Instructions::Builtin;
+    /// a reminder opens each session (a component of the test build only)
+    #[cfg(test)]
+    Reminder reminder: bool = false, true;
+}
+
+/// The preset an arm starts from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Component {
-    Feedback,
-    LoopGuard,
-    Tools,
-    Acceptance,
-    ProgressHandoff,
-    EditFormat,
-    Instructions,
+enum Preset {
+    #[default]
+    Bare,
+    Full,
 }
 
 impl Component {
-    pub const ALL: [Component; 7] = [
-        Component::Feedback,
-        Component::LoopGuard,
-        Component::Tools,
-        Component::Acceptance,
-        Component::ProgressHandoff,
-        Component::EditFormat,
-        Component::Instructions,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Component::Feedback => "feedback",
-            Component::LoopGuard => "loop_guard",
-            Component::Tools => "tools",
-            Component::Acceptance => "acceptance",
-            Component::ProgressHandoff => "progress_handoff",
-            Component::EditFormat => "edit_format",
-            Component::Instructions => "instructions",
-        }
-    }
-
     /// Parse a component name; the error lists the valid names.
     pub fn parse(name: &str) -> Result<Component, String> {
-        Component::ALL.into_iter().find(|c| c.name() == name).ok_or_else(|| {
+        Component::ALL.iter().copied().find(|c| c.name() == name).ok_or_else(|| {
             format!("no component named `{name}`; valid components: {}", Component::valid_names())
         })
     }
@@ -100,23 +230,6 @@ impl fmt::Display for Component {
     }
 }
 
-/// The full setting of every component: what defines an arm.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Components {
-    /// The harness runs the checks after each edit and sends a summary.
-    pub feedback: bool,
-    /// A repeated submission is not re-run; the model is told so.
-    pub loop_guard: bool,
-    /// read_file / list_files / run_tests by tool calling; off: files inline.
-    pub tools: bool,
-    /// A "done" is accepted only when the checks pass (fail-closed).
-    pub acceptance: bool,
-    /// Sessions carry a progress file across the conversation reset.
-    pub progress_handoff: bool,
-    pub edit_format: EditFormat,
-    pub instructions: Instructions,
-}
-
 /// One component whose value differs between two arms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComponentDiff {
@@ -128,63 +241,11 @@ pub struct ComponentDiff {
 }
 
 impl Components {
-    /// Everything off: one call, files inline, no feedback.
-    pub fn bare() -> Components {
-        Components {
-            feedback: false,
-            loop_guard: false,
-            tools: false,
-            acceptance: false,
-            progress_handoff: false,
-            edit_format: EditFormat::LastFenced,
-            instructions: Instructions::Builtin,
-        }
-    }
-
-    /// Every on/off component on; edit_format and instructions as in bare.
-    pub fn full() -> Components {
-        Components {
-            feedback: true,
-            loop_guard: true,
-            tools: true,
-            acceptance: true,
-            progress_handoff: true,
-            ..Components::bare()
-        }
-    }
-
-    /// The value of one component, as text (for plans, records and diffs).
-    pub fn value(&self, c: Component) -> String {
-        match c {
-            Component::Feedback => self.feedback.to_string(),
-            Component::LoopGuard => self.loop_guard.to_string(),
-            Component::Tools => self.tools.to_string(),
-            Component::Acceptance => self.acceptance.to_string(),
-            Component::ProgressHandoff => self.progress_handoff.to_string(),
-            Component::EditFormat => self.edit_format.to_string(),
-            Component::Instructions => self.instructions.to_string(),
-        }
-    }
-
-    /// A copy with component `c` taken from `other`.
-    pub fn with_from(&self, c: Component, other: &Components) -> Components {
-        let mut out = self.clone();
-        match c {
-            Component::Feedback => out.feedback = other.feedback,
-            Component::LoopGuard => out.loop_guard = other.loop_guard,
-            Component::Tools => out.tools = other.tools,
-            Component::Acceptance => out.acceptance = other.acceptance,
-            Component::ProgressHandoff => out.progress_handoff = other.progress_handoff,
-            Component::EditFormat => out.edit_format = other.edit_format,
-            Component::Instructions => out.instructions = other.instructions.clone(),
-        }
-        out
-    }
-
     /// Every component whose value differs, in the canonical order.
     pub fn diff(&self, treatment: &Components) -> Vec<ComponentDiff> {
         Component::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|&c| self.value(c) != treatment.value(c))
             .map(|c| ComponentDiff {
                 component: c.name().to_string(),
@@ -337,7 +398,8 @@ mod tests {
         let names: Vec<_> = bare.diff(&full).iter().map(|d| d.component.clone()).collect();
         assert_eq!(
             names,
-            vec!["feedback", "loop_guard", "tools", "acceptance", "progress_handoff"]
+            // The last one is the test build's own (`harness::reminder`).
+            vec!["feedback", "loop_guard", "tools", "acceptance", "progress_handoff", "reminder"]
         );
         assert!(bare.diff(&bare).is_empty());
         let one = full.with_from(Component::Tools, &bare);

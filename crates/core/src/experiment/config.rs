@@ -3,12 +3,12 @@
 //! Every error names the file and the key path. `configs/README.md` documents
 //! every key.
 
+use super::components::{ArmInput, RawArm};
 use super::matrix::{self, Arm, Comparison, RawMatrix};
 use crate::digest;
 use crate::error::{InputError, parse_toml_str};
 use crate::experiment::{
-    ArmSettings, ComponentValue, Components, DeclaredComponent, EditFormat, ExternalHarness,
-    HarnessKind, Instructions, RunsIn,
+    ArmSettings, ComponentValue, DeclaredComponent, ExternalHarness, HarnessKind, RunsIn,
 };
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -285,32 +285,6 @@ pub struct ModelSpec {
     /// Largest reply body read from an HTTP endpoint.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: u64,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawArm {
-    /// Preset the arm starts from: `bare` (default) or `full`.
-    #[serde(default)]
-    base: Preset,
-    #[serde(default)]
-    description: String,
-    feedback: Option<bool>,
-    loop_guard: Option<bool>,
-    tools: Option<bool>,
-    acceptance: Option<bool>,
-    progress_handoff: Option<bool>,
-    edit_format: Option<EditFormat>,
-    /// System prompt file, relative to the config's folder; absent: builtin.
-    instructions: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Preset {
-    #[default]
-    Bare,
-    Full,
 }
 
 /// A validated experiment: what `plan` expands and `run` executes.
@@ -817,66 +791,16 @@ fn builtin_arm(
     prompt_digests: &mut IndexMap<String, String>,
     without_prefill: &[String],
 ) -> Result<(String, ArmSettings), InputError> {
-    let raw_arm: RawArm =
+    let mut raw_arm: RawArm =
         serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
             let sub = e.path().to_string();
             let full = if sub == "." { key.to_string() } else { format!("{key}.{sub}") };
             InputError::at(path, full, e.into_inner().to_string())
         })?;
-    let mut c = match raw_arm.base {
-        Preset::Bare => Components::bare(),
-        Preset::Full => Components::full(),
-    };
-    if let Some(v) = raw_arm.feedback {
-        c.feedback = v;
-    }
-    if let Some(v) = raw_arm.loop_guard {
-        c.loop_guard = v;
-    }
-    if let Some(v) = raw_arm.tools {
-        c.tools = v;
-    }
-    if let Some(v) = raw_arm.acceptance {
-        c.acceptance = v;
-    }
-    if let Some(v) = raw_arm.progress_handoff {
-        c.progress_handoff = v;
-    }
-    if let Some(v) = raw_arm.edit_format {
-        c.edit_format = v;
-    }
-    if let Some(file) = raw_arm.instructions {
-        let full = config_dir.join(&file);
-        let bytes = std::fs::read(&full).map_err(|e| {
-            InputError::at(
-                path,
-                format!("{key}.instructions"),
-                format!("cannot read `{}`: {e}", full.display()),
-            )
-        })?;
-        // A `.toml` prompt file (system + user_template) is checked here, so `plan` catches it.
-        let text = String::from_utf8(bytes.clone()).map_err(|_| {
-            InputError::at(
-                path,
-                format!("{key}.instructions"),
-                format!("`{}` is not UTF-8 text", full.display()),
-            )
-        })?;
-        let prompts = crate::experiment::instructions::parse_instructions(&full, &text)?;
-        if prompts.prefill.is_some() && !without_prefill.is_empty() {
-            return Err(InputError::at(
-                &full,
-                "prefill",
-                format!(
-                    "only the embedded model (provider = \"local\") can start the assistant's turn with a text; the experiment also runs {}, whose API cannot",
-                    without_prefill.join(", ")
-                ),
-            ));
-        }
-        prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
-        c.instructions = Instructions::File(file);
-    }
-    Ok((raw_arm.description, ArmSettings::Builtin(c)))
+    let mut at = ArmInput { path, key, config_dir, prompt_digests, without_prefill };
+    let description = std::mem::take(&mut raw_arm.description);
+    let c = raw_arm.components(&mut at)?;
+    Ok((description, ArmSettings::Builtin(c)))
 }
 
 /// An external arm: a value for each declared component (the first of its

@@ -3,9 +3,40 @@
 //! the system prompt. Read and checked here, with the experiment; the harness
 //! renders it (`harness::prompts`).
 
+use super::components::{ArmInput, Instructions, Setting};
+use crate::digest;
 use crate::error::{InputError, parse_toml_str};
 use serde::Deserialize;
 use std::path::Path;
+
+/// `instructions = "<file>"`: the file is read and checked with the config, its digest kept.
+impl Setting for Instructions {
+    type Raw = String;
+    fn from_raw(file: String, at: &mut ArmInput<'_>) -> Result<Instructions, InputError> {
+        let (path, key) = (at.path, format!("{}.instructions", at.key));
+        let full = at.config_dir.join(&file);
+        let bytes = std::fs::read(&full).map_err(|e| {
+            InputError::at(path, &key, format!("cannot read `{}`: {e}", full.display()))
+        })?;
+        // A `.toml` prompt file (system + user_template) is checked here, so `plan` catches it.
+        let text = String::from_utf8(bytes.clone()).map_err(|_| {
+            InputError::at(path, &key, format!("`{}` is not UTF-8 text", full.display()))
+        })?;
+        let prompts = parse_instructions(&full, &text)?;
+        if prompts.prefill.is_some() && !at.without_prefill.is_empty() {
+            return Err(InputError::at(
+                &full,
+                "prefill",
+                format!(
+                    "only the embedded model (provider = \"local\") can start the assistant's turn with a text; the experiment also runs {}, whose API cannot",
+                    at.without_prefill.join(", ")
+                ),
+            ));
+        }
+        at.prompt_digests.insert(file.clone(), digest::sha256_hex(&bytes));
+        Ok(Instructions::File(file))
+    }
+}
 
 /// What an arm's `instructions` give the harness: the system prompt and,
 /// optionally, a template of each session's first user message.

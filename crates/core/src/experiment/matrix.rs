@@ -363,7 +363,9 @@ fn builtin_variants(
             }
             out
         }
-        None => Component::ALL.into_iter().filter(|&c| c0.value(c) != target.value(c)).collect(),
+        None => {
+            Component::ALL.iter().copied().filter(|&c| c0.value(c) != target.value(c)).collect()
+        }
     };
     Ok(components
         .into_iter()

@@ -11,6 +11,7 @@
 pub use super::calls::AgentOutcome;
 use super::calls::{CallContext, Calls};
 use super::edit::{self, Extracted};
+use super::hooks::{Hooks, SessionFacts};
 use super::{prompts, tools};
 use crate::experiment::Components;
 use crate::experiment::config::{Budget, HarnessSettings, ModelSpec};
@@ -59,6 +60,8 @@ pub const FILE_CAP: u64 = 64 * 1024;
 struct Loop<'a> {
     ctx: &'a TrialContext<'a>,
     sandbox: &'a Sandbox,
+    /// What the arm's components do at the loop's points.
+    hooks: Hooks,
     calls: Calls<'a>,
     incidents: Incidents,
     /// fingerprint -> (step, score when checked)
@@ -75,12 +78,13 @@ impl<'a> Loop<'a> {
         self.sandbox.task_files(FILE_CAP)
     }
 
-    fn session_start(&self, progress: Option<String>) -> Vec<Message> {
+    /// A session's messages: the system prompt (if any) and the task, with the hooks' notes.
+    fn session_start(&self, session: u32, steps: u32) -> Vec<Message> {
         let c = self.ctx.components;
         let mut first = self.ctx.instructions.first_message(self.ctx.task, &self.files(), c.tools);
-        if let Some(p) = progress {
+        for note in self.hooks.session_notes(&AgentSession { lp: self, session, steps }) {
             first.push_str("\n\n");
-            first.push_str(&p);
+            first.push_str(&note);
         }
         let system = self.ctx.instructions.system_message(c.tools).map(Message::system);
         system.into_iter().chain([Message::user(first)]).collect()
@@ -122,6 +126,7 @@ pub async fn run_agent(
     let mut lp = Loop {
         ctx,
         sandbox,
+        hooks: Hooks::of(ctx.components),
         calls: Calls::new(ctx.call_context()),
         incidents: Incidents::default(),
         seen: HashMap::new(),
@@ -129,7 +134,7 @@ pub async fn run_agent(
         last_check: None,
     };
     let tool_specs = if ctx.components.tools { tools::specs() } else { Vec::new() };
-    let mut messages = lp.session_start(None);
+    let mut messages = lp.session_start(1, 0);
     // Messages a session starts with (system, if any, and the task).
     let session_len = messages.len();
     // What earlier trace lines already hold, left out of each step's `request`.
@@ -148,7 +153,7 @@ pub async fn run_agent(
             && messages.len() > session_len
         {
             sessions += 1;
-            messages = lp.next_session(steps);
+            messages = lp.session_start(sessions, steps);
             in_trace.messages = 0;
             in_trace.prompt = None;
         }
@@ -193,6 +198,26 @@ pub async fn run_agent(
     lp.calls.outcome(end_reason, steps, sessions, lp.incidents, error)
 }
 
+/// A session's start as the hooks see it: the progress file is what was submitted, how it
+/// scored, and the tests the last check failed.
+struct AgentSession<'a> {
+    lp: &'a Loop<'a>,
+    session: u32,
+    steps: u32,
+}
+
+impl SessionFacts for AgentSession<'_> {
+    fn session(&self) -> u32 {
+        self.session
+    }
+
+    fn progress(&self) -> String {
+        let failed =
+            self.lp.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
+        prompts::progress_note(self.steps, &self.lp.results, &failed)
+    }
+}
+
 /// What a step sends back before the next request: tool results, then the
 /// harness's notes as one user message.
 #[derive(Default)]
@@ -202,16 +227,6 @@ struct Turn {
 }
 
 impl Loop<'_> {
-    /// A new session's messages, with the progress file when that component is on.
-    fn next_session(&self, steps: u32) -> Vec<Message> {
-        let progress = self.ctx.components.progress_handoff.then(|| {
-            let failed =
-                self.last_check.as_ref().map(|(_, r)| r.failed_tests.clone()).unwrap_or_default();
-            prompts::progress_note(steps, &self.results, &failed)
-        });
-        self.session_start(progress)
-    }
-
     /// The reply's edit, unless the loop guard catches a repeat. Whether a
     /// file was written.
     fn apply_edit(
@@ -234,7 +249,7 @@ impl Loop<'_> {
         match edit::extract(text, c.edit_format, sandbox.editable()) {
             Extracted::Edit { file, content } => {
                 let fp = edit::fingerprint(&content);
-                match self.seen.get(&fp).copied().filter(|_| c.loop_guard) {
+                match self.seen.get(&fp).copied().filter(|_| self.hooks.refuse_repeats()) {
                     Some((earlier, scored)) => {
                         self.incidents.loop_guard_hits += 1;
                         step.loop_guard =
@@ -350,9 +365,8 @@ impl Loop<'_> {
         step: &mut TraceStep,
         turn: &mut Turn,
     ) -> Option<Result<EndReason, String>> {
-        let c = self.ctx.components;
         let tail = self.ctx.settings.feedback_tail_bytes;
-        if edited && c.feedback {
+        if edited && self.hooks.report_results() {
             let r = match self.score(steps, step).await {
                 Ok(r) => r,
                 Err(e) => return Some(Err(e)),
@@ -376,7 +390,7 @@ impl Loop<'_> {
         if !((done && reply.tool_calls.is_empty()) || nothing_to_send) {
             return None;
         }
-        if !c.acceptance {
+        if !self.hooks.guard_done() {
             return Some(Ok(EndReason::ModelDone));
         }
         let r = match self.score(steps, step).await {

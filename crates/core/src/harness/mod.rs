@@ -5,6 +5,9 @@ pub mod agent;
 pub mod calls;
 pub mod edit;
 pub mod external;
+pub mod hooks;
 pub mod prompts;
+#[cfg(test)]
+mod reminder;
 pub mod terminal;
 pub mod tools;

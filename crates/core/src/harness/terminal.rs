@@ -16,6 +16,7 @@
 //! The model is told its budget at the start and after every step.
 
 use super::calls::{AgentOutcome, CallContext, Calls};
+use super::hooks::{Hooks, SessionFacts};
 use super::{edit, prompts};
 use crate::container::trial::TrialContainer;
 use crate::experiment::components::EditFormat;
@@ -179,6 +180,7 @@ pub async fn run_agent(
     on_step: &mut (dyn FnMut(TraceStep) + Send),
 ) -> AgentOutcome {
     let c = ctx.components;
+    let hooks = Hooks::of(c);
     let mut calls = Calls::new(ctx.calls);
     let mut incidents = Incidents::default();
     let tool_specs = if c.tools { specs() } else { Vec::new() };
@@ -194,7 +196,7 @@ pub async fn run_agent(
         let (s, t, secs) = calls.remaining(steps);
         format!("Budget left: {s} model calls, {t} tokens, {secs:.0} seconds.")
     };
-    let first = |calls: &Calls<'_>, steps: u32, progress: Option<&str>| {
+    let first = |calls: &Calls<'_>, steps: u32, notes: Vec<String>| {
         let mut m = match &ctx.instructions.user_template {
             Some(t)
                 if !matches!(
@@ -207,15 +209,15 @@ pub async fn run_agent(
             Some(_) => ctx.task.prompt.trim().to_string(),
             None => ctx.task.prompt.trim().to_string(),
         };
-        if let Some(p) = progress {
+        for note in notes {
             m.push_str("\n\n");
-            m.push_str(p);
+            m.push_str(&note);
         }
         m.push_str("\n\n");
         m.push_str(&budget_line(calls, steps));
         vec![Message::system(system.clone()), Message::user(m)]
     };
-    let mut messages = first(&calls, 0, None);
+    let mut messages = first(&calls, 0, hooks.session_notes(&TerminalSession(1, &[])));
     let session_len = messages.len();
     let mut in_trace = TracedSoFar::default();
     let (mut steps, mut sessions) = (0u32, 1u32);
@@ -234,8 +236,8 @@ pub async fn run_agent(
             && messages.len() > session_len
         {
             sessions += 1;
-            let progress = c.progress_handoff.then(|| progress_note(&history));
-            messages = first(&calls, steps, progress.as_deref());
+            let notes = hooks.session_notes(&TerminalSession(sessions, &history));
+            messages = first(&calls, steps, notes);
             in_trace.messages = 0;
             in_trace.prompt = None;
         }
@@ -307,7 +309,7 @@ pub async fn run_agent(
                     let (command, stdin) = action.command();
                     let repeat = history
                         .last()
-                        .filter(|h| c.loop_guard && h.1 == command && stdin.is_none())
+                        .filter(|h| hooks.refuse_repeats() && h.1 == command && stdin.is_none())
                         .cloned();
                     if let Some((earlier, _, _, _)) = repeat {
                         incidents.loop_guard_hits += 1;
@@ -339,7 +341,7 @@ pub async fn run_agent(
                                 "exit: timed out\n{}",
                                 crate::sandbox::process::tail(&text, tail)
                             )
-                        } else if c.feedback {
+                        } else if hooks.report_results() {
                             format!(
                                 "exit: {}\n{}",
                                 code.map(|c| c.to_string()).unwrap_or("killed".into()),
@@ -377,7 +379,7 @@ pub async fn run_agent(
             notes.push(if c.tools { NO_COMMAND_TOOLS } else { NO_COMMAND_FENCED }.to_string());
         }
         if done {
-            if c.acceptance && !verified {
+            if hooks.guard_done() && !verified {
                 verified = true;
                 incidents.refused_done += 1;
                 step.notes.push("done held for one verification turn".into());
@@ -394,6 +396,19 @@ pub async fn run_agent(
         on_step(step);
     };
     calls.outcome(end_reason, steps, sessions, incidents, error)
+}
+
+/// A session's start as the hooks see it: the session and the commands run so far.
+struct TerminalSession<'a>(u32, &'a [(u32, String, Option<i32>, String)]);
+
+impl SessionFacts for TerminalSession<'_> {
+    fn session(&self) -> u32 {
+        self.0
+    }
+
+    fn progress(&self) -> String {
+        progress_note(self.1)
+    }
 }
 
 /// The commands of the trial so far and their exit codes.
