@@ -103,17 +103,20 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     Ok(asked)
 }
 
-/// A function tool: flat (`{"type": "function", "name", "parameters"}`), or nested as in chat.
-fn read_tool(t: &Value) -> Result<ToolSpec, String> {
+/// The function tool at `at`: flat (`{"type": "function", "name", "parameters"}`), or nested as
+/// in chat.
+fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, String> {
     if t.get("function").is_some() {
-        return wire::read_tool(t);
+        return wire::read_tool(t, at);
     }
     match t.get("type").and_then(Value::as_str) {
         Some("function") => {}
-        Some(other) => return Err(format!("tool type `{other}` is not supported (function)")),
-        None => return Err("no `type`".into()),
+        Some(other) => {
+            return Err(format!("{at}: tool type `{other}` is not supported (function)"));
+        }
+        None => return Err(format!("{at}: no `type`")),
     }
-    let name = t.get("name").and_then(Value::as_str).ok_or("no `name`")?;
+    let name = t.get("name").and_then(Value::as_str).ok_or_else(|| format!("{at}: no `name`"))?;
     Ok(ToolSpec {
         name: name.to_string(),
         description: t.get("description").and_then(Value::as_str).unwrap_or("").to_string(),

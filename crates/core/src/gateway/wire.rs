@@ -3,6 +3,7 @@
 //! Ollama's `/api/chat`. Streams are emulated from the one complete reply.
 
 use crate::model::{ChatReply, Message, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,18 +81,17 @@ impl Asked {
     }
 }
 
-/// `tools`: a list, each read by `read` (null: none).
+/// `tools`: a list, each read by `read` with its path (`tools[i]`, which its errors name; null:
+/// none).
 pub fn read_tools(
     v: Option<&Value>,
-    read: fn(&Value) -> Result<ToolSpec, String>,
+    read: fn(&Value, &str) -> Result<ToolSpec, String>,
 ) -> Result<Vec<ToolSpec>, String> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| read(t).map_err(|e| format!("tools[{i}]: {e}")))
-            .collect(),
+        Some(Value::Array(ts)) => {
+            ts.iter().enumerate().map(|(i, t)| read(t, &format!("tools[{i}]"))).collect()
+        }
         Some(_) => Err("`tools` is not an array".into()),
     }
 }
@@ -243,16 +243,13 @@ pub fn read_request(api: Api, body: &Value) -> Result<Asked, String> {
 /// A chat request of OpenAI's `/v1/chat/completions` or Ollama's `/api/chat`.
 fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
     let obj = body.as_object().ok_or_else(|| bad("the request body is not a JSON object"))?;
-    let list = obj
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("`messages` is missing or not an array"))?;
-    let mut messages = Vec::with_capacity(list.len());
-    for (i, m) in list.iter().enumerate() {
-        messages.push(read_message(m, i).map_err(|e| format!("messages[{i}]: {e}"))?);
-    }
-    if messages.is_empty() {
+    let req: ChatRequest = from_json(body, "")?;
+    if req.messages.is_empty() {
         return Err(bad("`messages` is empty"));
+    }
+    let mut messages = Vec::with_capacity(req.messages.len());
+    for (i, m) in req.messages.into_iter().enumerate() {
+        messages.push(read_message(m, i)?);
     }
     link_tool_results(&mut messages);
     let tools = read_tools(obj.get("tools"), read_tool)?;
@@ -319,82 +316,118 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
     Ok(asked)
 }
 
-fn read_role(v: Option<&Value>) -> Result<Role, String> {
-    match v.and_then(Value::as_str) {
-        Some("system") | Some("developer") => Ok(Role::System),
-        Some("user") => Ok(Role::User),
-        Some("assistant") => Ok(Role::Assistant),
-        Some("tool") => Ok(Role::Tool),
-        Some(other) => Err(format!(
-            "role `{other}` is not supported (system, developer, user, assistant, tool)"
-        )),
-        None => Err(bad("`role` is missing or not a string")),
-    }
+/// The messages of a chat request, typed; its other keys are read from the body as they are
+/// (`read_chat`), and those it does not know are noted as dropped.
+#[derive(Deserialize)]
+struct ChatRequest {
+    messages: Vec<ChatMessage>,
 }
 
-/// Message content: a string, null, or (OpenAI) a list of text parts.
-fn read_content(v: Option<&Value>) -> Result<String, String> {
-    match v {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(parts)) => {
+#[derive(Deserialize)]
+#[serde(expecting = "a message object")]
+struct ChatMessage {
+    role: ChatRole,
+    content: Option<Content>,
+    images: Option<Vec<Value>>,
+    tool_calls: Option<Vec<CallIn>>,
+    tool_call_id: Option<String>,
+    /// Ollama names the tool a result answers.
+    tool_name: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum ChatRole {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// Message content: a string or (OpenAI) a list of parts, each read on its own.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of text parts")]
+enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Deserialize)]
+struct Part {
+    #[serde(rename = "type")]
+    kind: String,
+    text: Option<String>,
+}
+
+/// A call of an assistant message: OpenAI's arguments are a JSON string, Ollama's an object,
+/// and Ollama's calls carry no id.
+#[derive(Deserialize)]
+struct CallIn {
+    id: Option<String>,
+    function: FunctionIn,
+}
+
+#[derive(Deserialize)]
+struct FunctionIn {
+    name: String,
+    arguments: Option<Value>,
+}
+
+/// Message `index` of a chat request.
+fn read_message(m: ChatMessage, index: usize) -> Result<Message, String> {
+    let at = format!("messages[{index}]");
+    let role = match m.role {
+        ChatRole::System | ChatRole::Developer => Role::System,
+        ChatRole::User => Role::User,
+        ChatRole::Assistant => Role::Assistant,
+        ChatRole::Tool => Role::Tool,
+    };
+    let content = match m.content {
+        None => String::new(),
+        Some(Content::Text(s)) => s,
+        Some(Content::Parts(parts)) => {
             let mut text = String::new();
             for p in parts {
-                match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str))
-                {
-                    (Some("text"), Some(t)) => text.push_str(t),
-                    (t, _) => {
+                match (p.kind.as_str(), p.text) {
+                    ("text", Some(t)) => text.push_str(&t),
+                    (kind, _) => {
                         return Err(format!(
-                            "content part of type `{}` is not supported: the gateway forwards text",
-                            t.unwrap_or("?")
+                            "{at}: content part of type `{kind}` is not supported: the gateway forwards text"
                         ));
                     }
                 }
             }
-            Ok(text)
+            text
         }
-        Some(_) => Err(bad("`content` is not a string or a list of text parts")),
+    };
+    if m.images.is_some_and(|a| !a.is_empty()) {
+        return Err(format!("{at}: images are not supported: the gateway forwards text"));
     }
-}
-
-fn read_message(m: &Value, index: usize) -> Result<Message, String> {
-    if !m.is_object() {
-        return Err(bad("not an object"));
-    }
-    let role = read_role(m.get("role"))?;
-    let content = read_content(m.get("content"))?;
-    if m.get("images").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
-        return Err(bad("images are not supported: the gateway forwards text"));
-    }
-    let mut tool_calls = Vec::new();
-    if let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) {
-        let calls = calls.as_array().ok_or_else(|| bad("`tool_calls` is not an array"))?;
-        for (i, c) in calls.iter().enumerate() {
-            let name = c
-                .pointer("/function/name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("tool_calls[{i}]: no function.name"))?;
-            let arguments = match c.pointer("/function/arguments") {
-                Some(Value::String(s)) => s.clone(),
+    let tool_calls = m
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCall {
+            // Ollama's calls carry no id: one is made up that tool results can point to.
+            id: c.id.unwrap_or_else(|| format!("call_{index}_{i}")),
+            name: c.function.name,
+            arguments: match c.function.arguments {
+                Some(Value::String(s)) => s,
                 None | Some(Value::Null) => "{}".to_string(),
                 Some(other) => other.to_string(),
-            };
-            // Ollama's calls carry no id: one is made up that tool results can point to.
-            let id = c
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("call_{index}_{i}"));
-            tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
-        }
-    }
-    let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
+            },
+        })
+        .collect();
+    let tool = role == Role::Tool;
     Ok(Message {
         role,
         content,
         tool_calls,
-        tool_call_id: if role == Role::Tool { text("tool_call_id") } else { None },
-        name: if role == Role::Tool { text("tool_name").or_else(|| text("name")) } else { None },
+        tool_call_id: if tool { m.tool_call_id } else { None },
+        name: if tool { m.tool_name.or(m.name) } else { None },
     })
 }
 
@@ -435,20 +468,36 @@ fn link_tool_results(messages: &mut [Message]) {
     }
 }
 
-pub(super) fn read_tool(t: &Value) -> Result<ToolSpec, String> {
-    match t.get("type").and_then(Value::as_str) {
+/// A tool of a chat request (and the Responses API's nested form).
+#[derive(Deserialize)]
+#[serde(expecting = "a tool object")]
+struct ToolIn {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    function: Option<FunctionSpec>,
+}
+
+#[derive(Deserialize)]
+struct FunctionSpec {
+    name: String,
+    description: Option<String>,
+    parameters: Option<Value>,
+}
+
+/// The tool at `at`: a function, as OpenAI chat and Ollama write it.
+pub(super) fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, String> {
+    let t: ToolIn = from_json(t, at)?;
+    match t.kind.as_deref() {
         None | Some("function") => {}
-        Some(other) => return Err(format!("tool type `{other}` is not supported (function)")),
+        Some(other) => {
+            return Err(format!("{at}: tool type `{other}` is not supported (function)"));
+        }
     }
-    let f = t.get("function").ok_or_else(|| bad("no `function`"))?;
-    let name = f.get("name").and_then(Value::as_str).ok_or_else(|| bad("no function.name"))?;
+    let f = t.function.ok_or_else(|| format!("{at}: missing field `function`"))?;
     Ok(ToolSpec {
-        name: name.to_string(),
-        description: f.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
-        parameters: f
-            .get("parameters")
-            .cloned()
-            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        name: f.name,
+        description: f.description.unwrap_or_default(),
+        parameters: f.parameters.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
     })
 }
 
@@ -692,7 +741,45 @@ mod tests {
             (json!({"messages": []}), "`messages` is empty"),
             (
                 json!({"messages": [{"role": "function", "content": "x"}]}),
-                "messages[0]: role `function` is not supported (system, developer, user, assistant, tool)",
+                "messages[0].role: unknown variant `function`, expected one of `system`, `developer`, `user`, `assistant`, `tool`",
+            ),
+            (json!({"model": "m"}), "missing field `messages`"),
+            (
+                json!({"messages": "hi"}),
+                "messages: invalid type: string \"hi\", expected a sequence",
+            ),
+            (
+                json!({"messages": [1]}),
+                "messages[0]: invalid type: integer `1`, expected a message object",
+            ),
+            (json!({"messages": [{"content": "x"}]}), "messages[0]: missing field `role`"),
+            (
+                json!({"messages": [{"role": "user", "content": 5}]}),
+                "messages[0].content: expected a string or a list of text parts",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"id": "c"}]}]}),
+                "messages[1].tool_calls[0]: missing field `function`",
+            ),
+            (
+                json!({"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}]}),
+                "messages[0].tool_calls[0].function: missing field `name`",
+            ),
+            (
+                json!({"messages": [{"role": "tool", "tool_call_id": 7, "content": "x"}]}),
+                "messages[0].tool_call_id: invalid type: integer `7`, expected a string",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x", "images": ["aGk="]}]}),
+                "messages[0]: images are not supported: the gateway forwards text",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}),
+                "tools[0]: missing field `function`",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"description": "d"}}]}),
+                "tools[0].function: missing field `name`",
             ),
             (
                 json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}),
