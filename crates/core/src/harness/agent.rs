@@ -433,7 +433,7 @@ fn record_score(lp: &mut Loop<'_>, step: u32, r: &CheckResult) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{BoxFuture, CallOutcome, ChatRequest, ModelError};
     use crate::record::Tokens;
@@ -463,23 +463,30 @@ mod tests {
         }
     }
 
-    /// The messages of the first request of a bare trial on add-two under `prompts`.
-    async fn first_request(prompts: &ArmPrompts) -> (Vec<Message>, Task) {
+    /// An experiment on the tiny suite with these `arms` (TOML), one model, two steps.
+    pub(crate) fn experiment(arms: &str) -> crate::experiment::config::Experiment {
         let root = crate::repo_root().join("tests/fixtures/suites/tiny");
         let text = format!(
-            "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n[arms.b]\n",
+            "[experiment]\nname = \"p\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n{arms}",
             root.display()
         );
-        let exp = crate::experiment::config::load_str(&root.join("exp.toml"), &text).unwrap();
-        let task = crate::suite::load(&root).unwrap().task("add-two").unwrap().clone();
+        crate::experiment::config::load_str(&root.join("exp.toml"), &text).unwrap()
+    }
+
+    /// The messages of the first request of a trial of `components` on add-two under `prompts`.
+    pub(crate) async fn first_request(
+        prompts: &ArmPrompts,
+        components: &Components,
+    ) -> (Vec<Message>, Task) {
+        let exp = experiment("[arms.b]\n");
+        let task = crate::suite::load(&exp.suite_path).unwrap().task("add-two").unwrap().clone();
         let sandbox = Sandbox::create(&task).unwrap();
         let client = Recorder(Mutex::new(Vec::new()));
-        let components = Components::bare();
         let ctx = TrialContext {
             trial_id: "t",
             attempt: 1,
             task: &task,
-            components: &components,
+            components,
             instructions: prompts,
             budget: &exp.budget,
             settings: &exp.harness,
@@ -488,14 +495,14 @@ mod tests {
             seed: 1,
         };
         let outcome = run_agent(&ctx, &sandbox, &mut |_| {}).await;
-        assert_eq!(outcome.steps, 1, "bare: one call");
+        assert_eq!(outcome.steps, 1, "DONE at once: one call");
         let first = client.0.lock().unwrap()[0].clone();
         (first, task)
     }
 
     #[tokio::test]
     async fn builtin_instructions_send_the_default_system_prompt_and_the_task_message() {
-        let (messages, task) = first_request(&ArmPrompts::builtin()).await;
+        let (messages, task) = first_request(&ArmPrompts::builtin(), &Components::bare()).await;
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0].content, prompts::DEFAULT_SYSTEM);
         // The whole builtin task message (its text is pinned in prompts.rs), over the task's files
@@ -517,7 +524,7 @@ mod tests {
             prefill: None,
             stop: Vec::new(),
         };
-        let (messages, task) = first_request(&card).await;
+        let (messages, task) = first_request(&card, &Components::bare()).await;
         assert_eq!(messages.len(), 1, "no system message");
         let code = std::fs::read_to_string(task.workspace_dir().join("add.py")).unwrap();
         assert_eq!(messages[0].content, format!("Complete this:\n```python\n{}\n```", code.trim()));

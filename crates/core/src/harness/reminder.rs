@@ -19,23 +19,10 @@ impl Hook for Reminder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::config::{Experiment, load_str};
+    use crate::experiment::instructions::ArmPrompts;
     use crate::experiment::matrix::ComparisonKind;
     use crate::experiment::{Component, Components};
-    use crate::harness::agent::{TrialContext, run_agent};
-    use crate::model::{BoxFuture, CallOutcome, ChatRequest, Message, ModelClient, ModelError};
-    use crate::record::Tokens;
-    use crate::sandbox::Sandbox;
-    use std::sync::Mutex;
-
-    fn experiment(arms: &str) -> Experiment {
-        let root = crate::repo_root().join("tests/fixtures/suites/tiny");
-        let text = format!(
-            "[experiment]\nname = \"r\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 4\nmax_output_tokens_per_step = 100\nmax_total_tokens = 10000\nmax_working_seconds = 60\n\n[[models]]\nname = \"m\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\n\n{arms}",
-            root.display()
-        );
-        load_str(&root.join("exp.toml"), &text).unwrap()
-    }
+    use crate::harness::agent::tests::{experiment, first_request};
 
     #[test]
     fn the_config_reads_its_key_and_the_sweeps_ablate_it() {
@@ -61,52 +48,10 @@ mod tests {
         assert!(Components::bare().summary().ends_with("reminder=off"));
     }
 
-    /// Answers DONE and keeps each request's messages.
-    struct Recorder(Mutex<Vec<Vec<Message>>>);
-
-    impl ModelClient for Recorder {
-        fn chat<'a>(
-            &'a self,
-            req: &'a ChatRequest,
-            operation_id: String,
-        ) -> BoxFuture<'a, CallOutcome> {
-            self.0.lock().unwrap().push(req.messages.clone());
-            Box::pin(async move {
-                CallOutcome::scripted(
-                    operation_id,
-                    "DONE",
-                    Tokens { input: 1, output: 1, cached: 0 },
-                )
-            })
-        }
-
-        fn identity(&self) -> BoxFuture<'_, Result<Option<String>, ModelError>> {
-            Box::pin(async { Ok(None) })
-        }
-    }
-
     /// The first request's task message of a trial of `components` on add-two.
     async fn task_message(components: &Components) -> String {
-        let exp = experiment("[arms.b]\n");
-        let task = crate::suite::load(&exp.suite_path).unwrap().task("add-two").unwrap().clone();
-        let sandbox = Sandbox::create(&task).unwrap();
-        let client = Recorder(Mutex::new(Vec::new()));
-        let prompts = crate::experiment::instructions::ArmPrompts::builtin();
-        let ctx = TrialContext {
-            trial_id: "t",
-            attempt: 1,
-            task: &task,
-            components,
-            instructions: &prompts,
-            budget: &exp.budget,
-            settings: &exp.harness,
-            model: &exp.models[0],
-            client: &client,
-            seed: 1,
-        };
-        run_agent(&ctx, &sandbox, &mut |_| {}).await;
-        let first = client.0.lock().unwrap()[0].clone();
-        first.last().unwrap().content.clone()
+        let (messages, _) = first_request(&ArmPrompts::builtin(), components).await;
+        messages.last().unwrap().content.clone()
     }
 
     #[tokio::test]
