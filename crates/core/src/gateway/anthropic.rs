@@ -3,7 +3,7 @@
 //! and its stream of server-sent events (emulated from the complete reply, in
 //! the order Anthropic's SDK accumulates them).
 
-use super::wire::{self, Asked, ReplyMeta};
+use super::wire::{self, Asked, ReplyMeta, Stop};
 use crate::model::{ChatReply, Message, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -50,13 +50,6 @@ struct Request {
 enum Text {
     One(String),
     Blocks(Vec<Value>),
-}
-
-#[derive(Deserialize)]
-#[serde(untagged, expecting = "expected a string or a list of strings")]
-enum Stop {
-    One(String),
-    Many(Vec<String>),
 }
 
 #[derive(Deserialize)]
@@ -167,11 +160,7 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     asked.temperature = req.temperature;
     asked.top_p = req.top_p;
     asked.max_tokens = req.max_tokens.map(|v| ("max_tokens", v));
-    asked.stop = match req.stop_sequences {
-        None => Vec::new(),
-        Some(Stop::One(s)) => vec![s],
-        Some(Stop::Many(v)) => v,
-    };
+    asked.stop = Stop::list(req.stop_sequences);
     asked.tool_choice = match req.tool_choice {
         None | Some(Choice::Auto {}) => ToolChoice::Auto,
         Some(Choice::Any {}) => ToolChoice::Required,

@@ -5,30 +5,44 @@
 
 use super::wire::{self, Api, Asked, ReplyMeta};
 use crate::model::{ChatReply, Message};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The note every such call's trace line carries.
 pub const NOTE: &str =
     "a completion endpoint: the prompt was sent as one user turn of the chat model";
 
+/// The keys of a completion request read typed; the others are the chat APIs' (`wire`).
+#[derive(Deserialize)]
+struct Request {
+    prompt: Option<Prompt>,
+    /// Ollama's system prompt.
+    system: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of one string")]
+enum Prompt {
+    One(String),
+    Many(Vec<String>),
+}
+
 /// Read a `/v1/completions` or `/api/generate` request.
 pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;
     let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
-    let prompt = match non_null("prompt") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
-            a[0].as_str().unwrap_or("").to_string()
-        }
-        Some(Value::Array(_)) => {
+    let req: Request = wire::from_json(body, "")?;
+    let prompt = match req.prompt {
+        Some(Prompt::One(s)) => s,
+        Some(Prompt::Many(mut a)) if a.len() == 1 => a.remove(0),
+        Some(Prompt::Many(_)) => {
             return Err("`prompt` as a list is supported with one string only".into());
         }
-        Some(_) => return Err("`prompt` is not a string".into()),
         None => return Err("`prompt` is missing".into()),
     };
     let mut messages = Vec::new();
     if api == Api::Generate
-        && let Some(s) = non_null("system").and_then(Value::as_str).filter(|s| !s.is_empty())
+        && let Some(s) = req.system.filter(|s| !s.is_empty())
     {
         messages.push(Message::system(s));
     }
@@ -36,17 +50,8 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
     let mut asked = Asked::new(messages, Vec::new(), obj.get("model").cloned());
     match api {
         Api::Completions => {
-            asked.stream = non_null("stream").and_then(Value::as_bool).unwrap_or(false);
-            asked.include_usage = obj
-                .get("stream_options")
-                .and_then(|o| o.get("include_usage"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            asked.temperature = non_null("temperature").cloned();
-            asked.top_p = non_null("top_p").cloned();
-            asked.seed = non_null("seed").cloned();
+            wire::read_openai_keys(body, &mut asked)?;
             asked.max_tokens = non_null("max_tokens").map(|v| ("max_tokens", v.clone()));
-            asked.stop = wire::read_stop(non_null("stop"), "stop")?;
             if non_null("n").and_then(Value::as_u64).is_some_and(|n| n != 1)
                 || non_null("best_of").and_then(Value::as_u64).is_some_and(|n| n != 1)
             {
@@ -70,21 +75,7 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
             asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
         }
         _ => {
-            asked.stream = non_null("stream").and_then(Value::as_bool).unwrap_or(true);
-            if let Some(o) = non_null("options").and_then(Value::as_object) {
-                let get = |k: &str| o.get(k).filter(|v| !v.is_null()).cloned();
-                asked.temperature = get("temperature");
-                asked.top_p = get("top_p");
-                asked.seed = get("seed");
-                asked.max_tokens = get("num_predict").map(|v| ("num_predict", v));
-                asked.stop = wire::read_stop(o.get("stop"), "options.stop")?;
-                const KNOWN: [&str; 5] = ["temperature", "top_p", "seed", "num_predict", "stop"];
-                asked.ignored.extend(
-                    o.keys()
-                        .filter(|k| !KNOWN.contains(&k.as_str()))
-                        .map(|k| format!("options.{k}")),
-                );
-            }
+            wire::read_ollama_keys(body, &mut asked)?;
             asked.response_format = wire::read_ollama_format(non_null("format"))?;
             for k in ["suffix", "template", "raw", "context", "images"] {
                 let given = match non_null(k) {
@@ -173,4 +164,86 @@ pub fn generate_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
     }
     lines.push(generate_final(reply, meta, ""));
     lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_completion_request_is_one_user_turn_with_its_api_keys() {
+        let body = json!({"model": "x", "prompt": "p", "system": "s", "options":
+            {"temperature": 0.2, "num_predict": 5, "stop": "\n", "mirostat": 1}});
+        let a = read(Api::Generate, &body).unwrap();
+        let turns: Vec<_> = a.messages.iter().map(|m| (m.role, m.content.as_str())).collect();
+        assert_eq!(turns, [(crate::model::Role::System, "s"), (crate::model::Role::User, "p")]);
+        assert!(a.stream, "Ollama streams by default");
+        assert_eq!(a.temperature, Some(json!(0.2)));
+        assert_eq!(a.max_tokens, Some(("num_predict", json!(5))));
+        assert_eq!(a.stop, ["\n"]);
+        assert_eq!(a.ignored, ["options.mirostat"]);
+
+        let body = json!({"prompt": ["p"], "stop": ["a", "b"], "max_tokens": 3, "stream": true,
+            "stream_options": {"include_usage": true}, "logprobs": 2});
+        let a = read(Api::Completions, &body).unwrap();
+        assert_eq!((a.messages.len(), a.messages[0].content.as_str()), (1, "p"));
+        assert_eq!(a.stop, ["a", "b"]);
+        assert!(a.stream && a.include_usage);
+        assert_eq!(a.max_tokens, Some(("max_tokens", json!(3))));
+        assert_eq!(a.ignored, ["logprobs"]);
+    }
+
+    #[test]
+    fn requests_it_cannot_forward_are_refused_naming_the_key() {
+        for (api, body, message) in [
+            (Api::Completions, json!({"model": "m"}), "`prompt` is missing"),
+            (
+                Api::Completions,
+                json!({"prompt": ["a", "b"]}),
+                "`prompt` as a list is supported with one string only",
+            ),
+            (
+                Api::Completions,
+                json!({"prompt": [1, 2]}),
+                "prompt: expected a string or a list of one string",
+            ),
+            (
+                Api::Completions,
+                json!({"prompt": "p", "stop": 5}),
+                "stop: expected a string or a list of strings",
+            ),
+            (
+                Api::Completions,
+                json!({"prompt": "p", "n": 2}),
+                "`n` and `best_of` other than 1 are not supported: one completion a call",
+            ),
+            (
+                Api::Completions,
+                json!({"prompt": "p", "stream_options": {"include_usage": "yes"}}),
+                "stream_options.include_usage: invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                Api::Generate,
+                json!({"prompt": "p", "stream": "no"}),
+                "stream: invalid type: string \"no\", expected a boolean",
+            ),
+            (
+                Api::Generate,
+                json!({"prompt": "p", "options": 3}),
+                "options: invalid type: integer `3`, expected an object of options",
+            ),
+            (
+                Api::Generate,
+                json!({"prompt": "p", "options": {"stop": [1]}}),
+                "options.stop: expected a string or a list of strings",
+            ),
+            (
+                Api::Generate,
+                json!({"prompt": "p", "suffix": "x"}),
+                "`suffix` is not supported: the prompt is sent as one user turn of the chat model",
+            ),
+        ] {
+            assert_eq!(read(api, &body).err().as_deref(), Some(message), "{body}");
+        }
+    }
 }

@@ -6,6 +6,7 @@
 
 use super::wire::{self, Asked, ReplyMeta};
 use crate::model::{ChatReply, Message, Role, ToolCall, ToolSpec};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// Responses a trial keeps for `previous_response_id` (the oldest go first).
@@ -41,31 +42,103 @@ const ECHOED: [Echoed; 5] = [
     ("instructions", || Value::Null),
 ];
 
+/// The keys of a Responses request that are read typed (null is absent); the sampling values
+/// are forwarded as they are, and the echoed keys echoed as they are.
+#[derive(Deserialize)]
+struct Request {
+    instructions: Option<String>,
+    input: Option<Input>,
+    previous_response_id: Option<String>,
+    stream: Option<bool>,
+    store: Option<bool>,
+}
+
+/// `input`: a string, or a list of items read one by one (so that an item's own error, such as
+/// a type not supported, is the one reported).
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of items")]
+enum Input {
+    Text(String),
+    Items(Vec<Value>),
+}
+
+/// An item's `type` (absent: a message), read before the item itself.
+#[derive(Deserialize)]
+struct ItemKind {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MessageItem {
+    role: ItemRole,
+    content: Option<Content>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ItemRole {
+    System,
+    Developer,
+    User,
+    Assistant,
+}
+
+/// A string, or a list of parts read one by one.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of content parts")]
+enum Content {
+    Text(String),
+    Parts(Vec<Value>),
+}
+
+#[derive(Deserialize)]
+struct Part {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    refusal: String,
+}
+
+#[derive(Deserialize)]
+struct CallItem {
+    call_id: String,
+    name: String,
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct OutputItem {
+    call_id: String,
+    output: Option<Value>,
+}
+
 /// Read a Responses request (the stored conversation of `previous_response_id` is the gateway's to add).
 pub fn read(body: &Value) -> Result<Asked, String> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;
     let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
+    let req: Request = wire::from_json(body, "")?;
     let mut messages = Vec::new();
-    if let Some(i) = non_null("instructions") {
-        let text = i.as_str().ok_or("`instructions` is not a string")?;
+    if let Some(text) = req.instructions {
         messages.push(Message::system(text));
     }
-    match non_null("input") {
-        None if non_null("previous_response_id").is_none() => {
+    match req.input {
+        None if req.previous_response_id.is_none() => {
             return Err("`input` is missing".into());
         }
         None => {}
-        Some(Value::String(s)) => messages.push(Message::user(s)),
-        Some(Value::Array(items)) => {
+        Some(Input::Text(s)) => messages.push(Message::user(s)),
+        Some(Input::Items(items)) => {
             for (i, item) in items.iter().enumerate() {
-                read_item(item, &mut messages).map_err(|e| format!("input[{i}]: {e}"))?;
+                read_item(item, &format!("input[{i}]"), &mut messages)?;
             }
         }
-        Some(_) => return Err("`input` is not a string or a list of items".into()),
     }
     let tools = wire::read_tools(non_null("tools"), read_tool)?;
     let mut asked = Asked::new(messages, tools, obj.get("model").cloned());
-    asked.stream = wire::read_stream(non_null("stream"), false)?;
+    asked.stream = req.stream.unwrap_or(false);
     asked.temperature = non_null("temperature").cloned();
     asked.top_p = non_null("top_p").cloned();
     asked.seed = non_null("seed").cloned();
@@ -73,12 +146,8 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     asked.tool_choice = wire::read_tool_choice(non_null("tool_choice"))?;
     asked.response_format =
         wire::read_response_format(non_null("text").and_then(|t| t.get("format")), "text.format")?;
-    asked.previous_response_id = match non_null("previous_response_id") {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("`previous_response_id` is not a string".into()),
-    };
-    asked.store = non_null("store").and_then(Value::as_bool).unwrap_or(true);
+    asked.previous_response_id = req.previous_response_id;
+    asked.store = req.store.unwrap_or(true);
     let mut echo = Map::new();
     for (k, default) in ECHOED {
         echo.insert(k.to_string(), non_null(k).cloned().unwrap_or_else(default));
@@ -128,78 +197,62 @@ fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, String> {
     })
 }
 
-/// Text of a message's content: a string or a list of text parts.
-fn item_text(v: Option<&Value>) -> Result<String, String> {
-    match v {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(parts)) => {
-            let mut text = String::new();
-            for p in parts {
-                match p.get("type").and_then(Value::as_str) {
-                    Some("input_text" | "output_text" | "text") => {
-                        text.push_str(p.get("text").and_then(Value::as_str).unwrap_or(""))
-                    }
-                    Some("refusal") => {
-                        text.push_str(p.get("refusal").and_then(Value::as_str).unwrap_or(""))
-                    }
-                    other => {
-                        return Err(format!(
-                            "content part of type `{}` is not supported: the gateway forwards text",
-                            other.unwrap_or("?")
-                        ));
-                    }
-                }
+/// Text of the content at `at`: a string or a list of text parts.
+fn content_text(content: Option<Content>, at: &str) -> Result<String, String> {
+    let parts = match content {
+        None => return Ok(String::new()),
+        Some(Content::Text(s)) => return Ok(s),
+        Some(Content::Parts(parts)) => parts,
+    };
+    let mut text = String::new();
+    for (j, p) in parts.iter().enumerate() {
+        let p: Part = wire::from_json(p, &format!("{at}[{j}]"))?;
+        match p.kind.as_str() {
+            "input_text" | "output_text" | "text" => text.push_str(&p.text),
+            "refusal" => text.push_str(&p.refusal),
+            other => {
+                return Err(format!(
+                    "{at}[{j}]: content part of type `{other}` is not supported: the gateway forwards text"
+                ));
             }
-            Ok(text)
         }
-        Some(_) => Err("`content` is not a string or a list of parts".into()),
     }
+    Ok(text)
 }
 
-/// One input item, appended to `messages`: a message, an earlier function
-/// call (merged into the assistant message before it), or a call's output.
-fn read_item(item: &Value, messages: &mut Vec<Message>) -> Result<(), String> {
+/// The input item at `at`, appended to `messages`: a message, an earlier function call (merged
+/// into the assistant message before it), or a call's output.
+fn read_item(item: &Value, at: &str, messages: &mut Vec<Message>) -> Result<(), String> {
     if let Value::String(s) = item {
         messages.push(Message::user(s));
         return Ok(());
     }
-    let kind = item.get("type").and_then(Value::as_str).unwrap_or("message");
-    match kind {
+    let ItemKind { kind } = wire::from_json(item, at)?;
+    match kind.as_deref().unwrap_or("message") {
         "message" => {
-            let role = match item.get("role").and_then(Value::as_str) {
-                Some("system" | "developer") => Role::System,
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                Some(other) => {
-                    return Err(format!(
-                        "role `{other}` is not supported (system, developer, user, assistant)"
-                    ));
-                }
-                None => return Err("`role` is missing".into()),
+            let m: MessageItem = wire::from_json(item, at)?;
+            let role = match m.role {
+                ItemRole::System | ItemRole::Developer => Role::System,
+                ItemRole::User => Role::User,
+                ItemRole::Assistant => Role::Assistant,
             };
-            let text = item_text(item.get("content"))?;
+            let content = content_text(m.content, &format!("{at}.content"))?;
             messages.push(Message {
                 role,
-                content: text,
+                content,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 name: None,
             });
         }
         "function_call" => {
-            let call_id = item
-                .get("call_id")
-                .and_then(Value::as_str)
-                .ok_or("function_call without `call_id`")?;
-            let name =
-                item.get("name").and_then(Value::as_str).ok_or("function_call without `name`")?;
-            let arguments = match item.get("arguments") {
-                Some(Value::String(s)) => s.clone(),
-                None | Some(Value::Null) => "{}".into(),
+            let c: CallItem = wire::from_json(item, at)?;
+            let arguments = match c.arguments {
+                Some(Value::String(s)) => s,
+                None => "{}".into(),
                 Some(other) => other.to_string(),
             };
-            let call = ToolCall { id: call_id.to_string(), name: name.to_string(), arguments };
+            let call = ToolCall { id: c.call_id, name: c.name, arguments };
             // Consecutive calls, and the assistant's text before them, are one assistant turn.
             match messages.last_mut() {
                 Some(m) if m.role == Role::Assistant => m.tool_calls.push(call),
@@ -213,23 +266,22 @@ fn read_item(item: &Value, messages: &mut Vec<Message>) -> Result<(), String> {
             }
         }
         "function_call_output" => {
-            let call_id = item
-                .get("call_id")
-                .and_then(Value::as_str)
-                .ok_or("function_call_output without `call_id`")?;
-            let output = match item.get("output") {
-                Some(Value::String(s)) => s.clone(),
-                v @ Some(Value::Array(_)) => item_text(v)?,
-                None | Some(Value::Null) => String::new(),
+            let o: OutputItem = wire::from_json(item, at)?;
+            let output = match o.output {
+                Some(Value::String(s)) => s,
+                Some(Value::Array(parts)) => {
+                    content_text(Some(Content::Parts(parts)), &format!("{at}.output"))?
+                }
+                None => String::new(),
                 Some(other) => other.to_string(),
             };
-            wire::push_tool_result(messages, call_id.to_string(), output);
+            wire::push_tool_result(messages, o.call_id, output);
         }
         // Reasoning an earlier response returned carries nothing this model reads.
         "reasoning" => {}
         other => {
             return Err(format!(
-                "item type `{other}` is not supported (message, function_call, function_call_output)"
+                "{at}: item type `{other}` is not supported (message, function_call, function_call_output)"
             ));
         }
     }
@@ -517,7 +569,29 @@ mod tests {
             ),
             (
                 json!({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}),
-                "input[0]: content part of type `input_image` is not supported: the gateway forwards text",
+                "input[0].content[0]: content part of type `input_image` is not supported: the gateway forwards text",
+            ),
+            (json!({"input": 5}), "input: expected a string or a list of items"),
+            (json!({"input": [{"content": "x"}]}), "input[0]: missing field `role`"),
+            (
+                json!({"input": [{"role": "tool", "content": "x"}]}),
+                "input[0].role: unknown variant `tool`, expected one of `system`, `developer`, `user`, `assistant`",
+            ),
+            (
+                json!({"input": ["a", {"type": "function_call", "name": "f"}]}),
+                "input[1]: missing field `call_id`",
+            ),
+            (
+                json!({"input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_file"}]}]}),
+                "input[0].output[0]: content part of type `input_file` is not supported: the gateway forwards text",
+            ),
+            (
+                json!({"input": "x", "instructions": ["a"]}),
+                "instructions: invalid type: sequence, expected a string",
+            ),
+            (
+                json!({"input": "x", "store": "yes"}),
+                "store: invalid type: string \"yes\", expected a boolean",
             ),
         ] {
             assert_eq!(read(&body).err().as_deref(), Some(message), "{body}");

@@ -96,29 +96,22 @@ pub fn read_tools(
     }
 }
 
-/// `stream`: a boolean (null or absent: the API's default).
-pub fn read_stream(v: Option<&Value>, default: bool) -> Result<bool, String> {
-    match v {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err("`stream` is not a boolean".into()),
-    }
+/// `stop` (Anthropic's `stop_sequences`): a string or a list of strings.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a string or a list of strings")]
+pub enum Stop {
+    One(String),
+    Many(Vec<String>),
 }
 
-/// `stop`: a string or a list of strings (null: none).
-pub fn read_stop(v: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
-    match v {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::String(s)) => Ok(vec![s.clone()]),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| {
-                x.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| format!("`{key}` holds a value that is not a string"))
-            })
-            .collect(),
-        Some(_) => Err(format!("`{key}` is not a string or a list of strings")),
+impl Stop {
+    /// The stop strings of an optional `stop` (absent or null: none).
+    pub fn list(stop: Option<Stop>) -> Vec<String> {
+        match stop {
+            None => Vec::new(),
+            Some(Stop::One(s)) => vec![s],
+            Some(Stop::Many(v)) => v,
+        }
     }
 }
 
@@ -254,22 +247,12 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
     link_tool_results(&mut messages);
     let tools = read_tools(obj.get("tools"), read_tool)?;
     let mut asked = Asked::new(messages, tools, obj.get("model").cloned());
-    let non_null = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
     match api {
         Api::OpenAi | Api::Responses | Api::Anthropic | Api::Completions | Api::Generate => {
-            asked.stream = read_stream(obj.get("stream"), false)?;
-            asked.include_usage = obj
-                .get("stream_options")
-                .and_then(|o| o.get("include_usage"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            asked.temperature = non_null(obj.get("temperature"));
-            asked.top_p = non_null(obj.get("top_p"));
-            asked.seed = non_null(obj.get("seed"));
+            read_openai_keys(body, &mut asked)?;
             asked.max_tokens = non_null(obj.get("max_completion_tokens"))
                 .map(|v| ("max_completion_tokens", v))
                 .or_else(|| non_null(obj.get("max_tokens")).map(|v| ("max_tokens", v)));
-            asked.stop = read_stop(obj.get("stop"), "stop")?;
             asked.tool_choice = read_tool_choice(obj.get("tool_choice"))?;
             asked.response_format =
                 read_response_format(obj.get("response_format"), "response_format")?;
@@ -291,22 +274,7 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
             asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
         }
         Api::Ollama => {
-            // Ollama streams unless told not to.
-            asked.stream = read_stream(obj.get("stream"), true)?;
-            if let Some(options) = obj.get("options").filter(|o| !o.is_null()) {
-                let o = options.as_object().ok_or_else(|| bad("`options` is not an object"))?;
-                asked.temperature = non_null(o.get("temperature"));
-                asked.top_p = non_null(o.get("top_p"));
-                asked.seed = non_null(o.get("seed"));
-                asked.max_tokens = non_null(o.get("num_predict")).map(|v| ("num_predict", v));
-                asked.stop = read_stop(o.get("stop"), "options.stop")?;
-                const KNOWN: [&str; 5] = ["temperature", "top_p", "seed", "num_predict", "stop"];
-                asked.ignored.extend(
-                    o.keys()
-                        .filter(|k| !KNOWN.contains(&k.as_str()))
-                        .map(|k| format!("options.{k}")),
-                );
-            }
+            read_ollama_keys(body, &mut asked)?;
             asked.response_format = read_ollama_format(obj.get("format"))?;
             const KNOWN: [&str; 7] =
                 ["model", "messages", "tools", "stream", "options", "keep_alive", "format"];
@@ -321,6 +289,71 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
 #[derive(Deserialize)]
 struct ChatRequest {
     messages: Vec<ChatMessage>,
+}
+
+/// The keys OpenAI chat reads typed; the sampling values are forwarded as they are.
+#[derive(Deserialize)]
+struct OpenAiKeys {
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+    stop: Option<Stop>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    include_usage: Option<bool>,
+}
+
+/// The keys Ollama's chat reads typed.
+#[derive(Deserialize)]
+struct OllamaKeys {
+    stream: Option<bool>,
+    options: Option<OllamaOptions>,
+}
+
+/// Ollama's `options`: `stop` typed, the sampling values read from the object as they are.
+#[derive(Deserialize)]
+#[serde(expecting = "an object of options")]
+struct OllamaOptions {
+    stop: Option<Stop>,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Value>,
+}
+
+fn non_null(v: Option<&Value>) -> Option<Value> {
+    v.filter(|v| !v.is_null()).cloned()
+}
+
+/// The keys OpenAI's chat and completions share: `stream`, `stream_options.include_usage`,
+/// `stop` and the sampling values.
+pub(super) fn read_openai_keys(body: &Value, asked: &mut Asked) -> Result<(), String> {
+    let keys: OpenAiKeys = from_json(body, "")?;
+    asked.stream = keys.stream.unwrap_or(false);
+    asked.include_usage = keys.stream_options.and_then(|o| o.include_usage).unwrap_or(false);
+    asked.temperature = non_null(body.get("temperature"));
+    asked.top_p = non_null(body.get("top_p"));
+    asked.seed = non_null(body.get("seed"));
+    asked.stop = Stop::list(keys.stop);
+    Ok(())
+}
+
+/// The keys Ollama's chat and generate share: `stream` (on unless turned off) and `options`
+/// (its sampling values, `num_predict` and `stop`; any other option noted as dropped).
+pub(super) fn read_ollama_keys(body: &Value, asked: &mut Asked) -> Result<(), String> {
+    let keys: OllamaKeys = from_json(body, "")?;
+    asked.stream = keys.stream.unwrap_or(true);
+    if let Some(o) = keys.options {
+        asked.temperature = non_null(o.rest.get("temperature"));
+        asked.top_p = non_null(o.rest.get("top_p"));
+        asked.seed = non_null(o.rest.get("seed"));
+        asked.max_tokens = non_null(o.rest.get("num_predict")).map(|v| ("num_predict", v));
+        asked.stop = Stop::list(o.stop);
+        const KNOWN: [&str; 4] = ["temperature", "top_p", "seed", "num_predict"];
+        asked.ignored.extend(
+            o.rest.keys().filter(|k| !KNOWN.contains(&k.as_str())).map(|k| format!("options.{k}")),
+        );
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
