@@ -3,7 +3,7 @@
 //! and its stream of server-sent events (emulated from the complete reply, in
 //! the order Anthropic's SDK accumulates them).
 
-use super::wire::{self, Asked, ReplyMeta, Stop};
+use super::wire::{self, Asked, BadRequest, ReplyMeta, Stop};
 use crate::model::{ChatReply, Message, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -129,7 +129,7 @@ enum Format {
 }
 
 /// Read a Messages request.
-pub fn read(body: &Value) -> Result<Asked, String> {
+pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;
     let req: Request = wire::from_json(body, "")?;
     let mut messages = Vec::new();
@@ -143,7 +143,7 @@ pub fn read(body: &Value) -> Result<Asked, String> {
         }
     }
     if req.messages.is_empty() {
-        return Err("`messages` is empty".into());
+        return Err(BadRequest::naming("messages", "`messages` is empty"));
     }
     for (i, m) in req.messages.into_iter().enumerate() {
         read_message(m, &format!("messages[{i}]"), &mut messages)?;
@@ -153,7 +153,7 @@ pub fn read(body: &Value) -> Result<Asked, String> {
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, t)| read_tool(t).map_err(|e| format!("tools[{i}]: {e}")))
+        .map(|(i, t)| read_tool(t, &format!("tools[{i}]")))
         .collect::<Result<_, _>>()?;
     let mut asked = Asked::new(messages, tools, obj.get("model").cloned());
     asked.stream = req.stream.unwrap_or(false);
@@ -179,12 +179,13 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     Ok(asked)
 }
 
-fn read_tool(t: Tool) -> Result<ToolSpec, String> {
+fn read_tool(t: Tool, at: &str) -> Result<ToolSpec, BadRequest> {
     match t.kind.as_deref() {
         None | Some("custom") => {}
         Some(other) => {
-            return Err(format!(
-                "tool type `{other}` is not supported (a custom tool with input_schema)"
+            return Err(BadRequest::at(
+                at,
+                format!("tool type `{other}` is not supported (a custom tool with input_schema)"),
             ));
         }
     }
@@ -196,7 +197,7 @@ fn read_tool(t: Tool) -> Result<ToolSpec, String> {
 }
 
 /// Text of a tool result's content at `at`: a string or a list of text blocks.
-fn result_text(v: Option<Text>, at: &str) -> Result<String, String> {
+fn result_text(v: Option<Text>, at: &str) -> Result<String, BadRequest> {
     match v {
         None => Ok(String::new()),
         Some(Text::One(s)) => Ok(s),
@@ -214,7 +215,7 @@ fn result_text(v: Option<Text>, at: &str) -> Result<String, String> {
 /// One message at `at`: its tool results become tool messages (first, in
 /// order), its text one user or assistant message, its tool uses the
 /// assistant's calls.
-fn read_message(m: InMessage, at: &str, messages: &mut Vec<Message>) -> Result<(), String> {
+fn read_message(m: InMessage, at: &str, messages: &mut Vec<Message>) -> Result<(), BadRequest> {
     let role = match m.role {
         InRole::User => Role::User,
         InRole::Assistant => Role::Assistant,
@@ -244,9 +245,12 @@ fn read_message(m: InMessage, at: &str, messages: &mut Vec<Message>) -> Result<(
             Block::Thinking {} | Block::RedactedThinking {} => {}
             Block::ToolUse { .. } | Block::ToolResult { .. } => {
                 let kind = b.get("type").and_then(Value::as_str).unwrap_or("?");
-                return Err(format!(
-                    "{at}: a block of type `{kind}` is not supported in a {} message",
-                    if role == Role::Assistant { "assistant" } else { "user or system" }
+                return Err(BadRequest::at(
+                    at,
+                    format!(
+                        "a block of type `{kind}` is not supported in a {} message",
+                        if role == Role::Assistant { "assistant" } else { "user or system" }
+                    ),
                 ));
             }
         }
@@ -437,7 +441,7 @@ mod tests {
         let wrong: Vec<String> = cases
             .iter()
             .filter_map(|(body, want)| {
-                let got = read(body).err();
+                let got = read(body).err().map(|e| e.message);
                 (got.as_deref() != Some(*want))
                     .then(|| format!("{body}\n  got  {got:?}\n  want {want}"))
             })

@@ -6,7 +6,7 @@
 //! and traced. An upstream that serves no embeddings (the embedded model)
 //! gets a 501.
 
-use super::wire::Api;
+use super::wire::{Api, BadRequest};
 use crate::model::embed::{EmbedReply, EmbedRequest};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -42,6 +42,7 @@ pub struct Asked {
     pub ignored: Vec<String>,
 }
 
+/// The texts of `key`; Err: what is wrong with it, naming it.
 fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
     let token_ids =
         || format!("`{key}` as token ids is not supported by the gateway: send the text");
@@ -81,7 +82,7 @@ pub fn read(
     body: &Value,
     experiment_name: &str,
     upstream_model: &str,
-) -> Result<Asked, String> {
+) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body must be a JSON object")?;
     let model = obj
         .get("model")
@@ -100,29 +101,36 @@ pub fn read(
         EmbedApi::OllamaLegacy => ("prompt", &["model", "prompt", "options", "keep_alive"]),
     };
     if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(format!("unknown key `{k}` (known: {})", known.join(", ")));
+        return Err(BadRequest::naming(
+            k,
+            format!("unknown key `{k}` (known: {})", known.join(", ")),
+        ));
     }
-    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)?;
+    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)
+        .map_err(|m| BadRequest::naming(input_key, m))?;
     if api == EmbedApi::OllamaLegacy && input.len() != 1 {
-        return Err("`prompt` must be one string".into());
+        return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
     }
     let dimensions = match obj.get("dimensions") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_u64().filter(|&d| d > 0).ok_or("`dimensions` must be a positive whole number")?,
-        ),
+        Some(v) => Some(v.as_u64().filter(|&d| d > 0).ok_or_else(|| {
+            BadRequest::naming("dimensions", "`dimensions` must be a positive whole number")
+        })?),
     };
-    let base64 = match obj
-        .get("encoding_format")
-        .and_then(|v| if v.is_null() { None } else { Some(v) })
-    {
-        None => false,
-        Some(v) => match v.as_str() {
-            Some("float") => false,
-            Some("base64") => true,
-            _ => return Err(format!("`encoding_format` must be \"float\" or \"base64\", not {v}")),
-        },
-    };
+    let base64 =
+        match obj.get("encoding_format").and_then(|v| if v.is_null() { None } else { Some(v) }) {
+            None => false,
+            Some(v) => match v.as_str() {
+                Some("float") => false,
+                Some("base64") => true,
+                _ => {
+                    return Err(BadRequest::naming(
+                        "encoding_format",
+                        format!("`encoding_format` must be \"float\" or \"base64\", not {v}"),
+                    ));
+                }
+            },
+        };
     let ignored = ["user", "truncate", "options", "keep_alive"]
         .iter()
         .filter(|k| obj.get(**k).is_some_and(|v| !v.is_null()))
@@ -235,15 +243,18 @@ mod tests {
         );
         let e = read(EmbedApi::OpenAi, &json!({"model": "m", "input": [[1, 2]]}), "m", "up")
             .unwrap_err();
-        assert!(e.contains("token ids"), "{e}");
+        assert!(e.message.contains("token ids"), "{e}");
+        assert_eq!(e.param.as_deref(), Some("input"));
         assert!(
             read(EmbedApi::OpenAi, &json!({"model": "m", "input": []}), "m", "up")
                 .unwrap_err()
+                .message
                 .contains("empty")
         );
         assert!(
             read(EmbedApi::Ollama, &json!({"model": "m", "input": "x", "stream": true}), "m", "up")
                 .unwrap_err()
+                .message
                 .contains("`stream`")
         );
     }

@@ -3,7 +3,7 @@
 //! experiment's model is a chat model: the prompt is sent as one user turn
 //! (after the system prompt Ollama's `system` gives), and the trace says so.
 
-use super::wire::{self, Api, Asked, ReplyMeta};
+use super::wire::{self, Api, Asked, BadRequest, ReplyMeta};
 use crate::model::{ChatReply, Message};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ enum Prompt {
 }
 
 /// Read a `/v1/completions` or `/api/generate` request.
-pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
+pub fn read(api: Api, body: &Value) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;
     let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
     let req: Request = wire::from_json(body, "")?;
@@ -36,9 +36,12 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
         Some(Prompt::One(s)) => s,
         Some(Prompt::Many(mut a)) if a.len() == 1 => a.remove(0),
         Some(Prompt::Many(_)) => {
-            return Err("`prompt` as a list is supported with one string only".into());
+            return Err(BadRequest::naming(
+                "prompt",
+                "`prompt` as a list is supported with one string only",
+            ));
         }
-        None => return Err("`prompt` is missing".into()),
+        None => return Err(BadRequest::naming("prompt", "`prompt` is missing")),
     };
     let mut messages = Vec::new();
     if api == Api::Generate
@@ -86,8 +89,11 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, String> {
                     Some(_) => true,
                 };
                 if given {
-                    return Err(format!(
-                        "`{k}` is not supported: the prompt is sent as one user turn of the chat model"
+                    return Err(BadRequest::naming(
+                        k,
+                        format!(
+                            "`{k}` is not supported: the prompt is sent as one user turn of the chat model"
+                        ),
                     ));
                 }
             }
@@ -243,7 +249,11 @@ mod tests {
                 "`suffix` is not supported: the prompt is sent as one user turn of the chat model",
             ),
         ] {
-            assert_eq!(read(api, &body).err().as_deref(), Some(message), "{body}");
+            assert_eq!(
+                read(api, &body).err().map(|e| e.message).as_deref(),
+                Some(message),
+                "{body}"
+            );
         }
     }
 }

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
-use wire::{Api, Asked, ReplyMeta};
+use wire::{Api, Asked, BadRequest, ReplyMeta};
 
 /// Largest request body accepted (413 beyond).
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
@@ -578,6 +578,12 @@ fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Re
     r
 }
 
+/// A 400 refusing a request the API's reader could not read, and its body for the trace.
+fn bad_request(api: Api, bad: &BadRequest) -> (Resp, Value) {
+    let v = wire::bad_request_body(api, bad);
+    (json_response(StatusCode::BAD_REQUEST, &v), v)
+}
+
 fn json_response(status: StatusCode, v: &Value) -> Resp {
     let mut r = respond(status, "application/json", v.to_string());
     // OpenAI's SDKs retry 429 and 5xx unless told not to: a refusal is final.
@@ -838,7 +844,9 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
                     &json!({"input_tokens": crate::model::prompt_bound(&request)}),
                 )
             }
-            Some(Err(e)) => refused(StatusCode::BAD_REQUEST, "invalid_request_error", e),
+            Some(Err(e)) => {
+                refused(StatusCode::BAD_REQUEST, "invalid_request_error", e.to_string())
+            }
             None => refused(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
@@ -987,8 +995,7 @@ async fn chat(
         let v = wire::error_body(api, kind, message, limit);
         (json_response(status, &v), v)
     };
-    let asked = wire::read_request(api, body)
-        .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
+    let asked = wire::read_request(api, body).map_err(|e| bad_request(api, &e))?;
     let mut messages = asked.messages.clone();
     let had_instructions =
         api == Api::Responses && body.get("instructions").is_some_and(|v| !v.is_null());
@@ -1181,7 +1188,7 @@ async fn embeddings_request(
     let outcome: Result<Resp, (Resp, Value)> = async {
         let v = json_of(body, api.errors())?;
         let mut asked = embeddings::read(api, &v, &meter.model.name, &meter.model.model)
-            .map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
+            .map_err(|e| bad_request(api.errors(), &e))?;
         if meter.client.embed(&asked.request, &step.operation_id).is_none() {
             unserved = true;
             let msg = format!("the experiment's model (provider {}) serves no embeddings", meter.model.provider.name());
@@ -1340,11 +1347,14 @@ struct ExecAsk {
     stdin: Option<String>,
 }
 
-fn read_exec(body: &Value) -> Result<ExecAsk, String> {
+fn read_exec(body: &Value) -> Result<ExecAsk, BadRequest> {
     let obj = body.as_object().ok_or("the body must be a JSON object: {\"command\": \"...\"}")?;
     for k in obj.keys() {
         if !matches!(k.as_str(), "command" | "timeout_sec" | "stdin") {
-            return Err(format!("unknown key `{k}` (known: command, timeout_sec, stdin)"));
+            return Err(BadRequest::naming(
+                k,
+                format!("unknown key `{k}` (known: command, timeout_sec, stdin)"),
+            ));
         }
     }
     let command = obj
@@ -1352,22 +1362,30 @@ fn read_exec(body: &Value) -> Result<ExecAsk, String> {
         .and_then(Value::as_str)
         .ok_or("`command` must be a string: a bash command line")?;
     if command.trim().is_empty() {
-        return Err("`command` is empty".into());
+        return Err(BadRequest::naming("command", "`command` is empty"));
     }
     if command.len() > EXEC_MAX_COMMAND {
-        return Err(format!("`command` exceeds {EXEC_MAX_COMMAND} bytes"));
+        return Err(BadRequest::naming(
+            "command",
+            format!("`command` exceeds {EXEC_MAX_COMMAND} bytes"),
+        ));
     }
     let timeout = match obj.get("timeout_sec") {
         None | Some(Value::Null) => EXEC_DEFAULT_TIMEOUT,
         Some(v) => match v.as_f64() {
             Some(t) if t > 0.0 && t.is_finite() => t.min(EXEC_MAX_TIMEOUT),
-            _ => return Err("`timeout_sec` must be a positive number of seconds".into()),
+            _ => {
+                return Err(BadRequest::naming(
+                    "timeout_sec",
+                    "`timeout_sec` must be a positive number of seconds",
+                ));
+            }
         },
     };
     let stdin = match obj.get("stdin") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.len() <= MAX_REQUEST_BYTES => Some(s.clone()),
-        Some(_) => return Err("`stdin` must be a string".into()),
+        Some(_) => return Err(BadRequest::naming("stdin", "`stdin` must be a string")),
     };
     Ok(ExecAsk { command: command.to_string(), timeout, stdin })
 }
@@ -1384,7 +1402,7 @@ async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, bool>) -> Resp
     let mut ran = false;
     let outcome: Result<Resp, (Resp, Value)> = async {
         let v = json_of(body, Api::OpenAi)?;
-        let ask = read_exec(&v).map_err(|e| refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &e, None))?;
+        let ask = read_exec(&v).map_err(|e| bad_request(Api::OpenAi, &e))?;
         let target = meter.exec.get().cloned().ok_or_else(|| refusal(StatusCode::NOT_FOUND, "not_found", "no exec endpoint in this trial", None))?;
         // One command at a time; the budget is looked at once it is this one's turn.
         let _turn = meter.exec_turn.lock().await;

@@ -4,7 +4,7 @@
 //! reply, in the order and with the fields OpenAI's SDKs read). Responses are
 //! kept per trial for `previous_response_id` (the gateway's store).
 
-use super::wire::{self, Asked, ReplyMeta};
+use super::wire::{self, Asked, BadRequest, ReplyMeta};
 use crate::model::{ChatReply, Message, Role, ToolCall, ToolSpec};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -116,7 +116,7 @@ struct OutputItem {
 }
 
 /// Read a Responses request (the stored conversation of `previous_response_id` is the gateway's to add).
-pub fn read(body: &Value) -> Result<Asked, String> {
+pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;
     let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
     let req: Request = wire::from_json(body, "")?;
@@ -126,7 +126,7 @@ pub fn read(body: &Value) -> Result<Asked, String> {
     }
     match req.input {
         None if req.previous_response_id.is_none() => {
-            return Err("`input` is missing".into());
+            return Err(BadRequest::naming("input", "`input` is missing"));
         }
         None => {}
         Some(Input::Text(s)) => messages.push(Message::user(s)),
@@ -174,18 +174,22 @@ pub fn read(body: &Value) -> Result<Asked, String> {
 
 /// The function tool at `at`: flat (`{"type": "function", "name", "parameters"}`), or nested as
 /// in chat.
-fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, String> {
+fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, BadRequest> {
     if t.get("function").is_some() {
         return wire::read_tool(t, at);
     }
     match t.get("type").and_then(Value::as_str) {
         Some("function") => {}
         Some(other) => {
-            return Err(format!("{at}: tool type `{other}` is not supported (function)"));
+            return Err(BadRequest::at(
+                at,
+                format!("tool type `{other}` is not supported (function)"),
+            ));
         }
-        None => return Err(format!("{at}: no `type`")),
+        None => return Err(BadRequest::at(at, "no `type`")),
     }
-    let name = t.get("name").and_then(Value::as_str).ok_or_else(|| format!("{at}: no `name`"))?;
+    let name =
+        t.get("name").and_then(Value::as_str).ok_or_else(|| BadRequest::at(at, "no `name`"))?;
     Ok(ToolSpec {
         name: name.to_string(),
         description: t.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
@@ -198,7 +202,7 @@ fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, String> {
 }
 
 /// Text of the content at `at`: a string or a list of text parts.
-fn content_text(content: Option<Content>, at: &str) -> Result<String, String> {
+fn content_text(content: Option<Content>, at: &str) -> Result<String, BadRequest> {
     let parts = match content {
         None => return Ok(String::new()),
         Some(Content::Text(s)) => return Ok(s),
@@ -211,8 +215,11 @@ fn content_text(content: Option<Content>, at: &str) -> Result<String, String> {
             "input_text" | "output_text" | "text" => text.push_str(&p.text),
             "refusal" => text.push_str(&p.refusal),
             other => {
-                return Err(format!(
-                    "{at}[{j}]: content part of type `{other}` is not supported: the gateway forwards text"
+                return Err(BadRequest::at(
+                    format!("{at}[{j}]"),
+                    format!(
+                        "content part of type `{other}` is not supported: the gateway forwards text"
+                    ),
                 ));
             }
         }
@@ -222,7 +229,7 @@ fn content_text(content: Option<Content>, at: &str) -> Result<String, String> {
 
 /// The input item at `at`, appended to `messages`: a message, an earlier function call (merged
 /// into the assistant message before it), or a call's output.
-fn read_item(item: &Value, at: &str, messages: &mut Vec<Message>) -> Result<(), String> {
+fn read_item(item: &Value, at: &str, messages: &mut Vec<Message>) -> Result<(), BadRequest> {
     if let Value::String(s) = item {
         messages.push(Message::user(s));
         return Ok(());
@@ -280,8 +287,11 @@ fn read_item(item: &Value, at: &str, messages: &mut Vec<Message>) -> Result<(), 
         // Reasoning an earlier response returned carries nothing this model reads.
         "reasoning" => {}
         other => {
-            return Err(format!(
-                "{at}: item type `{other}` is not supported (message, function_call, function_call_output)"
+            return Err(BadRequest::at(
+                at,
+                format!(
+                    "item type `{other}` is not supported (message, function_call, function_call_output)"
+                ),
             ));
         }
     }
@@ -594,7 +604,7 @@ mod tests {
                 "store: invalid type: string \"yes\", expected a boolean",
             ),
         ] {
-            assert_eq!(read(&body).err().as_deref(), Some(message), "{body}");
+            assert_eq!(read(&body).err().map(|e| e.message).as_deref(), Some(message), "{body}");
         }
     }
 }

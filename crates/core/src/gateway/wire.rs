@@ -85,8 +85,8 @@ impl Asked {
 /// none).
 pub fn read_tools(
     v: Option<&Value>,
-    read: fn(&Value, &str) -> Result<ToolSpec, String>,
-) -> Result<Vec<ToolSpec>, String> {
+    read: fn(&Value, &str) -> Result<ToolSpec, BadRequest>,
+) -> Result<Vec<ToolSpec>, BadRequest> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(ts)) => {
@@ -116,14 +116,16 @@ impl Stop {
 }
 
 /// OpenAI chat's `tool_choice` (and the Responses API's flat form).
-pub fn read_tool_choice(v: Option<&Value>) -> Result<ToolChoice, String> {
+pub fn read_tool_choice(v: Option<&Value>) -> Result<ToolChoice, BadRequest> {
     match v {
         None | Some(Value::Null) => Ok(ToolChoice::Auto),
         Some(Value::String(s)) => match s.as_str() {
             "auto" => Ok(ToolChoice::Auto),
             "none" => Ok(ToolChoice::None),
             "required" => Ok(ToolChoice::Required),
-            other => Err(format!("`tool_choice` `{other}` is not one of auto, none, required")),
+            other => {
+                Err(format!("`tool_choice` `{other}` is not one of auto, none, required").into())
+            }
         },
         Some(o) => {
             let name =
@@ -144,7 +146,7 @@ pub fn read_tool_choice(v: Option<&Value>) -> Result<ToolChoice, String> {
 pub fn read_response_format(
     v: Option<&Value>,
     key: &str,
-) -> Result<Option<ResponseFormat>, String> {
+) -> Result<Option<ResponseFormat>, BadRequest> {
     let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
     match v.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
@@ -162,12 +164,12 @@ pub fn read_response_format(
                 strict: s.get("strict").and_then(Value::as_bool).unwrap_or(false),
             }))
         }
-        _ => Err(format!("`{key}` must have type text, json_object or json_schema")),
+        _ => Err(format!("`{key}` must have type text, json_object or json_schema").into()),
     }
 }
 
 /// Ollama's `format`: "json" or a JSON schema.
-pub fn read_ollama_format(v: Option<&Value>) -> Result<Option<ResponseFormat>, String> {
+pub fn read_ollama_format(v: Option<&Value>) -> Result<Option<ResponseFormat>, BadRequest> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
@@ -181,10 +183,52 @@ pub fn read_ollama_format(v: Option<&Value>) -> Result<Option<ResponseFormat>, S
     }
 }
 
-/// Read `T` from the JSON value `v` found at `at` in the request (`""`: the
-/// body itself); an error names the path of the value at fault, such as
-/// `messages[2].content[0]: missing field `id``, through serde_path_to_error.
-pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<T, String> {
+/// Why the gateway refuses a request (a 400): the message, and the path of the value at fault
+/// when it is one value (`messages[2].role`), which OpenAI's error object carries as `param`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRequest {
+    pub param: Option<String>,
+    pub message: String,
+}
+
+impl BadRequest {
+    /// The value at `param` is at fault: the message says `<param>: <what>`.
+    pub fn at(param: impl Into<String>, what: impl Into<String>) -> BadRequest {
+        let param = param.into();
+        BadRequest { message: format!("{param}: {}", what.into()), param: Some(param) }
+    }
+
+    /// The value at `param` is at fault, and `message` names it already (`` `input` is missing``).
+    pub fn naming(param: impl Into<String>, message: impl Into<String>) -> BadRequest {
+        BadRequest { param: Some(param.into()), message: message.into() }
+    }
+}
+
+impl std::fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for BadRequest {}
+
+/// A request as a whole is at fault.
+impl From<String> for BadRequest {
+    fn from(message: String) -> BadRequest {
+        BadRequest { param: None, message }
+    }
+}
+
+impl From<&str> for BadRequest {
+    fn from(message: &str) -> BadRequest {
+        BadRequest::from(message.to_string())
+    }
+}
+
+/// Read `T` from the JSON value `v` found at `at` in the request (`""`: the body itself); an
+/// error names the path of the value at fault, such as `messages[2].content[0]` with `missing
+/// field `id``, through serde_path_to_error.
+pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<T, BadRequest> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let inner = e.path().to_string();
         let path = match (at, inner.as_str()) {
@@ -193,11 +237,8 @@ pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<
             (at, inner) if inner.starts_with('[') => format!("{at}{inner}"),
             (at, inner) => format!("{at}.{inner}"),
         };
-        if path.is_empty() {
-            e.into_inner().to_string()
-        } else {
-            format!("{path}: {}", e.into_inner())
-        }
+        let message = e.into_inner().to_string();
+        if path.is_empty() { BadRequest::from(message) } else { BadRequest::at(path, message) }
     })
 }
 
@@ -219,12 +260,12 @@ pub fn push_tool_result(messages: &mut Vec<Message>, call_id: String, content: S
     });
 }
 
-fn bad(msg: impl Into<String>) -> String {
-    msg.into()
+fn bad(msg: &str) -> BadRequest {
+    BadRequest::from(msg)
 }
 
 /// Read a request body of `api`; Err is the message of a 400.
-pub fn read_request(api: Api, body: &Value) -> Result<Asked, String> {
+pub fn read_request(api: Api, body: &Value) -> Result<Asked, BadRequest> {
     match api {
         Api::OpenAi | Api::Ollama => read_chat(api, body),
         Api::Responses => super::responses::read(body),
@@ -234,11 +275,11 @@ pub fn read_request(api: Api, body: &Value) -> Result<Asked, String> {
 }
 
 /// A chat request of OpenAI's `/v1/chat/completions` or Ollama's `/api/chat`.
-fn read_chat(api: Api, body: &Value) -> Result<Asked, String> {
+fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or_else(|| bad("the request body is not a JSON object"))?;
     let req: ChatRequest = from_json(body, "")?;
     if req.messages.is_empty() {
-        return Err(bad("`messages` is empty"));
+        return Err(BadRequest::naming("messages", "`messages` is empty"));
     }
     let mut messages = Vec::with_capacity(req.messages.len());
     for (i, m) in req.messages.into_iter().enumerate() {
@@ -326,7 +367,7 @@ fn non_null(v: Option<&Value>) -> Option<Value> {
 
 /// The keys OpenAI's chat and completions share: `stream`, `stream_options.include_usage`,
 /// `stop` and the sampling values.
-pub(super) fn read_openai_keys(body: &Value, asked: &mut Asked) -> Result<(), String> {
+pub(super) fn read_openai_keys(body: &Value, asked: &mut Asked) -> Result<(), BadRequest> {
     let keys: OpenAiKeys = from_json(body, "")?;
     asked.stream = keys.stream.unwrap_or(false);
     asked.include_usage = keys.stream_options.and_then(|o| o.include_usage).unwrap_or(false);
@@ -339,7 +380,7 @@ pub(super) fn read_openai_keys(body: &Value, asked: &mut Asked) -> Result<(), St
 
 /// The keys Ollama's chat and generate share: `stream` (on unless turned off) and `options`
 /// (its sampling values, `num_predict` and `stop`; any other option noted as dropped).
-pub(super) fn read_ollama_keys(body: &Value, asked: &mut Asked) -> Result<(), String> {
+pub(super) fn read_ollama_keys(body: &Value, asked: &mut Asked) -> Result<(), BadRequest> {
     let keys: OllamaKeys = from_json(body, "")?;
     asked.stream = keys.stream.unwrap_or(true);
     if let Some(o) = keys.options {
@@ -409,7 +450,7 @@ struct FunctionIn {
 }
 
 /// Message `index` of a chat request.
-fn read_message(m: ChatMessage, index: usize) -> Result<Message, String> {
+fn read_message(m: ChatMessage, index: usize) -> Result<Message, BadRequest> {
     let at = format!("messages[{index}]");
     let role = match m.role {
         ChatRole::System | ChatRole::Developer => Role::System,
@@ -426,8 +467,11 @@ fn read_message(m: ChatMessage, index: usize) -> Result<Message, String> {
                 match (p.kind.as_str(), p.text) {
                     ("text", Some(t)) => text.push_str(&t),
                     (kind, _) => {
-                        return Err(format!(
-                            "{at}: content part of type `{kind}` is not supported: the gateway forwards text"
+                        return Err(BadRequest::at(
+                            at,
+                            format!(
+                                "content part of type `{kind}` is not supported: the gateway forwards text"
+                            ),
                         ));
                     }
                 }
@@ -436,7 +480,7 @@ fn read_message(m: ChatMessage, index: usize) -> Result<Message, String> {
         }
     };
     if m.images.is_some_and(|a| !a.is_empty()) {
-        return Err(format!("{at}: images are not supported: the gateway forwards text"));
+        return Err(BadRequest::at(at, "images are not supported: the gateway forwards text"));
     }
     let tool_calls = m
         .tool_calls
@@ -518,15 +562,18 @@ struct FunctionSpec {
 }
 
 /// The tool at `at`: a function, as OpenAI chat and Ollama write it.
-pub(super) fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, String> {
+pub(super) fn read_tool(t: &Value, at: &str) -> Result<ToolSpec, BadRequest> {
     let t: ToolIn = from_json(t, at)?;
     match t.kind.as_deref() {
         None | Some("function") => {}
         Some(other) => {
-            return Err(format!("{at}: tool type `{other}` is not supported (function)"));
+            return Err(BadRequest::at(
+                at,
+                format!("tool type `{other}` is not supported (function)"),
+            ));
         }
     }
-    let f = t.function.ok_or_else(|| format!("{at}: missing field `function`"))?;
+    let f = t.function.ok_or_else(|| BadRequest::at(at, "missing field `function`"))?;
     Ok(ToolSpec {
         name: f.name,
         description: f.description.unwrap_or_default(),
@@ -678,6 +725,16 @@ pub fn ollama_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
 }
 
 /// An error body in the API's own form.
+/// The body of a 400 for `bad`: its text as the message, and in OpenAI's error object the path
+/// of the value at fault as `param`.
+pub fn bad_request_body(api: Api, bad: &BadRequest) -> Value {
+    let mut v = error_body(api, "invalid_request_error", &bad.message, None);
+    if let Some(p) = bad.param.as_ref().filter(|_| api.openai_errors()) {
+        v["error"]["param"] = json!(p);
+    }
+    v
+}
+
 pub fn error_body(api: Api, kind: &str, message: &str, limit: Option<&str>) -> Value {
     if api.openai_errors() {
         let mut e = json!({"type": kind, "message": message});
@@ -823,7 +880,33 @@ mod tests {
                 "tools[0]: tool type `web_search` is not supported (function)",
             ),
         ] {
-            assert_eq!(read_request(Api::OpenAi, &body).err().as_deref(), Some(message), "{body}");
+            let got = read_request(Api::OpenAi, &body).err().map(|e| e.message);
+            assert_eq!(got.as_deref(), Some(message), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_value_at_fault_as_param_in_openai_errors() {
+        // (body, the param OpenAI's error object carries): the path serde reports, the path a
+        // reader names, a key the message names itself, and none for the body as a whole.
+        for (body, param) in [
+            (json!({"messages": [{"role": "user", "content": 5}]}), Some("messages[0].content")),
+            (
+                json!({"messages": [{"role": "user", "content": "x", "images": ["a"]}]}),
+                Some("messages[0]"),
+            ),
+            (json!({"messages": []}), Some("messages")),
+            (json!([]), None),
+        ] {
+            let bad = read_request(Api::OpenAi, &body).unwrap_err();
+            assert_eq!(bad.param.as_deref(), param, "{body}");
+            let v = bad_request_body(Api::OpenAi, &bad);
+            assert_eq!(v["error"]["message"], json!(bad.message));
+            assert_eq!(v["error"]["type"], "invalid_request_error");
+            assert_eq!(v["error"].get("param").and_then(Value::as_str), param, "{v}");
+            // Ollama's error is a string and Anthropic's object has no param: the message alone.
+            assert_eq!(bad_request_body(Api::Ollama, &bad), json!({"error": bad.message}));
+            assert!(bad_request_body(Api::Anthropic, &bad)["error"].get("param").is_none());
         }
     }
 
