@@ -79,7 +79,7 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, BadRequest> {
         }
         _ => {
             wire::read_ollama_keys(body, &mut asked)?;
-            asked.response_format = wire::read_ollama_format(non_null("format"))?;
+            asked.response_format = wire::read_ollama_format(non_null("format"), "format")?;
             for k in ["suffix", "template", "raw", "context", "images"] {
                 let given = match non_null(k) {
                     None => false,

@@ -143,7 +143,7 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     asked.top_p = non_null("top_p").cloned();
     asked.seed = non_null("seed").cloned();
     asked.max_tokens = non_null("max_output_tokens").map(|v| ("max_output_tokens", v.clone()));
-    asked.tool_choice = wire::read_tool_choice(non_null("tool_choice"))?;
+    asked.tool_choice = wire::read_tool_choice(non_null("tool_choice"), "tool_choice")?;
     asked.response_format =
         wire::read_response_format(non_null("text").and_then(|t| t.get("format")), "text.format")?;
     asked.previous_response_id = req.previous_response_id;

@@ -115,71 +115,129 @@ impl Stop {
     }
 }
 
-/// OpenAI chat's `tool_choice` (and the Responses API's flat form).
-pub fn read_tool_choice(v: Option<&Value>) -> Result<ToolChoice, BadRequest> {
-    match v {
-        None | Some(Value::Null) => Ok(ToolChoice::Auto),
-        Some(Value::String(s)) => match s.as_str() {
+/// `tool_choice` as OpenAI chat and the Responses API write it.
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "expected auto, none, required or {\"type\": \"function\", ...} naming a function"
+)]
+enum ChoiceIn {
+    Mode(String),
+    Object(ChoiceObject),
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChoiceObject {
+    /// Chat nests the name under `function`; the Responses API's form is flat.
+    Function {
+        function: Option<FunctionName>,
+        name: Option<String>,
+    },
+    AllowedTools {
+        mode: Option<String>,
+    },
+}
+
+#[derive(Deserialize)]
+struct FunctionName {
+    name: String,
+}
+
+/// The `tool_choice` at `at` (absent or null: auto).
+pub fn read_tool_choice(v: Option<&Value>, at: &str) -> Result<ToolChoice, BadRequest> {
+    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(ToolChoice::Auto) };
+    match from_json(v, at)? {
+        ChoiceIn::Mode(mode) => match mode.as_str() {
             "auto" => Ok(ToolChoice::Auto),
             "none" => Ok(ToolChoice::None),
             "required" => Ok(ToolChoice::Required),
             other => {
-                Err(format!("`tool_choice` `{other}` is not one of auto, none, required").into())
+                Err(BadRequest::at(at, format!("`{other}` is not one of auto, none, required")))
             }
         },
-        Some(o) => {
-            let name =
-                o.pointer("/function/name").or_else(|| o.get("name")).and_then(Value::as_str);
-            match (o.get("type").and_then(Value::as_str), name) {
-                (Some("function"), Some(n)) => Ok(ToolChoice::Named(n.to_string())),
-                (Some("allowed_tools"), _) => match o.get("mode").and_then(Value::as_str) {
-                    Some("required") => Ok(ToolChoice::Required),
-                    _ => Ok(ToolChoice::Auto),
-                },
-                _ => Err("`tool_choice` is not auto, none, required or {\"type\": \"function\", ...} naming a function".into()),
+        ChoiceIn::Object(ChoiceObject::Function { function, name }) => {
+            match function.map(|f| f.name).or(name) {
+                Some(n) => Ok(ToolChoice::Named(n)),
+                None => Err(BadRequest::at(at, "a function choice names no function")),
             }
         }
+        ChoiceIn::Object(ChoiceObject::AllowedTools { mode }) => match mode.as_deref() {
+            Some("required") => Ok(ToolChoice::Required),
+            _ => Ok(ToolChoice::Auto),
+        },
     }
 }
 
-/// OpenAI chat's `response_format` (`text`, `json_object`, `json_schema`).
+/// A response format as OpenAI chat (`response_format`) and the Responses API (`text.format`)
+/// write it.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum FormatIn {
+    Text {},
+    JsonObject {},
+    /// Chat nests the schema under `json_schema`; the Responses API's form is flat.
+    JsonSchema {
+        json_schema: Option<SchemaIn>,
+        #[serde(flatten)]
+        flat: SchemaIn,
+    },
+}
+
+#[derive(Deserialize)]
+struct SchemaIn {
+    name: Option<String>,
+    schema: Option<Value>,
+    strict: Option<bool>,
+}
+
+/// The response format at `at` (absent, null or text: none).
 pub fn read_response_format(
     v: Option<&Value>,
-    key: &str,
+    at: &str,
 ) -> Result<Option<ResponseFormat>, BadRequest> {
     let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
-    match v.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(ResponseFormat::JsonObject)),
-        Some("json_schema") => {
-            // Chat nests the schema under `json_schema`; the Responses API's `text.format` is flat.
-            let s = v.get("json_schema").unwrap_or(v);
-            let schema = s
-                .get("schema")
-                .cloned()
-                .ok_or_else(|| format!("`{key}` of type json_schema has no schema"))?;
+    match from_json(v, at)? {
+        FormatIn::Text {} => Ok(None),
+        FormatIn::JsonObject {} => Ok(Some(ResponseFormat::JsonObject)),
+        FormatIn::JsonSchema { json_schema, flat } => {
+            let s = json_schema.unwrap_or(flat);
+            let schema =
+                s.schema.ok_or_else(|| BadRequest::at(at, "of type json_schema has no schema"))?;
             Ok(Some(ResponseFormat::JsonSchema {
-                name: s.get("name").and_then(Value::as_str).unwrap_or("response").to_string(),
+                name: s.name.unwrap_or_else(|| "response".into()),
                 schema,
-                strict: s.get("strict").and_then(Value::as_bool).unwrap_or(false),
+                strict: s.strict.unwrap_or(false),
             }))
         }
-        _ => Err(format!("`{key}` must have type text, json_object or json_schema").into()),
     }
 }
 
 /// Ollama's `format`: "json" or a JSON schema.
-pub fn read_ollama_format(v: Option<&Value>) -> Result<Option<ResponseFormat>, BadRequest> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) if s == "json" => Ok(Some(ResponseFormat::JsonObject)),
-        Some(o @ Value::Object(_)) => Ok(Some(ResponseFormat::JsonSchema {
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected \"json\" or a JSON schema")]
+enum OllamaFormat {
+    Word(String),
+    Schema(serde_json::Map<String, Value>),
+}
+
+/// Ollama's `format` at `at` (absent, null or empty: none).
+pub fn read_ollama_format(
+    v: Option<&Value>,
+    at: &str,
+) -> Result<Option<ResponseFormat>, BadRequest> {
+    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
+    match from_json(v, at)? {
+        OllamaFormat::Word(w) if w.is_empty() => Ok(None),
+        OllamaFormat::Word(w) if w == "json" => Ok(Some(ResponseFormat::JsonObject)),
+        OllamaFormat::Word(w) => {
+            Err(BadRequest::at(at, format!("`{w}` is not \"json\" or a JSON schema")))
+        }
+        OllamaFormat::Schema(o) => Ok(Some(ResponseFormat::JsonSchema {
             name: "response".into(),
-            schema: o.clone(),
+            schema: Value::Object(o),
             strict: false,
         })),
-        Some(_) => Err("`format` is not \"json\" or a JSON schema".into()),
     }
 }
 
@@ -294,7 +352,7 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
             asked.max_tokens = non_null(obj.get("max_completion_tokens"))
                 .map(|v| ("max_completion_tokens", v))
                 .or_else(|| non_null(obj.get("max_tokens")).map(|v| ("max_tokens", v)));
-            asked.tool_choice = read_tool_choice(obj.get("tool_choice"))?;
+            asked.tool_choice = read_tool_choice(obj.get("tool_choice"), "tool_choice")?;
             asked.response_format =
                 read_response_format(obj.get("response_format"), "response_format")?;
             const KNOWN: [&str; 13] = [
@@ -316,7 +374,7 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
         }
         Api::Ollama => {
             read_ollama_keys(body, &mut asked)?;
-            asked.response_format = read_ollama_format(obj.get("format"))?;
+            asked.response_format = read_ollama_format(obj.get("format"), "format")?;
             const KNOWN: [&str; 7] =
                 ["model", "messages", "tools", "stream", "options", "keep_alive", "format"];
             asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
@@ -883,6 +941,74 @@ mod tests {
             let got = read_request(Api::OpenAi, &body).err().map(|e| e.message);
             assert_eq!(got.as_deref(), Some(message), "{body}");
         }
+    }
+
+    #[test]
+    fn tool_choices_and_response_formats_read_in_every_form_the_apis_write() {
+        let choice = |v: Value| read_tool_choice(Some(&v), "tool_choice");
+        assert_eq!(choice(json!("required")), Ok(ToolChoice::Required));
+        assert_eq!(choice(json!(null)), Ok(ToolChoice::Auto));
+        let named = Ok(ToolChoice::Named("f".into()));
+        assert_eq!(choice(json!({"type": "function", "function": {"name": "f"}})), named);
+        assert_eq!(choice(json!({"type": "function", "name": "f"})), named);
+        assert_eq!(
+            choice(json!({"type": "allowed_tools", "mode": "required", "tools": []})),
+            Ok(ToolChoice::Required)
+        );
+        let format = |v: Value| read_response_format(Some(&v), "response_format");
+        assert_eq!(format(json!({"type": "text"})), Ok(None));
+        assert_eq!(format(json!({"type": "json_object"})), Ok(Some(ResponseFormat::JsonObject)));
+        let schema = json!({"type": "object"});
+        let want = Ok(Some(ResponseFormat::JsonSchema {
+            name: "n".into(),
+            schema: schema.clone(),
+            strict: true,
+        }));
+        assert_eq!(
+            format(
+                json!({"type": "json_schema", "json_schema": {"name": "n", "schema": schema, "strict": true}})
+            ),
+            want
+        );
+        assert_eq!(
+            format(json!({"type": "json_schema", "name": "n", "schema": schema, "strict": true})),
+            want
+        );
+        let ollama = |v: Value| read_ollama_format(Some(&v), "format");
+        assert_eq!(ollama(json!("")), Ok(None));
+        assert_eq!(ollama(json!("json")), Ok(Some(ResponseFormat::JsonObject)));
+        assert_eq!(
+            ollama(schema.clone()),
+            Ok(Some(ResponseFormat::JsonSchema { name: "response".into(), schema, strict: false }))
+        );
+        // The refusals, each naming the key.
+        let message =
+            |r: Result<_, BadRequest>| r.map(|_: Option<ResponseFormat>| ()).unwrap_err().message;
+        assert_eq!(
+            choice(json!("any")).unwrap_err().message,
+            "tool_choice: `any` is not one of auto, none, required"
+        );
+        assert_eq!(
+            choice(json!({"type": "function"})).unwrap_err().message,
+            "tool_choice: a function choice names no function"
+        );
+        assert_eq!(
+            choice(json!(5)).unwrap_err().message,
+            "tool_choice: expected auto, none, required or {\"type\": \"function\", ...} naming a function"
+        );
+        assert_eq!(
+            message(format(json!({"type": "xml"}))),
+            "response_format.type: unknown variant `xml`, expected one of `text`, `json_object`, `json_schema`"
+        );
+        assert_eq!(
+            message(format(json!({"type": "json_schema", "json_schema": {"name": "n"}}))),
+            "response_format: of type json_schema has no schema"
+        );
+        assert_eq!(
+            message(ollama(json!("yaml"))),
+            "format: `yaml` is not \"json\" or a JSON schema"
+        );
+        assert_eq!(message(ollama(json!([1]))), "format: expected \"json\" or a JSON schema");
     }
 
     #[test]
