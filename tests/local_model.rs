@@ -265,6 +265,7 @@ fn a_template_file_replaces_the_ggufs_own() {
     )
     .err()
     .unwrap();
+    let err = err.to_string();
     assert!(
         err.contains(&format!("--local-template `{}`", file.display())) && err.contains("line 1"),
         "{err}"

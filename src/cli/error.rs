@@ -55,6 +55,7 @@ impl CommandError {
             E::Run(RunError::Interrupted { .. }) => Exit::Interrupted,
             E::Run(
                 RunError::Setup(_)
+                | RunError::Model(_)
                 | RunError::Sandbox(_)
                 | RunError::Container(_)
                 | RunError::Lock(LockError::Io { .. })

@@ -464,11 +464,49 @@ pub trait ModelClient: Send + Sync {
 
 pub use engine_settings::EngineSettings;
 
+/// Why a model's client could not be made: the model, named once, and the reason.
+#[derive(Debug, thiserror::Error)]
+#[error("model `{model}`: {reason}")]
+pub struct SetupError {
+    pub model: String,
+    #[source]
+    pub reason: SetupReason,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupReason {
+    #[error("environment variable {0} (api_key_env) is not set")]
+    KeyUnset(String),
+    #[error("the local provider is not in this build (build with the `local` feature)")]
+    NotBuilt,
+    #[error("the local provider needs the GGUF file's path")]
+    NoPath,
+    #[error("GGUF file `{}` not found", .0.display())]
+    NotFound(std::path::PathBuf),
+    #[error("context_tokens {0} is too small")]
+    ContextTooSmall(u32),
+    #[error("cannot start the llama.cpp worker: {0}")]
+    Worker(#[source] std::io::Error),
+    #[error("cannot read `{}`: {source}", path.display())]
+    Read { path: std::path::PathBuf, source: std::io::Error },
+    /// What the engine said while loading the model (llama.cpp, the chat template).
+    #[error("{0}")]
+    Load(String),
+    #[error("the llama.cpp worker stopped while loading")]
+    WorkerStopped,
+}
+
+impl SetupError {
+    pub fn new(model: &str, reason: SetupReason) -> SetupError {
+        SetupError { model: model.to_string(), reason }
+    }
+}
+
 /// Build the client for a model spec; `engine` sets up an embedded model.
 pub fn client_for(
     spec: &ModelSpec,
     engine: &EngineSettings,
-) -> Result<Box<dyn ModelClient>, String> {
+) -> Result<Box<dyn ModelClient>, SetupError> {
     match spec.provider {
         Provider::Openai => Ok(Box::new(openai::OpenAiClient::new(spec)?)),
         Provider::Ollama => Ok(Box::new(ollama::OllamaClient::new(spec)?)),
@@ -477,10 +515,7 @@ pub fn client_for(
         #[cfg(not(feature = "local"))]
         Provider::Local => {
             let _ = engine;
-            Err(format!(
-                "model `{}`: the local provider is not in this build (build with the `local` feature)",
-                spec.name
-            ))
+            Err(SetupError::new(&spec.name, SetupReason::NotBuilt))
         }
     }
 }
@@ -505,5 +540,47 @@ mod unchecked_tests {
             u.get().as_deref(),
             Some("http://h/api/tags gave no model list ablate can read; model `q` is not checked")
         );
+    }
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+
+    /// The models of a config with these `[[models]]` tables.
+    fn models(tables: &str) -> Vec<ModelSpec> {
+        let root = crate::repo_root().join("tests/fixtures/suites/tiny");
+        let text = format!(
+            "[experiment]\nname = \"s\"\nsuite = \"{}\"\ntrials = 1\nseed = 1\n\n[budget]\nmax_steps = 2\nmax_output_tokens_per_step = 10\nmax_total_tokens = 100\nmax_working_seconds = 10\n\n{tables}\n[arms.b]\n",
+            root.display()
+        );
+        crate::experiment::config::load_str(&root.join("exp.toml"), &text).unwrap().models
+    }
+
+    #[test]
+    fn a_client_that_cannot_be_made_says_why_naming_the_model_once() {
+        let specs = models(
+            "[[models]]\nname = \"k\"\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.0\napi_key_env = \"ABLATE_TEST_KEY_NEVER_SET_7F3A\"\n\n[[models]]\nname = \"g\"\nprovider = \"local\"\nmodel = \"g\"\npath = \"no-such-model.gguf\"\ntemperature = 0.0\n",
+        );
+        let err = |spec: &ModelSpec| client_for(spec, &EngineSettings::default()).err().unwrap();
+        let e = err(&specs[0]);
+        assert!(
+            matches!(&e.reason, SetupReason::KeyUnset(v) if v == "ABLATE_TEST_KEY_NEVER_SET_7F3A")
+        );
+        assert_eq!(
+            e.to_string(),
+            "model `k`: environment variable ABLATE_TEST_KEY_NEVER_SET_7F3A (api_key_env) is not set"
+        );
+        let e = err(&specs[1]);
+        let path = crate::repo_root().join("tests/fixtures/suites/tiny/no-such-model.gguf");
+        if cfg!(feature = "local") {
+            assert!(matches!(&e.reason, SetupReason::NotFound(p) if *p == path), "{e}");
+            assert_eq!(
+                e.to_string(),
+                format!("model `g`: GGUF file `{}` not found", path.display())
+            );
+        } else {
+            assert!(matches!(e.reason, SetupReason::NotBuilt), "{e}");
+        }
     }
 }

@@ -21,7 +21,7 @@ pub struct OllamaClient {
 }
 
 impl OllamaClient {
-    pub fn new(spec: &ModelSpec) -> Result<Self, String> {
+    pub fn new(spec: &ModelSpec) -> Result<Self, super::SetupError> {
         Ok(OllamaClient {
             http: reqwest::Client::new(),
             base: spec.endpoint.clone().unwrap_or_default(),

@@ -23,13 +23,10 @@ pub struct OpenAiClient {
 }
 
 impl OpenAiClient {
-    pub fn new(spec: &ModelSpec) -> Result<Self, String> {
+    pub fn new(spec: &ModelSpec) -> Result<Self, super::SetupError> {
         let api_key = match &spec.api_key_env {
             Some(var) => Some(std::env::var(var).map_err(|_| {
-                format!(
-                    "model `{}`: environment variable {var} (api_key_env) is not set",
-                    spec.name
-                )
+                super::SetupError::new(&spec.name, super::SetupReason::KeyUnset(var.clone()))
             })?),
             None => None,
         };

@@ -66,6 +66,9 @@ pub enum RunError {
     Input(#[from] InputError),
     #[error("setup failed: {0}")]
     Setup(String),
+    /// A model's client could not be made.
+    #[error("setup failed: {0}")]
+    Model(#[from] model::SetupError),
     /// No sandbox for candidate code, and none was waived.
     #[error("setup failed: {0}")]
     Sandbox(#[from] crate::sandbox::isolation::NoSandbox),
@@ -451,8 +454,7 @@ async fn setup(
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
     for (i, spec) in exp.models.iter().enumerate() {
-        let client: Arc<dyn ModelClient> =
-            Arc::from(model::client_for(spec, engine).map_err(RunError::Setup)?);
+        let client: Arc<dyn ModelClient> = Arc::from(model::client_for(spec, engine)?);
         let identity = client.identity().await.map_err(|e| match e {
             // A name the endpoint does not serve is a config error: every trial would fail.
             model::ModelError::UnknownModel { .. } => InputError::at(

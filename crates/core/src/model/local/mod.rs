@@ -64,7 +64,8 @@ mod engine;
 use super::chat_format::{parse_fenced_tool_calls, parse_tool_calls};
 use super::sampling::{self};
 use super::{
-    BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolSpec,
+    BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, SetupError,
+    SetupReason, ToolSpec,
 };
 use crate::experiment::config::ModelSpec;
 use crate::record::Tokens;
@@ -367,25 +368,27 @@ pub struct LocalClient {
 
 impl LocalClient {
     /// Load the model of a `local` spec with the engine settings given.
-    pub fn new(spec: &ModelSpec, engine: &crate::model::EngineSettings) -> Result<Self, String> {
+    pub fn new(
+        spec: &ModelSpec,
+        engine: &crate::model::EngineSettings,
+    ) -> Result<Self, SetupError> {
         Self::with_options(spec, LocalOptions::from_settings(engine))
     }
 
-    pub fn with_options(spec: &ModelSpec, opts: LocalOptions) -> Result<Self, String> {
+    pub fn with_options(spec: &ModelSpec, opts: LocalOptions) -> Result<Self, SetupError> {
         let name = spec.name.clone();
+        let fail = |reason| SetupError::new(&spec.name, reason);
         let path = spec
             .resolved_path
             .clone()
             .or_else(|| spec.path.as_ref().map(PathBuf::from))
-            .ok_or_else(|| {
-                format!("model `{name}`: the local provider needs the GGUF file's path")
-            })?;
+            .ok_or_else(|| fail(SetupReason::NoPath))?;
         if !path.is_file() {
-            return Err(format!("model `{name}`: GGUF file `{}` not found", path.display()));
+            return Err(fail(SetupReason::NotFound(path)));
         }
         let context_tokens = spec.context_tokens.unwrap_or(DEFAULT_CONTEXT_TOKENS);
         if context_tokens < 16 {
-            return Err(format!("model `{name}`: context_tokens {context_tokens} is too small"));
+            return Err(fail(SetupReason::ContextTooSmall(context_tokens)));
         }
         let slots = opts.slots.max(1);
         let opts = LocalOptions {
@@ -405,16 +408,14 @@ impl LocalClient {
             .spawn(move || {
                 worker_main(worker_path, context_tokens, opts, ready_tx, jobs_rx, worker_stats)
             })
-            .map_err(|e| format!("model `{name}`: cannot start the llama.cpp worker: {e}"))?;
+            .map_err(|e| fail(SetupReason::Worker(e)))?;
         // Hash the file while the worker loads it.
         let sha256 = crate::digest::sha256_file(&path)
-            .map_err(|e| format!("model `{name}`: cannot read `{}`: {e}", path.display()))?;
+            .map_err(|source| fail(SetupReason::Read { path: path.clone(), source }))?;
         let info = match ready_rx.recv() {
             Ok(Ok(info)) => info,
-            Ok(Err(e)) => return Err(format!("model `{name}`: {e}")),
-            Err(_) => {
-                return Err(format!("model `{name}`: the llama.cpp worker stopped while loading"));
-            }
+            Ok(Err(e)) => return Err(fail(SetupReason::Load(e))),
+            Err(_) => return Err(fail(SetupReason::WorkerStopped)),
         };
         Ok(LocalClient { name, jobs: jobs_tx, sha256, info, stats })
     }
