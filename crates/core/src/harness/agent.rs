@@ -91,20 +91,24 @@ impl<'a> Loop<'a> {
     }
 
     /// Run the checks on the current snapshot (cached per snapshot).
-    async fn check(&mut self) -> Result<CheckResult, String> {
+    async fn check(&mut self) -> Result<CheckResult, ChecksNotRun> {
         let snap = self.sandbox.snapshot_sha256();
         if let Some((s, r)) = &self.last_check
             && *s == snap
         {
             return Ok(r.clone());
         }
-        let r = grader::run_checks(self.sandbox, &self.ctx.task.check)
-            .await
-            .map_err(|e| format!("cannot run the checks: {e}"))?;
+        let r =
+            grader::run_checks(self.sandbox, &self.ctx.task.check).await.map_err(ChecksNotRun)?;
         self.last_check = Some((snap, r.clone()));
         Ok(r)
     }
 }
+
+/// The checks could not be run (not: they ran and failed); the trial ends as a harness error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot run the checks: {0}")]
+pub struct ChecksNotRun(#[source] std::io::Error);
 
 /// For the trace: a check result with its output trimmed to the tail shown.
 fn traced(check: &CheckResult, tail: usize) -> CheckResult {
@@ -178,9 +182,9 @@ pub async fn run_agent(
                 break end;
             }
             Some(Err(e)) => {
-                step.error = Some(e.clone());
+                step.error = Some(e.to_string());
                 on_step(step);
-                error = Some(e);
+                error = Some(e.to_string());
                 break EndReason::HarnessError;
             }
             None => {}
@@ -331,7 +335,8 @@ impl Loop<'_> {
                         }
                         Err(e) => (
                             false,
-                            tools::CallError { kind: "check_failed", message: e }.to_result(),
+                            tools::CallError { kind: "check_failed", message: e.to_string() }
+                                .to_result(),
                         ),
                     },
                 }
@@ -364,7 +369,7 @@ impl Loop<'_> {
         edited: bool,
         step: &mut TraceStep,
         turn: &mut Turn,
-    ) -> Option<Result<EndReason, String>> {
+    ) -> Option<Result<EndReason, ChecksNotRun>> {
         let tail = self.ctx.settings.feedback_tail_bytes;
         if edited && self.hooks.report_results() {
             let r = match self.score(steps, step).await {
@@ -408,7 +413,11 @@ impl Loop<'_> {
 
     /// Run the checks for the harness's own judgement, remember the score and
     /// put the result in the step's trace line.
-    async fn score(&mut self, steps: u32, step: &mut TraceStep) -> Result<CheckResult, String> {
+    async fn score(
+        &mut self,
+        steps: u32,
+        step: &mut TraceStep,
+    ) -> Result<CheckResult, ChecksNotRun> {
         let r = self.check().await?;
         record_score(self, steps, &r);
         step.check = Some(traced(&r, self.ctx.settings.feedback_tail_bytes));
