@@ -119,8 +119,11 @@ macro_rules! builtin_components {
             }
         }
 
-        /// The full setting of every component: what defines an arm.
+        /// The full setting of every component: what defines an arm. A component a record
+        /// does not hold (a run made before it was added) reads as its `bare` value: the
+        /// harness then did not have it.
         #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(default = "Components::bare")]
         pub struct Components {
             $(#[doc = $doc] $(#[cfg($cfg)])? pub $field: $ty,)*
         }
@@ -413,6 +416,15 @@ mod tests {
                 treatment: "false".into()
             }
         );
+    }
+
+    #[test]
+    fn a_record_made_before_a_component_was_added_reads_it_as_bare() {
+        // The test build's `reminder` stands for a component added after the run was recorded.
+        let mut old = serde_json::to_value(Components::full()).unwrap();
+        old.as_object_mut().unwrap().remove("reminder");
+        let read: Components = serde_json::from_value(old).unwrap();
+        assert_eq!(read, Components { reminder: false, ..Components::full() });
     }
 
     #[test]
