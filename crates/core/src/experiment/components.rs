@@ -121,9 +121,9 @@ macro_rules! builtin_components {
 
         /// The full setting of every component: what defines an arm. A component a record
         /// does not hold (a run made before it was added) reads as its `bare` value: the
-        /// harness then did not have it.
+        /// harness then did not have it. A key that is no component is refused, naming it.
         #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[serde(default = "Components::bare")]
+        #[serde(default = "Components::bare", deny_unknown_fields)]
         pub struct Components {
             $(#[doc = $doc] $(#[cfg($cfg)])? pub $field: $ty,)*
         }
@@ -425,6 +425,11 @@ mod tests {
         old.as_object_mut().unwrap().remove("reminder");
         let read: Components = serde_json::from_value(old).unwrap();
         assert_eq!(read, Components { reminder: false, ..Components::full() });
+        // A key that is no component (a typo, or a later version's component) is not dropped.
+        let err = serde_json::from_value::<Components>(serde_json::json!({"feedbak": true}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("unknown field `feedbak`, expected one of `feedback`"), "{err}");
     }
 
     #[test]

@@ -96,10 +96,8 @@ enum Content {
 struct Part {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
-    text: String,
-    #[serde(default)]
-    refusal: String,
+    text: Option<String>,
+    refusal: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -212,8 +210,8 @@ fn content_text(content: Option<Content>, at: &str) -> Result<String, BadRequest
     for (j, p) in parts.iter().enumerate() {
         let p: Part = wire::from_json(p, &format!("{at}[{j}]"))?;
         match p.kind.as_str() {
-            "input_text" | "output_text" | "text" => text.push_str(&p.text),
-            "refusal" => text.push_str(&p.refusal),
+            "input_text" | "output_text" | "text" => text.push_str(&p.text.unwrap_or_default()),
+            "refusal" => text.push_str(&p.refusal.unwrap_or_default()),
             other => {
                 return Err(BadRequest::at(
                     format!("{at}[{j}]"),
@@ -563,6 +561,13 @@ mod tests {
             (full["status"].as_str(), full["incomplete_details"]["reason"].as_str()),
             (Some("incomplete"), Some("max_output_tokens"))
         );
+    }
+
+    #[test]
+    fn a_part_with_null_fields_reads_as_its_text() {
+        let body = json!({"input": [{"role": "assistant", "content":
+            [{"type": "output_text", "text": "x", "refusal": null, "annotations": []}]}]});
+        assert_eq!(read(&body).unwrap().messages[0].content, "x");
     }
 
     #[test]
