@@ -82,10 +82,7 @@ impl<'a> Loop<'a> {
     fn session_start(&self, session: u32, steps: u32) -> Vec<Message> {
         let c = self.ctx.components;
         let mut first = self.ctx.instructions.first_message(self.ctx.task, &self.files(), c.tools);
-        for note in self.hooks.session_notes(&AgentSession { lp: self, session, steps }) {
-            first.push_str("\n\n");
-            first.push_str(&note);
-        }
+        self.hooks.add_session_notes(&mut first, &AgentSession { lp: self, session, steps });
         let system = self.ctx.instructions.system_message(c.tools).map(Message::system);
         system.into_iter().chain([Message::user(first)]).collect()
     }
@@ -182,9 +179,10 @@ pub async fn run_agent(
                 break end;
             }
             Some(Err(e)) => {
-                step.error = Some(e.to_string());
+                let e = e.to_string();
+                step.error = Some(e.clone());
                 on_step(step);
-                error = Some(e.to_string());
+                error = Some(e);
                 break EndReason::HarnessError;
             }
             None => {}

@@ -104,6 +104,14 @@ impl Hooks {
         self.0.iter().filter_map(|h| h.session_note(facts)).collect()
     }
 
+    /// A session's first message with every hook's note after it, each after a blank line.
+    pub fn add_session_notes(&self, first: &mut String, facts: &dyn SessionFacts) {
+        for note in self.session_notes(facts) {
+            first.push_str("\n\n");
+            first.push_str(&note);
+        }
+    }
+
     pub fn refuse_repeats(&self) -> bool {
         self.0.iter().any(|h| h.refuses_repeats())
     }

@@ -196,7 +196,7 @@ pub async fn run_agent(
         let (s, t, secs) = calls.remaining(steps);
         format!("Budget left: {s} model calls, {t} tokens, {secs:.0} seconds.")
     };
-    let first = |calls: &Calls<'_>, steps: u32, notes: Vec<String>| {
+    let first = |calls: &Calls<'_>, steps: u32, session: &TerminalSession<'_>| {
         let mut m = match &ctx.instructions.user_template {
             Some(t)
                 if !matches!(
@@ -209,15 +209,12 @@ pub async fn run_agent(
             Some(_) => ctx.task.prompt.trim().to_string(),
             None => ctx.task.prompt.trim().to_string(),
         };
-        for note in notes {
-            m.push_str("\n\n");
-            m.push_str(&note);
-        }
+        hooks.add_session_notes(&mut m, session);
         m.push_str("\n\n");
         m.push_str(&budget_line(calls, steps));
         vec![Message::system(system.clone()), Message::user(m)]
     };
-    let mut messages = first(&calls, 0, hooks.session_notes(&TerminalSession(1, &[])));
+    let mut messages = first(&calls, 0, &TerminalSession(1, &[]));
     let session_len = messages.len();
     let mut in_trace = TracedSoFar::default();
     let (mut steps, mut sessions) = (0u32, 1u32);
@@ -236,8 +233,7 @@ pub async fn run_agent(
             && messages.len() > session_len
         {
             sessions += 1;
-            let notes = hooks.session_notes(&TerminalSession(sessions, &history));
-            messages = first(&calls, steps, notes);
+            messages = first(&calls, steps, &TerminalSession(sessions, &history));
             in_trace.messages = 0;
             in_trace.prompt = None;
         }
