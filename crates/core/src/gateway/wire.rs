@@ -146,8 +146,8 @@ struct FunctionName {
 
 /// The `tool_choice` at `at` (absent or null: auto).
 pub fn read_tool_choice(v: Option<&Value>, at: &str) -> Result<ToolChoice, BadRequest> {
-    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(ToolChoice::Auto) };
-    match from_json(v, at)? {
+    let Some(choice) = optional(v, at)? else { return Ok(ToolChoice::Auto) };
+    match choice {
         ChoiceIn::Mode(mode) => match mode.as_str() {
             "auto" => Ok(ToolChoice::Auto),
             "none" => Ok(ToolChoice::None),
@@ -196,8 +196,8 @@ pub fn read_response_format(
     v: Option<&Value>,
     at: &str,
 ) -> Result<Option<ResponseFormat>, BadRequest> {
-    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
-    match from_json(v, at)? {
+    let Some(format) = optional(v, at)? else { return Ok(None) };
+    match format {
         FormatIn::Text {} => Ok(None),
         FormatIn::JsonObject {} => Ok(Some(ResponseFormat::JsonObject)),
         FormatIn::JsonSchema { json_schema, flat } => {
@@ -226,8 +226,8 @@ pub fn read_ollama_format(
     v: Option<&Value>,
     at: &str,
 ) -> Result<Option<ResponseFormat>, BadRequest> {
-    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
-    match from_json(v, at)? {
+    let Some(format) = optional(v, at)? else { return Ok(None) };
+    match format {
         OllamaFormat::Word(w) if w.is_empty() => Ok(None),
         OllamaFormat::Word(w) if w == "json" => Ok(Some(ResponseFormat::JsonObject)),
         OllamaFormat::Word(w) => {
@@ -281,6 +281,14 @@ impl From<&str> for BadRequest {
     fn from(message: &str) -> BadRequest {
         BadRequest::from(message.to_string())
     }
+}
+
+/// An optional key's value at `at` read as `T` (`from_json`); absent or null: None.
+fn optional<T: serde::de::DeserializeOwned>(
+    v: Option<&Value>,
+    at: &str,
+) -> Result<Option<T>, BadRequest> {
+    v.filter(|v| !v.is_null()).map(|v| from_json(v, at)).transpose()
 }
 
 /// Read `T` from the JSON value `v` found at `at` in the request (`""`: the body itself); an
