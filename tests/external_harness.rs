@@ -522,7 +522,7 @@ fn the_manifest_carries_the_external_harness_and_every_arms_values() {
     // The JSON object sorts keys; the arms come back in the declared order.
     assert_eq!(arms[3].name, "full-context-full");
     assert_eq!(
-        arms[3].component_values(),
+        ablate::experiment::matrix::Arm::from_recorded(&arms[3]).unwrap().component_values(),
         pairs(&[("feedback", "true"), ("loop_guard", "true"), ("context", "full")])
     );
     assert_eq!(m.comparisons().len(), 3);

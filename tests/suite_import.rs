@@ -491,7 +491,7 @@ fn the_manifest_records_an_imported_suites_source() {
         let exp = ablate::experiment::config::load_str(&tmp.path().join("x.toml"), &text).unwrap();
         let suite = ablate::suite::load(&exp.suite_path).unwrap();
         let plan = ablate::plan::order(&exp, &suite).unwrap();
-        serde_json::to_value(ablate::record::Manifest::new(
+        serde_json::to_value(ablate::plan::manifest(
             "r".into(),
             &exp,
             &suite,

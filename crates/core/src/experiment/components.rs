@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
 
+pub use crate::record::design::{ComponentDiff, ComponentValue, value_text};
+
 /// How code is taken from a model's reply when it does not use a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -233,16 +235,6 @@ impl fmt::Display for Component {
     }
 }
 
-/// One component whose value differs between two arms.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ComponentDiff {
-    /// The component's name: a builtin one (`feedback`) or one an external
-    /// harness declares.
-    pub component: String,
-    pub control: String,
-    pub treatment: String,
-}
-
 impl Components {
     /// Every component whose value differs, in the canonical order.
     pub fn diff(&self, treatment: &Components) -> Vec<ComponentDiff> {
@@ -283,18 +275,6 @@ fn summary(values: &[(String, String)]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// The value of a component an external harness declares: a boolean, a
-/// string or an integer (as written in the config).
-pub type ComponentValue = serde_json::Value;
-
-/// A component value as text: `true`, `map`, `3` (strings without quotes).
-pub fn value_text(v: &ComponentValue) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// What defines an arm: the builtin components, or the values of the

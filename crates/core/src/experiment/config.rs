@@ -14,6 +14,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+pub use crate::record::design::{Budget, Price, SequentialDesign};
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
@@ -77,47 +79,8 @@ enum RawDesign {
     Sequential,
 }
 
-/// The sequential design (`design = "sequential"` or `run --until-decided`):
-/// tasks enter in the plan's order, every comparison's confidence sequence is
-/// updated after each task, and trials that serve only decided comparisons
-/// are not started (`crate::sequential`). The budget of the whole experiment:
-/// at most `max_tasks` tasks (default: every task) and `max_trials` trials;
-/// no trial starts once the recorded trials cost `max_cost_usd` or cover
-/// `max_seconds` of running time.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SequentialDesign {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tasks: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_trials: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost_usd: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_seconds: Option<f64>,
-}
-
 fn default_alpha() -> f64 {
     0.05
-}
-
-/// The experiment-level budget. Every arm gets exactly this; an arm cannot
-/// override it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budget {
-    /// Model calls per trial.
-    pub max_steps: u32,
-    /// max_tokens of each model call.
-    pub max_output_tokens_per_step: u32,
-    /// Input + output tokens over the whole trial.
-    pub max_total_tokens: u64,
-    /// Working time of a trial (model calls, checks, tools), excluding time
-    /// spent waiting on rate limits.
-    pub max_working_seconds: f64,
-    /// Money per trial, from the model's prices; absent means no money limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost_usd: Option<f64>,
 }
 
 pub const BUDGET_KEYS: [&str; 5] = [
@@ -193,16 +156,6 @@ impl Provider {
             Provider::Local => "local",
         }
     }
-}
-
-/// Prices in USD per million tokens, for the money budget and cost columns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-    #[serde(default)]
-    pub cached_input_per_mtok: Option<f64>,
 }
 
 /// How failed model requests are retried.
@@ -330,6 +283,13 @@ pub struct Experiment {
 }
 
 impl Experiment {
+    /// The experiment as the manifest records it (`record::RecordedExperiment`): what it
+    /// serialises to, read back as the record's types.
+    pub fn recorded(&self) -> crate::record::RecordedExperiment {
+        serde_json::from_value(serde_json::to_value(self).expect("experiment serializes"))
+            .expect("an experiment reads back as recorded")
+    }
+
     /// The experiment's suite; a folder that holds none is refused naming `experiment.suite`.
     pub fn load_suite(&self) -> Result<crate::suite::Suite, InputError> {
         let p = &self.suite_path;

@@ -14,6 +14,9 @@ use crate::experiment::{
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub use crate::record::design::{ArmOrigin, Comparison, ComparisonKind, ComparisonOrigin};
+use crate::record::design::{RecordedArm, RecordedSettings};
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Arm {
     pub name: String,
@@ -36,49 +39,42 @@ impl Arm {
     pub fn component_values(&self) -> Vec<(String, String)> {
         self.settings.component_values()
     }
-}
 
-/// Where an arm came from: the config, or a sweep of the matrix.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum ArmOrigin {
-    Declared,
-    LeaveOneOut { from: String, component: String },
-    AddOneIn { from: String, component: String },
-}
+    /// The arm as the record holds it: each component's value by its name.
+    pub fn recorded(&self) -> RecordedArm {
+        let settings = match &self.settings {
+            ArmSettings::Builtin(c) => match serde_json::to_value(c) {
+                Ok(serde_json::Value::Object(values)) => {
+                    RecordedSettings::Builtin(values.into_iter().collect())
+                }
+                _ => unreachable!("a struct of components serialises to an object"),
+            },
+            ArmSettings::External(values) => RecordedSettings::External(values.clone()),
+        };
+        RecordedArm {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            settings,
+            origin: self.origin.clone(),
+        }
+    }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum ComparisonKind {
-    /// Exactly one component differs: the effect is attributable to it.
-    Ablation { component: String },
-    /// Several components differ: not attributable to one component.
-    Combined,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ComparisonOrigin {
-    LeaveOneOut,
-    AddOneIn,
-    Pair,
-    Combined,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Comparison {
-    pub name: String,
-    pub control: String,
-    pub treatment: String,
-    pub kind: ComparisonKind,
-    pub origin: ComparisonOrigin,
-    /// Every component that differs between control and treatment.
-    pub differs: Vec<ComponentDiff>,
-}
-
-impl Comparison {
-    pub fn is_ablation(&self) -> bool {
-        matches!(self.kind, ComparisonKind::Ablation { .. })
+    /// The arm a record holds, read back: a builtin arm's components through the registry (one
+    /// the record lacks, from a run made before it existed, is its `bare` value; a key that is no
+    /// component is refused, naming it), an external arm's values as they are.
+    pub fn from_recorded(arm: &RecordedArm) -> Result<Arm, serde_json::Error> {
+        let settings = match &arm.settings {
+            RecordedSettings::Builtin(values) => ArmSettings::Builtin(serde_json::from_value(
+                serde_json::Value::Object(values.clone().into_iter().collect()),
+            )?),
+            RecordedSettings::External(values) => ArmSettings::External(values.clone()),
+        };
+        Ok(Arm {
+            name: arm.name.clone(),
+            description: arm.description.clone(),
+            settings,
+            origin: arm.origin.clone(),
+        })
     }
 }
 

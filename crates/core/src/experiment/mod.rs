@@ -9,12 +9,13 @@
 
 pub mod components;
 pub mod config;
-pub mod harness_kind;
 pub mod instructions;
 pub mod matrix;
 
+pub use crate::record::harness_kind::{
+    DeclaredComponent, ExternalHarness, HarnessKind, ImportedHarness, RunsIn,
+};
 pub use components::{
     ArmSettings, Component, ComponentDiff, ComponentValue, Components, EditFormat, Instructions,
     value_text,
 };
-pub use harness_kind::{DeclaredComponent, ExternalHarness, HarnessKind, ImportedHarness, RunsIn};

@@ -23,6 +23,7 @@ pub mod render;
 use crate::digest;
 use crate::error::InputError;
 use crate::experiment::config::Experiment;
+use crate::record;
 use crate::suite::Suite;
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
@@ -31,19 +32,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct TrialSpec {
-    pub id: String,
-    /// Position in the execution order (0-based).
-    pub order: u32,
-    pub task: String,
-    pub arm: String,
-    pub model: String,
-    /// Repeat index within (task, arm, model), 0-based.
-    pub repeat: u32,
-    /// Sampling seed sent to the model.
-    pub seed: u64,
-}
+pub use crate::record::design::{Shard, TrialSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -162,6 +151,57 @@ impl Order {
 /// The execution order. `experiment.tasks` (if not empty) selects tasks of the suite.
 /// The most trials one run plans (16 bytes each while it runs).
 pub const MAX_PLANNED: u64 = 10_000_000;
+
+/// The manifest of a new run, without its plan (`Manifest::write_with_plan` writes it from
+/// `order.specs(shard)`): the experiment, the suite and the plan as the record holds them. `facts`
+/// come from the runner (`runner::facts`).
+pub fn manifest(
+    run_id: String,
+    exp: &Experiment,
+    suite: &Suite,
+    order: &Order,
+    shard: Option<Shard>,
+    facts: record::RunnerFacts,
+) -> record::Manifest {
+    record::Manifest {
+        format: record::FORMAT_VERSION,
+        run_id,
+        tool: "ablate".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        created_at: record::now_rfc3339(),
+        config_path: exp.config_path.display().to_string(),
+        config_file_digest: exp.file_digest.clone(),
+        config_digest: order.config_digest.clone(),
+        experiment: exp.recorded(),
+        suite: record::SuiteFacts {
+            name: suite.name.clone(),
+            version: suite.version.clone(),
+            path: exp.suite.clone(),
+            digest: suite.digest.clone(),
+            tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
+            source: suite.source.clone(),
+        },
+        prompt_digests: facts
+            .builtin_prompts
+            .into_iter()
+            .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect(),
+        host: facts.host,
+        models: Vec::new(),
+        budget: exp.budget.clone(),
+        experiment_seed: exp.seed,
+        shard,
+        merged: None,
+        containers: None,
+        sequential: exp
+            .sequential
+            .as_ref()
+            .map(|_| record::SequentialFacts { task_order: order.task_order() }),
+        imported: None,
+        planned_trials: order.count(shard),
+        plan: Vec::new(),
+    }
+}
 
 pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
     let mut task_ids: Vec<&str> = Vec::new();
@@ -313,25 +353,6 @@ pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
         shard_by_task: order.task_position.is_some(),
         config_digest: order.config_digest,
     })
-}
-
-/// A deterministic part of the plan: `K/N` takes every trial whose position
-/// in the execution order is K-1 modulo N (in the sequential design, every
-/// trial of each task whose position in the task order is K-1 modulo N).
-/// Every trial is in exactly one shard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    /// 1-based.
-    pub index: u32,
-    pub count: u32,
-}
-
-impl Shard {
-    /// Whether position `at` (0-based, of the trial order or, in the
-    /// sequential design, of the task order) is this shard's: K-1 modulo N.
-    pub fn owns(&self, at: usize) -> bool {
-        at % self.count as usize == self.index as usize - 1
-    }
 }
 
 impl FromStr for Shard {

@@ -1,7 +1,7 @@
 //! What an imported run's records say of their source (`ablate import`,
 //! docs/import.md): the manifest's `imported` and each trial's `imported`.
 
-use crate::experiment::components::ComponentValue;
+use super::design::ComponentValue;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 

@@ -16,10 +16,10 @@
 //! trial count beyond the set of finished trial ids); each record's `run_id`
 //! becomes the merged run's, everything else is kept byte for byte in meaning.
 
+use super::design::{Shard, TrialSpec};
 use super::lock::{LockError, RunLock};
 use super::{Manifest, ModelIdentity, TrialRecord, now_rfc3339};
 use crate::error::InputError;
-use crate::plan::{Shard, TrialSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, BufWriter, Write};

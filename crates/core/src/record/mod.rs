@@ -9,9 +9,11 @@
 //! - `traces/<trial-id>.jsonl`: one line per step of that trial.
 //! - `.lock`: held by the one process writing into the folder (`lock`).
 
+pub mod design;
 pub mod events;
 pub mod folder;
 pub mod grade;
+pub mod harness_kind;
 pub mod imported;
 pub mod jsonl;
 pub mod lock;
@@ -20,9 +22,11 @@ pub mod omit;
 
 pub use grade::{CheckResult, Grade, RunnerReport, VerifierRecord};
 
-use crate::experiment::config::{Budget, Experiment};
-use crate::experiment::{ArmSettings, HarnessKind};
-use crate::plan::{Shard, TrialSpec};
+use design::{
+    Budget, Comparison, Price, RecordedArm, RecordedSettings, SequentialDesign, Shard, SuiteSource,
+    TrialSpec,
+};
+use harness_kind::HarnessKind;
 use serde::{Deserialize, Serialize};
 
 /// Version of the record format; bumped on incompatible changes.
@@ -196,7 +200,7 @@ impl Tokens {
 
     /// Their price in USD at `price` (cached input at its own price when
     /// given, else at the input price); None without a price.
-    pub fn cost(&self, price: Option<&crate::experiment::config::Price>) -> Option<f64> {
+    pub fn cost(&self, price: Option<&Price>) -> Option<f64> {
         let p = price?;
         let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
         let uncached = self.input.saturating_sub(self.cached) as f64;
@@ -621,7 +625,7 @@ pub struct SuiteFacts {
     pub tasks: Vec<(String, String)>,
     /// An imported suite's source file and importer (absent for suites written by hand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<crate::suite::SuiteSource>,
+    pub source: Option<SuiteSource>,
 }
 
 /// manifest.json: everything fixed for the run. `P` is how the plan is read
@@ -761,10 +765,10 @@ pub struct RecordedExperiment {
     pub margin: Option<f64>,
     /// Run until decided: the sequential design and its budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequential: Option<crate::experiment::config::SequentialDesign>,
-    pub arms: Vec<crate::experiment::matrix::Arm>,
+    pub sequential: Option<SequentialDesign>,
+    pub arms: Vec<RecordedArm>,
     #[serde(default)]
-    pub comparisons: Vec<crate::experiment::matrix::Comparison>,
+    pub comparisons: Vec<Comparison>,
     /// Absent for the builtin harness.
     #[serde(default, skip_serializing_if = "HarnessKind::is_builtin")]
     pub harness_kind: HarnessKind,
@@ -772,65 +776,7 @@ pub struct RecordedExperiment {
     pub rest: serde_json::Map<String, serde_json::Value>,
 }
 
-impl RecordedExperiment {
-    pub fn of(exp: &Experiment) -> RecordedExperiment {
-        serde_json::from_value(serde_json::to_value(exp).expect("experiment serializes"))
-            .expect("an experiment reads back as recorded")
-    }
-}
-
 impl Manifest {
-    /// The manifest of a new run, without its plan: `Manifest::write_with_plan`
-    /// writes the plan from the order (`plan.specs(shard)`). `facts` come from
-    /// the runner (`runner::facts`).
-    pub fn new(
-        run_id: String,
-        exp: &Experiment,
-        suite: &crate::suite::Suite,
-        plan: &crate::plan::Order,
-        shard: Option<Shard>,
-        facts: RunnerFacts,
-    ) -> Manifest {
-        Manifest {
-            format: FORMAT_VERSION,
-            run_id,
-            tool: "ablate".into(),
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            created_at: now_rfc3339(),
-            config_path: exp.config_path.display().to_string(),
-            config_file_digest: exp.file_digest.clone(),
-            config_digest: plan.config_digest.clone(),
-            experiment: RecordedExperiment::of(exp),
-            suite: SuiteFacts {
-                name: suite.name.clone(),
-                version: suite.version.clone(),
-                path: exp.suite.clone(),
-                digest: suite.digest.clone(),
-                tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
-                source: suite.source.clone(),
-            },
-            prompt_digests: facts
-                .builtin_prompts
-                .into_iter()
-                .chain(exp.prompt_digests.iter().map(|(k, v)| (k.clone(), v.clone())))
-                .collect(),
-            host: facts.host,
-            models: Vec::new(),
-            budget: exp.budget.clone(),
-            experiment_seed: exp.seed,
-            shard,
-            merged: None,
-            containers: None,
-            sequential: exp
-                .sequential
-                .as_ref()
-                .map(|_| SequentialFacts { task_order: plan.task_order() }),
-            imported: None,
-            planned_trials: plan.count(shard),
-            plan: Vec::new(),
-        }
-    }
-
     /// Write `dir/manifest.json` with `self.plan` as its plan: to a temporary
     /// file, synced, then renamed into place.
     pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
@@ -873,14 +819,14 @@ impl Manifest {
 impl<P> Manifest<P> {
     /// The experiment back from the manifest (for analysis-time checks).
     /// External arms list their values in the declared order.
-    pub fn arms(&self) -> Vec<crate::experiment::matrix::Arm> {
+    pub fn arms(&self) -> Vec<RecordedArm> {
         let mut arms = self.experiment.arms.clone();
         if let HarnessKind::External(ext) = self.harness_kind() {
             let position = |name: &str| {
                 ext.components.iter().position(|d| d.name == name).unwrap_or(usize::MAX)
             };
             for arm in &mut arms {
-                if let ArmSettings::External(values) = &mut arm.settings {
+                if let RecordedSettings::External(values) = &mut arm.settings {
                     values.sort_by(|a, _, b, _| position(a).cmp(&position(b)));
                 }
             }
@@ -893,7 +839,7 @@ impl<P> Manifest<P> {
         self.experiment.harness_kind.clone()
     }
 
-    pub fn comparisons(&self) -> Vec<crate::experiment::matrix::Comparison> {
+    pub fn comparisons(&self) -> Vec<Comparison> {
         self.experiment.comparisons.clone()
     }
 
@@ -1031,8 +977,8 @@ pub fn rfc3339_seconds(t: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use super::design::Price;
     use super::*;
-    use crate::experiment::config::Price;
 
     #[test]
     fn cost_prices_cached_input_apart() {

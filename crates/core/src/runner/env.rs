@@ -7,8 +7,8 @@
 use super::Shared;
 use crate::container::trial::{Spec, TrialContainer};
 use crate::experiment::config::Budget;
-use crate::experiment::harness_kind::{HarnessKind, RunsIn};
 use crate::experiment::matrix::Arm;
+use crate::experiment::{HarnessKind, RunsIn};
 use crate::grader;
 use crate::harness::agent::{self, AgentOutcome, TrialContext};
 use crate::harness::calls::CallContext;

@@ -27,8 +27,7 @@ use crate::record::folder;
 use crate::record::jsonl::JsonlWriter;
 use crate::record::lock::{LockError, RunLock};
 use crate::record::{
-    AttemptStart, EndReason, Manifest, ManifestHead, ModelIdentity, TrialRecord, TrialStatus,
-    now_rfc3339,
+    AttemptStart, EndReason, ManifestHead, ModelIdentity, TrialRecord, TrialStatus, now_rfc3339,
 };
 use crate::suite::Suite;
 use ledger::Ledger;
@@ -560,7 +559,8 @@ fn new_folder(
         }
     };
     let lock = RunLock::acquire(&dir)?;
-    let mut m = Manifest::new(run_id, exp, suite, plan, opts.shard, facts::runner_facts(exp));
+    let mut m =
+        crate::plan::manifest(run_id, exp, suite, plan, opts.shard, facts::runner_facts(exp));
     m.models = identities;
     m.containers = containers;
     let (mut keys, mut ids) =
@@ -940,7 +940,7 @@ mod tests {
         let suite = crate::suite::load(&exp.suite_path).unwrap();
         let plan = plan::order(&exp, &suite).unwrap();
         let mut manifest =
-            Manifest::new("r".into(), &exp, &suite, &plan, None, facts::runner_facts(&exp));
+            crate::plan::manifest("r".into(), &exp, &suite, &plan, None, facts::runner_facts(&exp));
         manifest.plan = plan.specs(None).collect();
         std::fs::create_dir_all(dir.join("traces")).unwrap();
         manifest.write(dir).unwrap();

@@ -30,7 +30,7 @@ pub fn write_run(
         .map(String::from)
         .unwrap_or_else(|| format!("synthetic-{}", exp.name));
     let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
-    let manifest = crate::record::Manifest::new(
+    let manifest = crate::plan::manifest(
         run_id.clone(),
         exp,
         suite,

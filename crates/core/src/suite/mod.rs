@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use std::path::{Component as PathComponent, Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::record::design::SuiteSource;
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSuite {
@@ -69,21 +71,6 @@ impl Default for ContainerSettings {
             pids_limit: default_pids(),
         }
     }
-}
-
-/// The source of an imported suite, as `suite.toml` records it. The suite
-/// digest covers `suite.toml`, so it changes with the source file and with
-/// the importer version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SuiteSource {
-    /// The source file's name when imported.
-    pub file: String,
-    /// sha256 of the source file's bytes (compressed, as fetched).
-    pub sha256: String,
-    /// The importer: `humaneval` or `jsonl`.
-    pub importer: String,
-    pub importer_version: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -467,7 +467,7 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
         alpha: map.raw.alpha.unwrap_or(0.05),
         margin: map.raw.margin,
         sequential: None,
-        arms,
+        arms: arms.iter().map(Arm::recorded).collect(),
         comparisons,
         harness_kind: HarnessKind::Imported(ablate_core::experiment::ImportedHarness {
             tool: tool.name().to_string(),

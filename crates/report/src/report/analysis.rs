@@ -469,9 +469,9 @@ pub fn analyse(data: &RunData) -> Report {
     }
     let interrupted_by = &data.interrupted;
 
-    let manifest_arms = data.manifest.arms();
+    let manifest_arms = &data.arm_settings;
     let mut component_names: Vec<String> = Vec::new();
-    for a in &manifest_arms {
+    for a in manifest_arms {
         for (k, _) in a.component_values() {
             if !component_names.contains(&k) {
                 component_names.push(k);

@@ -111,8 +111,7 @@ fn arm_component_values(
     data: &super::load::RunData,
     report: &Report,
 ) -> HashMap<String, Vec<String>> {
-    data.manifest
-        .arms()
+    data.arm_settings
         .iter()
         .map(|a| {
             let v = a.component_values();

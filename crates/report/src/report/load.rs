@@ -3,6 +3,7 @@
 //! trial is the one analysed, and no other attempt is kept: memory is 12
 //! bytes a planned trial and a row (88 bytes) a trial with a final record.
 
+use ablate_core::experiment::matrix::Arm;
 use ablate_core::record::{ManifestHead, TrialRecord, TrialStatus};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -107,6 +108,9 @@ pub struct RunData {
     pub manifest: ManifestHead,
     pub tasks: Names,
     pub arms: Names,
+    /// Each arm as the experiment defines it, read back from the manifest through the component
+    /// registry (`Arm::from_recorded`), in the manifest's order.
+    pub arm_settings: Vec<Arm>,
     pub models: Names,
     /// The last final attempt of each trial: what the statistics use, in a
     /// canonical order (model, task, arm, repeat as the experiment lists
@@ -173,11 +177,25 @@ pub fn load_with(
     })?;
     let mut manifest = head;
     let plan_keys = std::mem::take(&mut manifest.plan).0;
+    let arm_settings = manifest
+        .arms()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            Arm::from_recorded(a).map_err(|e| LoadError::Bad {
+                path: mpath.clone(),
+                message: format!(
+                    "key `experiment.arms[{i}].components`: not a manifest ablate can read: {e}"
+                ),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut data = RunData {
         dir: dir.to_path_buf(),
         manifest,
         tasks: Names::default(),
         arms: Names::default(),
+        arm_settings,
         models: Names::default(),
         trials: Vec::new(),
         interrupted: Default::default(),
@@ -196,7 +214,7 @@ pub fn load_with(
     for m in &data.manifest.models {
         data.models.id(&m.name);
     }
-    for a in data.manifest.arms() {
+    for a in &data.arm_settings {
         data.arms.id(&a.name);
     }
 

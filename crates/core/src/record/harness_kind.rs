@@ -1,7 +1,7 @@
 //! Which harness runs the trials: the builtin agent loop, or an external
 //! command (any agent) that declares its own components.
 
-use super::components::ComponentValue;
+use super::design::ComponentValue;
 use serde::{Deserialize, Serialize};
 
 /// The harness under test. Builtin arms set `Components`; external arms set

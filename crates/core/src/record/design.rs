@@ -1,0 +1,193 @@
+//! The run's design as the record holds it: the types `manifest.json` writes for the experiment
+//! (arms, comparisons, budget, sequential design), the suite's source and the plan's specs and
+//! shards. The layers above convert into them (`Experiment::recorded`); the record reads and
+//! writes them without knowing the experiment, the suite or the plan.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// The sequential design (`design = "sequential"` or `run --until-decided`):
+/// tasks enter in the plan's order, every comparison's confidence sequence is
+/// updated after each task, and trials that serve only decided comparisons
+/// are not started (`crate::sequential`). The budget of the whole experiment:
+/// at most `max_tasks` tasks (default: every task) and `max_trials` trials;
+/// no trial starts once the recorded trials cost `max_cost_usd` or cover
+/// `max_seconds` of running time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequentialDesign {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tasks: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_trials: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+}
+
+/// The experiment-level budget. Every arm gets exactly this; an arm cannot
+/// override it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Model calls per trial.
+    pub max_steps: u32,
+    /// max_tokens of each model call.
+    pub max_output_tokens_per_step: u32,
+    /// Input + output tokens over the whole trial.
+    pub max_total_tokens: u64,
+    /// Working time of a trial (model calls, checks, tools), excluding time
+    /// spent waiting on rate limits.
+    pub max_working_seconds: f64,
+    /// Money per trial, from the model's prices; absent means no money limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+}
+
+/// Prices in USD per million tokens, for the money budget and cost columns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+/// One component whose value differs between two arms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentDiff {
+    /// The component's name: a builtin one (`feedback`) or one an external
+    /// harness declares.
+    pub component: String,
+    pub control: String,
+    pub treatment: String,
+}
+
+/// The value of a component an external harness declares: a boolean, a
+/// string or an integer (as written in the config).
+pub type ComponentValue = serde_json::Value;
+
+/// A component value as text: `true`, `map`, `3` (strings without quotes).
+pub fn value_text(v: &ComponentValue) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Where an arm came from: the config, or a sweep of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ArmOrigin {
+    Declared,
+    LeaveOneOut { from: String, component: String },
+    AddOneIn { from: String, component: String },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ComparisonKind {
+    /// Exactly one component differs: the effect is attributable to it.
+    Ablation { component: String },
+    /// Several components differ: not attributable to one component.
+    Combined,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ComparisonOrigin {
+    LeaveOneOut,
+    AddOneIn,
+    Pair,
+    Combined,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Comparison {
+    pub name: String,
+    pub control: String,
+    pub treatment: String,
+    pub kind: ComparisonKind,
+    pub origin: ComparisonOrigin,
+    /// Every component that differs between control and treatment.
+    pub differs: Vec<ComponentDiff>,
+}
+
+impl Comparison {
+    pub fn is_ablation(&self) -> bool {
+        matches!(self.kind, ComparisonKind::Ablation { .. })
+    }
+}
+
+/// The source of an imported suite, as `suite.toml` records it. The suite
+/// digest covers `suite.toml`, so it changes with the source file and with
+/// the importer version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteSource {
+    /// The source file's name when imported.
+    pub file: String,
+    /// sha256 of the source file's bytes (compressed, as fetched).
+    pub sha256: String,
+    /// The importer: `humaneval` or `jsonl`.
+    pub importer: String,
+    pub importer_version: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TrialSpec {
+    pub id: String,
+    /// Position in the execution order (0-based).
+    pub order: u32,
+    pub task: String,
+    pub arm: String,
+    pub model: String,
+    /// Repeat index within (task, arm, model), 0-based.
+    pub repeat: u32,
+    /// Sampling seed sent to the model.
+    pub seed: u64,
+}
+
+/// A deterministic part of the plan: `K/N` takes every trial whose position
+/// in the execution order is K-1 modulo N (in the sequential design, every
+/// trial of each task whose position in the task order is K-1 modulo N).
+/// Every trial is in exactly one shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Whether position `at` (0-based, of the trial order or, in the
+    /// sequential design, of the task order) is this shard's: K-1 modulo N.
+    pub fn owns(&self, at: usize) -> bool {
+        at % self.count as usize == self.index as usize - 1
+    }
+}
+
+/// An arm as the manifest records it: its name, and the value of each of its components by the
+/// component's name, under `components` (the builtin harness, whose registry reads them back:
+/// `experiment::Arm::from_recorded`) or `values` (an external or imported harness's declared
+/// components).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedArm {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(flatten)]
+    pub settings: RecordedSettings,
+    pub origin: ArmOrigin,
+}
+
+/// A recorded arm's component values by name: the builtin components' or an external harness's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RecordedSettings {
+    #[serde(rename = "components")]
+    Builtin(IndexMap<String, ComponentValue>),
+    #[serde(rename = "values")]
+    External(IndexMap<String, ComponentValue>),
+}
