@@ -149,6 +149,17 @@ fn command_outputs() {
     m["experiment"]["arms"][1]["name"] = serde_json::json!(5);
     std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
     insta::assert_snapshot!("report-bad-manifest", ablate(&["report", bad.to_str().unwrap()]));
+    // A recorded arm's key that is no component is refused, naming it and the arm.
+    let unknown = synthetic(dir.path(), "unknown-component", 5, 0.5);
+    let path = unknown.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["experiment"]["arms"][1]["components"]["feedbak"] = serde_json::json!(true);
+    std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    insta::assert_snapshot!(
+        "report-unknown-component",
+        ablate(&["report", unknown.to_str().unwrap()])
+    );
     insta::assert_snapshot!(
         "python-error",
         ablate(&[

@@ -462,3 +462,51 @@ pub fn slugify(text: &str) -> String {
         (false, false) => out,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Instructions;
+    use serde_json::json;
+
+    fn recorded(components: serde_json::Value) -> RecordedArm {
+        serde_json::from_value(json!({
+            "name": "a", "components": components, "origin": {"kind": "declared"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_recorded_arm_reads_back_through_the_registry() {
+        let arm = Arm {
+            name: "a".into(),
+            description: "d".into(),
+            settings: ArmSettings::Builtin(Components {
+                tools: true,
+                instructions: Instructions::File("p.md".into()),
+                ..Components::bare()
+            }),
+            origin: ArmOrigin::LeaveOneOut { from: "full".into(), component: "feedback".into() },
+        };
+        let rec = arm.recorded();
+        let written = serde_json::to_value(&rec).unwrap();
+        assert_eq!(written["components"]["tools"], json!(true));
+        assert_eq!(written["components"]["instructions"], json!({"file": "p.md"}));
+        assert_eq!(Arm::from_recorded(&rec).unwrap(), arm);
+        // A component the record lacks (a run made before it existed) is its bare value.
+        let old = Arm::from_recorded(&recorded(json!({"feedback": true}))).unwrap();
+        assert_eq!(
+            old.builtin_components(),
+            Some(&Components { feedback: true, ..Components::bare() })
+        );
+        // A key that is no component is refused, naming it.
+        let err = Arm::from_recorded(&recorded(json!({"feedbak": true}))).unwrap_err().to_string();
+        assert!(err.starts_with("unknown field `feedbak`"), "{err}");
+        // An external arm's values come back as they are.
+        let ext = Arm {
+            settings: ArmSettings::External([("context".to_string(), json!("map"))].into()),
+            ..arm
+        };
+        assert_eq!(Arm::from_recorded(&ext.recorded()).unwrap(), ext);
+    }
+}
