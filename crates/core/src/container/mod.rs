@@ -49,7 +49,7 @@ pub enum ContainerError {
     #[error(
         "{why}. Container (Harbor) tasks need docker or podman: scripts/install-deps.sh installs and configures podman on Debian"
     )]
-    NoEngine { why: String },
+    NoEngine { why: ProbeError },
     /// The engine's CLI, or this process's scratch folder, could not be used.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -75,7 +75,18 @@ fn context(what: &str) -> String {
     if what.is_empty() { String::new() } else { format!("{what}: ") }
 }
 
-static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+/// Why no engine answers, as probed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProbeError {
+    #[error("cannot run `{program}`: {reason}")]
+    CannotRun { program: &'static str, reason: String },
+    #[error("`{program} info` failed: {first_line}")]
+    InfoFailed { program: &'static str, first_line: String },
+    #[error("no container engine answers here: docker: {docker}; podman: {podman}")]
+    Neither { docker: Box<ProbeError>, podman: Box<ProbeError> },
+}
+
+static ENGINE: OnceLock<Result<Engine, ProbeError>> = OnceLock::new();
 
 /// The engine for this process, found once: the one named (`--engine`), else
 /// docker when `docker info` answers, else podman when `podman info` does.
@@ -85,8 +96,9 @@ pub fn init(choice: Option<EngineKind>) -> Result<&'static Engine, ContainerErro
         .get_or_init(|| match choice {
             Some(kind) => probe(kind),
             None => probe(EngineKind::Docker).or_else(|docker| {
-                probe(EngineKind::Podman).map_err(|podman| {
-                    format!("no container engine answers here: docker: {docker}; podman: {podman}")
+                probe(EngineKind::Podman).map_err(|podman| ProbeError::Neither {
+                    docker: Box::new(docker),
+                    podman: Box::new(podman),
                 })
             }),
         })
@@ -99,7 +111,7 @@ pub fn current() -> Option<&'static Engine> {
     ENGINE.get().and_then(|r| r.as_ref().ok())
 }
 
-fn probe(kind: EngineKind) -> Result<Engine, String> {
+fn probe(kind: EngineKind) -> Result<Engine, ProbeError> {
     let format = match kind {
         EngineKind::Docker => "{{.ServerVersion}}",
         EngineKind::Podman => "{{.Version.Version}}",
@@ -108,14 +120,13 @@ fn probe(kind: EngineKind) -> Result<Engine, String> {
         .args(["info", "--format", format])
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run `{}`: {e}", kind.program()))?;
+        .map_err(|e| ProbeError::CannotRun { program: kind.program(), reason: e.to_string() })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "`{} info` failed: {}",
-            kind.program(),
-            err.lines().next().unwrap_or("").trim()
-        ));
+        return Err(ProbeError::InfoFailed {
+            program: kind.program(),
+            first_line: err.lines().next().unwrap_or("").trim().to_string(),
+        });
     }
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
     Ok(Engine { kind, program: kind.program().to_string(), version })

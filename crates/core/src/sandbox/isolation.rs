@@ -71,8 +71,8 @@ pub fn init(
     }
     let found = match probe(bwrap) {
         Ok(iso) => iso,
-        Err(reason) if allow_none => Isolation::None { reason },
-        Err(reason) => return Err(NoSandbox { reason }),
+        Err(why) if allow_none => Isolation::None { reason: why.to_string() },
+        Err(why) => return Err(NoSandbox { reason: why.to_string() }),
     };
     if let Isolation::None { reason } = &found {
         eprintln!(
@@ -98,23 +98,38 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// Why bubblewrap cannot build the jail here, as probed (the manifest records it as text when
+/// the sandbox is waived: `Isolation::None`).
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    #[error("bwrap (bubblewrap) is not on PATH")]
+    NotOnPath,
+    #[error("cannot run {bwrap}: {source}")]
+    CannotRun { bwrap: String, source: std::io::Error },
+    #[error("{0}")]
+    TempDir(std::io::Error),
+    #[error("no jail uid: {0}")]
+    NoJailUid(std::io::Error),
+    #[error("bubblewrap cannot create the sandbox here ({status}): {stderr}")]
+    Refused { status: std::process::ExitStatus, stderr: String },
+}
+
 /// Find bwrap and prove it can build the jail here (namespaces may be refused).
-fn probe(given: Option<&std::path::Path>) -> Result<Isolation, String> {
+fn probe(given: Option<&std::path::Path>) -> Result<Isolation, ProbeError> {
     let bwrap = match given {
         Some(p) => p.to_path_buf(),
-        None => bwrap_on_path().ok_or_else(|| "bwrap (bubblewrap) is not on PATH".to_string())?,
+        None => bwrap_on_path().ok_or(ProbeError::NotOnPath)?,
     };
-    let version = std::process::Command::new(&bwrap)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    let cannot_run = |source| ProbeError::CannotRun { bwrap: bwrap.display().to_string(), source };
+    let version =
+        std::process::Command::new(&bwrap).arg("--version").output().map_err(cannot_run)?;
     let version = String::from_utf8_lossy(&version.stdout)
         .trim()
         .trim_start_matches("bubblewrap ")
         .to_string();
     let uid_switch = is_root();
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let lease = lease_uid().map_err(|e| format!("no jail uid: {e}"))?;
+    let dir = tempfile::tempdir().map_err(ProbeError::TempDir)?;
+    let lease = lease_uid().map_err(ProbeError::NoJailUid)?;
     let jail = Jail {
         workspace: dir.path(),
         tests: None,
@@ -130,13 +145,12 @@ fn probe(given: Option<&std::path::Path>) -> Result<Isolation, String> {
         .args(&argv[1..])
         .env_clear()
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+        .map_err(cannot_run)?;
     if !out.status.success() {
-        return Err(format!(
-            "bubblewrap cannot create the sandbox here ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(ProbeError::Refused {
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(Isolation::Bubblewrap {
         bwrap: bwrap.display().to_string(),
