@@ -41,23 +41,27 @@ pub struct ChatTemplate {
 
 impl ChatTemplate {
     /// Compile `source`; the error says where the template does not parse.
-    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, String> {
+    pub fn new(
+        source: &str,
+        bos_token: &str,
+        eos_token: &str,
+    ) -> Result<ChatTemplate, TemplateError> {
         let mut env = Environment::new();
         let syntax = minijinja::syntax::SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
             .build()
-            .map_err(|e| describe(&e))?;
+            .map_err(TemplateError)?;
         env.set_syntax(syntax);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_filter("tojson", tojson);
         env.add_function("raise_exception", |message: String| -> Result<Value, Error> {
             Err(Error::new(ErrorKind::InvalidOperation, message))
         });
-        env.add_template_owned(NAME, source.to_string()).map_err(|e| describe(&e))?;
+        env.add_template_owned(NAME, source.to_string()).map_err(TemplateError)?;
         let takes_tools = env
             .get_template(NAME)
-            .map_err(|e| describe(&e))?
+            .map_err(TemplateError)?
             .undeclared_variables(false)
             .contains("tools");
         Ok(ChatTemplate {
@@ -75,8 +79,12 @@ impl ChatTemplate {
 
     /// The prompt for `messages` and `tools`, ending with the assistant's
     /// turn opened (`add_generation_prompt`).
-    pub fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, String> {
-        let template = self.env.get_template(NAME).map_err(|e| describe(&e))?;
+    pub fn render(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<String, TemplateError> {
+        let template = self.env.get_template(NAME).map_err(TemplateError)?;
         let (messages, tools): (Vec<TemplateMessage>, Vec<FunctionTool>) = if self.takes_tools {
             (
                 messages.iter().map(TemplateMessage::of).collect(),
@@ -100,9 +108,15 @@ impl ChatTemplate {
             bos_token => self.bos_token.as_str(),
             eos_token => self.eos_token.as_str(),
         };
-        template.render(ctx).map_err(|e| describe(&e))
+        template.render(ctx).map_err(TemplateError)
     }
 }
+
+/// A chat template that does not parse or render: the message says where in the template and
+/// why, with its cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", describe(.0))]
+pub struct TemplateError(Error);
 
 /// The error and where in the template it is, with its cause.
 fn describe(e: &Error) -> String {
@@ -404,7 +418,7 @@ mod tests {
 
     #[test]
     fn template_errors_name_the_problem() {
-        let e = ChatTemplate::new("{% for m in messages %}", "", "").err().unwrap();
+        let e = ChatTemplate::new("{% for m in messages %}", "", "").err().unwrap().to_string();
         assert!(e.contains("line 1"), "{e}");
         let t = ChatTemplate::new(
             "{{ raise_exception('Only user and assistant roles are supported!') }}",
@@ -413,11 +427,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            t.render(&[Message::user("u")], &[]).unwrap_err(),
+            t.render(&[Message::user("u")], &[]).unwrap_err().to_string(),
             "Only user and assistant roles are supported! (chat template line 1)"
         );
         let t = ChatTemplate::new("{{ strftime_now('%d %b %Y') }}", "", "").unwrap();
-        let e = t.render(&[Message::user("u")], &[]).unwrap_err();
+        let e = t.render(&[Message::user("u")], &[]).unwrap_err().to_string();
         assert!(e.contains("strftime_now") && e.contains("--local-template"), "{e}");
     }
 }

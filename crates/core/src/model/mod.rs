@@ -490,10 +490,35 @@ pub enum SetupReason {
     #[error("cannot read `{}`: {source}", path.display())]
     Read { path: std::path::PathBuf, source: std::io::Error },
     /// What the engine said while loading the model (llama.cpp, the chat template).
-    #[error("{0}")]
-    Load(String),
+    #[error(transparent)]
+    Load(#[from] EngineLoadError),
     #[error("the llama.cpp worker stopped while loading")]
     WorkerStopped,
+}
+
+/// Why the embedded engine cannot load its model (said by its worker thread while loading).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineLoadError {
+    #[error("cannot initialize llama.cpp: {0}")]
+    Backend(String),
+    #[error("cannot load GGUF `{}`: {reason}", path.display())]
+    Gguf { path: std::path::PathBuf, reason: String },
+    #[error("--local-template `{}`: cannot read it: {source}", file.display())]
+    TemplateFile { file: std::path::PathBuf, source: std::io::Error },
+    #[error(
+        "the chat template of `{}` is not UTF-8 ({reason}); give one with --local-template",
+        path.display()
+    )]
+    TemplateNotUtf8 { path: std::path::PathBuf, reason: String },
+    #[error("`{}` carries no chat template ({reason}); give one with --local-template", path.display())]
+    NoTemplate { path: std::path::PathBuf, reason: String },
+    /// The template (`from`: the file or the model it came from) does not parse.
+    #[error("{from}: {source}")]
+    Template { from: String, source: chat_template::TemplateError },
+    #[error("{from}: cannot render a system and a user message: {source}")]
+    TemplateRender { from: String, source: chat_template::TemplateError },
+    #[error("cannot create a llama.cpp context of {slots} x {per_slot} tokens: {reason}")]
+    Context { slots: usize, per_slot: u32, reason: String },
 }
 
 impl SetupError {

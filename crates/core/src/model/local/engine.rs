@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 /// llama.cpp's backend can be initialized once per process; every client (and the
 /// benchmarks) share it.
-pub fn backend(log: bool) -> Result<&'static LlamaBackend, String> {
+pub fn backend(log: bool) -> Result<&'static LlamaBackend, EngineLoadError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -29,10 +29,10 @@ pub fn backend(log: bool) -> Result<&'static LlamaBackend, String> {
                     llama_cpp_2::LogOptions::default().with_logs_enabled(false),
                 );
             }
-            LlamaBackend::init().map_err(|e| format!("cannot initialize llama.cpp: {e}"))
+            LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(Clone::clone)
+        .map_err(|e| EngineLoadError::Backend(e.clone()))
 }
 
 /// Held while a job runs, so that two local models never compute at once.
@@ -61,11 +61,11 @@ pub(super) fn worker_main(
     path: PathBuf,
     context_tokens: u32,
     opts: LocalOptions,
-    ready: mpsc::SyncSender<Result<LocalInfo, String>>,
+    ready: mpsc::SyncSender<Result<LocalInfo, EngineLoadError>>,
     jobs: mpsc::Receiver<Job>,
     stats: Arc<Mutex<LocalStats>>,
 ) {
-    let fail = |e: String| {
+    let fail = |e: EngineLoadError| {
         let _ = ready.send(Err(e));
     };
     let backend = match backend(opts.log) {
@@ -74,28 +74,28 @@ pub(super) fn worker_main(
     };
     let model = match LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default()) {
         Ok(m) => m,
-        Err(e) => return fail(format!("cannot load GGUF `{}`: {e}", path.display())),
+        Err(e) => return fail(EngineLoadError::Gguf { path: path.clone(), reason: e.to_string() }),
     };
     let template_text = match &opts.template {
         Some(file) => match std::fs::read_to_string(file) {
             Ok(t) => t,
-            Err(e) => {
-                return fail(format!("--local-template `{}`: cannot read it: {e}", file.display()));
+            Err(source) => {
+                return fail(EngineLoadError::TemplateFile { file: file.clone(), source });
             }
         },
         None => match model.chat_template(None).map(|t| t.to_string()) {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
-                return fail(format!(
-                    "the chat template of `{}` is not UTF-8 ({e}); give one with --local-template",
-                    path.display()
-                ));
+                return fail(EngineLoadError::TemplateNotUtf8 {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                });
             }
             Err(e) => {
-                return fail(format!(
-                    "`{}` carries no chat template ({e}); give one with --local-template",
-                    path.display()
-                ));
+                return fail(EngineLoadError::NoTemplate {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                });
             }
         },
     };
@@ -109,11 +109,11 @@ pub(super) fn worker_main(
         match ChatTemplate::new(&template_text, &token_text(vocab.bos()), &token_text(vocab.eos()))
         {
             Ok(t) => t,
-            Err(e) => return fail(format!("{}: {e}", where_from())),
+            Err(source) => return fail(EngineLoadError::Template { from: where_from(), source }),
         };
     // A template that cannot render a plain exchange fails now, not at the first trial.
     if let Err(e) = template.render(&[Message::system("s"), Message::user("u")], &[]) {
-        return fail(format!("{}: cannot render a system and a user message: {e}", where_from()));
+        return fail(EngineLoadError::TemplateRender { from: where_from(), source: e });
     }
     // llama.cpp gives each sequence n_ctx / n_seq_max cells, padded to 256.
     let per_slot = context_tokens.div_ceil(256) * 256;
@@ -131,9 +131,7 @@ pub(super) fn worker_main(
     let ctx = match model.new_context(backend, params) {
         Ok(c) => c,
         Err(e) => {
-            return fail(format!(
-                "cannot create a llama.cpp context of {slots} x {per_slot} tokens: {e}"
-            ));
+            return fail(EngineLoadError::Context { slots, per_slot, reason: e.to_string() });
         }
     };
     let info = LocalInfo {

@@ -64,8 +64,8 @@ mod engine;
 use super::chat_format::{parse_fenced_tool_calls, parse_tool_calls};
 use super::sampling::{self};
 use super::{
-    BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, SetupError,
-    SetupReason, ToolSpec,
+    BoxFuture, CallOutcome, ChatReply, ChatRequest, EngineLoadError, Message, ModelClient,
+    ModelError, SetupError, SetupReason, ToolSpec,
 };
 use crate::experiment::config::ModelSpec;
 use crate::record::Tokens;
@@ -399,7 +399,7 @@ impl LocalClient {
             ..opts
         };
         let stats = Arc::new(Mutex::new(LocalStats::default()));
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalInfo, String>>(1);
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalInfo, EngineLoadError>>(1);
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
         let worker_stats = stats.clone();
         let worker_path = path.clone();
