@@ -61,16 +61,14 @@ impl EngineFlags {
 
     /// The settings from the ABLATE_LOCAL_* environment variables alone
     /// (benchmarks and library callers without a command line).
-    pub fn from_env() -> Result<EngineSettings, String> {
+    pub fn from_env() -> Result<EngineSettings, clap::Error> {
         #[derive(Parser)]
         #[command(no_binary_name = true)]
         struct EnvOnly {
             #[command(flatten)]
             flags: EngineFlags,
         }
-        EnvOnly::try_parse_from(std::iter::empty::<String>())
-            .map(|e| e.flags.settings())
-            .map_err(|e| e.to_string().trim().to_string())
+        EnvOnly::try_parse_from(std::iter::empty::<String>()).map(|e| e.flags.settings())
     }
 }
 

@@ -105,6 +105,7 @@ async fn ablate_run(
     )
     .await
     .unwrap();
+    let exported = exported.map_err(|e| e.to_string());
     (summary, exported.and_then(|e| e.report.map_err(|e| e.to_string())).map(|_| ()))
 }
 

@@ -116,7 +116,7 @@ fn parse_jobs(s: &str) -> Result<usize, String> {
 
 /// `--run-id`: a plain folder name.
 fn parse_run_id(s: &str) -> Result<String, String> {
-    ablate::record::folder::check_run_id(s).map(|()| s.to_string())
+    ablate::record::folder::check_run_id(s).map(|()| s.to_string()).map_err(|e| e.to_string())
 }
 
 /// `--trials`: 1 to the config's own limit.

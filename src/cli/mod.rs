@@ -35,7 +35,7 @@ pub fn run(cli: Cli) -> Result<Exit, CommandError> {
             ablate::grader::use_python(&python.to_string_lossy())
                 .map_err(|e| CommandError::Setup(format!("--python (or ABLATE_PYTHON): {e}")))?;
         }
-        ablate::grader::preflight().map_err(CommandError::Setup)?;
+        ablate::grader::preflight().map_err(|e| CommandError::Setup(e.to_string()))?;
     }
     let container_engine = cli.engine.map(Into::into);
     match cli.command {
@@ -226,9 +226,10 @@ fn run_cmd(req: RunRequest) -> Result<Exit, CommandError> {
     // written, try once more and say why.
     let done = exports.finish();
     eprintln!("recorded in {}", summary.dir.display());
-    let written = done.and_then(|FinalExports { report, summary: counts }| {
-        report.map(|report| (report, counts)).map_err(|e| e.to_string())
-    });
+    let written =
+        done.map_err(|e| e.to_string()).and_then(|FinalExports { report, summary: counts }| {
+            report.map(|report| (report, counts)).map_err(|e| e.to_string())
+        });
     let report = match written {
         Ok((report, counts)) => {
             eprint!("{}", counts.unwrap_or_default());

@@ -16,9 +16,30 @@ pub enum ExportError {
     #[error(transparent)]
     Run(#[from] ReportError),
     #[error("cannot build the table: {0}")]
-    Frame(String),
-    #[error("cannot write {}: {message}", out.display())]
-    Write { out: PathBuf, message: String },
+    Frame(#[from] FrameError),
+    #[error("cannot write {}: {source}", out.display())]
+    Write { out: PathBuf, source: WriteError },
+}
+
+/// Why the runs' rows cannot become a DataFrame.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// A cell not of its column's type.
+    #[error("column `{column}`, row {row}: {cell} is not {what}")]
+    Cell { column: String, row: usize, cell: String, what: &'static str },
+    /// What the DataFrame library said.
+    #[error("{0}")]
+    Engine(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why the DataFrame cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{0}")]
+    Create(#[from] std::io::Error),
+    /// What the DataFrame library said.
+    #[error("{0}")]
+    Engine(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Which table of the runs to export.
@@ -85,28 +106,43 @@ mod frame {
     use super::*;
     use polars::prelude::*;
 
+    impl From<PolarsError> for FrameError {
+        fn from(e: PolarsError) -> FrameError {
+            FrameError::Engine(Box::new(e))
+        }
+    }
+
+    impl From<PolarsError> for WriteError {
+        fn from(e: PolarsError) -> WriteError {
+            WriteError::Engine(Box::new(e))
+        }
+    }
+
     /// One column's cells as values: `pick` reads a cell of the column's
     /// type (None: another type, an error naming the column, the row and `what`
     /// the column holds); a null cell is None.
     fn values<'a, T>(
         name: &str,
         cells: impl Iterator<Item = &'a Cell>,
-        what: &str,
+        what: &'static str,
         pick: impl Fn(&'a Cell) -> Option<T>,
-    ) -> Result<Vec<Option<T>>, String> {
+    ) -> Result<Vec<Option<T>>, FrameError> {
         cells
             .enumerate()
             .map(|(i, c)| match c {
                 Cell::Null => Ok(None),
-                _ => pick(c)
-                    .map(Some)
-                    .ok_or_else(|| format!("column `{name}`, row {}: {c:?} is not {what}", i + 1)),
+                _ => pick(c).map(Some).ok_or_else(|| FrameError::Cell {
+                    column: name.to_string(),
+                    row: i + 1,
+                    cell: format!("{c:?}"),
+                    what,
+                }),
             })
             .collect()
     }
 
     /// The runs' rows as a typed DataFrame: each column of the type its row gives it.
-    pub fn dataframe(table: &TypedTable) -> Result<DataFrame, String> {
+    pub fn dataframe(table: &TypedTable) -> Result<DataFrame, FrameError> {
         let mut cols: Vec<Column> = Vec::with_capacity(table.columns.len());
         for (j, (name, kind)) in table.columns.iter().enumerate() {
             let cells = table.rows.iter().map(|r| &r[j]);
@@ -149,8 +185,7 @@ mod frame {
                         })?,
                     );
                     if *kind == Kind::Category {
-                        s.cast(&DataType::from_categories(Categories::global()))
-                            .map_err(|e| e.to_string())?
+                        s.cast(&DataType::from_categories(Categories::global()))?
                     } else {
                         s
                     }
@@ -158,18 +193,19 @@ mod frame {
             };
             cols.push(series.into());
         }
-        DataFrame::new(table.rows.len(), cols).map_err(|e| e.to_string())
+        Ok(DataFrame::new(table.rows.len(), cols)?)
     }
 
     /// Write the DataFrame as Parquet (`.parquet`) or CSV (anything else).
-    pub fn write(df: &mut DataFrame, out: &Path) -> Result<(), String> {
-        let file = std::fs::File::create(out).map_err(|e| e.to_string())?;
+    pub fn write(df: &mut DataFrame, out: &Path) -> Result<(), WriteError> {
+        let file = std::fs::File::create(out)?;
         let parquet = out.extension().is_some_and(|e| e == "parquet");
         if parquet {
-            ParquetWriter::new(file).finish(df).map(|_| ()).map_err(|e| e.to_string())
+            ParquetWriter::new(file).finish(df)?;
         } else {
-            CsvWriter::new(file).include_header(true).finish(df).map_err(|e| e.to_string())
+            CsvWriter::new(file).include_header(true).finish(df)?;
         }
+        Ok(())
     }
 }
 
@@ -178,9 +214,9 @@ mod frame {
 #[cfg(feature = "polars")]
 pub fn export(runs: &[PathBuf], table: Table, out: &Path) -> Result<usize, ExportError> {
     let table = union_rows(runs, table)?;
-    let mut df = frame::dataframe(&table).map_err(ExportError::Frame)?;
+    let mut df = frame::dataframe(&table)?;
     frame::write(&mut df, out)
-        .map_err(|message| ExportError::Write { out: out.to_path_buf(), message })?;
+        .map_err(|source| ExportError::Write { out: out.to_path_buf(), source })?;
     Ok(table.rows.len())
 }
 

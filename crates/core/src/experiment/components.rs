@@ -218,16 +218,23 @@ enum Preset {
 
 impl Component {
     /// Parse a component name; the error lists the valid names.
-    pub fn parse(name: &str) -> Result<Component, String> {
-        Component::ALL.iter().copied().find(|c| c.name() == name).ok_or_else(|| {
-            format!("no component named `{name}`; valid components: {}", Component::valid_names())
-        })
+    pub fn parse(name: &str) -> Result<Component, UnknownComponent> {
+        Component::ALL
+            .iter()
+            .copied()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| UnknownComponent(name.to_string()))
     }
 
     pub fn valid_names() -> String {
         Component::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
     }
 }
+
+/// A name that is no builtin component; the message lists the valid names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no component named `{}`; valid components: {}", .0, Component::valid_names())]
+pub struct UnknownComponent(pub String);
 
 impl fmt::Display for Component {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -414,7 +421,7 @@ mod tests {
 
     #[test]
     fn unknown_component_lists_valid_names() {
-        let err = Component::parse("feedbak").unwrap_err();
+        let err = Component::parse("feedbak").unwrap_err().to_string();
         assert!(
             err.contains("feedbak") && err.contains("loop_guard") && err.contains("instructions"),
             "{err}"

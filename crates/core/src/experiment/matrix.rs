@@ -343,8 +343,9 @@ fn builtin_variants(
         Some(names) => {
             let mut out = Vec::new();
             for (i, n) in names.iter().enumerate() {
-                let c = Component::parse(n)
-                    .map_err(|m| InputError::at(file, format!("{key}.components[{i}]"), m))?;
+                let c = Component::parse(n).map_err(|e| {
+                    InputError::at(file, format!("{key}.components[{i}]"), e.to_string())
+                })?;
                 if c0.value(c) == target.value(c) {
                     return Err(InputError::at(
                         file,

@@ -43,9 +43,8 @@ pub struct Asked {
 }
 
 /// The texts of `key`; Err: what is wrong with it, naming it.
-fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
-    let token_ids =
-        || format!("`{key}` as token ids is not supported by the gateway: send the text");
+fn texts(v: &Value, key: &str) -> Result<Vec<String>, BadRequest> {
+    let bad = |message: String| BadRequest::naming(key, message);
     let out = match v {
         Value::String(s) => vec![s.clone()],
         Value::Array(items) => {
@@ -53,23 +52,29 @@ fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
             for item in items {
                 match item {
                     Value::String(s) => out.push(s.clone()),
-                    Value::Number(_) | Value::Array(_) => return Err(token_ids()),
+                    Value::Number(_) | Value::Array(_) => {
+                        return Err(bad(format!(
+                            "`{key}` as token ids is not supported by the gateway: send the text"
+                        )));
+                    }
                     other => {
-                        return Err(format!(
+                        return Err(bad(format!(
                             "`{key}` must be a string or an array of strings; it holds {other}"
-                        ));
+                        )));
                     }
                 }
             }
             out
         }
-        Value::Null => return Err(format!("`{key}` is missing")),
+        Value::Null => return Err(bad(format!("`{key}` is missing"))),
         other => {
-            return Err(format!("`{key}` must be a string or an array of strings, not {other}"));
+            return Err(bad(format!(
+                "`{key}` must be a string or an array of strings, not {other}"
+            )));
         }
     };
     if out.is_empty() {
-        return Err(format!("`{key}` is empty"));
+        return Err(bad(format!("`{key}` is empty")));
     }
     Ok(out)
 }
@@ -106,8 +111,7 @@ pub fn read(
             format!("unknown key `{k}` (known: {})", known.join(", ")),
         ));
     }
-    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)
-        .map_err(|m| BadRequest::naming(input_key, m))?;
+    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)?;
     if api == EmbedApi::OllamaLegacy && input.len() != 1 {
         return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
     }

@@ -33,18 +33,41 @@ pub struct Python {
 
 static PYTHON: OnceLock<Python> = OnceLock::new();
 
+/// Why the interpreter that runs the checks cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    #[error("cannot run `{exe}`: {source}")]
+    CannotRun { exe: String, source: std::io::Error },
+    #[error("`{exe}` failed ({status}): {stderr}")]
+    Failed { exe: String, status: std::process::ExitStatus, stderr: String },
+    #[error(transparent)]
+    NoSandbox(#[from] isolation::NoSandbox),
+    #[error("no jail uid: {0}")]
+    NoJailUid(std::io::Error),
+    #[error("cannot prepare the sandbox's folder: {0}")]
+    Scratch(std::io::Error),
+    #[error("cannot start the sandbox: {0}")]
+    SandboxStart(std::io::Error),
+    #[error(
+        "the Python that runs the checks, {executable}, does not work in the sandbox as outside (outside, sys.prefix is {prefix}; {seen}). \
+         The sandbox's unprivileged user must be able to read its installation: install it where every user can (for example \
+         /usr or /opt, folders mode 0755), or name another with --python"
+    )]
+    NotInSandbox { executable: String, prefix: String, seen: String },
+}
+
 /// Ask `exe` for its real executable and its installation folders.
-pub fn resolve(exe: &str) -> Result<Python, String> {
+pub fn resolve(exe: &str) -> Result<Python, PythonError> {
     let out = std::process::Command::new(exe)
         .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix)"])
         .output()
-        .map_err(|e| format!("cannot run `{exe}`: {e}"))?;
+        .map_err(|source| PythonError::CannotRun { exe: exe.into(), source })?;
     if !out.status.success() {
-        return Err(format!(
-            "`{exe}` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(PythonError::Failed {
+            exe: exe.into(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().into(),
+        });
     }
     let out = String::from_utf8_lossy(&out.stdout);
     let mut lines = out.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -62,7 +85,7 @@ pub fn resolve(exe: &str) -> Result<Python, String> {
 /// Run checks with `exe` instead of `python3`, once it is shown to run:
 /// called before the first check or harness resolves the interpreter (the
 /// command line does); a later call changes nothing.
-pub fn use_python(exe: &str) -> Result<(), String> {
+pub fn use_python(exe: &str) -> Result<(), PythonError> {
     let _ = PYTHON.set(resolve(exe)?);
     Ok(())
 }
@@ -85,18 +108,18 @@ pub fn python() -> &'static str {
 /// again (`sys.executable` executable by the jail's uid): a Python installed
 /// under a folder the jail's uid cannot enter would otherwise run another
 /// standard library, or fail every check that starts a subprocess.
-pub fn preflight() -> Result<(), String> {
-    let iso = isolation::current().map_err(|e| e.to_string())?;
+pub fn preflight() -> Result<(), PythonError> {
+    let iso = isolation::current()?;
     if !iso.is_isolated() {
         return Ok(());
     }
     let py = python_info();
     let Some(prefix) = py.prefixes.first() else { return Ok(()) };
-    let lease = isolation::lease_uid().map_err(|e| format!("no jail uid: {e}"))?;
-    let dir = scratch::tempdir("preflight-").map_err(|e| e.to_string())?;
+    let lease = isolation::lease_uid().map_err(PythonError::NoJailUid)?;
+    let dir = scratch::tempdir("preflight-").map_err(PythonError::Scratch)?;
     if isolation::is_root() {
         std::os::unix::fs::lchown(dir.path(), Some(lease.uid()), Some(lease.uid()))
-            .map_err(|e| e.to_string())?;
+            .map_err(PythonError::Scratch)?;
     }
     let jail = Jail {
         workspace: dir.path(),
@@ -123,7 +146,7 @@ pub fn preflight() -> Result<(), String> {
         .env_clear()
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot start the sandbox: {e}"))?;
+        .map_err(PythonError::SandboxStart)?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines = text.lines();
     let (jail_prefix, runs_itself) = (lines.next().unwrap_or(""), lines.next() == Some("True"));
@@ -142,13 +165,11 @@ pub fn preflight() -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         )
     };
-    Err(format!(
-        "the Python that runs the checks, {}, does not work in the sandbox as outside (outside, sys.prefix is {}; {seen}). \
-         The sandbox's unprivileged user must be able to read its installation: install it where every user can (for example \
-         /usr or /opt, folders mode 0755), or name another with --python",
-        py.executable,
-        prefix.display()
-    ))
+    Err(PythonError::NotInSandbox {
+        executable: py.executable.clone(),
+        prefix: prefix.display().to_string(),
+        seen,
+    })
 }
 
 /// The runner script, written once per process into a folder the jail shows

@@ -130,9 +130,20 @@ impl Action {
     }
 }
 
-fn parse_call(call: &ToolCall) -> Result<Action, String> {
+/// Why a tool call is not run: the model is told this as the call's result.
+#[derive(Debug, thiserror::Error)]
+enum BadCall {
+    #[error("invalid arguments for {tool}: {source}")]
+    Arguments { tool: String, source: serde_json::Error },
+    #[error("no tool named `{0}`; the tools are shell, read_file and write_file")]
+    NoSuchTool(String),
+    #[error("no tools are offered in this setting")]
+    NoTools,
+}
+
+fn parse_call(call: &ToolCall) -> Result<Action, BadCall> {
     let text = if call.arguments.trim().is_empty() { "{}" } else { &call.arguments };
-    let bad = |e: serde_json::Error| format!("invalid arguments for {}: {e}", call.name);
+    let bad = |source| BadCall::Arguments { tool: call.name.clone(), source };
     match call.name.as_str() {
         "shell" => {
             serde_json::from_str::<ShellArgs>(text).map(|a| Action::Shell(a.command)).map_err(bad)
@@ -143,9 +154,7 @@ fn parse_call(call: &ToolCall) -> Result<Action, String> {
         "write_file" => serde_json::from_str::<WriteArgs>(text)
             .map(|a| Action::Write(a.path, a.content))
             .map_err(bad),
-        other => {
-            Err(format!("no tool named `{other}`; the tools are shell, read_file and write_file"))
-        }
+        other => Err(BadCall::NoSuchTool(other.to_string())),
     }
 }
 
@@ -249,14 +258,10 @@ pub async fn run_agent(
             };
         messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
         // The actions: tool calls (tools on), else the reply's fenced command.
-        let mut actions: Vec<(Option<&ToolCall>, Result<Action, String>)> = Vec::new();
+        let mut actions: Vec<(Option<&ToolCall>, Result<Action, BadCall>)> = Vec::new();
         if !reply.tool_calls.is_empty() {
             for call in &reply.tool_calls {
-                let a = if c.tools {
-                    parse_call(call)
-                } else {
-                    Err("no tools are offered in this setting".into())
-                };
+                let a = if c.tools { parse_call(call) } else { Err(BadCall::NoTools) };
                 if a.is_err() {
                     incidents.invalid_tool_calls += 1;
                 }
@@ -300,7 +305,7 @@ pub async fn run_agent(
                 })
                 .unwrap_or(serde_json::Value::Null);
             let (ok, result) = match action {
-                Err(e) => (false, json!({"error": e}).to_string()),
+                Err(e) => (false, json!({"error": e.to_string()}).to_string()),
                 Ok(action) => {
                     let (command, stdin) = action.command();
                     let repeat = history
@@ -452,9 +457,14 @@ mod tests {
             matches!(parse_call(&call("shell", r#"{"command": "ls"}"#)), Ok(Action::Shell(c)) if c == "ls")
         );
         assert!(
-            parse_call(&call("shell", r#"{"cmd": "ls"}"#)).unwrap_err().contains("unknown field")
+            parse_call(&call("shell", r#"{"cmd": "ls"}"#))
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field")
         );
-        assert!(parse_call(&call("run_tests", "{}")).unwrap_err().contains("no tool named"));
+        assert!(
+            parse_call(&call("run_tests", "{}")).unwrap_err().to_string().contains("no tool named")
+        );
         let (cmd, stdin) =
             parse_call(&call("write_file", r#"{"path": "a b.txt", "content": "x"}"#))
                 .unwrap()

@@ -56,7 +56,7 @@ pub fn candidate(stamp: &str, exp_name: &str, n: u32) -> String {
 
 /// A `--run-id` must be a plain folder name: not empty, no `/`, `\`, `..`,
 /// no leading `.`, no NUL or other control character, at most 200 bytes.
-pub fn check_run_id(id: &str) -> Result<(), String> {
+pub fn check_run_id(id: &str) -> Result<(), BadRunId> {
     let why = if id.is_empty() {
         "it is empty"
     } else if id.contains('/') || id.contains('\\') {
@@ -72,7 +72,15 @@ pub fn check_run_id(id: &str) -> Result<(), String> {
     } else {
         return Ok(());
     };
-    Err(format!("`{}` is not a plain folder name: {why}", id.escape_debug()))
+    Err(BadRunId { id: id.to_string(), why })
+}
+
+/// A run id that is no plain folder name, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{}` is not a plain folder name: {why}", .id.escape_debug())]
+pub struct BadRunId {
+    pub id: String,
+    pub why: &'static str,
 }
 
 /// Create `parent/<name>` atomically (`create_dir`, never "check then
@@ -135,11 +143,12 @@ mod tests {
             ("a\nb", "`a\\nb` is not a plain folder name: it contains a control character"),
             ("\u{7f}", "`\\u{7f}` is not a plain folder name: it contains a control character"),
         ] {
-            assert_eq!(check_run_id(bad).err().as_deref(), Some(message), "{bad:?} refused");
+            let refused = check_run_id(bad).err().map(|e| e.to_string());
+            assert_eq!(refused.as_deref(), Some(message), "{bad:?} refused");
         }
         let long = "x".repeat(201);
         assert_eq!(
-            check_run_id(&long).err(),
+            check_run_id(&long).err().map(|e| e.to_string()),
             Some(format!("`{long}` is not a plain folder name: it is longer than 200 bytes"))
         );
         assert_eq!(check_run_id(&"x".repeat(200)), Ok(()));

@@ -101,7 +101,8 @@ const NAMED: usize = 10;
 
 pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     let out_name = opts.out.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-    super::folder::check_run_id(&out_name).map_err(|e| InputError::at(&opts.out, "-o", e))?;
+    super::folder::check_run_id(&out_name)
+        .map_err(|e| InputError::at(&opts.out, "-o", e.to_string()))?;
     if opts.shards.is_empty() {
         return Err(InputError::at(&opts.out, "SHARD_DIR", "no shard folders given").into());
     }

@@ -172,7 +172,7 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         None => {
             if let Some(id) = &opts.run_id {
                 folder::check_run_id(id)
-                    .map_err(|e| InputError::at(&exp.config_path, "--run-id", e))?;
+                    .map_err(|e| InputError::at(&exp.config_path, "--run-id", e.to_string()))?;
             }
             None
         }
@@ -439,7 +439,11 @@ async fn setup(
             let python = match &ext.python {
                 None => None,
                 Some(p) => Some(crate::grader::resolve(p).map_err(|m| {
-                    RunError::Input(InputError::at(&exp.config_path, "harness.python", m))
+                    RunError::Input(InputError::at(
+                        &exp.config_path,
+                        "harness.python",
+                        m.to_string(),
+                    ))
                 })?),
             };
             if host_command {

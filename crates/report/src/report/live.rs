@@ -27,6 +27,17 @@ pub struct FinalExports {
     pub summary: Option<String>,
 }
 
+/// Why a run has no final export to hand over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoFinalExport {
+    #[error("the run wrote no records")]
+    NoRecords,
+    #[error("the run ended before its final export")]
+    EndedEarly,
+    #[error("the exports' thread panicked")]
+    Panicked,
+}
+
 enum Message {
     TrialFinished,
     /// The run ended: write the final exports (unless interrupted) and stop.
@@ -50,14 +61,14 @@ impl LiveExports {
 
     /// Wait for the final exports of the run that ended. Err when the run
     /// never started or was interrupted (no final export was written).
-    pub fn finish(&self) -> Result<FinalExports, String> {
+    pub fn finish(&self) -> Result<FinalExports, NoFinalExport> {
         // A sender left (no Finished seen) is dropped, which stops the worker.
         drop(self.sender.lock().unwrap().take());
-        let worker = self.worker.lock().unwrap().take().ok_or("the run wrote no records")?;
+        let worker = self.worker.lock().unwrap().take().ok_or(NoFinalExport::NoRecords)?;
         match worker.join() {
             Ok(Some(done)) => Ok(done),
-            Ok(None) => Err("the run ended before its final export".to_string()),
-            Err(_) => Err("the exports' thread panicked".to_string()),
+            Ok(None) => Err(NoFinalExport::EndedEarly),
+            Err(_) => Err(NoFinalExport::Panicked),
         }
     }
 
@@ -247,11 +258,11 @@ mod tests {
     fn an_interrupted_run_gets_no_final_export_and_says_so() {
         let (_tmp, dir, _, live) = started(1, 0);
         live.report(&Event::Finished { interrupted: true });
-        assert_eq!(live.finish().unwrap_err(), "the run ended before its final export");
+        assert_eq!(live.finish().unwrap_err().to_string(), "the run ended before its final export");
         assert!(!dir.join("report.json").exists(), "nothing written: no trial finished");
         // A reporter never started has nothing to hand over.
         assert_eq!(
-            LiveExports::new(Reporters::default()).finish().unwrap_err(),
+            LiveExports::new(Reporters::default()).finish().unwrap_err().to_string(),
             "the run wrote no records"
         );
     }
