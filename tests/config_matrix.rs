@@ -392,3 +392,23 @@ fn configs_readme_documents_every_component_as_declared() {
         assert_eq!(named, full.value(c) == "true", "{sentence}: {}", c.name());
     }
 }
+
+#[test]
+fn the_manifest_writes_a_builtin_arms_components_in_the_registrys_order() {
+    // A JSON value sorts its keys; the manifest keeps the order configs/README.md lists them in.
+    let exp = ablate::experiment::config::load(Path::new("configs/core.toml")).unwrap();
+    let text = serde_json::to_string(&exp.recorded()).unwrap();
+    let components = &text[text.find("\"components\":{").expect("a builtin arm")..];
+    let components = &components[..components.find('}').unwrap()];
+    let at = |k: &str| components.find(&format!("\"{k}\":")).expect(k);
+    let order = [
+        "feedback",
+        "loop_guard",
+        "tools",
+        "acceptance",
+        "progress_handoff",
+        "edit_format",
+        "instructions",
+    ];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{components}");
+}

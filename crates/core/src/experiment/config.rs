@@ -284,10 +284,18 @@ pub struct Experiment {
 
 impl Experiment {
     /// The experiment as the manifest records it (`record::RecordedExperiment`): what it
-    /// serialises to, read back as the record's types.
+    /// serialises to, read back as the record's types, a builtin arm's components in the
+    /// registry's order (`Arm::recorded`; a JSON value would sort them).
     pub fn recorded(&self) -> crate::record::RecordedExperiment {
-        serde_json::from_value(serde_json::to_value(self).expect("experiment serializes"))
-            .expect("an experiment reads back as recorded")
+        let mut recorded: crate::record::RecordedExperiment =
+            serde_json::from_value(serde_json::to_value(self).expect("experiment serializes"))
+                .expect("an experiment reads back as recorded");
+        for (r, arm) in recorded.arms.iter_mut().zip(&self.arms) {
+            if arm.builtin_components().is_some() {
+                r.settings = arm.recorded().settings;
+            }
+        }
+        recorded
     }
 
     /// The experiment's suite; a folder that holds none is refused naming `experiment.suite`.

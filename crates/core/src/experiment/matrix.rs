@@ -40,15 +40,15 @@ impl Arm {
         self.settings.component_values()
     }
 
-    /// The arm as the record holds it: each component's value by its name.
+    /// The arm as the record holds it: each component's value by its name, a builtin arm's in
+    /// the registry's order (as the struct writes its fields).
     pub fn recorded(&self) -> RecordedArm {
         let settings = match &self.settings {
-            ArmSettings::Builtin(c) => match serde_json::to_value(c) {
-                Ok(serde_json::Value::Object(values)) => {
-                    RecordedSettings::Builtin(values.into_iter().collect())
-                }
-                _ => unreachable!("a struct of components serialises to an object"),
-            },
+            ArmSettings::Builtin(c) => RecordedSettings::Builtin(
+                serde_json::to_string(c)
+                    .and_then(|text| serde_json::from_str(&text))
+                    .expect("a struct of components is a JSON object"),
+            ),
             ArmSettings::External(values) => RecordedSettings::External(values.clone()),
         };
         RecordedArm {
@@ -490,6 +490,21 @@ mod tests {
             origin: ArmOrigin::LeaveOneOut { from: "full".into(), component: "feedback".into() },
         };
         let rec = arm.recorded();
+        let RecordedSettings::Builtin(values) = &rec.settings else { panic!("builtin") };
+        assert_eq!(
+            values.keys().map(String::as_str).collect::<Vec<_>>(),
+            // configs/README.md's order, then the test build's own component.
+            [
+                "feedback",
+                "loop_guard",
+                "tools",
+                "acceptance",
+                "progress_handoff",
+                "edit_format",
+                "instructions",
+                "reminder"
+            ]
+        );
         let written = serde_json::to_value(&rec).unwrap();
         assert_eq!(written["components"]["tools"], json!(true));
         assert_eq!(written["components"]["instructions"], json!({"file": "p.md"}));
