@@ -61,12 +61,17 @@ impl Arm {
 
     /// The arm a record holds, read back: a builtin arm's components through the registry (one
     /// the record lacks, from a run made before it existed, is its `bare` value; a key that is no
-    /// component is refused, naming it), an external arm's values as they are.
-    pub fn from_recorded(arm: &RecordedArm) -> Result<Arm, serde_json::Error> {
+    /// component is refused, naming it), an external arm's values as they are. The error's path
+    /// names the component whose value is wrong.
+    pub fn from_recorded(
+        arm: &RecordedArm,
+    ) -> Result<Arm, serde_path_to_error::Error<serde_json::Error>> {
         let settings = match &arm.settings {
-            RecordedSettings::Builtin(values) => ArmSettings::Builtin(serde_json::from_value(
-                serde_json::Value::Object(values.clone().into_iter().collect()),
-            )?),
+            RecordedSettings::Builtin(values) => {
+                ArmSettings::Builtin(serde_path_to_error::deserialize(serde_json::Value::Object(
+                    values.clone().into_iter().collect(),
+                ))?)
+            }
             RecordedSettings::External(values) => ArmSettings::External(values.clone()),
         };
         Ok(Arm {
@@ -516,8 +521,11 @@ mod tests {
             Some(&Components { feedback: true, ..Components::bare() })
         );
         // A key that is no component is refused, naming it.
-        let err = Arm::from_recorded(&recorded(json!({"feedbak": true}))).unwrap_err().to_string();
-        assert!(err.starts_with("unknown field `feedbak`"), "{err}");
+        let err = Arm::from_recorded(&recorded(json!({"feedbak": true}))).unwrap_err();
+        assert!(err.inner().to_string().starts_with("unknown field `feedbak`"), "{err}");
+        // A value of the wrong type is refused, its path naming the component.
+        let err = Arm::from_recorded(&recorded(json!({"feedback": "yes"}))).unwrap_err();
+        assert_eq!(err.path().to_string(), "feedback");
         // An external arm's values come back as they are.
         let ext = Arm {
             settings: ArmSettings::External([("context".to_string(), json!("map"))].into()),

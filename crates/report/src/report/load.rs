@@ -182,11 +182,15 @@ pub fn load_with(
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            Arm::from_recorded(a).map_err(|e| LoadError::Bad {
-                path: mpath.clone(),
-                message: format!(
-                    "key `experiment.arms[{i}].components`: not a manifest ablate can read: {e}"
-                ),
+            Arm::from_recorded(a).map_err(|e| {
+                let key = match e.path().to_string() {
+                    at if at == "." || at.is_empty() => format!("experiment.arms[{i}].components"),
+                    at => format!("experiment.arms[{i}].components.{at}"),
+                };
+                LoadError::Bad {
+                    path: mpath.clone(),
+                    message: format!("key `{key}`: not a manifest ablate can read: {}", e.inner()),
+                }
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
