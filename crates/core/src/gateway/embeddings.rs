@@ -6,8 +6,9 @@
 //! and traced. An upstream that serves no embeddings (the embedded model)
 //! gets a 501.
 
-use super::wire::{Api, BadRequest};
+use super::wire::{Api, BadRequest, from_json};
 use crate::model::embed::{EmbedReply, EmbedRequest};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -40,6 +41,36 @@ pub struct Asked {
     pub base64: bool,
     /// Keys read and not forwarded (said in the trace).
     pub ignored: Vec<String>,
+}
+
+/// An embeddings request's body: the keys of every form (`read` refuses the keys the API called
+/// does not take), each read by `read` with a message of its own. A null value is an absent one.
+#[derive(Deserialize)]
+struct EmbedBody {
+    /// The embedding model: a string.
+    #[serde(default)]
+    model: Option<Value>,
+    /// The texts (OpenAI, `/api/embed`): read by `texts`, whose messages say what is wrong.
+    #[serde(default)]
+    input: Option<Value>,
+    /// The text of `/api/embeddings`.
+    #[serde(default)]
+    prompt: Option<Value>,
+    /// OpenAI's `"float"` or `"base64"` (little-endian float32).
+    #[serde(default)]
+    encoding_format: Option<Value>,
+    /// A positive whole number.
+    #[serde(default)]
+    dimensions: Option<Value>,
+    /// Read and not forwarded (said in the trace).
+    #[serde(default)]
+    user: Option<Value>,
+    #[serde(default)]
+    truncate: Option<Value>,
+    #[serde(default)]
+    options: Option<Value>,
+    #[serde(default)]
+    keep_alive: Option<Value>,
 }
 
 /// The texts of `key`; Err: what is wrong with it, naming it.
@@ -89,8 +120,10 @@ pub fn read(
     upstream_model: &str,
 ) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body must be a JSON object")?;
-    let model = obj
-        .get("model")
+    let body: EmbedBody = from_json(body, "")?;
+    let model = body
+        .model
+        .as_ref()
         .and_then(Value::as_str)
         .ok_or("`model` must be a string: the embedding model")?;
     let model = if model.strip_suffix(":latest").unwrap_or(model) == experiment_name {
@@ -111,35 +144,40 @@ pub fn read(
             format!("unknown key `{k}` (known: {})", known.join(", ")),
         ));
     }
-    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)?;
+    let given = if api == EmbedApi::OllamaLegacy { &body.prompt } else { &body.input };
+    let input = texts(given.as_ref().unwrap_or(&Value::Null), input_key)?;
     if api == EmbedApi::OllamaLegacy && input.len() != 1 {
         return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
     }
-    let dimensions = match obj.get("dimensions") {
-        None | Some(Value::Null) => None,
+    let dimensions = match &body.dimensions {
+        None => None,
         Some(v) => Some(v.as_u64().filter(|&d| d > 0).ok_or_else(|| {
             BadRequest::naming("dimensions", "`dimensions` must be a positive whole number")
         })?),
     };
-    let base64 =
-        match obj.get("encoding_format").and_then(|v| if v.is_null() { None } else { Some(v) }) {
-            None => false,
-            Some(v) => match v.as_str() {
-                Some("float") => false,
-                Some("base64") => true,
-                _ => {
-                    return Err(BadRequest::naming(
-                        "encoding_format",
-                        format!("`encoding_format` must be \"float\" or \"base64\", not {v}"),
-                    ));
-                }
-            },
-        };
-    let ignored = ["user", "truncate", "options", "keep_alive"]
-        .iter()
-        .filter(|k| obj.get(**k).is_some_and(|v| !v.is_null()))
-        .map(|k| k.to_string())
-        .collect();
+    let base64 = match &body.encoding_format {
+        None => false,
+        Some(v) => match v.as_str() {
+            Some("float") => false,
+            Some("base64") => true,
+            _ => {
+                return Err(BadRequest::naming(
+                    "encoding_format",
+                    format!("`encoding_format` must be \"float\" or \"base64\", not {v}"),
+                ));
+            }
+        },
+    };
+    let ignored = [
+        ("user", &body.user),
+        ("truncate", &body.truncate),
+        ("options", &body.options),
+        ("keep_alive", &body.keep_alive),
+    ]
+    .iter()
+    .filter(|(_, v)| v.is_some())
+    .map(|(k, _)| k.to_string())
+    .collect();
     Ok(Asked {
         request: EmbedRequest {
             model: model.to_string(),
@@ -261,5 +299,45 @@ mod tests {
                 .message
                 .contains("`stream`")
         );
+        // A value of the wrong kind is refused naming its key.
+        let e = read(
+            EmbedApi::OpenAi,
+            &json!({"model": "m", "input": "x", "encoding_format": "hex"}),
+            "m",
+            "up",
+        )
+        .unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("encoding_format"));
+        assert_eq!(e.message, r#"`encoding_format` must be "float" or "base64", not "hex""#);
+        let e = read(
+            EmbedApi::Ollama,
+            &json!({"model": "m", "input": "x", "dimensions": 0}),
+            "m",
+            "up",
+        )
+        .unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("dimensions"));
+        let e = read(EmbedApi::OpenAi, &json!({"model": 3, "input": "x"}), "m", "up").unwrap_err();
+        assert_eq!(e.message, "`model` must be a string: the embedding model");
+        let e = read(
+            EmbedApi::OpenAi,
+            &json!({"model": "m", "input": "x", "dimensions": 8.5}),
+            "m",
+            "up",
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "`dimensions` must be a positive whole number");
+        // A null is an absent value: nothing ignored, no dimensions, floats.
+        let a = read(
+            EmbedApi::OpenAi,
+            &json!({"model": "m", "input": "x", "user": null, "dimensions": null, "encoding_format": null}),
+            "m",
+            "up",
+        )
+        .unwrap();
+        assert_eq!((a.base64, a.ignored.len(), a.request.dimensions), (false, 0, None));
+        let e =
+            read(EmbedApi::Ollama, &json!({"model": "m", "input": null}), "m", "up").unwrap_err();
+        assert_eq!((e.param.as_deref(), e.message.as_str()), (Some("input"), "`input` is missing"));
     }
 }
