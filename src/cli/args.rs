@@ -469,7 +469,7 @@ impl BaselineSaveArgs {
     pub fn resolve(self) -> Result<BaselineSave, CommandError> {
         let data = load_run(&self.run)?;
         let rows = gate::baseline_of_run(&data, self.arm.as_deref(), self.model.as_deref())
-            .map_err(|e| InputError::new(&self.run, e))?;
+            .map_err(|e| InputError::new(&self.run, e.to_string()))?;
         Ok(BaselineSave { rows, output: self.output })
     }
 }

@@ -502,7 +502,7 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
         return Err(InputError::at(&file, "check.timeout_seconds", "must be in (0, 3600]"));
     }
     runner_mode(&raw.check.command, raw.check.parser)
-        .map_err(|m| InputError::at(&file, "check.command", m))?;
+        .map_err(|e| InputError::at(&file, "check.command", e.to_string()))?;
     let mut limits = Limits::default();
     for (key, value, slot, max) in [
         ("check.memory_mb", raw.check.memory_mb, &mut limits.memory_mb, 65_536),
@@ -596,18 +596,25 @@ impl Default for Limits {
 pub fn runner_mode(
     command: &[String],
     parser: OutputParser,
-) -> Result<(&'static str, &[String]), String> {
+) -> Result<(&'static str, &[String]), NotTheRunnersCommand> {
     let want = match parser {
         OutputParser::Unittest => "unittest",
         OutputParser::Pytest => "pytest",
     };
     let ok_python = command.first().is_some_and(|p| p == "python3" || p == "python");
     if !ok_python || command.len() < 3 || command[1] != "-m" || command[2] != want {
-        return Err(format!(
-            "with parser = \"{want}\" the command must be [\"python3\", \"-m\", \"{want}\", ...]: the grader runs the tests through its own runner (docs/sandbox.md)"
-        ));
+        return Err(NotTheRunnersCommand { want });
     }
     Ok((want, &command[3..]))
+}
+
+/// A check command the grader cannot run through its own runner: `want` is the parser's module.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "with parser = \"{want}\" the command must be [\"python3\", \"-m\", \"{want}\", ...]: the grader runs the tests through its own runner (docs/sandbox.md)"
+)]
+pub struct NotTheRunnersCommand {
+    pub want: &'static str,
 }
 
 #[cfg(test)]

@@ -26,25 +26,35 @@ pub struct BaselineRow {
     pub run_id: String,
 }
 
+/// Why a run gives no baseline: no one (arm, model) is chosen, or it has no finished trial; `what` is `arm` or
+/// `model`, `has` the run's names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoBaseline {
+    #[error("the run has no {what} `{want}`; it has: {has}")]
+    NoSuch { what: &'static str, want: String, has: String },
+    #[error("the run has several {what}s ({has}); choose one with --{what}")]
+    Several { what: &'static str, has: String },
+    #[error("no finished trials for arm `{arm}` and model `{model}`")]
+    NoTrials { arm: String, model: String },
+}
+
 /// Per-task pass counts of one (arm, model) of a run, with its identity.
 pub fn baseline_of_run(
     data: &RunData,
     arm: Option<&str>,
     model: Option<&str>,
-) -> Result<Vec<BaselineRow>, String> {
+) -> Result<Vec<BaselineRow>, NoBaseline> {
     let pick = |names: &crate::report::load::Names,
                 want: Option<&str>,
-                what: &str|
-     -> Result<u32, String> {
+                what: &'static str|
+     -> Result<u32, NoBaseline> {
+        let has = || names.list.join(", ");
         match want {
-            Some(w) => names.get(w).ok_or_else(|| {
-                format!("the run has no {what} `{w}`; it has: {}", names.list.join(", "))
-            }),
+            Some(w) => {
+                names.get(w).ok_or_else(|| NoBaseline::NoSuch { what, want: w.into(), has: has() })
+            }
             None if names.list.len() == 1 => Ok(0),
-            None => Err(format!(
-                "the run has several {what}s ({}); choose one with --{what}",
-                names.list.join(", ")
-            )),
+            None => Err(NoBaseline::Several { what, has: has() }),
         }
     };
     let arm_i = pick(&data.arms, arm, "arm")?;
@@ -67,10 +77,10 @@ pub fn baseline_of_run(
         }
     }
     if per_task.is_empty() {
-        return Err(format!(
-            "no finished trials for arm `{}` and model `{model_name}`",
-            data.arms.name(arm_i)
-        ));
+        return Err(NoBaseline::NoTrials {
+            arm: data.arms.name(arm_i).to_string(),
+            model: model_name,
+        });
     }
     Ok(per_task
         .into_iter()

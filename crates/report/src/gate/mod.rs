@@ -94,14 +94,14 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
     };
     let base = if o.baseline.is_dir() {
         baseline_of_run(&load(&o.baseline)?, o.arm.as_deref(), o.model.as_deref())
-            .map_err(|e| InputError::new(&o.baseline, e))?
+            .map_err(|e| InputError::new(&o.baseline, e.to_string()))?
     } else {
         read_baseline(&o.baseline)?
     };
     let arm = o.arm.clone().or_else(|| Some(base[0].arm.clone()));
     let model = o.model.clone().or_else(|| Some(base[0].model.clone()));
     let cand = baseline_of_run(&load(&o.candidate)?, arm.as_deref(), model.as_deref())
-        .map_err(|e| InputError::new(&o.candidate, e))?;
+        .map_err(|e| InputError::new(&o.candidate, e.to_string()))?;
     let drifts = drifts(&base, &cand);
     if !drifts.is_empty() && !o.allow_drift {
         return Ok(GateOutcome { drifts, decided: None });
