@@ -72,7 +72,8 @@ fn main() {
         std::process::exit(2);
     }
     let opts = LocalOptions::from_settings(
-        &ablate::flags::EngineFlags::from_env().expect("ABLATE_LOCAL_* settings"),
+        &ablate::flags::EngineFlags::from_env()
+            .unwrap_or_else(|e| panic!("ABLATE_LOCAL_* settings: {e}")),
     );
     let reps: usize =
         std::env::var("ABLATE_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);

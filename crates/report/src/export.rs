@@ -29,7 +29,7 @@ pub enum FrameError {
     Cell { column: String, row: usize, cell: String, what: &'static str },
     /// What the DataFrame library said.
     #[error("{0}")]
-    Engine(Box<dyn std::error::Error + Send + Sync>),
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Why the DataFrame cannot be written.
@@ -39,7 +39,7 @@ pub enum WriteError {
     Create(#[from] std::io::Error),
     /// What the DataFrame library said.
     #[error("{0}")]
-    Engine(Box<dyn std::error::Error + Send + Sync>),
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Which table of the runs to export.
