@@ -6,7 +6,7 @@
 
 use ablate::model::sampling::TokenSampler;
 use ablate::report::{analysis, load, stats};
-use ablate::runner::synth;
+use ablate_synth as synth;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::Path;

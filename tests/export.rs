@@ -3,7 +3,7 @@
 
 mod common;
 
-use ablate::runner::synth;
+use ablate_synth as synth;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;

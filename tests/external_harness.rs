@@ -502,7 +502,7 @@ fn external_run(dir: &Path) -> PathBuf {
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = dir.join("run");
     let rate = |_: &str, arm: &str| if arm == "full" { 0.9 } else { 0.2 };
-    ablate::runner::synth::write_run(&run, &exp, &suite, &plan, 3, rate).unwrap();
+    ablate_synth::write_run(&run, &exp, &suite, &plan, 3, rate).unwrap();
     run
 }
 

@@ -462,7 +462,7 @@ fn report_on_a_folder_in_use_prints_without_writing() {
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = tmp.path().join("run");
-    ablate::runner::synth::write_run(&run, &exp, &suite, &plan, 1, |_, _| 0.5).unwrap();
+    ablate_synth::write_run(&run, &exp, &suite, &plan, 1, |_, _| 0.5).unwrap();
     let held = ablate::record::lock::RunLock::acquire(&run).unwrap();
     let before = listing(&run);
     let out = output_within(

@@ -2,7 +2,7 @@
 
 mod common;
 
-use ablate::runner::synth;
+use ablate_synth as synth;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;

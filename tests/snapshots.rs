@@ -7,7 +7,7 @@
 
 mod common;
 
-use ablate::runner::synth;
+use ablate_synth as synth;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;

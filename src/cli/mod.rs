@@ -365,7 +365,7 @@ fn synth_cmd(
     exp.trials = records.div_ceil(per_repeat.max(1)) as u32;
     let plan = plan::build(&exp, &suite)?;
     // Arms get distinct rates so that the report has effects to find.
-    let n = ablate::runner::synth::write_run(out, &exp, &suite, &plan, seed, |task, arm| {
+    let n = ablate_synth::write_run(out, &exp, &suite, &plan, seed, |task, arm| {
         let t = (task.len() % 5) as f64 / 10.0;
         let a = (arm.len() % 4) as f64 / 10.0;
         (0.2 + t + a).min(0.95)

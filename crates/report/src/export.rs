@@ -237,7 +237,7 @@ mod tests {
         let suite = ablate_core::suite::load(&exp.suite_path).unwrap();
         let plan = ablate_core::plan::build(&exp, &suite).unwrap();
         let run = dir.path().join("run");
-        ablate_core::runner::synth::write_run(&run, &exp, &suite, &plan, 7, |t, arm| {
+        ablate_synth::write_run(&run, &exp, &suite, &plan, 7, |t, arm| {
             if arm == "bare" { 0.2 } else { 0.3 + 0.1 * (t.len() % 4) as f64 }
         })
         .unwrap();

@@ -11,7 +11,6 @@ mod env;
 pub mod facts;
 mod ledger;
 pub mod progress;
-pub mod synth;
 
 use crate::error::InputError;
 use crate::experiment::config::Experiment;

@@ -203,7 +203,7 @@ mod tests {
         exp.comparisons.clear();
         let suite = ablate_core::suite::load(&exp.suite_path).unwrap();
         let plan = ablate_core::plan::build(&exp, &suite).unwrap();
-        ablate_core::runner::synth::write_run(dir, &exp, &suite, &plan, 1, |_, _| 1.0).unwrap()
+        ablate_synth::write_run(dir, &exp, &suite, &plan, 1, |_, _| 1.0).unwrap()
     }
 
     #[test]

@@ -1,12 +1,13 @@
-//! Synthetic runs: a real manifest and plan, with trial records drawn from
-//! chosen per-(task, arm) pass probabilities. For tests of the report and
-//! for benchmarks of `ablate report` at 10k-1M records; never used by a run.
+//! Test support: synthetic runs, a real manifest and plan with trial records drawn from chosen
+//! per-(task, arm) pass probabilities. For tests of the report, the gate and the exports, for
+//! benchmarks of `ablate report` at 10k-1M records, and for `ablate synth-run`; never used by a
+//! run. It sits outside the pipeline's crates, on `ablate-core`'s public API.
 
-use crate::experiment::config::Experiment;
-use crate::plan::Plan;
-use crate::record::{CheckResult, Grade};
-use crate::record::{EndReason, Tokens, TrialRecord, TrialStatus};
-use crate::suite::Suite;
+use ablate_core::experiment::config::Experiment;
+use ablate_core::plan::Plan;
+use ablate_core::record::{CheckResult, Grade, RunnerReport};
+use ablate_core::record::{EndReason, Tokens, TrialRecord, TrialStatus};
+use ablate_core::suite::Suite;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use std::io::{BufWriter, Write};
@@ -29,14 +30,14 @@ pub fn write_run(
         .and_then(|n| n.to_str())
         .map(String::from)
         .unwrap_or_else(|| format!("synthetic-{}", exp.name));
-    let order = crate::plan::order(exp, suite).map_err(std::io::Error::other)?;
-    let manifest = crate::plan::manifest(
+    let order = ablate_core::plan::order(exp, suite).map_err(std::io::Error::other)?;
+    let manifest = ablate_core::plan::manifest(
         run_id.clone(),
         exp,
         suite,
         &order,
         None,
-        super::facts::runner_facts(exp),
+        ablate_core::runner::facts::runner_facts(exp),
     );
     manifest.write_with_plan(dir, order.specs(None))?;
     drop(order);
@@ -72,7 +73,7 @@ pub fn write_run(
                 total,
                 summary_found: true,
                 reported_total: Some(total),
-                runner: Some(crate::record::RunnerReport {
+                runner: Some(RunnerReport {
                     loaded: Some(total),
                     tests: total,
                     passed: tests_passed,
