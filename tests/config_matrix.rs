@@ -401,14 +401,14 @@ fn the_manifest_writes_a_builtin_arms_components_in_the_registrys_order() {
     let components = &text[text.find("\"components\":{").expect("a builtin arm")..];
     let components = &components[..components.find('}').unwrap()];
     let at = |k: &str| components.find(&format!("\"{k}\":")).expect(k);
-    let order = [
-        "feedback",
-        "loop_guard",
-        "tools",
-        "acceptance",
-        "progress_handoff",
-        "edit_format",
-        "instructions",
-    ];
-    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{components}");
+    // The order: the commented settings of configs/README.md's `[arms.bare]` example.
+    let readme = std::fs::read_to_string("configs/README.md").unwrap();
+    let example = &readme[readme.find("[arms.bare]").unwrap()..];
+    let example = &example[..example.find("\n\n").unwrap()];
+    let order: Vec<&str> = example
+        .lines()
+        .filter_map(|l| l.strip_prefix("# ")?.split_once(" = ").map(|(k, _)| k.trim()))
+        .collect();
+    assert_eq!(order.len(), 7, "{example}");
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{order:?} in {components}");
 }

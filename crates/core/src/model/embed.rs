@@ -3,7 +3,6 @@
 //! them (OpenAI-compatible servers, Ollama). The embedded model serves none.
 
 use super::{ModelError, TokenSource, http};
-use crate::experiment::config::RetryPolicy;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -130,30 +129,16 @@ pub fn parse_ollama(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelEr
     checked(vectors, req, v, tokens(v, "/prompt_eval_count", req))
 }
 
-/// POST `body` to `url` with the retry policy and read the reply with `parse`.
-#[allow(clippy::too_many_arguments)]
+/// POST `body` to the endpoint's `path` with its retry policy and read the reply with `parse`.
 pub async fn call(
-    client: &reqwest::Client,
-    url: &str,
+    endpoint: &http::Endpoint,
+    path: &str,
     body: Value,
-    bearer: Option<&str>,
     req: &EmbedRequest,
     operation_id: &str,
-    policy: &RetryPolicy,
-    max_bytes: u64,
     parse: fn(&Value, &EmbedRequest) -> Result<EmbedReply, ModelError>,
 ) -> EmbedOutcome {
-    let out = http::send(
-        client,
-        url,
-        Some(&body),
-        bearer,
-        Some(operation_id),
-        req.timeout,
-        policy,
-        max_bytes,
-    )
-    .await;
+    let out = endpoint.post(path, &body, Some(operation_id), req.timeout, &endpoint.retry).await;
     let result =
         out.result.and_then(|(_, text)| http::parse_body(&text).1).and_then(|v| parse(&v, req));
     EmbedOutcome { result, attempts: out.attempts, latency: out.latency, wait: out.wait }

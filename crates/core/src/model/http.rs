@@ -201,23 +201,85 @@ pub fn tools_json(tools: &[ToolSpec]) -> serde_json::Value {
         .collect()
 }
 
-/// One logical chat call: send `body` with the retry policy, keep the reply
-/// body for the trace, and read it with the provider's `parse`.
-#[allow(clippy::too_many_arguments)]
-pub async fn chat_call(
-    client: &reqwest::Client,
-    url: &str,
+/// A provider's HTTP endpoint: what every call to it passes (the client, the base URL, the
+/// bearer key, the retry policy and the cap on a reply's body).
+pub struct Endpoint {
+    pub client: reqwest::Client,
+    pub base: String,
+    pub bearer: Option<String>,
+    pub retry: RetryPolicy,
+    pub max_bytes: u64,
+}
+
+impl Endpoint {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// One logical chat call to `path`: send `body` with the retry policy, keep the reply body
+    /// for the trace, read it with the provider's `parse`, and settle the usage the request
+    /// counts (`model::settle_usage`).
+    pub async fn chat(
+        &self,
+        path: &str,
+        req: &super::ChatRequest,
+        body: serde_json::Value,
+        operation_id: String,
+        parse: fn(&serde_json::Value) -> Result<ChatReply, ModelError>,
+    ) -> CallOutcome {
+        let out = self.post(path, &body, Some(&operation_id), req.timeout, &self.retry).await;
+        let mut outcome = chat_outcome(out, body, operation_id, parse);
+        super::settle_usage(req, &mut outcome);
+        outcome
+    }
+
+    /// POST `body` to `path` with `policy`.
+    pub async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        operation_id: Option<&str>,
+        timeout: Duration,
+        policy: &RetryPolicy,
+    ) -> HttpOutcome {
+        let bearer = self.bearer.as_deref();
+        send(
+            &self.client,
+            &self.url(path),
+            Some(body),
+            bearer,
+            operation_id,
+            timeout,
+            policy,
+            self.max_bytes,
+        )
+        .await
+    }
+
+    /// GET `path` once (a setup check: no retry).
+    pub async fn get(&self, path: &str, timeout: Duration) -> HttpOutcome {
+        let bearer = self.bearer.as_deref();
+        send(
+            &self.client,
+            &self.url(path),
+            None,
+            bearer,
+            None,
+            timeout,
+            &RetryPolicy::None,
+            self.max_bytes,
+        )
+        .await
+    }
+}
+
+/// The call's outcome: the reply body kept for the trace, read with the provider's `parse`.
+fn chat_outcome(
+    out: HttpOutcome,
     body: serde_json::Value,
-    bearer: Option<&str>,
     operation_id: String,
-    timeout: Duration,
-    policy: &RetryPolicy,
-    max_bytes: u64,
     parse: fn(&serde_json::Value) -> Result<ChatReply, ModelError>,
 ) -> CallOutcome {
-    let out =
-        send(client, url, Some(&body), bearer, Some(&operation_id), timeout, policy, max_bytes)
-            .await;
     let (reply_body, result) = match out.result {
         Ok((_, text)) => {
             let (raw, parsed) = parse_body(&text);

@@ -10,12 +10,9 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 pub struct OllamaClient {
-    http: reqwest::Client,
-    base: String,
+    endpoint: http::Endpoint,
     model: String,
     num_ctx: Option<u32>,
-    retry: RetryPolicy,
-    max_bytes: u64,
     /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
     unchecked: super::Unchecked,
 }
@@ -23,12 +20,15 @@ pub struct OllamaClient {
 impl OllamaClient {
     pub fn new(spec: &ModelSpec) -> Result<Self, super::SetupError> {
         Ok(OllamaClient {
-            http: reqwest::Client::new(),
-            base: spec.endpoint.clone().unwrap_or_default(),
+            endpoint: http::Endpoint {
+                client: reqwest::Client::new(),
+                base: spec.endpoint.clone().unwrap_or_default(),
+                bearer: None,
+                retry: spec.retry.clone(),
+                max_bytes: spec.max_response_bytes,
+            },
             model: spec.model.clone(),
             num_ctx: spec.context_tokens,
-            retry: spec.retry.clone(),
-            max_bytes: spec.max_response_bytes,
             unchecked: super::Unchecked::default(),
         })
     }
@@ -145,23 +145,7 @@ impl ModelClient for OllamaClient {
         req: &'a ChatRequest,
         operation_id: String,
     ) -> BoxFuture<'a, CallOutcome> {
-        Box::pin(async move {
-            let url = format!("{}/api/chat", self.base);
-            let mut outcome = http::chat_call(
-                &self.http,
-                &url,
-                self.body(req),
-                None,
-                operation_id,
-                req.timeout,
-                &self.retry,
-                self.max_bytes,
-                parse_reply,
-            )
-            .await;
-            super::settle_usage(req, &mut outcome);
-            outcome
-        })
+        Box::pin(self.endpoint.chat("/api/chat", req, self.body(req), operation_id, parse_reply))
     }
 
     fn embed<'a>(
@@ -169,22 +153,16 @@ impl ModelClient for OllamaClient {
         req: &'a super::embed::EmbedRequest,
         operation_id: &'a str,
     ) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
-        let url = format!("{}/api/embed", self.base);
         let body = super::embed::ollama_body(req);
-        Some(Box::pin(async move {
-            super::embed::call(
-                &self.http,
-                &url,
-                body,
-                None,
-                req,
-                operation_id,
-                &self.retry,
-                self.max_bytes,
-                super::embed::parse_ollama,
-            )
-            .await
-        }))
+        let parse = super::embed::parse_ollama;
+        Some(Box::pin(super::embed::call(
+            &self.endpoint,
+            "/api/embed",
+            body,
+            req,
+            operation_id,
+            parse,
+        )))
     }
 
     fn unchecked(&self) -> Option<String> {
@@ -196,18 +174,8 @@ impl ModelClient for OllamaClient {
             let t = Duration::from_secs(30);
             // The local models first: an unknown name is refused with the list
             // (a server without /api/tags is only warned about).
-            let tags_url = format!("{}/api/tags", self.base);
-            let tags = http::send(
-                &self.http,
-                &tags_url,
-                None,
-                None,
-                None,
-                t,
-                &RetryPolicy::None,
-                self.max_bytes,
-            )
-            .await;
+            let tags_url = self.endpoint.url("/api/tags");
+            let tags = self.endpoint.get("/api/tags", t).await;
             let mut listed_digest = None;
             match tags.result {
                 Ok((_, text)) => match serde_json::from_str::<Value>(&text)
@@ -250,17 +218,8 @@ impl ModelClient for OllamaClient {
                 }
                 Err(e) => return Err(e),
             }
-            let show = http::send(
-                &self.http,
-                &format!("{}/api/show", self.base),
-                Some(&json!({"model": self.model})),
-                None,
-                None,
-                t,
-                &RetryPolicy::None,
-                self.max_bytes,
-            )
-            .await;
+            let show = json!({"model": self.model});
+            let show = self.endpoint.post("/api/show", &show, None, t, &RetryPolicy::None).await;
             match show.result {
                 Ok((_, text)) => {
                     if let Some(d) = serde_json::from_str::<Value>(&text)

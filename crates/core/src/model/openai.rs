@@ -5,17 +5,13 @@ use super::http;
 use super::{
     BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall,
 };
-use crate::experiment::config::{ModelSpec, RetryPolicy};
+use crate::experiment::config::ModelSpec;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 pub struct OpenAiClient {
-    http: reqwest::Client,
-    base: String,
+    endpoint: http::Endpoint,
     model: String,
-    api_key: Option<String>,
-    retry: RetryPolicy,
-    max_bytes: u64,
     /// What `/v1/models` said of the model at setup (its entry, volatile fields removed).
     served: std::sync::OnceLock<Value>,
     /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
@@ -34,12 +30,14 @@ impl OpenAiClient {
         // Accept both `http://host:port` and `http://host:port/v1`.
         let base = base.strip_suffix("/v1").unwrap_or(&base).to_string();
         Ok(OpenAiClient {
-            http: reqwest::Client::new(),
-            base,
+            endpoint: http::Endpoint {
+                client: reqwest::Client::new(),
+                base,
+                bearer: api_key,
+                retry: spec.retry.clone(),
+                max_bytes: spec.max_response_bytes,
+            },
             model: spec.model.clone(),
-            api_key,
-            retry: spec.retry.clone(),
-            max_bytes: spec.max_response_bytes,
             served: std::sync::OnceLock::new(),
             unchecked: super::Unchecked::default(),
         })
@@ -186,23 +184,8 @@ impl ModelClient for OpenAiClient {
         req: &'a ChatRequest,
         operation_id: String,
     ) -> BoxFuture<'a, CallOutcome> {
-        Box::pin(async move {
-            let url = format!("{}/v1/chat/completions", self.base);
-            let mut outcome = http::chat_call(
-                &self.http,
-                &url,
-                self.body(req),
-                self.api_key.as_deref(),
-                operation_id,
-                req.timeout,
-                &self.retry,
-                self.max_bytes,
-                parse_reply,
-            )
-            .await;
-            super::settle_usage(req, &mut outcome);
-            outcome
-        })
+        let body = self.body(req);
+        Box::pin(self.endpoint.chat("/v1/chat/completions", req, body, operation_id, parse_reply))
     }
 
     fn embed<'a>(
@@ -210,22 +193,16 @@ impl ModelClient for OpenAiClient {
         req: &'a super::embed::EmbedRequest,
         operation_id: &'a str,
     ) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
-        let url = format!("{}/v1/embeddings", self.base);
         let body = super::embed::openai_body(req);
-        Some(Box::pin(async move {
-            super::embed::call(
-                &self.http,
-                &url,
-                body,
-                self.api_key.as_deref(),
-                req,
-                operation_id,
-                &self.retry,
-                self.max_bytes,
-                super::embed::parse_openai,
-            )
-            .await
-        }))
+        let parse = super::embed::parse_openai;
+        Some(Box::pin(super::embed::call(
+            &self.endpoint,
+            "/v1/embeddings",
+            body,
+            req,
+            operation_id,
+            parse,
+        )))
     }
 
     fn unchecked(&self) -> Option<String> {
@@ -240,18 +217,8 @@ impl ModelClient for OpenAiClient {
         Box::pin(async move {
             // Reachability, and the model name against the endpoint's list;
             // a server without /v1/models (or an unreadable list) is only warned about.
-            let url = format!("{}/v1/models", self.base);
-            let out = http::send(
-                &self.http,
-                &url,
-                None,
-                self.api_key.as_deref(),
-                None,
-                Duration::from_secs(10),
-                &RetryPolicy::None,
-                self.max_bytes,
-            )
-            .await;
+            let url = self.endpoint.url("/v1/models");
+            let out = self.endpoint.get("/v1/models", Duration::from_secs(10)).await;
             match out.result {
                 Ok((_, text)) => match served_list(&text) {
                     Some(entries) => {
