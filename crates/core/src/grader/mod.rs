@@ -121,16 +121,7 @@ pub fn preflight() -> Result<(), PythonError> {
         std::os::unix::fs::lchown(dir.path(), Some(lease.uid()), Some(lease.uid()))
             .map_err(PythonError::Scratch)?;
     }
-    let jail = Jail {
-        workspace: dir.path(),
-        tests: None,
-        runner_dir: None,
-        out_dir: None,
-        uid: lease.uid(),
-        python_prefixes: &py.prefixes,
-        ro_binds: &[],
-        netns: None,
-    };
+    let jail = Jail { python_prefixes: &py.prefixes, ..Jail::of(dir.path(), lease.uid()) };
     let crate::record::Isolation::Bubblewrap { bwrap, uid_switch, .. } = iso else { return Ok(()) };
     let script = "import os, sys; print(sys.prefix); print(os.access(sys.executable, os.X_OK))";
     let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);

@@ -182,14 +182,9 @@ pub fn preflight(
     }
     let ro_binds = vec![(harness_dir.to_path_buf(), JAIL_HARNESS_DIR.to_string())];
     let jail = Jail {
-        workspace: dir.path(),
-        tests: None,
-        runner_dir: None,
-        out_dir: None,
-        uid: lease.uid(),
         python_prefixes: &view.shown,
         ro_binds: &ro_binds,
-        netns: None,
+        ..Jail::of(dir.path(), lease.uid())
     };
     let run = |check: &[String]| -> Result<std::process::Output, (&'static str, String)> {
         let full = jail.argv(

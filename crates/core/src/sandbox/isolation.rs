@@ -130,16 +130,7 @@ fn probe(given: Option<&std::path::Path>) -> Result<Isolation, ProbeError> {
     let uid_switch = is_root();
     let dir = tempfile::tempdir().map_err(ProbeError::TempDir)?;
     let lease = lease_uid().map_err(ProbeError::NoJailUid)?;
-    let jail = Jail {
-        workspace: dir.path(),
-        tests: None,
-        runner_dir: None,
-        out_dir: None,
-        uid: lease.uid(),
-        python_prefixes: &[],
-        ro_binds: &[],
-        netns: None,
-    };
+    let jail = Jail::of(dir.path(), lease.uid());
     let argv = jail.argv(&bwrap, uid_switch, &["/bin/true".to_string()], &check_env(None), None);
     let out = std::process::Command::new(&argv[0])
         .args(&argv[1..])
@@ -261,7 +252,23 @@ pub struct Jail<'a> {
     pub netns: Option<std::os::fd::RawFd>,
 }
 
-impl Jail<'_> {
+impl<'a> Jail<'a> {
+    /// A jail of `workspace` alone, run as `uid`: no tests, runner or output folder, no Python
+    /// installation, no more binds, a network namespace of its own (empty). The setup probes
+    /// start from it and add what they check.
+    pub fn of(workspace: &'a Path, uid: u32) -> Jail<'a> {
+        Jail {
+            workspace,
+            tests: None,
+            runner_dir: None,
+            out_dir: None,
+            uid,
+            python_prefixes: &[],
+            ro_binds: &[],
+            netns: None,
+        }
+    }
+
     /// The full argv: bwrap, its options, then (as root) setpriv to the jail's
     /// uid. With `limits`, the private /tmp holds at most `memory_mb`.
     pub fn argv(
