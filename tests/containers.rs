@@ -401,17 +401,7 @@ async fn kill_9_during_a_container_trial_then_resume_leaves_one_record_each_and_
     let config = cfg.write(dir.path());
     let results = dir.path().join("results");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args([
-            "run",
-            config.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-            "--plain",
-            "--run-id",
-            "r",
-            "-j",
-            "1",
-        ])
+        .args(run_args(&config, &results, &["--run-id", "r", "-j", "1"]))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -433,13 +423,8 @@ async fn kill_9_during_a_container_trial_then_resume_leaves_one_record_each_and_
     assert_eq!(left.len(), 1, "the killed run's container is still there: {left:?}");
     healed.store(true, std::sync::atomic::Ordering::SeqCst);
     let out = output_within_async(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
-            "run",
-            config.to_str().unwrap(),
-            "--resume",
-            run_dir.to_str().unwrap(),
-            "--plain",
-        ]),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
+            .args(resume_args(&config, &run_dir)),
         Duration::from_secs(300),
     )
     .await;
@@ -596,13 +581,7 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
         cfg.tasks = &tasks;
         let config = cfg.write(&root);
         let results = root.join("results");
-        let (code, err) = ablate(&[
-            "run",
-            config.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-            "--plain",
-        ]);
+        let (code, err) = ablate(&run_args(&config, &results, &[]));
         assert_eq!(code, Some(2), "{name}: {err}");
         assert!(err.contains(want), "{name}: {err}");
         assert!(

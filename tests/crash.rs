@@ -41,15 +41,7 @@ async fn spinning_run(
     std::mem::forget(server);
     let results = dir.join("results");
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args([
-            "run",
-            config.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-            "--plain",
-            "--run-id",
-            "r",
-        ])
+        .args(run_args(&config, &results, &["--run-id", "r"]))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         // What the run says on stderr, read once it has ended.
@@ -100,13 +92,8 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
 
     healed.store(true, Ordering::SeqCst);
     let out = output_within_async(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
-            "run",
-            config.to_str().unwrap(),
-            "--resume",
-            run_dir.to_str().unwrap(),
-            "--plain",
-        ]),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
+            .args(resume_args(&config, &run_dir)),
         Duration::from_secs(120),
     )
     .await;

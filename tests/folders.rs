@@ -110,12 +110,7 @@ async fn two_runs_started_together_get_two_folders_with_their_own_records() {
     let server = openai_server(100).await;
     let tmp = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
-    let mut cfg = Cfg::new(
-        &suite,
-        "openai",
-        &server.url,
-        "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n",
-    );
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, TWO_ARMS);
     cfg.trials = 2;
     let config = cfg.write(tmp.path());
     let results = tmp.path().join("results");
@@ -155,12 +150,7 @@ async fn a_second_resume_of_one_folder_is_refused_and_names_the_holder() {
     let server = openai_server(250).await;
     let tmp = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
-    let mut cfg = Cfg::new(
-        &suite,
-        "openai",
-        &server.url,
-        "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n",
-    );
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, TWO_ARMS);
     cfg.trials = 2;
     let config = cfg.write(tmp.path());
     let results = tmp.path().join("results");
@@ -245,14 +235,7 @@ async fn an_experiment_name_with_dot_dot_stays_inside_results() {
         .unwrap();
     }
     let before = listing(tmp.path());
-    let out = ablate(&[
-        "run",
-        config.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-        "--plain",
-    ])
-    .await;
+    let out = ablate(&run_args(&config, &results, &[])).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let after = listing(tmp.path());
     let new: Vec<&PathBuf> =
@@ -313,16 +296,7 @@ async fn records_outside_the_plan_are_refused_by_report_and_resume() {
     cfg.trials = 2;
     let config = cfg.write(tmp.path());
     let results = tmp.path().join("results");
-    let out = ablate(&[
-        "run",
-        config.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-        "--plain",
-        "--run-id",
-        "r",
-    ])
-    .await;
+    let out = ablate(&run_args(&config, &results, &["--run-id", "r"])).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = results.join("r");
     let d = dir.to_str().unwrap();

@@ -761,15 +761,7 @@ async fn another_ablate_run_on_the_machine_neither_disturbs_nor_is_disturbed() {
     cfg.tasks = &tasks;
     let config = cfg.write(dir.path());
     let mut other = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-        .args([
-            "run",
-            config.to_str().unwrap(),
-            "--results",
-            dir.path().join("results").to_str().unwrap(),
-            "--plain",
-            "-j",
-            "2",
-        ])
+        .args(run_args(&config, &dir.path().join("results"), &["-j", "2"]))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -17,12 +17,7 @@ async fn resume_after_a_killed_run_completes_the_plan_once() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
-    let mut cfg = Cfg::new(
-        &suite,
-        "openai",
-        &server.url,
-        "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n",
-    );
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, TWO_ARMS);
     cfg.trials = 4;
     let config = cfg.write(dir.path());
     let results = dir.path().join("results");
@@ -64,13 +59,7 @@ async fn resume_after_a_killed_run_completes_the_plan_once() {
     assert!(before.len() < 8, "killed before the end ({} records)", before.len());
 
     let out = output_within_async(
-        tokio::process::Command::new(bin).args([
-            "run",
-            config.to_str().unwrap(),
-            "--resume",
-            run_dir.to_str().unwrap(),
-            "--plain",
-        ]),
+        tokio::process::Command::new(bin).args(resume_args(&config, &run_dir)),
         Duration::from_secs(120),
     )
     .await;

@@ -169,6 +169,9 @@ pub const WRONG_ADD: &str =
     "Here it is:\n```python add.py\ndef add(a, b):\n    return a - b\n```\n";
 pub const RIGHT_ADD: &str = "Fixed:\n```python add.py\ndef add(a, b):\n    return a + b\n```\nDONE";
 
+/// Two arms: `a`, and `b` taking the first fenced block of a reply.
+pub const TWO_ARMS: &str = "[arms.a]\n[arms.b]\nedit_format = \"first_fenced\"\n";
+
 /// Messages of a chat request whose content contains `needle`.
 pub fn count_messages(body: &Value, needle: &str) -> usize {
     body["messages"]
@@ -273,6 +276,19 @@ impl From<ablate::runner::RunSummary> for Ran {
             summary,
         }
     }
+}
+
+/// `ablate run CONFIG --results RESULTS --plain`, then `extra`: a run as most tests start one.
+pub fn run_args<'a>(config: &'a Path, results: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args =
+        vec!["run", config.to_str().unwrap(), "--results", results.to_str().unwrap(), "--plain"];
+    args.extend(extra);
+    args
+}
+
+/// `ablate run CONFIG --resume RUN --plain`.
+pub fn resume_args<'a>(config: &'a Path, run: &'a Path) -> Vec<&'a str> {
+    vec!["run", config.to_str().unwrap(), "--resume", run.to_str().unwrap(), "--plain"]
 }
 
 pub async fn run(config: &Path, results: &Path) -> Ran {
