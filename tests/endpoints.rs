@@ -52,10 +52,7 @@ async fn a_huge_body_without_length_stops_at_the_default_cap() {
     let big = openai_text(&"x".repeat(9 << 20));
     let server = start_unframed(Arc::new(big.body)).await;
     let dir = tempfile::tempdir().unwrap();
-    let suite = fixture("tiny");
-    let summary =
-        run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\n").write(dir.path()), dir.path())
-            .await;
+    let summary = run_tiny(dir.path(), &server.url).await;
     let r = &summary.records[0];
     assert_eq!(r.status, TrialStatus::ProviderError, "{r:?}");
     assert_eq!(

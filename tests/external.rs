@@ -233,11 +233,7 @@ async fn a_harness_python_and_mounts_anywhere_are_shown_in_the_sandbox() {
         venv.join("bin/python").display(),
         data.display()
     );
-    let suite = fixture("tiny");
-    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
-    cfg.top_extra = &harness;
-    let config = cfg.write(dir.path());
-    let ran = run(&config, &dir.path().join("results")).await;
+    let ran = run_harness(dir.path(), &server.url, &harness).await;
     let r = &ran.records[0];
     let cmd = r.harness_command.as_ref().unwrap();
     assert_eq!(r.status, TrialStatus::Passed, "{r:?}");

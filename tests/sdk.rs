@@ -226,11 +226,7 @@ print("OUT", json.dumps(out))
         "[harness]\nkind = \"external\"\ncommand = [\"python3\", \"{{harness}}/agent.py\"]\nfiles = [\"{}\"]\ncomponents.x = [true, false]\n",
         script.display()
     );
-    let suite = fixture("tiny");
-    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
-    cfg.top_extra = &harness;
-    let config = cfg.write(dir.path());
-    let ran = run(&config, &dir.path().join("results")).await;
+    let ran = run_harness(dir.path(), &server.url, &harness).await;
     let r = &ran.records[0];
     let cmd = r.harness_command.as_ref().unwrap();
     let line = cmd

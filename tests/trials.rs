@@ -228,10 +228,7 @@ async fn rate_limit_with_retry_after_is_retried_and_not_counted_as_work() {
     }))
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let suite = fixture("tiny");
-    let summary =
-        run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\n").write(dir.path()), dir.path())
-            .await;
+    let summary = run_tiny(dir.path(), &server.url).await;
     let r = &summary.records[0];
     assert_eq!(r.status, TrialStatus::Passed);
     assert!(r.rate_limit_wait_seconds >= 1.0, "{}", r.rate_limit_wait_seconds);
@@ -253,10 +250,7 @@ async fn server_errors_beyond_the_retry_limit_give_provider_error() {
         start(Arc::new(|path, _b, _n| meta(path).unwrap_or_else(|| Reply::status(500, "boom"))))
             .await;
     let dir = tempfile::tempdir().unwrap();
-    let suite = fixture("tiny");
-    let summary =
-        run(&Cfg::new(&suite, "openai", &server.url, "[arms.b]\n").write(dir.path()), dir.path())
-            .await;
+    let summary = run_tiny(dir.path(), &server.url).await;
     let r = &summary.records[0];
     assert_eq!(r.status, TrialStatus::ProviderError);
     assert!(r.error.as_deref().unwrap().contains("HTTP 500"));

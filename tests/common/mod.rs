@@ -291,6 +291,22 @@ pub fn resume_args<'a>(config: &'a Path, run: &'a Path) -> Vec<&'a str> {
     vec!["run", config.to_str().unwrap(), "--resume", run.to_str().unwrap(), "--plain"]
 }
 
+/// One run of arm `b` (every component off) on the tiny suite's add-two task against the
+/// OpenAI-compatible `url`, config and results in `dir`.
+pub async fn run_tiny(dir: &Path, url: &str) -> Ran {
+    let suite = fixture("tiny");
+    run(&Cfg::new(&suite, "openai", url, "[arms.b]\n").write(dir), dir).await
+}
+
+/// One run of arm `a` on the tiny suite's add-two task under `harness` (a `[harness]` table)
+/// against the OpenAI-compatible `url`, the config in `dir`, the results in `dir/results`.
+pub async fn run_harness(dir: &Path, url: &str, harness: &str) -> Ran {
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", url, "[arms.a]\n");
+    cfg.top_extra = harness;
+    run(&cfg.write(dir), &dir.join("results")).await
+}
+
 pub async fn run(config: &Path, results: &Path) -> Ran {
     try_run(config, results, 2).await.unwrap()
 }
