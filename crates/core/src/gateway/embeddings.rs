@@ -300,32 +300,18 @@ mod tests {
                 .contains("`stream`")
         );
         // A value of the wrong kind is refused naming its key.
-        let e = read(
+        let refused = |api, body: serde_json::Value| read(api, &body, "m", "up").unwrap_err();
+        let e = refused(
             EmbedApi::OpenAi,
-            &json!({"model": "m", "input": "x", "encoding_format": "hex"}),
-            "m",
-            "up",
-        )
-        .unwrap_err();
+            json!({"model": "m", "input": "x", "encoding_format": "hex"}),
+        );
         assert_eq!(e.param.as_deref(), Some("encoding_format"));
         assert_eq!(e.message, r#"`encoding_format` must be "float" or "base64", not "hex""#);
-        let e = read(
-            EmbedApi::Ollama,
-            &json!({"model": "m", "input": "x", "dimensions": 0}),
-            "m",
-            "up",
-        )
-        .unwrap_err();
+        let e = refused(EmbedApi::Ollama, json!({"model": "m", "input": "x", "dimensions": 0}));
         assert_eq!(e.param.as_deref(), Some("dimensions"));
-        let e = read(EmbedApi::OpenAi, &json!({"model": 3, "input": "x"}), "m", "up").unwrap_err();
+        let e = refused(EmbedApi::OpenAi, json!({"model": 3, "input": "x"}));
         assert_eq!(e.message, "`model` must be a string: the embedding model");
-        let e = read(
-            EmbedApi::OpenAi,
-            &json!({"model": "m", "input": "x", "dimensions": 8.5}),
-            "m",
-            "up",
-        )
-        .unwrap_err();
+        let e = refused(EmbedApi::OpenAi, json!({"model": "m", "input": "x", "dimensions": 8.5}));
         assert_eq!(e.message, "`dimensions` must be a positive whole number");
         // A null is an absent value: nothing ignored, no dimensions, floats.
         let a = read(

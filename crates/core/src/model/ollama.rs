@@ -1,10 +1,10 @@
 //! Ollama's `/api/chat`; the model digest (from `/api/show`, else `/api/tags`)
 //! is the model's identity.
 
-use super::http;
 use super::{
     BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall,
 };
+use super::{embed, http};
 use crate::experiment::config::{ModelSpec, RetryPolicy};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -150,19 +150,11 @@ impl ModelClient for OllamaClient {
 
     fn embed<'a>(
         &'a self,
-        req: &'a super::embed::EmbedRequest,
+        req: &'a embed::EmbedRequest,
         operation_id: &'a str,
-    ) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
-        let body = super::embed::ollama_body(req);
-        let parse = super::embed::parse_ollama;
-        Some(Box::pin(super::embed::call(
-            &self.endpoint,
-            "/api/embed",
-            body,
-            req,
-            operation_id,
-            parse,
-        )))
+    ) -> Option<BoxFuture<'a, embed::EmbedOutcome>> {
+        let (body, parse) = (embed::ollama_body(req), embed::parse_ollama);
+        Some(Box::pin(embed::call(&self.endpoint, "/api/embed", body, req, operation_id, parse)))
     }
 
     fn unchecked(&self) -> Option<String> {

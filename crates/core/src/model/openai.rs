@@ -1,10 +1,10 @@
 //! OpenAI-compatible `/v1/chat/completions` (vLLM, llama.cpp server, LM Studio,
 //! OpenAI and others).
 
-use super::http;
 use super::{
     BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall,
 };
+use super::{embed, http};
 use crate::experiment::config::ModelSpec;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -190,12 +190,11 @@ impl ModelClient for OpenAiClient {
 
     fn embed<'a>(
         &'a self,
-        req: &'a super::embed::EmbedRequest,
+        req: &'a embed::EmbedRequest,
         operation_id: &'a str,
-    ) -> Option<BoxFuture<'a, super::embed::EmbedOutcome>> {
-        let body = super::embed::openai_body(req);
-        let parse = super::embed::parse_openai;
-        Some(Box::pin(super::embed::call(
+    ) -> Option<BoxFuture<'a, embed::EmbedOutcome>> {
+        let (body, parse) = (embed::openai_body(req), embed::parse_openai);
+        Some(Box::pin(embed::call(
             &self.endpoint,
             "/v1/embeddings",
             body,
