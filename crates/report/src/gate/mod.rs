@@ -22,8 +22,8 @@ mod decision;
 mod render;
 
 pub use baseline::{
-    BASELINE_COLUMNS, BaselineRow, baseline_of_run, drifts, pair, read_baseline, unequal_trials,
-    write_baseline,
+    BASELINE_COLUMNS, BaselineRow, NoBaseline, baseline_of_run, drifts, pair, read_baseline,
+    unequal_trials, write_baseline,
 };
 pub use decision::{
     Characteristic, Decision, ExactTest, Verdict, characteristic, characteristics, decide,
