@@ -283,19 +283,13 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// The experiment as the manifest records it (`record::RecordedExperiment`): what it
-    /// serialises to, read back as the record's types, a builtin arm's components in the
-    /// registry's order (`Arm::recorded`; a JSON value would sort them).
+    /// The experiment as the manifest records it (`record::RecordedExperiment`): the text it
+    /// serialises to, read back as the record's types. Through text, not a JSON value, so that
+    /// the record's maps keep the order written (a value would sort a builtin arm's components).
     pub fn recorded(&self) -> crate::record::RecordedExperiment {
-        let mut recorded: crate::record::RecordedExperiment =
-            serde_json::from_value(serde_json::to_value(self).expect("experiment serializes"))
-                .expect("an experiment reads back as recorded");
-        for (r, arm) in recorded.arms.iter_mut().zip(&self.arms) {
-            if arm.builtin_components().is_some() {
-                r.settings = arm.recorded().settings;
-            }
-        }
-        recorded
+        serde_json::to_string(self)
+            .and_then(|text| serde_json::from_str(&text))
+            .expect("an experiment reads back as recorded")
     }
 
     /// The experiment's suite; a folder that holds none is refused naming `experiment.suite`.
