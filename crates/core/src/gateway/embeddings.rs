@@ -6,9 +6,8 @@
 //! and traced. An upstream that serves no embeddings (the embedded model)
 //! gets a 501.
 
-use super::wire::{Api, BadRequest, from_json};
+use super::wire::{Api, BadRequest};
 use crate::model::embed::{EmbedReply, EmbedRequest};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -41,36 +40,6 @@ pub struct Asked {
     pub base64: bool,
     /// Keys read and not forwarded (said in the trace).
     pub ignored: Vec<String>,
-}
-
-/// An embeddings request's body: the keys of every form (`read` refuses the keys the API called
-/// does not take), each read by `read` with a message of its own. A null value is an absent one.
-#[derive(Deserialize)]
-struct EmbedBody {
-    /// The embedding model: a string.
-    #[serde(default)]
-    model: Option<Value>,
-    /// The texts (OpenAI, `/api/embed`): read by `texts`, whose messages say what is wrong.
-    #[serde(default)]
-    input: Option<Value>,
-    /// The text of `/api/embeddings`.
-    #[serde(default)]
-    prompt: Option<Value>,
-    /// OpenAI's `"float"` or `"base64"` (little-endian float32).
-    #[serde(default)]
-    encoding_format: Option<Value>,
-    /// A positive whole number.
-    #[serde(default)]
-    dimensions: Option<Value>,
-    /// Read and not forwarded (said in the trace).
-    #[serde(default)]
-    user: Option<Value>,
-    #[serde(default)]
-    truncate: Option<Value>,
-    #[serde(default)]
-    options: Option<Value>,
-    #[serde(default)]
-    keep_alive: Option<Value>,
 }
 
 /// The texts of `key`; Err: what is wrong with it, naming it.
@@ -120,10 +89,8 @@ pub fn read(
     upstream_model: &str,
 ) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body must be a JSON object")?;
-    let body: EmbedBody = from_json(body, "")?;
-    let model = body
-        .model
-        .as_ref()
+    let model = obj
+        .get("model")
         .and_then(Value::as_str)
         .ok_or("`model` must be a string: the embedding model")?;
     let model = if model.strip_suffix(":latest").unwrap_or(model) == experiment_name {
@@ -144,40 +111,35 @@ pub fn read(
             format!("unknown key `{k}` (known: {})", known.join(", ")),
         ));
     }
-    let given = if api == EmbedApi::OllamaLegacy { &body.prompt } else { &body.input };
-    let input = texts(given.as_ref().unwrap_or(&Value::Null), input_key)?;
+    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)?;
     if api == EmbedApi::OllamaLegacy && input.len() != 1 {
         return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
     }
-    let dimensions = match &body.dimensions {
-        None => None,
+    let dimensions = match obj.get("dimensions") {
+        None | Some(Value::Null) => None,
         Some(v) => Some(v.as_u64().filter(|&d| d > 0).ok_or_else(|| {
             BadRequest::naming("dimensions", "`dimensions` must be a positive whole number")
         })?),
     };
-    let base64 = match &body.encoding_format {
-        None => false,
-        Some(v) => match v.as_str() {
-            Some("float") => false,
-            Some("base64") => true,
-            _ => {
-                return Err(BadRequest::naming(
-                    "encoding_format",
-                    format!("`encoding_format` must be \"float\" or \"base64\", not {v}"),
-                ));
-            }
-        },
-    };
-    let ignored = [
-        ("user", &body.user),
-        ("truncate", &body.truncate),
-        ("options", &body.options),
-        ("keep_alive", &body.keep_alive),
-    ]
-    .iter()
-    .filter(|(_, v)| v.is_some())
-    .map(|(k, _)| k.to_string())
-    .collect();
+    let base64 =
+        match obj.get("encoding_format").and_then(|v| if v.is_null() { None } else { Some(v) }) {
+            None => false,
+            Some(v) => match v.as_str() {
+                Some("float") => false,
+                Some("base64") => true,
+                _ => {
+                    return Err(BadRequest::naming(
+                        "encoding_format",
+                        format!("`encoding_format` must be \"float\" or \"base64\", not {v}"),
+                    ));
+                }
+            },
+        };
+    let ignored = ["user", "truncate", "options", "keep_alive"]
+        .iter()
+        .filter(|k| obj.get(**k).is_some_and(|v| !v.is_null()))
+        .map(|k| k.to_string())
+        .collect();
     Ok(Asked {
         request: EmbedRequest {
             model: model.to_string(),
