@@ -70,10 +70,21 @@ pub fn parse_toml_str<T: serde::de::DeserializeOwned>(
         }
     })?;
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let key = e.path().to_string();
-        let key = if key == "." { String::new() } else { key };
+        let key = key_at("", e.path());
         InputError { file: path.to_path_buf(), key: Some(key), message: e.into_inner().to_string() }
     })
+}
+
+/// The key a serde_path_to_error `path` names below `prefix`: `prefix.a.b`, `prefix[2]` for
+/// an index, `prefix` itself (empty when `prefix` is) for the root.
+pub fn key_at(prefix: &str, path: &serde_path_to_error::Path) -> String {
+    let inner = path.to_string();
+    match (prefix, inner.as_str()) {
+        (prefix, "." | "") => prefix.to_string(),
+        ("", inner) => inner.to_string(),
+        (prefix, inner) if inner.starts_with('[') => format!("{prefix}{inner}"),
+        (prefix, inner) => format!("{prefix}.{inner}"),
+    }
 }
 
 /// The dotted key a "duplicate key" error is about: the key at the error's
@@ -172,6 +183,20 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.key.as_deref(), Some("inner.count"));
         assert!(err.to_string().starts_with("x.toml: key `inner.count`:"), "{err}");
+    }
+
+    #[test]
+    fn key_at_joins_a_path_below_its_prefix() {
+        let path_of = |json: &str| {
+            let mut de = serde_json::Deserializer::from_str(json);
+            serde_path_to_error::deserialize::<_, Vec<Outer>>(&mut de).unwrap_err().path().clone()
+        };
+        let deep = path_of(r#"[{"inner": {"count": "x"}}]"#);
+        assert_eq!(key_at("", &deep), "[0].inner.count");
+        assert_eq!(key_at("runs", &deep), "runs[0].inner.count");
+        let root = path_of("3");
+        assert_eq!(key_at("", &root), "");
+        assert_eq!(key_at("runs", &root), "runs");
     }
 
     #[test]

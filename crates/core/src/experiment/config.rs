@@ -755,9 +755,7 @@ fn builtin_arm(
 ) -> Result<(String, ArmSettings), InputError> {
     let mut raw_arm: RawArm =
         serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-            let sub = e.path().to_string();
-            let full = if sub == "." { key.to_string() } else { format!("{key}.{sub}") };
-            InputError::at(path, full, e.into_inner().to_string())
+            InputError::at(path, crate::error::key_at(key, e.path()), e.into_inner().to_string())
         })?;
     let mut at = ArmInput { path, key, config_dir, prompt_digests, without_prefill };
     let description = std::mem::take(&mut raw_arm.description);

@@ -296,13 +296,7 @@ fn optional<T: serde::de::DeserializeOwned>(
 /// field `id``, through serde_path_to_error.
 pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<T, BadRequest> {
     serde_path_to_error::deserialize(v).map_err(|e| {
-        let inner = e.path().to_string();
-        let path = match (at, inner.as_str()) {
-            (at, ".") => at.to_string(),
-            ("", inner) => inner.to_string(),
-            (at, inner) if inner.starts_with('[') => format!("{at}{inner}"),
-            (at, inner) => format!("{at}.{inner}"),
-        };
+        let path = crate::error::key_at(at, e.path());
         let message = e.into_inner().to_string();
         if path.is_empty() { BadRequest::from(message) } else { BadRequest::at(path, message) }
     })

@@ -700,10 +700,8 @@ impl<P: serde::de::DeserializeOwned + Default> Manifest<P> {
             serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
         serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let message = format!("not a manifest ablate can read: {}", e.inner());
-            match e.path().to_string() {
-                key if key == "." || key.is_empty() => {
-                    crate::error::InputError::new(&path, message)
-                }
+            match crate::error::key_at("", e.path()) {
+                key if key.is_empty() => crate::error::InputError::new(&path, message),
                 key => crate::error::InputError::at(&path, key, message),
             }
         })

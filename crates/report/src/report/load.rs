@@ -3,6 +3,7 @@
 //! trial is the one analysed, and no other attempt is kept: memory is 12
 //! bytes a planned trial and a row (88 bytes) a trial with a final record.
 
+use ablate_core::error::key_at;
 use ablate_core::experiment::matrix::Arm;
 use ablate_core::record::{ManifestHead, TrialRecord, TrialStatus};
 use serde::Deserialize;
@@ -183,10 +184,7 @@ pub fn load_with(
         .enumerate()
         .map(|(i, a)| {
             Arm::from_recorded(a).map_err(|e| {
-                let key = match e.path().to_string() {
-                    at if at == "." || at.is_empty() => format!("experiment.arms[{i}].components"),
-                    at => format!("experiment.arms[{i}].components.{at}"),
-                };
+                let key = key_at(&format!("experiment.arms[{i}].components"), e.path());
                 LoadError::Bad {
                     path: mpath.clone(),
                     message: format!("key `{key}`: not a manifest ablate can read: {}", e.inner()),
