@@ -138,7 +138,8 @@ pub async fn call(
     operation_id: &str,
     parse: fn(&Value, &EmbedRequest) -> Result<EmbedReply, ModelError>,
 ) -> EmbedOutcome {
-    let out = endpoint.post(path, &body, Some(operation_id), req.timeout, &endpoint.retry).await;
+    let out =
+        endpoint.request(path, Some(&body), Some(operation_id), req.timeout, &endpoint.retry).await;
     let result =
         out.result.and_then(|(_, text)| http::parse_body(&text).1).and_then(|v| parse(&v, req));
     EmbedOutcome { result, attempts: out.attempts, latency: out.latency, wait: out.wait }

@@ -227,49 +227,29 @@ impl Endpoint {
         operation_id: String,
         parse: fn(&serde_json::Value) -> Result<ChatReply, ModelError>,
     ) -> CallOutcome {
-        let out = self.post(path, &body, Some(&operation_id), req.timeout, &self.retry).await;
+        let out =
+            self.request(path, Some(&body), Some(&operation_id), req.timeout, &self.retry).await;
         let mut outcome = chat_outcome(out, body, operation_id, parse);
         super::settle_usage(req, &mut outcome);
         outcome
     }
 
-    /// POST `body` to `path` with `policy`.
-    pub async fn post(
+    /// POST `body` to `path` (GET when None) with `policy` (`send`).
+    pub async fn request(
         &self,
         path: &str,
-        body: &serde_json::Value,
+        body: Option<&serde_json::Value>,
         operation_id: Option<&str>,
         timeout: Duration,
         policy: &RetryPolicy,
     ) -> HttpOutcome {
-        let bearer = self.bearer.as_deref();
-        send(
-            &self.client,
-            &self.url(path),
-            Some(body),
-            bearer,
-            operation_id,
-            timeout,
-            policy,
-            self.max_bytes,
-        )
-        .await
+        let (url, bearer) = (self.url(path), self.bearer.as_deref());
+        send(&self.client, &url, body, bearer, operation_id, timeout, policy, self.max_bytes).await
     }
 
     /// GET `path` once (a setup check: no retry).
     pub async fn get(&self, path: &str, timeout: Duration) -> HttpOutcome {
-        let bearer = self.bearer.as_deref();
-        send(
-            &self.client,
-            &self.url(path),
-            None,
-            bearer,
-            None,
-            timeout,
-            &RetryPolicy::None,
-            self.max_bytes,
-        )
-        .await
+        self.request(path, None, None, timeout, &RetryPolicy::None).await
     }
 }
 

@@ -211,7 +211,8 @@ impl ModelClient for OllamaClient {
                 Err(e) => return Err(e),
             }
             let show = json!({"model": self.model});
-            let show = self.endpoint.post("/api/show", &show, None, t, &RetryPolicy::None).await;
+            let show = self.endpoint.request("/api/show", Some(&show), None, t, &RetryPolicy::None);
+            let show = show.await;
             match show.result {
                 Ok((_, text)) => {
                     if let Some(d) = serde_json::from_str::<Value>(&text)
