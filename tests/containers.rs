@@ -357,7 +357,7 @@ async fn an_external_harness_on_the_host_reaches_the_container_only_through_the_
     assert_eq!(rec.harness_command.as_ref().unwrap().exec_calls, 5);
     assert_eq!(execs[1]["request"]["exec"]["command"], "cat > hello.txt");
     assert!(
-        execs[3]["error"].as_str().is_some_and(|e| e.contains("unknown key `user`")),
+        execs[3]["error"].as_str().is_some_and(|e| e.contains("unknown field `user`")),
         "{}",
         execs[3]
     );

@@ -1,14 +1,18 @@
 //! Embeddings through the gateway: OpenAI's `/v1/embeddings`, Ollama's
 //! `/api/embed` and its older `/api/embeddings`, read into one
-//! `EmbedRequest` and answered in the form asked, whatever the upstream's API.
+//! `EmbedRequest` (each form a serde struct, unknown keys refused, each field's
+//! type checking its value) and answered in the form asked, whatever the upstream's API.
 //! The embedding model is the harness's choice (it names it); the call is
 //! metered (its input tokens count against `max_total_tokens`, not a step)
 //! and traced. An upstream that serves no embeddings (the embedded model)
 //! gets a 501.
 
-use super::wire::{Api, BadRequest};
+use super::wire::{Api, BadRequest, checked, from_body};
 use crate::model::embed::{EmbedReply, EmbedRequest};
+use serde::Deserialize;
+use serde::de::Deserializer;
 use serde_json::{Value, json};
+use std::marker::PhantomData;
 use std::time::Duration;
 
 /// Which endpoint was called: its request and reply forms.
@@ -43,8 +47,7 @@ pub struct Asked {
 }
 
 /// The texts of `key`; Err: what is wrong with it, naming it.
-fn texts(v: &Value, key: &str) -> Result<Vec<String>, BadRequest> {
-    let bad = |message: String| BadRequest::naming(key, message);
+fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
     let out = match v {
         Value::String(s) => vec![s.clone()],
         Value::Array(items) => {
@@ -53,30 +56,135 @@ fn texts(v: &Value, key: &str) -> Result<Vec<String>, BadRequest> {
                 match item {
                     Value::String(s) => out.push(s.clone()),
                     Value::Number(_) | Value::Array(_) => {
-                        return Err(bad(format!(
+                        return Err(format!(
                             "`{key}` as token ids is not supported by the gateway: send the text"
-                        )));
+                        ));
                     }
                     other => {
-                        return Err(bad(format!(
+                        return Err(format!(
                             "`{key}` must be a string or an array of strings; it holds {other}"
-                        )));
+                        ));
                     }
                 }
             }
             out
         }
-        Value::Null => return Err(bad(format!("`{key}` is missing"))),
         other => {
-            return Err(bad(format!(
-                "`{key}` must be a string or an array of strings, not {other}"
-            )));
+            return Err(format!("`{key}` must be a string or an array of strings, not {other}"));
         }
     };
     if out.is_empty() {
-        return Err(bad(format!("`{key}` is empty")));
+        return Err(format!("`{key}` is empty"));
     }
     Ok(out)
+}
+
+/// The embedding model the harness names.
+#[derive(Debug)]
+struct Model(String);
+
+impl<'de> Deserialize<'de> for Model {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| v.as_str().map(|s| Model(s.to_string())).ok_or_else(|| MODEL.to_string()))
+    }
+}
+
+const MODEL: &str = "`model` must be a string: the embedding model";
+
+/// The key a request's texts stand under: `input`, or the older Ollama form's `prompt`.
+trait TextsKey {
+    const KEY: &'static str;
+}
+
+#[derive(Debug)]
+struct Input;
+impl TextsKey for Input {
+    const KEY: &'static str = "input";
+}
+
+#[derive(Debug)]
+struct Prompt;
+impl TextsKey for Prompt {
+    const KEY: &'static str = "prompt";
+}
+
+/// The texts to embed (not empty; token ids are refused).
+#[derive(Debug)]
+struct Texts<K>(Vec<String>, PhantomData<K>);
+
+impl<'de, K: TextsKey> Deserialize<'de> for Texts<K> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| texts(v, K::KEY).map(|t| Texts(t, PhantomData)))
+    }
+}
+
+/// The vectors' length asked for: a positive whole number.
+#[derive(Debug)]
+struct Dimensions(u64);
+
+impl<'de> Deserialize<'de> for Dimensions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| {
+            v.as_u64()
+                .filter(|&d| d > 0)
+                .map(Dimensions)
+                .ok_or_else(|| "`dimensions` must be a positive whole number".to_string())
+        })
+    }
+}
+
+/// OpenAI's `encoding_format`: `true` for base64.
+#[derive(Debug)]
+struct Base64(bool);
+
+impl<'de> Deserialize<'de> for Base64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| match v.as_str() {
+            Some("float") => Ok(Base64(false)),
+            Some("base64") => Ok(Base64(true)),
+            _ => Err(format!("`encoding_format` must be \"float\" or \"base64\", not {v}")),
+        })
+    }
+}
+
+/// OpenAI's `POST /v1/embeddings` body. A null reads as an absent value; a key not listed is
+/// refused; `user` is read and not forwarded.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenAiBody {
+    model: Option<Model>,
+    input: Option<Texts<Input>>,
+    encoding_format: Option<Base64>,
+    dimensions: Option<Dimensions>,
+    user: Option<Value>,
+}
+
+/// Ollama's `POST /api/embed` body; `truncate`, `options` and `keep_alive` are read and not
+/// forwarded.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OllamaBody {
+    model: Option<Model>,
+    input: Option<Texts<Input>>,
+    dimensions: Option<Dimensions>,
+    truncate: Option<Value>,
+    options: Option<Value>,
+    keep_alive: Option<Value>,
+}
+
+/// Ollama's older `POST /api/embeddings` body: one text as `prompt`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LegacyBody {
+    model: Option<Model>,
+    prompt: Option<Texts<Prompt>>,
+    options: Option<Value>,
+    keep_alive: Option<Value>,
+}
+
+/// The keys of `values` that were given (not absent, not null).
+fn given<const N: usize>(values: [(&str, &Option<Value>); N]) -> Vec<String> {
+    values.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k.to_string()).collect()
 }
 
 /// Read a request body in `api`'s form. The experiment's model name (or
@@ -84,70 +192,54 @@ fn texts(v: &Value, key: &str) -> Result<Vec<String>, BadRequest> {
 /// harness's own embedding model and is forwarded as named.
 pub fn read(
     api: EmbedApi,
-    body: &Value,
+    v: &Value,
     experiment_name: &str,
     upstream_model: &str,
 ) -> Result<Asked, BadRequest> {
-    let obj = body.as_object().ok_or("the request body must be a JSON object")?;
-    let model = obj
-        .get("model")
-        .and_then(Value::as_str)
-        .ok_or("`model` must be a string: the embedding model")?;
-    let model = if model.strip_suffix(":latest").unwrap_or(model) == experiment_name {
-        upstream_model
+    if !v.is_object() {
+        return Err("the request body must be a JSON object".into());
+    }
+    // The three forms' fields: model, texts, dimensions, encoding and the keys not forwarded.
+    let (model, texts, dimensions, base64, ignored) = match api {
+        EmbedApi::OpenAi => {
+            let b: OpenAiBody = from_body(v)?;
+            let ignored = given([("user", &b.user)]);
+            (b.model, b.input.map(|t| t.0), b.dimensions, b.encoding_format, ignored)
+        }
+        EmbedApi::Ollama => {
+            let b: OllamaBody = from_body(v)?;
+            let ignored = given([
+                ("truncate", &b.truncate),
+                ("options", &b.options),
+                ("keep_alive", &b.keep_alive),
+            ]);
+            (b.model, b.input.map(|t| t.0), b.dimensions, None, ignored)
+        }
+        EmbedApi::OllamaLegacy => {
+            let b: LegacyBody = from_body(v)?;
+            let ignored = given([("options", &b.options), ("keep_alive", &b.keep_alive)]);
+            (b.model, b.prompt.map(|t| t.0), None, None, ignored)
+        }
+    };
+    let Model(model) = model.ok_or(MODEL)?;
+    let model = if model.strip_suffix(":latest").unwrap_or(&model) == experiment_name {
+        upstream_model.to_string()
     } else {
         model
     };
-    let (input_key, known): (&str, &[&str]) = match api {
-        EmbedApi::OpenAi => ("input", &["model", "input", "encoding_format", "dimensions", "user"]),
-        EmbedApi::Ollama => {
-            ("input", &["model", "input", "dimensions", "truncate", "options", "keep_alive"])
-        }
-        EmbedApi::OllamaLegacy => ("prompt", &["model", "prompt", "options", "keep_alive"]),
-    };
-    if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(BadRequest::naming(
-            k,
-            format!("unknown key `{k}` (known: {})", known.join(", ")),
-        ));
-    }
-    let input = texts(obj.get(input_key).unwrap_or(&Value::Null), input_key)?;
+    let key = if api == EmbedApi::OllamaLegacy { Prompt::KEY } else { Input::KEY };
+    let input = texts.ok_or_else(|| BadRequest::naming(key, format!("`{key}` is missing")))?;
     if api == EmbedApi::OllamaLegacy && input.len() != 1 {
         return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
     }
-    let dimensions = match obj.get("dimensions") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_u64().filter(|&d| d > 0).ok_or_else(|| {
-            BadRequest::naming("dimensions", "`dimensions` must be a positive whole number")
-        })?),
-    };
-    let base64 =
-        match obj.get("encoding_format").and_then(|v| if v.is_null() { None } else { Some(v) }) {
-            None => false,
-            Some(v) => match v.as_str() {
-                Some("float") => false,
-                Some("base64") => true,
-                _ => {
-                    return Err(BadRequest::naming(
-                        "encoding_format",
-                        format!("`encoding_format` must be \"float\" or \"base64\", not {v}"),
-                    ));
-                }
-            },
-        };
-    let ignored = ["user", "truncate", "options", "keep_alive"]
-        .iter()
-        .filter(|k| obj.get(**k).is_some_and(|v| !v.is_null()))
-        .map(|k| k.to_string())
-        .collect();
     Ok(Asked {
         request: EmbedRequest {
-            model: model.to_string(),
+            model,
             input,
-            dimensions,
+            dimensions: dimensions.map(|d| d.0),
             timeout: Duration::ZERO,
         },
-        base64,
+        base64: base64.is_some_and(|b| b.0),
         ignored,
     })
 }
@@ -261,6 +353,19 @@ mod tests {
                 .message
                 .contains("`stream`")
         );
+        let e =
+            read(EmbedApi::Ollama, &json!({"model": "m", "input": "x", "stream": true}), "m", "up")
+                .unwrap_err();
+        // An unknown key is refused by serde, naming it and the form's keys.
+        assert_eq!(e.param.as_deref(), Some("stream"));
+        assert_eq!(
+            e.message,
+            "unknown field `stream`, expected one of `model`, `input`, `dimensions`, `truncate`, \
+             `options`, `keep_alive`"
+        );
+        let e = read(EmbedApi::OllamaLegacy, &json!({"model": "m", "input": "x"}), "m", "up")
+            .unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("input"));
         // A value of the wrong kind is refused naming its key.
         let refused = |api, body: serde_json::Value| read(api, &body, "m", "up").unwrap_err();
         let e = refused(
@@ -272,7 +377,20 @@ mod tests {
         let e = refused(EmbedApi::Ollama, json!({"model": "m", "input": "x", "dimensions": 0}));
         assert_eq!(e.param.as_deref(), Some("dimensions"));
         let e = refused(EmbedApi::OpenAi, json!({"model": 3, "input": "x"}));
+        assert_eq!(
+            (e.param.as_deref(), e.message.as_str()),
+            (Some("model"), "`model` must be a string: the embedding model")
+        );
+        let e = refused(EmbedApi::OpenAi, json!({"input": "x"}));
         assert_eq!(e.message, "`model` must be a string: the embedding model");
+        let e = refused(EmbedApi::OllamaLegacy, json!({"model": "m", "prompt": ["a", "b"]}));
+        assert_eq!(
+            (e.param.as_deref(), e.message.as_str()),
+            (Some("prompt"), "`prompt` must be one string")
+        );
+        let e = refused(EmbedApi::OpenAi, json!({"model": "m", "input": ["a", {}]}));
+        assert_eq!(e.message, "`input` must be a string or an array of strings; it holds {}");
+        assert_eq!(refused(EmbedApi::OpenAi, json!([1])).param, None);
         let e = refused(EmbedApi::OpenAi, json!({"model": "m", "input": "x", "dimensions": 8.5}));
         assert_eq!(e.message, "`dimensions` must be a positive whole number");
         // A null is an absent value: nothing ignored, no dimensions, floats.

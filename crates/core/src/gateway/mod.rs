@@ -1341,53 +1341,74 @@ pub const EXEC_OUTPUT_CAP: usize = 64 * 1024;
 pub const EXEC_MAX_COMMAND: usize = 64 * 1024;
 
 /// What an exec request asks.
+#[derive(Debug)]
 struct ExecAsk {
     command: String,
     timeout: f64,
     stdin: Option<String>,
 }
 
-fn read_exec(body: &Value) -> Result<ExecAsk, BadRequest> {
-    let obj = body.as_object().ok_or("the body must be a JSON object: {\"command\": \"...\"}")?;
-    for k in obj.keys() {
-        if !matches!(k.as_str(), "command" | "timeout_sec" | "stdin") {
-            return Err(BadRequest::naming(
-                k,
-                format!("unknown key `{k}` (known: command, timeout_sec, stdin)"),
-            ));
-        }
-    }
-    let command = obj
-        .get("command")
-        .and_then(Value::as_str)
-        .ok_or("`command` must be a string: a bash command line")?;
-    if command.trim().is_empty() {
-        return Err(BadRequest::naming("command", "`command` is empty"));
-    }
-    if command.len() > EXEC_MAX_COMMAND {
-        return Err(BadRequest::naming(
-            "command",
-            format!("`command` exceeds {EXEC_MAX_COMMAND} bytes"),
-        ));
-    }
-    let timeout = match obj.get("timeout_sec") {
-        None | Some(Value::Null) => EXEC_DEFAULT_TIMEOUT,
-        Some(v) => match v.as_f64() {
-            Some(t) if t > 0.0 && t.is_finite() => t.min(EXEC_MAX_TIMEOUT),
-            _ => {
-                return Err(BadRequest::naming(
-                    "timeout_sec",
-                    "`timeout_sec` must be a positive number of seconds",
-                ));
+/// An exec request's body: a null reads as an absent value, a key not listed is refused.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecBody {
+    command: Option<ExecCommand>,
+    timeout_sec: Option<ExecTimeout>,
+    stdin: Option<ExecStdin>,
+}
+
+const EXEC_COMMAND: &str = "`command` must be a string: a bash command line";
+
+/// A bash command line: not blank, at most [`EXEC_MAX_COMMAND`] bytes.
+struct ExecCommand(String);
+
+impl<'de> serde::Deserialize<'de> for ExecCommand {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        wire::checked(d, |v| match v.as_str() {
+            None => Err(EXEC_COMMAND.to_string()),
+            Some(c) if c.trim().is_empty() => Err("`command` is empty".to_string()),
+            Some(c) if c.len() > EXEC_MAX_COMMAND => {
+                Err(format!("`command` exceeds {EXEC_MAX_COMMAND} bytes"))
             }
-        },
-    };
-    let stdin = match obj.get("stdin") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.len() <= MAX_REQUEST_BYTES => Some(s.clone()),
-        Some(_) => return Err(BadRequest::naming("stdin", "`stdin` must be a string")),
-    };
-    Ok(ExecAsk { command: command.to_string(), timeout, stdin })
+            Some(c) => Ok(ExecCommand(c.to_string())),
+        })
+    }
+}
+
+/// Seconds the command may run: positive and finite, cut to [`EXEC_MAX_TIMEOUT`].
+struct ExecTimeout(f64);
+
+impl<'de> serde::Deserialize<'de> for ExecTimeout {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        wire::checked(d, |v| match v.as_f64() {
+            Some(t) if t > 0.0 && t.is_finite() => Ok(ExecTimeout(t.min(EXEC_MAX_TIMEOUT))),
+            _ => Err("`timeout_sec` must be a positive number of seconds".to_string()),
+        })
+    }
+}
+
+/// The command's standard input: a string of at most [`MAX_REQUEST_BYTES`].
+struct ExecStdin(String);
+
+impl<'de> serde::Deserialize<'de> for ExecStdin {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        wire::checked(d, |v| match v {
+            Value::String(s) if s.len() <= MAX_REQUEST_BYTES => Ok(ExecStdin(s.clone())),
+            _ => Err("`stdin` must be a string".to_string()),
+        })
+    }
+}
+
+fn read_exec(body: &Value) -> Result<ExecAsk, BadRequest> {
+    if !body.is_object() {
+        return Err("the body must be a JSON object: {\"command\": \"...\"}".into());
+    }
+    let b: ExecBody = wire::from_body(body)?;
+    Ok(ExecAsk {
+        command: b.command.ok_or(EXEC_COMMAND)?.0,
+        timeout: b.timeout_sec.map_or(EXEC_DEFAULT_TIMEOUT, |t| t.0),
+        stdin: b.stdin.map(|s| s.0),
+    })
 }
 
 /// An exec request from an authorized harness: one trace line whatever becomes of it.
@@ -1448,4 +1469,55 @@ async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, bool>) -> Resp
     let mut resp = resp;
     meter.budget_headers(resp.headers_mut());
     resp
+}
+
+#[cfg(test)]
+mod exec_tests {
+    use super::read_exec;
+    use serde_json::json;
+
+    #[test]
+    fn exec_requests_are_read_and_each_fault_names_its_key() {
+        let a = read_exec(&json!({"command": "ls", "timeout_sec": 5000, "stdin": "x"})).unwrap();
+        // A timeout above the cap is cut to 600 s; an absent one is 120 s.
+        assert_eq!((a.command.as_str(), a.timeout, a.stdin.as_deref()), ("ls", 600.0, Some("x")));
+        let a = read_exec(&json!({"command": "ls", "timeout_sec": null, "stdin": null})).unwrap();
+        assert_eq!((a.timeout, a.stdin), (120.0, None));
+        let refused = |body: serde_json::Value| {
+            let e = read_exec(&body).unwrap_err();
+            (e.param, e.message)
+        };
+        let key = |k: &str| Some(k.to_string());
+        assert_eq!(
+            refused(json!({"command": "ls", "user": "root"})),
+            (
+                key("user"),
+                "unknown field `user`, expected one of `command`, `timeout_sec`, `stdin`".into()
+            )
+        );
+        assert_eq!(
+            refused(json!({})),
+            (None, "`command` must be a string: a bash command line".into())
+        );
+        assert_eq!(
+            refused(json!({"command": "  "})),
+            (key("command"), "`command` is empty".into())
+        );
+        assert_eq!(
+            refused(json!({"command": "x".repeat(64 * 1024 + 1)})),
+            (key("command"), "`command` exceeds 65536 bytes".into())
+        );
+        assert_eq!(
+            refused(json!({"command": "ls", "timeout_sec": -1})),
+            (key("timeout_sec"), "`timeout_sec` must be a positive number of seconds".into())
+        );
+        assert_eq!(
+            refused(json!({"command": "ls", "stdin": 3})),
+            (key("stdin"), "`stdin` must be a string".into())
+        );
+        assert_eq!(
+            refused(json!(["ls"])),
+            (None, r#"the body must be a JSON object: {"command": "..."}"#.into())
+        );
+    }
 }

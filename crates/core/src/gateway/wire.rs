@@ -302,6 +302,27 @@ pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<
     })
 }
 
+/// Read `T` from a request body whose field types check their own values and name their key in
+/// each message (`` `dimensions` must be a positive whole number``): through
+/// serde_path_to_error, so that the refusal's `param` is the key at fault.
+pub fn from_body<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, BadRequest> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let key = crate::error::key_at("", e.path());
+        let message = e.into_inner().to_string();
+        if key.is_empty() { BadRequest::from(message) } else { BadRequest::naming(key, message) }
+    })
+}
+
+/// A field's value read as JSON and then checked by `check`, whose message names the key: the
+/// `Deserialize` of such a field type.
+pub fn checked<'de, D: serde::Deserializer<'de>, T>(
+    d: D,
+    check: impl FnOnce(&Value) -> Result<T, String>,
+) -> Result<T, D::Error> {
+    use serde::de::Error as _;
+    check(&<Value as serde::Deserialize>::deserialize(d)?).map_err(D::Error::custom)
+}
+
 /// A tool's result appended to `messages` as a tool message, named after the
 /// call it answers (the latest earlier call with that id).
 pub fn push_tool_result(messages: &mut Vec<Message>, call_id: String, content: String) {
