@@ -124,7 +124,10 @@ fn shards_partition_the_plan() {
         assert!(seen.values().all(|&c| c == 1), "no trial in two shards (n={n})");
     }
     for bad in ["0/3", "4/3", "x/2", "3", "1/0"] {
-        assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        assert_eq!(
+            bad.parse::<Shard>().unwrap_err().to_string(),
+            format!("invalid shard `{bad}`: use K/N with 1 <= K <= N, e.g. --shard 2/4")
+        );
     }
 }
 

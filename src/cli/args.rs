@@ -98,10 +98,6 @@ pub enum BaselineCommand {
     Save(BaselineSaveArgs),
 }
 
-fn parse_shard(s: &str) -> Result<Shard, String> {
-    s.parse()
-}
-
 // A flag's value is checked by clap as it reads it: the error names the flag
 // and exits 2, before any file is read.
 
@@ -165,7 +161,7 @@ pub struct RunArgs {
     #[arg(long, short = 'j', value_parser = parse_jobs)]
     jobs: Option<usize>,
     /// Run only shard K of N (K/N).
-    #[arg(long, value_parser = parse_shard)]
+    #[arg(long)]
     shard: Option<Shard>,
     /// Continue a run folder: run only planned trials without a final record.
     #[arg(long, value_name = "DIR")]
@@ -369,7 +365,7 @@ pub struct PlanArgs {
     #[arg(required_unless_present = "pilot")]
     config: Option<PathBuf>,
     /// Show only shard K of N (K/N).
-    #[arg(long, value_parser = parse_shard)]
+    #[arg(long)]
     shard: Option<Shard>,
     /// Print the plan as JSON instead of text.
     #[arg(long)]

@@ -355,10 +355,15 @@ pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
     })
 }
 
+/// A shard that is not `K/N` with `1 <= K <= N`: the text given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid shard `{0}`: use K/N with 1 <= K <= N, e.g. --shard 2/4")]
+pub struct BadShard(pub String);
+
 impl FromStr for Shard {
-    type Err = String;
+    type Err = BadShard;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("invalid shard `{s}`: use K/N with 1 <= K <= N, e.g. --shard 2/4");
+        let bad = || BadShard(s.to_string());
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let index: u32 = k.trim().parse().map_err(|_| bad())?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;

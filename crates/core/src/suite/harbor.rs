@@ -352,12 +352,12 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     }
     let memory_mb = match (env_raw.memory_mb, &env_raw.memory) {
         (Some(m), _) => Some(m),
-        (None, Some(s)) => Some(size_mb(s).map_err(|e| at("environment.memory", e))?),
+        (None, Some(s)) => Some(size_mb(s).map_err(|e| at("environment.memory", e.to_string()))?),
         (None, None) => None,
     };
     let storage_mb = match (env_raw.storage_mb, &env_raw.storage) {
         (Some(m), _) => Some(m),
-        (None, Some(s)) => Some(size_mb(s).map_err(|e| at("environment.storage", e))?),
+        (None, Some(s)) => Some(size_mb(s).map_err(|e| at("environment.storage", e.to_string()))?),
         (None, None) => None,
     };
     if memory_mb == Some(0) {
@@ -399,7 +399,7 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
             .map(|(k, v)| {
                 resolve_template(&v)
                     .map(|v| (k.clone(), v))
-                    .map_err(|e| at(&format!("{key}.{k}"), e))
+                    .map_err(|e| at(&format!("{key}.{k}"), e.to_string()))
             })
             .collect()
     };
@@ -455,32 +455,50 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     Ok((task, instruction, difficulty))
 }
 
+/// A size Harbor's deprecated `memory` or `storage` cannot mean.
+#[derive(Debug, thiserror::Error)]
+enum BadSize {
+    #[error("`{0}` is not a size like 4G or 512M")]
+    Unreadable(String),
+    #[error("`{0}` is not a size of at least 1M")]
+    BelowOneMb(String),
+}
+
 /// "4G", "512M", "1024K" in MB (Harbor's deprecated `memory` and `storage`).
-fn size_mb(s: &str) -> Result<u64, String> {
+fn size_mb(s: &str) -> Result<u64, BadSize> {
     let t = s.trim().to_ascii_uppercase();
     let (num, unit) = t.split_at(t.len().saturating_sub(1));
-    let n: f64 = num.parse().map_err(|_| format!("`{s}` is not a size like 4G or 512M"))?;
+    let n: f64 = num.parse().map_err(|_| BadSize::Unreadable(s.to_string()))?;
     let mb = match unit {
         "G" => n * 1024.0,
         "M" => n,
         "K" => n / 1024.0,
-        _ => return Err(format!("`{s}` is not a size like 4G or 512M")),
+        _ => return Err(BadSize::Unreadable(s.to_string())),
     };
     if !(mb.is_finite() && mb >= 1.0) {
-        return Err(format!("`{s}` is not a size of at least 1M"));
+        return Err(BadSize::BelowOneMb(s.to_string()));
     }
     Ok(mb as u64)
 }
 
+/// An `env` value whose `${VAR}` cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+enum BadTemplate {
+    #[error("`{0}`: an unclosed ${{")]
+    Unclosed(String),
+    #[error("`{value}` needs ${{{name}}}, which is not set")]
+    Unset { value: String, name: String },
+}
+
 /// `${VAR}` and `${VAR:-default}` from this process's environment, as Harbor
 /// resolves `env` tables.
-fn resolve_template(v: &str) -> Result<String, String> {
+fn resolve_template(v: &str) -> Result<String, BadTemplate> {
     let mut out = String::new();
     let mut rest = v;
     while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
         let after = &rest[i + 2..];
-        let end = after.find('}').ok_or_else(|| format!("`{v}`: an unclosed ${{"))?;
+        let end = after.find('}').ok_or_else(|| BadTemplate::Unclosed(v.to_string()))?;
         let inner = &after[..end];
         let (name, default) = match inner.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
@@ -489,7 +507,9 @@ fn resolve_template(v: &str) -> Result<String, String> {
         match (std::env::var(name), default) {
             (Ok(val), _) => out.push_str(&val),
             (Err(_), Some(d)) => out.push_str(d),
-            (Err(_), None) => return Err(format!("`{v}` needs ${{{name}}}, which is not set")),
+            (Err(_), None) => {
+                return Err(BadTemplate::Unset { value: v.to_string(), name: name.to_string() });
+            }
         }
         rest = &after[end + 1..];
     }
@@ -500,6 +520,21 @@ fn resolve_template(v: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_templates_read_as_harbor_writes_them() {
+        // 4G = 4 x 1024 MB; 1024K = 1 MB.
+        assert_eq!((size_mb("4G").unwrap(), size_mb(" 512m ").unwrap()), (4096, 512));
+        assert_eq!(size_mb("1024K").unwrap(), 1);
+        assert_eq!(size_mb("4GB").unwrap_err().to_string(), "`4GB` is not a size like 4G or 512M");
+        assert_eq!(size_mb("512K").unwrap_err().to_string(), "`512K` is not a size of at least 1M");
+        assert_eq!(resolve_template("a${ABLATE_TEST_SURELY_UNSET:-b}c").unwrap(), "abc");
+        assert_eq!(resolve_template("${x").unwrap_err().to_string(), "`${x`: an unclosed ${");
+        assert_eq!(
+            resolve_template("${ABLATE_TEST_SURELY_UNSET}").unwrap_err().to_string(),
+            "`${ABLATE_TEST_SURELY_UNSET}` needs ${ABLATE_TEST_SURELY_UNSET}, which is not set"
+        );
+    }
 
     fn task(toml_text: &str) -> Result<ContainerTask, InputError> {
         let dir = tempfile::tempdir().unwrap();
