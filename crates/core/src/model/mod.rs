@@ -277,6 +277,37 @@ pub fn settle_usage(request: &ChatRequest, outcome: &mut CallOutcome) {
     }
 }
 
+/// A reply message's `tool_calls` in the form OpenAI's and Ollama's chat APIs share: each
+/// `{"id", "function": {"name", "arguments"}}`, the arguments a JSON text (OpenAI) or a JSON
+/// value (Ollama, written out as text); an id that is missing is `call_<i>`. A call without a
+/// name or arguments is kept whole as text, unparsed.
+pub fn read_tool_calls(message: &serde_json::Value) -> (Vec<ToolCall>, Vec<String>) {
+    use serde_json::Value;
+    let mut tool_calls = Vec::new();
+    let mut unparsed = Vec::new();
+    let Some(Value::Array(calls)) = message.get("tool_calls") else {
+        return (tool_calls, unparsed);
+    };
+    for (i, c) in calls.iter().enumerate() {
+        let name = c.pointer("/function/name").and_then(Value::as_str);
+        match (name, c.pointer("/function/arguments")) {
+            (Some(name), Some(args)) => tool_calls.push(ToolCall {
+                id: c
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| format!("call_{i}"), str::to_string),
+                name: name.to_string(),
+                arguments: match args {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                },
+            }),
+            _ => unparsed.push(c.to_string()),
+        }
+    }
+    (tool_calls, unparsed)
+}
+
 /// Read a provider's token counts: `fields` are (JSON pointer, what it is)
 /// for input and output. A count that is absent or not a whole
 /// non-negative number leaves the reply to be estimated.
@@ -607,5 +638,34 @@ mod setup_tests {
         } else {
             assert!(matches!(e.reason, SetupReason::NotBuilt), "{e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tool_call_tests {
+    use super::{ToolCall, read_tool_calls};
+    use serde_json::json;
+
+    #[test]
+    fn tool_calls_read_in_both_forms_and_a_call_without_a_name_is_kept_unparsed() {
+        let call = |id: &str, name: &str, arguments: &str| ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        };
+        // OpenAI: the arguments are JSON text; Ollama: a JSON value, written out; no id: call_<i>.
+        let message = json!({"tool_calls": [
+            {"id": "c7", "type": "function", "function": {"name": "run", "arguments": "{\"a\":1}"}},
+            {"function": {"name": "edit", "arguments": {"path": "x"}}},
+            {"function": {"arguments": "{}"}},
+        ]});
+        assert_eq!(
+            read_tool_calls(&message),
+            (
+                vec![call("c7", "run", "{\"a\":1}"), call("call_1", "edit", "{\"path\":\"x\"}")],
+                vec![r#"{"function":{"arguments":"{}"}}"#.to_string()]
+            )
+        );
+        assert_eq!(read_tool_calls(&json!({"content": "hi"})), (vec![], vec![]));
     }
 }

@@ -1,9 +1,7 @@
 //! OpenAI-compatible `/v1/chat/completions` (vLLM, llama.cpp server, LM Studio,
 //! OpenAI and others).
 
-use super::{
-    BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolCall,
-};
+use super::{BoxFuture, CallOutcome, ChatReply, ChatRequest, Message, ModelClient, ModelError};
 use super::{embed, http};
 use crate::experiment::config::ModelSpec;
 use serde_json::{Value, json};
@@ -99,29 +97,7 @@ pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
         Some(Value::Null) | None => String::new(),
         Some(_) => return Err(malformed("choices[0].message.content is not a string")),
     };
-    let mut tool_calls = Vec::new();
-    let mut unparsed = Vec::new();
-    if let Some(Value::Array(calls)) = message.get("tool_calls") {
-        for (i, c) in calls.iter().enumerate() {
-            let name = c.pointer("/function/name").and_then(Value::as_str);
-            let args = c.pointer("/function/arguments");
-            match (name, args) {
-                (Some(name), Some(args)) => tool_calls.push(ToolCall {
-                    id: c
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| format!("call_{i}")),
-                    name: name.to_string(),
-                    arguments: match args {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    },
-                }),
-                _ => unparsed.push(c.to_string()),
-            }
-        }
-    }
+    let (tool_calls, unparsed) = super::read_tool_calls(message);
     let (usage, token_source, usage_note) = super::read_usage(
         v,
         "/usage/prompt_tokens",
