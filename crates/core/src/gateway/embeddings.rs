@@ -40,6 +40,8 @@ impl EmbedApi {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Asked {
     pub request: EmbedRequest,
+    /// The model as the harness named it (the reply names it so).
+    pub named: String,
     /// OpenAI's `encoding_format: "base64"`: little-endian float32, base64.
     pub base64: bool,
     /// Keys read and not forwarded (said in the trace).
@@ -47,14 +49,14 @@ pub struct Asked {
 }
 
 /// The texts of `key`; Err: what is wrong with it, naming it.
-fn texts(v: &Value, key: &str) -> Result<Vec<String>, String> {
+fn texts(v: Value, key: &str) -> Result<Vec<String>, String> {
     let out = match v {
-        Value::String(s) => vec![s.clone()],
+        Value::String(s) => vec![s],
         Value::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
             for item in items {
                 match item {
-                    Value::String(s) => out.push(s.clone()),
+                    Value::String(s) => out.push(s),
                     Value::Number(_) | Value::Array(_) => {
                         return Err(format!(
                             "`{key}` as token ids is not supported by the gateway: send the text"
@@ -85,7 +87,10 @@ struct Model(String);
 
 impl<'de> Deserialize<'de> for Model {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        checked(d, |v| v.as_str().map(|s| Model(s.to_string())).ok_or_else(|| MODEL.to_string()))
+        checked(d, |v| match v {
+            Value::String(s) => Ok(Model(s)),
+            _ => Err(MODEL.to_string()),
+        })
     }
 }
 
@@ -192,7 +197,7 @@ fn given<const N: usize>(values: [(&str, &Option<Value>); N]) -> Vec<String> {
 /// harness's own embedding model and is forwarded as named.
 pub fn read(
     api: EmbedApi,
-    v: &Value,
+    v: Value,
     experiment_name: &str,
     upstream_model: &str,
 ) -> Result<Asked, BadRequest> {
@@ -221,11 +226,11 @@ pub fn read(
             (b.model, b.prompt.map(|t| t.0), None, None, ignored)
         }
     };
-    let Model(model) = model.ok_or(MODEL)?;
-    let model = if model.strip_suffix(":latest").unwrap_or(&model) == experiment_name {
+    let Model(named) = model.ok_or(MODEL)?;
+    let model = if named.strip_suffix(":latest").unwrap_or(&named) == experiment_name {
         upstream_model.to_string()
     } else {
-        model
+        named.clone()
     };
     let key = if api == EmbedApi::OllamaLegacy { Prompt::KEY } else { Input::KEY };
     let input = texts.ok_or_else(|| BadRequest::naming(key, format!("`{key}` is missing")))?;
@@ -239,13 +244,15 @@ pub fn read(
             dimensions: dimensions.map(|d| d.0),
             timeout: Duration::ZERO,
         },
+        named,
         base64: base64.is_some_and(|b| b.0),
         ignored,
     })
 }
 
-/// The reply in `api`'s form; `asked_model` is the name the harness used.
-pub fn reply(api: EmbedApi, r: &EmbedReply, asked: &Asked, asked_model: &str) -> Value {
+/// The reply in `api`'s form, naming the model as the harness did.
+pub fn reply(api: EmbedApi, r: &EmbedReply, asked: &Asked) -> Value {
+    let asked_model = &asked.named;
     match api {
         EmbedApi::OpenAi => {
             let data: Vec<Value> = r
@@ -310,7 +317,7 @@ mod tests {
     fn requests_are_read_in_each_form_and_token_ids_refused() {
         let a = read(
             EmbedApi::OpenAi,
-            &json!({"model": "m", "input": "hi", "encoding_format": "base64", "user": "u"}),
+            json!({"model": "m", "input": "hi", "encoding_format": "base64", "user": "u"}),
             "m",
             "up",
         )
@@ -319,9 +326,11 @@ mod tests {
             (a.request.model.as_str(), a.request.input.clone(), a.base64, a.ignored.clone()),
             ("up", vec!["hi".to_string()], true, vec!["user".to_string()])
         );
+        // The reply names the model as the harness did.
+        assert_eq!(a.named, "m");
         let a = read(
             EmbedApi::Ollama,
-            &json!({"model": "nomic", "input": ["a", "b"], "dimensions": 8}),
+            json!({"model": "nomic", "input": ["a", "b"], "dimensions": 8}),
             "m",
             "up",
         )
@@ -331,30 +340,30 @@ mod tests {
             ("nomic", 2, Some(8))
         );
         assert_eq!(
-            read(EmbedApi::OllamaLegacy, &json!({"model": "m:latest", "prompt": "x"}), "m", "up")
+            read(EmbedApi::OllamaLegacy, json!({"model": "m:latest", "prompt": "x"}), "m", "up")
                 .unwrap()
                 .request
                 .model,
             "up"
         );
-        let e = read(EmbedApi::OpenAi, &json!({"model": "m", "input": [[1, 2]]}), "m", "up")
+        let e = read(EmbedApi::OpenAi, json!({"model": "m", "input": [[1, 2]]}), "m", "up")
             .unwrap_err();
         assert!(e.message.contains("token ids"), "{e}");
         assert_eq!(e.param.as_deref(), Some("input"));
         assert!(
-            read(EmbedApi::OpenAi, &json!({"model": "m", "input": []}), "m", "up")
+            read(EmbedApi::OpenAi, json!({"model": "m", "input": []}), "m", "up")
                 .unwrap_err()
                 .message
                 .contains("empty")
         );
         assert!(
-            read(EmbedApi::Ollama, &json!({"model": "m", "input": "x", "stream": true}), "m", "up")
+            read(EmbedApi::Ollama, json!({"model": "m", "input": "x", "stream": true}), "m", "up")
                 .unwrap_err()
                 .message
                 .contains("`stream`")
         );
         let e =
-            read(EmbedApi::Ollama, &json!({"model": "m", "input": "x", "stream": true}), "m", "up")
+            read(EmbedApi::Ollama, json!({"model": "m", "input": "x", "stream": true}), "m", "up")
                 .unwrap_err();
         // An unknown key is refused by serde, naming it and the form's keys.
         assert_eq!(e.param.as_deref(), Some("stream"));
@@ -363,11 +372,11 @@ mod tests {
             "unknown field `stream`, expected one of `model`, `input`, `dimensions`, `truncate`, \
              `options`, `keep_alive`"
         );
-        let e = read(EmbedApi::OllamaLegacy, &json!({"model": "m", "input": "x"}), "m", "up")
+        let e = read(EmbedApi::OllamaLegacy, json!({"model": "m", "input": "x"}), "m", "up")
             .unwrap_err();
         assert_eq!(e.param.as_deref(), Some("input"));
         // A value of the wrong kind is refused naming its key.
-        let refused = |api, body: serde_json::Value| read(api, &body, "m", "up").unwrap_err();
+        let refused = |api, body: serde_json::Value| read(api, body, "m", "up").unwrap_err();
         let e = refused(
             EmbedApi::OpenAi,
             json!({"model": "m", "input": "x", "encoding_format": "hex"}),
@@ -396,14 +405,14 @@ mod tests {
         // A null is an absent value: nothing ignored, no dimensions, floats.
         let a = read(
             EmbedApi::OpenAi,
-            &json!({"model": "m", "input": "x", "user": null, "dimensions": null, "encoding_format": null}),
+            json!({"model": "m", "input": "x", "user": null, "dimensions": null, "encoding_format": null}),
             "m",
             "up",
         )
         .unwrap();
         assert_eq!((a.base64, a.ignored.len(), a.request.dimensions), (false, 0, None));
         let e =
-            read(EmbedApi::Ollama, &json!({"model": "m", "input": null}), "m", "up").unwrap_err();
+            read(EmbedApi::Ollama, json!({"model": "m", "input": null}), "m", "up").unwrap_err();
         assert_eq!((e.param.as_deref(), e.message.as_str()), (Some("input"), "`input` is missing"));
     }
 }

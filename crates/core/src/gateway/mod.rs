@@ -1187,7 +1187,7 @@ async fn embeddings_request(
     let (mut reserved, mut unserved) = (None, false);
     let outcome: Result<Resp, (Resp, Value)> = async {
         let v = json_of(body, api.errors())?;
-        let mut asked = embeddings::read(api, &v, &meter.model.name, &meter.model.model)
+        let mut asked = embeddings::read(api, v, &meter.model.name, &meter.model.model)
             .map_err(|e| bad_request(api.errors(), &e))?;
         if meter.client.embed(&asked.request, &step.operation_id).is_none() {
             unserved = true;
@@ -1223,9 +1223,8 @@ async fn embeddings_request(
                 drop(st);
                 step.tokens = tokens;
                 step.tokens_counted = reply.token_source;
-                let asked_model = v.get("model").and_then(Value::as_str).unwrap_or_default();
                 step.reply = Some(embeddings::traced(&reply));
-                Ok(json_response(StatusCode::OK, &embeddings::reply(api, &reply, &asked, asked_model)))
+                Ok(json_response(StatusCode::OK, &embeddings::reply(api, &reply, &asked)))
             }
             // The upstream refused the request itself (an unknown embedding model, bad input): the harness hears it; the trial goes on.
             Err(ModelError::Status { status, body }) if (400..500).contains(&status) && status != 429 => {
@@ -1364,13 +1363,13 @@ struct ExecCommand(String);
 
 impl<'de> serde::Deserialize<'de> for ExecCommand {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        wire::checked(d, |v| match v.as_str() {
-            None => Err(EXEC_COMMAND.to_string()),
-            Some(c) if c.trim().is_empty() => Err("`command` is empty".to_string()),
-            Some(c) if c.len() > EXEC_MAX_COMMAND => {
+        wire::checked(d, |v| match v {
+            Value::String(c) if c.trim().is_empty() => Err("`command` is empty".to_string()),
+            Value::String(c) if c.len() > EXEC_MAX_COMMAND => {
                 Err(format!("`command` exceeds {EXEC_MAX_COMMAND} bytes"))
             }
-            Some(c) => Ok(ExecCommand(c.to_string())),
+            Value::String(c) => Ok(ExecCommand(c)),
+            _ => Err(EXEC_COMMAND.to_string()),
         })
     }
 }
@@ -1393,13 +1392,13 @@ struct ExecStdin(String);
 impl<'de> serde::Deserialize<'de> for ExecStdin {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         wire::checked(d, |v| match v {
-            Value::String(s) if s.len() <= MAX_REQUEST_BYTES => Ok(ExecStdin(s.clone())),
+            Value::String(s) if s.len() <= MAX_REQUEST_BYTES => Ok(ExecStdin(s)),
             _ => Err("`stdin` must be a string".to_string()),
         })
     }
 }
 
-fn read_exec(body: &Value) -> Result<ExecAsk, BadRequest> {
+fn read_exec(body: Value) -> Result<ExecAsk, BadRequest> {
     if !body.is_object() {
         return Err("the body must be a JSON object: {\"command\": \"...\"}".into());
     }
@@ -1423,7 +1422,7 @@ async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, bool>) -> Resp
     let mut ran = false;
     let outcome: Result<Resp, (Resp, Value)> = async {
         let v = json_of(body, Api::OpenAi)?;
-        let ask = read_exec(&v).map_err(|e| bad_request(Api::OpenAi, &e))?;
+        let ask = read_exec(v).map_err(|e| bad_request(Api::OpenAi, &e))?;
         let target = meter.exec.get().cloned().ok_or_else(|| refusal(StatusCode::NOT_FOUND, "not_found", "no exec endpoint in this trial", None))?;
         // One command at a time; the budget is looked at once it is this one's turn.
         let _turn = meter.exec_turn.lock().await;
@@ -1478,13 +1477,13 @@ mod exec_tests {
 
     #[test]
     fn exec_requests_are_read_and_each_fault_names_its_key() {
-        let a = read_exec(&json!({"command": "ls", "timeout_sec": 5000, "stdin": "x"})).unwrap();
+        let a = read_exec(json!({"command": "ls", "timeout_sec": 5000, "stdin": "x"})).unwrap();
         // A timeout above the cap is cut to 600 s; an absent one is 120 s.
         assert_eq!((a.command.as_str(), a.timeout, a.stdin.as_deref()), ("ls", 600.0, Some("x")));
-        let a = read_exec(&json!({"command": "ls", "timeout_sec": null, "stdin": null})).unwrap();
+        let a = read_exec(json!({"command": "ls", "timeout_sec": null, "stdin": null})).unwrap();
         assert_eq!((a.timeout, a.stdin), (120.0, None));
         let refused = |body: serde_json::Value| {
-            let e = read_exec(&body).unwrap_err();
+            let e = read_exec(body).unwrap_err();
             (e.param, e.message)
         };
         let key = |k: &str| Some(k.to_string());

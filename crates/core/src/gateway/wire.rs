@@ -295,32 +295,39 @@ fn optional<T: serde::de::DeserializeOwned>(
 /// error names the path of the value at fault, such as `messages[2].content[0]` with `missing
 /// field `id``, through serde_path_to_error.
 pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<T, BadRequest> {
-    serde_path_to_error::deserialize(v).map_err(|e| {
+    deserialize_at(v, at, BadRequest::at)
+}
+
+/// `T` read from `de` through serde_path_to_error; a refusal is `refused(key, message)` with the
+/// key at fault below `at`, or the message alone when the value at `at` itself is.
+fn deserialize_at<'de, T: serde::Deserialize<'de>>(
+    de: impl serde::Deserializer<'de, Error = serde_json::Error>,
+    at: &str,
+    refused: fn(String, String) -> BadRequest,
+) -> Result<T, BadRequest> {
+    serde_path_to_error::deserialize(de).map_err(|e| {
         let path = crate::error::key_at(at, e.path());
         let message = e.into_inner().to_string();
-        if path.is_empty() { BadRequest::from(message) } else { BadRequest::at(path, message) }
+        if path.is_empty() { BadRequest::from(message) } else { refused(path, message) }
     })
 }
 
 /// Read `T` from a request body whose field types check their own values and name their key in
 /// each message (`` `dimensions` must be a positive whole number``): through
-/// serde_path_to_error, so that the refusal's `param` is the key at fault.
-pub fn from_body<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, BadRequest> {
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        let key = crate::error::key_at("", e.path());
-        let message = e.into_inner().to_string();
-        if key.is_empty() { BadRequest::from(message) } else { BadRequest::naming(key, message) }
-    })
+/// serde_path_to_error, so that the refusal's `param` is the key at fault. The body is taken by
+/// value: its strings move into `T`, not copied.
+pub fn from_body<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, BadRequest> {
+    deserialize_at(v, "", BadRequest::naming)
 }
 
 /// A field's value read as JSON and then checked by `check`, whose message names the key: the
 /// `Deserialize` of such a field type.
 pub fn checked<'de, D: serde::Deserializer<'de>, T>(
     d: D,
-    check: impl FnOnce(&Value) -> Result<T, String>,
+    check: impl FnOnce(Value) -> Result<T, String>,
 ) -> Result<T, D::Error> {
     use serde::de::Error as _;
-    check(&<Value as serde::Deserialize>::deserialize(d)?).map_err(D::Error::custom)
+    check(<Value as serde::Deserialize>::deserialize(d)?).map_err(D::Error::custom)
 }
 
 /// A tool's result appended to `messages` as a tool message, named after the
