@@ -185,9 +185,9 @@ impl ModelClient for OllamaClient {
                 }
                 Err(e) => return Err(e),
             }
-            let show = json!({"model": self.model});
-            let show = self.endpoint.request("/api/show", Some(&show), None, t, &RetryPolicy::None);
-            let show = show.await;
+            let body = json!({"model": self.model});
+            let show =
+                self.endpoint.request("/api/show", Some(&body), None, t, &RetryPolicy::None).await;
             match show.result {
                 Ok((_, text)) => {
                     if let Some(d) = serde_json::from_str::<Value>(&text)
