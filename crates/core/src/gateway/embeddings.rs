@@ -12,7 +12,6 @@ use crate::model::embed::{EmbedReply, EmbedRequest};
 use serde::Deserialize;
 use serde::de::Deserializer;
 use serde_json::{Value, json};
-use std::marker::PhantomData;
 use std::time::Duration;
 
 /// Which endpoint was called: its request and reply forms.
@@ -96,30 +95,23 @@ impl<'de> Deserialize<'de> for Model {
 
 const MODEL: &str = "`model` must be a string: the embedding model";
 
-/// The key a request's texts stand under: `input`, or the older Ollama form's `prompt`.
-trait TextsKey {
-    const KEY: &'static str;
-}
-
+/// The texts to embed under `input` (not empty; token ids are refused).
 #[derive(Debug)]
-struct Input;
-impl TextsKey for Input {
-    const KEY: &'static str = "input";
-}
+struct Input(Vec<String>);
 
-#[derive(Debug)]
-struct Prompt;
-impl TextsKey for Prompt {
-    const KEY: &'static str = "prompt";
-}
-
-/// The texts to embed (not empty; token ids are refused).
-#[derive(Debug)]
-struct Texts<K>(Vec<String>, PhantomData<K>);
-
-impl<'de, K: TextsKey> Deserialize<'de> for Texts<K> {
+impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        checked(d, |v| texts(v, K::KEY).map(|t| Texts(t, PhantomData)))
+        checked(d, |v| texts(v, "input").map(Input))
+    }
+}
+
+/// The older Ollama form's one text, under `prompt`.
+#[derive(Debug)]
+struct Prompt(Vec<String>);
+
+impl<'de> Deserialize<'de> for Prompt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |v| texts(v, "prompt").map(Prompt))
     }
 }
 
@@ -158,7 +150,7 @@ impl<'de> Deserialize<'de> for Base64 {
 #[serde(deny_unknown_fields)]
 struct OpenAiBody {
     model: Option<Model>,
-    input: Option<Texts<Input>>,
+    input: Option<Input>,
     encoding_format: Option<Base64>,
     dimensions: Option<Dimensions>,
     user: Option<Value>,
@@ -170,7 +162,7 @@ struct OpenAiBody {
 #[serde(deny_unknown_fields)]
 struct OllamaBody {
     model: Option<Model>,
-    input: Option<Texts<Input>>,
+    input: Option<Input>,
     dimensions: Option<Dimensions>,
     truncate: Option<Value>,
     options: Option<Value>,
@@ -182,7 +174,7 @@ struct OllamaBody {
 #[serde(deny_unknown_fields)]
 struct LegacyBody {
     model: Option<Model>,
-    prompt: Option<Texts<Prompt>>,
+    prompt: Option<Prompt>,
     options: Option<Value>,
     keep_alive: Option<Value>,
 }
@@ -232,7 +224,7 @@ pub fn read(
     } else {
         named.clone()
     };
-    let key = if api == EmbedApi::OllamaLegacy { Prompt::KEY } else { Input::KEY };
+    let key = if api == EmbedApi::OllamaLegacy { "prompt" } else { "input" };
     let input = texts.ok_or_else(|| BadRequest::naming(key, format!("`{key}` is missing")))?;
     if api == EmbedApi::OllamaLegacy && input.len() != 1 {
         return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
