@@ -535,3 +535,92 @@ fn simulation_power_misses_again() {
         ));
     }
 }
+
+/// The cells of [`simulation_power_grid`] that `scripts/power_exact.py` computes exactly (written
+/// from docs/statistics.md, sharing no code with this crate: at 3 and 5 trials where the paired
+/// t-test needs at most 40 tasks, and the one-trial cells more than 5% apart), simulated at
+/// 200,000 replications a size: at the script's tasks for 80% power of the mid-p sign-flip test,
+/// that test alone and ablate's rule (the same draws); at the script's tasks for the paired t-test,
+/// the t-test. Asserted: each simulated power within 4 standard errors (0.0036 at 80%) of the
+/// script's exact one, and ablate's rule at 80% there: the exact power less what the trial-noise
+/// floor takes away on the same draws. Run by hand: `cargo test --release -p ablate-report --lib
+/// simulation_power_matches_the_exact_powers -- --ignored --nocapture`.
+#[test]
+#[ignore = "a few minutes in a release build; run by hand (docs/statistics.md)"]
+fn simulation_power_matches_the_exact_powers() {
+    let mut out = Table::default();
+    let reps = 50 * POWER_REPS;
+    // (trials, base, icc, delta, the script's tasks and exact power: mid-p sign flip, paired t)
+    let cells = [
+        (3, 0.1, 0.00, 0.2, 23, 0.8178, 22, 0.8140),
+        (3, 0.1, 0.25, 0.2, 20, 0.8037, 20, 0.8210),
+        (3, 0.1, 0.50, 0.2, 18, 0.8094, 17, 0.8090),
+        (3, 0.5, 0.00, 0.2, 33, 0.8012, 33, 0.8052),
+        (3, 0.5, 0.25, 0.2, 29, 0.8016, 29, 0.8081),
+        (3, 0.5, 0.50, 0.2, 25, 0.8058, 25, 0.8171),
+        (3, 0.9, 0.00, 0.2, 23, 0.8178, 22, 0.8140),
+        (3, 0.9, 0.25, 0.2, 20, 0.8037, 20, 0.8210),
+        (3, 0.9, 0.50, 0.2, 18, 0.8094, 17, 0.8090),
+        (5, 0.1, 0.00, 0.2, 15, 0.8303, 14, 0.8070),
+        (5, 0.1, 0.25, 0.1, 36, 0.8097, 35, 0.8006),
+        (5, 0.1, 0.25, 0.2, 13, 0.8030, 13, 0.8144),
+        (5, 0.1, 0.50, 0.1, 29, 0.8042, 29, 0.8123),
+        (5, 0.1, 0.50, 0.2, 12, 0.8076, 12, 0.8297),
+        (5, 0.5, 0.00, 0.2, 21, 0.8084, 21, 0.8173),
+        (5, 0.5, 0.25, 0.2, 19, 0.8048, 19, 0.8136),
+        (5, 0.5, 0.50, 0.2, 17, 0.8049, 17, 0.8120),
+        (5, 0.9, 0.00, 0.2, 15, 0.8303, 14, 0.8070),
+        (5, 0.9, 0.25, 0.1, 36, 0.8097, 35, 0.8006),
+        (5, 0.9, 0.25, 0.2, 13, 0.8030, 13, 0.8144),
+        (5, 0.9, 0.50, 0.1, 29, 0.8042, 29, 0.8123),
+        (5, 0.9, 0.50, 0.2, 12, 0.8076, 12, 0.8297),
+        (1, 0.1, 0.50, 0.1, 135, 0.8012, 128, 0.8007),
+        (1, 0.9, 0.50, 0.1, 135, 0.8012, 128, 0.8007),
+    ];
+    out.line(format_args!(
+        "simulation_power_matches_the_exact_powers: power at alpha 0.05 ({reps} replications a size), against scripts/power_exact.py"
+    ));
+    let mut failures = Vec::new();
+    for (i, &(repeats, base, icc, delta, n_sign_flip, exact_sign_flip, n_t, exact_t)) in
+        cells.iter().enumerate()
+    {
+        let name = format!("trials {repeats} base {base} icc {icc} delta {delta}");
+        let within = |simulated: f64, exact: f64| {
+            (simulated - exact).abs() <= 4.0 * (exact * (1.0 - exact) / reps as f64).sqrt()
+        };
+        // [ablate's rule, the sign flip alone, the paired t] at each size.
+        let rates = |tasks: usize, stream: u64| {
+            let cell = Cell { tasks, repeats, base, icc, delta };
+            let mut rng = SplitMix64(SplitMix64(0xE7AC_7000 + stream).next_u64());
+            let mut control = vec![Vec::with_capacity(repeats); tasks];
+            let mut treatment = vec![Vec::with_capacity(repeats); tasks];
+            let mut hits = [0usize; 3];
+            for _ in 0..reps {
+                cell.draw(&mut rng, &mut control, &mut treatment);
+                let d: Vec<f64> =
+                    control.iter().zip(&treatment).map(|(c, t)| mean(t) - mean(c)).collect();
+                hits[0] += paired_rejects(&control, &treatment, 0.05) as usize;
+                hits[1] += (sign_flip_p(&d) <= 0.05) as usize;
+                hits[2] += (paired_effect(&control, &treatment, 0.95).p_value <= 0.05) as usize;
+            }
+            hits.map(|h| h as f64 / reps as f64)
+        };
+        let [ablate, sign_flip, _] = rates(n_sign_flip, 2 * i as u64);
+        let floor_takes = sign_flip - ablate;
+        let rule = exact_sign_flip - floor_takes;
+        let [_, _, t] = rates(n_t, 2 * i as u64 + 1);
+        out.line(format_args!(
+            "{name}: {n_sign_flip} tasks: sign flip {sign_flip:.4} (exact {exact_sign_flip:.4}), the floor takes {floor_takes:.4}, ablate's rule {rule:.4}; {n_t} tasks: paired t {t:.4} (exact {exact_t:.4})"
+        ));
+        if !within(sign_flip, exact_sign_flip) {
+            failures.push(format!("{name}: sign flip {sign_flip} against {exact_sign_flip}"));
+        }
+        if !within(t, exact_t) {
+            failures.push(format!("{name}: paired t {t} against {exact_t}"));
+        }
+        if rule < 0.8 {
+            failures.push(format!("{name}: ablate's rule {rule} at {n_sign_flip} tasks"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
