@@ -23,15 +23,18 @@ moments of the binomial terms). A run is n i.i.d. tasks.
 - **paired t held to alpha**: the same |t| ordering with the critical value raised to the
   smallest that keeps its largest rejection rate over those nulls at most 0.05 (the paired t-test
   of correct size).
-- **sign-flip bound**, where ablate needs more than 5% more tasks than the t-test held to
-  alpha, its power there (at one trial, the first size at which it reaches 80%): a test whose
+- **sign-flip bound**, where ablate needs more than 5% more tasks than the t-test, the first
+  size at which it reaches 80%, and where ablate needs more than 5% more than the t-test held to
+  alpha, its power at the most tasks within 5% of that t-test's: a test whose
   size is at most alpha for every null of independent, symmetric per-task differences (the
-  guarantee of the sign-flip test, and of the permutation t-test) has, given the |d|, at most
+  guarantee of the exact sign-flip test and of the permutation t-test, which the mid-p gives up
+  for power: it keeps its size on the grid's nulls of pass/fail trials) has, given the |d|, at most
   alpha of the sign patterns' probability in its rejection region (the null d_t = +-|d_t| with
   equal chances is one such). The most powerful such test that treats the two directions alike
   is Neyman-Pearson on the mirror pairs of sign patterns, randomized at the boundary and
   tailored to the cell's alternative: its power bounds every test with that guarantee.
-- **LP bound** (one trial: the first size at which it reaches 80%): the most powerful test on the
+- **LP bound** (one trial, where the sign-flip bound is given: the first size at which it reaches
+  80%): the most powerful test on the
   counts of tasks that went fail -> pass and pass -> fail, treating both directions alike, whose
   size is at most alpha at every no-effect null above: a linear programme (scipy's HiGHS),
   randomized tests allowed.
@@ -248,6 +251,17 @@ def first_at(powers):
     return next((n for n, p in powers if p >= 0.8), None)
 
 
+def first_size(power, start):
+    """The smallest n with power(n) >= 0.8, searched from `start` (power grows with n)."""
+    n = start
+    while n > 2 and power(n - 1) >= 0.8:
+        n -= 1
+    while power(n) < 0.8:
+        n += 1
+        assert n <= 2 * start + 10, "never reached 80%"
+    return n
+
+
 def cell(k, base, icc, delta, last):
     """One cell: print each test's tasks for 80% power (and its power there); None when the t-test
     needs more than `last` tasks."""
@@ -259,30 +273,19 @@ def cell(k, base, icc, delta, last):
     rows = t_tests(k, alt, nulls, n_t)
     n_held = first_at([(r[0], r[3]) for r in rows])
     power_t, size_t, power_held = rows[0][1], rows[0][2], rows[n_held - n_t][3]
-    # ablate: the first size at which the mid-p sign flip reaches 80%
-    n = n_t
-    while n > 2 and mid_p_power(k, n - 1, alt) >= 0.8:
-        n -= 1
+    n = first_size(lambda m: mid_p_power(k, m, alt), n_t)
     power = mid_p_power(k, n, alt)
-    while power < 0.8:
-        n += 1
-        assert n <= 2 * n_held + 10, "ablate's test never reached 80%"
-        power = mid_p_power(k, n, alt)
     line = (f"{k} {base:4.1f} {icc:4.2f} {delta:5.1f} | {n:4} ({power:.4f}) | {n_t:4} ({power_t:.4f}) "
             f"{size_t:.4f} | {n_held:4} ({power_held:.4f}) | {n / n_held:.3f}")
     allowed = math.floor(1.05 * n_held)
     if n > allowed:
         line += (f" | at {allowed} tasks: ablate {mid_p_power(k, allowed, alt):.4f}, "
                  f"sign-flip bound {sign_flip_bound(k, allowed, alt):.4f}")
-    if k == 1:
-        bounds = {}
-        for name, bound in [("sign-flip bound", lambda m: sign_flip_bound(k, m, alt)),
-                            ("LP bound", lambda m: lp_bound(m, alt, nulls))]:
-            m = n_t
-            while bound(m) < 0.8:
-                m += 1
-            bounds[name] = m
-        line += " | first at 80%: " + ", ".join(f"{name} {m} tasks" for name, m in bounds.items())
+    if n > math.floor(1.05 * n_t):
+        firsts = {"sign-flip bound": first_size(lambda m: sign_flip_bound(k, m, alt), n_t)}
+        if k == 1:
+            firsts["LP bound"] = first_size(lambda m: lp_bound(m, alt, nulls), n_t)
+        line += " | first at 80%: " + ", ".join(f"{name} {m} tasks" for name, m in firsts.items())
     print(line, flush=True)
     return n, n_held
 

@@ -662,3 +662,39 @@ fn equivalence_by_betting_matches_the_reference() {
     assert!(!paired_equivalent(&c, &t, 0.5, 0.1));
     assert!(!paired_equivalent(&c, &t, 0.05, 0.0));
 }
+
+/// A null of symmetric per-task differences on which the mid-p (ablate's) and the paired t-test
+/// both exceed alpha and the exact sign-flip test does not: 14 tasks of one trial, each moving
+/// +1 or -1 with equal chances (docs/statistics.md, "Power": the exact test keeps its size on
+/// every such null, the mid-p on the grid's nulls of pass/fail trials). By hand, with b tasks
+/// up: t = (2b - 14) sqrt(13) / sqrt(14^2 - (2b - 14)^2) is 2.511 at |2b - 14| = 8 and 1.710 at
+/// 6, against t_13(0.975) = 2.160; the mid-p at b = 11 is (2 (91 + 14 + 1) + 364) / 2^14 =
+/// 0.0352 and at b = 10 (2 (364 + 91 + 14 + 1) + 1001) / 2^14 = 0.118; the exact p at b = 12 is
+/// 2 (91 + 14 + 1) / 2^14 = 0.0129 and at b = 11 2 (364 + 106) / 2^14 = 0.0574. So the t-test and
+/// the mid-p reject at b <= 3 or b >= 11, with probability 2 (1 + 14 + 91 + 364) / 2^14 =
+/// 940 / 16384 = 5.74%, the exact test at b <= 2 or b >= 12: 212 / 16384 = 1.29%.
+#[test]
+fn on_a_symmetric_null_the_mid_p_and_the_t_test_exceed_alpha_and_the_exact_test_does_not() {
+    let mut size = [0.0; 4];
+    for b in 0..=14usize {
+        let control: Vec<Vec<f64>> = (0..14).map(|i| vec![if i < b { 0.0 } else { 1.0 }]).collect();
+        let treatment: Vec<Vec<f64>> =
+            (0..14).map(|i| vec![if i < b { 1.0 } else { 0.0 }]).collect();
+        let d: Vec<f64> = (0..14).map(|i| if i < b { 1.0 } else { -1.0 }).collect();
+        let chance = (0..b).fold(1.0, |c, k| c * (14 - k) as f64 / (k + 1) as f64) / 16384.0;
+        let rejects = [
+            paired_effect(&control, &treatment, 0.95).p_value <= 0.05,
+            sign_flip_p(&d) <= 0.05,
+            paired_rejects(&control, &treatment, 0.05),
+            sign_flip_p_conservative(&d) <= 0.05,
+        ];
+        for (s, r) in size.iter_mut().zip(rejects) {
+            *s += chance * r as u8 as f64;
+        }
+    }
+    let [t, mid_p, ablate, exact] = size;
+    assert_close!(t, 940.0 / 16384.0, 1e-12);
+    assert_close!(mid_p, 940.0 / 16384.0, 1e-12);
+    assert_close!(ablate, 940.0 / 16384.0, 1e-12);
+    assert_close!(exact, 212.0 / 16384.0, 1e-12);
+}
