@@ -23,21 +23,20 @@ moments of the binomial terms). A run is n i.i.d. tasks.
 - **paired t held to alpha**: the same |t| ordering with the critical value raised to the
   smallest that keeps its largest rejection rate over those nulls at most 0.05 (the paired t-test
   of correct size).
-- **sign-flip bound**, where ablate needs more than 5% more tasks than the t-test, the first
-  size at which it reaches 80%, and where ablate needs more than 5% more than the t-test held to
-  alpha, its power at the most tasks within 5% of that t-test's: a test whose
-  size is at most alpha for every null of independent, symmetric per-task differences (the
-  guarantee of the exact sign-flip test and of the permutation t-test, which the mid-p gives up
-  for power: it keeps its size on the grid's nulls of pass/fail trials) has, given the |d|, at most
-  alpha of the sign patterns' probability in its rejection region (the null d_t = +-|d_t| with
-  equal chances is one such). The most powerful such test that treats the two directions alike
-  is Neyman-Pearson on the mirror pairs of sign patterns, randomized at the boundary and
-  tailored to the cell's alternative: its power bounds every test with that guarantee.
-- **LP bound** (one trial, where the sign-flip bound is given: the first size at which it reaches
-  80%): the most powerful test on the
-  counts of tasks that went fail -> pass and pass -> fail, treating both directions alike, whose
-  size is at most alpha at every no-effect null above: a linear programme (scipy's HiGHS),
-  randomized tests allowed.
+- **sign-flip bound**: where ablate needs more than 5% more tasks than the t-test, the first size
+  at which it reaches 80%; where ablate needs more than 5% more than the t-test held to alpha,
+  its power at the most tasks within 5% of that t-test's. A test whose size is at most alpha for
+  every null of independent, symmetric per-task differences (the guarantee of the exact
+  sign-flip test and of the permutation t-test, which the mid-p gives up for power: it keeps its
+  size on the grid's nulls of pass/fail trials) has, given the |d|, at most alpha of the sign
+  patterns' probability in its rejection region (the null d_t = +-|d_t| with equal chances is
+  one such). The most powerful such test that treats the two directions alike is Neyman-Pearson
+  on the mirror pairs of sign patterns, randomized at the boundary and tailored to the cell's
+  alternative: its power bounds every test with that guarantee.
+- **LP bound** (one trial, where the sign-flip bound is given: the first size at which it
+  reaches 80%): the most powerful test on the counts of tasks that went fail -> pass and
+  pass -> fail, treating both directions alike, whose size is at most alpha at every no-effect
+  null above: a linear programme (scipy's HiGHS), randomized tests allowed.
 
     python3 scripts/power_exact.py      # about 10 minutes
 """
