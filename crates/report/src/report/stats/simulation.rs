@@ -193,8 +193,28 @@ fn simulation_interval_and_p_value_agree() {
     assert!(disagree.is_empty(), "{disagree:#?}");
 }
 
-/// An equivalence verdict on (control, treatment) trials per task.
-type EquivalenceRule<'a> = &'a dyn Fn(&[Vec<f64>], &[Vec<f64>]) -> bool;
+/// A verdict on (control, treatment) trials per task: a test's rejection, or "equivalent".
+type Rule<'a> = &'a dyn Fn(&[Vec<f64>], &[Vec<f64>]) -> bool;
+
+/// How often each of `rules` says yes over `reps` draws of `cell` from `rng`, the rules on the
+/// same draws.
+fn rates<const R: usize>(
+    rng: &mut SplitMix64,
+    cell: &Cell,
+    reps: usize,
+    rules: [Rule<'_>; R],
+) -> [f64; R] {
+    let mut control = vec![Vec::with_capacity(cell.repeats); cell.tasks];
+    let mut treatment = vec![Vec::with_capacity(cell.repeats); cell.tasks];
+    let mut yes = [0usize; R];
+    for _ in 0..reps {
+        cell.draw(rng, &mut control, &mut treatment);
+        for (y, rule) in yes.iter_mut().zip(&rules) {
+            *y += rule(&control, &treatment) as usize;
+        }
+    }
+    yes.map(|y| y as f64 / reps as f64)
+}
 
 /// How often each of `rules` declares "equivalent" over `reps` draws of the
 /// cell (tasks, repeats, base, ICC) with the true difference at the margin
@@ -204,23 +224,9 @@ fn equivalence_rates<const R: usize>(
     (tasks, repeats, base, icc): (usize, usize, f64, f64),
     margin: f64,
     reps: usize,
-    rules: [EquivalenceRule<'_>; R],
+    rules: [Rule<'_>; R],
 ) -> [[f64; R]; 2] {
-    let mut control = vec![Vec::with_capacity(repeats); tasks];
-    let mut treatment = vec![Vec::with_capacity(repeats); tasks];
-    let mut rate = [[0.0; R]; 2];
-    for (k, delta) in [margin, 0.0].into_iter().enumerate() {
-        let cell = Cell { tasks, repeats, base, icc, delta };
-        let mut declared = [0usize; R];
-        for _ in 0..reps {
-            cell.draw(rng, &mut control, &mut treatment);
-            for (d, rule) in declared.iter_mut().zip(&rules) {
-                *d += rule(&control, &treatment) as usize;
-            }
-        }
-        rate[k] = declared.map(|d| d as f64 / reps as f64);
-    }
-    rate
+    [margin, 0.0].map(|delta| rates(rng, &Cell { tasks, repeats, base, icc, delta }, reps, rules))
 }
 
 /// Replications a cell of [`simulation_equivalence_size`].
@@ -338,18 +344,12 @@ fn power_at(cell_seed: u64, cell: &Cell, alpha: f64, reps: usize) -> [f64; 3] {
     // streams are shifted copies of each other (an additive seed would make them so).
     let mut rng =
         SplitMix64(SplitMix64(cell_seed.wrapping_mul(1000) + cell.tasks as u64).next_u64());
-    let mut control = vec![Vec::with_capacity(cell.repeats); cell.tasks];
-    let mut treatment = vec![Vec::with_capacity(cell.repeats); cell.tasks];
-    let mut hits = [0usize; 3];
-    for _ in 0..reps {
-        cell.draw(&mut rng, &mut control, &mut treatment);
-        hits[0] += paired_rejects(&control, &treatment, alpha) as usize;
-        hits[1] += (paired_effect(&control, &treatment, 1.0 - alpha).p_value <= alpha) as usize;
-        let previous =
-            paired_rejects_by(&control, &treatment, alpha, super::sign_flip_p_conservative);
-        hits[2] += previous as usize;
-    }
-    hits.map(|h| h as f64 / reps as f64)
+    let ablate = |c: &[Vec<f64>], t: &[Vec<f64>]| paired_rejects(c, t, alpha);
+    let t_test = |c: &[Vec<f64>], t: &[Vec<f64>]| paired_effect(c, t, 1.0 - alpha).p_value <= alpha;
+    let previous = |c: &[Vec<f64>], t: &[Vec<f64>]| {
+        paired_rejects_by(c, t, alpha, super::sign_flip_p_conservative)
+    };
+    rates(&mut rng, cell, reps, [&ablate, &t_test, &previous])
 }
 
 pub(crate) const POWER_REPS: usize = 4000;
@@ -580,6 +580,12 @@ fn simulation_power_matches_the_exact_powers() {
     out.line(format_args!(
         "simulation_power_matches_the_exact_powers: power at alpha 0.05 ({reps} replications a size), against scripts/power_exact.py"
     ));
+    let ablate = |c: &[Vec<f64>], t: &[Vec<f64>]| paired_rejects(c, t, 0.05);
+    let sign_flip = |c: &[Vec<f64>], t: &[Vec<f64>]| {
+        let d: Vec<f64> = c.iter().zip(t).map(|(c, t)| mean(t) - mean(c)).collect();
+        sign_flip_p(&d) <= 0.05
+    };
+    let t_test = |c: &[Vec<f64>], t: &[Vec<f64>]| paired_effect(c, t, 0.95).p_value <= 0.05;
     let mut failures = Vec::new();
     for (i, &(repeats, base, icc, delta, n_sign_flip, exact_sign_flip, n_t, exact_t)) in
         cells.iter().enumerate()
@@ -588,27 +594,14 @@ fn simulation_power_matches_the_exact_powers() {
         let within = |simulated: f64, exact: f64| {
             (simulated - exact).abs() <= 4.0 * (exact * (1.0 - exact) / reps as f64).sqrt()
         };
-        // [ablate's rule, the sign flip alone, the paired t] at each size.
-        let rates = |tasks: usize, stream: u64| {
-            let cell = Cell { tasks, repeats, base, icc, delta };
-            let mut rng = SplitMix64(SplitMix64(0xE7AC_7000 + stream).next_u64());
-            let mut control = vec![Vec::with_capacity(repeats); tasks];
-            let mut treatment = vec![Vec::with_capacity(repeats); tasks];
-            let mut hits = [0usize; 3];
-            for _ in 0..reps {
-                cell.draw(&mut rng, &mut control, &mut treatment);
-                let d: Vec<f64> =
-                    control.iter().zip(&treatment).map(|(c, t)| mean(t) - mean(c)).collect();
-                hits[0] += paired_rejects(&control, &treatment, 0.05) as usize;
-                hits[1] += (sign_flip_p(&d) <= 0.05) as usize;
-                hits[2] += (paired_effect(&control, &treatment, 0.95).p_value <= 0.05) as usize;
-            }
-            hits.map(|h| h as f64 / reps as f64)
-        };
-        let [ablate, sign_flip, _] = rates(n_sign_flip, 2 * i as u64);
+        let stream = |k: u64| SplitMix64(SplitMix64(0xE7AC_7000 + k).next_u64());
+        let cell = |tasks: usize| Cell { tasks, repeats, base, icc, delta };
+        // Ablate's rule and the sign flip alone at the sign flip's size, the t-test at its own.
+        let [ablate, sign_flip] =
+            rates(&mut stream(2 * i as u64), &cell(n_sign_flip), reps, [&ablate, &sign_flip]);
         let floor_takes = sign_flip - ablate;
         let rule = exact_sign_flip - floor_takes;
-        let [_, _, t] = rates(n_t, 2 * i as u64 + 1);
+        let [t] = rates(&mut stream(2 * i as u64 + 1), &cell(n_t), reps, [&t_test]);
         out.line(format_args!(
             "{name}: {n_sign_flip} tasks: sign flip {sign_flip:.4} (exact {exact_sign_flip:.4}), the floor takes {floor_takes:.4}, ablate's rule {rule:.4}; {n_t} tasks: paired t {t:.4} (exact {exact_t:.4})"
         ));
