@@ -40,6 +40,7 @@ moments of the binomial terms). A run is n i.i.d. tasks.
 
     python3 scripts/power_exact.py      # about 10 minutes
 """
+import functools
 import itertools
 import math
 
@@ -161,18 +162,29 @@ def binomial_pmf(m, p):
     return np.array([math.comb(m, a) * p**a * (1 - p) ** (m - a) for a in range(m + 1)])
 
 
-def mid_p_power(k, n, alt):
-    """Exact power of the mid-p sign-flip test (with its floor 2^(1 - m))."""
+def sizes(k, n, alt):
+    """The counts m of tasks at |d| = 0, 1/k, .., 1 (some not 0) with their probability, those
+    below e^-36 left out; and P(d > 0 | |d| = j / k) for j = 1 .. k."""
     absp = [alt[k]] + [alt[k + j] + alt[k - j] for j in range(1, k + 1)]
     up = [alt[k + j] / (alt[k + j] + alt[k - j]) for j in range(1, k + 1)]
     lg = gammaln(np.arange(n + 1) + 1.0)  # log x!
     logabs = [math.log(p) if p > 0 else -math.inf for p in absp]
+
+    def counts():
+        for m in compositions(n, k + 1):
+            logc = lg[n] - sum(lg[x] for x in m) + sum(x * l for x, l in zip(m, logabs) if x)
+            if logc >= -36 and m[0] < n:
+                yield m, math.exp(logc)
+
+    return counts(), up
+
+
+def mid_p_power(k, n, alt):
+    """Exact power of the mid-p sign-flip test (with its floor 2^(1 - m))."""
+    counts, up = sizes(k, n, alt)
     power = 0.0
-    for m in compositions(n, k + 1):
-        logc = lg[n] - sum(lg[x] for x in m) + sum(x * l for x, l in zip(m, logabs) if x)
+    for m, pc in counts:
         total = n - m[0]
-        if logc < -36 or total == 0:
-            continue
         # S = sum_j j (2 a_j - m_j), on the integers, offset by k n
         null, alt_s = np.ones(1), np.ones(1)
         for j in range(1, k + 1):
@@ -188,22 +200,17 @@ def mid_p_power(k, n, alt):
         below = np.concatenate([[0.0], np.cumsum(null)[:-1]])
         above = np.maximum(1.0 - below - null, 0.0)
         p = np.maximum(np.minimum(1.0, 2 * np.minimum(below, above) + null), 2.0 ** (1 - total))
-        power += math.exp(logc) * alt_s[(p <= ALPHA) & (null > 0)].sum()
+        power += pc * alt_s[(p <= ALPHA) & (null > 0)].sum()
     return power
 
 
 def sign_flip_bound(k, n, alt):
     """The most powerful mirror-symmetric test of conditional size alpha given the |d|."""
-    absp = [alt[k]] + [alt[k + j] + alt[k - j] for j in range(1, k + 1)]
-    up = [alt[k + j] / (alt[k + j] + alt[k - j]) for j in range(1, k + 1)]
+    counts, up = sizes(k, n, alt)
     bound = 0.0
-    for m in compositions(n, k + 1):
-        logc = gammaln(n + 1) - sum(gammaln(x + 1) for x in m)
-        logc += sum(x * math.log(p) for x, p in zip(m, absp) if x)
+    for m, pc in counts:
         nz = m[1:]
         total = sum(nz)
-        if logc < -36 or total == 0:
-            continue
         # a[i, j]: positives among the tasks with |d| = (j + 1) / k, every combination
         a = np.stack([g.ravel() for g in np.meshgrid(*[np.arange(x + 1) for x in nz], indexing="ij")], 1)
         mult, log1 = np.ones(len(a)), np.zeros(len(a))
@@ -223,7 +230,7 @@ def sign_flip_bound(k, n, alt):
         pw = c1[whole - 1] if whole else 0.0
         if whole < len(order):
             pw += (ALPHA - (c0[whole - 1] if whole else 0.0)) / o0[order[whole]] * o1[order[whole]]
-        bound += math.exp(logc) * pw
+        bound += pc * pw
     return bound
 
 
@@ -272,16 +279,19 @@ def cell(k, base, icc, delta, last):
     rows = t_tests(k, alt, nulls, n_t)
     n_held = first_at([(r[0], r[3]) for r in rows])
     power_t, size_t, power_held = rows[0][1], rows[0][2], rows[n_held - n_t][3]
-    n = first_size(lambda m: mid_p_power(k, m, alt), n_t)
-    power = mid_p_power(k, n, alt)
+    # each power computed once: the searches and the lines below ask for some sizes again
+    mid_p = functools.cache(lambda m: mid_p_power(k, m, alt))
+    bound = functools.cache(lambda m: sign_flip_bound(k, m, alt))
+    n = first_size(mid_p, n_t)
+    power = mid_p(n)
     line = (f"{k} {base:4.1f} {icc:4.2f} {delta:5.1f} | {n:4} ({power:.4f}) | {n_t:4} ({power_t:.4f}) "
             f"{size_t:.4f} | {n_held:4} ({power_held:.4f}) | {n / n_held:.3f}")
     allowed = math.floor(1.05 * n_held)
     if n > allowed:
-        line += (f" | at {allowed} tasks: ablate {mid_p_power(k, allowed, alt):.4f}, "
-                 f"sign-flip bound {sign_flip_bound(k, allowed, alt):.4f}")
+        line += (f" | at {allowed} tasks: ablate {mid_p(allowed):.4f}, "
+                 f"sign-flip bound {bound(allowed):.4f}")
     if n > math.floor(1.05 * n_t):
-        firsts = {"sign-flip bound": first_size(lambda m: sign_flip_bound(k, m, alt), n_t)}
+        firsts = {"sign-flip bound": first_size(bound, n_t)}
         if k == 1:
             firsts["LP bound"] = first_size(lambda m: lp_bound(m, alt, nulls), n_t)
         line += " | first at 80%: " + ", ".join(f"{name} {m} tasks" for name, m in firsts.items())
