@@ -46,6 +46,7 @@ async fn main() {
         price: None,
         retry: RetryPolicy::None,
         max_response_bytes: 1 << 20,
+        reasoning: true,
     };
     let budget = Budget {
         max_steps: u32::MAX,

@@ -36,6 +36,7 @@ fn spec(path: PathBuf) -> ModelSpec {
         price: None,
         retry: RetryPolicy::None,
         max_response_bytes: ablate::experiment::config::DEFAULT_MAX_RESPONSE_BYTES,
+        reasoning: true,
     }
 }
 

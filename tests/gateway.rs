@@ -29,6 +29,7 @@ fn spec(provider: Provider, url: &str) -> ModelSpec {
         price: None,
         retry: RetryPolicy::Exponential { max_attempts: 2, base_ms: 1, max_ms: 5 },
         max_response_bytes: 1 << 20,
+        reasoning: true,
     }
 }
 

@@ -209,6 +209,7 @@ fn small_model(
         price: None,
         retry: RetryPolicy::None,
         max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        reasoning: true,
     }
 }
 

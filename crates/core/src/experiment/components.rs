@@ -217,6 +217,23 @@ enum Preset {
 }
 
 impl Component {
+    /// Whether the component acts through the model's requests (the system
+    /// prompt, the tool set), where the delivery check expects the arms'
+    /// requests to differ; the others act in the loop (what is checked, when
+    /// it stops, what it carries over), which the requests need not show.
+    pub fn model_facing(self) -> bool {
+        match self {
+            Component::Tools | Component::Instructions => true,
+            Component::Feedback
+            | Component::LoopGuard
+            | Component::Acceptance
+            | Component::ProgressHandoff
+            | Component::EditFormat => false,
+            #[cfg(test)]
+            Component::Reminder => false,
+        }
+    }
+
     /// Parse a component name; the error lists the valid names.
     pub fn parse(name: &str) -> Result<Component, UnknownComponent> {
         Component::ALL

@@ -197,6 +197,13 @@ struct RawModel {
     /// Largest reply body read from the endpoint; a larger one is a provider error.
     #[serde(default = "default_max_response_bytes")]
     max_response_bytes: u64,
+    /// false: the endpoint ignores reasoning settings (docs/delivery.md).
+    #[serde(default = "default_reasoning")]
+    reasoning: bool,
+}
+
+fn default_reasoning() -> bool {
+    true
 }
 
 fn default_max_response_bytes() -> u64 {
@@ -238,6 +245,15 @@ pub struct ModelSpec {
     /// Largest reply body read from an HTTP endpoint.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: u64,
+    /// Whether the endpoint takes reasoning settings: false, they are not sent
+    /// and the delivery record says they did not reach the model (left out of
+    /// the record when true, so older runs keep their digests).
+    #[serde(default = "default_reasoning", skip_serializing_if = "is_true")]
+    pub reasoning: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A validated experiment: what `plan` expands and `run` executes.
@@ -988,6 +1004,7 @@ fn validate_models(
             price: m.price,
             retry: m.retry,
             max_response_bytes: m.max_response_bytes,
+            reasoning: m.reasoning,
         });
     }
     Ok(out)

@@ -4,11 +4,14 @@
 //! the order Anthropic's SDK accumulates them).
 
 use super::wire::{self, Asked, BadRequest, ReplyMeta, Stop};
-use crate::model::{ChatReply, Message, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec};
+use crate::model::{
+    ChatReply, Message, Reasoning, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-const KNOWN: [&str; 11] = [
+const KNOWN: [&str; 12] = [
+    "thinking",
     "model",
     "max_tokens",
     "system",
@@ -41,6 +44,16 @@ struct Request {
     top_p: Option<Value>,
     stream: Option<bool>,
     output_config: Option<OutputConfig>,
+    thinking: Option<Thinking>,
+}
+
+/// `thinking`: on with a token budget, off, or adaptive (the model decides).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Thinking {
+    Enabled { budget_tokens: Option<u64> },
+    Disabled {},
+    Adaptive {},
 }
 
 /// A string, or a list of content blocks read one by one (so that a block's
@@ -120,6 +133,7 @@ enum Choice {
 #[derive(Deserialize)]
 struct OutputConfig {
     format: Option<Format>,
+    effort: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -167,10 +181,16 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
         Some(Choice::None {}) => ToolChoice::None,
         Some(Choice::Tool { name }) => ToolChoice::Named(name),
     };
-    asked.response_format =
-        req.output_config.and_then(|o| o.format).map(|Format::JsonSchema { schema }| {
-            ResponseFormat::JsonSchema { name: "response".into(), schema, strict: true }
-        });
+    let (format, effort) = req.output_config.map(|o| (o.format, o.effort)).unwrap_or_default();
+    asked.response_format = format.map(|Format::JsonSchema { schema }| {
+        ResponseFormat::JsonSchema { name: "response".into(), schema, strict: true }
+    });
+    let (enabled, budget_tokens) = match req.thinking {
+        None | Some(Thinking::Adaptive {}) => (None, None),
+        Some(Thinking::Enabled { budget_tokens }) => (Some(true), budget_tokens),
+        Some(Thinking::Disabled {}) => (Some(false), None),
+    };
+    asked.reasoning = Reasoning { effort, budget_tokens, enabled }.some();
     asked.ignored = obj
         .keys()
         .filter(|k| !KNOWN.contains(&k.as_str()) && !QUIET.contains(&k.as_str()))
@@ -379,7 +399,15 @@ mod tests {
             (a.tool_choice.clone(), a.stop.clone()),
             (ToolChoice::Required, vec!["</x>".to_string()])
         );
-        assert_eq!(a.ignored, vec!["thinking".to_string()]);
+        // Thinking is read into the common form (forwarded or recorded as not delivered).
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        assert_eq!(a.reasoning, Some(Reasoning { enabled: Some(true), ..Default::default() }));
+        let effort = json!({"messages": [{"role": "user", "content": "x"}],
+            "thinking": {"type": "enabled", "budget_tokens": 31999, "display": "omitted"}, "output_config": {"effort": "high"}});
+        assert_eq!(
+            read(&effort).unwrap().reasoning.map(|r| r.to_string()).as_deref(),
+            Some("effort=high budget_tokens=31999 thinking=on")
+        );
     }
 
     /// A request that is not what the Messages API reads is refused naming the

@@ -9,6 +9,7 @@
 //! "The gateway", is the user-facing description.
 
 pub mod anthropic;
+pub mod delivered;
 pub mod embeddings;
 pub mod legacy;
 pub mod responses;
@@ -95,6 +96,11 @@ pub struct MeterSummary {
     pub first_request: Option<Duration>,
     /// Requests refused before any model call: no such endpoint, a wrong key.
     pub refused_requests: u32,
+    /// The first chat request refused for what it asked (a field or a value
+    /// the gateway or the provider does not support), as the refusal said it.
+    pub unsupported: Option<String>,
+    /// What the forwarded calls asked and what reached the model, field by field.
+    pub delivery: crate::record::delivery::Delivery,
 }
 
 #[derive(Default)]
@@ -120,6 +126,8 @@ struct State {
     fingerprints: Vec<String>,
     first_request: Option<Duration>,
     refused_requests: u32,
+    unsupported: Option<String>,
+    delivery: crate::record::delivery::Delivery,
     /// When the gateway first wanted the harness stopped: working time ends there (the grace after it is not working time).
     stopped_at: Option<Duration>,
     /// Responses API: stored conversations by response id, oldest first.
@@ -226,6 +234,8 @@ impl TrialMeter {
             embedding_calls: st.embedding_calls,
             first_request: st.first_request,
             refused_requests: st.refused_requests,
+            unsupported: st.unsupported.clone(),
+            delivery: st.delivery.clone(),
         }
     }
 
@@ -302,6 +312,11 @@ impl TrialMeter {
                 false
             }
         });
+    }
+
+    /// A chat request refused for what it asked: the first refusal is kept.
+    fn note_unsupported(&self, message: String) {
+        self.state.lock().unwrap().unsupported.get_or_insert(message);
     }
 
     /// A model call arrived: the first one's time is kept.
@@ -995,7 +1010,10 @@ async fn chat(
         let v = wire::error_body(api, kind, message, limit);
         (json_response(status, &v), v)
     };
-    let asked = wire::read_request(api, body).map_err(|e| bad_request(api, &e))?;
+    let asked = wire::read_request(api, body).map_err(|e| {
+        meter.note_unsupported(e.to_string());
+        bad_request(api, &e)
+    })?;
     let mut messages = asked.messages.clone();
     let had_instructions =
         api == Api::Responses && body.get("instructions").is_some_and(|v| !v.is_null());
@@ -1023,12 +1041,14 @@ async fn chat(
         prefill: None,
         tool_choice: asked.tool_choice.clone(),
         response_format: asked.response_format.clone(),
+        reasoning: asked.reasoning.clone(),
     };
     if let Some(field) = meter.client.cannot_honour(&request) {
         let msg = format!(
             "`{field}` is not supported by this experiment's model (provider {}): it cannot be honoured, so the call is refused rather than run without it",
             meter.model.provider.name()
         );
+        meter.note_unsupported(msg.clone());
         return Err(refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &msg, None));
     }
     let r = meter.reserve(crate::model::prompt_bound(&request), CallKind::Chat).map_err(|limit| {
@@ -1038,6 +1058,8 @@ async fn chat(
         refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &msg, Some(name))
     })?;
     *forwarded = true;
+    let delivery = delivered::observe(&asked, body, &request, &*meter.client, &meter.model.name);
+    meter.state.lock().unwrap().delivery.merge(&delivery);
     step.notes = meter.overrides(&asked, r.max_tokens);
     if r.clamped {
         step.notes.push(format!(
@@ -1047,6 +1069,22 @@ async fn chat(
     }
     if !asked.ignored.is_empty() {
         step.notes.push(format!("not forwarded: {}", asked.ignored.join(", ")));
+    }
+    if !asked.omitted_tools.is_empty() {
+        step.notes.push(format!(
+            "hosted tools left out (no model the gateway forwards to runs them): {}",
+            asked.omitted_tools.join(", ")
+        ));
+    }
+    if let Some(r) = &request.reasoning {
+        let reached = meter.client.delivers_reasoning(r);
+        if reached.as_ref() != Some(r) {
+            let reached = reached.map_or("nothing".to_string(), |x| x.to_string());
+            step.notes.push(format!(
+                "reasoning: asked {r}, reached the model as {reached} (provider {})",
+                meter.model.provider.name()
+            ));
+        }
     }
     if matches!(api, Api::Completions | Api::Generate) {
         step.notes.push(legacy::NOTE.to_string());

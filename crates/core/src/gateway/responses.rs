@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 pub const STORED_RESPONSES: usize = 256;
 
 /// Keys read; any other is noted as not forwarded.
-const KNOWN: [&str; 14] = [
+const KNOWN: [&str; 15] = [
+    "reasoning",
     "model",
     "input",
     "instructions",
@@ -105,6 +106,29 @@ struct CallItem {
     call_id: String,
     name: String,
     arguments: Option<Value>,
+    /// The namespace tool the called function belongs to (`flat_name`).
+    namespace: Option<String>,
+}
+
+/// Tool types the provider runs itself (OpenAI's hosted tools): no model the
+/// gateway forwards to runs them, so they are left out of what reaches it
+/// (the delivery record shows them asked and not reached; docs/delivery.md).
+pub const HOSTED_TOOLS: [&str; 9] = [
+    "web_search",
+    "web_search_preview",
+    "web_search_preview_2025_03_11",
+    "web_search_2025_08_26",
+    "file_search",
+    "code_interpreter",
+    "image_generation",
+    "computer_use_preview",
+    "mcp",
+];
+
+/// A function inside a namespace tool, as the model is offered it: one flat
+/// function whose name joins the two (OpenAI's function names allow `_`, not `.`).
+pub fn flat_name(namespace: &str, name: &str) -> String {
+    format!("{namespace}__{name}")
 }
 
 #[derive(Deserialize)]
@@ -134,8 +158,10 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
             }
         }
     }
-    let tools = wire::read_tools(non_null("tools"), read_tool)?;
+    let (tools, namespaced, omitted) = read_tools(non_null("tools"))?;
     let mut asked = Asked::new(messages, tools, obj.get("model").cloned());
+    asked.namespaced = namespaced;
+    asked.omitted_tools = omitted;
     asked.stream = req.stream.unwrap_or(false);
     asked.temperature = non_null("temperature").cloned();
     asked.top_p = non_null("top_p").cloned();
@@ -144,6 +170,13 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     asked.tool_choice = wire::read_tool_choice(non_null("tool_choice"), "tool_choice")?;
     asked.response_format =
         wire::read_response_format(non_null("text").and_then(|t| t.get("format")), "text.format")?;
+    let reasoning = non_null("reasoning");
+    if let Some(r) = reasoning.filter(|r| !r.is_object()) {
+        return Err(BadRequest::at("reasoning", format!("not an object: {r}")));
+    }
+    asked.reasoning = wire::read_effort(reasoning.and_then(|r| r.get("effort")), "reasoning.effort")?;
+    let other = reasoning.and_then(Value::as_object).into_iter().flat_map(|o| o.keys());
+    let other: Vec<String> = other.filter(|k| *k != "effort").map(|k| format!("reasoning.{k}")).collect();
     asked.previous_response_id = req.previous_response_id;
     asked.store = req.store.unwrap_or(true);
     let mut echo = Map::new();
@@ -166,8 +199,42 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
         .keys()
         .filter(|k| !KNOWN.contains(&k.as_str()) && !ECHOED.iter().any(|(e, _)| e == k))
         .cloned()
+        .chain(other)
         .collect();
     Ok(asked)
+}
+
+/// `tools`: the function tools, each function of a namespace tool as a flat
+/// function (and its (flat name, namespace, name)), and the hosted tools left out.
+type Tools = (Vec<ToolSpec>, Vec<(String, String, String)>, Vec<String>);
+
+fn read_tools(v: Option<&Value>) -> Result<Tools, BadRequest> {
+    let list = match v {
+        None => return Ok(Default::default()),
+        Some(Value::Array(ts)) => ts,
+        Some(_) => return Err("`tools` is not an array".into()),
+    };
+    let (mut tools, mut namespaced, mut omitted) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, t) in list.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        match t.get("type").and_then(Value::as_str) {
+            Some(kind) if HOSTED_TOOLS.contains(&kind) => omitted.push(kind.to_string()),
+            Some("namespace") => {
+                let ns = t.get("name").and_then(Value::as_str);
+                let ns = ns.ok_or_else(|| BadRequest::at(&at, "no `name`"))?;
+                let inner = t.get("tools").and_then(Value::as_array);
+                let inner = inner.ok_or_else(|| BadRequest::at(&at, "no `tools` list"))?;
+                for (j, f) in inner.iter().enumerate() {
+                    let mut spec = read_tool(f, &format!("{at}.tools[{j}]"))?;
+                    let flat = flat_name(ns, &spec.name);
+                    namespaced.push((flat.clone(), ns.to_string(), std::mem::replace(&mut spec.name, flat)));
+                    tools.push(spec);
+                }
+            }
+            _ => tools.push(read_tool(t, &at)?),
+        }
+    }
+    Ok((tools, namespaced, omitted))
 }
 
 /// The function tool at `at`: flat (`{"type": "function", "name", "parameters"}`), or nested as
@@ -252,12 +319,16 @@ fn read_item(item: &Value, at: &str, messages: &mut Vec<Message>) -> Result<(), 
         }
         "function_call" => {
             let c: CallItem = wire::from_json(item, at)?;
+            let name = match &c.namespace {
+                Some(ns) => flat_name(ns, &c.name),
+                None => c.name,
+            };
             let arguments = match c.arguments {
                 Some(Value::String(s)) => s,
                 None => "{}".into(),
                 Some(other) => other.to_string(),
             };
-            let call = ToolCall { id: c.call_id, name: c.name, arguments };
+            let call = ToolCall { id: c.call_id, name, arguments };
             // Consecutive calls, and the assistant's text before them, are one assistant turn.
             match messages.last_mut() {
                 Some(m) if m.role == Role::Assistant => m.tool_calls.push(call),
@@ -332,12 +403,18 @@ fn message_item(ids: &Ids, status: &str, text: &str) -> Value {
         "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
 }
 
-fn call_item(ids: &Ids, i: usize, c: &ToolCall, status: &str, arguments: &str) -> Value {
-    json!({"id": ids.call(i), "type": "function_call", "status": status, "call_id": c.id, "name": c.name, "arguments": arguments})
+/// A call item; a call of a namespace tool's function named as the harness named it.
+fn call_item(asked: &Asked, ids: &Ids, i: usize, c: &ToolCall, status: &str, arguments: &str) -> Value {
+    let mut item = json!({"id": ids.call(i), "type": "function_call", "status": status, "call_id": c.id, "name": c.name, "arguments": arguments});
+    if let Some((_, ns, name)) = asked.namespaced.iter().find(|(flat, _, _)| *flat == c.name) {
+        item["name"] = json!(name);
+        item["namespace"] = json!(ns);
+    }
+    item
 }
 
 /// The output items: the message (when it has text, or there is no call), then one item per call.
-fn output(reply: &ChatReply, ids: &Ids) -> Vec<Value> {
+fn output(asked: &Asked, reply: &ChatReply, ids: &Ids) -> Vec<Value> {
     let mut out = Vec::new();
     if !reply.text.is_empty() || reply.tool_calls.is_empty() {
         out.push(message_item(
@@ -348,7 +425,7 @@ fn output(reply: &ChatReply, ids: &Ids) -> Vec<Value> {
     }
     for (i, c) in reply.tool_calls.iter().enumerate() {
         let args = if c.arguments.trim().is_empty() { "{}" } else { &c.arguments };
-        out.push(call_item(ids, i, c, "completed", args));
+        out.push(call_item(asked, ids, i, c, "completed", args));
     }
     out
 }
@@ -387,7 +464,7 @@ fn object(
 
 /// The non-streaming response.
 pub fn reply(reply: &ChatReply, meta: &ReplyMeta, asked: &Asked, ids: &Ids) -> Value {
-    object(asked, meta, ids, "completed", output(reply, ids), usage(reply), Some(reply))
+    object(asked, meta, ids, "completed", output(asked, reply, ids), usage(reply), Some(reply))
 }
 
 /// The same response as OpenAI streams it: `response.created`, the items
@@ -429,14 +506,14 @@ pub fn sse(reply: &ChatReply, meta: &ReplyMeta, asked: &Asked, ids: &Ids) -> Str
     }
     for (i, c) in reply.tool_calls.iter().enumerate() {
         let args = if c.arguments.trim().is_empty() { "{}" } else { &c.arguments };
-        events.push(json!({"type": "response.output_item.added", "output_index": index, "item": call_item(ids, i, c, "in_progress", "")}));
+        events.push(json!({"type": "response.output_item.added", "output_index": index, "item": call_item(asked, ids, i, c, "in_progress", "")}));
         events.push(json!({"type": "response.function_call_arguments.delta", "item_id": ids.call(i), "output_index": index, "delta": args}));
         events.push(json!({"type": "response.function_call_arguments.done", "item_id": ids.call(i), "output_index": index, "name": c.name, "arguments": args}));
-        events.push(json!({"type": "response.output_item.done", "output_index": index, "item": call_item(ids, i, c, "completed", args)}));
+        events.push(json!({"type": "response.output_item.done", "output_index": index, "item": call_item(asked, ids, i, c, "completed", args)}));
         index += 1;
     }
     let last = if incomplete(reply) { "response.incomplete" } else { "response.completed" };
-    events.push(json!({"type": last, "response": object(asked, meta, ids, "completed", output(reply, ids), usage(reply), Some(reply))}));
+    events.push(json!({"type": last, "response": object(asked, meta, ids, "completed", output(asked, reply, ids), usage(reply), Some(reply))}));
     let mut out = String::new();
     for (n, mut e) in events.into_iter().enumerate() {
         e["sequence_number"] = json!(n);

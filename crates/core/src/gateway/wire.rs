@@ -2,7 +2,9 @@
 //! written back from one `ChatReply`: OpenAI's `/v1/chat/completions` and
 //! Ollama's `/api/chat`. Streams are emulated from the one complete reply.
 
-use crate::model::{ChatReply, Message, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec};
+use crate::model::{
+    ChatReply, Message, Reasoning, ResponseFormat, Role, ToolCall, ToolChoice, ToolSpec,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -55,6 +57,12 @@ pub struct Asked {
     pub echo: Value,
     /// Keys of the request the gateway does not forward.
     pub ignored: Vec<String>,
+    /// The reasoning setting asked, in the common form (forwarded where the provider takes it).
+    pub reasoning: Option<Reasoning>,
+    /// Functions of namespace tools offered flat: (flat name, namespace, name).
+    pub namespaced: Vec<(String, String, String)>,
+    /// Hosted tools (run by a provider's own servers) left out, by type.
+    pub omitted_tools: Vec<String>,
 }
 
 impl Asked {
@@ -77,7 +85,28 @@ impl Asked {
             store: false,
             echo: Value::Null,
             ignored: Vec::new(),
+            reasoning: None,
+            namespaced: Vec::new(),
+            omitted_tools: Vec::new(),
         }
+    }
+}
+
+/// An effort (chat `reasoning_effort`, Responses `reasoning.effort`, Messages
+/// `output_config.effort`): a string at `at`; null or absent, none.
+pub fn read_effort(v: Option<&Value>, at: &str) -> Result<Option<Reasoning>, BadRequest> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(e)) => Ok(Reasoning { effort: Some(e.clone()), ..Default::default() }.some()),
+        Some(_) => Err(BadRequest::at(at, "not a string")),
+    }
+}
+
+/// Ollama's `think`: on/off, or an effort.
+fn read_think(v: Option<&Value>) -> Result<Option<Reasoning>, BadRequest> {
+    match v {
+        Some(Value::Bool(on)) => Ok(Some(Reasoning { enabled: Some(*on), ..Default::default() })),
+        v => read_effort(v, "think").map_err(|_| BadRequest::at("think", "not a boolean or a string")),
     }
 }
 
@@ -385,7 +414,9 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
             asked.tool_choice = read_tool_choice(obj.get("tool_choice"), "tool_choice")?;
             asked.response_format =
                 read_response_format(obj.get("response_format"), "response_format")?;
-            const KNOWN: [&str; 13] = [
+            asked.reasoning = read_effort(obj.get("reasoning_effort"), "reasoning_effort")?;
+            const KNOWN: [&str; 14] = [
+                "reasoning_effort",
                 "model",
                 "messages",
                 "tools",
@@ -405,8 +436,9 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
         Api::Ollama => {
             read_ollama_keys(body, &mut asked)?;
             asked.response_format = read_ollama_format(obj.get("format"), "format")?;
-            const KNOWN: [&str; 7] =
-                ["model", "messages", "tools", "stream", "options", "keep_alive", "format"];
+            asked.reasoning = read_think(obj.get("think"))?;
+            const KNOWN: [&str; 8] =
+                ["model", "messages", "tools", "stream", "options", "keep_alive", "format", "think"];
             asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
         }
     }

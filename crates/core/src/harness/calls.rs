@@ -6,6 +6,7 @@
 use crate::experiment::config::{Budget, ModelSpec};
 use crate::model::{ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolSpec};
 use crate::record::omit::{TracedSoFar, holds_string};
+use crate::record::delivery::Delivery;
 use crate::record::{BudgetLimit, EndReason, Incidents, TokenSource, Tokens, TraceStep};
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,8 @@ pub struct AgentOutcome {
     pub error: Option<String>,
     /// OpenAI system fingerprints seen in replies.
     pub fingerprints: Vec<String>,
+    /// What the model calls asked and what reached the model (None: not recorded).
+    pub delivery: Option<Delivery>,
 }
 
 pub struct Calls<'a> {
@@ -49,6 +52,7 @@ pub struct Calls<'a> {
     tokens: Tokens,
     estimated_calls: u32,
     fingerprints: Vec<String>,
+    delivery: Delivery,
 }
 
 impl<'a> Calls<'a> {
@@ -60,6 +64,7 @@ impl<'a> Calls<'a> {
             tokens: Tokens::default(),
             estimated_calls: 0,
             fingerprints: Vec::new(),
+            delivery: Delivery::default(),
         }
     }
 
@@ -134,6 +139,7 @@ impl<'a> Calls<'a> {
             ..ChatRequest::default()
         };
         let operation_id = format!("{}-{}-s{}", ctx.trial_id, ctx.attempt, steps);
+        self.delivery.merge(&crate::gateway::delivered::of_request(&request, ctx.client));
         let outcome = ctx.client.chat(&request, operation_id).await;
         self.wait += outcome.wait;
         let mut step = TraceStep {
@@ -203,6 +209,7 @@ impl<'a> Calls<'a> {
             incidents,
             error,
             fingerprints: self.fingerprints,
+            delivery: Some(self.delivery),
         }
     }
 }

@@ -529,6 +529,14 @@ fn finish(
     let summary = meter.summary();
     let (end_reason, error) = match (&outcome, summary.exhausted, &summary.provider_error) {
         (Err(e), _, _) => (EndReason::HarnessError, Some(e.to_string())),
+        // A harness the gateway refused before any model call never ran the
+        // experiment: an infrastructure error naming the refusal, never a failure.
+        (Ok(_), None, None) if summary.steps == 0 && summary.unsupported.is_some() => (
+            EndReason::HarnessError,
+            summary.unsupported.as_ref().map(|u| {
+                format!("the gateway refused the harness's request and no model call was made: {u}")
+            }),
+        ),
         (_, Some(limit), _) => (EndReason::Budget { limit }, None),
         (_, _, Some(e)) if summary.request_timed_out => {
             (EndReason::RequestTimeout, Some(e.clone()))
@@ -549,6 +557,7 @@ fn finish(
             incidents: Default::default(),
             error,
             fingerprints: summary.fingerprints.clone(),
+            delivery: Some(summary.delivery.clone()),
         },
         command: outcome.ok(),
     }

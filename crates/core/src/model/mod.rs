@@ -148,6 +148,45 @@ pub struct ChatRequest {
     pub tool_choice: ToolChoice,
     /// A reply that is a JSON object (or one of a JSON schema).
     pub response_format: Option<ResponseFormat>,
+    /// How much the model is to reason before it answers, where the harness asked.
+    pub reasoning: Option<Reasoning>,
+}
+
+/// A reasoning setting in one form for every API the gateway speaks:
+/// Responses `reasoning.effort`, chat `reasoning_effort`, Messages `thinking`
+/// and `output_config.effort`, Ollama `think`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reasoning {
+    /// `minimal`, `low`, `medium`, `high`, ... as asked.
+    pub effort: Option<String>,
+    /// Messages `thinking.budget_tokens`.
+    pub budget_tokens: Option<u64>,
+    /// Thinking on or off (Messages `thinking.type`, Ollama `think` as a boolean).
+    pub enabled: Option<bool>,
+}
+
+impl Reasoning {
+    /// None when nothing is set.
+    pub fn some(self) -> Option<Reasoning> {
+        (self != Reasoning::default()).then_some(self)
+    }
+}
+
+impl std::fmt::Display for Reasoning {
+    /// `effort=high budget_tokens=1024 thinking=on`: the parts set, in that order.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(e) = &self.effort {
+            parts.push(format!("effort={e}"));
+        }
+        if let Some(b) = self.budget_tokens {
+            parts.push(format!("budget_tokens={b}"));
+        }
+        if let Some(on) = self.enabled {
+            parts.push(format!("thinking={}", if on { "on" } else { "off" }));
+        }
+        f.write_str(&parts.join(" "))
+    }
 }
 
 /// Whether and which tool the model must call (OpenAI's `tool_choice`).
@@ -478,6 +517,14 @@ pub trait ModelClient: Send + Sync {
     /// refused rather than run another way.
     fn cannot_honour(&self, request: &ChatRequest) -> Option<&'static str> {
         let _ = request;
+        None
+    }
+
+    /// The part of `reasoning` this provider's request carries to the model
+    /// (None: none of it; the delivery record then says it did not reach the
+    /// model). The default: a provider with no reasoning setting.
+    fn delivers_reasoning(&self, reasoning: &Reasoning) -> Option<Reasoning> {
+        let _ = reasoning;
         None
     }
 

@@ -13,6 +13,8 @@ pub struct OllamaClient {
     num_ctx: Option<u32>,
     /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
     unchecked: super::Unchecked,
+    /// The endpoint takes `think` (`[models] reasoning`).
+    reasoning: bool,
 }
 
 impl OllamaClient {
@@ -28,6 +30,7 @@ impl OllamaClient {
             model: spec.model.clone(),
             num_ctx: spec.context_tokens,
             unchecked: super::Unchecked::default(),
+            reasoning: spec.reasoning,
         })
     }
 
@@ -54,8 +57,21 @@ impl OllamaClient {
         if let Some(f) = &req.response_format {
             body["format"] = f.ollama();
         }
+        if let Some(r) = req.reasoning.as_ref().and_then(|r| self.delivers_reasoning(r)) {
+            body["think"] = match (r.effort, r.enabled) {
+                (Some(effort), _) => json!(effort),
+                (None, on) => json!(on.unwrap_or(true)),
+            };
+        }
         body
     }
+}
+
+/// Ollama's `think` is an effort (`low`, `medium`, `high`) or on/off; a
+/// token budget has no place in it.
+fn delivered_reasoning(r: &super::Reasoning) -> Option<super::Reasoning> {
+    let enabled = if r.effort.is_some() { None } else { r.enabled };
+    super::Reasoning { effort: r.effort.clone(), enabled, budget_tokens: None }.some()
 }
 
 fn message_json(m: &Message) -> Value {
@@ -113,6 +129,10 @@ impl ModelClient for OllamaClient {
             return Some("prefill");
         }
         req.tool_choice.constrains().then_some("tool_choice")
+    }
+
+    fn delivers_reasoning(&self, r: &super::Reasoning) -> Option<super::Reasoning> {
+        if self.reasoning { delivered_reasoning(r) } else { None }
     }
 
     fn chat<'a>(

@@ -14,6 +14,8 @@ pub struct OpenAiClient {
     served: std::sync::OnceLock<Value>,
     /// Why `identity` could not check the model's name (`ModelClient::unchecked`).
     unchecked: super::Unchecked,
+    /// The endpoint takes `reasoning_effort` (`[models] reasoning`).
+    reasoning: bool,
 }
 
 impl OpenAiClient {
@@ -38,6 +40,7 @@ impl OpenAiClient {
             model: spec.model.clone(),
             served: std::sync::OnceLock::new(),
             unchecked: super::Unchecked::default(),
+            reasoning: spec.reasoning,
         })
     }
 
@@ -64,8 +67,17 @@ impl OpenAiClient {
         if let Some(f) = &req.response_format {
             body["response_format"] = f.openai();
         }
+        if let Some(effort) = req.reasoning.as_ref().and_then(|r| self.delivers_reasoning(r)).and_then(|r| r.effort) {
+            body["reasoning_effort"] = json!(effort);
+        }
         body
     }
+}
+
+/// The chat API's `reasoning_effort` carries an effort; a token budget or an
+/// on/off switch has no place in it.
+fn delivered_reasoning(r: &super::Reasoning) -> Option<super::Reasoning> {
+    super::Reasoning { effort: r.effort.clone(), ..Default::default() }.some()
 }
 
 fn message_json(m: &Message) -> Value {
@@ -153,6 +165,10 @@ impl ModelClient for OpenAiClient {
     /// The chat completions API has no way to start the assistant's turn with a text.
     fn cannot_honour(&self, req: &ChatRequest) -> Option<&'static str> {
         req.prefill.is_some().then_some("prefill")
+    }
+
+    fn delivers_reasoning(&self, r: &super::Reasoning) -> Option<super::Reasoning> {
+        if self.reasoning { delivered_reasoning(r) } else { None }
     }
 
     fn chat<'a>(

@@ -9,6 +9,7 @@
 //! - `traces/<trial-id>.jsonl`: one line per step of that trial.
 //! - `.lock`: held by the one process writing into the folder (`lock`).
 
+pub mod delivery;
 pub mod design;
 pub mod events;
 pub mod folder;
@@ -299,6 +300,11 @@ pub struct TrialRecord {
     /// one, or a change between trials, means the serving stack changed.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub system_fingerprints: Vec<String>,
+    /// Per model-facing field of the trial's model calls, the values asked
+    /// and the values that reached the model (`delivery`; docs/delivery.md).
+    /// None: not recorded (an import, a record of an older version).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub delivery: Option<delivery::Delivery>,
     pub incidents: Incidents,
     /// An external harness's command: exit code, why it was stopped, output tails.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -349,6 +355,7 @@ impl TrialRecord {
             rate_limit_wait_seconds: 0.0,
             cost_usd: None,
             system_fingerprints: Vec::new(),
+            delivery: None,
             incidents: Incidents::default(),
             harness_command: None,
             imported: None,

@@ -848,6 +848,7 @@ fn fill_measured(record: &mut TrialRecord, out: agent::AgentOutcome) {
     record.rate_limit_wait_seconds = out.wait.as_secs_f64();
     record.cost_usd = out.cost_usd;
     record.system_fingerprints = out.fingerprints;
+    record.delivery = out.delivery;
     record.incidents = out.incidents;
     record.error = out.error;
 }

@@ -5,6 +5,7 @@ use super::load::{Row, RunData};
 use super::stats;
 use ablate_core::experiment::matrix::{self, ComparisonKind};
 use ablate_core::record::TrialStatus;
+use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -115,10 +116,16 @@ pub const ESTIMAND_THESE_TASKS_AS_RUN: &str = "these tasks, as run";
 
 /// The verdict on an effect, read from its interval. Written out (JSON, CSV,
 /// Markdown) as the sentence `Display` gives.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum EffectVerdict {
     /// No task in both arms, or no interval.
     NotEnoughData,
+    /// The arms asked differently in these fields and reached the model
+    /// identically in all of them: the treatment never reached the model
+    /// (the delivery check, `report::delivery`), so no effect is claimed.
+    NotDelivered { fields: Vec<Undelivered> },
+    /// No trial of this arm reached the model: there is no experiment to compare.
+    NotComparable { arm: String },
     /// The interval lies above 0 (`one_task`: it speaks for that task only).
     Helps { one_task: bool },
     /// The interval lies below 0.
@@ -145,8 +152,10 @@ pub const PROJECTION_CAP: usize = 100_000;
 
 impl EffectVerdict {
     /// One word: `helps`, `hurts`, `n.s.` (no effect shown) or `n/a`.
-    pub fn short(self) -> &'static str {
+    pub fn short(&self) -> &'static str {
         match self {
+            EffectVerdict::NotDelivered { .. } => "not delivered",
+            EffectVerdict::NotComparable { .. } => "not comparable",
             EffectVerdict::Helps { .. } => "helps",
             EffectVerdict::Hurts { .. } => "hurts",
             EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => {
@@ -166,6 +175,13 @@ impl std::fmt::Display for EffectVerdict {
         let only = |one: bool| if one { " (this task only)" } else { "" };
         match *self {
             EffectVerdict::NotEnoughData => f.write_str("not enough data to tell"),
+            EffectVerdict::NotDelivered { ref fields } => {
+                let list: Vec<String> = fields.iter().map(ToString::to_string).collect();
+                write!(f, "not delivered: {}", list.join("; "))
+            }
+            EffectVerdict::NotComparable { ref arm } => {
+                write!(f, "not comparable: no trial of arm `{arm}` reached the model")
+            }
             EffectVerdict::Helps { one_task } => write!(f, "helps{}", only(one_task)),
             EffectVerdict::Hurts { one_task } => write!(f, "hurts{}", only(one_task)),
             EffectVerdict::NoVerdictPossible { tasks, needed } => write!(
@@ -360,6 +376,10 @@ pub struct EffectReport {
     pub verdict: EffectVerdict,
     /// A sequential run: how the comparison's sequence went.
     pub sequential: Option<SequentialEffect>,
+    /// The delivery check: whether the arms' requests reached the model differently.
+    pub delivery: DeliveryCheck,
+    /// What the delivery check adds beside the verdict (None: nothing).
+    pub delivery_note: Option<String>,
 }
 
 /// A comparison of a sequential run (`ablate_core::sequential`): its interval,
@@ -690,6 +710,8 @@ pub fn analyse(data: &RunData) -> Report {
                 excl_infra: None,
                 verdict: EffectVerdict::NotEnoughData,
                 sequential: None,
+                delivery: DeliveryCheck::Unrecorded,
+                delivery_note: None,
             };
             pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }
@@ -728,7 +750,7 @@ pub fn analyse(data: &RunData) -> Report {
         if let Some(margin) = margin {
             // Two one-sided tests at level_alpha (by betting: stats::paired_equivalent).
             let shown = stats::paired_equivalent(&all.0, &all.1, level_alpha, margin);
-            effect.verdict = with_margin(effect.verdict, shown, inf.n_tasks, margin);
+            effect.verdict = with_margin(effect.verdict.clone(), shown, inf.n_tasks, margin);
         }
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
             let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
@@ -754,6 +776,9 @@ pub fn analyse(data: &RunData) -> Report {
     }
     if let Some(order) = data.manifest.sequential_task_order() {
         sequential_effects(data, &order, &mut ablations, &mut combined);
+    }
+    for e in ablations.iter_mut().chain(combined.iter_mut()) {
+        super::delivery::check(data, e);
     }
     Report {
         run_id: data.manifest.run_id.clone(),
@@ -1037,22 +1062,22 @@ mod tests {
         let none = EffectVerdict::NoDetectableEffect { one_task: false };
         // Shown inside the margins: equivalent; not shown: undecided.
         assert_eq!(
-            with_margin(none, true, 20, 0.05),
+            with_margin(none.clone(), true, 20, 0.05),
             EffectVerdict::Equivalent { margin: 0.05, one_task: false }
         );
         assert_eq!(
-            with_margin(none, false, 20, 0.05),
+            with_margin(none.clone(), false, 20, 0.05),
             EffectVerdict::Undecided { margin: 0.05, one_task: false }
         );
         assert_eq!(
-            with_margin(none, true, 1, 0.05),
+            with_margin(none.clone(), true, 1, 0.05),
             EffectVerdict::Equivalent { margin: 0.05, one_task: true }
         );
         // An effect shown stays one.
         let helps = EffectVerdict::Helps { one_task: false };
-        assert_eq!(with_margin(helps, true, 20, 0.05), helps);
+        assert_eq!(with_margin(helps.clone(), true, 20, 0.05), helps);
         let few = EffectVerdict::NoVerdictPossible { tasks: 4, needed: 8 };
-        assert_eq!(with_margin(few, true, 4, 0.05), few);
+        assert_eq!(with_margin(few.clone(), true, 4, 0.05), few);
         assert_eq!(
             EffectVerdict::Equivalent { margin: 0.05, one_task: false }.to_string(),
             "equivalent within ±5 pp"

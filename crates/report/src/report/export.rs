@@ -250,6 +250,11 @@ fn md_effects(s: &mut String, header: &str, effects: &[EffectReport]) {
     for e in effects {
         md_effect(s, e);
     }
+    for e in effects {
+        if let Some(note) = &e.delivery_note {
+            let _ = writeln!(s, "\n> **Delivery** in {}: {note}", e.name);
+        }
+    }
     for e in effects.iter().filter(|e| e.infra_differs) {
         let _ = writeln!(
             s,

@@ -202,6 +202,9 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
             e.p_adjusted.map(p).unwrap_or_else(|| "-".into()),
             esc(&e.verdict.to_string())
         );
+        if let Some(note) = &e.delivery_note {
+            let _ = writeln!(s, "<tr><td></td><td colspan=7 class=warn>delivery: {}</td></tr>", esc(note));
+        }
     }
 }
 

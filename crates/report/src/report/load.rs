@@ -5,6 +5,7 @@
 
 use ablate_core::error::key_at;
 use ablate_core::experiment::matrix::Arm;
+use ablate_core::record::delivery::Delivery;
 use ablate_core::record::{ManifestHead, TrialRecord, TrialStatus};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -77,6 +78,18 @@ struct LightRecord {
     cost_usd: Option<f64>,
     #[serde(default)]
     system_fingerprints: Vec<String>,
+    #[serde(default)]
+    delivery: Option<Delivery>,
+}
+
+/// What an arm's counted trials (for one model) show of their model calls.
+#[derive(Debug, Clone, Default)]
+pub struct ArmDelivery {
+    pub trials: usize,
+    /// Trials that got a model reply (a step, and tokens counted).
+    pub reached_model: usize,
+    /// Their delivery records merged (None: no trial has one).
+    pub record: Option<Delivery>,
 }
 
 #[derive(Debug, Default)]
@@ -128,6 +141,8 @@ pub struct RunData {
     pub counted: Vec<u32>,
     /// Lines that could not be read (a torn last line included).
     pub unreadable_lines: Vec<usize>,
+    /// (model, arm) -> what its counted trials' model calls asked and reached.
+    pub delivery: std::collections::BTreeMap<(u32, u32), ArmDelivery>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -158,6 +173,7 @@ impl From<&TrialRecord> for LightRecord {
             working_seconds: r.working_seconds,
             cost_usd: r.cost_usd,
             system_fingerprints: r.system_fingerprints.clone(),
+            delivery: r.delivery.clone(),
         }
     }
 }
@@ -205,6 +221,7 @@ pub fn load_with(
         fingerprints: Default::default(),
         counted: Vec::new(),
         unreadable_lines: Vec::new(),
+        delivery: Default::default(),
     };
     // Names in the experiment's order first, so tables list them as it does.
     let selected: Vec<String> = data.manifest.experiment.tasks.clone();
@@ -232,6 +249,8 @@ pub fn load_with(
     const NONE: u32 = u32::MAX;
     let mut slot_of = vec![NONE; plan_keys.len()];
     let mut rows: Vec<Row> = Vec::new();
+    // Delivery records of final attempts, by ordinal (few trials carry one of any size).
+    let mut deliveries: HashMap<u32, Delivery> = HashMap::new();
     if let Some(file) = file {
         let reader = BufReader::with_capacity(1 << 20, file);
         for (i, line) in reader.split(b'\n').enumerate() {
@@ -279,6 +298,9 @@ pub fn load_with(
                 }
                 continue;
             }
+            if let Some(d) = r.delivery.take() {
+                deliveries.insert(ordinal, d);
+            }
             let row = Row {
                 trial: ablate_core::record::trial_number(&r.trial_id),
                 task: data.tasks.id(&r.task),
@@ -322,8 +344,29 @@ pub fn load_with(
     data.counted = rows.iter().map(|r| r.ordinal).collect();
     data.counted.sort_unstable();
     rows.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
+    data.delivery = arm_deliveries(&rows, &deliveries);
     data.trials = rows;
     Ok(data)
+}
+
+/// Each (model, arm)'s counted trials: how many reached the model, and their
+/// delivery records merged.
+fn arm_deliveries(
+    rows: &[Row],
+    deliveries: &HashMap<u32, Delivery>,
+) -> std::collections::BTreeMap<(u32, u32), ArmDelivery> {
+    let mut out: std::collections::BTreeMap<(u32, u32), ArmDelivery> = Default::default();
+    for r in rows {
+        let a = out.entry((r.model, r.arm)).or_default();
+        a.trials += 1;
+        if r.steps > 0 && r.tokens_input + r.tokens_output > 0 {
+            a.reached_model += 1;
+        }
+        if let Some(d) = deliveries.get(&r.ordinal) {
+            a.record.get_or_insert_with(Delivery::default).merge(d);
+        }
+    }
+    out
 }
 
 /// Records that do not belong to the plan: how many, and the first (line, trial id).

@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod cells;
+pub mod delivery;
 pub mod export;
 pub mod format;
 pub mod html;

@@ -328,6 +328,8 @@ pub struct EffectRow<'a> {
     #[serde(serialize_with = "as_category")]
     pub adjustment: &'a str,
     pub verdict: String,
+    pub delivery: &'static str,
+    pub delivery_note: String,
     pub design: &'static str,
     #[serde(serialize_with = "as_int")]
     pub decided_after_tasks: Option<usize>,
@@ -371,11 +373,30 @@ impl<'a> EffectRow<'a> {
             p_value_excl_infra: x.map(|x| x.p_value).into(),
             adjustment: if e.family_size > 1 { "bonferroni" } else { "none" },
             verdict: e.verdict.to_string(),
+            delivery: delivery_kind(&e.delivery, &e.verdict),
+            delivery_note: e.delivery_note.clone().unwrap_or_default(),
             design: if e.sequential.is_some() { "sequential" } else { "fixed" },
             decided_after_tasks: e.sequential.as_ref().and_then(|s| s.decided_after_tasks),
             sequential_trials: e.sequential.as_ref().map(|s| s.trials),
             projected_tasks: e.sequential.as_ref().and_then(|s| s.projected_tasks),
         }
+    }
+}
+
+/// The delivery check's outcome in one word (docs/delivery.md).
+fn delivery_kind(
+    d: &ablate_core::record::delivery::DeliveryCheck,
+    v: &super::analysis::EffectVerdict,
+) -> &'static str {
+    use ablate_core::record::delivery::DeliveryCheck as D;
+    if matches!(v, super::analysis::EffectVerdict::NotComparable { .. }) {
+        return "not_comparable";
+    }
+    match d {
+        D::Delivered { .. } => "delivered",
+        D::Identical => "identical",
+        D::NotDelivered { .. } => "not_delivered",
+        D::Unrecorded => "unrecorded",
     }
 }
 

@@ -112,9 +112,12 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
 }
 
 fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
-    let verdict = match e.verdict {
+    let verdict = match &e.verdict {
         EffectVerdict::Helps { .. } => c.green(&e.verdict.to_string()),
         EffectVerdict::Hurts { .. } => c.red(&e.verdict.to_string()),
+        EffectVerdict::NotDelivered { .. } | EffectVerdict::NotComparable { .. } => {
+            c.yellow(&e.verdict.to_string())
+        }
         v => v.to_string(),
     };
     let label =
@@ -145,6 +148,9 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
     }
     if let Some(note) = super::analysis::sequential_note(e) {
         let _ = writeln!(s, "  {:<16} {}", "", c.dim(&note));
+    }
+    if let Some(note) = &e.delivery_note {
+        let _ = writeln!(s, "  {:<16} {}", "", c.dim(&format!("delivery: {note}")));
     }
     if e.infra_differs {
         let _ = writeln!(
