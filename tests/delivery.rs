@@ -5,14 +5,15 @@
 
 mod common;
 
-use ablate::report::analysis::EffectVerdict;
 use ablate::record::delivery::DeliveryCheck;
 use ablate::record::{EndReason, TrialStatus};
+use ablate::report::analysis::EffectVerdict;
 use common::*;
 use std::sync::Arc;
 
 fn harness_toml() -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harnesses/effort");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harnesses/effort");
     format!(
         "[harness]\nkind = \"external\"\ncommand = [\"python3\", \"{{harness}}/agent.py\"]\nfiles = [\"{}\"]\ncomponents.effort = [\"low\", \"high\"]\ncomponents.tools = [\"codex\", \"custom\"]\n",
         dir.display()
@@ -22,7 +23,11 @@ fn harness_toml() -> String {
 const EFFORT_ARMS: &str = "[arms.low]\neffort = \"low\"\n[arms.high]\neffort = \"high\"\n[[matrix.pairs]]\ncontrol = \"low\"\ntreatment = \"high\"\n";
 
 /// The effort ablation (3 trials an arm on add-two) against `server`, with the model's `extra` keys.
-async fn effort_run(dir: &std::path::Path, server: &Server, model_extra: &str) -> (Ran, ablate::report::analysis::Report) {
+async fn effort_run(
+    dir: &std::path::Path,
+    server: &Server,
+    model_extra: &str,
+) -> (Ran, ablate::report::analysis::Report) {
     let suite = fixture("tiny");
     let top = harness_toml();
     let mut cfg = Cfg::new(&suite, "openai", &server.url, EFFORT_ARMS);
@@ -62,8 +67,12 @@ async fn an_effort_the_provider_ignores_is_not_delivered_and_gets_no_verdict() {
     }
     for body in server.chats.lock().unwrap().iter() {
         assert!(body.get("reasoning_effort").is_none(), "{body}");
-        let names: Vec<&str> =
-            body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["exec_command", "multi_agent_v1__close_agent"], "web_search left out");
     }
     let e = &report.ablations[0];
@@ -83,7 +92,8 @@ async fn an_effort_the_provider_ignores_is_not_delivered_and_gets_no_verdict() {
     let csv = std::fs::read_to_string(ran.dir.join("effects.csv")).unwrap();
     assert!(csv.contains(",not_delivered,"), "{csv}");
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(ran.dir.join("report.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(ran.dir.join("report.json")).unwrap())
+            .unwrap();
     assert_eq!(json["ablations"][0]["delivery"]["kind"], "not_delivered");
 }
 
@@ -96,7 +106,8 @@ async fn the_same_effort_reaching_a_provider_that_honours_it_is_an_effect() {
         let want = if r.arm == "high" { TrialStatus::Passed } else { TrialStatus::Failed };
         assert_eq!(r.status, want, "{r:?}");
     }
-    let sent: Vec<String> = server.chats.lock().unwrap().iter().map(|b| b["reasoning_effort"].to_string()).collect();
+    let sent: Vec<String> =
+        server.chats.lock().unwrap().iter().map(|b| b["reasoning_effort"].to_string()).collect();
     assert_eq!(sent.iter().filter(|e| *e == "\"high\"").count(), 3, "{sent:?}");
     let e = &report.ablations[0];
     assert_eq!(e.delivery, DeliveryCheck::Delivered { fields: vec!["reasoning".into()] });
@@ -115,12 +126,21 @@ async fn a_refused_harness_is_an_infrastructure_error_and_its_arm_is_not_compara
     cfg.top_extra = &top;
     let ran = run(&cfg.write(dir.path()), &dir.path().join("results")).await;
     let refused = ran.records.iter().find(|r| r.arm == "custom").unwrap();
-    assert_eq!((refused.status, refused.end_reason.clone()), (TrialStatus::HarnessError, EndReason::HarnessError));
+    assert_eq!(
+        (refused.status, refused.end_reason.clone()),
+        (TrialStatus::HarnessError, EndReason::HarnessError)
+    );
     let error = refused.error.as_deref().unwrap_or_default();
-    assert!(error.contains("refused") && error.contains("tools[0]") && error.contains("custom"), "{error}");
+    assert!(
+        error.contains("refused") && error.contains("tools[0]") && error.contains("custom"),
+        "{error}"
+    );
     let report = ablate::report::analyse_dir(&ran.dir, None).unwrap();
     let e = &report.ablations[0];
     assert_eq!(e.verdict, EffectVerdict::NotComparable { arm: "custom".into() });
-    assert!(e.delta.is_nan() && e.p_value.is_nan(), "no number for an experiment that did not happen");
+    assert!(
+        e.delta.is_nan() && e.p_value.is_nan(),
+        "no number for an experiment that did not happen"
+    );
     assert_eq!(e.verdict.to_string(), "not comparable: no trial of arm `custom` reached the model");
 }

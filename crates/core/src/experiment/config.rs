@@ -124,6 +124,7 @@ struct RawHarness {
     runs_in: Option<RunsIn>,
     python: Option<String>,
     mounts: Option<Vec<String>>,
+    memory_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -575,6 +576,7 @@ fn validate_harness(
             ("runs_in", raw.runs_in.is_some()),
             ("python", raw.python.is_some()),
             ("mounts", raw.mounts.is_some()),
+            ("memory_mb", raw.memory_mb.is_some()),
         ] {
             if given {
                 return Err(at(
@@ -722,6 +724,9 @@ fn validate_harness(
         }
         mounts.push(full.display().to_string());
     }
+    if let Some(m) = raw.memory_mb.filter(|m| !(64..=1 << 20).contains(m)) {
+        return Err(at("harness.memory_mb", format!("{m} is not in [64, 1048576] (MiB)")));
+    }
     Ok((
         settings,
         HarnessKind::External(ExternalHarness {
@@ -732,6 +737,7 @@ fn validate_harness(
             runs_in,
             python,
             mounts,
+            memory_mb: raw.memory_mb,
         }),
     ))
 }

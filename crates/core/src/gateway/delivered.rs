@@ -39,7 +39,11 @@ pub fn observe(
     d.note("system", system(&asked.messages), system(&sent.messages));
     d.note("tools", body.get("tools").filter(|t| !t.is_null()).map(shown), tools(&sent.tools));
     d.note("model", asked.model.as_ref().map(shown), Some(model.to_string()));
-    d.note("temperature", asked.temperature.as_ref().map(shown), Some(sent.temperature.to_string()));
+    d.note(
+        "temperature",
+        asked.temperature.as_ref().map(shown),
+        Some(sent.temperature.to_string()),
+    );
     d.note("top_p", asked.top_p.as_ref().map(shown), Some(sent.top_p.to_string()));
     d.note("max_tokens", asked.max_tokens.as_ref().map(|(_, v)| shown(v)), Some(FIXED.into()));
     d.note("seed", asked.seed.as_ref().map(shown), Some(FIXED.into()));
@@ -149,7 +153,10 @@ mod tests {
         let d = seen(body.clone(), false);
         let f = |k: &str| {
             let s = &d.fields[k];
-            (s.asked.iter().cloned().collect::<Vec<_>>(), s.reached.iter().cloned().collect::<Vec<_>>())
+            (
+                s.asked.iter().cloned().collect::<Vec<_>>(),
+                s.reached.iter().cloned().collect::<Vec<_>>(),
+            )
         };
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(f("reasoning"), (v(&["effort=high"]), v(&["(not set)"])));

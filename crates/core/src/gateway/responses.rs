@@ -174,9 +174,11 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     if let Some(r) = reasoning.filter(|r| !r.is_object()) {
         return Err(BadRequest::at("reasoning", format!("not an object: {r}")));
     }
-    asked.reasoning = wire::read_effort(reasoning.and_then(|r| r.get("effort")), "reasoning.effort")?;
+    asked.reasoning =
+        wire::read_effort(reasoning.and_then(|r| r.get("effort")), "reasoning.effort")?;
     let other = reasoning.and_then(Value::as_object).into_iter().flat_map(|o| o.keys());
-    let other: Vec<String> = other.filter(|k| *k != "effort").map(|k| format!("reasoning.{k}")).collect();
+    let other: Vec<String> =
+        other.filter(|k| *k != "effort").map(|k| format!("reasoning.{k}")).collect();
     asked.previous_response_id = req.previous_response_id;
     asked.store = req.store.unwrap_or(true);
     let mut echo = Map::new();
@@ -227,7 +229,11 @@ fn read_tools(v: Option<&Value>) -> Result<Tools, BadRequest> {
                 for (j, f) in inner.iter().enumerate() {
                     let mut spec = read_tool(f, &format!("{at}.tools[{j}]"))?;
                     let flat = flat_name(ns, &spec.name);
-                    namespaced.push((flat.clone(), ns.to_string(), std::mem::replace(&mut spec.name, flat)));
+                    namespaced.push((
+                        flat.clone(),
+                        ns.to_string(),
+                        std::mem::replace(&mut spec.name, flat),
+                    ));
                     tools.push(spec);
                 }
             }
@@ -404,7 +410,14 @@ fn message_item(ids: &Ids, status: &str, text: &str) -> Value {
 }
 
 /// A call item; a call of a namespace tool's function named as the harness named it.
-fn call_item(asked: &Asked, ids: &Ids, i: usize, c: &ToolCall, status: &str, arguments: &str) -> Value {
+fn call_item(
+    asked: &Asked,
+    ids: &Ids,
+    i: usize,
+    c: &ToolCall,
+    status: &str,
+    arguments: &str,
+) -> Value {
     let mut item = json!({"id": ids.call(i), "type": "function_call", "status": status, "call_id": c.id, "name": c.name, "arguments": arguments});
     if let Some((_, ns, name)) = asked.namespaced.iter().find(|(flat, _, _)| *flat == c.name) {
         item["name"] = json!(name);
@@ -581,7 +594,38 @@ mod tests {
         assert_eq!(a.tool_choice, crate::model::ToolChoice::Named("add".into()));
         assert_eq!(a.max_tokens, Some(("max_output_tokens", json!(50))));
         assert!(!a.store);
-        assert_eq!(a.ignored, vec!["reasoning".to_string()]);
+        // The effort is read into the common form (forwarded or recorded as not delivered).
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        assert_eq!(a.reasoning.map(|r| r.to_string()).as_deref(), Some("effort=low"));
+    }
+
+    #[test]
+    fn namespace_tools_are_offered_flat_and_called_back_by_their_own_names() {
+        // Codex CLI's defaults (0.171.0): a namespace tool and a hosted web search.
+        let body = json!({"input": [
+                {"type": "function_call", "call_id": "c0", "name": "close_agent", "namespace": "multi_agent_v1", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c0", "output": "closed"}],
+            "tools": [{"type": "function", "name": "exec_command"},
+                {"type": "namespace", "name": "multi_agent_v1", "description": "sub-agents",
+                 "tools": [{"type": "function", "name": "close_agent", "parameters": {"type": "object"}}]},
+                {"type": "web_search", "external_web_access": true}]});
+        let a = read(&body).unwrap();
+        let names: Vec<&str> = a.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["exec_command", "multi_agent_v1__close_agent"]);
+        assert_eq!(a.omitted_tools, ["web_search"]);
+        // An earlier call the harness sends back is read under the name the model was offered.
+        assert_eq!(a.messages[0].tool_calls[0].name, "multi_agent_v1__close_agent");
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "multi_agent_v1__close_agent".into(),
+            arguments: "{}".into(),
+        };
+        let out = super::reply(&reply("", vec![call], "tool_calls"), &META, &a, &Ids::of("t-1-s1"));
+        let item = &out["output"][0];
+        assert_eq!(
+            (item["name"].as_str(), item["namespace"].as_str()),
+            (Some("close_agent"), Some("multi_agent_v1"))
+        );
     }
 
     #[test]
@@ -656,8 +700,12 @@ mod tests {
                 "input[0]: item type `web_search_call` is not supported (message, function_call, function_call_output)",
             ),
             (
-                json!({"input": "x", "tools": [{"type": "web_search"}]}),
-                "tools[0]: tool type `web_search` is not supported (function)",
+                json!({"input": "x", "tools": [{"type": "custom", "name": "apply_patch"}]}),
+                "tools[0]: tool type `custom` is not supported (function)",
+            ),
+            (
+                json!({"input": "x", "tools": [{"type": "namespace", "name": "n", "tools": [{"type": "local_shell"}]}]}),
+                "tools[0].tools[0]: tool type `local_shell` is not supported (function)",
             ),
             (
                 json!({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}),

@@ -97,7 +97,9 @@ impl Asked {
 pub fn read_effort(v: Option<&Value>, at: &str) -> Result<Option<Reasoning>, BadRequest> {
     match v {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(e)) => Ok(Reasoning { effort: Some(e.clone()), ..Default::default() }.some()),
+        Some(Value::String(e)) => {
+            Ok(Reasoning { effort: Some(e.clone()), ..Default::default() }.some())
+        }
         Some(_) => Err(BadRequest::at(at, "not a string")),
     }
 }
@@ -106,7 +108,8 @@ pub fn read_effort(v: Option<&Value>, at: &str) -> Result<Option<Reasoning>, Bad
 fn read_think(v: Option<&Value>) -> Result<Option<Reasoning>, BadRequest> {
     match v {
         Some(Value::Bool(on)) => Ok(Some(Reasoning { enabled: Some(*on), ..Default::default() })),
-        v => read_effort(v, "think").map_err(|_| BadRequest::at("think", "not a boolean or a string")),
+        v => read_effort(v, "think")
+            .map_err(|_| BadRequest::at("think", "not a boolean or a string")),
     }
 }
 
@@ -437,8 +440,16 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
             read_ollama_keys(body, &mut asked)?;
             asked.response_format = read_ollama_format(obj.get("format"), "format")?;
             asked.reasoning = read_think(obj.get("think"))?;
-            const KNOWN: [&str; 8] =
-                ["model", "messages", "tools", "stream", "options", "keep_alive", "format", "think"];
+            const KNOWN: [&str; 8] = [
+                "model",
+                "messages",
+                "tools",
+                "stream",
+                "options",
+                "keep_alive",
+                "format",
+                "think",
+            ];
             asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
         }
     }

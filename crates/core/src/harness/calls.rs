@@ -5,8 +5,8 @@
 
 use crate::experiment::config::{Budget, ModelSpec};
 use crate::model::{ChatReply, ChatRequest, Message, ModelClient, ModelError, ToolSpec};
-use crate::record::omit::{TracedSoFar, holds_string};
 use crate::record::delivery::Delivery;
+use crate::record::omit::{TracedSoFar, holds_string};
 use crate::record::{BudgetLimit, EndReason, Incidents, TokenSource, Tokens, TraceStep};
 use std::time::{Duration, Instant};
 

@@ -32,11 +32,17 @@ use std::time::{Duration, Instant};
 pub const JAIL_HARNESS_DIR: &str = "/harness";
 pub const JAIL_TRIAL_DIR: &str = "/ablate-trial";
 
+/// Memory of an external harness's jail without `[harness] memory_mb`, MiB.
+pub const HARNESS_MEMORY_MB: u64 = 4096;
+
 /// Limits of an external harness's process tree: an agent (and the tests it
-/// runs) needs more room than one check.
-pub fn harness_limits(budget: &Budget) -> Limits {
+/// runs) needs more room than one check. Its memory is bounded by the jail's
+/// memory cgroup where there is one, not by each process's address space,
+/// which JIT runtimes (Bun, the JVM) reserve far past what they use.
+pub fn harness_limits(budget: &Budget, memory_mb: u64) -> Limits {
     Limits {
-        memory_mb: 4096,
+        memory_mb,
+        address_space: false,
         file_size_mb: 64,
         cpu_seconds: (budget.max_working_seconds.ceil() as u64).saturating_mul(2).max(60),
         processes: 128,
@@ -64,6 +70,8 @@ pub struct ExternalContext<'a> {
     pub python: Option<&'a Python>,
     /// `[harness] mounts`.
     pub mounts: &'a [String],
+    /// `[harness] memory_mb`: the jail's memory.
+    pub memory_mb: u64,
 }
 
 impl ExternalContext<'_> {
@@ -644,7 +652,7 @@ async fn command(
             ro_binds: &ro_binds,
             netns: net.map(|n| n.fd()),
         },
-        limits: harness_limits(ctx.budget),
+        limits: harness_limits(ctx.budget, ctx.memory_mb),
     };
     let max = ctx.budget.max_working_seconds;
     let stop = stop_at_budget(ctx, meter);

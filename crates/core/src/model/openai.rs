@@ -67,7 +67,9 @@ impl OpenAiClient {
         if let Some(f) = &req.response_format {
             body["response_format"] = f.openai();
         }
-        if let Some(effort) = req.reasoning.as_ref().and_then(|r| self.delivers_reasoning(r)).and_then(|r| r.effort) {
+        if let Some(effort) =
+            req.reasoning.as_ref().and_then(|r| self.delivers_reasoning(r)).and_then(|r| r.effort)
+        {
             body["reasoning_effort"] = json!(effort);
         }
         body

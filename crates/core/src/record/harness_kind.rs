@@ -67,6 +67,9 @@ pub struct ExternalHarness {
     /// Folders the sandbox shows read-only at their own paths (absolute).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<String>,
+    /// The jail's memory in MiB (`[harness] memory_mb`; None: 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
 }
 
 /// Where an external harness runs on a container task (`[harness] runs_in`).

@@ -111,6 +111,7 @@ impl TrialEnv {
                     exec: matches!(self, TrialEnv::Container(_)) && ext.runs_in == RunsIn::Host,
                     python: shared.harness_python.as_ref(),
                     mounts: &ext.mounts,
+                    memory_mb: ext.memory_mb.unwrap_or(external::HARNESS_MEMORY_MB),
                 };
                 let out = match self {
                     TrialEnv::Jail(sandbox) => external::run_external(&ctx, sandbox, on_step).await,

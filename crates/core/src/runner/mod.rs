@@ -185,6 +185,16 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
             .harness_kind
             .external()
             .is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
+    let in_containers = suite
+        .tasks
+        .iter()
+        .any(|t| t.container.is_some() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)));
+    if let Some(ext) =
+        exp.harness_kind.external().filter(|e| e.runs_in == crate::experiment::RunsIn::Container)
+        && in_containers
+    {
+        refuse_unbound(&exp, ext)?;
+    }
     let setup = setup(&exp, &opts.engine, host_command, &reporters).await?;
     let container_setup = containers::setup(&exp, &suite, opts.container_engine).await?;
     if let Some(c) = &container_setup
@@ -406,6 +416,24 @@ struct Setup {
     clients: HashMap<String, Arc<dyn ModelClient>>,
     identities: Vec<ModelIdentity>,
     instructions: HashMap<String, ArmPrompts>,
+}
+
+/// `python` and `mounts` are shown in the jail; a command that runs in a task's
+/// container (`runs_in = "container"`) would run without them: refused by name.
+fn refuse_unbound(
+    exp: &Experiment,
+    ext: &crate::record::harness_kind::ExternalHarness,
+) -> Result<(), RunError> {
+    let key = match (&ext.python, ext.mounts.is_empty()) {
+        (Some(_), _) => "harness.python",
+        (None, false) => "harness.mounts",
+        (None, true) => return Ok(()),
+    };
+    Err(RunError::Input(InputError::at(
+        &exp.config_path,
+        key,
+        "is shown only to a command that runs in ablate's jail, and the suite's container tasks run the command in the task's container (runs_in = \"container\"), where it is not bound: put what the harness needs in `files`, or set runs_in = \"host\"",
+    )))
 }
 
 /// Candidate code runs only in the sandbox (or where the user opted out); an

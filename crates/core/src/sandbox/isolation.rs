@@ -404,15 +404,19 @@ pub fn chown_tree(root: &Path, uid: u32, skip: Option<&Path>) -> std::io::Result
 
 /// Set the limits in a forked child before exec (async-signal-safe calls only).
 /// `processes` is left out when the limit cannot be per-sandbox (no uid of its
-/// own): RLIMIT_NPROC counts every process of the user.
-pub fn apply_rlimits(l: &Limits, processes: bool) -> std::io::Result<()> {
+/// own): RLIMIT_NPROC counts every process of the user. The address space is
+/// left unbounded only where a memory cgroup holds the jail (`grouped`) and the
+/// limits say so (`Limits::address_space`).
+pub fn apply_rlimits(l: &Limits, processes: bool, grouped: bool) -> std::io::Result<()> {
     use rustix::process::{Resource, Rlimit, setrlimit};
     // setrlimit is one system call (async-signal-safe); rustix makes it without libc.
     let set = |res, value: u64| {
         setrlimit(res, Rlimit { current: Some(value), maximum: Some(value) })
             .map_err(std::io::Error::from)
     };
-    set(Resource::As, l.memory_mb.saturating_mul(1 << 20))?;
+    if l.address_space || !grouped {
+        set(Resource::As, l.memory_mb.saturating_mul(1 << 20))?;
+    }
     set(Resource::Fsize, l.file_size_mb.saturating_mul(1 << 20))?;
     set(Resource::Cpu, l.cpu_seconds)?;
     if processes {

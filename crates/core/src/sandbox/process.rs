@@ -153,6 +153,7 @@ pub async fn run_until(
         let limits = c.limits;
         let per_uid = matches!(c.isolation, Isolation::Bubblewrap { uid_switch: true, .. });
         let netns = c.jail.netns.filter(|_| c.isolation.is_isolated());
+        let grouped = procs.is_some();
         // SAFETY: the closure runs in the forked child and calls only setns and
         // setrlimit; the namespace fd stays open (in `c.jail`) until the child has run.
         unsafe {
@@ -164,7 +165,7 @@ pub async fn run_until(
                 if let Some(procs) = &procs {
                     super::cgroup::join(procs)?;
                 }
-                apply_rlimits(&limits, per_uid)
+                apply_rlimits(&limits, per_uid, grouped)
             });
         }
     }

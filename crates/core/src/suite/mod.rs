@@ -575,6 +575,16 @@ pub struct Limits {
     pub processes: u64,
     /// Open file descriptors per process (RLIMIT_NOFILE).
     pub open_files: u64,
+    /// Whether `memory_mb` also bounds each process's address space
+    /// (RLIMIT_AS) where a memory cgroup already holds the jail. Runtimes
+    /// that reserve far more address space than they use (Bun, the JVM)
+    /// need it off; without a cgroup the rlimit is always set.
+    #[serde(skip, default = "address_space_limited")]
+    pub address_space: bool,
+}
+
+fn address_space_limited() -> bool {
+    true
 }
 
 impl Default for Limits {
@@ -585,6 +595,7 @@ impl Default for Limits {
             cpu_seconds: 60,
             processes: 64,
             open_files: 256,
+            address_space: true,
         }
     }
 }

@@ -26,10 +26,8 @@ pub fn check(data: &RunData, e: &mut EffectReport) {
             }
         }
     }
-    e.delivery = DeliveryCheck::of(
-        dc.and_then(|d| d.record.as_ref()),
-        dt.and_then(|d| d.record.as_ref()),
-    );
+    e.delivery =
+        DeliveryCheck::of(dc.and_then(|d| d.record.as_ref()), dt.and_then(|d| d.record.as_ref()));
     e.delivery_note = match &e.delivery {
         DeliveryCheck::NotDelivered { fields } => {
             e.verdict = EffectVerdict::NotDelivered { fields: fields.clone() };
@@ -39,9 +37,9 @@ pub fn check(data: &RunData, e: &mut EffectReport) {
             "the arms' requests reached the model identically in every recorded field, though {} acts through the request",
             e.components.join(", ")
         )),
-        DeliveryCheck::Unrecorded => Some(
-            "no delivery record: whether the treatment reached the model is not known".into(),
-        ),
+        DeliveryCheck::Unrecorded => {
+            Some("no delivery record: whether the treatment reached the model is not known".into())
+        }
         DeliveryCheck::Identical | DeliveryCheck::Delivered { .. } => None,
     };
 }

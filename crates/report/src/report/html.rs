@@ -203,7 +203,11 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
             esc(&e.verdict.to_string())
         );
         if let Some(note) = &e.delivery_note {
-            let _ = writeln!(s, "<tr><td></td><td colspan=7 class=warn>delivery: {}</td></tr>", esc(note));
+            let _ = writeln!(
+                s,
+                "<tr><td></td><td colspan=7 class=warn>delivery: {}</td></tr>",
+                esc(note)
+            );
         }
     }
 }

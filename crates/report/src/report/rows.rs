@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
         assert_eq!(arms_columns().len(), 41);
-        assert_eq!(effects_columns().len(), 38);
+        assert_eq!(effects_columns().len(), 40);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
         {
