@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ABLATE := target/release/ablate
 
-.PHONY: test ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
+.PHONY: agents test ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model), the example notebook run headless, `ablate export` (feature polars),
@@ -14,7 +14,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-test: deps model-small base-image sdk-venv import-venv
+test: deps model-small base-image sdk-venv import-venv agents
 	$(CARGO) test -- --skip simulation
 	$(CARGO) build
 	ABLATE=target/debug/ablate bash scripts/test-notebook.sh
@@ -85,6 +85,11 @@ plan: build
 ## target/sdk-venv, for the gateway's conformance tests (tests/sdk.rs).
 sdk-venv:
 	bash scripts/venv.sh --optional target/sdk-venv "openai, anthropic, ollama" openai==3.57.0 anthropic==2.15.0 ollama==0.6.3
+
+## make agents: the CLI agents of examples/harnesses (Codex CLI, Claude Code, opencode; npm,
+## pinned) in target/agents, for their example configs and tests/agents.rs.
+agents:
+	bash scripts/agents.sh target/agents
 
 ## make import-venv: inspect-ai and harbor (pinned, from PyPI) in target/import-venv, for the
 ## import tests (tests/import.rs), which make real Inspect logs and Harbor job folders with them.

@@ -177,10 +177,12 @@ pub fn preflight(
     iso: &Isolation,
     view: &HostView<'_>,
     named_python: bool,
+    mounts: &[String],
 ) -> Result<(), (&'static str, String)> {
     let Isolation::Bubblewrap { bwrap, uid_switch, .. } = iso else { return Ok(()) };
     let setup = |e: String| ("harness.command", e);
-    let argv = expand_command(command, JAIL_HARNESS_DIR, JAIL_WORKSPACE, &view.python.executable);
+    let argv =
+        expand_command(command, JAIL_HARNESS_DIR, JAIL_WORKSPACE, &view.python.executable, mounts);
     let program = argv.first().cloned().unwrap_or_default();
     let lease = isolation::lease_uid().map_err(|e| setup(format!("no jail uid: {e}")))?;
     let dir = crate::sandbox::scratch::tempdir("preflight-").map_err(|e| setup(e.to_string()))?;
@@ -260,20 +262,27 @@ pub fn preflight(
     )))
 }
 
-/// Expand `{harness}`, `{workspace}` and `{python}` in the command; a first
-/// word `python3` or `python` becomes the interpreter too.
+/// Expand `{harness}`, `{workspace}`, `{python}` and `{mounts[i]}` (the i-th
+/// of `[harness] mounts`, absolute) in the command; a first word `python3` or
+/// `python` becomes the interpreter too.
 pub fn expand_command(
     command: &[String],
     harness: &str,
     workspace: &str,
     python: &str,
+    mounts: &[String],
 ) -> Vec<String> {
     let mut argv: Vec<String> = command
         .iter()
         .map(|a| {
-            a.replace("{harness}", harness)
+            let mut a = a
+                .replace("{harness}", harness)
                 .replace("{workspace}", workspace)
-                .replace("{python}", python)
+                .replace("{python}", python);
+            for (i, m) in mounts.iter().enumerate() {
+                a = a.replace(&format!("{{mounts[{i}]}}"), m);
+            }
+            a
         })
         .collect();
     if let Some(first) = argv.first_mut()
@@ -630,7 +639,8 @@ async fn command(
     set_mode(trial_dir.path(), 0o755)?;
     set_mode(&file, 0o644)?;
     let view = HostView::new(ctx.python, ctx.mounts);
-    let argv = expand_command(ctx.command, &harness, &workspace, &view.python.executable);
+    let argv =
+        expand_command(ctx.command, &harness, &workspace, &view.python.executable, ctx.mounts);
     let env = task_environment(ctx, base, meter.key(), &trial_file, &workspace);
     if jailed {
         sandbox.hand_over().map_err(LaunchError::HandOver)?;
@@ -699,11 +709,12 @@ mod tests {
 
     #[test]
     fn placeholders_expand() {
-        let cmd =
-            vec!["sh".to_string(), "{harness}/run.sh".to_string(), "--in={workspace}".to_string()];
+        let cmd = ["sh", "{harness}/run.sh", "--in={workspace}", "{mounts[1]}/bin/codex"]
+            .map(String::from);
+        let mounts = ["/opt/a".to_string(), "/opt/agents".to_string()];
         assert_eq!(
-            expand_command(&cmd, "/harness", "/workspace", "/py"),
-            vec!["sh", "/harness/run.sh", "--in=/workspace"]
+            expand_command(&cmd, "/harness", "/workspace", "/py", &mounts),
+            vec!["sh", "/harness/run.sh", "--in=/workspace", "/opt/agents/bin/codex"]
         );
     }
 }

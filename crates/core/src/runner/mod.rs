@@ -475,8 +475,15 @@ async fn setup(
             };
             if host_command {
                 let view = external::HostView::new(python.as_ref(), &ext.mounts);
-                external::preflight(&ext.command, dir.path(), isolation, &view, python.is_some())
-                    .map_err(|(key, m)| RunError::Input(InputError::at(&exp.config_path, key, m)))?;
+                external::preflight(
+                    &ext.command,
+                    dir.path(),
+                    isolation,
+                    &view,
+                    python.is_some(),
+                    &ext.mounts,
+                )
+                .map_err(|(key, m)| RunError::Input(InputError::at(&exp.config_path, key, m)))?;
             }
             (Some(dir), python)
         }

@@ -37,9 +37,10 @@ pub fn check(data: &RunData, e: &mut EffectReport) {
             "the arms' requests reached the model identically in every recorded field, though {} acts through the request",
             e.components.join(", ")
         )),
-        DeliveryCheck::Unrecorded => {
+        DeliveryCheck::Unrecorded if acts_on_requests(&e.components) => {
             Some("no delivery record: whether the treatment reached the model is not known".into())
         }
+        DeliveryCheck::Unrecorded => None,
         DeliveryCheck::Identical | DeliveryCheck::Delivered { .. } => None,
     };
 }

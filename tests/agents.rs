@@ -1,0 +1,225 @@
+//! Conformance of the CLI agents people ablate (examples/harnesses/, installed
+//! pinned by `make agents` into target/agents): each runs with its stock
+//! settings through the trial's gateway against a scripted upstream, on the
+//! tiny suite's add-two task. It passes; it stops `budget_exhausted` at a step
+//! limit; and Codex's effort ablation is "not delivered" against a provider
+//! that ignores reasoning and an effect against one that honours it.
+//!
+//! Without the agents installed these tests are skipped loudly; with CI set
+//! they fail.
+
+mod common;
+
+use ablate::record::delivery::DeliveryCheck;
+use ablate::record::{BudgetLimit, EndReason, TrialStatus};
+use ablate::report::analysis::EffectVerdict;
+use common::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// An agent of examples/harnesses, and where `make agents` puts its program.
+struct Agent {
+    /// The folder of its wrapper under examples/harnesses.
+    dir: &'static str,
+    /// Its program, under target/agents.
+    program: &'static str,
+}
+
+const CODEX: Agent = Agent {
+    dir: "codex",
+    program: "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+};
+const CLAUDE: Agent = Agent {
+    dir: "claude-code",
+    program: "node_modules/@anthropic-ai/claude-code-linux-x64/claude",
+};
+const OPENCODE: Agent =
+    Agent { dir: "opencode", program: "node_modules/opencode-linux-x64/bin/opencode" };
+
+/// The agent's program when it answers `--version`; None (skipped loudly) when it is not installed.
+fn installed(agent: &Agent) -> Option<PathBuf> {
+    let program = root().join("target/agents").join(agent.program);
+    let answers = std::process::Command::new(&program)
+        .arg("--version")
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if answers {
+        return Some(program);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{} does not answer --version: run make agents (make test does)", program.display());
+    }
+    eprintln!("\n*** SKIPPED: {} needs make agents (npm and PyPI) ***\n", agent.dir);
+    None
+}
+
+/// The `[harness]` table of `agent`'s example, with its declared components.
+fn harness(agent: &Agent, components: &str) -> String {
+    format!(
+        "[harness]\nkind = \"external\"\ncommand = [\"sh\", \"{{harness}}/run.sh\", \"{{mounts[0]}}/{}\"]\nfiles = [\"{}/\"]\nmounts = [\"{}\"]\n{components}\n",
+        agent.program,
+        root().join("examples/harnesses").join(agent.dir).display(),
+        root().join("target/agents").display(),
+    )
+}
+
+/// The shell tool the request offers, and the arguments that run `cmd` with it.
+fn shell_call(body: &Value, cmd: &str) -> Option<(String, String)> {
+    let tools = body["tools"].as_array()?;
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    let (name, args) = if names.contains(&"exec_command") {
+        ("exec_command", json!({"cmd": cmd}))
+    } else if names.contains(&"Bash") {
+        ("Bash", json!({"command": cmd, "description": "run"}))
+    } else if names.contains(&"bash") {
+        ("bash", json!({"command": cmd, "description": "run"}))
+    } else {
+        return None;
+    };
+    Some((name.to_string(), args.to_string()))
+}
+
+/// Whether the conversation already holds a tool result.
+fn has_tool_result(body: &Value) -> bool {
+    body["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+}
+
+const FIX: &str = "printf 'def add(a, b):\\n    return a + b\\n' > add.py";
+
+/// The scripted model: where the request offers a shell, one call that fixes add.py, then
+/// "Done."; any other request (a title, a summary) gets a line of text. `fixes(body)` false:
+/// the model answers without fixing.
+fn upstream(fixes: fn(&Value) -> bool) -> Handler {
+    Arc::new(move |path, body, _| {
+        if let Some(m) = meta(path) {
+            return m;
+        }
+        match shell_call(body, FIX) {
+            Some((name, args)) if !has_tool_result(body) && fixes(body) => {
+                openai_tool("call_1", &name, &args)
+            }
+            _ => openai_text("Done."),
+        }
+    })
+}
+
+/// A model that keeps calling the shell: only the step limit stops the agent.
+fn endless() -> Handler {
+    Arc::new(|path, body, n| {
+        meta(path).unwrap_or_else(|| match shell_call(body, "ls") {
+            Some((name, args)) => openai_tool(&format!("call_{n}"), &name, &args),
+            None => openai_text("Done."),
+        })
+    })
+}
+
+async fn run_agent(
+    dir: &Path,
+    server: &Server,
+    harness: &str,
+    arms: &str,
+    max_steps: u32,
+    model_extra: &str,
+) -> Ran {
+    let suite = fixture("tiny");
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, arms);
+    cfg.top_extra = harness;
+    cfg.max_steps = max_steps;
+    cfg.max_working_seconds = 120.0;
+    cfg.model_extra = model_extra;
+    run(&cfg.write(dir), &dir.join("results")).await
+}
+
+/// Stock settings pass; an endless model is stopped at 3 steps.
+async fn stock_and_budget(agent: &Agent, components: &str, arm: &str) {
+    if installed(agent).is_none() {
+        return;
+    }
+    let h = harness(agent, components);
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(upstream(|_| true)).await;
+    let ran = run_agent(dir.path(), &server, &h, arm, 8, "").await;
+    let r = &ran.records[0];
+    let out = r.harness_command.as_ref().map(|c| c.stderr_tail.clone()).unwrap_or_default();
+    assert_eq!(r.status, TrialStatus::Passed, "{}: {r:?}\n{out}", agent.dir);
+    assert!(r.steps >= 2, "{}: a shell call, then its answer: {r:?}", agent.dir);
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(endless()).await;
+    let ran = run_agent(dir.path(), &server, &h, arm, 3, "").await;
+    let r = &ran.records[0];
+    assert_eq!(r.status, TrialStatus::BudgetExhausted, "{}: {r:?}", agent.dir);
+    assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::Steps });
+    assert_eq!(r.steps, 3, "{}", agent.dir);
+}
+
+const CODEX_COMPONENTS: &str = "components.effort = [\"low\", \"high\"]\ncomponents.instructions = [\"builtin\", \"terse.md\"]\ncomponents.web_search = [\"default\", \"disabled\"]";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_runs_stock_and_stops_at_its_budget() {
+    stock_and_budget(&CODEX, CODEX_COMPONENTS, "[arms.stock]\n").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_effort_is_not_delivered_where_ignored_and_an_effect_where_honoured() {
+    if installed(&CODEX).is_none() {
+        return;
+    }
+    let h = harness(&CODEX, CODEX_COMPONENTS);
+    let arms = "[arms.low]\neffort = \"low\"\n[arms.high]\neffort = \"high\"\n[[matrix.pairs]]\ncontrol = \"low\"\ntreatment = \"high\"\n";
+    // The model fixes the code only when asked for high effort.
+    let high = |b: &Value| b["reasoning_effort"] == "high";
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(upstream(high)).await;
+    let ran = run_agent(dir.path(), &server, &h, arms, 8, "reasoning = false\n").await;
+    assert!(ran.records.iter().all(|r| r.status == TrialStatus::Failed), "{:?}", ran.records);
+    let report = ablate::report::analyse_dir(&ran.dir, None).unwrap();
+    let e = &report.ablations[0];
+    let EffectVerdict::NotDelivered { fields } = &e.verdict else {
+        panic!(
+            "{:?} {:?} {:#?}",
+            e.verdict,
+            e.delivery,
+            ran.records.iter().map(|r| &r.delivery).collect::<Vec<_>>()
+        )
+    };
+    assert_eq!(fields.iter().map(|f| f.field.as_str()).collect::<Vec<_>>(), ["reasoning"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(upstream(high)).await;
+    let ran = run_agent(dir.path(), &server, &h, arms, 8, "").await;
+    for r in &ran.records {
+        let want = if r.arm == "high" { TrialStatus::Passed } else { TrialStatus::Failed };
+        assert_eq!(r.status, want, "{r:?}");
+    }
+    let report = ablate::report::analyse_dir(&ran.dir, None).unwrap();
+    let e = &report.ablations[0];
+    assert!(
+        matches!(&e.delivery, DeliveryCheck::Delivered { fields } if fields.contains(&"reasoning".to_string())),
+        "{:?}",
+        e.delivery
+    );
+    assert_eq!(e.delta, 1.0, "{:?}", e.verdict);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_stock_and_stops_at_its_budget() {
+    stock_and_budget(
+        &CLAUDE,
+        "components.append_system_prompt = [\"none\", \"terse.md\"]\ncomponents.disallowed_tools = [\"none\", \"WebFetch\"]",
+        "[arms.stock]\n",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_runs_stock_and_stops_at_its_budget() {
+    stock_and_budget(&OPENCODE, "components.agent = [\"build\", \"plan\"]", "[arms.stock]\n").await;
+}
