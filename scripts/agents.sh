@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The CLI agents of examples/harnesses, pinned, from npm, into one folder that
-# their configs mount read-only into the sandbox (`mounts`):
-#   Codex CLI 0.171.0 (@openai/codex), Claude Code 2.1.332
-#   (@anthropic-ai/claude-code), opencode 1.18.33 (opencode-ai).
+# The CLI agents of examples/harnesses, pinned, into one folder that their
+# configs mount read-only into the sandbox (`mounts`): from npm, Codex CLI
+# 0.171.0 (@openai/codex), Claude Code 2.1.332 (@anthropic-ai/claude-code) and
+# opencode 1.18.33 (opencode-ai); from PyPI, in DIR/venv, aider 0.86.2
+# (aider-chat) and mini-swe-agent 2.4.6.
 # Detected by what runs: each program must answer --version, else the folder
 # is installed anew. Offline, the agents' tests are skipped loudly, unless CI
 # is set (then this fails).
@@ -21,7 +22,11 @@ answers() {
     HOME=$(mktemp -d) "$dir/$p" --version >/dev/null 2>&1 || return 1
   done
 }
+python_agents() {
+  bash scripts/venv.sh --optional "$dir/venv" "aider, minisweagent" aider-chat==0.86.2 mini-swe-agent==2.4.6
+}
 if [ -f "$dir/pins.txt" ] && [ "$(cat "$dir/pins.txt")" = "${pins[*]}" ] && answers; then
+  python_agents
   exit 0
 fi
 rm -rf "$dir"
@@ -39,3 +44,4 @@ chmod -R a+rX "$dir"
 answers || { echo "the agents installed in $dir do not answer --version" >&2; exit 1; }
 echo "${pins[*]}" > "$dir/pins.txt"
 echo "made $dir: ${pins[*]}"
+python_agents

@@ -8,6 +8,7 @@
 # install (offline) warns and exits 0, unless CI is set.
 #   target/sdk-venv: openai, anthropic, ollama (tests/sdk.rs; make sdk-venv)
 #   target/harness-venv: smolagents (examples/harnesses/smol; make harness-venv)
+#   target/agents/venv: aider, mini-swe-agent (examples/harnesses; make agents)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 optional=

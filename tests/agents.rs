@@ -28,24 +28,32 @@ struct Agent {
     dir: &'static str,
     /// Its program, under target/agents.
     program: &'static str,
+    /// What makes it answer without working (`--version`, `--help`).
+    answers: &'static str,
+    /// A Python program of target/agents/venv (its interpreter is then the harness's `python`).
+    python: bool,
 }
 
-const CODEX: Agent = Agent {
-    dir: "codex",
-    program: "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-};
-const CLAUDE: Agent = Agent {
-    dir: "claude-code",
-    program: "node_modules/@anthropic-ai/claude-code-linux-x64/claude",
-};
-const OPENCODE: Agent =
-    Agent { dir: "opencode", program: "node_modules/opencode-linux-x64/bin/opencode" };
+const fn agent(dir: &'static str, program: &'static str) -> Agent {
+    Agent { dir, program, answers: "--version", python: false }
+}
 
-/// The agent's program when it answers `--version`; None (skipped loudly) when it is not installed.
+const CODEX: Agent = agent(
+    "codex",
+    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+);
+const CLAUDE: Agent =
+    agent("claude-code", "node_modules/@anthropic-ai/claude-code-linux-x64/claude");
+const OPENCODE: Agent = agent("opencode", "node_modules/opencode-linux-x64/bin/opencode");
+const AIDER: Agent = Agent { python: true, ..agent("aider", "venv/bin/aider") };
+const MINI: Agent =
+    Agent { python: true, answers: "--help", ..agent("mini-swe-agent", "venv/bin/mini") };
+
+/// The agent's program when it answers; None (skipped loudly) when it is not installed.
 fn installed(agent: &Agent) -> Option<PathBuf> {
     let program = root().join("target/agents").join(agent.program);
     let answers = std::process::Command::new(&program)
-        .arg("--version")
+        .arg(agent.answers)
         .env("HOME", std::env::temp_dir())
         .output()
         .is_ok_and(|o| o.status.success());
@@ -61,8 +69,13 @@ fn installed(agent: &Agent) -> Option<PathBuf> {
 
 /// The `[harness]` table of `agent`'s example, with its declared components.
 fn harness(agent: &Agent, components: &str) -> String {
+    let python = if agent.python {
+        format!("python = \"{}\"\n", root().join("target/agents/venv/bin/python").display())
+    } else {
+        String::new()
+    };
     format!(
-        "[harness]\nkind = \"external\"\ncommand = [\"sh\", \"{{harness}}/run.sh\", \"{{mounts[0]}}/{}\"]\nfiles = [\"{}/\"]\nmounts = [\"{}\"]\n{components}\n",
+        "[harness]\nkind = \"external\"\ncommand = [\"sh\", \"{{harness}}/run.sh\", \"{{mounts[0]}}/{}\"]\nfiles = [\"{}/\"]\nmounts = [\"{}\"]\n{python}{components}\n",
         agent.program,
         root().join("examples/harnesses").join(agent.dir).display(),
         root().join("target/agents").display(),
@@ -91,6 +104,10 @@ fn has_tool_result(body: &Value) -> bool {
 }
 
 const FIX: &str = "printf 'def add(a, b):\\n    return a + b\\n' > add.py";
+/// The fix as an agent without tools (aider) takes it: the file, whole, in a fenced block.
+const WHOLE_FIX: &str = "add.py\n```python\ndef add(a, b):\n    return a + b\n```\n";
+/// What mini-swe-agent's model runs to say it is done.
+const SUBMIT: &str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
 
 /// The scripted model: where the request offers a shell, one call that fixes add.py, then
 /// "Done."; any other request (a title, a summary) gets a line of text. `fixes(body)` false:
@@ -100,10 +117,16 @@ fn upstream(fixes: fn(&Value) -> bool) -> Handler {
         if let Some(m) = meta(path) {
             return m;
         }
+        let asks_submit = body.to_string().contains("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT");
         match shell_call(body, FIX) {
             Some((name, args)) if !has_tool_result(body) && fixes(body) => {
                 openai_tool("call_1", &name, &args)
             }
+            Some(_) if asks_submit => {
+                let (name, args) = shell_call(body, SUBMIT).expect("a shell tool");
+                openai_tool("call_2", &name, &args)
+            }
+            None if fixes(body) && !has_tool_result(body) => openai_text(WHOLE_FIX),
             _ => openai_text("Done."),
         }
     })
@@ -136,34 +159,46 @@ async fn run_agent(
     run(&cfg.write(dir), &dir.join("results")).await
 }
 
-/// Stock settings pass; an endless model is stopped at 3 steps.
-async fn stock_and_budget(agent: &Agent, components: &str, arm: &str) {
+/// Stock settings pass, in `min_steps` model calls at least; false: not installed (skipped).
+async fn stock(agent: &Agent, components: &str, min_steps: u32) -> bool {
     if installed(agent).is_none() {
-        return;
+        return false;
     }
     let h = harness(agent, components);
     let dir = tempfile::tempdir().unwrap();
     let server = start(upstream(|_| true)).await;
-    let ran = run_agent(dir.path(), &server, &h, arm, 8, "").await;
+    let ran = run_agent(dir.path(), &server, &h, "[arms.stock]\n", 8, "").await;
     let r = &ran.records[0];
     let out = r.harness_command.as_ref().map(|c| c.stderr_tail.clone()).unwrap_or_default();
     assert_eq!(r.status, TrialStatus::Passed, "{}: {r:?}\n{out}", agent.dir);
-    assert!(r.steps >= 2, "{}: a shell call, then its answer: {r:?}", agent.dir);
+    assert!(r.steps >= min_steps, "{}: {r:?}", agent.dir);
+    true
+}
 
+/// An endless model is stopped at 3 steps.
+async fn stopped_at_its_budget(agent: &Agent, components: &str) {
+    let h = harness(agent, components);
     let dir = tempfile::tempdir().unwrap();
     let server = start(endless()).await;
-    let ran = run_agent(dir.path(), &server, &h, arm, 3, "").await;
+    let ran = run_agent(dir.path(), &server, &h, "[arms.stock]\n", 3, "").await;
     let r = &ran.records[0];
     assert_eq!(r.status, TrialStatus::BudgetExhausted, "{}: {r:?}", agent.dir);
     assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::Steps });
     assert_eq!(r.steps, 3, "{}", agent.dir);
 }
 
+/// Stock settings pass (a shell call, then its answer); an endless model is stopped at 3 steps.
+async fn stock_and_budget(agent: &Agent, components: &str) {
+    if stock(agent, components, 2).await {
+        stopped_at_its_budget(agent, components).await;
+    }
+}
+
 const CODEX_COMPONENTS: &str = "components.effort = [\"low\", \"high\"]\ncomponents.instructions = [\"builtin\", \"terse.md\"]\ncomponents.web_search = [\"default\", \"disabled\"]";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_runs_stock_and_stops_at_its_budget() {
-    stock_and_budget(&CODEX, CODEX_COMPONENTS, "[arms.stock]\n").await;
+    stock_and_budget(&CODEX, CODEX_COMPONENTS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,15 +246,27 @@ async fn codex_effort_is_not_delivered_where_ignored_and_an_effect_where_honoure
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_runs_stock_and_stops_at_its_budget() {
-    stock_and_budget(
-        &CLAUDE,
-        "components.append_system_prompt = [\"none\", \"terse.md\"]\ncomponents.disallowed_tools = [\"none\", \"WebFetch\"]",
-        "[arms.stock]\n",
-    )
+    stock_and_budget(&CLAUDE, "components.append_system_prompt = [\"none\", \"terse.md\"]\ncomponents.disallowed_tools = [\"none\", \"WebFetch\"]")
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opencode_runs_stock_and_stops_at_its_budget() {
-    stock_and_budget(&OPENCODE, "components.agent = [\"build\", \"plan\"]", "[arms.stock]\n").await;
+    stock_and_budget(&OPENCODE, "components.agent = [\"build\", \"plan\"]").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aider_runs_stock() {
+    // aider takes its edits from the reply's text: one call. One --message gives it no loop for
+    // a step limit to stop.
+    stock(&AIDER, "components.edit_format = [\"whole\", \"diff\"]", 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mini_swe_agent_runs_stock_and_stops_at_its_budget() {
+    // A shell call that fixes, then the one that submits.
+    let components = "components.config = [\"mini\", \"mini_textbased\"]";
+    if stock(&MINI, components, 2).await {
+        stopped_at_its_budget(&MINI, components).await;
+    }
 }

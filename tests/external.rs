@@ -239,3 +239,28 @@ async fn a_harness_python_and_mounts_anywhere_are_shown_in_the_sandbox() {
     assert_eq!(r.status, TrialStatus::Passed, "{r:?}");
     assert_eq!(cmd.stdout_tail.trim(), "DEP 42 True use +\nREADONLY OSError", "{cmd:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_when_the_working_time_runs_out_is_cut_traced_and_answered() {
+    // The model takes 30 s to answer; the trial has 2 s of working time.
+    let server = start(Arc::new(|path, _b, _n| {
+        meta(path).unwrap_or_else(|| openai_text(RIGHT_ADD).delayed(Duration::from_secs(30)))
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let top = harness_toml(&server.url);
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.echo]\nmode = \"echo\"\n");
+    cfg.top_extra = &top;
+    cfg.max_working_seconds = 2.0;
+    let started = Instant::now();
+    let ran = run(&cfg.write(dir.path()), &dir.path().join("results")).await;
+    let r = &ran.records[0];
+    assert_eq!(r.status, TrialStatus::Timeout, "{r:?}");
+    assert_eq!(r.steps, 1, "{r:?}");
+    let trace = traces(&ran.dir, &r.trial_id);
+    assert_eq!(trace.len(), 1, "the call in flight has its trace line: {trace:?}");
+    let error = trace[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("cut in flight") && error.contains("working_seconds"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(25), "the trial did not wait for the model");
+}

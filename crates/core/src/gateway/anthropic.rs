@@ -25,8 +25,9 @@ const KNOWN: [&str; 12] = [
     "output_config",
 ];
 
-/// Keys that ask for nothing this model is sent, not noted as dropped.
-const QUIET: [&str; 2] = ["metadata", "anthropic_version"];
+/// Keys that ask for nothing this model is sent, not noted as dropped (`metadata` is: the
+/// delivery record keeps it by presence, docs/delivery.md).
+const QUIET: [&str; 1] = ["anthropic_version"];
 
 /// A Messages request as the gateway reads it: each key it forwards or acts
 /// on, typed (null is absent); other keys are noted as dropped (`KNOWN`).
@@ -399,8 +400,9 @@ mod tests {
             (a.tool_choice.clone(), a.stop.clone()),
             (ToolChoice::Required, vec!["</x>".to_string()])
         );
-        // Thinking is read into the common form (forwarded or recorded as not delivered).
-        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        // Thinking is read into the common form (forwarded or recorded as not delivered);
+        // metadata is recorded as not delivered.
+        assert_eq!(a.ignored, ["metadata"]);
         assert_eq!(a.reasoning, Some(Reasoning { enabled: Some(true), ..Default::default() }));
         let effort = json!({"messages": [{"role": "user", "content": "x"}],
             "thinking": {"type": "enabled", "budget_tokens": 31999, "display": "omitted"}, "output_config": {"effort": "high"}});

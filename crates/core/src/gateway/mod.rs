@@ -11,6 +11,7 @@
 pub mod anthropic;
 pub mod delivered;
 pub mod embeddings;
+pub mod gemini;
 pub mod legacy;
 pub mod responses;
 pub mod wire;
@@ -154,6 +155,8 @@ pub struct TrialMeter {
     state: Mutex<State>,
     tracer: Mutex<Tracer>,
     stop: watch::Sender<Option<GatewayStop>>,
+    /// The working time is spent: calls still in flight are cut (`out_of_time`).
+    time_up: watch::Sender<bool>,
     in_flight: watch::Sender<u32>,
     /// The container the exec endpoint runs commands in; unset, the endpoint does not exist.
     exec: std::sync::OnceLock<ContainerExec>,
@@ -187,6 +190,7 @@ impl TrialMeter {
                 previous: Vec::new(),
             }),
             stop: watch::channel(None).0,
+            time_up: watch::channel(false).0,
             in_flight: watch::channel(0).0,
             exec: std::sync::OnceLock::new(),
             exec_turn: tokio::sync::Mutex::new(()),
@@ -251,6 +255,13 @@ impl TrialMeter {
         }
     }
 
+    /// Resolves once the working time is spent (never for another stop: the
+    /// calls forwarded within a step or token budget are answered).
+    async fn out_of_time(&self) {
+        let mut rx = self.time_up.subscribe();
+        let _ = rx.wait_for(|up| *up).await;
+    }
+
     /// Mark a limit the runner detected itself (the wall clock): later calls
     /// are refused, and `stopped` resolves.
     pub fn exhaust(&self, limit: BudgetLimit) {
@@ -298,6 +309,9 @@ impl TrialMeter {
     }
 
     fn request_stop(&self, why: GatewayStop) {
+        if why == GatewayStop::Budget(BudgetLimit::WorkingSeconds) {
+            self.time_up.send_replace(true);
+        }
         {
             let mut st = self.state.lock().unwrap();
             if st.stopped_at.is_none() {
@@ -638,6 +652,9 @@ pub async fn serve(listener: tokio::net::TcpListener, meter: Arc<TrialMeter>) {
 
 enum Route {
     Chat(Api),
+    /// A Gemini call, and the model its path names.
+    Gemini(Api, String),
+    GeminiCount(String),
     Models,
     Model(String),
     Tags,
@@ -679,7 +696,7 @@ fn presented_keys(h: &hyper::HeaderMap) -> Vec<&str> {
             keys.push(key.trim());
         }
     }
-    for name in ["x-api-key", "api-key"] {
+    for name in ["x-api-key", "api-key", "x-goog-api-key"] {
         keys.extend(h.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::trim));
     }
     keys
@@ -695,9 +712,27 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
     let path = path.trim_end_matches('/');
     let path = if path.is_empty() { "/" } else { path };
     let mut api = if path.starts_with("/api/") { Api::Ollama } else { Api::OpenAi };
+    // Google's clients may send the key as the `key` query parameter.
+    let query_key = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("key=")).map(str::to_string));
     let authorized = path_key.is_some_and(|k| same_key(k, &meter.key))
+        || query_key.is_some_and(|k| same_key(&k, &meter.key))
         || presented_keys(req.headers()).iter().any(|k| same_key(k, &meter.key));
+    let gemini = gemini::route(path).filter(|_| req.method() == Method::POST);
+    if gemini.is_some() {
+        api = Api::Gemini;
+    }
     let route = match (req.method(), path) {
+        _ if gemini.is_some() => {
+            let (model, m) = gemini.clone().expect("a Gemini path");
+            match m {
+                gemini::Method::Generate => Route::Gemini(Api::Gemini, model),
+                gemini::Method::Stream => Route::Gemini(Api::GeminiStream, model),
+                gemini::Method::CountTokens => Route::GeminiCount(model),
+            }
+        }
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Route::Chat(Api::OpenAi),
         (&Method::POST, "/v1/responses" | "/responses") => Route::Chat(Api::Responses),
         (&Method::POST, "/v1/messages") => Route::Chat(Api::Anthropic),
@@ -736,14 +771,19 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
         let v = wire::error_body(api, kind, &message, None);
         (json_response(status, &v), v)
     };
-    if let Route::Chat(api) = route {
+    let chat_call = match &route {
+        Route::Chat(api) => Some((*api, None)),
+        Route::Gemini(api, model) => Some((*api, Some(model.clone()))),
+        _ => None,
+    };
+    if let Some((api, path_model)) = chat_call {
         // In its own task: a harness hanging up mid-call does not cancel a
         // call the model is already answering; it is still counted and traced.
         let m = meter.clone();
         let shown = format!("{method} {shown_path}");
-        return match tokio::spawn(
-            async move { chat_request(m, api, authorized, body, shown).await },
-        )
+        return match tokio::spawn(async move {
+            chat_request(m, api, path_model, authorized, body, shown).await
+        })
         .await
         {
             Ok(resp) => resp,
@@ -868,9 +908,27 @@ async fn handle(meter: Arc<TrialMeter>, req: Request<Incoming>) -> Resp {
                 "the request body is not JSON".into(),
             ),
         },
+        Route::GeminiCount(model) => {
+            let read = body.as_ref().ok().and_then(|b| serde_json::from_slice::<Value>(b).ok());
+            match read.map(|v| gemini::count_tokens(&v, &model)) {
+                Some(Ok(v)) => json_response(StatusCode::OK, &v),
+                Some(Err(e)) => {
+                    refused(StatusCode::BAD_REQUEST, "invalid_request_error", e.to_string())
+                }
+                None => refused(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    "the request body is not JSON".into(),
+                ),
+            }
+        }
         Route::Version => json_response(StatusCode::OK, &json!({"version": OLLAMA_VERSION})),
         Route::Root => respond(StatusCode::OK, "text/plain", "Ollama is running"),
-        Route::Chat(_) | Route::Exec | Route::Embeddings(_) | Route::NotFound => refused(
+        Route::Chat(_)
+        | Route::Gemini(..)
+        | Route::Exec
+        | Route::Embeddings(_)
+        | Route::NotFound => refused(
             StatusCode::NOT_FOUND,
             "not_found",
             format!(
@@ -888,6 +946,7 @@ fn model_object(id: &str) -> Value {
 async fn chat_request(
     meter: Arc<TrialMeter>,
     api: Api,
+    path_model: Option<String>,
     authorized: bool,
     body: Result<Bytes, bool>,
     shown: String,
@@ -950,7 +1009,7 @@ async fn chat_request(
                 )),
             ),
             Ok(v) => {
-                let out = chat(&meter, api, &v, &mut step, &mut forwarded).await;
+                let out = chat(&meter, api, path_model, &v, &mut step, &mut forwarded).await;
                 (v, out)
             }
         },
@@ -1002,6 +1061,7 @@ fn refused_excerpt(body: &Value) -> Value {
 async fn chat(
     meter: &Arc<TrialMeter>,
     api: Api,
+    path_model: Option<String>,
     body: &Value,
     step: &mut TraceStep,
     forwarded: &mut bool,
@@ -1010,10 +1070,13 @@ async fn chat(
         let v = wire::error_body(api, kind, message, limit);
         (json_response(status, &v), v)
     };
-    let asked = wire::read_request(api, body).map_err(|e| {
+    let mut asked = wire::read_request(api, body).map_err(|e| {
         meter.note_unsupported(e.to_string());
         bad_request(api, &e)
     })?;
+    if let Some(m) = path_model {
+        asked.model = Some(json!(m));
+    }
     let mut messages = asked.messages.clone();
     let had_instructions =
         api == Api::Responses && body.get("instructions").is_some_and(|v| !v.is_null());
@@ -1091,7 +1154,17 @@ async fn chat(
     }
     request.max_tokens = r.max_tokens;
     request.timeout = r.timeout;
-    let outcome = meter.client.chat(&request, step.operation_id.clone()).await;
+    // A call still in flight when the trial is stopped is cut there: traced and answered, so
+    // that the record and its trace agree (the harness is being stopped anyway).
+    let outcome = tokio::select! {
+        o = meter.client.chat(&request, step.operation_id.clone()) => o,
+        () = meter.out_of_time() => {
+            meter.state.lock().unwrap().reserved -= r.reserved;
+            let msg = "cut in flight: the trial's working_seconds budget is spent";
+            step.error = Some(msg.to_string());
+            return Err(refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", msg, Some("working_seconds")));
+        }
+    };
     step.request_attempts = outcome.attempts;
     step.latency_ms = outcome.latency.as_millis() as u64;
     step.rate_limit_wait_ms = outcome.wait.as_millis() as u64;
@@ -1190,6 +1263,9 @@ async fn chat(
             legacy::generate(&reply, &meta),
             asked.stream.then(|| ndjson(legacy::generate_ndjson(&reply, &meta))),
         ),
+        Api::Gemini | Api::GeminiStream => {
+            (gemini::reply(&reply, &meta), asked.stream.then(|| sse(gemini::sse(&reply, &meta))))
+        }
     };
     if !reply.text.is_empty() && !holds_string(&json_reply, &reply.text) {
         step.reply_text = Some(reply.text.clone());

@@ -31,6 +31,10 @@ const KNOWN: [&str; 15] = [
     "seed",
 ];
 
+/// Echoed keys the gateway does nothing else with (`instructions` is read, `parallel_tool_calls`
+/// recorded on its own).
+const ECHO_ONLY: [&str; 3] = ["metadata", "truncation", "user"];
+
 /// A key echoed back unchanged in the response object, with its default.
 type Echoed = (&'static str, fn() -> Value);
 
@@ -177,8 +181,11 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     asked.reasoning =
         wire::read_effort(reasoning.and_then(|r| r.get("effort")), "reasoning.effort")?;
     let other = reasoning.and_then(Value::as_object).into_iter().flat_map(|o| o.keys());
-    let other: Vec<String> =
+    let mut other: Vec<String> =
         other.filter(|k| *k != "effort").map(|k| format!("reasoning.{k}")).collect();
+    // `text` carries the format (read) and settings such as `verbosity` (not forwarded).
+    let text_keys = non_null("text").and_then(Value::as_object).into_iter().flat_map(|o| o.keys());
+    other.extend(text_keys.filter(|k| *k != "format").map(|k| format!("text.{k}")));
     asked.previous_response_id = req.previous_response_id;
     asked.store = req.store.unwrap_or(true);
     let mut echo = Map::new();
@@ -199,7 +206,8 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     asked.echo = Value::Object(echo);
     asked.ignored = obj
         .keys()
-        .filter(|k| !KNOWN.contains(&k.as_str()) && !ECHOED.iter().any(|(e, _)| e == k))
+        // Echoed keys are echoed, not forwarded: recorded as not delivered too.
+        .filter(|k| !KNOWN.contains(&k.as_str()) || ECHO_ONLY.contains(&k.as_str()))
         .cloned()
         .chain(other)
         .collect();

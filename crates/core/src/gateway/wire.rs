@@ -22,6 +22,10 @@ pub enum Api {
     Completions,
     /// Ollama's `/api/generate` (`legacy.rs`).
     Generate,
+    /// Google's Gemini API, `:generateContent` (`gemini.rs`).
+    Gemini,
+    /// Gemini's `:streamGenerateContent?alt=sse`.
+    GeminiStream,
 }
 
 impl Api {
@@ -391,6 +395,11 @@ pub fn read_request(api: Api, body: &Value) -> Result<Asked, BadRequest> {
         Api::Responses => super::responses::read(body),
         Api::Anthropic => super::anthropic::read(body),
         Api::Completions | Api::Generate => super::legacy::read(api, body),
+        // The model is named by the path: the caller sets it.
+        Api::Gemini | Api::GeminiStream => super::gemini::read(body, "").map(|mut a| {
+            a.stream = api == Api::GeminiStream;
+            a
+        }),
     }
 }
 
@@ -409,7 +418,17 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
     let tools = read_tools(obj.get("tools"), read_tool)?;
     let mut asked = Asked::new(messages, tools, obj.get("model").cloned());
     match api {
-        Api::OpenAi | Api::Responses | Api::Anthropic | Api::Completions | Api::Generate => {
+        Api::Ollama => {
+            read_ollama_keys(body, &mut asked)?;
+            asked.response_format = read_ollama_format(obj.get("format"), "format")?;
+            asked.reasoning = read_think(obj.get("think"))?;
+            // `keep_alive` is not among them: it is recorded as not delivered (by presence).
+            const KNOWN: [&str; 7] =
+                ["model", "messages", "tools", "stream", "options", "format", "think"];
+            asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
+        }
+        // OpenAI's chat (read_request sends no other API here).
+        _ => {
             read_openai_keys(body, &mut asked)?;
             asked.max_tokens = non_null(obj.get("max_completion_tokens"))
                 .map(|v| ("max_completion_tokens", v))
@@ -435,22 +454,6 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
                 "response_format",
             ];
             asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
-        }
-        Api::Ollama => {
-            read_ollama_keys(body, &mut asked)?;
-            asked.response_format = read_ollama_format(obj.get("format"), "format")?;
-            asked.reasoning = read_think(obj.get("think"))?;
-            const KNOWN: [&str; 8] = [
-                "model",
-                "messages",
-                "tools",
-                "stream",
-                "options",
-                "keep_alive",
-                "format",
-                "think",
-            ];
-            asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
         }
     }
     Ok(asked)
@@ -642,7 +645,7 @@ fn read_message(m: ChatMessage, index: usize) -> Result<Message, BadRequest> {
 /// Give each tool result both the id and the name of the call it answers,
 /// whichever the API left out: OpenAI results name the id, Ollama's the tool
 /// (or nothing, answering the calls in order). Each provider upstream needs its own.
-fn link_tool_results(messages: &mut [Message]) {
+pub(super) fn link_tool_results(messages: &mut [Message]) {
     let mut calls: Vec<ToolCall> = Vec::new();
     let mut answered: Vec<bool> = Vec::new();
     for m in messages.iter_mut() {
@@ -890,6 +893,23 @@ pub fn error_body(api: Api, kind: &str, message: &str, limit: Option<&str>) -> V
                 e["limit"] = json!(l);
             }
             json!({"type": "error", "error": e})
+        }
+        Api::Gemini | Api::GeminiStream => {
+            // Google's error form: the HTTP code, a message and a status word.
+            let (code, status) = match kind {
+                "unauthorized" => (401, "UNAUTHENTICATED"),
+                "not_found" => (404, "NOT_FOUND"),
+                "budget_exhausted" => (429, "RESOURCE_EXHAUSTED"),
+                "provider_error" | "internal_error" => (500, "INTERNAL"),
+                "not_implemented" => (501, "UNIMPLEMENTED"),
+                _ => (400, "INVALID_ARGUMENT"),
+            };
+            let mut e =
+                json!({"code": code, "message": message, "status": status, "ablate_type": kind});
+            if let Some(l) = limit {
+                e["limit"] = json!(l);
+            }
+            json!({"error": e})
         }
         _ => json!({"error": message}),
     }

@@ -335,6 +335,9 @@ fn task_environment(
     // Anthropic's SDK adds /v1/messages to the base itself.
     add("ANTHROPIC_BASE_URL", gateway_base.to_string());
     add("ANTHROPIC_API_KEY", key.to_string());
+    // Gemini CLI and Google's SDK (google-genai) add /v1beta/models/... to the base.
+    add("GOOGLE_GEMINI_BASE_URL", gateway_base.to_string());
+    add("GEMINI_API_KEY", key.to_string());
     if ctx.exec {
         add("ABLATE_EXEC_URL", format!("{gateway_base}{}", gateway::EXEC_PATH));
     }

@@ -6,6 +6,21 @@ use crate::experiment::matrix::{ArmOrigin, ComparisonKind};
 use crate::suite::Suite;
 use std::fmt::Write;
 
+/// What an external harness may ask that never reaches `m` (docs/delivery.md):
+/// comparisons that differ only in it are reported "not delivered".
+fn undeliverable(m: &crate::experiment::config::ModelSpec) -> String {
+    let reasoning = match (m.provider, m.reasoning) {
+        (Provider::Local, _) | (_, false) => "reasoning settings (effort, thinking budget, on/off)",
+        (Provider::Openai, true) => {
+            "a thinking budget or on/off (an effort goes as reasoning_effort)"
+        }
+        (Provider::Ollama, true) => "a thinking budget (an effort or on/off goes as think)",
+    };
+    format!(
+        "{reasoning}; hosted tools (web_search, file_search, code_interpreter, ...); sampling, the output cap and the seed (fixed by the experiment)"
+    )
+}
+
 pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>) -> String {
     let mut s = String::new();
     let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
@@ -42,6 +57,10 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             "  {:<20} {provider} {} at {place}, temperature {}, top_p {}",
             m.name, m.model, m.temperature, m.top_p
         );
+        // An external harness may ask what the model cannot be given: said before the run.
+        if exp.harness_kind.external().is_some() {
+            let _ = writeln!(s, "  {:<20} cannot reach it: {}", "", undeliverable(m));
+        }
     }
     let b = &exp.budget;
     let money = b
