@@ -45,6 +45,7 @@ const CODEX: Agent = agent(
 const CLAUDE: Agent =
     agent("claude-code", "node_modules/@anthropic-ai/claude-code-linux-x64/claude");
 const OPENCODE: Agent = agent("opencode", "node_modules/opencode-linux-x64/bin/opencode");
+const GEMINI: Agent = agent("gemini-cli", "node_modules/@google/gemini-cli/bundle/gemini.js");
 const AIDER: Agent = Agent { python: true, ..agent("aider", "venv/bin/aider") };
 const MINI: Agent =
     Agent { python: true, answers: "--help", ..agent("mini-swe-agent", "venv/bin/mini") };
@@ -52,7 +53,15 @@ const MINI: Agent =
 /// The agent's program when it answers; None (skipped loudly) when it is not installed.
 fn installed(agent: &Agent) -> Option<PathBuf> {
     let program = root().join("target/agents").join(agent.program);
-    let answers = std::process::Command::new(&program)
+    // A bundle runs under the machine's node.
+    let mut cmd = if agent.program.ends_with(".js") {
+        let mut c = std::process::Command::new("node");
+        c.arg(&program);
+        c
+    } else {
+        std::process::Command::new(&program)
+    };
+    let answers = cmd
         .arg(agent.answers)
         .env("HOME", std::env::temp_dir())
         .output()
@@ -92,6 +101,8 @@ fn shell_call(body: &Value, cmd: &str) -> Option<(String, String)> {
         ("Bash", json!({"command": cmd, "description": "run"}))
     } else if names.contains(&"bash") {
         ("bash", json!({"command": cmd, "description": "run"}))
+    } else if names.contains(&"run_shell_command") {
+        ("run_shell_command", json!({"command": cmd}))
     } else {
         return None;
     };
@@ -269,4 +280,9 @@ async fn mini_swe_agent_runs_stock_and_stops_at_its_budget() {
     if stock(&MINI, components, 2).await {
         stopped_at_its_budget(&MINI, components).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_runs_stock_and_stops_at_its_budget() {
+    stock_and_budget(&GEMINI, "components.system_md = [\"builtin\", \"terse.md\"]").await;
 }
