@@ -9,7 +9,7 @@ use ablate::record::{BudgetLimit, TraceStep};
 use common::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const SEED: u64 = 42;
 
@@ -1036,4 +1036,31 @@ async fn a_provider_without_embeddings_answers_501_traced_and_counted() {
     let s = gw.meter.summary();
     assert_eq!((s.refused_requests, s.embedding_calls, s.tokens.total()), (2, 2, 0));
     assert_eq!(gw.steps()[1].notes, ["embeddings", "refused: POST /api/embed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_when_the_working_time_runs_out_is_cut_traced_and_answered() {
+    // The model takes 30 s; the runner marks the working time spent 300 ms into the call (as
+    // it does for a provider, like the embedded model, that does not stop at the time left).
+    let server = start(Arc::new(|path, _, _| {
+        meta(path).unwrap_or_else(|| openai_text("x").delayed(Duration::from_secs(30)))
+    }))
+    .await;
+    let gw = gateway(spec(Provider::Openai, &server.url), budget(4, 1_000_000)).await;
+    let meter = gw.meter.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        meter.exhaust(BudgetLimit::WorkingSeconds);
+    });
+    let started = Instant::now();
+    let (status, _, text) =
+        gw.post("/v1/chat/completions", &json!({"messages": [user("x")]})).await;
+    assert_eq!(status, 429, "{text}");
+    assert!(text.contains("cut in flight") && text.contains("working_seconds"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(10), "the call did not wait for the model");
+    tokio::time::timeout(Duration::from_secs(5), gw.meter.settled()).await.expect("settled");
+    let steps = gw.steps();
+    assert_eq!(steps.len(), 1, "the call in flight has its trace line");
+    assert!(steps[0].error.as_deref().unwrap_or_default().contains("cut in flight"));
+    assert_eq!(gw.meter.summary().steps, 1);
 }

@@ -211,6 +211,9 @@ fn default_max_response_bytes() -> u64 {
     DEFAULT_MAX_RESPONSE_BYTES
 }
 
+/// The embedded model's context when its spec gives none (`model::local`).
+pub const DEFAULT_LOCAL_CONTEXT_TOKENS: u32 = 4096;
+
 fn default_top_p() -> f64 {
     1.0
 }

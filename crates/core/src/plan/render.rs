@@ -6,6 +6,20 @@ use crate::experiment::matrix::{ArmOrigin, ComparisonKind};
 use crate::suite::Suite;
 use std::fmt::Write;
 
+/// A context that holds the longest first prompt of the CLI agents of
+/// examples/harnesses (Claude Code's, about 11.8k tokens), with room to work.
+const AGENT_PROMPT_TOKENS: u32 = 16_384;
+
+/// The model's context where ablate knows it: the configured one, or the embedded engine's default.
+fn context(m: &crate::experiment::config::ModelSpec) -> Option<u32> {
+    match m.provider {
+        Provider::Local => Some(
+            m.context_tokens.unwrap_or(crate::experiment::config::DEFAULT_LOCAL_CONTEXT_TOKENS),
+        ),
+        _ => m.context_tokens,
+    }
+}
+
 /// What an external harness may ask that never reaches `m` (docs/delivery.md):
 /// comparisons that differ only in it are reported "not delivered".
 fn undeliverable(m: &crate::experiment::config::ModelSpec) -> String {
@@ -60,6 +74,13 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         // An external harness may ask what the model cannot be given: said before the run.
         if exp.harness_kind.external().is_some() {
             let _ = writeln!(s, "  {:<20} cannot reach it: {}", "", undeliverable(m));
+            if let Some(n) = context(m).filter(|n| *n < AGENT_PROMPT_TOKENS) {
+                let _ = writeln!(
+                    s,
+                    "  {:<20} context {n} tokens: the CLI agents' first prompts are about 6.2k (Codex CLI), 7.4k (opencode) and 11.8k (Claude Code) tokens; a longer prompt fails its call",
+                    ""
+                );
+            }
         }
     }
     let b = &exp.budget;

@@ -79,7 +79,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Context size when the model spec gives none.
-pub const DEFAULT_CONTEXT_TOKENS: u32 = 4096;
+pub const DEFAULT_CONTEXT_TOKENS: u32 = crate::experiment::config::DEFAULT_LOCAL_CONTEXT_TOKENS;
 /// Slots: twice the batch, so that while four trials are decoded together the
 /// caches of other conversations (the next trials of the same tasks) survive.
 const DEFAULT_SLOTS: usize = 8;
