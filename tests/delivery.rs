@@ -144,3 +144,22 @@ async fn a_refused_harness_is_an_infrastructure_error_and_its_arm_is_not_compara
     );
     assert_eq!(e.verdict.to_string(), "not comparable: no trial of arm `custom` reached the model");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosted_tools_refused_by_policy_are_a_harness_error_naming_the_tool() {
+    let server = start(honouring()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("tiny");
+    let top = format!("{}hosted_tools = \"refuse\"\n", harness_toml());
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
+    cfg.top_extra = &top;
+    let ran = run(&cfg.write(dir.path()), &dir.path().join("results")).await;
+    let r = &ran.records[0];
+    assert_eq!(r.status, TrialStatus::HarnessError, "{r:?}");
+    let error = r.error.as_deref().unwrap_or_default();
+    assert!(error.contains("`web_search`") && error.contains("hosted_tools"), "{error}");
+    assert!(server.chats.lock().unwrap().is_empty(), "no call reached the model");
+    // The manifest records the policy (the default, omit, is left out).
+    let manifest = std::fs::read_to_string(ran.dir.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"hosted_tools\": \"refuse\""), "{manifest}");
+}

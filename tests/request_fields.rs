@@ -6,8 +6,9 @@
 //! 0.6.3's `Client.chat`), so a field an SDK adds is checked the day the pin
 //! moves. Without the venv the test is skipped loudly; with CI set it fails.
 
+use ablate::gateway::adapter::read_request;
 use ablate::gateway::delivered::observe;
-use ablate::gateway::wire::{Api, read_request};
+use ablate::gateway::wire::Api;
 use ablate::model::{BoxFuture, CallOutcome, ChatRequest, ModelClient, ModelError, Reasoning};
 use serde_json::{Value, json};
 use std::path::Path;

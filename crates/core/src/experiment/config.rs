@@ -125,6 +125,7 @@ struct RawHarness {
     python: Option<String>,
     mounts: Option<Vec<String>>,
     memory_mb: Option<u64>,
+    hosted_tools: Option<crate::record::harness_kind::HostedTools>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -580,6 +581,7 @@ fn validate_harness(
             ("python", raw.python.is_some()),
             ("mounts", raw.mounts.is_some()),
             ("memory_mb", raw.memory_mb.is_some()),
+            ("hosted_tools", raw.hosted_tools.is_some()),
         ] {
             if given {
                 return Err(at(
@@ -741,6 +743,7 @@ fn validate_harness(
             python,
             mounts,
             memory_mb: raw.memory_mb,
+            hosted_tools: raw.hosted_tools.unwrap_or_default(),
         }),
     ))
 }

@@ -115,7 +115,8 @@ fn tools(tools: &[ToolSpec]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::wire::{Api, read_request};
+    use crate::gateway::adapter::read_request;
+    use crate::gateway::wire::Api;
     use crate::model::{BoxFuture, CallOutcome, Reasoning};
     use serde_json::json;
 

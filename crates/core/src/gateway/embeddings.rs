@@ -7,11 +7,18 @@
 //! and traced. An upstream that serves no embeddings (the embedded model)
 //! gets a 501.
 
-use super::wire::{Api, BadRequest, checked, from_body};
+use super::http::{Resp, as_received, bad_request, json_of, json_response, settle};
+use super::meter::{CallKind, TrialMeter, refused_excerpt};
+use super::wire::{self, Api, BadRequest, checked, from_body};
+use crate::model::ModelError;
 use crate::model::embed::{EmbedReply, EmbedRequest};
+use crate::record::Tokens;
+use bytes::Bytes;
+use hyper::StatusCode;
 use serde::Deserialize;
 use serde::de::Deserializer;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which endpoint was called: its request and reply forms.
@@ -291,6 +298,156 @@ pub fn base64_f32(v: &[f64]) -> String {
         }
     }
     out
+}
+
+/// An embeddings request from an authorized harness: forwarded to the
+/// upstream when it serves embeddings (501 when it does not), its input
+/// tokens counted against the budget; one trace line whatever becomes of it.
+pub(super) async fn embeddings_request(
+    meter: Arc<TrialMeter>,
+    api: EmbedApi,
+    body: Result<Bytes, bool>,
+    shown: String,
+) -> Resp {
+    meter.note_request();
+    let n = meter.next_embedding();
+    let mut step = meter.blank_step(n);
+    let received = as_received(&body);
+    let (mut reserved, mut unserved) = (None, false);
+    let outcome = embed_call(&meter, api, body, &mut step, &mut reserved, &mut unserved).await;
+    let resp = settle(outcome, &mut step);
+    step.notes.insert(0, "embeddings".into());
+    if unserved {
+        // As an endpoint the gateway lacks: counted and said so.
+        meter.state.lock().unwrap().refused_requests += 1;
+        step.notes.push(format!("refused: {shown}"));
+    }
+    meter.trace(step, if reserved.is_some() { received } else { refused_excerpt(&received) });
+    if let Some(r) = reserved {
+        let mut st = meter.state.lock().unwrap();
+        st.reserved = st.reserved.saturating_sub(r);
+        st.in_flight -= 1;
+        meter.in_flight.send_replace(st.in_flight);
+    }
+    let mut resp = resp;
+    meter.budget_headers(resp.headers_mut());
+    resp
+}
+
+/// The embeddings call itself: read, refused where the upstream serves none,
+/// reserved, forwarded, metered. `reserved`: the tokens held while in flight;
+/// `unserved`: the provider serves no embeddings.
+async fn embed_call(
+    meter: &TrialMeter,
+    api: EmbedApi,
+    body: Result<Bytes, bool>,
+    step: &mut crate::record::TraceStep,
+    reserved: &mut Option<u64>,
+    unserved: &mut bool,
+) -> Result<Resp, (Resp, Value)> {
+    let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
+        let v = wire::error_body(api.errors(), kind, message, limit);
+        (json_response(status, &v), v)
+    };
+    let v = json_of(body, api.errors())?;
+    let mut asked = read(api, v, &meter.model.name, &meter.model.model)
+        .map_err(|e| bad_request(api.errors(), &e))?;
+    if meter.client.embed(&asked.request, &step.operation_id).is_none() {
+        *unserved = true;
+        let msg = format!(
+            "the experiment's model (provider {}) serves no embeddings",
+            meter.model.provider.name()
+        );
+        return Err(refusal(StatusCode::NOT_IMPLEMENTED, "not_implemented", &msg, None));
+    }
+    let r = meter.reserve(asked.request.bound(), CallKind::Embedding).map_err(|limit| {
+        let name = limit.name();
+        let msg = format!("budget exhausted ({name}): the trial's {name} budget is spent; no further model calls are allowed");
+        refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &msg, Some(name))
+    })?;
+    *reserved = Some(r.reserved);
+    if !asked.ignored.is_empty() {
+        step.notes.push(format!("not forwarded: {}", asked.ignored.join(", ")));
+    }
+    asked.request.timeout = r.timeout;
+    let Some(call) = meter.client.embed(&asked.request, &step.operation_id) else {
+        unreachable!("the provider served embeddings a moment ago")
+    };
+    metered(meter, api, &asked, call.await, step, r.limited_by_budget)
+}
+
+/// An embeddings call's outcome counted against the budget and traced; the
+/// reply in the form asked, or the refusal the harness hears.
+#[allow(clippy::result_large_err)] // the handlers' refusal type (`http::json_of`)
+fn metered(
+    meter: &TrialMeter,
+    api: EmbedApi,
+    asked: &Asked,
+    outcome: crate::model::embed::EmbedOutcome,
+    step: &mut crate::record::TraceStep,
+    limited_by_budget: bool,
+) -> Result<Resp, (Resp, Value)> {
+    let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
+        let v = wire::error_body(api.errors(), kind, message, limit);
+        (json_response(status, &v), v)
+    };
+    step.request_attempts = outcome.attempts;
+    step.latency_ms = outcome.latency.as_millis() as u64;
+    step.rate_limit_wait_ms = outcome.wait.as_millis() as u64;
+    let mut st = meter.state.lock().unwrap();
+    st.wait += outcome.wait;
+    match outcome.result {
+        Ok(reply) => {
+            let tokens = Tokens { input: reply.input_tokens, output: 0, cached: 0 };
+            st.tokens.add(tokens);
+            if reply.token_source == crate::record::TokenSource::Estimated {
+                st.estimated_calls += 1;
+                step.notes.push("no usage in the reply: input tokens counted from bytes".into());
+            }
+            meter.note_spent(&mut st);
+            drop(st);
+            step.tokens = tokens;
+            step.tokens_counted = reply.token_source;
+            step.reply = Some(traced(&reply));
+            Ok(json_response(StatusCode::OK, &self::reply(api, &reply, asked)))
+        }
+        // The upstream refused the request itself (an unknown embedding model, bad input): the harness hears it; the trial goes on.
+        Err(ModelError::Status { status, body })
+            if (400..500).contains(&status) && status != 429 =>
+        {
+            drop(st);
+            let msg = format!("the upstream refused the embeddings request: HTTP {status}: {body}");
+            step.error = Some(msg.clone());
+            Err(refusal(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+                "upstream_refused",
+                &msg,
+                None,
+            ))
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            step.error = Some(msg.clone());
+            if meter.upstream_failed(st, &e, limited_by_budget) {
+                let m = format!(
+                    "budget exhausted (working_seconds): the embeddings call timed out with the trial's working time ({msg})"
+                );
+                Err(refusal(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "budget_exhausted",
+                    &m,
+                    Some("working_seconds"),
+                ))
+            } else {
+                Err(refusal(
+                    StatusCode::BAD_GATEWAY,
+                    "provider_error",
+                    &format!("the embeddings endpoint failed: {msg}"),
+                    None,
+                ))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

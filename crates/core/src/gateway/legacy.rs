@@ -30,7 +30,6 @@ enum Prompt {
 /// Read a `/v1/completions` or `/api/generate` request.
 pub fn read(api: Api, body: &Value) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;
-    let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
     let req: Request = wire::from_json(body, "")?;
     let prompt = match req.prompt {
         Some(Prompt::One(s)) => s,
@@ -51,70 +50,74 @@ pub fn read(api: Api, body: &Value) -> Result<Asked, BadRequest> {
     }
     messages.push(Message::user(prompt));
     let mut asked = Asked::new(messages, Vec::new(), obj.get("model").cloned());
-    match api {
-        Api::Completions => {
-            wire::read_openai_keys(body, &mut asked)?;
-            asked.max_tokens = non_null("max_tokens").map(|v| ("max_tokens", v.clone()));
-            if non_null("n").and_then(Value::as_u64).is_some_and(|n| n != 1)
-                || non_null("best_of").and_then(Value::as_u64).is_some_and(|n| n != 1)
-            {
-                return Err(
-                    "`n` and `best_of` other than 1 are not supported: one completion a call"
-                        .into(),
-                );
-            }
-            const KNOWN: [&str; 10] = [
-                "model",
-                "prompt",
-                "stream",
-                "stream_options",
-                "temperature",
-                "top_p",
-                "seed",
-                "max_tokens",
-                "stop",
-                "n",
-            ];
-            asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
-        }
-        _ => {
-            wire::read_ollama_keys(body, &mut asked)?;
-            asked.response_format = wire::read_ollama_format(non_null("format"), "format")?;
-            for k in ["suffix", "template", "raw", "context", "images"] {
-                let given = match non_null(k) {
-                    None => false,
-                    Some(Value::String(s)) => !s.is_empty(),
-                    Some(Value::Bool(b)) => *b,
-                    Some(Value::Array(a)) => !a.is_empty(),
-                    Some(_) => true,
-                };
-                if given {
-                    return Err(BadRequest::naming(
-                        k,
-                        format!(
-                            "`{k}` is not supported: the prompt is sent as one user turn of the chat model"
-                        ),
-                    ));
-                }
-            }
-            const KNOWN: [&str; 12] = [
-                "model",
-                "prompt",
-                "system",
-                "stream",
-                "options",
-                "format",
-                "keep_alive",
-                "suffix",
-                "template",
-                "raw",
-                "context",
-                "images",
-            ];
-            asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
-        }
+    if api == Api::Completions {
+        read_completions_keys(body, &mut asked)?;
+    } else {
+        read_generate_keys(body, &mut asked)?;
     }
     Ok(asked)
+}
+
+/// `/v1/completions`' keys besides the prompt.
+fn read_completions_keys(body: &Value, asked: &mut Asked) -> Result<(), BadRequest> {
+    let obj = body.as_object().ok_or("the request body is not a JSON object")?;
+    let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
+    wire::read_openai_keys(body, asked)?;
+    asked.max_tokens = non_null("max_tokens").map(|v| ("max_tokens", v.clone()));
+    if non_null("n").and_then(Value::as_u64).is_some_and(|n| n != 1)
+        || non_null("best_of").and_then(Value::as_u64).is_some_and(|n| n != 1)
+    {
+        return Err(
+            "`n` and `best_of` other than 1 are not supported: one completion a call".into()
+        );
+    }
+    const KNOWN: [&str; 10] = [
+        "model",
+        "prompt",
+        "stream",
+        "stream_options",
+        "temperature",
+        "top_p",
+        "seed",
+        "max_tokens",
+        "stop",
+        "n",
+    ];
+    asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
+    Ok(())
+}
+
+/// `/api/generate`'s keys besides the prompt and the system text; what the
+/// chat model cannot be given (`suffix`, `template`, `raw`, ...) refused by name.
+fn read_generate_keys(body: &Value, asked: &mut Asked) -> Result<(), BadRequest> {
+    let obj = body.as_object().ok_or("the request body is not a JSON object")?;
+    let non_null = |k: &str| obj.get(k).filter(|v| !v.is_null());
+    wire::read_ollama_keys(body, asked)?;
+    asked.response_format = wire::read_ollama_format(non_null("format"), "format")?;
+    for k in ["suffix", "template", "raw", "context", "images"] {
+        let given = match non_null(k) {
+            None => false,
+            Some(Value::String(s)) => !s.is_empty(),
+            Some(Value::Bool(b)) => *b,
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(_) => true,
+        };
+        if given {
+            return Err(BadRequest::naming(
+                k,
+                format!(
+                    "`{k}` is not supported: the prompt is sent as one user turn of the chat model"
+                ),
+            ));
+        }
+    }
+    // `keep_alive` is not among them: it is recorded as not delivered (by presence).
+    const KNOWN: [&str; 11] = [
+        "model", "prompt", "system", "stream", "options", "format", "suffix", "template", "raw",
+        "context", "images",
+    ];
+    asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
+    Ok(())
 }
 
 /// `/v1/completions`' reply.

@@ -388,23 +388,8 @@ fn bad(msg: &str) -> BadRequest {
     BadRequest::from(msg)
 }
 
-/// Read a request body of `api`; Err is the message of a 400.
-pub fn read_request(api: Api, body: &Value) -> Result<Asked, BadRequest> {
-    match api {
-        Api::OpenAi | Api::Ollama => read_chat(api, body),
-        Api::Responses => super::responses::read(body),
-        Api::Anthropic => super::anthropic::read(body),
-        Api::Completions | Api::Generate => super::legacy::read(api, body),
-        // The model is named by the path: the caller sets it.
-        Api::Gemini | Api::GeminiStream => super::gemini::read(body, "").map(|mut a| {
-            a.stream = api == Api::GeminiStream;
-            a
-        }),
-    }
-}
-
 /// A chat request of OpenAI's `/v1/chat/completions` or Ollama's `/api/chat`.
-fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
+pub(super) fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or_else(|| bad("the request body is not a JSON object"))?;
     let req: ChatRequest = from_json(body, "")?;
     if req.messages.is_empty() {
@@ -427,7 +412,7 @@ fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
                 ["model", "messages", "tools", "stream", "options", "format", "think"];
             asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
         }
-        // OpenAI's chat (read_request sends no other API here).
+        // OpenAI's chat (`adapter` sends no other API here).
         _ => {
             read_openai_keys(body, &mut asked)?;
             asked.max_tokens = non_null(obj.get("max_completion_tokens"))
@@ -945,7 +930,7 @@ mod tests {
                 {"function": {"name": "list", "arguments": {}}}]},
             {"role": "tool", "tool_name": "list", "content": "a b"},
             {"role": "tool", "content": "text of a"}]});
-        let a = read_request(Api::Ollama, &body).unwrap();
+        let a = read_chat(Api::Ollama, &body).unwrap();
         assert!(a.stream, "Ollama streams by default");
         assert_eq!(a.messages[1].tool_calls[0].id, "call_1_0");
         assert_eq!(a.messages[1].tool_calls[0].arguments, r#"{"path":"a"}"#);
@@ -966,7 +951,7 @@ mod tests {
             {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
             {"role": "assistant", "content": null, "tool_calls": [{"id": "t9", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "t9", "content": "ok"}], "n": 2, "max_tokens": 5});
-        let a = read_request(Api::OpenAi, &body).unwrap();
+        let a = read_chat(Api::OpenAi, &body).unwrap();
         assert_eq!(a.messages[0].content, "ab");
         assert_eq!(a.messages[2].name.as_deref(), Some("run"));
         assert_eq!(a.ignored, vec!["n".to_string()]);
@@ -1031,7 +1016,7 @@ mod tests {
                 "tools[0]: tool type `web_search` is not supported (function)",
             ),
         ] {
-            let got = read_request(Api::OpenAi, &body).err().map(|e| e.message);
+            let got = read_chat(Api::OpenAi, &body).err().map(|e| e.message);
             assert_eq!(got.as_deref(), Some(message), "{body}");
         }
     }
@@ -1117,7 +1102,7 @@ mod tests {
             (json!({"messages": []}), Some("messages")),
             (json!([]), None),
         ] {
-            let bad = read_request(Api::OpenAi, &body).unwrap_err();
+            let bad = read_chat(Api::OpenAi, &body).unwrap_err();
             assert_eq!(bad.param.as_deref(), param, "{body}");
             let v = bad_request_body(Api::OpenAi, &bad);
             assert_eq!(v["error"]["message"], json!(bad.message));

@@ -72,12 +72,14 @@ pub struct ExternalContext<'a> {
     pub mounts: &'a [String],
     /// `[harness] memory_mb`: the jail's memory.
     pub memory_mb: u64,
+    /// `[harness] hosted_tools`.
+    pub hosted_tools: crate::record::harness_kind::HostedTools,
 }
 
 impl ExternalContext<'_> {
     /// The trial's meter: its budget, model and seed, each call reported to `on_step`.
     fn meter(&self, on_step: Box<dyn FnMut(TraceStep) + Send>) -> Arc<TrialMeter> {
-        TrialMeter::new(
+        let meter = TrialMeter::new(
             self.trial_id.to_string(),
             self.attempt,
             self.model.clone(),
@@ -85,7 +87,9 @@ impl ExternalContext<'_> {
             self.budget.clone(),
             self.seed,
             on_step,
-        )
+        );
+        meter.set_hosted_tools(self.hosted_tools);
+        meter
     }
 }
 

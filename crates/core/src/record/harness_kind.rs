@@ -70,6 +70,28 @@ pub struct ExternalHarness {
     /// The jail's memory in MiB (`[harness] memory_mb`; None: 4096).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,
+    /// What the gateway does with a hosted tool the harness offers (`[harness] hosted_tools`).
+    #[serde(default, skip_serializing_if = "HostedTools::is_omit")]
+    pub hosted_tools: HostedTools,
+}
+
+/// What the gateway does with a tool a provider runs on its own servers
+/// (`web_search`, `file_search`, ...), which no model it forwards to runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostedTools {
+    /// Left out of what reaches the model; the delivery record shows it asked and not reached.
+    #[default]
+    Omit,
+    /// The call is refused (400 naming the tool); a trial that never reached the model is
+    /// `harness_error`.
+    Refuse,
+}
+
+impl HostedTools {
+    pub fn is_omit(&self) -> bool {
+        *self == HostedTools::Omit
+    }
 }
 
 /// Where an external harness runs on a container task (`[harness] runs_in`).

@@ -112,6 +112,7 @@ impl TrialEnv {
                     python: shared.harness_python.as_ref(),
                     mounts: &ext.mounts,
                     memory_mb: ext.memory_mb.unwrap_or(external::HARNESS_MEMORY_MB),
+                    hosted_tools: ext.hosted_tools,
                 };
                 let out = match self {
                     TrialEnv::Jail(sandbox) => external::run_external(&ctx, sandbox, on_step).await,
