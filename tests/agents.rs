@@ -148,10 +148,15 @@ fn endless() -> Handler {
     Arc::new(|path, body, n| {
         meta(path).unwrap_or_else(|| match shell_call(body, "ls") {
             Some((name, args)) => openai_tool(&format!("call_{n}"), &name, &args),
-            None => openai_text("Done."),
+            // An agent without tools (aider) gets an edit that never applies, and asks again.
+            None => openai_text(UNAPPLIABLE),
         })
     })
 }
+
+/// A search/replace edit whose search text is not in the file.
+const UNAPPLIABLE: &str =
+    "add.py\n```python\n<<<<<<< SEARCH\nno such line\n=======\nx = 1\n>>>>>>> REPLACE\n```\n";
 
 async fn run_agent(
     dir: &Path,
@@ -187,11 +192,11 @@ async fn stock(agent: &Agent, components: &str, min_steps: u32) -> bool {
 }
 
 /// An endless model is stopped at 3 steps.
-async fn stopped_at_its_budget(agent: &Agent, components: &str) {
+async fn stopped_at_its_budget(agent: &Agent, components: &str, arm: &str) {
     let h = harness(agent, components);
     let dir = tempfile::tempdir().unwrap();
     let server = start(endless()).await;
-    let ran = run_agent(dir.path(), &server, &h, "[arms.stock]\n", 3, "").await;
+    let ran = run_agent(dir.path(), &server, &h, arm, 3, "").await;
     let r = &ran.records[0];
     assert_eq!(r.status, TrialStatus::BudgetExhausted, "{}: {r:?}", agent.dir);
     assert_eq!(r.end_reason, EndReason::Budget { limit: BudgetLimit::Steps });
@@ -201,7 +206,7 @@ async fn stopped_at_its_budget(agent: &Agent, components: &str) {
 /// Stock settings pass (a shell call, then its answer); an endless model is stopped at 3 steps.
 async fn stock_and_budget(agent: &Agent, components: &str) {
     if stock(agent, components, 2).await {
-        stopped_at_its_budget(agent, components).await;
+        stopped_at_its_budget(agent, components, "[arms.stock]\n").await;
     }
 }
 
@@ -267,10 +272,13 @@ async fn opencode_runs_stock_and_stops_at_its_budget() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn aider_runs_stock() {
-    // aider takes its edits from the reply's text: one call. One --message gives it no loop for
-    // a step limit to stop.
-    stock(&AIDER, "components.edit_format = [\"whole\", \"diff\"]", 1).await;
+async fn aider_runs_stock_and_stops_at_its_budget() {
+    // aider takes its edits from the reply's text: one call. With search/replace edits that do
+    // not apply it asks the model again (its reflections), until the step limit stops it.
+    let components = "components.edit_format = [\"whole\", \"diff\"]";
+    if stock(&AIDER, components, 1).await {
+        stopped_at_its_budget(&AIDER, components, "[arms.diff]\nedit_format = \"diff\"\n").await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,7 +286,7 @@ async fn mini_swe_agent_runs_stock_and_stops_at_its_budget() {
     // A shell call that fixes, then the one that submits.
     let components = "components.config = [\"mini\", \"mini_textbased\"]";
     if stock(&MINI, components, 2).await {
-        stopped_at_its_budget(&MINI, components).await;
+        stopped_at_its_budget(&MINI, components, "[arms.stock]\n").await;
     }
 }
 
