@@ -382,3 +382,29 @@ fn bad_inputs_are_refused_naming_the_file_and_the_key() {
     assert!(err.contains("file"), "{err}");
     assert!(!dir.path().join("imported").exists());
 }
+
+#[test]
+fn plan_says_before_the_run_what_cannot_reach_the_model_and_a_context_too_small_for_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = common::fixture("tiny");
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harnesses/probe");
+    let mut cfg = common::Cfg::new(&suite, "openai", "http://127.0.0.1:9", "[arms.a]\n");
+    let top = format!(
+        "[harness]\nkind = \"external\"\ncommand = [\"python3\", \"{{harness}}/probe.py\"]\nfiles = [\"{}\"]\ncomponents.mode = [\"echo\", \"late\"]\n",
+        harness.display()
+    );
+    cfg.top_extra = &top;
+    cfg.model_extra = "context_tokens = 4096\nreasoning = false\n";
+    let config = cfg.write(dir.path());
+    let (code, out, err) = ablate(&["plan", config.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Codex CLI's first prompt (about 6.2k tokens) cannot fit; the endpoint ignores reasoning.
+    assert!(
+        out.contains("context 4096 tokens: the CLI agents' first prompts are about 6.2k"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cannot reach it: reasoning settings (effort, thinking budget, on/off)"),
+        "{out}"
+    );
+}
