@@ -203,13 +203,7 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
 /// `/v1/messages/count_tokens`: an upper bound (the request's bytes), since the gateway does not
 /// tokenize for the upstream.
 pub fn count_tokens(body: &Value) -> Result<Value, BadRequest> {
-    let asked = read(body)?;
-    let request = crate::model::ChatRequest {
-        messages: asked.messages,
-        tools: asked.tools,
-        ..Default::default()
-    };
-    Ok(json!({"input_tokens": crate::model::prompt_bound(&request)}))
+    Ok(json!({"input_tokens": read(body)?.prompt_bound()}))
 }
 
 fn read_tool(t: Tool, at: &str) -> Result<ToolSpec, BadRequest> {

@@ -4,7 +4,7 @@
 //! in the API's own form; one trace line whatever becomes of it.
 
 use super::adapter::{self, Replying};
-use super::http::{Resp, bad_request, json_of, json_response, respond, settle};
+use super::http::{Refusal, Resp, bad_request, json_of, json_response, refusal, respond, settle};
 use super::meter::refused_excerpt;
 use super::meter::{CallKind, Reservation, TrialMeter};
 use super::wire::{self, Api, Asked, ReplyMeta};
@@ -89,21 +89,6 @@ fn call_body(
     }
 }
 
-/// The refusal of a call: the response and its body for the trace.
-type Refusal = (Resp, Value);
-
-/// A refusal in `api`'s error form.
-fn refusal(
-    api: Api,
-    status: StatusCode,
-    kind: &str,
-    message: &str,
-    limit: Option<&str>,
-) -> Refusal {
-    let v = wire::error_body(api, kind, message, limit);
-    (json_response(status, &v), v)
-}
-
 /// A chat call with a JSON body from an authorized harness: read, reserve,
 /// forward, answer. Err is a refusal (response, body) for the trace.
 /// `forwarded` is set once a step is reserved (the call is in flight).
@@ -132,7 +117,7 @@ pub(super) async fn chat(
     let reply = forward(meter, api, &request, &r, step).await?;
     if api == Api::Responses && asked.store {
         let ids = responses::Ids::of(&step.operation_id);
-        let had_instructions = body.get("instructions").is_some_and(|v| !v.is_null());
+        let had_instructions = responses::has_instructions(body);
         meter.store(
             ids.response,
             responses::stored_conversation(&request.messages, had_instructions, &reply),
@@ -209,7 +194,7 @@ fn conversation(
         return Err((json_response(StatusCode::BAD_REQUEST, &v), v));
     };
     // Its instructions first (not carried over), then the stored turns, then this input.
-    let at = usize::from(body.get("instructions").is_some_and(|v| !v.is_null()));
+    let at = usize::from(responses::has_instructions(body));
     messages.splice(at..at, earlier);
     Ok(messages)
 }

@@ -7,9 +7,9 @@
 //! and traced. An upstream that serves no embeddings (the embedded model)
 //! gets a 501.
 
-use super::http::{Resp, as_received, bad_request, json_of, json_response, settle};
+use super::http::{Resp, as_received, bad_request, json_of, json_response, refusal, settle};
 use super::meter::{CallKind, TrialMeter, refused_excerpt};
-use super::wire::{self, Api, BadRequest, checked, from_body};
+use super::wire::{Api, BadRequest, checked, from_body};
 use crate::model::ModelError;
 use crate::model::embed::{EmbedReply, EmbedRequest};
 use crate::record::Tokens;
@@ -345,9 +345,8 @@ async fn embed_call(
     reserved: &mut Option<u64>,
     unserved: &mut bool,
 ) -> Result<Resp, (Resp, Value)> {
-    let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
-        let v = wire::error_body(api.errors(), kind, message, limit);
-        (json_response(status, &v), v)
+    let refusal = |status, kind: &str, message: &str, limit: Option<&str>| {
+        refusal(api.errors(), status, kind, message, limit)
     };
     let v = json_of(body, api.errors())?;
     let mut asked = read(api, v, &meter.model.name, &meter.model.model)
@@ -387,9 +386,8 @@ fn metered(
     step: &mut crate::record::TraceStep,
     limited_by_budget: bool,
 ) -> Result<Resp, (Resp, Value)> {
-    let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
-        let v = wire::error_body(api.errors(), kind, message, limit);
-        (json_response(status, &v), v)
+    let refusal = |status, kind: &str, message: &str, limit: Option<&str>| {
+        refusal(api.errors(), status, kind, message, limit)
     };
     step.request_attempts = outcome.attempts;
     step.latency_ms = outcome.latency.as_millis() as u64;

@@ -2,7 +2,7 @@
 //! run in the task's container as its agent user, metered and traced.
 
 use super::MAX_REQUEST_BYTES;
-use super::http::{Resp, as_received, bad_request, json_of, json_response, settle};
+use super::http::{Resp, as_received, bad_request, json_of, json_response, refusal, settle};
 use super::meter::{TrialMeter, refused_excerpt};
 use super::wire::{self, Api, BadRequest};
 use crate::record::BudgetLimit;
@@ -98,9 +98,8 @@ fn read_exec(body: Value) -> Result<ExecAsk, BadRequest> {
 
 /// An exec request from an authorized harness: one trace line whatever becomes of it.
 pub(super) async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, bool>) -> Resp {
-    let refusal = |status: StatusCode, kind: &str, message: &str, limit: Option<&str>| {
-        let v = wire::error_body(Api::OpenAi, kind, message, limit);
-        (json_response(status, &v), v)
+    let refusal = |status, kind: &str, message: &str, limit: Option<&str>| {
+        refusal(Api::OpenAi, status, kind, message, limit)
     };
     let n = meter.next_exec();
     let mut step = meter.blank_step(n);

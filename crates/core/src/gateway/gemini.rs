@@ -343,13 +343,7 @@ pub fn sse(r: &ChatReply, meta: &ReplyMeta) -> String {
 pub fn count_tokens(body: &Value, model: &str) -> Result<Value, BadRequest> {
     // countTokens wraps the request in `generateContentRequest`, or sends `contents` alone.
     let inner = body.get("generateContentRequest").unwrap_or(body);
-    let asked = read(inner, model)?;
-    let request = crate::model::ChatRequest {
-        messages: asked.messages,
-        tools: asked.tools,
-        ..Default::default()
-    };
-    Ok(json!({"totalTokens": crate::model::prompt_bound(&request)}))
+    Ok(json!({"totalTokens": read(inner, model)?.prompt_bound()}))
 }
 
 #[cfg(test)]

@@ -63,14 +63,26 @@ pub(super) fn as_received(body: &Result<Bytes, bool>) -> Value {
     }
 }
 
+/// A refused request: the response, and its body for the trace.
+pub(super) type Refusal = (Resp, Value);
+
+/// A refusal in `api`'s error form.
+pub(super) fn refusal(
+    api: Api,
+    status: StatusCode,
+    kind: &str,
+    message: &str,
+    limit: Option<&str>,
+) -> Refusal {
+    let v = wire::error_body(api, kind, message, limit);
+    (json_response(status, &v), v)
+}
+
 /// A request body read as JSON, or its refusal (413 too large, 400 unreadable
 /// or not JSON) in `api`'s error form: the handlers' refusal type, as they return it.
 #[allow(clippy::result_large_err)]
-pub(super) fn json_of(body: Result<Bytes, bool>, api: Api) -> Result<Value, (Resp, Value)> {
-    let refusal = |status: StatusCode, kind: &str, message: &str| {
-        let v = wire::error_body(api, kind, message, None);
-        (json_response(status, &v), v)
-    };
+pub(super) fn json_of(body: Result<Bytes, bool>, api: Api) -> Result<Value, Refusal> {
+    let refusal = |status, kind: &str, message: &str| refusal(api, status, kind, message, None);
     let bytes = body.map_err(|too_large| {
         if too_large {
             refusal(

@@ -141,6 +141,12 @@ struct OutputItem {
     output: Option<Value>,
 }
 
+/// Whether a request sets `instructions`: a stored conversation goes after them, and is kept
+/// without them (they are not carried over to the next response).
+pub fn has_instructions(body: &Value) -> bool {
+    body.get("instructions").is_some_and(|v| !v.is_null())
+}
+
 /// Read a Responses request (the stored conversation of `previous_response_id` is the gateway's to add).
 pub fn read(body: &Value) -> Result<Asked, BadRequest> {
     let obj = body.as_object().ok_or("the request body is not a JSON object")?;

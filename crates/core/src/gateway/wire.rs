@@ -70,6 +70,17 @@ pub struct Asked {
 }
 
 impl Asked {
+    /// An upper bound of its prompt's tokens (its bytes, as `model::prompt_bound` counts them):
+    /// what the token-count endpoints answer, the gateway not tokenizing for the upstream.
+    pub fn prompt_bound(self) -> u64 {
+        let (messages, tools) = (self.messages, self.tools);
+        crate::model::prompt_bound(&crate::model::ChatRequest {
+            messages,
+            tools,
+            ..Default::default()
+        })
+    }
+
     /// A request of `messages` and `tools`, nothing else asked.
     pub fn new(messages: Vec<Message>, tools: Vec<ToolSpec>, model: Option<Value>) -> Asked {
         Asked {
