@@ -1,14 +1,22 @@
 # ablate: the commands a user runs.
 CARGO ?= cargo
-ABLATE := target/release/ablate
+# cargo's output folder: $CARGO_TARGET_DIR when set (.ci/run points it at a cache outside the
+# clone), else target/. The Python environments and the agents stay under target/.
+OUT := $(or $(CARGO_TARGET_DIR),target)
+ABLATE := $(OUT)/release/ablate
+# The debug build `cargo test` makes: the tests, the CLI checks and the notebook share it.
+DEBUG_ABLATE := $(OUT)/debug/ablate
+# The integration tests that need no model, container, CLI agent or Harbor (make test-fast).
+FAST_TESTS := $(filter-out agents containers local_model import,$(basename $(notdir $(wildcard tests/*.rs))))
 
-.PHONY: agents test ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
+.PHONY: agents test test-fast simulations ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
-## small local model), the example notebook run headless, `ablate export` (feature polars),
-## the suite proof, the Slurm array job and merge on a single-node Slurm, and the statistics
-## simulations printed once, one test thread a core (972 s on 2 cores in a debug build, against
-## 1,378 s on one thread; each test prints its table whole).
+## small local model, the CLI agents, containers), the statistics simulations at the CI tier
+## (a tenth of the replications, every bound widened by its standard error; make simulations
+## runs them all), the example notebook run headless, the suite proofs, the Slurm array job
+## and merge on a single-node Slurm, and `ablate export` (feature polars, its own build).
+## One debug build serves the tests and every CLI step.
 ## make lint: the formatting (rustfmt.toml) and clippy, warnings as errors.
 lint:
 	$(CARGO) fmt --all --check
@@ -16,17 +24,28 @@ lint:
 
 test: deps model-small base-image sdk-venv import-venv agents
 	$(CARGO) test -- --skip simulation
-	$(CARGO) build
-	ABLATE=target/debug/ablate bash scripts/test-notebook.sh
-	@echo "--- ablate export (feature polars; its own target dir, so the binaries above stay as built) ---"
-	CARGO_TARGET_DIR=target/polars $(CARGO) test -p ablate --no-default-features --features polars --test export
-	CARGO_TARGET_DIR=target/polars $(CARGO) test -p ablate-report --features polars --lib export::
-	$(CARGO) run --quiet -- suite check tasks/core
-	$(CARGO) run --quiet -- suite check tasks/terminal
-	@echo "--- deploy/slurm on a private single-node Slurm: an array of 3 shards and the merge ---"
-	bash scripts/test-slurm.sh target/debug/ablate
-	@echo "--- statistics simulations (coverage, A/A and regression gates), run once ---"
+	@echo "--- statistics simulations (coverage, A/A and regression gates), CI tier ---"
 	$(CARGO) test --quiet --lib simulation -- --nocapture
+	ABLATE=$(DEBUG_ABLATE) bash scripts/test-notebook.sh
+	$(DEBUG_ABLATE) suite check tasks/core
+	$(DEBUG_ABLATE) suite check tasks/terminal
+	@echo "--- deploy/slurm on a private single-node Slurm: an array of 3 shards and the merge ---"
+	bash scripts/test-slurm.sh $(DEBUG_ABLATE)
+	@echo "--- ablate export (feature polars; its own output folder, so the binaries above stay as built) ---"
+	CARGO_TARGET_DIR=$(OUT)/polars $(CARGO) test -p ablate -p ablate-report --no-default-features \
+	  --features ablate/polars,ablate-report/polars --lib --test export -- --skip simulation
+
+## make test-fast: the unit and integration tests that need no model, container, CLI agent,
+## Harbor or simulation, for the edit-compile-test loop, the test binaries three at a time
+## (scripts/test-fast.py; the SDK environments are used when present).
+test-fast:
+	python3 scripts/test-fast.py --workspace --lib --bins $(addprefix --test ,$(FAST_TESTS)) -- --skip simulation
+
+## make simulations: the statistics simulations at the full tier (the replications and the
+## figures docs/statistics.md states), in a release build; the slowest three stay a command away
+## (docs/statistics.md).
+simulations:
+	ABLATE_SIMULATIONS=full $(CARGO) test --release -p ablate-report --lib simulation -- --nocapture
 
 ## make ablate: the bare model against the harness's feedback and acceptance on HumanEval, with
 ## the embedded default model, run until decided (at most 30 min of running time); installs what
@@ -58,7 +77,7 @@ harness-venv:
 
 ## make test-slurm: deploy/slurm proven on a private single-node Slurm (root; scripts/test-slurm.sh).
 test-slurm: deps build
-	bash scripts/test-slurm.sh target/debug/ablate
+	bash scripts/test-slurm.sh $(DEBUG_ABLATE)
 
 ## make local-shards N=4 CONFIG=configs/x.toml: the experiment as N shard processes on this
 ## machine, merged into one run folder (scripts/local-shards.sh).
@@ -76,10 +95,10 @@ build:
 	$(CARGO) build
 
 check-suite: build
-	target/debug/ablate suite check tasks/core
+	$(DEBUG_ABLATE) suite check tasks/core
 
 plan: build
-	target/debug/ablate plan configs/core.toml
+	$(DEBUG_ABLATE) plan configs/core.toml
 
 ## make sdk-venv: the official openai, anthropic and ollama Python clients (pinned, from PyPI) in
 ## target/sdk-venv, for the gateway's conformance tests (tests/sdk.rs).

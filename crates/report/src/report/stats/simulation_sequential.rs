@@ -5,7 +5,7 @@
 //! fixed design with 80% power. Run once by `make test` (`cargo test --lib
 //! simulation`), printing the tables; the populations are `simulation::Cell`'s.
 
-use super::simulation::{Cell, SplitMix64, Table};
+use super::simulation::{Cell, SplitMix64, Table, reps, slack};
 use super::*;
 use ablate_core::sequential::{Decision, Sequence};
 
@@ -84,8 +84,9 @@ fn simulation_sequential_validity() {
     let (alpha, max_tasks) = (0.05, 500);
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0x5E9_0E7C_E000_0027);
+    let runs = reps(VALIDITY_REPS);
     out.line(format_args!(
-        "simulation_sequential_validity: no effect, the rule after every task, up to {max_tasks} tasks, {VALIDITY_REPS} replications, alpha {alpha}"
+        "simulation_sequential_validity: no effect, the rule after every task, up to {max_tasks} tasks, {runs} replications, alpha {alpha}"
     ));
     out.line(format_args!(
         "{:>6} {:>4} {:>4} | {:>12} {:>9} | {:>15}",
@@ -97,13 +98,13 @@ fn simulation_sequential_validity() {
             for &icc in &[0.0, 0.5] {
                 let cell = Cell { tasks: max_tasks, repeats, base, icc, delta: 0.0 };
                 let (mut fp, mut covered, mut peeked) = (0usize, 0usize, 0usize);
-                for _ in 0..VALIDITY_REPS {
+                for _ in 0..runs {
                     let o = replicate(&cell, &mut rng, alpha, None, max_tasks, &t_crit);
                     fp += matches!(o.decision, Decision::Helps | Decision::Hurts) as usize;
                     covered += o.covered as usize;
                     peeked += o.peeked_rejects as usize;
                 }
-                let n = VALIDITY_REPS as f64;
+                let n = runs as f64;
                 let (fp, covered, peeked) = (fp as f64 / n, covered as f64 / n, peeked as f64 / n);
                 out.line(format_args!(
                     "{repeats:>6} {base:>4} {icc:>4} | {fp:>12.3} {covered:>9.3} | {peeked:>15.3}"
@@ -118,7 +119,7 @@ fn simulation_sequential_validity() {
         "worst: P(ever helps or hurts) {worst_fp:.3}, coverage {worst_cover:.3}; peeking at the t interval: at least {least_peek:.3} ({:.0} s)",
         started.elapsed().as_secs_f64()
     ));
-    let slack = 3.0 * (alpha * (1.0 - alpha) / VALIDITY_REPS as f64).sqrt();
+    let slack = slack(alpha, runs);
     assert!(worst_fp <= alpha + slack, "false decisions {worst_fp}");
     assert!(worst_cover >= 1.0 - alpha - slack, "coverage {worst_cover}");
     assert!(least_peek > 2.0 * alpha, "the negative control shows the inflation: {least_peek}");
@@ -133,20 +134,21 @@ fn simulation_sequential_equivalence_size() {
     let (alpha, margin, max_tasks) = (0.05, 0.1, 500);
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0xE9_0175_1CE0_0027);
+    let runs = reps(VALIDITY_REPS);
     out.line(format_args!(
-        "simulation_sequential_equivalence_size: the difference at the margin ±{margin}, up to {max_tasks} tasks, {VALIDITY_REPS} replications"
+        "simulation_sequential_equivalence_size: the difference at the margin ±{margin}, up to {max_tasks} tasks, {runs} replications"
     ));
     let mut worst = 0.0f64;
     for &repeats in &[1usize, 5] {
         for &(base, icc) in &[(0.3, 0.0), (0.5, 0.5), (0.8, 0.25)] {
             let cell = Cell { tasks: max_tasks, repeats, base, icc, delta: margin };
             let mut equivalent = 0usize;
-            for _ in 0..VALIDITY_REPS {
+            for _ in 0..runs {
                 equivalent += (replicate(&cell, &mut rng, alpha, Some(margin), max_tasks, &t_crit)
                     .decision
                     == Decision::Equivalent) as usize;
             }
-            let rate = equivalent as f64 / VALIDITY_REPS as f64;
+            let rate = equivalent as f64 / runs as f64;
             out.line(format_args!(
                 "  trials {repeats} base {base} icc {icc}: P(equivalent) {rate:.3}"
             ));
@@ -154,10 +156,7 @@ fn simulation_sequential_equivalence_size() {
         }
     }
     out.line(format_args!("worst P(equivalent) at the margin: {worst:.3}"));
-    assert!(
-        worst <= alpha + 3.0 * (alpha * (1.0 - alpha) / VALIDITY_REPS as f64).sqrt(),
-        "{worst}"
-    );
+    assert!(worst <= alpha + slack(alpha, runs), "{worst}");
 }
 
 /// Tasks to a decision against the fixed design. The fixed design: `fixed`
@@ -176,7 +175,7 @@ fn simulation_sequential_equivalence_size() {
 fn simulation_sequential_efficiency() {
     let mut out = Table::default();
     let started = std::time::Instant::now();
-    let (alpha, fixed, reps) = (0.05, 200usize, 500usize);
+    let (alpha, fixed, reps) = (0.05, 200usize, reps(500));
     let max_tasks = 2 * fixed;
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0xEF_F1C1_E000_0027);
@@ -239,8 +238,5 @@ fn simulation_sequential_efficiency() {
         started.elapsed().as_secs_f64()
     ));
     assert!(failures.is_empty(), "{failures:#?}");
-    assert!(
-        worst_cover >= 1.0 - alpha - 3.0 * (alpha * (1.0 - alpha) / reps as f64).sqrt(),
-        "coverage {worst_cover}"
-    );
+    assert!(worst_cover >= 1.0 - alpha - slack(alpha, reps), "coverage {worst_cover}");
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""make test-fast: build the test binaries cargo selects from ARGS (once, as `cargo test` would),
+then run them JOBS at a time (default 3; most of their time is spent waiting on the processes
+they start), each binary's output printed whole when it ends and a line per binary at the end.
+Exits 1 when any binary fails. Test filters follow `--`, as with cargo test.
+    scripts/test-fast.py [CARGO TEST ARGS] [-- TEST ARGS]"""
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+def binaries(cargo_args):
+    """(executable, package folder, name) of every test binary cargo builds for `cargo_args`."""
+    build = subprocess.run(
+        [os.environ.get("CARGO", "cargo"), "test", "--no-run",
+         "--message-format=json-render-diagnostics", *cargo_args],
+        stdout=subprocess.PIPE, text=True)
+    if build.returncode != 0:
+        sys.exit(build.returncode)
+    found = []
+    for line in build.stdout.splitlines():
+        message = json.loads(line)
+        if message.get("reason") == "compiler-artifact" and message.get("executable") \
+                and message["profile"]["test"]:
+            folder = os.path.dirname(message["manifest_path"])
+            found.append((message["executable"], folder, message["target"]["name"]))
+    return found
+
+
+def run(binary, test_args):
+    executable, folder, name = binary
+    started = time.monotonic()
+    done = subprocess.run([executable, *test_args], cwd=folder, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return name, done.returncode, time.monotonic() - started, done.stdout
+
+
+def main():
+    args = sys.argv[1:]
+    split = args.index("--") if "--" in args else len(args)
+    cargo_args, test_args = args[:split], args[split + 1:]
+    jobs = int(os.environ.get("JOBS", "3"))
+    started = time.monotonic()
+    failed = []
+    with ThreadPoolExecutor(jobs) as pool:
+        for name, code, seconds, output in pool.map(lambda b: run(b, test_args),
+                                                    binaries(cargo_args)):
+            summary = [l for l in output.splitlines() if l.startswith("test result:")]
+            if code != 0:
+                failed.append(name)
+                print(output)
+            print(f"{'ok  ' if code == 0 else 'FAIL'} {name:<24} {seconds:6.1f} s  "
+                  f"{summary[-1] if summary else ''}", flush=True)
+    print(f"test-fast: {len(failed)} binaries failed{': ' + ', '.join(failed) if failed else ''}; "
+          f"{time.monotonic() - started:.0f} s")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
