@@ -1,8 +1,10 @@
 //! One adapter per wire API, behind one trait: each reads a request of its API
-//! into the common form (`wire::Asked`) and writes a reply back from one
-//! `ChatReply`, whole or as its API's stream. The call itself (the budget, the
-//! model, the meter, the trace) is the same for every API and lives once, in
-//! `chat`. Adding an API is a module of its own and a line in `of`.
+//! into the common form of its kind of call ([`Call`]: a chat's `wire::Asked`,
+//! an embedding's `embeddings::Asked`, an exec's command) and writes a reply
+//! back from what answered it, whole or as its API's stream. The call itself
+//! (the budget, the model, the meter, the trace) is the same for every API of
+//! a kind and lives once (`chat`, `embeddings`, `exec`). Adding a chat API is a
+//! module of its own and a line in `of`.
 
 use super::wire::{self, Api, Asked, BadRequest, ReplyMeta};
 use super::{anthropic, gemini, legacy, responses};
@@ -34,27 +36,46 @@ impl Framing {
     }
 }
 
-/// What a reply is written from besides the model's reply: its ids and time,
-/// the request as read, and the call's operation id (the Responses API names
-/// its items by it).
+/// A kind of call the gateway serves (a chat, an embedding, an exec command).
+pub trait Call {
+    /// A request of any of the kind's APIs, read into one form.
+    type Asked;
+    /// What a reply is written from.
+    type Answer<'a>;
+}
+
+/// One wire API of a kind of call.
+pub trait Adapter<C: Call>: Sync {
+    /// A request body in the common form; Err names the value at fault.
+    fn read(&self, body: &Value) -> Result<C::Asked, BadRequest>;
+    /// The reply as one JSON body.
+    fn reply(&self, answer: &C::Answer<'_>) -> Value;
+    /// The reply as the API's stream (emulated from the complete reply), if the API streams.
+    fn stream(&self, _answer: &C::Answer<'_>) -> Option<(Framing, String)> {
+        None
+    }
+}
+
+/// A model call: the common form `wire::Asked`, answered from the model's reply.
+pub enum Chat {}
+
+impl Call for Chat {
+    type Asked = Asked;
+    type Answer<'a> = Replying<'a>;
+}
+
+/// What a chat reply is written from: the model's reply, its ids and time, the
+/// request as read, and the call's operation id (the Responses API names its
+/// items by it).
 pub struct Replying<'a> {
+    pub reply: &'a ChatReply,
     pub meta: &'a ReplyMeta<'a>,
     pub asked: &'a Asked,
     pub operation_id: &'a str,
 }
 
-/// One wire API.
-pub trait Adapter: Sync {
-    /// A request body in the common form; Err names the value at fault.
-    fn read(&self, body: &Value) -> Result<Asked, BadRequest>;
-    /// The reply as one JSON body.
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value;
-    /// The reply as the API's stream (emulated from the complete reply).
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String);
-}
-
 /// The adapter of `api`.
-pub fn of(api: Api) -> &'static dyn Adapter {
+pub fn of(api: Api) -> &'static dyn Adapter<Chat> {
     match api {
         Api::OpenAi => &OpenAiChat,
         Api::Ollama => &OllamaChat,
@@ -75,91 +96,91 @@ pub fn read_request(api: Api, body: &Value) -> Result<Asked, BadRequest> {
 /// OpenAI's `/v1/chat/completions` (`wire`).
 struct OpenAiChat;
 
-impl Adapter for OpenAiChat {
+impl Adapter<Chat> for OpenAiChat {
     fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
         wire::read_chat(Api::OpenAi, body)
     }
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value {
-        wire::openai_reply(reply, r.meta)
+    fn reply(&self, r: &Replying) -> Value {
+        wire::openai_reply(r.reply, r.meta)
     }
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String) {
-        (Framing::Sse, wire::openai_sse(reply, r.meta, r.asked.include_usage))
+    fn stream(&self, r: &Replying) -> Option<(Framing, String)> {
+        Some((Framing::Sse, wire::openai_sse(r.reply, r.meta, r.asked.include_usage)))
     }
 }
 
 /// Ollama's `/api/chat` (`wire`).
 struct OllamaChat;
 
-impl Adapter for OllamaChat {
+impl Adapter<Chat> for OllamaChat {
     fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
         wire::read_chat(Api::Ollama, body)
     }
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value {
-        wire::ollama_reply(reply, r.meta)
+    fn reply(&self, r: &Replying) -> Value {
+        wire::ollama_reply(r.reply, r.meta)
     }
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String) {
-        (Framing::Ndjson, wire::ollama_ndjson(reply, r.meta))
+    fn stream(&self, r: &Replying) -> Option<(Framing, String)> {
+        Some((Framing::Ndjson, wire::ollama_ndjson(r.reply, r.meta)))
     }
 }
 
 /// OpenAI's Responses API (`responses`).
 struct Responses;
 
-impl Adapter for Responses {
+impl Adapter<Chat> for Responses {
     fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
         responses::read(body)
     }
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value {
-        responses::reply(reply, r.meta, r.asked, &responses::Ids::of(r.operation_id))
+    fn reply(&self, r: &Replying) -> Value {
+        responses::reply(r.reply, r.meta, r.asked, &responses::Ids::of(r.operation_id))
     }
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String) {
+    fn stream(&self, r: &Replying) -> Option<(Framing, String)> {
         let ids = responses::Ids::of(r.operation_id);
-        (Framing::Sse, responses::sse(reply, r.meta, r.asked, &ids))
+        Some((Framing::Sse, responses::sse(r.reply, r.meta, r.asked, &ids)))
     }
 }
 
 /// Anthropic's Messages API (`anthropic`).
 struct Messages;
 
-impl Adapter for Messages {
+impl Adapter<Chat> for Messages {
     fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
         anthropic::read(body)
     }
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value {
-        anthropic::reply(reply, r.meta)
+    fn reply(&self, r: &Replying) -> Value {
+        anthropic::reply(r.reply, r.meta)
     }
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String) {
-        (Framing::Sse, anthropic::sse(reply, r.meta))
+    fn stream(&self, r: &Replying) -> Option<(Framing, String)> {
+        Some((Framing::Sse, anthropic::sse(r.reply, r.meta)))
     }
 }
 
 /// OpenAI's legacy `/v1/completions` (`legacy`).
 struct Completions;
 
-impl Adapter for Completions {
+impl Adapter<Chat> for Completions {
     fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
         legacy::read(Api::Completions, body)
     }
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value {
-        legacy::completion(reply, r.meta)
+    fn reply(&self, r: &Replying) -> Value {
+        legacy::completion(r.reply, r.meta)
     }
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String) {
-        (Framing::Sse, legacy::completion_sse(reply, r.meta, r.asked.include_usage))
+    fn stream(&self, r: &Replying) -> Option<(Framing, String)> {
+        Some((Framing::Sse, legacy::completion_sse(r.reply, r.meta, r.asked.include_usage)))
     }
 }
 
 /// Ollama's `/api/generate` (`legacy`).
 struct Generate;
 
-impl Adapter for Generate {
+impl Adapter<Chat> for Generate {
     fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
         legacy::read(Api::Generate, body)
     }
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value {
-        legacy::generate(reply, r.meta)
+    fn reply(&self, r: &Replying) -> Value {
+        legacy::generate(r.reply, r.meta)
     }
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String) {
-        (Framing::Ndjson, legacy::generate_ndjson(reply, r.meta))
+    fn stream(&self, r: &Replying) -> Option<(Framing, String)> {
+        Some((Framing::Ndjson, legacy::generate_ndjson(r.reply, r.meta)))
     }
 }
 
@@ -168,16 +189,16 @@ struct Gemini {
     stream: bool,
 }
 
-impl Adapter for Gemini {
+impl Adapter<Chat> for Gemini {
     fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
         let mut asked = gemini::read(body, "")?;
         asked.stream = self.stream;
         Ok(asked)
     }
-    fn reply(&self, reply: &ChatReply, r: &Replying) -> Value {
-        gemini::reply(reply, r.meta)
+    fn reply(&self, r: &Replying) -> Value {
+        gemini::reply(r.reply, r.meta)
     }
-    fn stream(&self, reply: &ChatReply, r: &Replying) -> (Framing, String) {
-        (Framing::Sse, gemini::sse(reply, r.meta))
+    fn stream(&self, r: &Replying) -> Option<(Framing, String)> {
+        Some((Framing::Sse, gemini::sse(r.reply, r.meta)))
     }
 }

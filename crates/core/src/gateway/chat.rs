@@ -148,7 +148,7 @@ fn read_call(
     }
     if meter.hosted_tools.get() == Some(&HostedTools::Refuse) && !asked.omitted_tools.is_empty() {
         return Err(refused(format!(
-            "tools: hosted tool `{}` refused ([harness] hosted_tools = \"refuse\"): no model behind the gateway runs it",
+            "tools: hosted tool `{}` refused ([gateway] hosted_tools = \"refuse\"): no model behind the gateway runs it",
             asked.omitted_tools.join("`, `")
         )));
     }
@@ -323,15 +323,16 @@ fn answer(
         created: now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         created_at: &created_at,
     };
-    let replying = Replying { meta: &meta, asked, operation_id: &step.operation_id };
+    let replying = Replying { reply, meta: &meta, asked, operation_id: &step.operation_id };
     let adapter = adapter::of(api);
-    let json_reply = adapter.reply(reply, &replying);
-    let resp = if asked.stream {
-        let (framing, text) = adapter.stream(reply, &replying);
-        step.notes.push(format!("streamed ({})", framing.name()));
-        respond(StatusCode::OK, framing.content_type(), text)
-    } else {
-        json_response(StatusCode::OK, &json_reply)
+    let json_reply = adapter.reply(&replying);
+    // Every chat API streams; a stream asked of one that did not would get the whole reply.
+    let resp = match if asked.stream { adapter.stream(&replying) } else { None } {
+        Some((framing, text)) => {
+            step.notes.push(format!("streamed ({})", framing.name()));
+            respond(StatusCode::OK, framing.content_type(), text)
+        }
+        None => json_response(StatusCode::OK, &json_reply),
     };
     if !reply.text.is_empty() && !holds_string(&json_reply, &reply.text) {
         step.reply_text = Some(reply.text.clone());

@@ -7,6 +7,7 @@
 //! and traced. An upstream that serves no embeddings (the embedded model)
 //! gets a 501.
 
+use super::adapter::{Adapter, Call};
 use super::http::{Resp, as_received, bad_request, json_of, json_response, refusal, settle};
 use super::meter::{CallKind, TrialMeter, refused_excerpt};
 use super::wire::{Api, BadRequest, checked, from_body};
@@ -191,6 +192,31 @@ fn given<const N: usize>(values: [(&str, &Option<Value>); N]) -> Vec<String> {
     values.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k.to_string()).collect()
 }
 
+/// An embeddings call: the common form [`Asked`], answered from the upstream's vectors.
+pub enum Embed {}
+
+impl Call for Embed {
+    type Asked = Asked;
+    type Answer<'a> = Embedded<'a>;
+}
+
+/// What an embeddings reply is written from: the upstream's vectors and the request as read.
+pub struct Embedded<'a> {
+    pub reply: &'a EmbedReply,
+    pub asked: &'a Asked,
+}
+
+impl EmbedApi {
+    /// The adapter of this endpoint.
+    pub fn adapter(self) -> &'static dyn Adapter<Embed> {
+        match self {
+            EmbedApi::OpenAi => &OpenAiEmbeddings,
+            EmbedApi::Ollama => &OllamaEmbed,
+            EmbedApi::OllamaLegacy => &OllamaEmbeddings,
+        }
+    }
+}
+
 /// Read a request body in `api`'s form. The experiment's model name (or
 /// `NAME:latest`) stands for `upstream_model`; any other name is the
 /// harness's own embedding model and is forwarded as named.
@@ -200,45 +226,26 @@ pub fn read(
     experiment_name: &str,
     upstream_model: &str,
 ) -> Result<Asked, BadRequest> {
-    if !v.is_object() {
-        return Err("the request body must be a JSON object".into());
+    let mut asked = api.adapter().read(&v)?;
+    if asked.named.strip_suffix(":latest").unwrap_or(&asked.named) == experiment_name {
+        asked.request.model = upstream_model.to_string();
     }
-    // The three forms' fields: model, texts, dimensions, encoding and the keys not forwarded.
-    let (model, texts, dimensions, base64, ignored) = match api {
-        EmbedApi::OpenAi => {
-            let b: OpenAiBody = from_body(v)?;
-            let ignored = given([("user", &b.user)]);
-            (b.model, b.input.map(|t| t.0), b.dimensions, b.encoding_format, ignored)
-        }
-        EmbedApi::Ollama => {
-            let b: OllamaBody = from_body(v)?;
-            let ignored = given([
-                ("truncate", &b.truncate),
-                ("options", &b.options),
-                ("keep_alive", &b.keep_alive),
-            ]);
-            (b.model, b.input.map(|t| t.0), b.dimensions, None, ignored)
-        }
-        EmbedApi::OllamaLegacy => {
-            let b: LegacyBody = from_body(v)?;
-            let ignored = given([("options", &b.options), ("keep_alive", &b.keep_alive)]);
-            (b.model, b.prompt.map(|t| t.0), None, None, ignored)
-        }
-    };
+    Ok(asked)
+}
+
+/// The fields every form reads, into the common form: the model as named, the texts under `key`.
+fn asked(
+    model: Option<Model>,
+    (key, texts): (&str, Option<Vec<String>>),
+    dimensions: Option<Dimensions>,
+    base64: Option<Base64>,
+    ignored: Vec<String>,
+) -> Result<Asked, BadRequest> {
     let Model(named) = model.ok_or(MODEL)?;
-    let model = if named.strip_suffix(":latest").unwrap_or(&named) == experiment_name {
-        upstream_model.to_string()
-    } else {
-        named.clone()
-    };
-    let key = if api == EmbedApi::OllamaLegacy { "prompt" } else { "input" };
     let input = texts.ok_or_else(|| BadRequest::naming(key, format!("`{key}` is missing")))?;
-    if api == EmbedApi::OllamaLegacy && input.len() != 1 {
-        return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
-    }
     Ok(Asked {
         request: EmbedRequest {
-            model,
+            model: named.clone(),
             input,
             dimensions: dimensions.map(|d| d.0),
             timeout: Duration::ZERO,
@@ -249,30 +256,73 @@ pub fn read(
     })
 }
 
-/// The reply in `api`'s form, naming the model as the harness did.
-pub fn reply(api: EmbedApi, r: &EmbedReply, asked: &Asked) -> Value {
-    let asked_model = &asked.named;
-    match api {
-        EmbedApi::OpenAi => {
-            let data: Vec<Value> = r
-                .vectors
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let embedding = if asked.base64 { json!(base64_f32(v)) } else { json!(v) };
-                    json!({"object": "embedding", "index": i, "embedding": embedding})
-                })
-                .collect();
-            json!({"object": "list", "data": data, "model": asked_model,
-                "usage": {"prompt_tokens": r.input_tokens, "total_tokens": r.input_tokens}})
+fn object(v: &Value) -> Result<Value, BadRequest> {
+    match v {
+        Value::Object(_) => Ok(v.clone()),
+        _ => Err("the request body must be a JSON object".into()),
+    }
+}
+
+/// OpenAI's `POST /v1/embeddings`.
+struct OpenAiEmbeddings;
+
+impl Adapter<Embed> for OpenAiEmbeddings {
+    fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
+        let b: OpenAiBody = from_body(object(body)?)?;
+        let ignored = given([("user", &b.user)]);
+        asked(b.model, ("input", b.input.map(|t| t.0)), b.dimensions, b.encoding_format, ignored)
+    }
+    fn reply(&self, e: &Embedded) -> Value {
+        let data: Vec<Value> = e
+            .reply
+            .vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let embedding = if e.asked.base64 { json!(base64_f32(v)) } else { json!(v) };
+                json!({"object": "embedding", "index": i, "embedding": embedding})
+            })
+            .collect();
+        let tokens = e.reply.input_tokens;
+        json!({"object": "list", "data": data, "model": e.asked.named,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+    }
+}
+
+/// Ollama's `POST /api/embed`.
+struct OllamaEmbed;
+
+impl Adapter<Embed> for OllamaEmbed {
+    fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
+        let b: OllamaBody = from_body(object(body)?)?;
+        let ignored = given([
+            ("truncate", &b.truncate),
+            ("options", &b.options),
+            ("keep_alive", &b.keep_alive),
+        ]);
+        asked(b.model, ("input", b.input.map(|t| t.0)), b.dimensions, None, ignored)
+    }
+    fn reply(&self, e: &Embedded) -> Value {
+        json!({"model": e.asked.named, "embeddings": e.reply.vectors, "total_duration": 0,
+            "load_duration": 0, "prompt_eval_count": e.reply.input_tokens})
+    }
+}
+
+/// Ollama's older `POST /api/embeddings` (`prompt`, one vector).
+struct OllamaEmbeddings;
+
+impl Adapter<Embed> for OllamaEmbeddings {
+    fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
+        let b: LegacyBody = from_body(object(body)?)?;
+        let ignored = given([("options", &b.options), ("keep_alive", &b.keep_alive)]);
+        let asked = asked(b.model, ("prompt", b.prompt.map(|t| t.0)), None, None, ignored)?;
+        if asked.request.input.len() != 1 {
+            return Err(BadRequest::naming("prompt", "`prompt` must be one string"));
         }
-        EmbedApi::Ollama => {
-            json!({"model": asked_model, "embeddings": r.vectors, "total_duration": 0, "load_duration": 0,
-            "prompt_eval_count": r.input_tokens})
-        }
-        EmbedApi::OllamaLegacy => {
-            json!({"embedding": r.vectors.first().cloned().unwrap_or_default()})
-        }
+        Ok(asked)
+    }
+    fn reply(&self, e: &Embedded) -> Value {
+        json!({"embedding": e.reply.vectors.first().cloned().unwrap_or_default()})
     }
 }
 
@@ -407,7 +457,8 @@ fn metered(
             step.tokens = tokens;
             step.tokens_counted = reply.token_source;
             step.reply = Some(traced(&reply));
-            Ok(json_response(StatusCode::OK, &self::reply(api, &reply, asked)))
+            let answer = Embedded { reply: &reply, asked };
+            Ok(json_response(StatusCode::OK, &api.adapter().reply(&answer)))
         }
         // The upstream refused the request itself (an unknown embedding model, bad input): the harness hears it; the trial goes on.
         Err(ModelError::Status { status, body })

@@ -2,10 +2,12 @@
 //! run in the task's container as its agent user, metered and traced.
 
 use super::MAX_REQUEST_BYTES;
+use super::adapter::{Adapter, Call};
 use super::http::{Resp, as_received, bad_request, json_of, json_response, refusal, settle};
 use super::meter::{TrialMeter, refused_excerpt};
 use super::wire::{self, Api, BadRequest};
 use crate::record::BudgetLimit;
+use crate::sandbox::process::ProcessOutcome;
 use bytes::Bytes;
 use hyper::StatusCode;
 use serde_json::{Value, json};
@@ -25,9 +27,36 @@ pub const EXEC_OUTPUT_CAP: usize = 64 * 1024;
 /// Bytes of a command line.
 pub const EXEC_MAX_COMMAND: usize = 64 * 1024;
 
+/// An exec call: one command line, answered from the process it ran.
+pub(super) enum Exec {}
+
+impl Call for Exec {
+    type Asked = ExecAsk;
+    type Answer<'a> = ProcessOutcome;
+}
+
+/// `POST /ablate/v1/exec`, the one exec API.
+struct ExecApi;
+
+impl Adapter<Exec> for ExecApi {
+    fn read(&self, body: &Value) -> Result<ExecAsk, BadRequest> {
+        read_exec(body.clone())
+    }
+    fn reply(&self, out: &ProcessOutcome) -> Value {
+        json!({
+            "exit_code": out.exit_code,
+            "timed_out": out.timed_out,
+            "stdout": out.stdout.text(),
+            "stderr": out.stderr.text(),
+            "truncated": out.stdout.truncated() || out.stderr.truncated(),
+            "duration_ms": out.duration.as_millis() as u64,
+        })
+    }
+}
+
 /// What an exec request asks.
 #[derive(Debug)]
-struct ExecAsk {
+pub(super) struct ExecAsk {
     command: String,
     timeout: f64,
     stdin: Option<String>,
@@ -107,7 +136,7 @@ pub(super) async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, boo
     let mut ran = false;
     let outcome: Result<Resp, (Resp, Value)> = async {
         let v = json_of(body, Api::OpenAi)?;
-        let ask = read_exec(v).map_err(|e| bad_request(Api::OpenAi, &e))?;
+        let ask = ExecApi.read(&v).map_err(|e| bad_request(Api::OpenAi, &e))?;
         let target = meter.exec.get().cloned().ok_or_else(|| refusal(StatusCode::NOT_FOUND, "not_found", "no exec endpoint in this trial", None))?;
         // One command at a time; the budget is looked at once it is this one's turn.
         let _turn = meter.exec_turn.lock().await;
@@ -133,14 +162,7 @@ pub(super) async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, boo
         }
         let out = target.shell(&ask.command, Duration::from_secs_f64(timeout), EXEC_OUTPUT_CAP, ask.stdin.as_deref().map(str::as_bytes)).await;
         step.latency_ms = out.duration.as_millis() as u64;
-        let reply = json!({
-            "exit_code": out.exit_code,
-            "timed_out": out.timed_out,
-            "stdout": out.stdout.text(),
-            "stderr": out.stderr.text(),
-            "truncated": out.stdout.truncated() || out.stderr.truncated(),
-            "duration_ms": step.latency_ms,
-        });
+        let reply = ExecApi.reply(&out);
         step.reply = Some(reply.clone());
         Ok(json_response(StatusCode::OK, &reply))
     }
