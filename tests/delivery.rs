@@ -150,7 +150,7 @@ async fn hosted_tools_refused_by_policy_are_a_harness_error_naming_the_tool() {
     let server = start(honouring()).await;
     let dir = tempfile::tempdir().unwrap();
     let suite = fixture("tiny");
-    let top = format!("{}hosted_tools = \"refuse\"\n", harness_toml());
+    let top = format!("{}[gateway]\nhosted_tools = \"refuse\"\n", harness_toml());
     let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.a]\n");
     cfg.top_extra = &top;
     let ran = run(&cfg.write(dir.path()), &dir.path().join("results")).await;

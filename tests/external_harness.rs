@@ -85,6 +85,33 @@ fn external_keys_with_the_builtin_harness_are_errors() {
 }
 
 #[test]
+fn the_hosted_tool_policy_is_the_gateways_and_only_an_external_harness_has_one() {
+    let policy = |exp: &Experiment| match &exp.harness_kind {
+        HarnessKind::External(h) => h.hosted_tools,
+        other => panic!("external, not {other:?}"),
+    };
+    let omit = external("[arms.a]\n").unwrap();
+    assert_eq!(policy(&omit), ablate::record::harness_kind::HostedTools::Omit, "the default");
+    let refuse = external("[gateway]\nhosted_tools = \"refuse\"\n[arms.a]\n").unwrap();
+    assert_eq!(policy(&refuse), ablate::record::harness_kind::HostedTools::Refuse);
+    // Where it was written before, a refusal that says where it goes now.
+    let moved = HARNESS
+        .replace("kind = \"external\"\n", "kind = \"external\"\nhosted_tools = \"refuse\"\n");
+    let (k, msg) = key_err(load(&format!("{moved}\n[arms.a]\n")));
+    assert_eq!(k, "harness.hosted_tools", "{msg}");
+    assert!(msg.contains("[gateway] hosted_tools"), "{msg}");
+    // The builtin loop calls its model without a gateway.
+    let (k, msg) = key_err(load("[gateway]\nhosted_tools = \"omit\"\n[arms.a]\n"));
+    assert_eq!(k, "gateway.hosted_tools", "{msg}");
+    // A value or a key the gateway does not know.
+    let (k, msg) = key_err(external("[gateway]\nhosted_tools = \"run\"\n[arms.a]\n"));
+    assert!(k.starts_with("gateway"), "{k}: {msg}");
+    assert!(msg.contains("omit") && msg.contains("refuse"), "{msg}");
+    let (k, msg) = key_err(external("[gateway]\nport = 1\n[arms.a]\n"));
+    assert!(k.starts_with("gateway"), "{k}: {msg}");
+}
+
+#[test]
 fn an_external_harness_needs_a_command_and_components() {
     let no_command = HARNESS.replace("command = [\"python3\", \"agent.py\"]\n", "");
     let (k, _) = key_err(load(&format!("{no_command}\n[arms.a]\n")));

@@ -23,6 +23,8 @@ struct RawConfig {
     budget: Budget,
     #[serde(default)]
     harness: RawHarness,
+    #[serde(default)]
+    gateway: RawGateway,
     models: Vec<RawModel>,
     /// Read as tables first: the keys an arm may have depend on the harness.
     arms: IndexMap<String, toml::Table>,
@@ -125,6 +127,13 @@ struct RawHarness {
     python: Option<String>,
     mounts: Option<Vec<String>>,
     memory_mb: Option<u64>,
+    hosted_tools: Option<crate::record::harness_kind::HostedTools>,
+}
+
+/// `[gateway]` as written: the policies of the gateway in front of an external harness.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGateway {
     hosted_tools: Option<crate::record::harness_kind::HostedTools>,
 }
 
@@ -482,7 +491,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             format!("{c} is not a positive finite amount (leave it out for no money limit)"),
         ));
     }
-    let (harness, harness_kind) = validate_harness(path, &config_dir, raw.harness)?;
+    let (harness, harness_kind) = validate_harness(path, &config_dir, raw.harness, raw.gateway)?;
     if harness.session_steps == 0 {
         return Err(at("harness.session_steps", "must be at least 1".into()));
     }
@@ -565,8 +574,15 @@ fn validate_harness(
     path: &Path,
     config_dir: &Path,
     raw: RawHarness,
+    gateway: RawGateway,
 ) -> Result<(HarnessSettings, HarnessKind), InputError> {
     let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    if raw.hosted_tools.is_some() {
+        return Err(at(
+            "harness.hosted_tools",
+            "the hosted-tool policy is the gateway's: write it as `[gateway] hosted_tools`".into(),
+        ));
+    }
     let defaults = HarnessSettings::default();
     let settings = HarnessSettings {
         session_steps: raw.session_steps.unwrap_or(defaults.session_steps),
@@ -581,11 +597,12 @@ fn validate_harness(
             ("python", raw.python.is_some()),
             ("mounts", raw.mounts.is_some()),
             ("memory_mb", raw.memory_mb.is_some()),
-            ("hosted_tools", raw.hosted_tools.is_some()),
+            ("gateway.hosted_tools", gateway.hosted_tools.is_some()),
         ] {
             if given {
+                let key = if k.contains('.') { k.to_string() } else { format!("harness.{k}") };
                 return Err(at(
-                    &format!("harness.{k}"),
+                    &key,
                     format!(
                         "`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)"
                     ),
@@ -743,7 +760,7 @@ fn validate_harness(
             python,
             mounts,
             memory_mb: raw.memory_mb,
-            hosted_tools: raw.hosted_tools.unwrap_or_default(),
+            hosted_tools: gateway.hosted_tools.unwrap_or_default(),
         }),
     ))
 }

@@ -188,7 +188,7 @@ impl TrialMeter {
         let _ = self.exec.set(target);
     }
 
-    /// What becomes of a hosted tool the harness offers (`[harness] hosted_tools`).
+    /// What becomes of a hosted tool the harness offers (`[gateway] hosted_tools`).
     pub fn set_hosted_tools(&self, policy: HostedTools) {
         let _ = self.hosted_tools.set(policy);
     }

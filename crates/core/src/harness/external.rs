@@ -72,7 +72,7 @@ pub struct ExternalContext<'a> {
     pub mounts: &'a [String],
     /// `[harness] memory_mb`: the jail's memory.
     pub memory_mb: u64,
-    /// `[harness] hosted_tools`.
+    /// `[gateway] hosted_tools`.
     pub hosted_tools: crate::record::harness_kind::HostedTools,
 }
 

@@ -70,7 +70,7 @@ pub struct ExternalHarness {
     /// The jail's memory in MiB (`[harness] memory_mb`; None: 4096).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,
-    /// What the gateway does with a hosted tool the harness offers (`[harness] hosted_tools`).
+    /// What the gateway does with a hosted tool the harness offers (`[gateway] hosted_tools`).
     #[serde(default, skip_serializing_if = "HostedTools::is_omit")]
     pub hosted_tools: HostedTools,
 }
