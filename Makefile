@@ -6,6 +6,9 @@ OUT := $(or $(CARGO_TARGET_DIR),target)
 ABLATE := $(OUT)/release/ablate
 # The debug build `cargo test` makes: the tests, the CLI checks and the notebook share it.
 DEBUG_ABLATE := $(OUT)/debug/ablate
+# The polars build's dependencies unoptimized and without debug info: its one small test does
+# not need them fast, and they build in less time.
+QUICK_DEPS := --config 'profile.dev.package."*".opt-level=0' --config 'profile.dev.package."*".debug=false'
 # The integration tests that need no model, container, CLI agent or Harbor (make test-fast).
 FAST_TESTS := $(filter-out agents containers local_model import,$(basename $(notdir $(wildcard tests/*.rs))))
 
@@ -32,8 +35,9 @@ test: deps model-small base-image sdk-venv import-venv agents
 	@echo "--- deploy/slurm on a private single-node Slurm: an array of 3 shards and the merge ---"
 	bash scripts/test-slurm.sh $(DEBUG_ABLATE)
 	@echo "--- ablate export (feature polars; its own output folder, so the binaries above stay as built) ---"
-	CARGO_TARGET_DIR=$(OUT)/polars $(CARGO) test -p ablate -p ablate-report --no-default-features \
-	  --features ablate/polars,ablate-report/polars --lib --test export -- --skip simulation
+	CARGO_TARGET_DIR=$(OUT)/polars $(CARGO) test $(QUICK_DEPS) -p ablate -p ablate-report \
+	  --no-default-features --features ablate/polars,ablate-report/polars --lib --test export \
+	  -- --skip simulation
 
 ## make test-fast: the unit and integration tests that need no model, container, CLI agent,
 ## Harbor or simulation, for the edit-compile-test loop, the test binaries three at a time
@@ -100,10 +104,11 @@ check-suite: build
 plan: build
 	$(DEBUG_ABLATE) plan configs/core.toml
 
-## make sdk-venv: the official openai, anthropic and ollama Python clients (pinned, from PyPI) in
-## target/sdk-venv, for the gateway's conformance tests (tests/sdk.rs).
+## make sdk-venv: the official openai, anthropic, ollama and google-genai Python clients (pinned,
+## from PyPI) in target/sdk-venv, for the gateway's conformance tests (tests/sdk.rs) and the
+## request-field walk (tests/request_fields.rs).
 sdk-venv:
-	bash scripts/venv.sh --optional target/sdk-venv "openai, anthropic, ollama" openai==3.57.0 anthropic==2.15.0 ollama==0.6.3
+	bash scripts/venv.sh --optional target/sdk-venv "openai, anthropic, ollama, google.genai" openai==3.57.0 anthropic==2.15.0 ollama==0.6.3 google-genai==3.6.1
 
 ## make agents: the CLI agents of examples/harnesses (Codex CLI, Claude Code, opencode; npm,
 ## pinned) in target/agents, for their example configs and tests/agents.rs.

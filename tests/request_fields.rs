@@ -3,8 +3,10 @@
 //! recorded in the delivery record as asked and not reached. The fields are
 //! the official SDKs' own request types (target/sdk-venv: openai 3.57.0's
 //! chat and Responses params, anthropic 2.15.0's Messages params, ollama
-//! 0.6.3's `Client.chat`), so a field an SDK adds is checked the day the pin
-//! moves. Without the venv the test is skipped loudly; with CI set it fails.
+//! 0.6.3's `Client.chat`, google-genai 3.6.1's `GenerateContentConfig`, each
+//! placed where the SDK's own converter puts it on the Gemini API's wire), so
+//! a field an SDK adds is checked the day the pin moves. Without the venv the
+//! test is skipped loudly; with CI set it fails.
 
 use ablate::gateway::adapter::read_request;
 use ablate::gateway::delivered::observe;
@@ -38,8 +40,37 @@ from anthropic.types import message_create_params as m
 import ollama
 keys = lambda t: sorted(t.__required_keys__ | t.__optional_keys__)
 chat = [p for p in inspect.signature(ollama.Client.chat).parameters if p != "self"]
-print(json.dumps({"chat": keys(c.CompletionCreateParamsBase), "responses": keys(r.ResponseCreateParamsBase),
-                  "messages": keys(m.MessageCreateParamsBase), "ollama": chat}))
+out = {"chat": keys(c.CompletionCreateParamsBase), "responses": keys(r.ResponseCreateParamsBase),
+       "messages": keys(m.MessageCreateParamsBase), "ollama": chat}
+
+# Gemini: where google-genai's own converter puts each GenerateContentConfig field on the Gemini
+# API's wire (top level or generationConfig), its nested converters and transformers made
+# identities; a field it refuses for this API, or never sends (client options), is listed so.
+import google.genai.models as g
+from google.genai import types
+calls = []
+g.setv = lambda obj, path, value: calls.append((obj, path))
+class Identity:
+    def __getattr__(self, name):
+        return lambda *a, **k: a[-1]
+g.t = Identity()
+for name in list(vars(g)):
+    if name.endswith("_to_mldev") and name != "_GenerateContentConfig_to_mldev":
+        setattr(g, name, lambda *a, **k: a[0])
+gemini = []
+for field in types.GenerateContentConfig.model_fields:
+    calls.clear()
+    top = {}
+    try:
+        g._GenerateContentConfig_to_mldev(None, {field: [1]}, top)
+    except ValueError:
+        gemini.append(["refused by the SDK", field])
+        continue
+    gemini += [["top" if o is top else "generationConfig", ".".join(p)] for o, p in calls]
+    if not calls:
+        gemini.append(["not sent", field])
+out["gemini"] = gemini
+print(json.dumps(out))
 "#;
     match std::process::Command::new(&python).args(["-c", script]).output() {
         Ok(out) if out.status.success() => Some(serde_json::from_slice(&out.stdout).unwrap()),
@@ -58,6 +89,7 @@ print(json.dumps({"chat": keys(c.CompletionCreateParamsBase), "responses": keys(
 /// A request of `api` with nothing but what it needs.
 fn minimal(api: Api) -> Value {
     match api {
+        Api::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
         Api::Responses => json!({"model": "m", "input": "hi"}),
         Api::Anthropic => {
             json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]})
@@ -132,6 +164,92 @@ fn path_of(api: Api, field: &str) -> Result<&'static str, String> {
         Some(seen) if seen.asked.iter().any(|v| v != "(not set)") => Ok("recorded"),
         _ => Err(format!("read, but the delivery record does not show it: {:?}", d.fields.keys())),
     }
+}
+
+/// A Gemini field's value of the right shape for the fields the reader types; any other gets a string.
+fn gemini_sample(field: &str) -> Value {
+    match field {
+        "systemInstruction" => json!({"parts": [{"text": "be brief"}]}),
+        "tools" => json!([{"functionDeclarations": [{"name": "f", "description": "d"}]}]),
+        "toolConfig" => json!({"functionCallingConfig": {"mode": "ANY"}}),
+        "temperature" | "topP" => json!(0.5),
+        "seed" | "maxOutputTokens" => json!(7),
+        "stopSequences" => json!(["</x>"]),
+        "responseMimeType" => json!("application/json"),
+        "responseJsonSchema" => json!({"type": "object"}),
+        "thinkingConfig" => json!({"thinkingBudget": 1024}),
+        _ => json!("x"),
+    }
+}
+
+/// Where a Gemini field shows in the delivery record when not under its own wire path.
+fn gemini_recorded_as(place: &str, field: &str) -> String {
+    let common = match field {
+        "systemInstruction" => "system",
+        "toolConfig" => "tool_choice",
+        "maxOutputTokens" => "max_tokens",
+        "stopSequences" => "stop",
+        "responseMimeType" | "responseJsonSchema" => "response_format",
+        "thinkingConfig" => "reasoning",
+        "topP" => "top_p",
+        "temperature" | "seed" | "tools" => field,
+        _ if place == "top" => field,
+        _ => return format!("generationConfig.{field}"),
+    };
+    common.to_string()
+}
+
+/// The path a Gemini field takes, placed where google-genai puts it (`place`).
+fn gemini_path(place: &str, field: &str) -> Result<&'static str, String> {
+    let mut body = minimal(Api::Gemini);
+    match place {
+        "top" => body[field] = gemini_sample(field),
+        "generationConfig" => body["generationConfig"] = json!({field: gemini_sample(field)}),
+        _ => return Ok("not on the wire"),
+    }
+    let asked = match read_request(Api::Gemini, &body) {
+        Err(e) if e.message.contains(field) => return Ok("refused by name"),
+        Err(e) => return Err(format!("refused without naming it: {}", e.message)),
+        Ok(a) => a,
+    };
+    let sent = ChatRequest {
+        messages: asked.messages.clone(),
+        tools: asked.tools.clone(),
+        reasoning: asked.reasoning.clone(),
+        stop: asked.stop.clone(),
+        tool_choice: asked.tool_choice.clone(),
+        response_format: asked.response_format.clone(),
+        ..ChatRequest::default()
+    };
+    let d = observe(&asked, &body, &sent, &Provider, "m");
+    match d.fields.get(&gemini_recorded_as(place, field)) {
+        Some(seen) if seen.asked.iter().any(|v| v != "(not set)") => Ok("recorded"),
+        _ => Err(format!("read, but the delivery record does not show it: {:?}", d.fields.keys())),
+    }
+}
+
+#[test]
+fn every_gemini_config_field_of_the_sdk_is_forwarded_fixed_refused_or_recorded() {
+    let Some(fields) = sdk_fields() else { return };
+    let list = fields["gemini"].as_array().unwrap();
+    let (mut wrong, mut on_wire) = (Vec::new(), 0);
+    for pair in list {
+        let (place, field) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
+        on_wire += matches!(place, "top" | "generationConfig") as usize;
+        if let Err(why) = gemini_path(place, field) {
+            wrong.push(format!("gemini {place}.{field}: {why}"));
+        }
+    }
+    // google-genai 3.6.1: 39 config fields, 30 of them on the Gemini API's wire (4 never sent, 5
+    // refused by the SDK for the Gemini API).
+    println!("gemini: {on_wire} of {} config fields on the wire", list.len());
+    assert!(on_wire > 20 && list.len() > on_wire, "{list:?}");
+    assert!(
+        wrong.is_empty(),
+        "{} of {on_wire} fields take no path:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 #[test]
