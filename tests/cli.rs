@@ -80,6 +80,23 @@ fn plan_prints_arms_comparisons_and_count() {
 }
 
 #[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    // `ablate plan ... | head -0`: the reading end is closed before ablate writes a line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ablate"))
+        .args(["plan", "configs/core.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
 fn plan_json_shard_and_usage_errors() {
     let (code, out, _) = ablate(&["plan", "configs/seed-demo.toml", "--json", "--shard", "1/4"]);
     assert_eq!(code, 0);
