@@ -5,12 +5,13 @@
 //! model (any `ModelClient`) under the trial's budget, and tracing each call.
 //!
 //! The house, arrows pointing down: `server` (connections, the router, the
-//! credential) hands each request to a handler (`chat` for every chat API,
-//! `embeddings`, `exec`); `chat` reads it with its API's adapter (`wire` for
-//! OpenAI and Ollama chat, `responses`, `anthropic`, `legacy`, `gemini`: each
-//! reads a request into the one common form, `wire::Asked`, and writes a reply
-//! back from one `ChatReply`), and meters it on the trial's `meter`, which
-//! records what reached the model (`delivered`).
+//! credential) hands each request to the handler of its kind of call (`chat`
+//! for every chat API, `embeddings`, `exec`). Each reads the request with its
+//! wire API's adapter (`adapter::Adapter<C>`: for chats `wire` for OpenAI and
+//! Ollama chat, `responses`, `anthropic`, `legacy`, `gemini`, each into the one
+//! common form `wire::Asked`, its reply written back from one `ChatReply`; the
+//! embeddings APIs into `embeddings::Asked`; the exec endpoint), and meters the
+//! call on the trial's `meter`; `delivered` records what reached the model.
 //!
 //! The harness holds one credential (`TrialMeter::key`), never the upstream
 //! endpoint or its key. The experiment fixes sampling (temperature, top_p,
