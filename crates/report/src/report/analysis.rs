@@ -1,6 +1,7 @@
 //! From rows to the report: per arm and model, and per comparison. The
 //! statistics themselves are in `stats`; this module only groups and labels.
 
+pub use super::interval::{Interval, IntervalMethod};
 use super::load::{Row, RunData};
 use super::stats;
 use ablate_core::experiment::matrix::{self, ComparisonKind};
@@ -9,34 +10,7 @@ use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// An interval estimate, for export (NaN becomes null in JSON).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct Interval {
-    pub mean: f64,
-    pub lo: f64,
-    pub hi: f64,
-    pub se: f64,
-    pub n_tasks: usize,
-    pub method: IntervalMethod,
-}
-
-/// How a pass rate's interval was made (written under its `name`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IntervalMethod {
-    /// Tasks as the unit, Wilson on the effective sample size.
-    ClusteredWilson,
-    /// One task: Wilson over its trials.
-    Wilson,
-}
-
-impl IntervalMethod {
-    pub fn name(self) -> &'static str {
-        match self {
-            IntervalMethod::ClusteredWilson => "clustered_wilson",
-            IntervalMethod::Wilson => "wilson",
-        }
-    }
-}
+mod delivery;
 
 /// What an effect compares: one component (an ablation, in the family the
 /// p-values are adjusted over) or arms that differ in several (combined).
@@ -246,19 +220,6 @@ serialize_by_name!(IntervalMethod, EffectKind);
 impl Serialize for EffectVerdict {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
-    }
-}
-
-impl From<stats::Estimate> for Interval {
-    fn from(e: stats::Estimate) -> Self {
-        Interval {
-            mean: e.mean,
-            lo: e.lo,
-            hi: e.hi,
-            se: e.se,
-            n_tasks: e.n_tasks,
-            method: IntervalMethod::ClusteredWilson,
-        }
     }
 }
 
@@ -778,7 +739,7 @@ pub fn analyse(data: &RunData) -> Report {
         sequential_effects(data, &order, &mut ablations, &mut combined);
     }
     for e in ablations.iter_mut().chain(combined.iter_mut()) {
-        super::delivery::check(data, e);
+        delivery::check(data, e);
     }
     Report {
         run_id: data.manifest.run_id.clone(),

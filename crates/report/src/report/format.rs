@@ -1,7 +1,7 @@
 //! How numbers are written in every rendering (terminal, Markdown, CSV notes,
 //! HTML): percentages, percentage points, p-values and pass-rate intervals.
 
-use super::analysis::{Interval, IntervalMethod};
+use super::interval::{Interval, IntervalMethod};
 
 /// `n` with its noun, singular for 1: `1 task`, `2 tasks`.
 pub fn count(n: usize, noun: &str) -> String {

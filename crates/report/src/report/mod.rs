@@ -5,10 +5,10 @@
 
 pub mod analysis;
 pub mod cells;
-pub mod delivery;
 pub mod export;
 pub mod format;
 pub mod html;
+pub mod interval;
 pub mod live;
 pub mod load;
 pub mod power;

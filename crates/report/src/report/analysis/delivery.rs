@@ -3,8 +3,8 @@
 //! experiment, so a comparison whose treatment never reached the model, or
 //! one of whose arms never reached the model at all, gets none.
 
-use super::analysis::{EffectReport, EffectVerdict};
-use super::load::RunData;
+use super::{EffectReport, EffectVerdict};
+use crate::report::load::RunData;
 use ablate_core::experiment::components::Component;
 use ablate_core::record::delivery::DeliveryCheck;
 
