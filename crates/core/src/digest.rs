@@ -29,7 +29,8 @@ pub fn is_ignored(name: &str) -> bool {
     name == "__pycache__" || name.ends_with(".pyc") || name == ".pytest_cache"
 }
 
-/// Every regular file under `root`, relative to it, sorted (ignored names skipped).
+/// Every entry under `root` that is not a folder (a symlink is listed, not followed: reading
+/// it reads its target), relative to it, sorted (ignored names skipped).
 pub fn list_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     walk(root, Path::new(""), &mut out)?;
