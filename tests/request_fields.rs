@@ -145,7 +145,13 @@ fn path_of(api: Api, field: &str) -> Result<&'static str, String> {
     }
     let mut body = minimal(api);
     body[field] = sample(field);
-    let asked = match read_request(api, &body) {
+    path_through(api, &body, field, recorded_as(field))
+}
+
+/// The path `body`'s `field` takes through `api`'s reader, the delivery record showing it under
+/// `shown`: refused by name, or recorded; Err names what is wrong.
+fn path_through(api: Api, body: &Value, field: &str, shown: &str) -> Result<&'static str, String> {
+    let asked = match read_request(api, body) {
         Err(e) if e.message.contains(field) => return Ok("refused by name"),
         Err(e) => return Err(format!("refused without naming it: {}", e.message)),
         Ok(a) => a,
@@ -159,8 +165,8 @@ fn path_of(api: Api, field: &str) -> Result<&'static str, String> {
         response_format: asked.response_format.clone(),
         ..ChatRequest::default()
     };
-    let d = observe(&asked, &body, &sent, &Provider, "m");
-    match d.fields.get(recorded_as(field)) {
+    let d = observe(&asked, body, &sent, &Provider, "m");
+    match d.fields.get(shown) {
         Some(seen) if seen.asked.iter().any(|v| v != "(not set)") => Ok("recorded"),
         _ => Err(format!("read, but the delivery record does not show it: {:?}", d.fields.keys())),
     }
@@ -207,25 +213,7 @@ fn gemini_path(place: &str, field: &str) -> Result<&'static str, String> {
         "generationConfig" => body["generationConfig"] = json!({field: gemini_sample(field)}),
         _ => return Ok("not on the wire"),
     }
-    let asked = match read_request(Api::Gemini, &body) {
-        Err(e) if e.message.contains(field) => return Ok("refused by name"),
-        Err(e) => return Err(format!("refused without naming it: {}", e.message)),
-        Ok(a) => a,
-    };
-    let sent = ChatRequest {
-        messages: asked.messages.clone(),
-        tools: asked.tools.clone(),
-        reasoning: asked.reasoning.clone(),
-        stop: asked.stop.clone(),
-        tool_choice: asked.tool_choice.clone(),
-        response_format: asked.response_format.clone(),
-        ..ChatRequest::default()
-    };
-    let d = observe(&asked, &body, &sent, &Provider, "m");
-    match d.fields.get(&gemini_recorded_as(place, field)) {
-        Some(seen) if seen.asked.iter().any(|v| v != "(not set)") => Ok("recorded"),
-        _ => Err(format!("read, but the delivery record does not show it: {:?}", d.fields.keys())),
-    }
+    path_through(Api::Gemini, &body, field, &gemini_recorded_as(place, field))
 }
 
 #[test]
