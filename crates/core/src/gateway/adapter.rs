@@ -42,12 +42,15 @@ pub trait Call {
     type Asked;
     /// What a reply is written from.
     type Answer<'a>;
+    /// The request body as its readers take it: borrowed where the call needs the body after
+    /// reading it (a chat's delivery record), else by value, so that its strings move.
+    type Body<'a>;
 }
 
 /// One wire API of a kind of call.
 pub trait Adapter<C: Call>: Sync {
     /// A request body in the common form; Err names the value at fault.
-    fn read(&self, body: &Value) -> Result<C::Asked, BadRequest>;
+    fn read(&self, body: C::Body<'_>) -> Result<C::Asked, BadRequest>;
     /// The reply as one JSON body.
     fn reply(&self, answer: &C::Answer<'_>) -> Value;
     /// The reply as the API's stream (emulated from the complete reply), if the API streams.
@@ -62,6 +65,7 @@ pub enum Chat {}
 impl Call for Chat {
     type Asked = Asked;
     type Answer<'a> = Replying<'a>;
+    type Body<'a> = &'a Value;
 }
 
 /// What a chat reply is written from: the model's reply, its ids and time, the

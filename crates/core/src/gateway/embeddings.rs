@@ -198,6 +198,7 @@ pub enum Embed {}
 impl Call for Embed {
     type Asked = Asked;
     type Answer<'a> = Embedded<'a>;
+    type Body<'a> = Value;
 }
 
 /// What an embeddings reply is written from: the upstream's vectors and the request as read.
@@ -226,7 +227,7 @@ pub fn read(
     experiment_name: &str,
     upstream_model: &str,
 ) -> Result<Asked, BadRequest> {
-    let mut asked = api.adapter().read(&v)?;
+    let mut asked = api.adapter().read(v)?;
     if asked.named.strip_suffix(":latest").unwrap_or(&asked.named) == experiment_name {
         asked.request.model = upstream_model.to_string();
     }
@@ -256,9 +257,9 @@ fn asked(
     })
 }
 
-fn object(v: &Value) -> Result<Value, BadRequest> {
+fn object(v: Value) -> Result<Value, BadRequest> {
     match v {
-        Value::Object(_) => Ok(v.clone()),
+        Value::Object(_) => Ok(v),
         _ => Err("the request body must be a JSON object".into()),
     }
 }
@@ -267,7 +268,7 @@ fn object(v: &Value) -> Result<Value, BadRequest> {
 struct OpenAiEmbeddings;
 
 impl Adapter<Embed> for OpenAiEmbeddings {
-    fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
+    fn read(&self, body: Value) -> Result<Asked, BadRequest> {
         let b: OpenAiBody = from_body(object(body)?)?;
         let ignored = given([("user", &b.user)]);
         asked(b.model, ("input", b.input.map(|t| t.0)), b.dimensions, b.encoding_format, ignored)
@@ -293,7 +294,7 @@ impl Adapter<Embed> for OpenAiEmbeddings {
 struct OllamaEmbed;
 
 impl Adapter<Embed> for OllamaEmbed {
-    fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
+    fn read(&self, body: Value) -> Result<Asked, BadRequest> {
         let b: OllamaBody = from_body(object(body)?)?;
         let ignored = given([
             ("truncate", &b.truncate),
@@ -312,7 +313,7 @@ impl Adapter<Embed> for OllamaEmbed {
 struct OllamaEmbeddings;
 
 impl Adapter<Embed> for OllamaEmbeddings {
-    fn read(&self, body: &Value) -> Result<Asked, BadRequest> {
+    fn read(&self, body: Value) -> Result<Asked, BadRequest> {
         let b: LegacyBody = from_body(object(body)?)?;
         let ignored = given([("options", &b.options), ("keep_alive", &b.keep_alive)]);
         let asked = asked(b.model, ("prompt", b.prompt.map(|t| t.0)), None, None, ignored)?;

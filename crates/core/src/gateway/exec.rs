@@ -33,14 +33,15 @@ pub(super) enum Exec {}
 impl Call for Exec {
     type Asked = ExecAsk;
     type Answer<'a> = ProcessOutcome;
+    type Body<'a> = Value;
 }
 
 /// `POST /ablate/v1/exec`, the one exec API.
 struct ExecApi;
 
 impl Adapter<Exec> for ExecApi {
-    fn read(&self, body: &Value) -> Result<ExecAsk, BadRequest> {
-        read_exec(body.clone())
+    fn read(&self, body: Value) -> Result<ExecAsk, BadRequest> {
+        read_exec(body)
     }
     fn reply(&self, out: &ProcessOutcome) -> Value {
         json!({
@@ -136,7 +137,7 @@ pub(super) async fn exec_request(meter: Arc<TrialMeter>, body: Result<Bytes, boo
     let mut ran = false;
     let outcome: Result<Resp, (Resp, Value)> = async {
         let v = json_of(body, Api::OpenAi)?;
-        let ask = ExecApi.read(&v).map_err(|e| bad_request(Api::OpenAi, &e))?;
+        let ask = ExecApi.read(v).map_err(|e| bad_request(Api::OpenAi, &e))?;
         let target = meter.exec.get().cloned().ok_or_else(|| refusal(StatusCode::NOT_FOUND, "not_found", "no exec endpoint in this trial", None))?;
         // One command at a time; the budget is looked at once it is this one's turn.
         let _turn = meter.exec_turn.lock().await;
