@@ -192,11 +192,7 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
         Some(Thinking::Disabled {}) => (Some(false), None),
     };
     asked.reasoning = Reasoning { effort, budget_tokens, enabled }.some();
-    asked.ignored = obj
-        .keys()
-        .filter(|k| !KNOWN.contains(&k.as_str()) && !QUIET.contains(&k.as_str()))
-        .cloned()
-        .collect();
+    asked.ignored = wire::unread(obj, &KNOWN).filter(|k| !QUIET.contains(&k.as_str())).collect();
     Ok(asked)
 }
 

@@ -143,11 +143,10 @@ pub fn read(body: &Value, model: &str) -> Result<Asked, BadRequest> {
     wire::link_tool_results(&mut messages);
     let mut asked = Asked::new(messages, tools(req.tools)?, Some(json!(model)));
     asked.tool_choice = tool_choice(req.tool_config)?;
-    let mut ignored: Vec<String> =
-        obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
+    let mut ignored: Vec<String> = wire::unread(obj, &KNOWN).collect();
     if let Some(g) = req.generation_config {
         read_config(&g, &mut asked)?;
-        let other = g.keys().filter(|k| !CONFIG_KNOWN.contains(&k.as_str()));
+        let other = wire::unread(&g, &CONFIG_KNOWN);
         ignored.extend(other.map(|k| format!("generationConfig.{k}")));
     }
     asked.ignored = ignored;

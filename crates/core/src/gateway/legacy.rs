@@ -83,7 +83,7 @@ fn read_completions_keys(body: &Value, asked: &mut Asked) -> Result<(), BadReque
         "stop",
         "n",
     ];
-    asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
+    asked.ignored = wire::unread(obj, &KNOWN).collect();
     Ok(())
 }
 
@@ -116,7 +116,7 @@ fn read_generate_keys(body: &Value, asked: &mut Asked) -> Result<(), BadRequest>
         "model", "prompt", "system", "stream", "options", "format", "suffix", "template", "raw",
         "context", "images",
     ];
-    asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
+    asked.ignored.extend(wire::unread(obj, &KNOWN));
     Ok(())
 }
 

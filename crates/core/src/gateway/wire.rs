@@ -359,6 +359,15 @@ fn deserialize_at<'de, T: serde::Deserialize<'de>>(
     })
 }
 
+/// The keys of `obj` its API's reader does not read (`known` lists those it does), in the
+/// body's order: what the request's `ignored` records as asked and not delivered.
+pub fn unread<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    known: &'a [&str],
+) -> impl Iterator<Item = String> + 'a {
+    obj.keys().filter(|k| !known.contains(&k.as_str())).cloned()
+}
+
 /// Read `T` from a request body whose field types check their own values and name their key in
 /// each message (`` `dimensions` must be a positive whole number``): through
 /// serde_path_to_error, so that the refusal's `param` is the key at fault. The body is taken by
@@ -421,7 +430,7 @@ pub(super) fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
             // `keep_alive` is not among them: it is recorded as not delivered (by presence).
             const KNOWN: [&str; 7] =
                 ["model", "messages", "tools", "stream", "options", "format", "think"];
-            asked.ignored.extend(obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned());
+            asked.ignored.extend(unread(obj, &KNOWN));
         }
         // OpenAI's chat (`adapter` sends no other API here).
         _ => {
@@ -449,7 +458,7 @@ pub(super) fn read_chat(api: Api, body: &Value) -> Result<Asked, BadRequest> {
                 "tool_choice",
                 "response_format",
             ];
-            asked.ignored = obj.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
+            asked.ignored = unread(obj, &KNOWN).collect();
         }
     }
     Ok(asked)
@@ -520,9 +529,7 @@ pub(super) fn read_ollama_keys(body: &Value, asked: &mut Asked) -> Result<(), Ba
         asked.max_tokens = non_null(o.rest.get("num_predict")).map(|v| ("num_predict", v));
         asked.stop = Stop::list(o.stop);
         const KNOWN: [&str; 4] = ["temperature", "top_p", "seed", "num_predict"];
-        asked.ignored.extend(
-            o.rest.keys().filter(|k| !KNOWN.contains(&k.as_str())).map(|k| format!("options.{k}")),
-        );
+        asked.ignored.extend(unread(&o.rest, &KNOWN).map(|k| format!("options.{k}")));
     }
     Ok(())
 }
