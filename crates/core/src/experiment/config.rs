@@ -589,20 +589,21 @@ fn validate_harness(
         feedback_tail_bytes: raw.feedback_tail_bytes.unwrap_or(defaults.feedback_tail_bytes),
     };
     if raw.kind == RawHarnessKind::Builtin {
-        for (k, given) in [
-            ("command", raw.command.is_some()),
-            ("files", raw.files.is_some()),
-            ("components", raw.components.is_some()),
-            ("runs_in", raw.runs_in.is_some()),
-            ("python", raw.python.is_some()),
-            ("mounts", raw.mounts.is_some()),
-            ("memory_mb", raw.memory_mb.is_some()),
+        // Each key as the config names it; the message names it within its table.
+        for (key, given) in [
+            ("harness.command", raw.command.is_some()),
+            ("harness.files", raw.files.is_some()),
+            ("harness.components", raw.components.is_some()),
+            ("harness.runs_in", raw.runs_in.is_some()),
+            ("harness.python", raw.python.is_some()),
+            ("harness.mounts", raw.mounts.is_some()),
+            ("harness.memory_mb", raw.memory_mb.is_some()),
             ("gateway.hosted_tools", gateway.hosted_tools.is_some()),
         ] {
             if given {
-                let key = if k.contains('.') { k.to_string() } else { format!("harness.{k}") };
+                let k = key.strip_prefix("harness.").unwrap_or(key);
                 return Err(at(
-                    &key,
+                    key,
                     format!(
                         "`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)"
                     ),
