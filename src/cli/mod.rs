@@ -4,6 +4,18 @@
 //! prints. Every command ends in one typed `Exit`, or a `CommandError` that
 //! `error` maps to one.
 
+/// `print!` to stdout, except that when what reads it has gone (`ablate report RUN | head -1`)
+/// the command ends quietly with status 0, as ripgrep does. SIGPIPE stays ignored (Rust's
+/// default): the gateway and the harnesses write to sockets and pipes whose far end may close.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::write_out(format_args!($($arg)*)) };
+}
+
+/// `println!` as [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 pub mod args;
 pub mod error;
 
@@ -73,7 +85,7 @@ fn suite_check(
     let report =
         runtime()?.block_on(ablate::grader::suite_check::check_suite(&dir, container_engine));
     for p in &report.problems {
-        println!("error: {p}");
+        outln!("error: {p}");
     }
     for t in &report.tasks {
         let status = if t.problems.is_empty() { "ok  " } else { "FAIL" };
@@ -87,16 +99,16 @@ fn suite_check(
             .as_ref()
             .map(|r| format!("solution {}/{}", r.passed, r.total))
             .unwrap_or_else(|| "solution -".into());
-        println!("{status} {:<24} {stub:<14} {sol}", t.id);
+        outln!("{status} {:<24} {stub:<14} {sol}", t.id);
         for p in &t.problems {
-            println!("     {}: {p}", t.id);
+            outln!("     {}: {p}", t.id);
         }
     }
     let failed: Vec<&str> =
         report.tasks.iter().filter(|t| !t.problems.is_empty()).map(|t| t.id.as_str()).collect();
     match (&report.suite, report.ok()) {
         (Some(s), true) => {
-            println!(
+            outln!(
                 "{} tasks ok; suite {} {} digest {}",
                 s.tasks.len(),
                 s.name,
@@ -106,7 +118,7 @@ fn suite_check(
             Ok(Exit::Ok)
         }
         _ => {
-            println!(
+            outln!(
                 "{} of {} tasks have problems: {}",
                 failed.len(),
                 report.tasks.len(),
@@ -120,7 +132,7 @@ fn suite_check(
 fn suite_import(opts: suite::import::ImportOptions) -> Result<Exit, CommandError> {
     let done = suite::import::import(&opts)?;
     let suite = suite::load(&opts.out)?;
-    println!(
+    outln!(
         "{} tasks written to {}; suite {} {} digest {}; source sha256 {}",
         done.tasks,
         opts.out.display(),
@@ -129,7 +141,7 @@ fn suite_import(opts: suite::import::ImportOptions) -> Result<Exit, CommandError
         suite.digest,
         done.source_sha256
     );
-    println!("prove it: ablate suite check {}", opts.out.display());
+    outln!("prove it: ablate suite check {}", opts.out.display());
     Ok(Exit::Ok)
 }
 
@@ -138,13 +150,13 @@ fn import_cmd(opts: ablate::import::ImportOptions) -> Result<Exit, CommandError>
     let done = ablate::import::import(&opts)?;
     let statuses =
         done.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ");
-    println!(
+    outln!(
         "{} trials of {} tasks imported into {} ({statuses})",
         done.trials,
         done.tasks,
         opts.out.display()
     );
-    println!("arms: {}", done.arms.join(", "));
+    outln!("arms: {}", done.arms.join(", "));
     for c in &done.comparisons {
         let kind = match &c.kind {
             ablate::experiment::matrix::ComparisonKind::Ablation { component } => {
@@ -157,9 +169,9 @@ fn import_cmd(opts: ablate::import::ImportOptions) -> Result<Exit, CommandError>
                 )
             }
         };
-        println!("comparison {}: {kind}", c.name);
+        outln!("comparison {}: {kind}", c.name);
     }
-    println!("report: ablate report {}", opts.out.display());
+    outln!("report: ablate report {}", opts.out.display());
     Ok(Exit::Ok)
 }
 
@@ -169,7 +181,7 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
         PlanRequest::Pilot { data, mde } => {
             let alpha = data.manifest.experiment.alpha;
             let rows = ablate::report::power::plan(&data, mde, alpha, 0.8);
-            print!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
+            out!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
         }
         PlanRequest::Plan { exp, suite, plan, shard, json: true } => {
             let out = serde_json::json!({
@@ -179,14 +191,14 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
                 "shard": shard,
                 "trials": plan.shard(shard),
             });
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&out)
                     .map_err(|e| CommandError::Internal(e.to_string()))?
             );
         }
         PlanRequest::Plan { exp, suite, plan, shard, json: false } => {
-            print!("{}", plan::render::render(&exp, &suite, &plan, shard));
+            out!("{}", plan::render::render(&exp, &suite, &plan, shard));
             if let Some(d) = &exp.sequential {
                 let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
                 let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
@@ -196,7 +208,7 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
                 let p = ablate::report::power::sequential_projection(
                     exp.trials, max_tasks, level, exp.margin, 0.5, 0.25,
                 );
-                print!("{}", ablate::report::power::render_projection(&p, exp.trials, exp.margin));
+                out!("{}", ablate::report::power::render_projection(&p, exp.trials, exp.margin));
             }
         }
     }
@@ -240,7 +252,7 @@ fn run_cmd(req: RunRequest) -> Result<Exit, CommandError> {
             return write_report(&summary.dir, false);
         }
     };
-    print!("{}", ablate::report::terminal::render(&report, colour(false)));
+    out!("{}", ablate::report::terminal::render(&report, colour(false)));
     eprintln!(
         "wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}",
         summary.dir.display()
@@ -252,7 +264,7 @@ fn baseline_save(save: BaselineSave) -> Result<Exit, CommandError> {
     let BaselineSave { rows, output } = save;
     gate::write_baseline(&output, &rows).map_err(write_error(&output))?;
     let (n, p): (u32, u32) = rows.iter().fold((0, 0), |(n, p), r| (n + r.trials, p + r.passes));
-    println!(
+    outln!(
         "saved {} tasks ({p}/{n} trials passed) of arm `{}`, model `{}` to {}",
         rows.len(),
         rows[0].arm,
@@ -280,7 +292,7 @@ fn report_cmd(
     ablate::report::require_manifest(run)?;
     if let Some(m) = margin {
         let report = ablate::report::analyse_dir(run, Some(m))?;
-        print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+        out!("{}", ablate::report::terminal::render(&report, colour(no_color)));
         eprintln!(
             "note: margin ±{} pp from the command line; the exports in {} were not rewritten (they keep the experiment's own margin)",
             ablate::report::format::margin_pp(m),
@@ -292,7 +304,7 @@ fn report_cmd(
         Ok(_lock) => write_report(run, no_color),
         Err(LockError::InUse { holder, .. }) => {
             let report = ablate::report::analyse_dir(run, None)?;
-            print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+            out!("{}", ablate::report::terminal::render(&report, colour(no_color)));
             eprintln!(
                 "note: {} is in use by {holder}; the exports were not written (that run rewrites them)",
                 run.display()
@@ -306,7 +318,7 @@ fn report_cmd(
 /// Analyse `run` and write its exports; the caller holds the folder's lock.
 fn write_report(run: &std::path::Path, no_color: bool) -> Result<Exit, CommandError> {
     let report = ablate::report::report_dir(run)?;
-    print!("{}", ablate::report::terminal::render(&report, colour(no_color)));
+    out!("{}", ablate::report::terminal::render(&report, colour(no_color)));
     eprintln!(
         "wrote trials.csv, arms.csv, effects.csv, report.json, report.md, report.html in {}",
         run.display()
@@ -384,7 +396,21 @@ fn gate_cmd(opts: gate::GateOptions) -> Result<Exit, CommandError> {
         None => eprintln!(
             "error: the baseline does not match the candidate; refusing to compare (use --allow-drift to compare anyway)"
         ),
-        Some((_, text)) => print!("{text}"),
+        Some((_, text)) => out!("{text}"),
     }
     Ok(error::gate_exit(outcome.decided.as_ref().map(|(verdict, _)| *verdict)))
+}
+
+/// Write to stdout; a closed stdout ends the command quietly (status 0), any other failure to
+/// print panics as `print!` does.
+pub fn write_out(args: std::fmt::Arguments) {
+    use std::io::Write;
+    match std::io::stdout().write_fmt(args) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ablate::sandbox::scratch::remove();
+            std::process::exit(0);
+        }
+        Err(e) => panic!("failed printing to stdout: {e}"),
+    }
 }
