@@ -99,14 +99,17 @@ fn humaneval_import_writes_prompt_stub_solution_and_check_and_the_suite_proves()
     let source = suite.source.clone().expect("source recorded");
     assert_eq!(source.sha256, sha);
     assert_eq!(source.importer, "humaneval");
-    assert_eq!(source.importer_version, 1);
+    assert_eq!(source.importer_version, 2);
     assert_eq!(source.file, "HumanEval.jsonl.gz");
     assert!(
-        suite.description.contains(&sha) && suite.description.contains("importer version 1"),
+        suite.description.contains(&sha) && suite.description.contains("importer version 2"),
         "{}",
         suite.description
     );
-    assert_eq!(suite.version, format!("1-{}", &sha[..12]));
+    assert_eq!(suite.version, format!("2-{}", &sha[..12]));
+    // HumanEval's tasks grade out of process, and the suite requires it.
+    assert!(suite.tasks.iter().all(|t| t.check.mode == ablate::suite::GradingMode::OutOfProcess));
+    assert!(std::fs::read_to_string(out.join("suite.toml")).unwrap().contains("require_mode = \"out_of_process\""));
 
     // Every task proves: stub fails, canonical solution passes (through the sandbox).
     let (code, stdout, err) = ablate(&["suite", "check", s(&out)]);
@@ -505,7 +508,7 @@ fn the_manifest_records_an_imported_suites_source() {
     let m = manifest_suite(&out);
     assert_eq!(m["source"]["sha256"], serde_json::json!(HUMANEVAL_MINI_SHA256));
     assert_eq!(m["source"]["importer"], serde_json::json!("humaneval"));
-    assert_eq!(m["source"]["importer_version"], serde_json::json!(1));
+    assert_eq!(m["source"]["importer_version"], serde_json::json!(2));
     let tiny =
         manifest_suite(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suites/tiny"));
     assert!(tiny.get("source").is_none(), "{tiny}");

@@ -99,7 +99,8 @@ fn suite_check(
             .as_ref()
             .map(|r| format!("solution {}/{}", r.passed, r.total))
             .unwrap_or_else(|| "solution -".into());
-        outln!("{status} {:<24} {stub:<14} {sol}", t.id);
+        let mode = t.mode.map_or("verifier", |m| m.name());
+        outln!("{status} {:<24} {mode:<15} {stub:<14} {sol}", t.id);
         for p in &t.problems {
             outln!("     {}: {p}", t.id);
         }

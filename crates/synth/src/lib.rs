@@ -66,6 +66,7 @@ pub fn write_run(
         rec.tests_total = total;
         rec.grade = Some(Grade {
             check: CheckResult {
+                mode: task.check.mode,
                 command: task.check.command.clone(),
                 exit_code: Some(if passed { 0 } else { 1 }),
                 timed_out: false,

@@ -9,7 +9,8 @@ pub mod suite_check;
 
 use crate::record::{CheckResult, Grade, VerifierRecord};
 use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
-use crate::sandbox::process::{Confinement, run_limited};
+use crate::record::GradingMode;
+use crate::sandbox::process::{ChannelEnd, Confinement, run_limited};
 use crate::sandbox::{Sandbox, scratch};
 use crate::suite::{CheckSpec, Task, runner_mode};
 use std::os::unix::fs::PermissionsExt;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub mod channel;
+mod out_of_process;
 
 /// Bytes kept of each output stream of a check.
 pub const OUTPUT_CAP: usize = 64 * 1024;
@@ -168,20 +170,25 @@ pub fn preflight() -> Result<(), PythonError> {
 fn runner_dir() -> std::io::Result<PathBuf> {
     static DIR: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
     let mut guard = DIR.lock().unwrap();
-    if let Some(d) = guard.as_ref().filter(|d| d.join("runner.py").is_file()) {
+    if let Some(d) = guard.as_ref().filter(|d| d.join("runner.py").is_file() && d.join("remote.py").is_file()) {
         return Ok(d.clone());
     }
     let dir = scratch::tempdir("runner-")?.keep();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-    let file = dir.join("runner.py");
-    std::fs::write(&file, RUNNER_PY)?;
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+    for (name, text) in [("runner.py", RUNNER_PY), ("remote.py", REMOTE_PY)] {
+        let file = dir.join(name);
+        std::fs::write(&file, text)?;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+    }
     *guard = Some(dir.clone());
     Ok(dir)
 }
 
 /// The grader's test runner (crates/core/src/grader/runner.py).
 pub const RUNNER_PY: &str = include_str!("runner.py");
+
+/// Out-of-process grading's two sides (crates/core/src/grader/remote.py).
+pub const REMOTE_PY: &str = include_str!("remote.py");
 
 /// Bytes of the runner's result file read back (a file that large is forged).
 const CHANNEL_CAP: u64 = 4 << 20;
@@ -209,10 +216,29 @@ fn test_sources(sandbox: &Sandbox) -> String {
     text
 }
 
-/// Run the checks in the sandbox, under its isolation. An error is returned
-/// only when the command cannot be started at all (a grader error); a
-/// failing, hanging or forging check is a result.
+/// Run the checks in the sandbox, under its isolation, in the task's mode.
+/// An error is returned only when the command cannot be started at all (a
+/// grader error); a failing, hanging or forging check is a result.
 pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<CheckResult> {
+    match spec.mode {
+        GradingMode::InProcess => run_tests(sandbox, spec, None).await,
+        GradingMode::OutOfProcess => out_of_process::run(sandbox, spec).await,
+    }
+}
+
+/// The candidate's side of out-of-process grading, as the tests' process sees it.
+struct Remote<'a> {
+    channel: &'a ChannelEnd,
+    modules: &'a [String],
+}
+
+/// Run the tests in `sandbox` through the grader's runner; with `remote`, the
+/// candidate's modules are asked of its own process on the channel.
+async fn run_tests(
+    sandbox: &Sandbox,
+    spec: &CheckSpec,
+    remote: Option<Remote<'_>>,
+) -> std::io::Result<CheckResult> {
     let isolation = isolation::current().map_err(std::io::Error::other)?;
     let (mode, args) = runner_mode(&spec.command, spec.parser).map_err(std::io::Error::other)?;
     let py = python_info();
@@ -259,6 +285,7 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
             python_prefixes: &py.prefixes,
             ro_binds: &[],
             netns: None,
+            channel: remote.as_ref().map(|r| r.channel),
         },
         limits: spec.limits,
     };
@@ -268,7 +295,11 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
     } else {
         Vec::new()
     };
-    let stdin = format!("{}\n", serde_json::json!({"key": key, "canaries": canaries}));
+    let modules = remote.as_ref().map_or(&[][..], |r| r.modules);
+    let stdin = format!(
+        "{}\n",
+        serde_json::json!({"key": key, "canaries": canaries, "remote": modules})
+    );
     let out = run_limited(
         &argv,
         sandbox.path(),
@@ -307,6 +338,7 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
         text.failed_tests.clone()
     };
     Ok(CheckResult {
+        mode: if remote.is_some() { GradingMode::OutOfProcess } else { GradingMode::InProcess },
         command: argv,
         exit_code: out.exit_code,
         timed_out: out.timed_out,
@@ -355,6 +387,7 @@ pub async fn grade(sandbox: &Sandbox, task: &Task) -> std::io::Result<Grade> {
 pub fn container_grade(v: VerifierRecord) -> Grade {
     let passed = v.passed && v.error.is_none();
     let check = CheckResult {
+        mode: GradingMode::InProcess,
         command: v.command.clone(),
         exit_code: v.exit_code,
         timed_out: v.timed_out,

@@ -6,8 +6,12 @@ Usage: python3 -I -B runner.py RESULT_FILE unittest ARGS...
 (ARGS as for `python3 -m unittest` / `python3 -m pytest`)
 
 The first line of standard input is JSON, read before any task code is
-imported: {"key": KEY, "canaries": [NAME, ...]}; standard input is then
-closed. Each line of the result file is `SIG JSON`, where SIG is
+imported: {"key": KEY, "canaries": [NAME, ...], "remote": [MODULE, ...]};
+standard input is then closed. With "remote" (out-of-process grading), each
+MODULE is the candidate's, asked of its own process on file descriptor 3
+(remote.py): no code of the candidate runs in this process.
+
+Each line of the result file is `SIG JSON`, where SIG is
 sha256(key + previous SIG + JSON) in hex: a line that task code writes into
 the file without the key breaks the chain.
 
@@ -89,9 +93,20 @@ def _read_setup():
         setup = json.loads(line)
         layers = setup.get("layers")
         layers = frozenset(LAYERS if layers is None else [str(x) for x in layers])
-        return setup["key"].encode(), [str(n) for n in setup.get("canaries", [])], layers
+        remote = [str(m) for m in setup.get("remote", [])]
+        return setup["key"].encode(), [str(n) for n in setup.get("canaries", [])], layers, remote
     except (ValueError, KeyError, TypeError, AttributeError):
-        return line.strip(), [], frozenset(LAYERS)
+        return line.strip(), [], frozenset(LAYERS), []
+
+
+def _install_remote(here, modules):
+    """Out-of-process grading: the candidate's modules are asked of its own
+    process on file descriptor 3 (remote.py); none of its code runs here."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_ablate_remote", os.path.join(here, "remote.py"))
+    remote = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(remote)
+    remote.install(3, modules)
 
 
 # The runner's defences. ablate always runs with all of them; the grader's
@@ -934,7 +949,9 @@ def main():
     # Nothing of the runner's folder or the working folder on sys.path yet.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) not in (here, workspace)]
-    key, canary_names, layers = _read_setup()
+    key, canary_names, layers, remote = _read_setup()
+    if remote:
+        _install_remote(here, remote)
     emit = _emitter(_open_channel(out), key)
     denied = []
     if mode == "unittest":

@@ -5,7 +5,7 @@
 //! and with the runner's exit code. A problem names the task.
 
 use super::run_checks;
-use crate::record::CheckResult;
+use crate::record::{CheckResult, GradingMode};
 use crate::sandbox::Sandbox;
 use crate::suite::{Suite, Task, load_task};
 use std::path::Path;
@@ -14,6 +14,9 @@ use std::path::Path;
 pub struct TaskReport {
     pub id: String,
     pub tests: u32,
+    /// Where the candidate's code ran for both variants; None for a container
+    /// task (its verifier runs in its container).
+    pub mode: Option<GradingMode>,
     pub stub: Option<CheckResult>,
     pub solution: Option<CheckResult>,
     pub problems: Vec<String>,
@@ -73,6 +76,7 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
                     Err(e) => report.tasks.push(TaskReport {
                         id,
                         tests: 0,
+                        mode: None,
                         stub: None,
                         solution: None,
                         problems: vec![e.to_string()],
@@ -89,6 +93,7 @@ pub async fn check_task(task: &Task) -> TaskReport {
     let mut report = TaskReport {
         id: task.id.clone(),
         tests: declared,
+        mode: Some(task.check.mode),
         stub: None,
         solution: None,
         problems: Vec::new(),
@@ -161,7 +166,15 @@ async fn run_variant(task: &Task, solution: bool) -> std::io::Result<CheckResult
     if solution {
         sandbox.apply_solution(task)?;
     }
-    run_checks(&sandbox, &task.check).await
+    let result = run_checks(&sandbox, &task.check).await?;
+    if result.mode != task.check.mode {
+        return Err(std::io::Error::other(format!(
+            "the check ran {} but the task grades {}",
+            result.mode.name(),
+            task.check.mode.name()
+        )));
+    }
+    Ok(result)
 }
 
 /// A container (Harbor) task proved as Harbor's own task CI proves one: the
@@ -175,6 +188,7 @@ pub async fn check_container_task(
     let mut report = TaskReport {
         id: task.id.clone(),
         tests: 1,
+        mode: None,
         stub: None,
         solution: None,
         problems: Vec::new(),

@@ -668,6 +668,7 @@ async fn command(
             python_prefixes: &view.shown,
             ro_binds: &ro_binds,
             netns: net.map(|n| n.fd()),
+            channel: None,
         },
         limits: harness_limits(ctx.budget, ctx.memory_mb),
     };

@@ -6,9 +6,36 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Where the candidate's code runs while a task's checks run (`[check] mode`
+/// in task.toml; docs/sandbox.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GradingMode {
+    /// The tests import the candidate's modules into their own process: any
+    /// test works, and the runner's defences decide and detect.
+    #[default]
+    InProcess,
+    /// The candidate's modules run in a jailed process of their own and the
+    /// tests, in another, call them with plain data only: nothing the
+    /// candidate's code does can reach a test, an assertion or a result.
+    OutOfProcess,
+}
+
+impl GradingMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            GradingMode::InProcess => "in_process",
+            GradingMode::OutOfProcess => "out_of_process",
+        }
+    }
+}
+
 /// The result of one run of a task's checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
+    /// Where the candidate's code ran (records before modes existed: in process).
+    #[serde(default)]
+    pub mode: GradingMode,
     /// The argv as run inside the sandbox (the grader's runner, then the task's arguments).
     pub command: Vec<String>,
     /// None when killed (timeout) or ended by a signal.

@@ -21,7 +21,7 @@ pub mod lock;
 pub mod merge;
 pub mod omit;
 
-pub use grade::{CheckResult, Grade, RunnerReport, VerifierRecord};
+pub use grade::{CheckResult, Grade, GradingMode, RunnerReport, VerifierRecord};
 
 use design::{
     Budget, Comparison, Price, RecordedArm, RecordedSettings, SequentialDesign, Shard, SuiteSource,

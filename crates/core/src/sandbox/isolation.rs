@@ -250,6 +250,9 @@ pub struct Jail<'a> {
     pub ro_binds: &'a [(PathBuf, String)],
     /// Join this network namespace (netns.rs) instead of an empty one of the jail's own.
     pub netns: Option<std::os::fd::RawFd>,
+    /// Given to the jail's process as its file descriptor 3: the channel of
+    /// out-of-process grading (grader/remote.py).
+    pub channel: Option<&'a super::process::ChannelEnd>,
 }
 
 impl<'a> Jail<'a> {
@@ -266,6 +269,7 @@ impl<'a> Jail<'a> {
             python_prefixes: &[],
             ro_binds: &[],
             netns: None,
+            channel: None,
         }
     }
 
@@ -313,6 +317,11 @@ impl<'a> Jail<'a> {
             a.extend(["--size".into(), l.memory_mb.saturating_mul(1 << 20).to_string()]);
         }
         a.extend(["--perms".into(), "1777".into(), "--tmpfs".into(), "/tmp".into()]);
+        // A writable /dev/shm of its own (multiprocessing's semaphores live there), capped as /tmp.
+        if let Some(l) = limits {
+            a.extend(["--size".into(), l.memory_mb.saturating_mul(1 << 20).to_string()]);
+        }
+        a.extend(["--perms".into(), "1777".into(), "--tmpfs".into(), "/dev/shm".into()]);
         // After the private /tmp, so that an installation under the host's /tmp
         // is bound over it, not hidden by it. Folders bwrap makes on the way to
         // a bind copy their host modes (0700 for /root): made here as 0755

@@ -41,6 +41,8 @@ pub struct Sandbox {
     /// Canonical path of `dir`, for containment checks.
     root: PathBuf,
     editable: Vec<String>,
+    /// The task's workspace and tests as shipped (empty for `Sandbox::empty`).
+    workspace_src: PathBuf,
     tests_src: PathBuf,
     /// The task's own files (workspace and tests as shipped): what may be shown to a model.
     task_files: Vec<String>,
@@ -120,6 +122,7 @@ impl Sandbox {
             dir,
             root,
             editable: task.editable.clone(),
+            workspace_src: task.workspace_dir(),
             tests_src: task.tests_dir(),
             task_files,
             uid,
@@ -137,10 +140,51 @@ impl Sandbox {
             dir,
             root,
             editable: Vec::new(),
+            workspace_src: PathBuf::new(),
             tests_src: PathBuf::new(),
             task_files: Vec::new(),
             uid,
         })
+    }
+
+    /// The tests' side of out-of-process grading: a fresh copy of the task's
+    /// workspace as shipped without its editable files (the candidate's
+    /// modules are asked of the candidate's own process), with its tests,
+    /// under a uid of its own.
+    pub fn tests_side(&self) -> std::io::Result<Sandbox> {
+        let dir = scratch::tempdir("tests-side-")?;
+        copy_tree(&self.workspace_src, dir.path())?;
+        for name in &self.editable {
+            match std::fs::remove_file(dir.path().join(name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        copy_tree(&self.tests_src, &dir.path().join("tests"))?;
+        let root = dir.path().canonicalize()?;
+        let task_files = digest::list_files(dir.path())?
+            .iter()
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .collect();
+        Ok(Sandbox {
+            dir,
+            root,
+            editable: Vec::new(),
+            workspace_src: self.workspace_src.clone(),
+            tests_src: self.tests_src.clone(),
+            task_files,
+            uid: isolation::lease_uid()?,
+        })
+    }
+
+    /// The modules of the candidate this sandbox holds, as out-of-process
+    /// grading asks them (`suite::remote_module` of each editable file).
+    pub fn candidate_modules(&self) -> Vec<String> {
+        self.editable
+            .iter()
+            .filter_map(|e| crate::suite::remote_module(e))
+            .map(str::to_string)
+            .collect()
     }
 
     /// The uid candidate code of this sandbox runs under.
@@ -479,6 +523,7 @@ mod tests {
                 parser: OutputParser::Unittest,
                 tests: 1,
                 limits: Default::default(),
+                mode: Default::default(),
             },
             container: None,
             dir: dir.to_path_buf(),

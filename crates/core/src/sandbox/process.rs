@@ -17,6 +17,26 @@ use super::isolation::{Jail, apply_rlimits};
 use crate::record::Isolation;
 use crate::suite::Limits;
 
+/// One end of a socket pair, given to a jail's process as its file descriptor
+/// 3 (`Jail::channel`); ablate's own copy is closed as soon as the process has
+/// started, so that the other end sees the end of the stream when it exits.
+pub struct ChannelEnd(std::sync::Mutex<Option<std::os::fd::OwnedFd>>);
+
+impl ChannelEnd {
+    pub fn new(fd: impl Into<std::os::fd::OwnedFd>) -> ChannelEnd {
+        ChannelEnd(std::sync::Mutex::new(Some(fd.into())))
+    }
+
+    fn raw(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.0.lock().unwrap().as_ref().map(|fd| fd.as_raw_fd())
+    }
+
+    fn close(&self) {
+        self.0.lock().unwrap().take();
+    }
+}
+
 /// How a candidate process is confined: the isolation in force, what it sees,
 /// and its limits.
 pub struct Confinement<'a> {
@@ -153,14 +173,19 @@ pub async fn run_until(
         let limits = c.limits;
         let per_uid = matches!(c.isolation, Isolation::Bubblewrap { uid_switch: true, .. });
         let netns = c.jail.netns.filter(|_| c.isolation.is_isolated());
+        let channel = c.jail.channel.and_then(ChannelEnd::raw);
         let grouped = procs.is_some();
-        // SAFETY: the closure runs in the forked child and calls only setns and
-        // setrlimit; the namespace fd stays open (in `c.jail`) until the child has run.
+        // SAFETY: the closure runs in the forked child and calls only setns, dup2,
+        // fcntl and setrlimit; the namespace's and the channel's fds stay open (in
+        // `c.jail`) until the child has run.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(fd) = netns {
                     // The namespace's fd is open for as long as the jail's trial runs.
                     super::netns::join(std::os::fd::BorrowedFd::borrow_raw(fd))?;
+                }
+                if let Some(fd) = channel {
+                    give_as_fd3(fd)?;
                 }
                 if let Some(procs) = &procs {
                     super::cgroup::join(procs)?;
@@ -170,7 +195,11 @@ pub async fn run_until(
         }
     }
     let start = Instant::now();
-    let mut child = cmd.spawn()?;
+    let child = cmd.spawn();
+    if let Some(end) = confine.and_then(|c| c.jail.channel) {
+        end.close();
+    }
+    let mut child = child?;
     let pgid = child.id().map(|id| id as i32);
     if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
         use tokio::io::AsyncWriteExt;
@@ -214,6 +243,18 @@ pub async fn run_until(
         .unwrap_or_else(|| Capture::new(cap));
     drop(group);
     Ok(ProcessOutcome { exit_code, timed_out, stopped, stdout, stderr, duration })
+}
+
+/// In the forked child: `fd` becomes file descriptor 3, kept open across exec.
+fn give_as_fd3(fd: std::os::fd::RawFd) -> std::io::Result<()> {
+    if fd != 3 && unsafe { libc::dup2(fd, 3) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // dup2 clears close-on-exec on the new fd, but not when `fd` is already 3.
+    if unsafe { libc::fcntl(3, libc::F_SETFD, 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn kill_group(pgid: Option<i32>) {

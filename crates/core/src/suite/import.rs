@@ -15,7 +15,7 @@
 //! (recorded in `suite.toml`, which the suite digest covers): importing the
 //! same file twice gives the same digest, another file another one.
 
-use super::{Difficulty, is_plain_relative, is_slug};
+use super::{Difficulty, GradingMode, is_plain_relative, is_slug};
 use crate::digest;
 use crate::error::InputError;
 use serde_json::{Map, Value};
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 /// Version of the importers' output. Any change to what they write (file
 /// layout, test wrapper, prompt text) must bump it: it is part of every
 /// imported suite's `suite.toml`, and so of its digest.
-pub const IMPORTER_VERSION: u32 = 1;
+pub const IMPORTER_VERSION: u32 = 2;
 
 /// Largest decompressed source read (a guard against a gzip bomb).
 const MAX_SOURCE_BYTES: u64 = 1 << 30;
@@ -88,6 +88,8 @@ struct Problem {
     test_code: String,
     tests: u32,
     timeout_seconds: f64,
+    /// Where the candidate's code runs while the checks run.
+    mode: GradingMode,
 }
 
 /// Read, validate and write. Nothing is written unless every line is valid.
@@ -381,6 +383,8 @@ fn humaneval_problem(f: &Fields) -> Result<Problem, InputError> {
         test_code,
         tests: 1,
         timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        // HumanEval's checks call the entry point with plain data only.
+        mode: GradingMode::OutOfProcess,
     })
 }
 
@@ -398,6 +402,7 @@ const JSONL_FIELDS: &[&str] = &[
     "test_setup",
     "difficulty",
     "timeout_seconds",
+    "mode",
 ];
 
 fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
@@ -462,6 +467,13 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
             return Err(
                 f.err("timeout_seconds", format!("expected a number, found {}", kind(other)))
             );
+        }
+    };
+    let mode = match f.opt_str("mode")? {
+        None | Some("in_process") => GradingMode::InProcess,
+        Some("out_of_process") => GradingMode::OutOfProcess,
+        Some(other) => {
+            return Err(f.err("mode", format!("`{other}`: expected in_process or out_of_process")));
         }
     };
     let count = match f.obj.get("test_count") {
@@ -564,6 +576,7 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
         test_code,
         tests,
         timeout_seconds,
+        mode,
     })
 }
 
@@ -584,8 +597,13 @@ fn suite_toml(
         "{n} problems imported by `ablate suite import {}` (importer version {IMPORTER_VERSION}) from {file_name}, sha256 {sha}.",
         format.name()
     );
+    // HumanEval's checks call the entry point with plain data: every task grades out of process.
+    let required = match format {
+        Format::HumanEval => "require_mode = \"out_of_process\"\n",
+        Format::Jsonl => "",
+    };
     format!(
-        "# Written by `ablate suite import {fmt}`; re-import instead of editing.\nname = {}\nversion = {}\ndescription = {}\n\n[source]\nfile = {}\nsha256 = {}\nimporter = {}\nimporter_version = {IMPORTER_VERSION}\n",
+        "# Written by `ablate suite import {fmt}`; re-import instead of editing.\nname = {}\nversion = {}\ndescription = {}\n{required}\n[source]\nfile = {}\nsha256 = {}\nimporter = {}\nimporter_version = {IMPORTER_VERSION}\n",
         toml_str(name),
         toml_str(version),
         toml_str(&description),
@@ -603,7 +621,7 @@ fn task_toml(p: &Problem) -> String {
         Difficulty::Hard => "hard",
     };
     format!(
-        "# {source} (line {line} of the source)\nid = {id}\ndifficulty = \"{difficulty}\"\ntests = {tests}\nprompt = {prompt}\neditable = [{file}]\n\n[check]\ncommand = [\"python3\", \"-m\", \"unittest\", \"discover\", \"-v\", \"-s\", \"tests\", \"-t\", \".\"]\ntimeout_seconds = {timeout:?}\nparser = \"unittest\"\n",
+        "# {source} (line {line} of the source)\nid = {id}\ndifficulty = \"{difficulty}\"\ntests = {tests}\nprompt = {prompt}\neditable = [{file}]\n\n[check]\ncommand = [\"python3\", \"-m\", \"unittest\", \"discover\", \"-v\", \"-s\", \"tests\", \"-t\", \".\"]\ntimeout_seconds = {timeout:?}\nparser = \"unittest\"\nmode = \"{mode}\"\n",
         source = p.source_id.replace('\n', " "),
         line = p.line,
         id = toml_str(&p.id),
@@ -611,6 +629,7 @@ fn task_toml(p: &Problem) -> String {
         prompt = toml_str(&p.prompt),
         file = toml_str(&p.file),
         timeout = p.timeout_seconds,
+        mode = p.mode.name(),
     )
 }
 

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Component as PathComponent, Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::record::GradingMode;
 pub use crate::record::design::SuiteSource;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -30,6 +31,8 @@ struct RawSuite {
     source: Option<SuiteSource>,
     /// Settings of the suite's container (Harbor) tasks.
     containers: Option<ContainerSettings>,
+    /// Every task must grade in this mode (`[check] mode`), or the suite does not load.
+    require_mode: Option<GradingMode>,
 }
 
 /// A suite's settings for its container tasks (`[containers]` in suite.toml).
@@ -91,6 +94,8 @@ struct RawCheck {
     command: Vec<String>,
     timeout_seconds: f64,
     parser: OutputParser,
+    /// Where the candidate's code runs (docs/sandbox.md); in process when unset.
+    mode: Option<GradingMode>,
     /// Sandbox limits (docs/sandbox.md); unset keys keep the defaults.
     memory_mb: Option<u64>,
     file_size_mb: Option<u64>,
@@ -129,6 +134,8 @@ pub struct CheckSpec {
     pub tests: u32,
     /// Resource limits of the check's process tree in the sandbox.
     pub limits: Limits,
+    /// Where the candidate's code runs while the checks run.
+    pub mode: GradingMode,
 }
 
 mod secs {
@@ -214,6 +221,7 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
             description: String::new(),
             source: None,
             containers: None,
+            require_mode: None,
         }
     } else {
         return Err(InputError::new(
@@ -268,6 +276,24 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
     }
     if tasks.is_empty() {
         return Err(InputError::new(root, "suite holds no tasks"));
+    }
+    if let Some(required) = raw.require_mode
+        && let Some(task) = tasks.iter().find(|t| t.check.mode != required)
+    {
+        let why = if task.container.is_some() {
+            "a container task's verifier runs in its container, not in either mode"
+        } else {
+            "declare it under [check] or grade the task in the mode the suite requires"
+        };
+        return Err(InputError::at(
+            &task.toml_path(),
+            "check.mode",
+            format!(
+                "suite.toml requires require_mode = \"{}\" of every task; this task grades {} ({why})",
+                required.name(),
+                task.check.mode.name()
+            ),
+        ));
     }
     let suite_bytes = if suite_toml.is_file() {
         std::fs::read(&suite_toml).map_err(|e| InputError::new(&suite_toml, e.to_string()))?
@@ -341,6 +367,7 @@ pub fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
             parser: OutputParser::Unittest,
             tests: 1,
             limits: Limits::default(),
+            mode: GradingMode::InProcess,
         },
         container: Some(Box::new(container)),
         dir: dir.to_path_buf(),
@@ -503,6 +530,19 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
     }
     runner_mode(&raw.check.command, raw.check.parser)
         .map_err(|e| InputError::at(&file, "check.command", e.to_string()))?;
+    let mode = raw.check.mode.unwrap_or_default();
+    if mode == GradingMode::OutOfProcess
+        && let Some((i, rel)) =
+            raw.editable.iter().enumerate().find(|(_, rel)| remote_module(rel).is_none())
+    {
+        return Err(InputError::at(
+            &file,
+            format!("editable[{i}]"),
+            format!(
+                "`{rel}`: check.mode = \"out_of_process\" grades Python modules at the top of the workspace only (`name.py`); use mode \"in_process\" for this task"
+            ),
+        ));
+    }
     let mut limits = Limits::default();
     for (key, value, slot, max) in [
         ("check.memory_mb", raw.check.memory_mb, &mut limits.memory_mb, 65_536),
@@ -544,11 +584,21 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
             parser: raw.check.parser,
             tests: raw.tests,
             limits,
+            mode,
         },
         container: None,
         dir: dir.to_path_buf(),
         digest,
     })
+}
+
+/// The module an editable file is, for out-of-process grading: `name.py` at
+/// the top of the workspace, `name` an identifier.
+pub fn remote_module(rel: &str) -> Option<&str> {
+    let stem = rel.strip_suffix(".py")?;
+    let ident = stem.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && stem.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    ident.then_some(stem)
 }
 
 pub fn is_slug(s: &str) -> bool {
