@@ -91,16 +91,7 @@ async fn main() {
         let iso = ablate::sandbox::isolation::current().unwrap();
         let confine = ablate::sandbox::process::Confinement {
             isolation: iso,
-            jail: ablate::sandbox::isolation::Jail {
-                workspace: sandbox.path(),
-                tests: None,
-                runner_dir: None,
-                out_dir: None,
-                uid: sandbox.uid(),
-                python_prefixes: &[],
-                ro_binds: &[],
-                netns: None,
-            },
+            jail: ablate::sandbox::isolation::Jail::of(sandbox.path(), sandbox.uid()),
             limits: Default::default(),
         };
         sandbox.hand_over().unwrap();

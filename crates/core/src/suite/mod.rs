@@ -286,7 +286,7 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
             "declare it under [check] or grade the task in the mode the suite requires"
         };
         return Err(InputError::at(
-            &task.toml_path(),
+            task.toml_path(),
             "check.mode",
             format!(
                 "suite.toml requires require_mode = \"{}\" of every task; this task grades {} ({why})",
