@@ -120,6 +120,83 @@ fn graded(on: On, code: &str, layers: Option<&[&str]>) -> Verdict {
     if all { Verdict::Passed } else { Verdict::Failed }
 }
 
+/// Out-of-process grading as ablate does it (grader/remote.py), outside the
+/// jail: the candidate's module served from its own process and workspace,
+/// the tests on a copy without it, the runner with no defence at all.
+fn graded_out_of_process(on: On, code: &str) -> Verdict {
+    use std::os::unix::process::CommandExt;
+    let (task, file, declared) = task_of(on);
+    let candidate = workspace(on, code);
+    let tests_side = tempfile::tempdir().unwrap();
+    ablate::sandbox::copy_tree(&task.join("workspace"), tests_side.path()).unwrap();
+    std::fs::remove_file(tests_side.path().join(file)).unwrap();
+    ablate::sandbox::copy_tree(&task.join("tests"), &tests_side.path().join("tests")).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    std::fs::write(out_dir.path().join("runner.py"), ablate::grader::RUNNER_PY).unwrap();
+    std::fs::write(out_dir.path().join("remote.py"), ablate::grader::REMOTE_PY).unwrap();
+    let result = out_dir.path().join("results.jsonl");
+    let module = file.strip_suffix(".py").unwrap();
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let as_fd3 = |s: &std::os::unix::net::UnixStream| {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(s);
+        move || {
+            // SAFETY: dup2 and fcntl in the forked child, on fds it holds.
+            unsafe {
+                libc::dup2(fd, 3);
+                libc::fcntl(3, libc::F_SETFD, 0);
+            }
+            Ok(())
+        }
+    };
+    let mut serve = std::process::Command::new(ablate::grader::python());
+    serve
+        .args(["-I", "-B"])
+        .arg(out_dir.path().join("remote.py"))
+        .args(["serve", module])
+        .current_dir(candidate.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: the closure only calls dup2 and fcntl.
+    let mut server = unsafe { serve.pre_exec(as_fd3(&theirs)) }.spawn().unwrap();
+    drop(theirs);
+    let tests_text: String = std::fs::read_dir(tests_side.path().join("tests"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    let canaries = channel::canary_names(512, &tests_text);
+    let setup =
+        serde_json::json!({"key": "k3y", "canaries": canaries, "layers": [], "remote": [module]});
+    let mut cmd = std::process::Command::new(ablate::grader::python());
+    cmd.args(["-I", "-B"])
+        .arg(out_dir.path().join("runner.py"))
+        .arg(&result)
+        .args(["unittest", "discover", "-v", "-s", "tests", "-t", "."])
+        .current_dir(tests_side.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
+    // SAFETY: as above.
+    unsafe { cmd.pre_exec(as_fd3(&ours)) };
+    let out = with_stdin(&mut cmd, format!("{setup}\n"));
+    drop(ours);
+    let _ = server.kill();
+    let _ = server.wait();
+    let output =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let report = channel::read(&std::fs::read(&result).unwrap_or_default(), 4 << 20, "k3y", &HashSet::new());
+    let text = parse::parse(OutputParser::Unittest, &output);
+    if channel::judge(declared, out.status.code(), false, &text, &report, false).is_some() {
+        return Verdict::Caught;
+    }
+    let all = out.status.code() == Some(0)
+        && report.finished
+        && report.tests == declared
+        && report.passed == declared;
+    if all { Verdict::Passed } else { Verdict::Failed }
+}
+
 /// Run `cmd` with `input` on its standard input, within a deadline.
 fn with_stdin(cmd: &mut std::process::Command, input: String) -> std::process::Output {
     use std::io::Write;
@@ -147,11 +224,12 @@ fn with_stdin(cmd: &mut std::process::Command, input: String) -> std::process::O
 
 #[test]
 fn what_each_defence_catches() {
-    let columns: [(&str, Option<&[&str]>); 4] = [
+    let columns: [(&str, Option<&[&str]>); 5] = [
         ("runner, no defence", Some(&[])),
         ("canaries alone", Some(&["canaries"])),
         ("all but canaries", Some(&["decide", "guard", "watch"])),
-        ("all (ablate)", None),
+        ("all (in process)", None),
+        ("out of process, no runner defence", Some(&["out_of_process"])),
     ];
     let corpus = grade_fakes();
     let mut table = String::from("| attempt | plain unittest |");
@@ -159,13 +237,16 @@ fn what_each_defence_catches() {
         table.push_str(&format!(" {name} |"));
     }
     table.push_str(&format!("\n|---|---|{}\n", "---|".repeat(columns.len())));
-    let mut counts = [(0, 0, 0); 4];
+    let mut counts = [(0, 0, 0); 5];
     for a in &corpus {
         let p = plain(a.on, &a.code);
         assert_eq!(p, Verdict::Passed, "`{}` does not fool plain unittest", a.name);
         table.push_str(&format!("| {} | {} |", a.name, p.cell()));
         for (i, (_, layers)) in columns.iter().enumerate() {
-            let v = graded(a.on, &a.code, *layers);
+            let v = match layers {
+                Some(["out_of_process"]) => graded_out_of_process(a.on, &a.code),
+                _ => graded(a.on, &a.code, *layers),
+            };
             match v {
                 Verdict::Passed => counts[i].0 += 1,
                 Verdict::Caught => counts[i].1 += 1,
@@ -180,15 +261,16 @@ fn what_each_defence_catches() {
         table.push_str(&format!(" {passed} passed, {caught} caught, {failed} failed |"));
     }
     println!("{table}");
-    // With every defence, no attempt passes.
+    // With every defence in process, and out of process with none, no attempt passes.
     assert_eq!(counts[3].0, 0, "{table}");
+    assert_eq!(counts[4].0, 0, "{table}");
     // The figures docs/sandbox.md states.
     assert_eq!(counts, EXPECTED, "{table}");
 }
 
-/// (passed, caught, failed) of the 20 attempts per column: the runner with no defence, canaries
-/// alone, all but canaries, all (docs/sandbox.md).
-const EXPECTED: [(u32, u32, u32); 4] = [(12, 7, 1), (3, 16, 1), (0, 13, 7), (0, 13, 7)];
+/// (passed, caught, failed) of the 23 attempts per column: the runner with no defence, canaries
+/// alone, all but canaries, all in process, out of process with no runner defence (docs/sandbox.md).
+const EXPECTED: [(u32, u32, u32); 5] = [(13, 9, 1), (4, 18, 1), (0, 14, 9), (0, 14, 9), (0, 0, 23)];
 
 #[test]
 fn honest_code_passes_with_every_defence() {
@@ -199,6 +281,7 @@ fn honest_code_passes_with_every_defence() {
         for layers in [Some(&[][..]), Some(&["canaries"][..]), None] {
             assert_eq!(graded(on, &code, layers), Verdict::Passed, "{on:?} {layers:?}");
         }
+        assert_eq!(graded_out_of_process(on, &code), Verdict::Passed, "{on:?} out of process");
         let _ = Path::new(file);
     }
 }

@@ -166,6 +166,71 @@ pub fn hollow_tests() -> [String; 2] {
     ]
 }
 
+/// The test methods' code replaced in place, as their class is made, by
+/// unittest's own no-op `setUp` code: a briefly patched `__build_class__`,
+/// put back once both test classes are made. The function objects keep their ids.
+pub fn code_swapped() -> String {
+    format!(
+        r#"import builtins, unittest
+_bc = builtins.__build_class__
+_made = []
+def _hook(func, name, *bases, **kw):
+    cls = _bc(func, name, *bases, **kw)
+    if any(isinstance(b, type) and issubclass(b, unittest.TestCase) for b in bases):
+        _made.append(cls)
+        if len(_made) == 2:
+            builtins.__build_class__ = _bc
+        for k, v in list(vars(cls).items()):
+            if k.startswith('test') and hasattr(v, '__code__'):
+                try:
+                    v.__code__ = unittest.TestCase.setUp.__code__
+                except Exception:
+                    pass
+    return cls
+builtins.__build_class__ = _hook
+{WRONG_CALC}"#
+    )
+}
+
+/// Walks `frame` outward and makes every test instance's assertions no-ops
+/// (and, where the result is a local, every failure a success).
+const HOLLOW_INSTANCE: &str = r#"import contextlib
+def _hollow_from(f):
+    while f is not None:
+        s = f.f_locals.get('self')
+        if s is not None and hasattr(s, '_testMethodName'):
+            for n in ('assertEqual', 'assertIs', 'assertTrue', 'assertIn'):
+                s.__dict__[n] = lambda *a, **k: None
+            s.__dict__['assertRaises'] = lambda *a, **k: contextlib.suppress(Exception)
+            s.__dict__['subTest'] = lambda *a, **k: contextlib.suppress(AssertionError)
+        r = f.f_locals.get('result')
+        if r is not None and hasattr(r, 'addFailure'):
+            r.addFailure = lambda t, e, s=r.addSuccess: s(t)
+            r.addSubTest = lambda *a: None
+        f = f.f_back
+"#;
+
+/// The test instance reached through a signal handler's frame argument (the
+/// candidate signals itself inside each call).
+pub fn signal_frame() -> String {
+    format!(
+        "import os, signal\n{HOLLOW_INSTANCE}signal.signal(signal.SIGUSR1, lambda sig, frame: _hollow_from(frame))\n\n\
+         def _reach():\n    os.kill(os.getpid(), signal.SIGUSR1)\n{}",
+        reaching("")
+    )
+}
+
+/// The test instance reached through the interpreter's C API (`PyEval_GetFrame` by ctypes;
+/// the borrowed frame is given a reference of its own, or the interpreter crashes).
+pub fn ctypes_frame() -> String {
+    format!(
+        "import ctypes\n{HOLLOW_INSTANCE}\n\
+         def _reach():\n    get = ctypes.pythonapi.PyEval_GetFrame\n    get.restype = ctypes.py_object\n    fr = get()\n    \
+         ctypes.pythonapi.Py_IncRef(ctypes.py_object(fr))\n    _hollow_from(fr)\n{}",
+        reaching("")
+    )
+}
+
 /// Exceptions plain unittest reads as a success or a skip.
 pub fn raising(exception: &str) -> String {
     format!(
@@ -238,5 +303,8 @@ pub fn grade_fakes() -> Vec<Attempt> {
     all.push(calc("test methods hollowed by a fake TestCase", b));
     all.push(calc("_ShouldStop raised by the candidate", raising("unittest.case._ShouldStop()")));
     all.push(calc("SkipTest raised by the candidate", raising("unittest.SkipTest('not today')")));
+    all.push(calc("test methods' code swapped in place (`__build_class__`)", code_swapped()));
+    all.push(calc("the test instance through a signal handler's frame", signal_frame()));
+    all.push(calc("the test instance through ctypes' `PyEval_GetFrame`", ctypes_frame()));
     all
 }

@@ -9,8 +9,8 @@
 use super::{Remote, run_tests, runner_dir};
 use crate::record::CheckResult;
 use crate::sandbox::Sandbox;
-use crate::sandbox::isolation::{self, JAIL_RUNNER_DIR, Jail};
-use crate::sandbox::process::{ChannelEnd, Confinement, ProcessOutcome, run_until};
+use crate::sandbox::isolation::{self, ChannelEnd, JAIL_RUNNER_DIR, Jail};
+use crate::sandbox::process::{Confinement, ProcessOutcome, run_until};
 use crate::suite::CheckSpec;
 use std::path::Path;
 

@@ -126,7 +126,8 @@ _NAMED = {
 }
 
 
-def _snapshotter(named=_NAMED, vars=vars, getattr=getattr, isinstance=isinstance, type=type, id=id):
+def _snapshotter(named=_NAMED, vars=vars, getattr=getattr, isinstance=isinstance, type=type, id=id,
+                 code_kinds=(type(_emitter), classmethod, staticmethod, property)):
     def snapshot(objects):
         """Identity of the watched attributes. For a class: all of them, so an
         added method counts; for a module: all (or the named ones), and an
@@ -135,6 +136,10 @@ def _snapshotter(named=_NAMED, vars=vars, getattr=getattr, isinstance=isinstance
         for label, obj in objects:
             names = named.get(label)
             items = [(n, getattr(obj, n, None)) for n in names] if names else list(vars(obj).items())
+            if label.startswith("class "):
+                # A test class's own state (a counter, a patcher started in
+                # setUpClass) is the tests' business; its methods are not.
+                items = [(k, v) for k, v in items if isinstance(v, code_kinds)]
             is_class = isinstance(obj, type)
             for key, value in items:
                 snap[label + "." + key] = (id(value), is_class)
@@ -174,10 +179,15 @@ _CONSUMERS = frozenset([
     ("traceback.py", "format_stack"),
     ("traceback.py", "print_stack"),
     ("warnings.py", "warn"),
+    ("asyncio/coroutines.py", "_format_coroutine"),
 ])
+# Refused to everyone, whatever frame asks: no honest test or solution swaps a
+# function's code, looks up the interpreter's own C API through ctypes, or
+# makes an object from a raw address.
+_NEVER = frozenset(["ctypes.cdata", "ctypes.PyObj_FromPtr"])
 
 
-def _install_guard(workspace, denied):
+def _install_guard(workspace, denied, unittest_file):
     """Refuse frame and gc introspection to code in `workspace` outside its
     tests/ (unless a consumer above asked on its behalf); each refusal is
     recorded in `denied`."""
@@ -191,9 +201,27 @@ def _install_guard(workspace, denied):
     basename = os.path.basename
     RuntimeError_ = RuntimeError
 
+    never = _NEVER
+    own = (tests, os.path.dirname(unittest_file) + os.sep, os.path.abspath(__file__))
+
+    def guarded_code(fn):
+        """A function of the tests, of unittest or of this runner: its code
+        is what decides outcomes, and no honest code replaces it."""
+        name = getattr(getattr(fn, "__code__", None), "co_filename", "") or ""
+        return name.startswith(own)
+
+    def refuse(what):
+        if len(denied) < 20:
+            denied.append(what)
+        raise RuntimeError_("ablate's grader refuses %s" % what)
+
     def hook(event, args):
         if inside[0]:
             return
+        if event == "object.__setattr__" and args[1] == "__code__" and guarded_code(args[0]):
+            refuse("replacing the code of %s" % getattr(args[0], "__qualname__", "a function"))
+        if event in never or (event == "ctypes.dlsym" and str(args[1]).lstrip("_").startswith("Py")):
+            refuse("%s %s" % (event, args[1] if event == "ctypes.dlsym" else ""))
         if event not in frame_events and not (event == "object.__getattr__" and args[1] in frame_attrs):
             return
         inside[0] = True
@@ -601,6 +629,9 @@ def run_unittest(emit, args, canary_names, workspace, denied, layers=frozenset(L
         finally:
             self._outcome = None
             oc.expected = None
+        pin_name, pinned = pins.get(id_(self), ("", ()))
+        if not canary and "watch" in layers and pinned_now(self, pin_name) != pinned:
+            tampered.add("the outcome-deciding methods of %s's instance" % tid)
         if canary:
             canary_truth[tid] = outcome
         else:
@@ -680,6 +711,14 @@ def run_unittest(emit, args, canary_names, workspace, denied, layers=frozenset(L
             check_tamper()
         return result
 
+    pins = {}           # id(instance) -> (test method name, identities of what `pin` bound on it)
+    fixed_pins = tuple(original) + ("subTest", "assertRaises", "failUnlessRaises", "assertRaisesRegex",
+                                    "assertRaisesRegexp", "doCleanups", "run")
+
+    def pinned_now(test, name):
+        d = test.__dict__
+        return tuple(id_(d.get(k)) for k in fixed_pins + (name,))
+
     def pin(test, canary):
         """Bind the outcome-deciding methods to the instance, as they were
         before any task code ran, and read its method and marks once."""
@@ -714,6 +753,7 @@ def run_unittest(emit, args, canary_names, workspace, denied, layers=frozenset(L
                          or getattr_(method, "__unittest_expecting_failure__", False))
         tid = "%s.%s" % (strclass(cls), name)
         info[id_(test)] = (tid, canary, bound, skip, expecting, fexc)
+        pins[id_(test)] = (name, pinned_now(test, name))
         code = getattr_(method, "__code__", None)
         where = getattr_(code, "co_filename", "") or ""
         if "watch" in layers and not canary and where.startswith(workspace_prefix) and not where.startswith(tests_dir):
@@ -895,7 +935,7 @@ def run_unittest(emit, args, canary_names, workspace, denied, layers=frozenset(L
     # As `python3 -m unittest` has it: the working folder first on sys.path.
     sys.path.insert(0, workspace)
     if "guard" in layers:
-        _install_guard(workspace, denied)
+        _install_guard(workspace, denied, unittest.__file__)
     program = AblateProgram(module=None, argv=["python3 -m unittest"] + args, testRunner=AblateRunner, exit=False)
     check_tamper()
     emit({"event": "end", "ran": state["ran"], "tampered": sorted(tampered), "denied": list(denied)})
@@ -933,7 +973,8 @@ def run_pytest(emit, args, canary_names, workspace, denied):
     emit({"event": "ready", "modules": sorted({m.split(".")[0] for m in sys.modules})})
     _no_bytecode()
     sys.path.insert(0, workspace)
-    _install_guard(workspace, denied)
+    import unittest
+    _install_guard(workspace, denied, unittest.__file__)
     code = pytest.main(args, plugins=[plugin])
     tampered = [k for k in _changed(before, snapshot(watched)) if k != "builtins._"]
     emit({"event": "end", "ran": len(seen), "tampered": tampered, "denied": list(denied)})

@@ -179,6 +179,12 @@ pub fn manifest(
             path: exp.suite.clone(),
             digest: suite.digest.clone(),
             tasks: suite.tasks.iter().map(|t| (t.id.clone(), t.digest.clone())).collect(),
+            grading: suite
+                .tasks
+                .iter()
+                .filter(|t| t.container.is_none())
+                .map(|t| (t.id.clone(), t.check.mode))
+                .collect(),
             source: suite.source.clone(),
         },
         prompt_digests: facts

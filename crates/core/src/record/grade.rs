@@ -104,7 +104,9 @@ pub struct Grade {
     /// Test files the trial changed; restored before grading.
     pub tampered_tests: Vec<String>,
     /// Files the trial left at the top of its workspace named like a module
-    /// the grader imports (`unittest.py`, ...): a policy violation.
+    /// the grader imports (`unittest.py`, ...), noted only: final grading
+    /// runs a fresh copy of the task with the editable files alone, so they
+    /// never reach the grade (an honest harness may leave a `types.py`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planted_modules: Vec<String>,
     /// Editable files taken as empty in the snapshot, and why (a symlink, a FIFO, too large).
@@ -159,12 +161,6 @@ impl Grade {
             return Some(format!(
                 "test files changed during the trial: {}",
                 self.tampered_tests.join(", ")
-            ));
-        }
-        if !self.planted_modules.is_empty() {
-            return Some(format!(
-                "the workspace holds files named like modules the grader imports: {}",
-                self.planted_modules.join(", ")
             ));
         }
         self.check.forgery.as_ref().map(|f| format!("grade forgery: {f}"))

@@ -630,6 +630,10 @@ pub struct SuiteFacts {
     pub digest: String,
     /// Task id -> digest of its folder.
     pub tasks: Vec<(String, String)>,
+    /// Task id -> where the candidate's code runs while its checks run (Python
+    /// tasks; a container task's verifier runs in its container).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub grading: std::collections::BTreeMap<String, GradingMode>,
     /// An imported suite's source file and importer (absent for suites written by hand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<SuiteSource>,

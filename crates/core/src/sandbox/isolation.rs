@@ -233,6 +233,26 @@ pub fn lease_uid() -> std::io::Result<UidLease> {
     )))
 }
 
+/// One end of a socket pair, given to a jail's process as its file descriptor
+/// 3 (`Jail::channel`); ablate's own copy is closed as soon as the process has
+/// started, so that the other end sees the end of the stream when it exits.
+pub struct ChannelEnd(std::sync::Mutex<Option<std::os::fd::OwnedFd>>);
+
+impl ChannelEnd {
+    pub fn new(fd: impl Into<std::os::fd::OwnedFd>) -> ChannelEnd {
+        ChannelEnd(std::sync::Mutex::new(Some(fd.into())))
+    }
+
+    pub(super) fn raw(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.0.lock().unwrap().as_ref().map(|fd| fd.as_raw_fd())
+    }
+
+    pub(super) fn close(&self) {
+        self.0.lock().unwrap().take();
+    }
+}
+
 /// What one check sees: host paths bound into the jail.
 pub struct Jail<'a> {
     /// Bound read-write at /workspace.
@@ -252,7 +272,7 @@ pub struct Jail<'a> {
     pub netns: Option<std::os::fd::RawFd>,
     /// Given to the jail's process as its file descriptor 3: the channel of
     /// out-of-process grading (grader/remote.py).
-    pub channel: Option<&'a super::process::ChannelEnd>,
+    pub channel: Option<&'a ChannelEnd>,
 }
 
 impl<'a> Jail<'a> {

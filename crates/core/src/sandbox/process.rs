@@ -13,29 +13,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use super::isolation::{Jail, apply_rlimits};
+use super::isolation::{ChannelEnd, Jail, apply_rlimits};
 use crate::record::Isolation;
 use crate::suite::Limits;
-
-/// One end of a socket pair, given to a jail's process as its file descriptor
-/// 3 (`Jail::channel`); ablate's own copy is closed as soon as the process has
-/// started, so that the other end sees the end of the stream when it exits.
-pub struct ChannelEnd(std::sync::Mutex<Option<std::os::fd::OwnedFd>>);
-
-impl ChannelEnd {
-    pub fn new(fd: impl Into<std::os::fd::OwnedFd>) -> ChannelEnd {
-        ChannelEnd(std::sync::Mutex::new(Some(fd.into())))
-    }
-
-    fn raw(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
-        self.0.lock().unwrap().as_ref().map(|fd| fd.as_raw_fd())
-    }
-
-    fn close(&self) {
-        self.0.lock().unwrap().take();
-    }
-}
 
 /// How a candidate process is confined: the isolation in force, what it sees,
 /// and its limits.

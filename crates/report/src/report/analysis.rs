@@ -371,6 +371,8 @@ pub struct Report {
     pub component_names: Vec<String>,
     pub suite: String,
     pub suite_digest: String,
+    /// Task id -> where the candidate's code ran (manifest `suite.grading`).
+    pub grading: std::collections::BTreeMap<String, ablate_core::record::GradingMode>,
     pub alpha: f64,
     /// The equivalence margin, when the experiment declares one.
     pub margin: Option<f64>,
@@ -748,6 +750,7 @@ pub fn analyse(data: &RunData) -> Report {
         component_names,
         suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),
         suite_digest: data.manifest.suite.digest.clone(),
+        grading: data.manifest.suite.grading.clone(),
         alpha,
         margin: data.manifest.experiment.margin,
         planned_trials: data.manifest.planned_trials,

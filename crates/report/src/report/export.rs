@@ -276,6 +276,11 @@ fn md_effects(s: &mut String, header: &str, effects: &[EffectReport]) {
     }
 }
 
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
 pub fn markdown(r: &Report) -> String {
     let mut s = format!(
         "# {}\n\nRun `{}`, suite {} (`{}`), {} of {} trials recorded.\n\n",
@@ -288,6 +293,9 @@ pub fn markdown(r: &Report) -> String {
     );
     if let Some(imported) = &r.imported {
         let _ = writeln!(s, "{imported}\n");
+    }
+    if let Some(line) = super::format::grading(&r.grading) {
+        let _ = writeln!(s, "{}\n", capitalized(&line));
     }
     let level = (1.0 - r.alpha) * 100.0;
     let _ = writeln!(

@@ -8,6 +8,29 @@ pub fn count(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// Where the candidate's code ran while each task's checks ran, in one line:
+/// `grading: 14 tasks out of process`, or each mode with its count and the
+/// in-process tasks named. None when no task is a Python task.
+pub fn grading(modes: &std::collections::BTreeMap<String, ablate_core::record::GradingMode>) -> Option<String> {
+    use ablate_core::record::GradingMode;
+    if modes.is_empty() {
+        return None;
+    }
+    let inside: Vec<&str> =
+        modes.iter().filter(|(_, m)| **m == GradingMode::InProcess).map(|(t, _)| t.as_str()).collect();
+    let outside = modes.len() - inside.len();
+    Some(match (outside, inside.len()) {
+        (_, 0) => format!("grading: {} out of process", count(outside, "task")),
+        (0, _) => format!("grading: {} in process", count(inside.len(), "task")),
+        _ => format!(
+            "grading: {} out of process, {} in process ({})",
+            count(outside, "task"),
+            inside.len(),
+            inside.join(", ")
+        ),
+    })
+}
+
 pub fn pct(x: f64) -> String {
     if x.is_finite() { format!("{:.1}%", x * 100.0) } else { "n/a".into() }
 }

@@ -235,6 +235,9 @@ pub fn render(r: &Report) -> String {
     if let Some(imported) = &r.imported {
         let _ = writeln!(s, "<p>{}</p>", esc(imported));
     }
+    if let Some(line) = super::format::grading(&r.grading) {
+        let _ = writeln!(s, "<p>{}</p>", esc(&line));
+    }
     let effects: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).collect();
     if !effects.is_empty() {
         let _ = writeln!(s, "<h2>Effects ({level:.0}% CI)</h2>{}", forest_svg(&effects));

@@ -200,6 +200,9 @@ pub fn render(r: &Report, colour: bool) -> String {
     if let Some(imported) = &r.imported {
         let _ = writeln!(s, "{}\n", c.dim(imported));
     }
+    if let Some(line) = super::format::grading(&r.grading) {
+        let _ = writeln!(s, "{}\n", c.dim(&line));
+    }
     for a in &r.arms {
         arm_block(&mut s, a, &c, level);
     }
