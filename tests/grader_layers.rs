@@ -185,7 +185,8 @@ fn graded_out_of_process(on: On, code: &str) -> Verdict {
     let _ = server.wait();
     let output =
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let report = channel::read(&std::fs::read(&result).unwrap_or_default(), 4 << 20, "k3y", &HashSet::new());
+    let report =
+        channel::read(&std::fs::read(&result).unwrap_or_default(), 4 << 20, "k3y", &HashSet::new());
     let text = parse::parse(OutputParser::Unittest, &output);
     if channel::judge(declared, out.status.code(), false, &text, &report, false).is_some() {
         return Verdict::Caught;

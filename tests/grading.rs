@@ -19,6 +19,18 @@ fn check(root: &Path, declared: u32, tests: &str) -> CheckResult {
 
 /// `check` with the test file's name and the workspace's `m.py` given.
 fn check_with(root: &Path, declared: u32, test_file: &str, tests: &str, m_py: &str) -> CheckResult {
+    check_in("in_process", root, declared, test_file, tests, m_py)
+}
+
+/// `check_with` in a grading mode (`[check] mode`).
+fn check_in(
+    mode: &str,
+    root: &Path,
+    declared: u32,
+    test_file: &str,
+    tests: &str,
+    m_py: &str,
+) -> CheckResult {
     let dir = &root.join("acct");
     for sub in ["workspace", "tests", "solution"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
@@ -27,7 +39,7 @@ fn check_with(root: &Path, declared: u32, test_file: &str, tests: &str, m_py: &s
         dir.join("task.toml"),
         format!(
             "id = \"acct\"\ndifficulty = \"easy\"\ntests = {declared}\nprompt = \"p\"\neditable = [\"m.py\"]\n[check]\n\
-             command = [\"python3\", \"-m\", \"unittest\", \"discover\", \"-s\", \"tests\", \"-t\", \".\"]\ntimeout_seconds = 20\nparser = \"unittest\"\n"
+             command = [\"python3\", \"-m\", \"unittest\", \"discover\", \"-s\", \"tests\", \"-t\", \".\"]\ntimeout_seconds = 20\nparser = \"unittest\"\nmode = \"{mode}\"\n"
         ),
     )
     .unwrap();
@@ -227,5 +239,45 @@ fn a_test_module_that_fails_to_import_is_a_failure_whatever_its_name() {
             "{r:?}"
         );
         assert!(!c.all_passed() && c.passed == 0, "{c:?}");
+    }
+}
+
+/// Honest tests that keep state on their own class: an attribute set in setUpClass, a class
+/// counter, a mock.patch started in setUpClass. Plain unittest: `Ran 3 tests` / `OK`.
+const CLASS_STATE: &str = "import os, unittest\nfrom unittest import mock\nfrom m import X\n\
+class T(unittest.TestCase):\n    calls = 0\n    @classmethod\n    def setUpClass(cls):\n        cls.shared = [X]\n        \
+cls.patcher = mock.patch('os.getcwd', return_value='/nowhere')\n        cls.patcher.start()\n    \
+@classmethod\n    def tearDownClass(cls):\n        cls.patcher.stop()\n    def setUp(self):\n        type(self).calls += 1\n    \
+def test_shared(self):\n        self.assertEqual(self.shared, [1])\n    def test_patched(self):\n        \
+self.assertEqual(os.getcwd(), '/nowhere')\n    def test_counted(self):\n        self.assertGreaterEqual(type(self).calls, 1)\n";
+
+#[test]
+fn state_the_tests_keep_on_their_class_is_not_tampering() {
+    for mode in ["in_process", "out_of_process"] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = check_in(mode, dir.path(), 3, "test_x.py", CLASS_STATE, "X = 1\n");
+        honest(&c);
+        assert_eq!(summary(&c), ("Ran 3 tests".into(), "OK".into()), "{mode}: {}", c.output);
+        assert!(c.all_passed(), "{mode}: {c:?}");
+    }
+}
+
+/// A solution that runs a coroutine with asyncio.run and a multiprocessing lock and pool
+/// (semaphores in /dev/shm); the tests call it with plain data. Plain unittest: `Ran 2 tests` / `OK`.
+#[test]
+fn asyncio_and_multiprocessing_work_in_the_jail() {
+    let m_py = "import asyncio, multiprocessing\n\
+async def _inc(x):\n    await asyncio.sleep(0)\n    return x + 1\n\
+def inc(x):\n    return asyncio.run(_inc(x))\n\
+def _sq(x):\n    return x * x\n\
+def squares(n):\n    with multiprocessing.Lock():\n        pass\n    with multiprocessing.get_context('fork').Pool(2) as p:\n        return p.map(_sq, range(n))\n";
+    let tests = "import unittest\nfrom m import inc, squares\nclass T(unittest.TestCase):\n    def test_inc(self):\n        \
+self.assertEqual(inc(1), 2)\n    def test_squares(self):\n        self.assertEqual(squares(4), [0, 1, 4, 9])\n";
+    for mode in ["in_process", "out_of_process"] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = check_in(mode, dir.path(), 2, "test_x.py", tests, m_py);
+        honest(&c);
+        assert_eq!(summary(&c), ("Ran 2 tests".into(), "OK".into()), "{mode}: {}", c.output);
+        assert!(c.all_passed(), "{mode}: {c:?}");
     }
 }

@@ -814,3 +814,62 @@ async fn the_jails_tmp_counts_against_its_memory_limit() {
     );
     assert_eq!(a.rec.status, TrialStatus::Failed, "{:?}", a.rec);
 }
+
+/// A copy of a fixture suite whose every task grades out of process.
+fn out_of_process_copy(name: &str, into: &Path) -> PathBuf {
+    let dst = into.join(name);
+    ablate::sandbox::copy_tree(&fixture(name), &dst).unwrap();
+    for entry in std::fs::read_dir(&dst).unwrap().flatten() {
+        let toml = entry.path().join("task.toml");
+        if let Ok(text) = std::fs::read_to_string(&toml) {
+            let text = text.replace(
+                "parser = \"unittest\"",
+                "parser = \"unittest\"\nmode = \"out_of_process\"",
+            );
+            std::fs::write(&toml, text).unwrap();
+        }
+    }
+    dst
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_faked_grade_passes_out_of_process_in_the_jail() {
+    let _g = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = ablate::suite::load(&out_of_process_copy("tiny", dir.path())).unwrap();
+    let guarded = ablate::suite::load(&out_of_process_copy("guarded", dir.path())).unwrap();
+    let mut attempts = grade_fakes();
+    // An answer that is not plain data: equal to everything, and an int subclass.
+    let always = "class _Yes:\n    def __eq__(self, o):\n        return True\n    def __ne__(self, o):\n        return False\n    \
+                  def __bool__(self):\n        return True\n";
+    attempts.push(Attempt {
+        name: "an answer equal to everything",
+        on: On::Calc,
+        code: format!(
+            "{always}def add(a, b):\n    return _Yes()\n\n\ndef sign(x):\n    return _Yes()\n"
+        ),
+    });
+    attempts.push(Attempt { name: "an int subclass", on: On::Calc, code: "class _I(int):\n    def __eq__(self, o):\n        return True\n\n\ndef add(a, b):\n    return _I(0)\n\n\ndef sign(x):\n    return _I(0)\n".into() });
+    for a in &attempts {
+        let (task, file) = match a.on {
+            On::Add => (tiny.task("add-two").unwrap(), "add.py"),
+            On::Calc => (guarded.task("calc").unwrap(), "calc.py"),
+        };
+        let sandbox = ablate::sandbox::Sandbox::create(task).unwrap();
+        std::fs::write(sandbox.path().join(file), &a.code).unwrap();
+        let c = ablate::grader::run_checks(&sandbox, &task.check).await.unwrap();
+        assert_eq!(c.mode, ablate::record::GradingMode::OutOfProcess);
+        assert!(!c.all_passed(), "`{}` passed out of process: {}", a.name, c.output);
+        assert!(c.passed < c.total, "`{}`: {} of {} passed", a.name, c.passed, c.total);
+    }
+    // The reference solutions pass in the same mode.
+    for (task, file) in
+        [(tiny.task("add-two").unwrap(), "add.py"), (guarded.task("calc").unwrap(), "calc.py")]
+    {
+        let sandbox = ablate::sandbox::Sandbox::create(task).unwrap();
+        std::fs::copy(task.solution_dir().join(file), sandbox.path().join(file)).unwrap();
+        let c = ablate::grader::run_checks(&sandbox, &task.check).await.unwrap();
+        assert!(c.all_passed(), "{}: {}", task.id, c.output);
+    }
+    assert_no_sandbox_process_left();
+}

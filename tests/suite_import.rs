@@ -109,7 +109,11 @@ fn humaneval_import_writes_prompt_stub_solution_and_check_and_the_suite_proves()
     assert_eq!(suite.version, format!("2-{}", &sha[..12]));
     // HumanEval's tasks grade out of process, and the suite requires it.
     assert!(suite.tasks.iter().all(|t| t.check.mode == ablate::suite::GradingMode::OutOfProcess));
-    assert!(std::fs::read_to_string(out.join("suite.toml")).unwrap().contains("require_mode = \"out_of_process\""));
+    assert!(
+        std::fs::read_to_string(out.join("suite.toml"))
+            .unwrap()
+            .contains("require_mode = \"out_of_process\"")
+    );
 
     // Every task proves: stub fails, canonical solution passes (through the sandbox).
     let (code, stdout, err) = ablate(&["suite", "check", s(&out)]);

@@ -7,10 +7,10 @@
 pub mod parse;
 pub mod suite_check;
 
-use crate::record::{CheckResult, Grade, VerifierRecord};
-use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
 use crate::record::GradingMode;
+use crate::record::{CheckResult, Grade, VerifierRecord};
 use crate::sandbox::isolation::ChannelEnd;
+use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
 use crate::sandbox::process::{Confinement, run_limited};
 use crate::sandbox::{Sandbox, scratch};
 use crate::suite::{CheckSpec, Task, runner_mode};
@@ -171,7 +171,9 @@ pub fn preflight() -> Result<(), PythonError> {
 fn runner_dir() -> std::io::Result<PathBuf> {
     static DIR: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
     let mut guard = DIR.lock().unwrap();
-    if let Some(d) = guard.as_ref().filter(|d| d.join("runner.py").is_file() && d.join("remote.py").is_file()) {
+    if let Some(d) =
+        guard.as_ref().filter(|d| d.join("runner.py").is_file() && d.join("remote.py").is_file())
+    {
         return Ok(d.clone());
     }
     let dir = scratch::tempdir("runner-")?.keep();
@@ -297,10 +299,8 @@ async fn run_tests(
         Vec::new()
     };
     let modules = remote.as_ref().map_or(&[][..], |r| r.modules);
-    let stdin = format!(
-        "{}\n",
-        serde_json::json!({"key": key, "canaries": canaries, "remote": modules})
-    );
+    let stdin =
+        format!("{}\n", serde_json::json!({"key": key, "canaries": canaries, "remote": modules}));
     let out = run_limited(
         &argv,
         sandbox.path(),

@@ -25,8 +25,8 @@ pub(super) async fn run(candidate: &Sandbox, spec: &CheckSpec) -> std::io::Resul
     let (ours, theirs) = (ChannelEnd::new(ours), ChannelEnd::new(theirs));
     let (done, stop) = tokio::sync::oneshot::channel::<()>();
     let tests = async {
-        let result = run_tests(&tests_side, spec, Some(Remote { channel: &ours, modules: &modules }))
-            .await;
+        let result =
+            run_tests(&tests_side, spec, Some(Remote { channel: &ours, modules: &modules })).await;
         drop(done);
         result
     };

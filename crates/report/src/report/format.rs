@@ -11,13 +11,18 @@ pub fn count(n: usize, noun: &str) -> String {
 /// Where the candidate's code ran while each task's checks ran, in one line:
 /// `grading: 14 tasks out of process`, or each mode with its count and the
 /// in-process tasks named. None when no task is a Python task.
-pub fn grading(modes: &std::collections::BTreeMap<String, ablate_core::record::GradingMode>) -> Option<String> {
+pub fn grading(
+    modes: &std::collections::BTreeMap<String, ablate_core::record::GradingMode>,
+) -> Option<String> {
     use ablate_core::record::GradingMode;
     if modes.is_empty() {
         return None;
     }
-    let inside: Vec<&str> =
-        modes.iter().filter(|(_, m)| **m == GradingMode::InProcess).map(|(t, _)| t.as_str()).collect();
+    let inside: Vec<&str> = modes
+        .iter()
+        .filter(|(_, m)| **m == GradingMode::InProcess)
+        .map(|(t, _)| t.as_str())
+        .collect();
     let outside = modes.len() - inside.len();
     Some(match (outside, inside.len()) {
         (_, 0) => format!("grading: {} out of process", count(outside, "task")),
