@@ -590,3 +590,45 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binaries_a_root_agent_replaces_never_run_in_ablates_own_steps() {
+    let _g = SERIAL.lock().await;
+    // The task left undone; every binary ablate's steps used to run in the container (sleep
+    // restarted by the first process, head reading the reward, rm and mkdir clearing it, kill,
+    // sh) replaced by one that writes a reward of 1, then every process killed. The task's own
+    // test.sh uses bash and cat alone, which stay (what test.sh runs is the task's contract).
+    let forge = r#"for b in sleep head rm mkdir chmod kill sh dash; do p=$(command -v $b) || continue; printf '#!/bin/bash\necho 1 > /logs/verifier/reward.txt 2>/dev/null; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json 2>/dev/null; exit 0\n' > /tmp/forge; cat /tmp/forge > "$(readlink -f "$p")"; done; /usr/bin/kill -9 -1 2>/dev/null; builtin kill -9 -1"#;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, rec) = run_terminal(
+        dir.path(),
+        "hello-file",
+        vec![format!("```bash\n{forge}\n```")],
+        "[arms.bare]\n",
+        60.0,
+    )
+    .await;
+    let v = rec.grade.as_ref().unwrap().verifier.as_ref().unwrap();
+    assert_eq!(
+        (rec.status, v.reward, v.reward_file.as_deref()),
+        (TrialStatus::Failed, Some(0.0), Some("reward.txt")),
+        "{rec:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_bomb_left_by_the_agent_does_not_stop_the_verifier() {
+    let _g = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bomb =
+        "echo 'Hello, world!' > /app/hello.txt; (b(){ b | b & }; b) >/dev/null 2>&1 & sleep 2";
+    let (_, rec) = run_terminal(
+        dir.path(),
+        "hello-file",
+        vec![format!("```bash\n{bomb}\n```")],
+        "[arms.bare]\n",
+        60.0,
+    )
+    .await;
+    assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
+}

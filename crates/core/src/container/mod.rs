@@ -7,6 +7,7 @@
 //! removes what killed ablate processes left.
 
 pub mod image;
+pub mod outside;
 pub mod sweep;
 pub mod trial;
 

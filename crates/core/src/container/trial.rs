@@ -55,10 +55,37 @@ pub struct TrialContainer {
     workdir: Option<String>,
     agent_user: Option<String>,
     removed: bool,
+    /// The host folders bound at /tests and /logs/verifier.
+    verifier_dirs: super::outside::VerifierDirs,
+    /// The host pid of the container's first process (a static init from the host, where there is one).
+    first_pid: Option<u32>,
 }
 
 /// The command a container runs as its first process: nothing but waiting.
 const IDLE: &str = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done";
+
+/// The image and the container's first process, which runs nothing of the
+/// image's (a replaced `sleep` is never restarted): the host's static init,
+/// bound read-only, where there is one; else the image's `sh` waiting.
+fn first_process(image_id: &str) -> Vec<String> {
+    match super::outside::static_init() {
+        Some(init) => vec![
+            "--volume".into(),
+            format!("{}:{}:ro", init.display(), super::outside::INIT_IN_CONTAINER),
+            "--entrypoint".into(),
+            super::outside::INIT_IN_CONTAINER.into(),
+            image_id.to_string(),
+            "-P".into(),
+        ],
+        None => vec![
+            "--entrypoint".into(),
+            "/bin/sh".into(),
+            image_id.to_string(),
+            "-c".into(),
+            IDLE.into(),
+        ],
+    }
+}
 
 impl TrialContainer {
     /// A fresh container of the task's image: its limits, no network (or the
@@ -109,13 +136,12 @@ impl TrialContainer {
         for (host, inside) in &spec.binds {
             args.extend(["--volume".into(), format!("{}:{inside}:ro", host.display())]);
         }
-        args.extend([
-            "--entrypoint".into(),
-            "/bin/sh".into(),
-            spec.image_id.to_string(),
-            "-c".into(),
-            IDLE.into(),
-        ]);
+        // The verifier's folders are the host's: cleared, filled and read there.
+        let verifier_dirs = super::outside::VerifierDirs::new()?;
+        args.extend(["--volume".into(), format!("{}:/tests", verifier_dirs.tests().display())]);
+        let logs = verifier_dirs.logs();
+        args.extend(["--volume".into(), format!("{}:/logs/verifier", logs.display())]);
+        args.extend(first_process(spec.image_id));
         let out = engine.command(&args, Duration::from_secs(300), 64 * 1024, None).await?;
         if !out.ok() {
             // A container that was made but did not start is removed all the same.
@@ -123,17 +149,19 @@ impl TrialContainer {
             let what = "the trial's container did not start".into();
             return Err(ContainerError::Failed { what, output: out });
         }
-        let c = TrialContainer {
+        let mut c = TrialContainer {
             engine,
             id: out.stdout.trim().to_string(),
             name,
             workdir: task.workdir.clone(),
             agent_user: task.agent_user.clone(),
             removed: false,
+            verifier_dirs,
+            first_pid: None,
         };
-        // The folders Harbor's tasks expect.
-        let prep =
-            c.exec_root("mkdir -p /logs/agent /logs/verifier", Duration::from_secs(60)).await;
+        c.first_pid = c.pid().await.ok();
+        // The folders Harbor's tasks expect (before the agent has run anything).
+        let prep = c.exec_root("mkdir -p /logs/agent", Duration::from_secs(60)).await;
         if prep.exit_code != Some(0) {
             return Err(ContainerError::InContainer {
                 what: "cannot prepare the trial's container",
@@ -235,8 +263,17 @@ impl TrialContainer {
         self.engine.copy_in(from, &self.name, to).await
     }
 
-    /// Stop every process of the container but its first.
+    /// Stop every process of the container but its first: from the host,
+    /// through the container's freezer cgroup (a fork bomb cannot outrun it,
+    /// and no binary of the container runs); where that cgroup cannot be
+    /// written (a rootless engine), `kill -9 -1` in the container.
     pub async fn stop_all(&self) {
+        if let Some(first) = self.first_pid {
+            let done = tokio::task::spawn_blocking(move || super::outside::stop_all_but(first));
+            if matches!(done.await, Ok(Ok(()))) {
+                return;
+            }
+        }
         let _ = self.exec_root("kill -9 -1 2>/dev/null; true", Duration::from_secs(30)).await;
     }
 
@@ -296,18 +333,9 @@ impl TrialContainer {
             output: String::new(),
             duration_ms: 0,
         };
-        let prep = self
-            .exec_root(
-                "kill -9 -1 2>/dev/null; rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier && chmod 777 /logs/verifier",
-                Duration::from_secs(60),
-            )
-            .await;
-        if prep.exit_code != Some(0) {
-            rec.error = Some(format!("cannot prepare the verifier: {}", prep.stderr.text().trim()));
-            return rec;
-        }
-        if let Err(e) = self.engine.copy_into(&task.dir.join("tests"), &self.name, "/tests").await {
-            rec.error = Some(format!("cannot copy the tests in: {e}"));
+        self.stop_all().await;
+        if let Err(e) = self.verifier_dirs.reset(&task.dir.join("tests")) {
+            rec.error = Some(format!("cannot prepare the verifier's folders: {e}"));
             return rec;
         }
         let mut env = vec![("TEST_DIR".to_string(), "/tests".to_string())];
@@ -335,7 +363,9 @@ impl TrialContainer {
                 Some(format!("the verifier ran past its {} s timeout", c.verifier_timeout_sec));
             return rec;
         }
-        match self.read_reward().await {
+        // Nothing the verifier started writes on after it is read.
+        self.stop_all().await;
+        match self.read_reward() {
             Ok((file, rewards, reward)) => {
                 rec.reward_file = Some(file);
                 rec.rewards = rewards;
@@ -347,31 +377,26 @@ impl TrialContainer {
         rec
     }
 
-    /// (file, every value, the reward) from /logs/verifier: reward.json when
-    /// it is there (a regular file), else reward.txt; one exec reads it.
-    async fn read_reward(&self) -> Result<(String, BTreeMap<String, f64>, f64), RewardError> {
-        let script = format!(
-            "cd /logs/verifier || exit 3; for f in reward.json reward.txt; do \
-             if [ -f \"$f\" ] && [ ! -L \"$f\" ]; then printf '%s\\n' \"$f\"; head -c {REWARD_CAP} \"$f\"; exit 0; fi; done; exit 3"
-        );
-        let out = self.exec_root(&script, Duration::from_secs(60)).await;
-        match out.exit_code {
-            Some(0) => {}
-            Some(3) => return Err(RewardError::Missing),
-            _ => return Err(RewardError::Unreadable { stderr: out.stderr.text().trim().into() }),
-        }
-        let text = out.stdout.text();
-        let (file, body) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-        match file {
-            "reward.json" => {
-                let (values, reward) = parse_reward_json(body.as_bytes())?;
-                Ok(("reward.json".into(), values, reward))
+    /// (file, every value, the reward) from /logs/verifier, read on the host:
+    /// reward.json when it is there (a regular file), else reward.txt.
+    fn read_reward(&self) -> Result<(String, BTreeMap<String, f64>, f64), RewardError> {
+        let logs = self.verifier_dirs.logs();
+        for file in ["reward.json", "reward.txt"] {
+            let path = logs.join(file);
+            if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file()) {
+                continue;
             }
-            _ => {
-                let r = parse_reward_txt(body.as_bytes())?;
-                Ok(("reward.txt".into(), BTreeMap::from([("reward".to_string(), r)]), r))
-            }
+            let body = crate::sandbox::read_regular(&path, REWARD_CAP as u64)
+                .map_err(|e| RewardError::Unreadable { stderr: e.to_string() })?;
+            return if file == "reward.json" {
+                let (values, reward) = parse_reward_json(&body)?;
+                Ok((file.into(), values, reward))
+            } else {
+                let r = parse_reward_txt(&body)?;
+                Ok((file.into(), BTreeMap::from([("reward".to_string(), r)]), r))
+            };
         }
+        Err(RewardError::Missing)
     }
 
     /// Remove the container and everything in it.
