@@ -780,6 +780,38 @@ async fn parallel_calls_cannot_spend_more_than_the_token_budget() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_calls_that_spend_little_do_not_end_the_budget_by_their_reservations() {
+    // Six calls at once under 16,000 tokens, 4,096 output tokens a call allowed, each spending
+    // 60 output and 5 prompt tokens. Three reserve 4,096 + 10 each (12,318), the fourth gets the
+    // 3,682 left; the fifth and sixth wait for one to settle instead of ending the trial.
+    let server = start(sized_server(
+        60,
+        Duration::from_millis(300),
+        |p, c| json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}),
+    ))
+    .await;
+    let mut b = budget(100, 16_000);
+    b.max_output_tokens_per_step = 4096;
+    let gw = Arc::new(gateway(spec(Provider::Openai, &server.url), b).await);
+    let body = json!({"model": "exp-model", "messages": [user("hi")]});
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let (gw, body) = (gw.clone(), body.clone());
+            tokio::spawn(async move { gw.post("/v1/chat/completions", &body).await.0 })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for c in calls {
+        statuses.push(c.await.unwrap());
+    }
+    assert_eq!(statuses, [200; 6]);
+    let s = gw.meter.summary();
+    // 6 x (5 + 60) tokens spent: nothing is exhausted, nothing reached, the harness not stopped.
+    assert_eq!((s.steps, s.tokens.total(), s.limit_reached, s.exhausted), (6, 390, None, None));
+    assert!(not_stopped(&gw.meter).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_without_usable_usage_are_counted_from_their_bytes() {
     // Each kind of usage a provider may get wrong: none, a negative count, one too large to be a
     // count, a fraction. The budget binds all the same: each call counts its prompt's bound

@@ -101,7 +101,7 @@ pub(super) async fn chat(
     forwarded: &mut bool,
 ) -> Result<Resp, Refusal> {
     let (asked, mut request) = read_call(meter, api, path_model, body)?;
-    let r = meter.reserve(crate::model::prompt_bound(&request), CallKind::Chat).map_err(|limit| {
+    let r = meter.reserve(crate::model::prompt_bound(&request), CallKind::Chat).await.map_err(|limit| {
         let name = limit.name();
         let msg = format!("budget exhausted ({name}): the trial's {name} budget is spent; no further model calls are allowed");
         step.error = Some(msg.clone());

@@ -410,7 +410,7 @@ async fn embed_call(
         );
         return Err(refusal(StatusCode::NOT_IMPLEMENTED, "not_implemented", &msg, None));
     }
-    let r = meter.reserve(asked.request.bound(), CallKind::Embedding).map_err(|limit| {
+    let r = meter.reserve(asked.request.bound(), CallKind::Embedding).await.map_err(|limit| {
         let name = limit.name();
         let msg = format!("budget exhausted ({name}): the trial's {name} budget is spent; no further model calls are allowed");
         refusal(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", &msg, Some(name))

@@ -478,16 +478,40 @@ impl TrialMeter {
     /// spend more than calls one at a time: at most the last call's own prompt
     /// over the budget.
     /// An embeddings call reserves its input's bound only and is not a step.
-    pub(super) fn reserve(
+    /// A call whose tokens do not fit only because of what calls in flight
+    /// hold waits for one of them to settle and asks again: the budget is
+    /// exhausted only when what is counted reaches it, never by reservations.
+    pub(super) async fn reserve(
         &self,
         prompt_bound: u64,
         kind: CallKind,
     ) -> Result<Reservation, BudgetLimit> {
+        loop {
+            let mut settled = self.in_flight.subscribe();
+            match self.try_reserve(prompt_bound, kind) {
+                Ok(r) => return Ok(r),
+                Err(Refused::Spent(limit)) => return Err(limit),
+                Err(Refused::Held) => {
+                    let _ = settled.changed().await;
+                }
+            }
+        }
+    }
+
+    fn try_reserve(&self, prompt_bound: u64, kind: CallKind) -> Result<Reservation, Refused> {
         let chat = kind == CallKind::Chat;
         let mut st = self.state.lock().unwrap();
         let b = &self.budget;
         let working = self.working_in(&st).as_secs_f64();
         let committed = st.tokens.total().saturating_add(st.reserved);
+        if st.exhausted.is_none()
+            && committed >= b.max_total_tokens
+            && st.tokens.total() < b.max_total_tokens
+            && st.in_flight > 0
+            && !(chat && st.forwarded >= b.max_steps)
+        {
+            return Err(Refused::Held);
+        }
         let limit = st.exhausted.or_else(|| {
             if chat && st.forwarded >= b.max_steps {
                 Some(BudgetLimit::Steps)
@@ -508,7 +532,7 @@ impl TrialMeter {
             st.limit_reached.get_or_insert(limit);
             drop(st);
             self.request_stop(GatewayStop::Budget(limit));
-            return Err(limit);
+            return Err(Refused::Spent(limit));
         }
         if chat {
             st.forwarded += 1;
@@ -577,6 +601,13 @@ impl TrialMeter {
             })
             .collect()
     }
+}
+
+/// Why a reservation was not made: a limit is reached, or the tokens are
+/// held by calls in flight (wait for one to settle).
+enum Refused {
+    Spent(BudgetLimit),
+    Held,
 }
 
 /// What a reservation is for: a chat call is a step with an output cap; an
