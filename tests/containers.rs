@@ -632,3 +632,93 @@ async fn a_fork_bomb_left_by_the_agent_does_not_stop_the_verifier() {
     .await;
     assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_environment_gets_only_the_variables_the_experiment_passes() {
+    let _g = SERIAL.lock().await;
+    engine_ready();
+    let secret = "s3cr3t-4d8f-passed";
+    let server = start(script(vec!["```bash\necho \"$K\" > /app/hello.txt\n```".into()])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = terminal_suite(dir.path(), &["hello-file"]);
+    let toml = suite.join("hello-file/task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{text}\n[environment.env]\nK = \"${{ABLATE_TEST_PASSED}}\"\n"))
+        .unwrap();
+    // The verifier passes only when the container got the passed value.
+    let test_sh = suite.join("hello-file/tests/test.sh");
+    let sh = std::fs::read_to_string(&test_sh).unwrap().replace("Hello, world!", secret);
+    std::fs::write(&test_sh, sh).unwrap();
+    let tasks = ["hello-file"];
+    let write = |name: &str, pass_env: &str, model_extra: &'static str| {
+        let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.bare]\n");
+        cfg.tasks = &tasks;
+        cfg.model_extra = model_extra;
+        let root = dir.path().join(name);
+        std::fs::create_dir_all(&root).unwrap();
+        let config = cfg.write(&root);
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, text.replacen("seed = 3\n", &format!("seed = 3\n{pass_env}"), 1))
+            .unwrap();
+        config
+    };
+    let ablate = |args: &[&str]| {
+        let out = output_within(
+            std::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
+                .args(args)
+                .env("ABLATE_TEST_PASSED", secret)
+                .env("ABLATE_TEST_MODEL_KEY", "model-key-never-passed"),
+            Duration::from_secs(300),
+        );
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Not passed: refused before anything runs, naming the task's key and what to do.
+    let config = write("none", "", "");
+    let (code, err) = ablate(&["plan", config.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("{}: key `environment.env.K`", toml.display())), "{err}");
+    assert!(err.contains("needs ${ABLATE_TEST_PASSED}") && err.contains("pass_env"), "{err}");
+    // A model's key is never passed.
+    let config = write(
+        "key",
+        "pass_env = [\"ABLATE_TEST_MODEL_KEY\"]\n",
+        "api_key_env = \"ABLATE_TEST_MODEL_KEY\"",
+    );
+    let (code, err) = ablate(&["plan", config.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("key `experiment.pass_env[0]`") && err.contains("model `m`"), "{err}");
+    // Passed: the container has it; the run folder holds its name and digest, never the value.
+    let config = write("passed", "pass_env = [\"ABLATE_TEST_PASSED\"]\n", "");
+    let results = dir.path().join("passed/results");
+    let (code, err) =
+        ablate(&["run", config.to_str().unwrap(), "--results", results.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let run = std::fs::read_dir(&results).unwrap().flatten().next().unwrap().path();
+    let rec: Value = serde_json::from_str(
+        std::fs::read_to_string(run.join("trials.jsonl")).unwrap().lines().next().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rec["status"], "passed", "{rec}");
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    // sha256("s3cr3t-4d8f-passed"), by sha2 here.
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(secret.as_bytes()));
+    assert_eq!(m["containers"]["pass_env"]["ABLATE_TEST_PASSED"], serde_json::json!(digest));
+    for f in walk_files(&run) {
+        let bytes = std::fs::read(&f).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "{} holds the value",
+            f.display()
+        );
+    }
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk_files(&p)) } else { out.push(p) }
+    }
+    out
+}

@@ -29,6 +29,9 @@ pub struct Spec<'a> {
     pub binds: Vec<(PathBuf, String)>,
     /// Variables set in the container beside the task's `[environment].env`.
     pub env: Vec<(String, String)>,
+    /// The variables of ablate's environment the experiment passes (`pass_env`):
+    /// the task's `${VAR}` are resolved from these alone.
+    pub passed_env: &'a BTreeMap<String, String>,
 }
 
 /// The limits a trial's container runs under.
@@ -59,6 +62,9 @@ pub struct TrialContainer {
     verifier_dirs: super::outside::VerifierDirs,
     /// The host pid of the container's first process (a static init from the host, where there is one).
     first_pid: Option<u32>,
+    /// The task's `[verifier].env` and `[solution].env`, resolved from the passed variables.
+    verifier_env: Vec<(String, String)>,
+    solution_env: Vec<(String, String)>,
 }
 
 /// The command a container runs as its first process: nothing but waiting.
@@ -130,7 +136,13 @@ impl TrialContainer {
         if let Some(w) = &task.workdir {
             args.extend(["--workdir".into(), w.clone()]);
         }
-        for (k, v) in task.env.iter().chain(&spec.env) {
+        let resolve = |table: &[(String, String)]| {
+            crate::suite::harbor::resolve_env(table, spec.passed_env)
+                .map_err(|e| ContainerError::Unexpected(format!("task `{}`: {e}", spec.task.id)))
+        };
+        let (env, verifier_env, solution_env) =
+            (resolve(&task.env)?, resolve(&task.verifier_env)?, resolve(&task.solution_env)?);
+        for (k, v) in env.iter().chain(&spec.env) {
             args.extend(["--env".into(), format!("{k}={v}")]);
         }
         for (host, inside) in &spec.binds {
@@ -158,6 +170,8 @@ impl TrialContainer {
             removed: false,
             verifier_dirs,
             first_pid: None,
+            verifier_env,
+            solution_env,
         };
         c.first_pid = c.pid().await.ok();
         // The folders Harbor's tasks expect (before the agent has run anything).
@@ -294,10 +308,10 @@ impl TrialContainer {
         task: &Task,
         timeout: Duration,
     ) -> Result<ProcessOutcome, ContainerError> {
-        let c = task.container.as_ref().ok_or(ContainerError::NotAContainerTask)?;
+        task.container.as_ref().ok_or(ContainerError::NotAContainerTask)?;
         self.engine.copy_in(&task.dir.join("solution"), &self.name, "/solution").await?;
         let mut env = vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())];
-        env.extend(c.solution_env.iter().cloned());
+        env.extend(self.solution_env.iter().cloned());
         Ok(self
             .exec(
                 &["bash".into(), "/solution/solve.sh".into()],
@@ -339,7 +353,7 @@ impl TrialContainer {
             return rec;
         }
         let mut env = vec![("TEST_DIR".to_string(), "/tests".to_string())];
-        env.extend(c.verifier_env.iter().cloned());
+        env.extend(self.verifier_env.iter().cloned());
         let out = self
             .exec(
                 &rec.command.clone(),

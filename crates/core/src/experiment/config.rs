@@ -54,6 +54,9 @@ struct RawExperiment {
     /// Container tasks whose task.toml asks for a public network may have it.
     #[serde(default)]
     allow_network: bool,
+    /// Variables of ablate's environment a container task's `env` may name.
+    #[serde(default)]
+    pass_env: Vec<String>,
     /// "fixed" (every planned trial runs) or "sequential" (run until decided).
     #[serde(default)]
     design: RawDesign,
@@ -289,6 +292,11 @@ pub struct Experiment {
     /// Container tasks may have the public network their task.toml asks for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_network: bool,
+    /// The variables of ablate's environment a container task's `env` tables
+    /// may name (`${VAR}`); never a model's key. Names only: values never
+    /// reach a record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
     /// Run until decided (None: the fixed design, every planned trial).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialDesign>,
@@ -335,7 +343,49 @@ impl Experiment {
                 ),
             ));
         }
-        crate::suite::load(p)
+        let suite = crate::suite::load(p)?;
+        self.passed_env(&suite)?;
+        Ok(suite)
+    }
+
+    /// The variables `pass_env` names that are set, after every task's `env`
+    /// is checked to name no other (a variable it names with a default may be
+    /// absent): the error names the task's file and key.
+    pub fn passed_env(
+        &self,
+        suite: &crate::suite::Suite,
+    ) -> Result<std::collections::BTreeMap<String, String>, InputError> {
+        let exp = self;
+        let tasks: Vec<&crate::suite::Task> = suite
+            .tasks
+            .iter()
+            .filter(|t| {
+                t.container.is_some() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id))
+            })
+            .collect();
+        let passed: std::collections::BTreeMap<String, String> = exp
+            .pass_env
+            .iter()
+            .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+            .collect();
+        for t in &tasks {
+            let c = t.container.as_ref().expect("a container task");
+            for r in c.env_refs().into_iter().filter(|r| !r.has_default) {
+                let why = if !exp.pass_env.contains(&r.name) {
+                    format!(
+                        "needs ${{{}}}, a variable of ablate's environment: name it in pass_env under [experiment] in {} to pass it (a model's key is never passed)",
+                        r.name,
+                        exp.config_path.display()
+                    )
+                } else if !passed.contains_key(&r.name) {
+                    format!("needs ${{{}}}, which pass_env names but is not set", r.name)
+                } else {
+                    continue;
+                };
+                return Err(InputError::at(t.toml_path(), r.key, why));
+            }
+        }
+        Ok(passed)
     }
 
     /// sha256 of the resolved experiment (canonical JSON of this struct): the
@@ -543,6 +593,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
     }
 
     let (arms, comparisons) = matrix::expand(path, arms, &raw.matrix, &harness_kind)?;
+    check_pass_env(path, &raw.experiment.pass_env, &models)?;
 
     Ok(Experiment {
         name: raw.experiment.name,
@@ -555,6 +606,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         alpha: raw.experiment.alpha,
         margin: raw.experiment.margin,
         allow_network: raw.experiment.allow_network,
+        pass_env: raw.experiment.pass_env,
         sequential,
         budget: raw.budget,
         harness,
@@ -889,6 +941,29 @@ fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
                     ));
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// `[experiment] pass_env`: variable names, none of them a model's key.
+fn check_pass_env(path: &Path, names: &[String], models: &[ModelSpec]) -> Result<(), InputError> {
+    for (i, name) in names.iter().enumerate() {
+        let key = format!("experiment.pass_env[{i}]");
+        let plain = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !plain {
+            return Err(InputError::at(path, key, format!("`{name}` is not a variable name")));
+        }
+        if let Some(m) = models.iter().find(|m| m.api_key_env.as_deref() == Some(name.as_str())) {
+            return Err(InputError::at(
+                path,
+                key,
+                format!(
+                    "`{name}` holds the key of model `{}`: a model's key never reaches a container",
+                    m.name
+                ),
+            ));
         }
     }
     Ok(())

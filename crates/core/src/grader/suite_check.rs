@@ -230,6 +230,7 @@ pub async fn check_container_task(
             attempt: 1,
             binds: Vec::new(),
             env: Vec::new(),
+            passed_env: &std::collections::BTreeMap::new(),
         };
         let name = if oracle { "oracle" } else { "no-op" };
         let container = match crate::container::trial::TrialContainer::start(engine, &spec).await {

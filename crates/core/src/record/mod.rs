@@ -580,6 +580,10 @@ pub struct ContainerFacts {
     pub reward_rule: String,
     /// Tasks whose task.toml asks for a public network may have it.
     pub allow_network: bool,
+    /// The variables passed to containers (`pass_env`): name -> sha256 of the
+    /// value. Never a value.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub pass_env: std::collections::BTreeMap<String, String>,
     /// Each container task as its task.toml defines it (limits, timeouts, network, metadata).
     pub tasks: Vec<serde_json::Value>,
 }

@@ -21,6 +21,8 @@ pub struct ContainerSetup {
     pub logs: Vec<(String, PathBuf)>,
     /// Containers of killed ablate processes, removed.
     pub swept: Vec<String>,
+    /// The variables of ablate's environment passed to containers (`pass_env`), set ones only.
+    pub passed_env: std::collections::BTreeMap<String, String>,
 }
 
 /// The experiment's container tasks.
@@ -58,6 +60,7 @@ pub async fn setup(
             .into());
         }
     }
+    let passed_env = exp.passed_env(suite)?;
     let engine = container::init(choice)?;
     let swept = container::sweep::remove_leftovers(engine).await?;
     let scratch = crate::sandbox::scratch::dir().map_err(|e| RunError::Setup(e.to_string()))?;
@@ -93,7 +96,7 @@ pub async fn setup(
             Err(e) => return Err(RunError::Setup(format!("task `{}`: {e}", t.id))),
         }
     }
-    Ok(Some(ContainerSetup { engine, images, logs, swept }))
+    Ok(Some(ContainerSetup { engine, images, logs, swept, passed_env }))
 }
 
 /// What the manifest records.
@@ -126,6 +129,11 @@ pub fn facts(setup: &ContainerSetup, exp: &Experiment, suite: &Suite) -> Contain
         reward_threshold: suite.containers.reward_threshold,
         reward_rule: container::trial::REWARD_RULE.to_string(),
         allow_network: exp.allow_network,
+        pass_env: setup
+            .passed_env
+            .iter()
+            .map(|(k, v)| (k.clone(), crate::digest::sha256_hex(v.as_bytes())))
+            .collect(),
         tasks,
     }
 }

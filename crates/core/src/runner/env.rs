@@ -76,6 +76,7 @@ impl TrialEnv {
             attempt,
             binds,
             env: Vec::new(),
+            passed_env: &setup.passed_env,
         };
         Ok(TrialEnv::Container(Box::new(TrialContainer::start(setup.engine, &spec).await?)))
     }

@@ -150,7 +150,8 @@ pub struct ContainerTask {
     pub verifier_user: Option<String>,
     pub verifier_env: Vec<(String, String)>,
     pub solution_env: Vec<(String, String)>,
-    /// `[environment].env`, resolved.
+    /// `[environment].env` as written: `${VAR}` is resolved per trial from the
+    /// variables the experiment passes (`pass_env`), never kept resolved.
     pub env: Vec<(String, String)>,
     pub workdir: Option<String>,
     pub cpus: Option<f64>,
@@ -397,8 +398,8 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
         vars.unwrap_or_default()
             .into_iter()
             .map(|(k, v)| {
-                resolve_template(&v)
-                    .map(|v| (k.clone(), v))
+                template_parts(&v)
+                    .map(|_| (k.clone(), v.clone()))
                     .map_err(|e| at(&format!("{key}.{k}"), e.to_string()))
             })
             .collect()
@@ -483,38 +484,92 @@ fn size_mb(s: &str) -> Result<u64, BadSize> {
 
 /// An `env` value whose `${VAR}` cannot be resolved.
 #[derive(Debug, thiserror::Error)]
-enum BadTemplate {
+pub enum BadTemplate {
     #[error("`{0}`: an unclosed ${{")]
     Unclosed(String),
-    #[error("`{value}` needs ${{{name}}}, which is not set")]
+    #[error("`{value}` needs ${{{name}}}, which is not passed to containers")]
     Unset { value: String, name: String },
 }
 
-/// `${VAR}` and `${VAR:-default}` from this process's environment, as Harbor
-/// resolves `env` tables.
-fn resolve_template(v: &str) -> Result<String, BadTemplate> {
-    let mut out = String::new();
+/// A variable an `env` value names: `${VAR}` or `${VAR:-default}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvRef {
+    /// The task.toml key: `environment.env.K`, `verifier.env.K`, `solution.env.K`.
+    pub key: String,
+    pub name: String,
+    pub has_default: bool,
+}
+
+/// The pieces of a value: literal text and `(name, default)` references.
+fn template_parts(v: &str) -> Result<Vec<(&str, Option<(&str, Option<&str>)>)>, BadTemplate> {
+    let mut parts = Vec::new();
     let mut rest = v;
     while let Some(i) = rest.find("${") {
-        out.push_str(&rest[..i]);
         let after = &rest[i + 2..];
         let end = after.find('}').ok_or_else(|| BadTemplate::Unclosed(v.to_string()))?;
         let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
+        let reference = match inner.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
             None => (inner, None),
         };
-        match (std::env::var(name), default) {
-            (Ok(val), _) => out.push_str(&val),
-            (Err(_), Some(d)) => out.push_str(d),
-            (Err(_), None) => {
+        parts.push((&rest[..i], Some(reference)));
+        rest = &after[end + 1..];
+    }
+    parts.push((rest, None));
+    Ok(parts)
+}
+
+/// `${VAR}` and `${VAR:-default}` as Harbor resolves `env` tables, from
+/// `passed` alone (the variables the experiment passes to containers): a
+/// variable it does not hold is unset.
+pub fn resolve_template(v: &str, passed: &BTreeMap<String, String>) -> Result<String, BadTemplate> {
+    let mut out = String::new();
+    for (text, reference) in template_parts(v)? {
+        out.push_str(text);
+        let Some((name, default)) = reference else { continue };
+        match (passed.get(name), default) {
+            (Some(val), _) => out.push_str(val),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
                 return Err(BadTemplate::Unset { value: v.to_string(), name: name.to_string() });
             }
         }
-        rest = &after[end + 1..];
     }
-    out.push_str(rest);
     Ok(out)
+}
+
+/// A table of `env` values resolved from `passed`.
+pub fn resolve_env(
+    table: &[(String, String)],
+    passed: &BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>, BadTemplate> {
+    table.iter().map(|(k, v)| Ok((k.clone(), resolve_template(v, passed)?))).collect()
+}
+
+impl ContainerTask {
+    /// Every variable the task's `env` tables name.
+    pub fn env_refs(&self) -> Vec<EnvRef> {
+        let tables = [
+            ("environment.env", &self.env),
+            ("verifier.env", &self.verifier_env),
+            ("solution.env", &self.solution_env),
+        ];
+        let mut refs = Vec::new();
+        for (table, vars) in tables {
+            for (k, v) in vars {
+                for (_, reference) in template_parts(v).unwrap_or_default() {
+                    if let Some((name, default)) = reference {
+                        refs.push(EnvRef {
+                            key: format!("{table}.{k}"),
+                            name: name.to_string(),
+                            has_default: default.is_some(),
+                        });
+                    }
+                }
+            }
+        }
+        refs
+    }
 }
 
 #[cfg(test)]
@@ -528,11 +583,17 @@ mod tests {
         assert_eq!(size_mb("1024K").unwrap(), 1);
         assert_eq!(size_mb("4GB").unwrap_err().to_string(), "`4GB` is not a size like 4G or 512M");
         assert_eq!(size_mb("512K").unwrap_err().to_string(), "`512K` is not a size of at least 1M");
-        assert_eq!(resolve_template("a${ABLATE_TEST_SURELY_UNSET:-b}c").unwrap(), "abc");
-        assert_eq!(resolve_template("${x").unwrap_err().to_string(), "`${x`: an unclosed ${");
+        let passed = BTreeMap::from([("K".to_string(), "v".to_string())]);
+        assert_eq!(resolve_template("a${ABLATE_TEST_SURELY_UNSET:-b}c", &passed).unwrap(), "abc");
+        assert_eq!(resolve_template("<${K}>${K:-d}", &passed).unwrap(), "<v>v");
         assert_eq!(
-            resolve_template("${ABLATE_TEST_SURELY_UNSET}").unwrap_err().to_string(),
-            "`${ABLATE_TEST_SURELY_UNSET}` needs ${ABLATE_TEST_SURELY_UNSET}, which is not set"
+            resolve_template("${x", &passed).unwrap_err().to_string(),
+            "`${x`: an unclosed ${"
+        );
+        // PATH is set in ablate's environment, but not passed: unset.
+        assert_eq!(
+            resolve_template("${PATH}", &passed).unwrap_err().to_string(),
+            "`${PATH}` needs ${PATH}, which is not passed to containers"
         );
     }
 
