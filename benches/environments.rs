@@ -64,6 +64,7 @@ async fn main() {
             attempt: i as u32 + 1,
             binds: vec![],
             env: vec![],
+            passed_env: &Default::default(),
         };
         let c = TrialContainer::start(engine, &spec).await.expect("start");
         let t1 = Instant::now();

@@ -500,8 +500,11 @@ pub struct EnvRef {
     pub has_default: bool,
 }
 
-/// The pieces of a value: literal text and `(name, default)` references.
-fn template_parts(v: &str) -> Result<Vec<(&str, Option<(&str, Option<&str>)>)>, BadTemplate> {
+/// A `${name}` or `${name:-default}` reference.
+type Reference<'a> = (&'a str, Option<&'a str>);
+
+/// The pieces of a value: literal text, each followed by the reference after it.
+fn template_parts(v: &str) -> Result<Vec<(&str, Option<Reference<'_>>)>, BadTemplate> {
     let mut parts = Vec::new();
     let mut rest = v;
     while let Some(i) = rest.find("${") {
