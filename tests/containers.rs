@@ -722,3 +722,46 @@ fn walk_files(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_build_cannot_reach_the_hosts_loopback() {
+    let _g = SERIAL.lock().await;
+    engine_ready();
+    // A service on the host's loopback; the Dockerfile's build fails if it reaches it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = terminal_suite(dir.path(), &["hello-file"]);
+    let dockerfile = suite.join("hello-file/environment/Dockerfile");
+    let text = std::fs::read_to_string(&dockerfile).unwrap();
+    let probe = format!(
+        "RUN python3 -c \"import socket, sys; s = socket.socket(); s.settimeout(3); sys.exit(1 if s.connect_ex(('127.0.0.1', {port})) == 0 else 0)\" # {}\n",
+        rand_tag()
+    );
+    std::fs::write(&dockerfile, format!("{text}\n{probe}")).unwrap();
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "suite",
+            "check",
+            suite.to_str().unwrap(),
+        ]),
+        Duration::from_secs(600),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("1 tasks ok"), "{stdout}");
+    drop(listener);
+    // The probe's image is this test's own: removed.
+    let task = ablate::suite::load(&suite).unwrap().task("hello-file").unwrap().clone();
+    let _ = std::process::Command::new(&engine_ready().program)
+        .args(["rmi", "-f", &ablate::container::image::tag(&task)])
+        .output();
+}
+
+/// A tag that makes the probe's Dockerfile (and so its image) this run's own.
+fn rand_tag() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    )
+}

@@ -59,8 +59,14 @@ pub async fn ensure(
     if let Some(id) = engine.image_id(&name).await {
         return Ok(TaskImage { task: task.id.clone(), name, id, built: false });
     }
+    // The engine's own build network, never the host's: a Dockerfile reaches
+    // the outside (a package mirror) but not a service on the host's loopback.
+    let network = match engine.kind {
+        super::EngineKind::Podman => "private",
+        super::EngineKind::Docker => "default",
+    };
     let mut args: Vec<String> =
-        vec!["build".into(), "--network".into(), "host".into(), "-t".into(), name.clone()];
+        vec!["build".into(), format!("--network={network}"), "-t".into(), name.clone()];
     args.extend([
         "-f".into(),
         context.join("Dockerfile").display().to_string(),
