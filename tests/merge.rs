@@ -349,3 +349,26 @@ async fn local_shards_script_runs_the_shards_as_processes_and_merges_them() {
     let log = std::fs::read_to_string(results.join("local-shard-2-of-3.log")).unwrap();
     assert!(log.contains("(0 run now"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_with_no_trials_writes_an_empty_valid_folder() {
+    // 20 trials in 30 shards (a Slurm array larger than the plan): shard 25 holds none.
+    let Setup { _server, dir: _dir, cfg, results } = setup().await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"));
+    cmd.args(["run", cfg.to_str().unwrap(), "--shard", "25/30", "--results"])
+        .arg(&results)
+        .args(["--run-id", "empty"]);
+    let out = output_within_async(&mut cmd, Duration::from_secs(120)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let folder = results.join("empty");
+    assert_eq!(manifest(&folder).shard.map(|s| (s.index, s.count)), Some((25, 30)));
+    assert_eq!(std::fs::read_to_string(folder.join("trials.jsonl")).unwrap_or_default(), "");
+    // Its exports hold the header alone, and the folder reads as a run.
+    let csv = std::fs::read_to_string(folder.join("trials.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1, "{csv}");
+    assert!(csv.starts_with("run_id,"), "{csv}");
+    let mut report = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"));
+    report.arg("report").arg(&folder);
+    let out = output_within_async(&mut report, Duration::from_secs(60)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -67,17 +67,20 @@ impl TrialsCsv {
         let no_arm = vec![String::new(); report.component_names.len()];
         let result = ablate_core::record::folder::write_atomic(&dir.join("trials.csv"), |out| {
             let mut reader = csv::Reader::from_path(&self.tmp)?;
-            // The first pass wrote TrialRow's columns, `counted` empty: the cells pass through as
-            // written, `counted` filled in.
-            let at = |headers: &csv::StringRecord, name: &str| {
-                headers.iter().position(|h| h == name).expect("a TrialRow column")
-            };
-            let (counted_at, arm_at) =
-                (at(reader.headers()?, "counted"), at(reader.headers()?, "arm"));
             let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(out);
             let mut header = rows::trials_columns();
             header.extend(report.component_names.iter().map(|n| component_column(n)));
             w.write_record(&header)?;
+            // The first pass wrote TrialRow's columns, `counted` empty: the cells pass through as
+            // written, `counted` filled in. No trial (an empty shard): no row, and no header to read.
+            let at =
+                |headers: &csv::StringRecord, name: &str| headers.iter().position(|h| h == name);
+            let (Some(counted_at), Some(arm_at)) =
+                (at(reader.headers()?, "counted"), at(reader.headers()?, "arm"))
+            else {
+                w.flush()?;
+                return Ok(());
+            };
             let run = RunCells::of(report);
             let mut rec = csv::StringRecord::new();
             let mut i = 0;
