@@ -418,6 +418,24 @@ fn inspect_logs_written_by_inspect_import_as_a_run_whose_report_is_recomputed_fr
         &["not an imported run"],
     );
     assert_eq!(std::fs::read_to_string(not_imported.join("notes.txt")).unwrap(), "mine");
+
+    // A FIFO named like a log is refused at once; a 2 GiB file is refused without being read.
+    let odd = tmp.path().join("odd");
+    std::fs::create_dir(&odd).unwrap();
+    let fifo = odd.join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    refused(
+        &["import", "inspect", s(&fifo), "-o", s(&nothing)],
+        &["fifo.json", "not a regular file"],
+    );
+    let big = odd.join("big.json");
+    std::fs::File::create(&big).unwrap().set_len(2 << 30).unwrap();
+    refused(
+        &["import", "inspect", s(&big), "-o", s(&nothing)],
+        &["big.json", "2147483648 bytes, over the"],
+    );
 }
 
 #[test]
@@ -566,6 +584,59 @@ fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recom
     refused(
         &["run", "--resume", s(&run), s(&root().join("configs/core.toml"))],
         &["imported from harbor"],
+    );
+
+    // Hostile sources: a negative count or cost is refused naming the field; a FIFO or a file
+    // over the cap is refused at once, never waited on or read whole.
+    let trial_result = |job: &Path| {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(job)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("result.json").is_file())
+            .collect();
+        dirs.sort();
+        dirs[0].join("result.json")
+    };
+    let edits: [(&str, &str, &str); 2] = [
+        ("negative-tokens", "/agent_result/n_input_tokens", "agent_result.n_input_tokens"),
+        ("negative-cost", "/agent_result/cost_usd", "agent_result.cost_usd"),
+    ];
+    for (name, pointer, field) in edits {
+        let copy = tmp.path().join(name);
+        copy_dir(&a, &copy);
+        let result = trial_result(&copy);
+        let mut v = json(&result);
+        if v.pointer("/agent_result").is_none_or(Value::is_null) {
+            v["agent_result"] = serde_json::json!({});
+        }
+        let leaf = pointer.rsplit('/').next().unwrap();
+        v["agent_result"][leaf] = serde_json::json!(-5);
+        std::fs::write(&result, serde_json::to_vec(&v).unwrap()).unwrap();
+        refused(
+            &["import", "harbor", s(&copy), "-o", s(&tmp.path().join("x"))],
+            &[result.file_name().unwrap().to_str().unwrap(), field, "-5"],
+        );
+    }
+    let fifo = tmp.path().join("fifo-job");
+    copy_dir(&a, &fifo);
+    let result = trial_result(&fifo);
+    std::fs::remove_file(&result).unwrap();
+    let c = std::ffi::CString::new(result.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    refused(
+        &["import", "harbor", s(&fifo), "-o", s(&tmp.path().join("x"))],
+        &["result.json", "not a regular file"],
+    );
+    let huge = tmp.path().join("huge-job");
+    copy_dir(&a, &huge);
+    let result = trial_result(&huge);
+    // A sparse file of 65 MiB: over the 64 MiB a Harbor JSON file may have.
+    std::fs::File::create(&result).unwrap().set_len(65 << 20).unwrap();
+    refused(
+        &["import", "harbor", s(&huge), "-o", s(&tmp.path().join("x"))],
+        &["result.json", "68157440 bytes, over the 67108864"],
     );
 }
 

@@ -146,9 +146,11 @@ fn read_json(
     files: &mut Vec<(String, String)>,
 ) -> Result<Option<Value>, InputError> {
     let path = root.join(rel);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match super::read_bounded(&path, super::JSON_FILE_CAP) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(super::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
         Err(e) => return Err(InputError::new(&path, format!("cannot read: {e}"))),
     };
     files.push((rel.to_string(), ablate_core::digest::sha256_hex(&bytes)));
@@ -196,7 +198,7 @@ fn read_job(
     subdirs.sort();
     // A job's own config.json names the job (`job_name`); a trial's names the trial.
     let job_config = |d: &str| {
-        std::fs::read(dir.join(d).join("config.json"))
+        super::read_bounded(&dir.join(d).join("config.json"), super::JSON_FILE_CAP)
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .is_some_and(|c| c.get("job_name").is_some())
@@ -489,13 +491,14 @@ fn trial(
     }
     detail.insert("reward_valid".into(), Value::Bool(reward_valid));
     let agent = r.get("agent_result").filter(|a| !a.is_null());
-    let n = |k: &str| agent.and_then(|a| a.get(k)).and_then(Value::as_u64).unwrap_or(0);
+    let field = |k: &str| agent.and_then(|a| a.get(k));
+    let n = |k: &str| super::count(field(k)).map_err(|m| err(&format!("agent_result.{k}"), m));
     let tokens = Tokens {
-        input: n("n_input_tokens"),
-        output: n("n_output_tokens"),
-        cached: n("n_cache_tokens"),
+        input: n("n_input_tokens")?,
+        output: n("n_output_tokens")?,
+        cached: n("n_cache_tokens")?,
     };
-    let cost_usd = agent.and_then(|a| a.get("cost_usd")).and_then(Value::as_f64);
+    let cost_usd = super::cost(field("cost_usd")).map_err(|m| err("agent_result.cost_usd", m))?;
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
     let phase = |name: &str| -> Option<f64> {
         let p = r.get(name).filter(|p| !p.is_null())?;

@@ -130,8 +130,8 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
 /// Read one log (`dir/name`, or the file `dir` when `name` is empty); its sha256.
 fn read_log(dir: &Path, name: &str) -> Result<(Log, String), InputError> {
     let path = if name.is_empty() { dir.to_path_buf() } else { dir.join(name) };
-    let bytes =
-        std::fs::read(&path).map_err(|e| InputError::new(&path, format!("cannot read: {e}")))?;
+    let bytes = super::read_bounded(&path, super::LOG_CAP)
+        .map_err(|e| InputError::new(&path, format!("cannot read: {e}")))?;
     let sha = ablate_core::digest::sha256_hex(&bytes);
     let mut log = if bytes.starts_with(b"PK\x03\x04") {
         read_eval_archive(&path, &bytes)?
@@ -182,15 +182,28 @@ fn read_eval_archive(path: &Path, bytes: &[u8]) -> Result<Log, InputError> {
             zip.name_for_index(i).and_then(Result::ok).map(|n| n.into_owned()).unwrap_or_default()
         })
         .collect();
+    // Every member's bytes decompressed count against one cap (a zip bomb is refused, not read).
+    let mut left = super::LOG_CAP;
     let mut member = |name: &str| -> Result<Option<Vec<u8>>, InputError> {
         use std::io::Read as _;
         let Some(index) = all.iter().rposition(|n| n == name) else { return Ok(None) };
-        let mut f = zip
+        let f = zip
             .by_index(index)
             .map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
         let mut out = Vec::new();
-        f.read_to_end(&mut out)
+        f.take(left + 1)
+            .read_to_end(&mut out)
             .map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
+        if out.len() as u64 > left {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "archive member `{name}`: the archive decompresses to more than the {} bytes an import reads",
+                    super::LOG_CAP
+                ),
+            ));
+        }
+        left -= out.len() as u64;
         Ok(Some(out))
     };
     let header = match member("header.json")? {
@@ -524,10 +537,7 @@ fn read_samples(
             })? as u32;
         seen.insert((id.clone(), epoch));
         let mut detail = serde_json::Map::new();
-        let tokens = usage(s);
-        let cost: Option<f64> = s.get("model_usage").and_then(Value::as_object).and_then(|m| {
-            m.values().map(|u| u.get("total_cost").and_then(Value::as_f64)).sum::<Option<f64>>()
-        });
+        let (tokens, cost) = usage(s).map_err(|(field, m)| log.err(&key(&field), m))?;
         let score = s
             .get("scores")
             .and_then(|o| o.get(scorer))
@@ -693,20 +703,24 @@ fn read_samples(
     Ok(())
 }
 
-/// Tokens over every model the sample used.
-fn usage(s: &Value) -> Tokens {
+/// Tokens over every model the sample used, and their cost when every model
+/// gives one; a negative count or cost is refused: (its field, why).
+fn usage(s: &Value) -> Result<(Tokens, Option<f64>), (String, String)> {
     let mut t = Tokens::default();
-    if let Some(m) = s.get("model_usage").and_then(Value::as_object) {
-        for u in m.values() {
-            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            t.add(Tokens {
-                input: n("input_tokens"),
-                output: n("output_tokens"),
-                cached: n("input_tokens_cache_read"),
-            });
-        }
+    let mut cost = Some(0.0);
+    let Some(m) = s.get("model_usage").and_then(Value::as_object) else { return Ok((t, None)) };
+    for (model, u) in m {
+        let field = |k: &str| format!("model_usage.{model}.{k}");
+        let n = |k: &str| super::count(u.get(k)).map_err(|e| (field(k), e));
+        t.add(Tokens {
+            input: n("input_tokens")?,
+            output: n("output_tokens")?,
+            cached: n("input_tokens_cache_read")?,
+        });
+        let c = super::cost(u.get("total_cost")).map_err(|e| (field("total_cost"), e))?;
+        cost = cost.zip(c).map(|(a, b)| a + b);
     }
-    t
+    Ok((t, cost))
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ impl ImportMap {
     /// Read and check `path`; no map gives the defaults.
     pub fn load(path: Option<&Path>) -> Result<ImportMap, InputError> {
         let Some(path) = path else { return Ok(ImportMap::default()) };
-        let bytes = std::fs::read(path)
+        let bytes = super::read_bounded(path, 1 << 20)
             .map_err(|e| InputError::new(path, format!("cannot read the map file: {e}")))?;
         let text = String::from_utf8(bytes.clone())
             .map_err(|_| InputError::new(path, "the map file is not UTF-8"))?;

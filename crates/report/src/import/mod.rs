@@ -28,6 +28,7 @@ use ablate_core::record::{
     Tokens, TrialRecord, TrialStatus,
 };
 use indexmap::IndexMap;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -41,6 +42,63 @@ pub const IMPORTER_VERSION: u32 = 1;
 /// there are at most this many pairs; beyond that, only the pairs that differ
 /// in one component (the ablations).
 pub const MAX_AUTO_PAIRS: usize = 15;
+
+/// Bytes of one JSON file of a Harbor job (config.json, lock.json, result.json).
+pub const JSON_FILE_CAP: u64 = 64 << 20;
+/// Bytes of one Inspect log on disk, and of all an `.eval` archive's members decompressed.
+pub const LOG_CAP: u64 = 1 << 30;
+
+/// Why a source file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a regular file (a FIFO, a device or a socket is never read)")]
+    NotRegular,
+    #[error("{size} bytes, over the {cap} an import reads")]
+    TooLarge { size: u64, cap: u64 },
+}
+
+/// A source file read whole, when it is a regular file of at most `cap`
+/// bytes: opening never blocks (a FIFO), and nothing larger is read.
+pub fn read_bounded(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular);
+    }
+    if meta.len() > cap {
+        return Err(ReadError::TooLarge { size: meta.len(), cap });
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > cap {
+        return Err(ReadError::TooLarge { size: out.len() as u64, cap });
+    }
+    Ok(out)
+}
+
+/// A count a source gives: absent is 0; anything but a whole number from 0
+/// up is refused naming the field (a negative count is no count).
+pub fn count(v: Option<&Value>) -> Result<u64, String> {
+    match v {
+        None | Some(Value::Null) => Ok(0),
+        Some(x) => x.as_u64().ok_or_else(|| format!("{x} is not a count (a whole number from 0)")),
+    }
+}
+
+/// A cost a source gives: absent is None; a negative or non-finite one is refused.
+pub fn cost(v: Option<&Value>) -> Result<Option<f64>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => match x.as_f64() {
+            Some(c) if c.is_finite() && c >= 0.0 => Ok(Some(c)),
+            _ => Err(format!("{x} is not a cost (a number from 0)")),
+        },
+    }
+}
 
 /// One trial as a reader found it, before the arms are formed.
 #[derive(Debug, Clone)]
