@@ -372,3 +372,20 @@ async fn a_shard_with_no_trials_writes_an_empty_valid_folder() {
     let out = output_within_async(&mut report, Duration::from_secs(60)).await;
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_with_another_shard_is_refused() {
+    let Setup { _server, dir: _dir, cfg, results } = setup().await;
+    let shard = run_as(&cfg, &results, "s1", Some("1/3")).await;
+    let resume = |with: &str| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"));
+        cmd.args(["run", cfg.to_str().unwrap(), "--resume"]).arg(&shard).args(["--shard", with]);
+        cmd
+    };
+    let out = output_within_async(&mut resume("2/3"), Duration::from_secs(120)).await;
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("key `--shard`") && err.contains("is shard 1/3, not shard 2/3"), "{err}");
+    let out = output_within_async(&mut resume("1/3"), Duration::from_secs(120)).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

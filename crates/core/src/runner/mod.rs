@@ -167,7 +167,11 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     // anything is read from it but its manifest; a new folder is made (and
     // locked) after setup, so a setup failure leaves no folder behind.
     let resumed = match &opts.resume {
-        Some(dir) => Some(open_resumed(dir, &exp, &suite, &plan)?),
+        Some(dir) => {
+            let resumed = open_resumed(dir, &exp, &suite, &plan)?;
+            same_shard(dir, resumed.1.shard, opts.shard)?;
+            Some(resumed)
+        }
         None => {
             if let Some(id) = &opts.run_id {
                 folder::check_run_id(id)
@@ -346,6 +350,30 @@ struct RunFolder {
 /// A folder to resume, locked: only the run of this experiment, suite and
 /// isolation. The manifest's head only: the plan comes back as its keys (8
 /// bytes a trial); the specs are made from the order built from the config.
+/// `--resume` with `--shard` continues that shard only: any other is refused.
+fn same_shard(
+    dir: &Path,
+    recorded: Option<plan::Shard>,
+    asked: Option<plan::Shard>,
+) -> Result<(), InputError> {
+    let Some(asked) = asked else { return Ok(()) };
+    if recorded == Some(asked) {
+        return Ok(());
+    }
+    let is = match recorded {
+        Some(s) => format!("shard {}/{}", s.index, s.count),
+        None => "the whole plan".into(),
+    };
+    Err(InputError::at(
+        dir.join("manifest.json"),
+        "--shard",
+        format!(
+            "the run folder is {is}, not shard {}/{}: resume it without --shard (it continues what it planned)",
+            asked.index, asked.count
+        ),
+    ))
+}
+
 fn open_resumed(
     dir: &Path,
     exp: &Experiment,

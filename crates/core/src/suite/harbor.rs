@@ -163,6 +163,31 @@ pub struct ContainerTask {
     pub has_solution: bool,
 }
 
+/// A user as the engine's `--user` takes it: a name or uid, optionally `:` a group or gid.
+fn is_user_spec(s: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    };
+    match s.split_once(':') {
+        Some((u, g)) => part(u) && part(g),
+        None => part(s),
+    }
+}
+
+/// An absolute path with no `..` and no control characters.
+fn is_container_path(p: &str) -> bool {
+    p.starts_with('/') && !p.chars().any(char::is_control) && !p.split('/').any(|c| c == "..")
+}
+
+/// A folder with task.toml and Harbor's other parts (`environment/` or
+/// `tests/test.sh`) but no instruction.md: a Harbor task missing its prompt.
+pub fn lacks_instruction(dir: &Path) -> bool {
+    dir.join("task.toml").is_file()
+        && !dir.join("instruction.md").exists()
+        && (dir.join("environment").is_dir() || dir.join("tests").join("test.sh").is_file())
+}
+
 /// Is `dir` a Harbor task folder (instruction.md beside task.toml)?
 pub fn is_harbor_task(dir: &Path) -> bool {
     dir.join("task.toml").is_file() && dir.join("instruction.md").is_file()
@@ -212,7 +237,7 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     let users = |key: &str, v: &Option<toml::Value>| -> Result<Option<String>, InputError> {
         match v {
             None => Ok(None),
-            Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+            Some(toml::Value::String(s)) if is_user_spec(s) => Ok(Some(s.clone())),
             Some(toml::Value::Integer(n)) if *n >= 0 => Ok(Some(n.to_string())),
             Some(other) => Err(at(key, format!("`{other}` is not a user name or uid"))),
         }
@@ -365,9 +390,22 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
         return Err(at("environment.memory_mb", "must be at least 1".into()));
     }
     if let Some(c) = env_raw.cpus
-        && !(c.is_finite() && c > 0.0)
+        && !(c.is_finite() && (0.01..=1024.0).contains(&c))
     {
-        return Err(at("environment.cpus", format!("{c} is not a positive number of cpus")));
+        return Err(at(
+            "environment.cpus",
+            format!("{c} is not a number of cpus from 0.01 to 1024"),
+        ));
+    }
+    if let Some(w) = env_raw.workdir.as_deref().filter(|w| !w.trim().is_empty())
+        && !is_container_path(w)
+    {
+        return Err(at(
+            "environment.workdir",
+            format!(
+                "`{w}` is not an absolute path in the container (no `..`, no control characters)"
+            ),
+        ));
     }
     let env_dir = dir.join("environment");
     if env_dir.join("docker-compose.yaml").exists() || env_dir.join("docker-compose.yml").exists() {
@@ -656,5 +694,30 @@ mod tests {
         ] {
             assert_eq!(key_of(task(text)), key, "{text}");
         }
+    }
+
+    #[test]
+    fn cpus_users_and_the_working_folder_are_checked_at_load() {
+        let env = "[environment]\nallow_internet = false\n";
+        for (text, key) in [
+            (format!("{env}cpus = 0.001\n"), "environment.cpus"),
+            (format!("{env}cpus = 1e9\n"), "environment.cpus"),
+            (format!("{env}workdir = \"app\"\n"), "environment.workdir"),
+            (format!("{env}workdir = \"/app/../etc\"\n"), "environment.workdir"),
+            (format!("{env}workdir = \"/app\\nx\"\n"), "environment.workdir"),
+            (format!("{env}[agent]\nuser = \"root; true\"\n"), "agent.user"),
+            (format!("{env}[verifier]\nuser = \"a:b:c\"\n"), "verifier.user"),
+            (format!("{env}[agent]\nuser = \"\"\n"), "agent.user"),
+        ] {
+            assert_eq!(key_of(task(&text)), key, "{text}");
+        }
+        let t = task(&format!(
+            "{env}cpus = 0.5\nworkdir = \"/app\"\n[agent]\nuser = \"1000:1000\"\n[verifier]\nuser = \"root\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            (t.cpus, t.workdir.as_deref(), t.agent_user.as_deref(), t.verifier_user.as_deref()),
+            (Some(0.5), Some("/app"), Some("1000:1000"), Some("root"))
+        );
     }
 }

@@ -268,6 +268,12 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         if !dir.join("task.toml").is_file() {
             return Err(InputError::new(&dir, "task folder has no task.toml"));
         }
+        if harbor::lacks_instruction(&dir) {
+            return Err(InputError::new(
+                dir.join("instruction.md"),
+                "missing: a Harbor task (task.toml beside environment/ or tests/test.sh) has its prompt in instruction.md",
+            ));
+        }
         tasks.push(if harbor::is_harbor_task(&dir) {
             load_harbor_task(&dir)?
         } else {
@@ -511,6 +517,19 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
                 ),
             ));
         }
+        for sub in ["workspace", "solution"] {
+            if std::fs::symlink_metadata(dir.join(sub).join(rel))
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Err(InputError::at(
+                    &file,
+                    key.clone(),
+                    format!(
+                        "`{sub}/{rel}` is a symbolic link: an editable file must be a file of the task's own (links are never followed)"
+                    ),
+                ));
+            }
+        }
         if !dir.join("workspace").join(rel).is_file() {
             return Err(InputError::at(&file, key, format!("`{rel}` is not in workspace/")));
         }
@@ -730,6 +749,30 @@ parser = "unittest"
             "bb2de6ba9465b9cdddcc23a702c2901ce827a4a5a78c9321971179cc7c788b78"
         );
         assert_eq!(s2.digest, "d0d3ddb33564cd28dd4f0812710780148446c10cf7b6262d814d08efd513a842");
+    }
+
+    #[test]
+    fn a_symlinked_editable_file_and_a_missing_instruction_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        write_task(dir.path(), "t1", GOOD);
+        let ws = dir.path().join("t1/workspace/m.py");
+        std::fs::remove_file(&ws).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("t1/solution/m.py"), &ws).unwrap();
+        let err = load_task(&dir.path().join("t1")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("editable[0]"));
+        assert!(err.to_string().contains("`workspace/m.py` is a symbolic link"), "{err}");
+
+        // A Harbor task folder without instruction.md: named as such, not read as another format.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("suite.toml"), "name = \"s\"\nversion = \"1\"\n").unwrap();
+        let task = root.path().join("h");
+        std::fs::create_dir_all(task.join("environment")).unwrap();
+        std::fs::create_dir_all(task.join("tests")).unwrap();
+        std::fs::write(task.join("task.toml"), "version = \"1.0\"\n").unwrap();
+        std::fs::write(task.join("tests/test.sh"), "true\n").unwrap();
+        let err = load(root.path()).unwrap_err();
+        assert!(err.file.ends_with("h/instruction.md"), "{err}");
+        assert!(err.to_string().contains("missing"), "{err}");
     }
 
     #[test]
