@@ -812,6 +812,45 @@ async fn parallel_calls_that_spend_little_do_not_end_the_budget_by_their_reserva
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_holds_a_bounded_conversation_whatever_it_asks() {
+    let server = start(openai_server()).await;
+    let gw = gateway(spec(Provider::Openai, &server.url), budget(100, 100_000_000)).await;
+    // 250,000 empty messages in a 7 MiB body: refused by count before anything reads them.
+    let empty = json!({"role": "user", "content": ""});
+    let body = json!({"messages": vec![empty; 250_000]});
+    let (status, _, text) = gw.post("/v1/chat/completions", &body).await;
+    assert_eq!(status, 400, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["error"]["param"], "messages");
+    assert!(v["error"]["message"].as_str().unwrap().contains("250000 items, over the 10000"));
+    // A chain of previous_response_id, each call 1.5 MB of new input: the conversation it would
+    // send grows by each call and its reply; once past 8 MiB the call is refused naming the
+    // field, and no request forwarded is ever larger than the body limit.
+    let chunk = "x".repeat(1_500_000);
+    let mut previous: Option<String> = None;
+    let mut refused_at = None;
+    for step in 1..=12 {
+        let mut body = json!({"model": "exp-model", "input": chunk.clone()});
+        if let Some(p) = &previous {
+            body["previous_response_id"] = json!(p);
+        }
+        let (status, _, text) = gw.post("/v1/responses", &body).await;
+        let v: Value = serde_json::from_str(&text).unwrap();
+        if status == 400 {
+            assert_eq!(v["error"]["param"], "previous_response_id", "{v}");
+            refused_at = Some(step);
+            break;
+        }
+        assert_eq!(status, 200, "{text}");
+        previous = v["id"].as_str().map(str::to_string);
+    }
+    // 5 x 1.5 MB = 7.5 MB fit in 8 MiB (8,388,608 bytes); the sixth call's 9 MB does not.
+    assert_eq!(refused_at, Some(6));
+    let largest = server.chats.lock().unwrap().iter().map(|b| b.to_string().len()).max().unwrap();
+    assert!(largest < ablate::gateway::MAX_REQUEST_BYTES, "{largest}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_without_usable_usage_are_counted_from_their_bytes() {
     // Each kind of usage a provider may get wrong: none, a negative count, one too large to be a
     // count, a fraction. The budget binds all the same: each call counts its prompt's bound

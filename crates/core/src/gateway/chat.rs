@@ -100,6 +100,7 @@ pub(super) async fn chat(
     step: &mut TraceStep,
     forwarded: &mut bool,
 ) -> Result<Resp, Refusal> {
+    too_many_messages(api, body)?;
     let (asked, mut request) = read_call(meter, api, path_model, body)?;
     let r = meter.reserve(crate::model::prompt_bound(&request), CallKind::Chat).await.map_err(|limit| {
         let name = limit.name();
@@ -196,7 +197,48 @@ fn conversation(
     // Its instructions first (not carried over), then the stored turns, then this input.
     let at = usize::from(responses::has_instructions(body));
     messages.splice(at..at, earlier);
+    let bytes = conversation_bytes(&messages);
+    if messages.len() > super::MAX_MESSAGES || bytes > super::MAX_CONVERSATION_BYTES {
+        let msg = format!(
+            "the conversation with previous_response_id holds {} messages and {bytes} bytes of text, over the {} messages and {} bytes one call may send",
+            messages.len(),
+            super::MAX_MESSAGES,
+            super::MAX_CONVERSATION_BYTES
+        );
+        let mut v = wire::error_body(api, "invalid_request_error", &msg, None);
+        v["error"]["param"] = json!("previous_response_id");
+        return Err((json_response(StatusCode::BAD_REQUEST, &v), v));
+    }
     Ok(messages)
+}
+
+/// Bytes of a conversation's text: every message's content and tool calls.
+pub(super) fn conversation_bytes(messages: &[crate::model::Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
+        })
+        .sum()
+}
+
+/// A body whose list of messages (`messages`, a Responses `input`, a Gemini
+/// `contents`) is longer than a call may send is refused before it is read.
+#[allow(clippy::result_large_err)] // the handlers' refusal type (`http::json_of`)
+fn too_many_messages(api: Api, body: &Value) -> Result<(), Refusal> {
+    for key in ["messages", "input", "contents"] {
+        if let Some(n) = body.get(key).and_then(Value::as_array).map(Vec::len)
+            && n > super::MAX_MESSAGES
+        {
+            let msg =
+                format!("{key}: {n} items, over the {} one call may send", super::MAX_MESSAGES);
+            let mut v = wire::error_body(api, "invalid_request_error", &msg, None);
+            v["error"]["param"] = json!(key);
+            return Err((json_response(StatusCode::BAD_REQUEST, &v), v));
+        }
+    }
+    Ok(())
 }
 
 /// The trace notes of a forwarded call: its output cap, and what was asked

@@ -115,6 +115,8 @@ pub(super) struct State {
     pub(super) stopped_at: Option<Duration>,
     /// Responses API: stored conversations by response id, oldest first.
     pub(super) stored: std::collections::VecDeque<(String, Vec<crate::model::Message>)>,
+    /// Bytes of text of `stored`.
+    pub(super) stored_bytes: usize,
 }
 
 pub(super) struct Tracer {
@@ -412,11 +414,21 @@ impl TrialMeter {
         self.state.lock().unwrap().stored.iter().find(|(k, _)| k == id).map(|(_, m)| m.clone())
     }
 
+    /// Keep a response's conversation for `previous_response_id`: at most
+    /// STORED_RESPONSES of them and MAX_STORED_BYTES of their text, the oldest
+    /// going first.
     pub(super) fn store(&self, id: String, conversation: Vec<crate::model::Message>) {
+        let bytes = super::chat::conversation_bytes(&conversation);
         let mut st = self.state.lock().unwrap();
-        if st.stored.len() >= responses::STORED_RESPONSES {
-            st.stored.pop_front();
+        while !st.stored.is_empty()
+            && (st.stored.len() >= responses::STORED_RESPONSES
+                || st.stored_bytes + bytes > super::MAX_STORED_BYTES)
+        {
+            if let Some((_, old)) = st.stored.pop_front() {
+                st.stored_bytes -= super::chat::conversation_bytes(&old);
+            }
         }
+        st.stored_bytes += bytes;
         st.stored.push_back((id, conversation));
     }
 

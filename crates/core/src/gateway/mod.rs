@@ -42,6 +42,17 @@ pub use server::serve;
 /// Largest request body accepted (413 beyond).
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 
+/// Most messages one call may send (its own and a stored conversation's together).
+pub const MAX_MESSAGES: usize = 10_000;
+
+/// Most bytes of message text one call may send, a stored conversation
+/// (`previous_response_id`) included: what one body may hold.
+pub const MAX_CONVERSATION_BYTES: usize = MAX_REQUEST_BYTES;
+
+/// Most bytes of stored conversations a trial keeps for `previous_response_id`
+/// (the oldest go first).
+pub const MAX_STORED_BYTES: usize = 64 << 20;
+
 /// The version `/api/version` reports, for Ollama clients that check it.
 pub const OLLAMA_VERSION: &str = "0.9.0";
 
