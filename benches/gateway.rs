@@ -5,6 +5,11 @@
 //! the gateway adds: a second HTTP hop, reading and writing the bodies, the
 //! budget and the trace line.
 //!
+//! Then the memory a hostile harness can make the gateway hold: this
+//! process's peak resident set (VmHWM, the bench's client and model server
+//! included) before and after a body of 250,000 empty messages and a chain of
+//! twelve `previous_response_id` calls of 7 MB of new input each.
+//!
 //! cargo bench --no-default-features --bench gateway [-- N]
 
 #[path = "../tests/common/mod.rs"]
@@ -17,6 +22,16 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// This process's peak resident set so far, in MB (VmHWM).
+fn peak_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
 
 fn stats(mut v: Vec<Duration>) -> (f64, f64) {
     v.sort();
@@ -118,6 +133,54 @@ async fn main() {
         "  ({} trace bytes, {} calls traced)",
         traced.load(Ordering::Relaxed),
         meter.summary().calls
+    );
+    let before = peak_mb();
+    // Bodies sent as text: the client holds 7 MB, not the JSON values it would build.
+    let hostile = |path: &str, body: String| {
+        let (http, key) = (http.clone(), key.clone());
+        let url = gateway.replace("/v1/chat/completions", path);
+        async move {
+            let resp = http
+                .post(url)
+                .bearer_auth(key)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<serde_json::Value>().await.unwrap_or_default())
+        }
+    };
+    let empty = r#"{"role":"user","content":""}"#;
+    let body = format!(r#"{{"messages":[{}]}}"#, vec![empty; 250_000].join(","));
+    let (client_side, body_len) = (peak_mb(), body.len());
+    let (many, _) = hostile("/v1/chat/completions", body).await;
+    let after_many = peak_mb();
+    let chunk = "x".repeat(7_000_000);
+    let (mut previous, mut statuses) = (None::<String>, Vec::new());
+    for _ in 0..12 {
+        let mut body = json!({"model": "m", "input": chunk.clone()});
+        if let Some(p) = &previous {
+            body["previous_response_id"] = json!(p);
+        }
+        let (status, v) = hostile("/v1/responses", body.to_string()).await;
+        statuses.push(status);
+        if let Some(id) = v["id"].as_str() {
+            previous = Some(id.to_string());
+        }
+    }
+    println!(
+        "hostile requests (peak resident set of this process, client and model server included)"
+    );
+    println!(
+        "  before: {before:.0} MB; the client's body of 250,000 empty messages ({} bytes) built: {client_side:.0} MB",
+        body_len
+    );
+    println!("  after it was sent (status {many}): {after_many:.0} MB");
+    println!(
+        "  after 12 chained previous_response_id calls of 7 MB each (statuses {statuses:?}): {:.0} MB",
+        peak_mb()
     );
     task.abort();
 }

@@ -815,14 +815,22 @@ async fn parallel_calls_that_spend_little_do_not_end_the_budget_by_their_reserva
 async fn a_call_holds_a_bounded_conversation_whatever_it_asks() {
     let server = start(openai_server()).await;
     let gw = gateway(spec(Provider::Openai, &server.url), budget(100, 100_000_000)).await;
-    // 250,000 empty messages in a 7 MiB body: refused by count before anything reads them.
+    // 250,000 empty messages in a 7 MiB body (1,250,003 JSON values and keys: 5 a message, the
+    // list, the body and its key): refused by the values it holds, counted before any is built;
+    // 12,000 (60,003) by the messages it lists.
     let empty = json!({"role": "user", "content": ""});
-    let body = json!({"messages": vec![empty; 250_000]});
+    let body = json!({"messages": vec![empty.clone(); 250_000]});
+    let (status, _, text) = gw.post("/v1/chat/completions", &body).await;
+    assert_eq!(status, 400, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["error"]["message"].as_str().unwrap().contains("more than 100000 JSON values"));
+    let body = json!({"messages": vec![empty; 12_000]});
     let (status, _, text) = gw.post("/v1/chat/completions", &body).await;
     assert_eq!(status, 400, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["error"]["param"], "messages");
-    assert!(v["error"]["message"].as_str().unwrap().contains("250000 items, over the 10000"));
+    assert!(v["error"]["message"].as_str().unwrap().contains("12000 items, over the 10000"));
+    assert!(server.chats.lock().unwrap().is_empty(), "neither reached the model");
     // A chain of previous_response_id, each call 1.5 MB of new input: the conversation it would
     // send grows by each call and its reply; once past 8 MiB the call is refused naming the
     // field, and no request forwarded is ever larger than the body limit.

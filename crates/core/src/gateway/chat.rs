@@ -70,7 +70,7 @@ fn call_body(
         Ok(bytes) => bytes,
         Err(_) => return Err((Value::Null, json_of(body, api).expect_err("an unread body"))),
     };
-    let parsed = serde_json::from_slice::<Value>(&bytes);
+    let parsed = super::http::bounded_json(&bytes);
     let unauthorized =
         || refusal(api, StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong key", None);
     match parsed {
@@ -78,7 +78,7 @@ fn call_body(
         Ok(v) => Err((v, unauthorized())),
         Err(e) => {
             let raw = crate::model::http::truncate(&String::from_utf8_lossy(&bytes), 64 * 1024);
-            let not_json = format!("the request body is not JSON: {e}");
+            let not_json = e.to_string();
             let r = if authorized {
                 refusal(api, StatusCode::BAD_REQUEST, "invalid_request_error", &not_json, None)
             } else {

@@ -360,7 +360,7 @@ impl TrialMeter {
         step.notes.push(format!("refused: {method} {path}"));
         step.reply = Some(reply);
         let received = match body {
-            Ok(b) if !b.is_empty() => serde_json::from_slice::<Value>(b).unwrap_or_else(|_| {
+            Ok(b) if !b.is_empty() => super::http::bounded_json(b).unwrap_or_else(|_| {
                 Value::String(crate::model::http::truncate(&String::from_utf8_lossy(b), 64 * 1024))
             }),
             _ => Value::Null,

@@ -292,7 +292,7 @@ pub(super) fn count_tokens(
     body: &Result<Bytes, bool>,
     count: impl FnOnce(&Value) -> Result<Value, BadRequest>,
 ) -> Result<Value, String> {
-    let v = body.as_ref().ok().and_then(|b| serde_json::from_slice::<Value>(b).ok());
+    let v = body.as_ref().ok().and_then(|b| super::http::bounded_json(b).ok());
     count(&v.ok_or("the request body is not JSON")?).map_err(|e| e.to_string())
 }
 
