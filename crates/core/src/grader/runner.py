@@ -183,8 +183,10 @@ _CONSUMERS = frozenset([
 ])
 # Refused to everyone, whatever frame asks: no honest test or solution swaps a
 # function's code, looks up the interpreter's own C API through ctypes, or
-# makes an object from a raw address.
+# makes an object from a raw address. ctypes itself is not loaded (its
+# memmove writes any address), nor is the process's memory file opened.
 _NEVER = frozenset(["ctypes.cdata", "ctypes.PyObj_FromPtr"])
+_NEVER_IMPORTED = frozenset(["ctypes", "_ctypes"])
 
 
 def _install_guard(workspace, denied, unittest_file):
@@ -202,6 +204,7 @@ def _install_guard(workspace, denied, unittest_file):
     RuntimeError_ = RuntimeError
 
     never = _NEVER
+    never_imported = _NEVER_IMPORTED
     own = (tests, os.path.dirname(unittest_file) + os.sep, os.path.abspath(__file__))
 
     def guarded_code(fn):
@@ -222,6 +225,11 @@ def _install_guard(workspace, denied, unittest_file):
             refuse("replacing the code of %s" % getattr(args[0], "__qualname__", "a function"))
         if event in never or (event == "ctypes.dlsym" and str(args[1]).lstrip("_").startswith("Py")):
             refuse("%s %s" % (event, args[1] if event == "ctypes.dlsym" else ""))
+        if event == "import" and args[0] in never_imported:
+            refuse("importing %s (grade the task out of process to use it)" % args[0])
+        if event == "open" and isinstance(args[0], str) and args[0].startswith("/proc/") \
+                and args[0].rstrip("/").endswith("/mem"):
+            refuse("opening %s" % args[0])
         if event not in frame_events and not (event == "object.__getattr__" and args[1] in frame_attrs):
             return
         inside[0] = True
