@@ -436,6 +436,22 @@ fn inspect_logs_written_by_inspect_import_as_a_run_whose_report_is_recomputed_fr
         &["import", "inspect", s(&big), "-o", s(&nothing)],
         &["big.json", "2147483648 bytes, over the"],
     );
+    // An .eval archive of 1 MB whose header decompresses to 1.1 GiB: refused before it is inflated.
+    let bomb = odd.join("bomb.eval");
+    let made = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n    with z.open('header.json', 'w', force_zip64=True) as f:\n        for _ in range(1126):\n            f.write(bytes(1 << 20))\n",
+            s(&bomb),
+        ])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 4 << 20);
+    refused(
+        &["import", "inspect", s(&bomb), "-o", s(&nothing)],
+        &["bomb.eval", "decompresses to more than"],
+    );
 }
 
 #[test]

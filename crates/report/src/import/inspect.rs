@@ -190,18 +190,26 @@ fn read_eval_archive(path: &Path, bytes: &[u8]) -> Result<Log, InputError> {
         let f = zip
             .by_index(index)
             .map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
-        let mut out = Vec::new();
-        f.take(left + 1)
-            .read_to_end(&mut out)
-            .map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
-        if out.len() as u64 > left {
-            return Err(InputError::new(
+        let too_large = || {
+            InputError::new(
                 path,
                 format!(
                     "archive member `{name}`: the archive decompresses to more than the {} bytes an import reads",
                     super::LOG_CAP
                 ),
-            ));
+            )
+        };
+        // What the archive declares is refused before anything is decompressed; `take` holds
+        // an archive that declares less than it holds.
+        if f.size() > left {
+            return Err(too_large());
+        }
+        let mut out = Vec::new();
+        f.take(left + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| InputError::new(path, format!("archive member `{name}`: {e}")))?;
+        if out.len() as u64 > left {
+            return Err(too_large());
         }
         left -= out.len() as u64;
         Ok(Some(out))
