@@ -70,6 +70,25 @@ pub struct TrialContainer {
 /// The command a container runs as its first process: nothing but waiting.
 const IDLE: &str = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done";
 
+/// The limits a container is always run with.
+fn limit_args(l: &Limits) -> Vec<String> {
+    vec![
+        "--memory".into(),
+        format!("{}m", l.memory_mb),
+        "--memory-swap".into(),
+        format!("{}m", l.memory_mb),
+        "--cpus".into(),
+        format!("{}", l.cpus),
+        "--pids-limit".into(),
+        l.pids.to_string(),
+        // Both limits together: one --ulimit replaces the engine's defaults.
+        "--ulimit".into(),
+        "nofile=20000:20000".into(),
+        "--ulimit".into(),
+        "nproc=32768:32768".into(),
+    ]
+}
+
 /// The image and the container's first process, which runs nothing of the
 /// image's (a replaced `sleep` is never restarted): the host's static init,
 /// bound read-only, where there is one; else the image's `sh` waiting.
@@ -114,25 +133,7 @@ impl TrialContainer {
         if task.network == NetworkMode::None {
             args.extend(["--network".into(), "none".into()]);
         }
-        args.extend([
-            "--memory".into(),
-            format!("{}m", l.memory_mb),
-            "--memory-swap".into(),
-            format!("{}m", l.memory_mb),
-        ]);
-        args.extend([
-            "--cpus".into(),
-            format!("{}", l.cpus),
-            "--pids-limit".into(),
-            l.pids.to_string(),
-        ]);
-        // Both limits together: one --ulimit replaces the engine's defaults.
-        args.extend([
-            "--ulimit".into(),
-            "nofile=20000:20000".into(),
-            "--ulimit".into(),
-            "nproc=32768:32768".into(),
-        ]);
+        args.extend(limit_args(&l));
         if let Some(w) = &task.workdir {
             args.extend(["--workdir".into(), w.clone()]);
         }

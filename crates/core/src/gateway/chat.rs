@@ -197,7 +197,7 @@ fn conversation(
     // Its instructions first (not carried over), then the stored turns, then this input.
     let at = usize::from(responses::has_instructions(body));
     messages.splice(at..at, earlier);
-    let bytes = conversation_bytes(&messages);
+    let bytes = super::meter::conversation_bytes(&messages);
     if messages.len() > super::MAX_MESSAGES || bytes > super::MAX_CONVERSATION_BYTES {
         let msg = format!(
             "the conversation with previous_response_id holds {} messages and {bytes} bytes of text, over the {} messages and {} bytes one call may send",
@@ -210,17 +210,6 @@ fn conversation(
         return Err((json_response(StatusCode::BAD_REQUEST, &v), v));
     }
     Ok(messages)
-}
-
-/// Bytes of a conversation's text: every message's content and tool calls.
-pub(super) fn conversation_bytes(messages: &[crate::model::Message]) -> usize {
-    messages
-        .iter()
-        .map(|m| {
-            m.content.len()
-                + m.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
-        })
-        .sum()
 }
 
 /// A body whose list of messages (`messages`, a Responses `input`, a Gemini

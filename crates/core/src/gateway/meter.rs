@@ -418,14 +418,14 @@ impl TrialMeter {
     /// STORED_RESPONSES of them and MAX_STORED_BYTES of their text, the oldest
     /// going first.
     pub(super) fn store(&self, id: String, conversation: Vec<crate::model::Message>) {
-        let bytes = super::chat::conversation_bytes(&conversation);
+        let bytes = conversation_bytes(&conversation);
         let mut st = self.state.lock().unwrap();
         while !st.stored.is_empty()
             && (st.stored.len() >= responses::STORED_RESPONSES
                 || st.stored_bytes + bytes > super::MAX_STORED_BYTES)
         {
             if let Some((_, old)) = st.stored.pop_front() {
-                st.stored_bytes -= super::chat::conversation_bytes(&old);
+                st.stored_bytes -= conversation_bytes(&old);
             }
         }
         st.stored_bytes += bytes;
@@ -656,4 +656,15 @@ pub(super) fn refused_excerpt(body: &Value) -> Value {
         end -= 1;
     }
     json!({"excerpt": &text[..end], "bytes": text.len()})
+}
+
+/// Bytes of a conversation's text: every message's content and tool calls.
+pub(super) fn conversation_bytes(messages: &[crate::model::Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
+        })
+        .sum()
 }
