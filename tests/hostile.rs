@@ -709,6 +709,35 @@ async fn test_methods_that_run_the_candidates_code_are_caught() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_code_swapped_in_place_and_frames_from_signals_or_ctypes_do_not_pass() {
+    let _g = SERIAL.lock().await;
+    // Each fools plain unittest; in process, the swap and ctypes are refused (the candidate's
+    // code fails) and the instance's replaced assertions are seen after its test.
+    for (code, status, denied) in [
+        (code_swapped(), TrialStatus::Failed, "replacing the code of"),
+        (signal_frame(), TrialStatus::PolicyViolation, ""),
+        (ctypes_frame(), TrialStatus::Failed, "importing ctypes"),
+    ] {
+        assert_eq!(plain_unittest(&code), "OK");
+        let a = attack_calc(&code).await;
+        assert_eq!(a.rec.status, status, "{:?}\n{}", a.rec, a.output);
+        let runner = grade_of(&a).check.runner.clone().unwrap();
+        assert!(
+            denied.is_empty() || runner.denied.iter().any(|d| d.contains(denied)),
+            "{:?}",
+            runner.denied
+        );
+        if status == TrialStatus::PolicyViolation {
+            assert!(
+                runner.tampered.iter().any(|t| t.contains("outcome-deciding methods")),
+                "{:?}",
+                runner.tampered
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exceptions_that_unittest_reads_as_skips_or_stops_are_not_passes() {
     let _g = SERIAL.lock().await;
     // Plain unittest counts a test that raises _ShouldStop as a success, and one that raises
