@@ -44,6 +44,7 @@ async fn main() {
         engine,
         hello,
         &std::env::temp_dir().join("ablate-bench-build.log"),
+        Default::default(),
     )
     .await
     .expect("the image");

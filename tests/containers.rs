@@ -765,3 +765,201 @@ fn rand_tag() -> String {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
     )
 }
+
+/// A registry on the host's loopback that counts the connections made to it.
+struct Registry {
+    port: u16,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Registry {
+    fn start() -> Registry {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (c, s) = (connections.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok(_) => {
+                        c.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Registry { port, connections, stop }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pull_policy_decides_whether_a_build_reaches_a_registry() {
+    let _g = SERIAL.lock().await;
+    engine_ready();
+    let registry = Registry::start();
+    let server = start(script(vec![])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let absent = format!("127.0.0.1:{}/ablate-test/absent:1", registry.port);
+    // (pull, FROM, exit, connections made, what stderr names)
+    let cases = [
+        ("never", absent.clone(), 2, 0, format!("builds on `{absent}`")),
+        ("missing", absent.clone(), 2, 1, "build-logs/hello-file.log".to_string()),
+        (
+            "missing",
+            "localhost/ablate-base:bookworm".to_string(),
+            0,
+            0,
+            "pull policy `missing`".into(),
+        ),
+    ];
+    for (i, (pull, from, code, connections, named)) in cases.iter().enumerate() {
+        let root = dir.path().join(format!("case{i}"));
+        let suite = terminal_suite(&root, &["hello-file"]);
+        let dockerfile = suite.join("hello-file/environment/Dockerfile");
+        let text = std::fs::read_to_string(&dockerfile).unwrap();
+        let rest: String =
+            text.lines().filter(|l| !l.starts_with("FROM")).map(|l| format!("{l}\n")).collect();
+        std::fs::write(
+            &dockerfile,
+            format!("FROM {from}\n{rest}RUN echo {} > /tmp/case\n", rand_tag()),
+        )
+        .unwrap();
+        let tasks = ["hello-file"];
+        let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.bare]\n");
+        cfg.tasks = &tasks;
+        cfg.max_steps = 1;
+        let config = cfg.write(&root);
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            text.replacen("seed = 3\n", &format!("seed = 3\npull = \"{pull}\"\n"), 1),
+        )
+        .unwrap();
+        let before = registry.connections();
+        let out = output_within(
+            std::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
+                .args(["run", config.to_str().unwrap(), "--results"])
+                .arg(root.join("results")),
+            Duration::from_secs(600),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(*code), "case {i}: {err}");
+        let made = registry.connections() - before;
+        assert_eq!(made.min(1), *connections, "case {i}: {made} connections\n{err}");
+        assert!(err.contains(named.as_str()), "case {i}: {err}");
+        if named.starts_with("build-logs") {
+            let log = root.join("results/build-logs/hello-file.log");
+            assert!(std::fs::read_to_string(&log).unwrap().contains("podman build"), "{err}");
+        }
+        if *code == 0 {
+            let run = std::fs::read_dir(root.join("results"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.join("manifest.json").is_file())
+                .unwrap();
+            let m: Value =
+                serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap())
+                    .unwrap();
+            let bases = &m["containers"]["images"][0]["bases"];
+            assert_eq!(bases[0]["name"], "localhost/ablate-base:bookworm", "{m}");
+            assert!(bases[0]["id"].as_str().is_some_and(|id| id.len() >= 12), "{m}");
+            let task = ablate::suite::load(&suite).unwrap().task("hello-file").unwrap().clone();
+            let _ = std::process::Command::new(&engine_ready().program)
+                .args(["rmi", "-f", &ablate::container::image::tag(&task)])
+                .output();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_bundle_reaches_the_build_and_is_not_left_in_the_image() {
+    let _g = SERIAL.lock().await;
+    let engine = engine_ready();
+    if engine.kind != ablate::container::EngineKind::Podman {
+        eprintln!("\n*** SKIPPED: build_ca_bundle needs podman's build mounts ***\n");
+        return;
+    }
+    let server = start(script(vec![])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("ABLATE-TEST-CA-{}", rand_tag());
+    std::fs::write(dir.path().join("ca.pem"), format!("# {marker}\n")).unwrap();
+    let suite = terminal_suite(dir.path(), &["hello-file"]);
+    let dockerfile = suite.join("hello-file/environment/Dockerfile");
+    let text = std::fs::read_to_string(&dockerfile).unwrap();
+    // The build fails unless its steps see the bundle and a pip.conf pointing at it.
+    let check = format!(
+        "RUN grep -q {marker} /etc/ssl/certs/ca-certificates.crt && grep -q 'cert = /etc/ssl/certs/ca-certificates.crt' /etc/pip.conf\n"
+    );
+    std::fs::write(&dockerfile, format!("{text}\n{check}")).unwrap();
+    let tasks = ["hello-file"];
+    let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.bare]\n");
+    cfg.tasks = &tasks;
+    cfg.max_steps = 1;
+    let config = cfg.write(dir.path());
+    let text = std::fs::read_to_string(&config).unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(
+        &config,
+        text.replacen(
+            "seed = 3\n",
+            &format!("seed = 3\nbuild_ca_bundle = \"{}\"\n", ca.display()),
+            1,
+        ),
+    )
+    .unwrap();
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
+            .args(["run", config.to_str().unwrap(), "--results"])
+            .arg(dir.path().join("results")),
+        Duration::from_secs(600),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Nothing of it stays in the image (pip.conf's mount point stays, empty).
+    let task = ablate::suite::load(&suite).unwrap().task("hello-file").unwrap().clone();
+    let tag = ablate::container::image::tag(&task);
+    let inside = std::process::Command::new(&engine.program)
+        .args(["run", "--rm", "--network", "none", &tag, "sh", "-c"])
+        .arg(format!("grep -c {marker} /etc/ssl/certs/ca-certificates.crt; test -s /etc/pip.conf && echo pip.conf"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&inside.stdout).trim(), "0");
+    let _ = std::process::Command::new(&engine.program).args(["rmi", "-f", &tag]).output();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_build_in_suite_check_keeps_its_log_beside_the_suite() {
+    let _g = SERIAL.lock().await;
+    engine_ready();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = terminal_suite(dir.path(), &["hello-file"]);
+    let dockerfile = suite.join("hello-file/environment/Dockerfile");
+    let text = std::fs::read_to_string(&dockerfile).unwrap();
+    std::fs::write(&dockerfile, format!("{text}\nRUN echo {} && false\n", rand_tag())).unwrap();
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
+            "suite",
+            "check",
+            suite.to_str().unwrap(),
+        ]),
+        Duration::from_secs(600),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let log = dir.path().join("terminal.build-logs/hello-file.log");
+    assert!(stdout.contains(&log.display().to_string()), "{stdout}");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("false"), "{stdout}");
+}

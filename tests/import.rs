@@ -467,6 +467,8 @@ fn harbor_jobs_written_with_harbors_models_import_as_a_run_whose_report_is_recom
     assert!(out.contains("18 trials of 3 tasks imported"), "{out}");
 
     let m = json(&run.join("manifest.json"));
+    // Three jobs of one agent: named by the agent and the job count, not every job name joined.
+    assert_eq!(m["experiment"]["name"], "terminus-2 (3 jobs)");
     assert_eq!(m["imported"]["tool"], "harbor");
     assert_eq!(m["imported"]["tool_versions"], serde_json::json!(["0.26.0"]));
     let components: Vec<&str> =

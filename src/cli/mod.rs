@@ -78,6 +78,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
         .map_err(|e| CommandError::Internal(format!("cannot start the async runtime: {e}")))
 }
 
+/// An engine's image id as `sha256:` and its first 12 hex digits.
+fn short_id(id: &str) -> &str {
+    let end = if id.starts_with("sha256:") { 19 } else { 12 };
+    &id[..end.min(id.len())]
+}
+
 fn suite_check(
     dir: PathBuf,
     container_engine: Option<ablate::container::EngineKind>,
@@ -101,6 +107,13 @@ fn suite_check(
             .unwrap_or_else(|| "solution -".into());
         let mode = t.mode.map_or("verifier", |m| m.name());
         outln!("{status} {:<24} {mode:<15} {stub:<14} {sol}", t.id);
+        if let Some(img) = &t.image {
+            outln!("     {}: image {} ({})", t.id, short_id(&img.id), img.name);
+            for b in &img.bases {
+                let id = b.id.as_deref().map_or("not on this machine", short_id);
+                outln!("     {}: built on {} ({id})", t.id, b.name);
+            }
+        }
         for p in &t.problems {
             outln!("     {}: {p}", t.id);
         }

@@ -57,6 +57,12 @@ struct RawExperiment {
     /// Variables of ablate's environment a container task's `env` may name.
     #[serde(default)]
     pass_env: Vec<String>,
+    /// When image builds pull the images their Dockerfiles build on.
+    #[serde(default)]
+    pull: crate::record::design::PullPolicy,
+    /// A CA bundle image builds see (read-only, for the build's steps only).
+    #[serde(default)]
+    build_ca_bundle: Option<PathBuf>,
     /// "fixed" (every planned trial runs) or "sequential" (run until decided).
     #[serde(default)]
     design: RawDesign,
@@ -297,6 +303,14 @@ pub struct Experiment {
     /// reach a record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// When image builds pull their base images (`missing` unless set).
+    #[serde(default, skip_serializing_if = "crate::record::design::PullPolicy::is_missing")]
+    pub pull: crate::record::design::PullPolicy,
+    /// A CA bundle (e.g. the host's, behind a TLS-intercepting proxy) mounted
+    /// read-only over the image's during builds, pip pointed at it; never left
+    /// in the image. As written in the config (resolved from its folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_ca_bundle: Option<PathBuf>,
     /// Run until decided (None: the fixed design, every planned trial).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialDesign>,
@@ -607,6 +621,8 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         margin: raw.experiment.margin,
         allow_network: raw.experiment.allow_network,
         pass_env: raw.experiment.pass_env,
+        pull: raw.experiment.pull,
+        build_ca_bundle: ca_bundle(path, &config_dir, raw.experiment.build_ca_bundle)?,
         sequential,
         budget: raw.budget,
         harness,
@@ -944,6 +960,24 @@ fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
         }
     }
     Ok(())
+}
+
+/// `[experiment] build_ca_bundle`: a regular file, resolved from the config's folder.
+fn ca_bundle(
+    path: &Path,
+    config_dir: &Path,
+    bundle: Option<PathBuf>,
+) -> Result<Option<PathBuf>, InputError> {
+    let Some(b) = bundle else { return Ok(None) };
+    let full = config_dir.join(&b);
+    if !std::fs::metadata(&full).is_ok_and(|m| m.is_file()) {
+        return Err(InputError::at(
+            path,
+            "experiment.build_ca_bundle",
+            format!("{} is not a file (a PEM bundle of CA certificates)", full.display()),
+        ));
+    }
+    Ok(Some(full))
 }
 
 /// `[experiment] pass_env`: variable names, none of them a model's key.

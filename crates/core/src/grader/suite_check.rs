@@ -17,6 +17,8 @@ pub struct TaskReport {
     /// Where the candidate's code ran for both variants; None for a container
     /// task (its verifier runs in its container).
     pub mode: Option<GradingMode>,
+    /// A container task's image and the images it builds on.
+    pub image: Option<crate::record::TaskImage>,
     pub stub: Option<CheckResult>,
     pub solution: Option<CheckResult>,
     pub problems: Vec<String>,
@@ -77,6 +79,7 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
                         id,
                         tests: 0,
                         mode: None,
+                        image: None,
                         stub: None,
                         solution: None,
                         problems: vec![e.to_string()],
@@ -94,6 +97,7 @@ pub async fn check_task(task: &Task) -> TaskReport {
         id: task.id.clone(),
         tests: declared,
         mode: Some(task.check.mode),
+        image: None,
         stub: None,
         solution: None,
         problems: Vec::new(),
@@ -189,6 +193,7 @@ pub async fn check_container_task(
         id: task.id.clone(),
         tests: 1,
         mode: None,
+        image: None,
         stub: None,
         solution: None,
         problems: Vec::new(),
@@ -207,13 +212,27 @@ pub async fn check_container_task(
             return report;
         }
     };
-    let image = match crate::container::image::ensure(engine, task, &log).await {
+    let opts = crate::container::image::BuildOptions::default();
+    let image = match crate::container::image::ensure(engine, task, &log, opts).await {
         Ok(i) => i,
+        Err(crate::container::image::ImageError::Build { why, log }) => {
+            // Kept beside the suite: the scratch folder goes when the command ends.
+            let suite = task.dir.parent().unwrap_or(&task.dir);
+            let name = suite.file_name().unwrap_or_default().to_string_lossy();
+            let dir = suite.with_file_name(format!("{name}.build-logs"));
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let kept = crate::container::image::keep_log(&dir, &task.id, &text);
+            report.problems.push(format!(
+                "image: environment/Dockerfile does not build ({why}); its log is {kept}"
+            ));
+            return report;
+        }
         Err(e) => {
             report.problems.push(format!("image: {e}"));
             return report;
         }
     };
+    report.image = Some(image.clone());
     let c = task.container.as_ref().expect("a container task");
     if !c.has_solution {
         report.problems.push("no solution/solve.sh: the oracle cannot prove the task".into());

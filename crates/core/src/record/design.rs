@@ -191,3 +191,31 @@ pub enum RecordedSettings {
     #[serde(rename = "values")]
     External(IndexMap<String, ComponentValue>),
 }
+
+/// When an image build pulls the images its Dockerfile builds on
+/// (`[experiment] pull`; docs/harbor.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PullPolicy {
+    /// Never: a base image the engine lacks is refused by name before any trial.
+    Never,
+    /// When the engine lacks it (docker's default).
+    #[default]
+    Missing,
+    /// Every build asks the registry for a newer one.
+    Always,
+}
+
+impl PullPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            PullPolicy::Never => "never",
+            PullPolicy::Missing => "missing",
+            PullPolicy::Always => "always",
+        }
+    }
+
+    pub fn is_missing(&self) -> bool {
+        *self == PullPolicy::Missing
+    }
+}

@@ -19,6 +19,8 @@ pub enum Event<'a> {
     TrialFinished(&'a TrialRecord),
     /// Something the user should know that does not stop the run.
     Warning(&'a str),
+    /// What the run states as it starts (the images' pull policy).
+    Note(&'a str),
     /// A sequential run decided a comparison (its trials are no longer started):
     /// "NAME on MODEL: DECISION after N tasks".
     Decided(&'a str),
@@ -49,5 +51,9 @@ impl Reporters {
 
     pub fn warn(&self, message: &str) {
         self.emit(&Event::Warning(message));
+    }
+
+    pub fn note(&self, message: &str) {
+        self.emit(&Event::Note(message));
     }
 }

@@ -605,6 +605,17 @@ pub struct TaskImage {
     pub id: String,
     /// Built by this run (not found in the engine's cache).
     pub built: bool,
+    /// The images its Dockerfile builds on, with the engine's id of each (None:
+    /// the engine has none by that name); empty for an image used as named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bases: Vec<BaseImage>,
+}
+
+/// An image a task's Dockerfile builds on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaseImage {
+    pub name: String,
+    pub id: Option<String>,
 }
 
 /// The identity of a fixed model, read at run start.

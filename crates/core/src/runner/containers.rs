@@ -39,6 +39,7 @@ pub async fn setup(
     exp: &Experiment,
     suite: &Suite,
     choice: Option<EngineKind>,
+    results: &std::path::Path,
 ) -> Result<Option<ContainerSetup>, RunError> {
     let tasks = container_tasks(exp, suite);
     if tasks.is_empty() {
@@ -68,7 +69,9 @@ pub async fn setup(
     let mut logs = Vec::new();
     for t in tasks {
         let log = scratch.join(format!("build-{}.log", t.id));
-        match image::ensure(engine, t, &log).await {
+        let opts =
+            image::BuildOptions { pull: exp.pull, ca_bundle: exp.build_ca_bundle.as_deref() };
+        match image::ensure(engine, t, &log, opts).await {
             Ok(img) => {
                 if img.built {
                     logs.push((t.id.clone(), log));
@@ -83,13 +86,20 @@ pub async fn setup(
                 )
                 .into());
             }
+            Err(e @ image::ImageError::BaseMissing { .. }) => {
+                let dockerfile = t.dir.join("environment").join("Dockerfile");
+                return Err(InputError::new(dockerfile, format!("task `{}`: {e}", t.id)).into());
+            }
             Err(image::ImageError::Build { why, log }) => {
-                let tail = std::fs::read_to_string(&log)
-                    .map(|l| crate::sandbox::process::tail(&l, 2000).to_string())
-                    .unwrap_or_default();
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail = crate::sandbox::process::tail(&text, 2000).to_string();
+                let kept = image::keep_log(&results.join("build-logs"), &t.id, &text);
                 return Err(InputError::new(
                     t.dir.join("environment").join("Dockerfile"),
-                    format!("task `{}`: the image does not build ({why}):\n{tail}", t.id),
+                    format!(
+                        "task `{}`: the image does not build ({why}); its log is {}:\n{tail}",
+                        t.id, kept
+                    ),
                 )
                 .into());
             }

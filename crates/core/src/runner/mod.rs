@@ -200,7 +200,14 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         refuse_unbound(&exp, ext)?;
     }
     let setup = setup(&exp, &opts.engine, host_command, &reporters).await?;
-    let container_setup = containers::setup(&exp, &suite, opts.container_engine).await?;
+    let container_setup =
+        containers::setup(&exp, &suite, opts.container_engine, &opts.results_dir).await?;
+    if container_setup.is_some() {
+        reporters.note(&format!(
+            "images: pull policy `{}` for the images Dockerfiles build on (pull under [experiment]; docs/harbor.md)",
+            exp.pull.name()
+        ));
+    }
     if let Some(c) = &container_setup
         && !c.swept.is_empty()
     {

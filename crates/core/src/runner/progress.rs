@@ -101,6 +101,13 @@ impl Progress {
         }
     }
 
+    /// What the run states as it starts: a plain line (not when quiet).
+    fn note(&self, message: &str) {
+        if self.mode != ProgressMode::Quiet {
+            eprintln!("{message}");
+        }
+    }
+
     /// A sequential run's decision: a line above the bar, or a plain line (not when quiet).
     fn decided(&self, message: &str) {
         match (&*self.bar.lock().unwrap(), self.mode) {
@@ -123,6 +130,7 @@ impl Reporter for Progress {
             Event::Started { planned, already, .. } => self.started(*planned, *already),
             Event::TrialFinished(r) => self.trial_done(r),
             Event::Warning(m) => self.warn(m),
+            Event::Note(m) => self.note(m),
             Event::Decided(m) => self.decided(m),
             Event::Finished { .. } => self.finish(),
         }

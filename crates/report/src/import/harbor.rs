@@ -109,12 +109,13 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
         }
         timeout = timeout.or(job.agent_timeout);
     }
+    let name = experiment_name(&names, &trials);
     Ok(Read {
         tool: Tool::Harbor,
         trials,
         sources,
         tool_versions: versions,
-        name: names.join("+"),
+        name,
         name_field: "agent",
         pass_rule: format!(
             "reward `{}` at least {threshold} passes; an agent timeout is `timeout` with its reward kept as the final state's; a reward the trial's exception makes invalid (reward_valid false) is not counted",
@@ -345,8 +346,43 @@ fn identity(config: &Value, agent_info: Option<&Value>) -> IndexMap<String, Comp
     id
 }
 
+/// The model an agent ran, or `(no model)` when its config names none (Harbor's oracle).
 fn model_of(id: &IndexMap<String, ComponentValue>) -> String {
-    id.get("model").map(ablate_core::experiment::value_text).unwrap_or_default()
+    id.get("model")
+        .filter(|v| !v.is_null())
+        .map(ablate_core::experiment::value_text)
+        .unwrap_or_else(|| NO_MODEL.into())
+}
+
+/// What an agent without a model shows as.
+pub const NO_MODEL: &str = "(no model)";
+
+/// Longest experiment name made of several jobs' agents.
+const NAME_CHARS: usize = 60;
+
+/// The experiment's name: the job's own for one job; for several, their
+/// agents' names (each once, cut at 60 characters) and the job count.
+fn experiment_name(jobs: &[String], trials: &[ImportedTrial]) -> String {
+    if let [one] = jobs {
+        return one.clone();
+    }
+    let mut agents: Vec<String> = Vec::new();
+    for t in trials {
+        let a = t.identity.get("agent").filter(|v| !v.is_null());
+        if let Some(a) = a.map(ablate_core::experiment::value_text)
+            && !agents.contains(&a)
+        {
+            agents.push(a);
+        }
+    }
+    let mut list = agents.join(", ");
+    if list.chars().count() > NAME_CHARS {
+        list = list.chars().take(NAME_CHARS - 1).collect::<String>() + "…";
+    }
+    if list.is_empty() {
+        list = "harbor".into();
+    }
+    format!("{list} ({} jobs)", jobs.len())
 }
 
 fn trial(
@@ -583,4 +619,51 @@ fn unfinished(job: &Path, dir: &str, config: &Value) -> Result<ImportedTrial, In
         None,
         "the trial folder has no result.json: the trial never finished".into(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(agent: Option<&str>, model: Option<&str>) -> ImportedTrial {
+        let mut identity = IndexMap::new();
+        identity.insert("agent".to_string(), agent.map_or(Value::Null, Value::from));
+        identity.insert("model".to_string(), model.map_or(Value::Null, Value::from));
+        ImportedTrial {
+            from: ImportedFrom { file: String::new(), id: String::new(), detail: Value::Null },
+            input: Default::default(),
+            task: "t".into(),
+            task_digest: String::new(),
+            model: model_of(&identity),
+            identity,
+            repeat: None,
+            sort_key: String::new(),
+            status: TrialStatus::Passed,
+            end_reason: EndReason::ChecksPassed,
+            graded_pass: Some(true),
+            steps: 0,
+            tokens: Tokens::default(),
+            cost_usd: None,
+            working_seconds: 0.0,
+            wall_seconds: 0.0,
+            started_at: String::new(),
+            finished_at: String::new(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn names_read_well_and_a_missing_model_says_so() {
+        let jobs: Vec<String> = (0..40).map(|i| format!("2026-12-0{}__job-{i}", i % 9)).collect();
+        let t = [trial(Some("oracle"), None), trial(Some("terminus-2"), Some("openai/gpt-4o"))];
+        assert_eq!(experiment_name(&jobs, &t), "oracle, terminus-2 (40 jobs)");
+        assert_eq!(experiment_name(&jobs[..1], &t), "2026-12-00__job-0");
+        assert_eq!(t[0].model, "(no model)");
+        let many: Vec<ImportedTrial> =
+            (0..20).map(|i| trial(Some(&format!("agent-number-{i}")), None)).collect();
+        let name = experiment_name(&jobs, &many);
+        // 60 characters of the list (the last an ellipsis), then " (40 jobs)".
+        assert_eq!(name.chars().count(), 60 + " (40 jobs)".len(), "{name}");
+        assert!(name.starts_with("agent-number-0, agent-number-1,") && name.contains("… (40"));
+    }
 }

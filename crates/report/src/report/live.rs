@@ -99,7 +99,7 @@ impl Reporter for LiveExports {
                 }
             }
             Event::TrialFinished(_) => self.send(Message::TrialFinished),
-            Event::Warning(_) | Event::Decided(_) => {}
+            Event::Warning(_) | Event::Note(_) | Event::Decided(_) => {}
             Event::Finished { interrupted } => {
                 self.send(Message::Finished { interrupted: *interrupted });
                 drop(self.sender.lock().unwrap().take());
