@@ -63,9 +63,10 @@ ablate-core: deps model release
 	$(ABLATE) run configs/core.toml
 
 ## make ablate-terminal: bare vs full harness and leave-one-out on tasks/terminal (Harbor-format
-## container tasks), with the embedded default model.
+## container tasks), with the embedded default model. Its tool calls are read as it writes them
+## (a JSON object in a code fence), so the tools arms measure the harness, not the parser.
 ablate-terminal: deps model release base-image
-	$(ABLATE) run configs/terminal.toml
+	$(ABLATE) run configs/terminal.toml --local-fenced-tool-calls true
 
 ## make ablate-external: two external harnesses behind ablate's gateway, with the embedded
 ## model, on the same tasks: examples/harnesses/pyagent/agent.py leave-one-out of its components,
