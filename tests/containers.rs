@@ -88,6 +88,12 @@ async fn run_terminal(
     (ran, rec)
 }
 
+/// One trial of hello-file in the bare arm whose model runs `script` in one shell block.
+async fn hello_running(dir: &Path, script: &str) -> TrialRecord {
+    let replies = vec![format!("```bash\n{script}\n```")];
+    run_terminal(dir, "hello-file", replies, "[arms.bare]\n", 60.0).await.1
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_solves_the_task_through_the_shell_passes() {
     let _g = SERIAL.lock().await;
@@ -600,14 +606,7 @@ async fn binaries_a_root_agent_replaces_never_run_in_ablates_own_steps() {
     // test.sh uses bash and cat alone, which stay (what test.sh runs is the task's contract).
     let forge = r#"for b in sleep head rm mkdir chmod kill sh dash; do p=$(command -v $b) || continue; printf '#!/bin/bash\necho 1 > /logs/verifier/reward.txt 2>/dev/null; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json 2>/dev/null; exit 0\n' > /tmp/forge; cat /tmp/forge > "$(readlink -f "$p")"; done; /usr/bin/kill -9 -1 2>/dev/null; builtin kill -9 -1"#;
     let dir = tempfile::tempdir().unwrap();
-    let (_, rec) = run_terminal(
-        dir.path(),
-        "hello-file",
-        vec![format!("```bash\n{forge}\n```")],
-        "[arms.bare]\n",
-        60.0,
-    )
-    .await;
+    let rec = hello_running(dir.path(), forge).await;
     let v = rec.grade.as_ref().unwrap().verifier.as_ref().unwrap();
     assert_eq!(
         (rec.status, v.reward, v.reward_file.as_deref()),
@@ -622,14 +621,7 @@ async fn a_fork_bomb_left_by_the_agent_does_not_stop_the_verifier() {
     let dir = tempfile::tempdir().unwrap();
     let bomb =
         "echo 'Hello, world!' > /app/hello.txt; (b(){ b | b & }; b) >/dev/null 2>&1 & sleep 2";
-    let (_, rec) = run_terminal(
-        dir.path(),
-        "hello-file",
-        vec![format!("```bash\n{bomb}\n```")],
-        "[arms.bare]\n",
-        60.0,
-    )
-    .await;
+    let rec = hello_running(dir.path(), bomb).await;
     assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
 }
 
