@@ -590,10 +590,19 @@ async fn harbor_tasks_that_cannot_run_are_refused_naming_the_task_and_the_key() 
         let (code, err) = ablate(&run_args(&config, &results, &[]));
         assert_eq!(code, Some(2), "{name}: {err}");
         assert!(err.contains(want), "{name}: {err}");
-        assert!(
-            !results.exists() || std::fs::read_dir(&results).unwrap().next().is_none(),
-            "{name}: a run folder was made"
-        );
+        // No run folder; a failed build's log alone is kept, under build-logs/, and named.
+        let made: Vec<String> = std::fs::read_dir(&results)
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let logs = results.join("build-logs/hello-file.log");
+        match name {
+            "nobuild" => {
+                assert_eq!(made, ["build-logs"], "{name}: {made:?}");
+                assert!(err.contains(&logs.display().to_string()), "{name}: {err}");
+                assert!(std::fs::read_to_string(&logs).unwrap().contains("exit 3"));
+            }
+            _ => assert!(made.is_empty(), "{name}: a run folder was made: {made:?}"),
+        }
     }
 }
 
