@@ -229,6 +229,39 @@ pub async fn run_checks(sandbox: &Sandbox, spec: &CheckSpec) -> std::io::Result<
     }
 }
 
+/// A script of the grader's folder as a check's process names it: at
+/// /ablate in the jail, or where it is on the host.
+fn grader_script(runner: &Path, jailed: bool, name: &str) -> String {
+    if jailed {
+        format!("{JAIL_RUNNER_DIR}/{name}")
+    } else {
+        runner.join(name).display().to_string()
+    }
+}
+
+/// The environment a check's Python runs with.
+fn python_env(py: &Python) -> Vec<(String, String)> {
+    let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);
+    isolation::check_env(bin_dir.as_deref())
+}
+
+/// The jail a grader's process of `sandbox` runs in: its workspace, its
+/// `tests` (when it has them) read-only, the grader's folder, the Python
+/// installation; no output folder, channel or other bind.
+fn grader_jail<'a>(
+    sandbox: &'a Sandbox,
+    tests: &'a Path,
+    runner: &'a Path,
+    py: &'a Python,
+) -> Jail<'a> {
+    Jail {
+        tests: tests.is_dir().then_some(tests),
+        runner_dir: Some(runner),
+        python_prefixes: &py.prefixes,
+        ..Jail::of(sandbox.path(), sandbox.uid())
+    }
+}
+
 /// The candidate's side of out-of-process grading, as the tests' process sees it.
 struct Remote<'a> {
     channel: &'a ChannelEnd,
@@ -254,13 +287,11 @@ async fn run_tests(
             std::os::unix::fs::lchown(out_dir.path(), Some(sandbox.uid()), Some(sandbox.uid()))?;
         }
     }
-    let (runner_path, result_path) = if jailed {
-        (format!("{JAIL_RUNNER_DIR}/runner.py"), format!("{JAIL_OUT_DIR}/results.jsonl"))
+    let runner_path = grader_script(&runner, jailed, "runner.py");
+    let result_path = if jailed {
+        format!("{JAIL_OUT_DIR}/results.jsonl")
     } else {
-        (
-            runner.join("runner.py").display().to_string(),
-            out_dir.path().join("results.jsonl").display().to_string(),
-        )
+        out_dir.path().join("results.jsonl").display().to_string()
     };
     // Isolated (no user site, no PYTHON* variables, no script or working folder
     // on sys.path) and no bytecode written; the runner reads none for the
@@ -274,21 +305,14 @@ async fn run_tests(
         mode.to_string(),
     ];
     argv.extend(args.iter().cloned());
-    let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);
-    let env = isolation::check_env(bin_dir.as_deref());
+    let env = python_env(py);
     let tests = sandbox.path().join("tests");
     let confine = Confinement {
         isolation,
         jail: Jail {
-            workspace: sandbox.path(),
-            tests: tests.is_dir().then_some(tests.as_path()),
-            runner_dir: Some(&runner),
             out_dir: Some(out_dir.path()),
-            uid: sandbox.uid(),
-            python_prefixes: &py.prefixes,
-            ro_binds: &[],
-            netns: None,
             channel: remote.as_ref().map(|r| r.channel),
+            ..grader_jail(sandbox, &tests, &runner, py)
         },
         limits: spec.limits,
     };

@@ -6,13 +6,12 @@
 //! codec: exact builtin types, no pickle), so nothing the candidate's code
 //! does reaches a test, an assertion or a result.
 
-use super::{Remote, run_tests, runner_dir};
+use super::{Remote, grader_jail, grader_script, python_env, run_tests, runner_dir};
 use crate::record::CheckResult;
 use crate::sandbox::Sandbox;
-use crate::sandbox::isolation::{self, ChannelEnd, JAIL_RUNNER_DIR, Jail};
+use crate::sandbox::isolation::{self, ChannelEnd, Jail};
 use crate::sandbox::process::{Confinement, ProcessOutcome, run_until};
 use crate::suite::CheckSpec;
-use std::path::Path;
 
 /// Bytes kept of the candidate's process's own output (it never reaches the parser).
 const CANDIDATE_OUTPUT_CAP: usize = 16 * 1024;
@@ -55,28 +54,16 @@ async fn serve(
     if jailed {
         candidate.hand_over()?;
     }
-    let script = if jailed {
-        format!("{JAIL_RUNNER_DIR}/remote.py")
-    } else {
-        runner.join("remote.py").display().to_string()
-    };
+    let script = grader_script(&runner, jailed, "remote.py");
     let mut argv = vec![py.executable.clone(), "-I".into(), "-B".into(), script, "serve".into()];
     argv.extend(modules.iter().cloned());
-    let bin_dir = Path::new(&py.executable).parent().map(Path::to_path_buf);
-    let env = isolation::check_env(bin_dir.as_deref());
     let tests = candidate.path().join("tests");
     let confine = Confinement {
         isolation,
-        jail: Jail {
-            workspace: candidate.path(),
-            tests: tests.is_dir().then_some(tests.as_path()),
-            runner_dir: Some(&runner),
-            python_prefixes: &py.prefixes,
-            channel: Some(channel),
-            ..Jail::of(candidate.path(), candidate.uid())
-        },
+        jail: Jail { channel: Some(channel), ..grader_jail(candidate, &tests, &runner, py) },
         limits: spec.limits,
     };
+    let env = python_env(py);
     let cap = CANDIDATE_OUTPUT_CAP;
     run_until(&argv, candidate.path(), &env, spec.timeout, cap, Some(&confine), None, stop).await
 }

@@ -99,34 +99,41 @@ pub fn read_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
 impl Sandbox {
     /// A fresh copy of the task's workspace with its tests under `tests/`.
     pub fn create(task: &Task) -> std::io::Result<Sandbox> {
-        let dir = scratch::tempdir(&format!("ws-{}-", task.id))?;
-        copy_tree(&task.workspace_dir(), dir.path())?;
-        copy_tree(&task.tests_dir(), &dir.path().join("tests"))?;
+        Sandbox::copied(
+            &format!("ws-{}-", task.id),
+            task.workspace_dir(),
+            task.tests_dir(),
+            task.editable.clone(),
+        )
+    }
+
+    /// A copy of `workspace_src` with `tests_src` under `tests/`, under a uid of its own.
+    fn copied(
+        label: &str,
+        workspace_src: PathBuf,
+        tests_src: PathBuf,
+        editable: Vec<String>,
+    ) -> std::io::Result<Sandbox> {
+        let dir = scratch::tempdir(label)?;
+        copy_tree(&workspace_src, dir.path())?;
+        copy_tree(&tests_src, &dir.path().join("tests"))?;
         let root = dir.path().canonicalize()?;
-        let mut task_files: Vec<String> = digest::list_files(&task.workspace_dir())?
+        let mut task_files: Vec<String> = digest::list_files(&workspace_src)?
             .iter()
             .map(|p| p.to_string_lossy().replace('\\', "/"))
             .collect();
         task_files.extend(
-            digest::list_files(&task.tests_dir())?
+            digest::list_files(&tests_src)?
                 .iter()
                 .map(|p| format!("tests/{}", p.to_string_lossy().replace('\\', "/"))),
         );
-        for e in &task.editable {
+        for e in &editable {
             if !task_files.contains(e) {
                 task_files.push(e.clone());
             }
         }
         let uid = isolation::lease_uid()?;
-        Ok(Sandbox {
-            dir,
-            root,
-            editable: task.editable.clone(),
-            workspace_src: task.workspace_dir(),
-            tests_src: task.tests_dir(),
-            task_files,
-            uid,
-        })
+        Ok(Sandbox { dir, root, editable, workspace_src, tests_src, task_files, uid })
     }
 
     /// An empty workspace with a uid of its own: the working folder of a
@@ -152,29 +159,20 @@ impl Sandbox {
     /// modules are asked of the candidate's own process), with its tests,
     /// under a uid of its own.
     pub fn tests_side(&self) -> std::io::Result<Sandbox> {
-        let dir = scratch::tempdir("tests-side-")?;
-        copy_tree(&self.workspace_src, dir.path())?;
+        let mut side = Sandbox::copied(
+            "tests-side-",
+            self.workspace_src.clone(),
+            self.tests_src.clone(),
+            Vec::new(),
+        )?;
         for name in &self.editable {
-            match std::fs::remove_file(dir.path().join(name)) {
+            match std::fs::remove_file(side.root.join(name)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
         }
-        copy_tree(&self.tests_src, &dir.path().join("tests"))?;
-        let root = dir.path().canonicalize()?;
-        let task_files = digest::list_files(dir.path())?
-            .iter()
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .collect();
-        Ok(Sandbox {
-            dir,
-            root,
-            editable: Vec::new(),
-            workspace_src: self.workspace_src.clone(),
-            tests_src: self.tests_src.clone(),
-            task_files,
-            uid: isolation::lease_uid()?,
-        })
+        side.task_files.retain(|f| !self.editable.contains(f));
+        Ok(side)
     }
 
     /// The modules of the candidate this sandbox holds, as out-of-process
