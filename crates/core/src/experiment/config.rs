@@ -984,9 +984,7 @@ fn ca_bundle(
 fn check_pass_env(path: &Path, names: &[String], models: &[ModelSpec]) -> Result<(), InputError> {
     for (i, name) in names.iter().enumerate() {
         let key = format!("experiment.pass_env[{i}]");
-        let plain = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !plain {
+        if !crate::suite::is_ascii_name(name) {
             return Err(InputError::at(path, key, format!("`{name}` is not a variable name")));
         }
         if let Some(m) = models.iter().find(|m| m.api_key_env.as_deref() == Some(name.as_str())) {

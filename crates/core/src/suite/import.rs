@@ -262,10 +262,7 @@ const PY_KEYWORDS: &[&str] = &[
 
 /// An ASCII Python identifier that is not a keyword.
 pub fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !PY_KEYWORDS.contains(&s)
+    super::is_ascii_name(s) && !PY_KEYWORDS.contains(&s)
 }
 
 /// A task id from a source id: lowercase, runs of other characters as one

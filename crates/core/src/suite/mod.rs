@@ -614,10 +614,14 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
 /// The module an editable file is, for out-of-process grading: `name.py` at
 /// the top of the workspace, `name` an identifier.
 pub fn remote_module(rel: &str) -> Option<&str> {
-    let stem = rel.strip_suffix(".py")?;
-    let ident = stem.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && stem.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    ident.then_some(stem)
+    rel.strip_suffix(".py").filter(|stem| is_ascii_name(stem))
+}
+
+/// A letter or `_`, then letters, digits and `_` (ASCII): a module's or a variable's name.
+pub fn is_ascii_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 pub fn is_slug(s: &str) -> bool {
