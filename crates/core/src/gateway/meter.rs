@@ -113,8 +113,8 @@ pub(super) struct State {
     pub(super) delivery: crate::record::delivery::Delivery,
     /// When the gateway first wanted the harness stopped: working time ends there (the grace after it is not working time).
     pub(super) stopped_at: Option<Duration>,
-    /// Responses API: stored conversations by response id, oldest first.
-    pub(super) stored: std::collections::VecDeque<(String, Vec<crate::model::Message>)>,
+    /// Responses API: stored conversations by response id, oldest first, with their bytes of text.
+    pub(super) stored: std::collections::VecDeque<(String, Vec<crate::model::Message>, usize)>,
     /// Bytes of text of `stored`.
     pub(super) stored_bytes: usize,
 }
@@ -411,7 +411,7 @@ impl TrialMeter {
 
     /// The conversation stored under a response id (Responses API).
     pub(super) fn stored(&self, id: &str) -> Option<Vec<crate::model::Message>> {
-        self.state.lock().unwrap().stored.iter().find(|(k, _)| k == id).map(|(_, m)| m.clone())
+        self.state.lock().unwrap().stored.iter().find(|(k, _, _)| k == id).map(|(_, m, _)| m.clone())
     }
 
     /// Keep a response's conversation for `previous_response_id`: at most
@@ -424,12 +424,12 @@ impl TrialMeter {
             && (st.stored.len() >= responses::STORED_RESPONSES
                 || st.stored_bytes + bytes > super::MAX_STORED_BYTES)
         {
-            if let Some((_, old)) = st.stored.pop_front() {
-                st.stored_bytes -= conversation_bytes(&old);
+            if let Some((_, _, old)) = st.stored.pop_front() {
+                st.stored_bytes -= old;
             }
         }
         st.stored_bytes += bytes;
-        st.stored.push_back((id, conversation));
+        st.stored.push_back((id, conversation, bytes));
     }
 
     /// The next trace line's number, counting a chat request.
