@@ -411,7 +411,13 @@ impl TrialMeter {
 
     /// The conversation stored under a response id (Responses API).
     pub(super) fn stored(&self, id: &str) -> Option<Vec<crate::model::Message>> {
-        self.state.lock().unwrap().stored.iter().find(|(k, _, _)| k == id).map(|(_, m, _)| m.clone())
+        self.state
+            .lock()
+            .unwrap()
+            .stored
+            .iter()
+            .find(|(k, _, _)| k == id)
+            .map(|(_, m, _)| m.clone())
     }
 
     /// Keep a response's conversation for `previous_response_id`: at most

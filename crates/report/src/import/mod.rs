@@ -63,12 +63,13 @@ pub enum ReadError {
 /// bytes: opening never blocks (a FIFO), and nothing larger is read.
 pub fn read_bounded(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(ReadError::NotRegular);
-    }
+    let (file, meta) = ablate_core::sandbox::open_regular(path, true).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            ReadError::NotRegular
+        } else {
+            ReadError::Io(e)
+        }
+    })?;
     if meta.len() > cap {
         return Err(ReadError::TooLarge { size: meta.len(), cap });
     }
