@@ -657,11 +657,8 @@ async fn a_tasks_environment_gets_only_the_variables_the_experiment_passes() {
         cfg.model_extra = model_extra;
         let root = dir.path().join(name);
         std::fs::create_dir_all(&root).unwrap();
-        let config = cfg.write(&root);
-        let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(&config, text.replacen("seed = 3\n", &format!("seed = 3\n{pass_env}"), 1))
-            .unwrap();
-        config
+        cfg.experiment_extra = pass_env.to_string();
+        cfg.write(&root)
     };
     let ablate = |args: &[&str]| {
         let out = output_within(
@@ -733,29 +730,49 @@ async fn an_image_build_cannot_reach_the_hosts_loopback() {
     let port = listener.local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
     let suite = terminal_suite(dir.path(), &["hello-file"]);
-    let dockerfile = suite.join("hello-file/environment/Dockerfile");
-    let text = std::fs::read_to_string(&dockerfile).unwrap();
     let probe = format!(
         "RUN python3 -c \"import socket, sys; s = socket.socket(); s.settimeout(3); sys.exit(1 if s.connect_ex(('127.0.0.1', {port})) == 0 else 0)\" # {}\n",
         rand_tag()
     );
-    std::fs::write(&dockerfile, format!("{text}\n{probe}")).unwrap();
-    let out = output_within(
+    append_to_dockerfile(&suite, &probe);
+    let out = suite_check(&suite);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("1 tasks ok"), "{stdout}");
+    drop(listener);
+    // The probe's image is this test's own: removed.
+    remove_hello_image(&suite);
+}
+
+/// A line (or lines) added to the end of the suite's hello-file Dockerfile.
+fn append_to_dockerfile(suite: &Path, lines: &str) {
+    let dockerfile = suite.join("hello-file/environment/Dockerfile");
+    let text = std::fs::read_to_string(&dockerfile).unwrap();
+    std::fs::write(&dockerfile, format!("{text}\n{lines}")).unwrap();
+}
+
+/// `ablate suite check SUITE`, within 10 minutes.
+fn suite_check(suite: &Path) -> std::process::Output {
+    output_within(
         std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
             "suite",
             "check",
             suite.to_str().unwrap(),
         ]),
         Duration::from_secs(600),
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("1 tasks ok"), "{stdout}");
-    drop(listener);
-    // The probe's image is this test's own: removed.
-    let task = ablate::suite::load(&suite).unwrap().task("hello-file").unwrap().clone();
+    )
+}
+
+/// The tag of the suite's hello-file image.
+fn hello_image(suite: &Path) -> String {
+    let task = ablate::suite::load(suite).unwrap().task("hello-file").unwrap().clone();
+    ablate::container::image::tag(&task)
+}
+
+/// A test's own hello-file image (its Dockerfile made it this test's): removed.
+fn remove_hello_image(suite: &Path) {
     let _ = std::process::Command::new(&engine_ready().program)
-        .args(["rmi", "-f", &ablate::container::image::tag(&task)])
+        .args(["rmi", "-f", &hello_image(suite)])
         .output();
 }
 
@@ -843,13 +860,8 @@ async fn the_pull_policy_decides_whether_a_build_reaches_a_registry() {
         let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.bare]\n");
         cfg.tasks = &tasks;
         cfg.max_steps = 1;
+        cfg.experiment_extra = format!("pull = \"{pull}\"\n");
         let config = cfg.write(&root);
-        let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(
-            &config,
-            text.replacen("seed = 3\n", &format!("seed = 3\npull = \"{pull}\"\n"), 1),
-        )
-        .unwrap();
         let before = registry.connections();
         let out = output_within(
             std::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
@@ -879,10 +891,7 @@ async fn the_pull_policy_decides_whether_a_build_reaches_a_registry() {
             let bases = &m["containers"]["images"][0]["bases"];
             assert_eq!(bases[0]["name"], "localhost/ablate-base:bookworm", "{m}");
             assert!(bases[0]["id"].as_str().is_some_and(|id| id.len() >= 12), "{m}");
-            let task = ablate::suite::load(&suite).unwrap().task("hello-file").unwrap().clone();
-            let _ = std::process::Command::new(&engine_ready().program)
-                .args(["rmi", "-f", &ablate::container::image::tag(&task)])
-                .output();
+            remove_hello_image(&suite);
         }
     }
 }
@@ -900,29 +909,18 @@ async fn a_ca_bundle_reaches_the_build_and_is_not_left_in_the_image() {
     let marker = format!("ABLATE-TEST-CA-{}", rand_tag());
     std::fs::write(dir.path().join("ca.pem"), format!("# {marker}\n")).unwrap();
     let suite = terminal_suite(dir.path(), &["hello-file"]);
-    let dockerfile = suite.join("hello-file/environment/Dockerfile");
-    let text = std::fs::read_to_string(&dockerfile).unwrap();
     // The build fails unless its steps see the bundle and a pip.conf pointing at it.
     let check = format!(
         "RUN grep -q {marker} /etc/ssl/certs/ca-certificates.crt && grep -q 'cert = /etc/ssl/certs/ca-certificates.crt' /etc/pip.conf\n"
     );
-    std::fs::write(&dockerfile, format!("{text}\n{check}")).unwrap();
+    append_to_dockerfile(&suite, &check);
     let tasks = ["hello-file"];
     let mut cfg = Cfg::new(&suite, "openai", &server.url, "[arms.bare]\n");
     cfg.tasks = &tasks;
     cfg.max_steps = 1;
-    let config = cfg.write(dir.path());
-    let text = std::fs::read_to_string(&config).unwrap();
     let ca = dir.path().join("ca.pem");
-    std::fs::write(
-        &config,
-        text.replacen(
-            "seed = 3\n",
-            &format!("seed = 3\nbuild_ca_bundle = \"{}\"\n", ca.display()),
-            1,
-        ),
-    )
-    .unwrap();
+    cfg.experiment_extra = format!("build_ca_bundle = \"{}\"\n", ca.display());
+    let config = cfg.write(dir.path());
     let out = output_within(
         std::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
             .args(["run", config.to_str().unwrap(), "--results"])
@@ -931,15 +929,14 @@ async fn a_ca_bundle_reaches_the_build_and_is_not_left_in_the_image() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     // Nothing of it stays in the image (pip.conf's mount point stays, empty).
-    let task = ablate::suite::load(&suite).unwrap().task("hello-file").unwrap().clone();
-    let tag = ablate::container::image::tag(&task);
+    let tag = hello_image(&suite);
     let inside = std::process::Command::new(&engine.program)
         .args(["run", "--rm", "--network", "none", &tag, "sh", "-c"])
         .arg(format!("grep -c {marker} /etc/ssl/certs/ca-certificates.crt; test -s /etc/pip.conf && echo pip.conf"))
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&inside.stdout).trim(), "0");
-    let _ = std::process::Command::new(&engine.program).args(["rmi", "-f", &tag]).output();
+    remove_hello_image(&suite);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -948,17 +945,8 @@ async fn a_failed_build_in_suite_check_keeps_its_log_beside_the_suite() {
     engine_ready();
     let dir = tempfile::tempdir().unwrap();
     let suite = terminal_suite(dir.path(), &["hello-file"]);
-    let dockerfile = suite.join("hello-file/environment/Dockerfile");
-    let text = std::fs::read_to_string(&dockerfile).unwrap();
-    std::fs::write(&dockerfile, format!("{text}\nRUN echo {} && false\n", rand_tag())).unwrap();
-    let out = output_within(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ablate")).args([
-            "suite",
-            "check",
-            suite.to_str().unwrap(),
-        ]),
-        Duration::from_secs(600),
-    );
+    append_to_dockerfile(&suite, &format!("RUN echo {} && false\n", rand_tag()));
+    let out = suite_check(&suite);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let log = dir.path().join("terminal.build-logs/hello-file.log");
     assert!(stdout.contains(&log.display().to_string()), "{stdout}");

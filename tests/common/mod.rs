@@ -213,6 +213,8 @@ pub struct Cfg<'a> {
     pub model_extra: &'a str,
     /// Extra top-level TOML (e.g. a [harness] table).
     pub top_extra: &'a str,
+    /// Extra lines of the [experiment] table (e.g. `pull = "never"`).
+    pub experiment_extra: String,
 }
 
 impl<'a> Cfg<'a> {
@@ -229,15 +231,17 @@ impl<'a> Cfg<'a> {
             max_working_seconds: 60.0,
             model_extra: "",
             top_extra: "",
+            experiment_extra: String::new(),
         }
     }
 
     pub fn write(&self, dir: &Path) -> PathBuf {
         let tasks = self.tasks.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ");
         let text = format!(
-            "[experiment]\nname = \"t\"\nsuite = \"{}\"\ntasks = [{tasks}]\ntrials = {}\nseed = 3\n\n[budget]\nmax_steps = {}\nmax_output_tokens_per_step = 200\nmax_total_tokens = {}\nmax_working_seconds = {}\n{}\n\n[[models]]\nname = \"m\"\nprovider = \"{}\"\nmodel = \"m\"\nendpoint = \"{}\"\ntemperature = 0.0\nretry = {{ backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 50 }}\n{}\n\n{}\n",
+            "[experiment]\nname = \"t\"\nsuite = \"{}\"\ntasks = [{tasks}]\ntrials = {}\nseed = 3\n{}\n[budget]\nmax_steps = {}\nmax_output_tokens_per_step = 200\nmax_total_tokens = {}\nmax_working_seconds = {}\n{}\n\n[[models]]\nname = \"m\"\nprovider = \"{}\"\nmodel = \"m\"\nendpoint = \"{}\"\ntemperature = 0.0\nretry = {{ backoff = \"exponential\", max_attempts = 3, base_ms = 10, max_ms = 50 }}\n{}\n\n{}\n",
             self.suite.display(),
             self.trials,
+            self.experiment_extra,
             self.max_steps,
             self.max_total_tokens,
             self.max_working_seconds,
