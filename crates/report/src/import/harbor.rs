@@ -629,27 +629,18 @@ mod tests {
         let mut identity = IndexMap::new();
         identity.insert("agent".to_string(), agent.map_or(Value::Null, Value::from));
         identity.insert("model".to_string(), model.map_or(Value::Null, Value::from));
-        ImportedTrial {
-            from: ImportedFrom { file: String::new(), id: String::new(), detail: Value::Null },
-            input: Default::default(),
-            task: "t".into(),
-            task_digest: String::new(),
-            model: model_of(&identity),
+        let model = model_of(&identity);
+        let from = ImportedFrom { file: String::new(), id: String::new(), detail: Value::Null };
+        ImportedTrial::unfinished(
+            from,
+            Default::default(),
+            "t".into(),
+            String::new(),
             identity,
-            repeat: None,
-            sort_key: String::new(),
-            status: TrialStatus::Passed,
-            end_reason: EndReason::ChecksPassed,
-            graded_pass: Some(true),
-            steps: 0,
-            tokens: Tokens::default(),
-            cost_usd: None,
-            working_seconds: 0.0,
-            wall_seconds: 0.0,
-            started_at: String::new(),
-            finished_at: String::new(),
-            error: None,
-        }
+            model,
+            None,
+            String::new(),
+        )
     }
 
     #[test]
