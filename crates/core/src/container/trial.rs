@@ -186,9 +186,13 @@ impl TrialContainer {
         Ok(c)
     }
 
-    /// The host pid of the container's first process (its network namespace is the trial's).
+    /// The host pid of the container's first process (its network namespace is the trial's),
+    /// as read when the container started.
     pub async fn pid(&self) -> Result<u32, ContainerError> {
-        self.engine.pid(&self.name).await
+        match self.first_pid {
+            Some(pid) => Ok(pid),
+            None => self.engine.pid(&self.name).await,
+        }
     }
 
     /// Run `argv` in the container as `user` (None: the image's), in
