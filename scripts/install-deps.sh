@@ -36,6 +36,11 @@ has_pkg munge || need+=(munge)
 if ! docker info >/dev/null 2>&1 && ! podman info >/dev/null 2>&1; then
   for p in podman runc uidmap slirp4netns fuse-overlayfs containernetworking-plugins; do has_pkg "$p" || need+=("$p"); done
 fi
+# A container's first process is the host's static catatonit (only a Recommends of podman),
+# so that none of ablate's verifier steps runs a binary of the image: detected by it answering.
+if ! docker info >/dev/null 2>&1 || command -v podman >/dev/null; then
+  catatonit --version >/dev/null 2>&1 || /usr/libexec/podman/catatonit --version >/dev/null 2>&1 || need+=(catatonit)
+fi
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 # Rootful podman where systemd does not run and cgroups are hybrid: cgroupfs,
 # runc (crun refuses hybrid cgroups), a file event log, and ulimits root may
