@@ -82,6 +82,24 @@ pub fn digest_parts<'a>(parts: impl IntoIterator<Item = (&'a str, &'a str)>) -> 
     hex::encode(hasher.finalize())
 }
 
+/// `path` opened for reading without blocking (a FIFO opens at once), with
+/// its metadata, when it is a regular file; anything else is refused
+/// (`ErrorKind::InvalidInput`, "not a regular file"). `follow`: a final
+/// symlink is followed, else refused.
+pub fn open_regular(
+    path: &Path,
+    follow: bool,
+) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = if follow { libc::O_NONBLOCK } else { libc::O_NOFOLLOW | libc::O_NONBLOCK };
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok((file, meta))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

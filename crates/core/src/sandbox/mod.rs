@@ -83,28 +83,10 @@ pub const READ_CAP: u64 = 1 << 20;
 /// (a longer file gives its first `cap` bytes). A FIFO, socket or device is refused.
 pub fn read_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let (file, _) = open_regular(path, false)?;
+    let (file, _) = digest::open_regular(path, false)?;
     let mut buf = Vec::new();
     file.take(cap).read_to_end(&mut buf)?;
     Ok(buf)
-}
-
-/// `path` opened for reading without blocking (a FIFO opens at once), with
-/// its metadata, when it is a regular file; anything else is refused
-/// (`ErrorKind::InvalidInput`, "not a regular file"). `follow`: a final
-/// symlink is followed, else refused.
-pub fn open_regular(
-    path: &Path,
-    follow: bool,
-) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = if follow { libc::O_NONBLOCK } else { libc::O_NOFOLLOW | libc::O_NONBLOCK };
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
-    }
-    Ok((file, meta))
 }
 
 impl Sandbox {
