@@ -13,6 +13,33 @@ point inside and the first outside. The expected values of the tests in
 crates/core/src/sequential/tests.rs come from here:
 
     python3 scripts/betting_cs_reference.py
+
+The order-free equivalence test
+-------------------------------
+`equivalent(d, alpha, margin, seed, P=100)` decides "equivalent within
++-margin" from per-task differences d in [-1, 1] without depending on the
+order in which the tasks happen to be listed. The differences are clipped to
+[-1, 1], mapped to x = (d + 1) / 2 and sorted ascending; the two nulls are
+m_lo = (1 - margin) / 2 ("worse by the margin") and m_hi = (1 + margin) / 2
+("better by the margin"). P orders are drawn, each a Fisher-Yates shuffle of
+the sorted list (i from n-1 down to 1, k = high 64 bits of the 128-bit product
+next_u64() * (i + 1)) driven by one SplitMix64 stream seeded with
+seed XOR 0x0E9A1E0C0DE50001. In each order the plug-in bets are those of
+`bets` at level 2 alpha sized for Horizon(n), and the FINAL capitals (not a
+running maximum) are
+
+    K+_j = prod (1 + min(lam_i, 0.5 / m_lo) (y_i - m_lo))
+    K-_j = prod (1 - min(lam_i, 0.5 / (1 - m_hi)) (y_i - m_hi))
+
+i.e. those of `capitals` with no population. Each K is an e-value under its
+null whatever the order, so their averages over the orders, E+ and E-, are
+e-values too; "equivalent" iff E+ >= 1/alpha and E- >= 1/alpha (two one-sided
+tests at alpha each, an intersection-union test at alpha).
+
+The old rule it replaces (`old_equivalent`) used the differences in the given
+order, one sequence, and rejected a margin once theta K (theta = 1/2) reached
+1/(2 alpha) at any prefix; the same data listed in another order could get the
+other verdict, which the last block of the output shows.
 """
 import math
 
@@ -115,6 +142,182 @@ def cases():
     }
 
 
+MASK64 = (1 << 64) - 1
+
+
+class SplitMix64:
+    """SplitMix64 (Steele, Lea & Flood 2014), all arithmetic mod 2^64."""
+
+    def __init__(self, state):
+        self.state = state & MASK64
+
+    def next_u64(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+
+EQUIV_SEED_XOR = 0x0E9A_1E0C_0DE5_0001
+
+
+def equivalence_evalues(d, alpha, margin, seed, p=100):
+    """(E+, E-): the final capitals against m_lo (upward) and m_hi (downward),
+    averaged over p seeded shuffles of the sorted observations."""
+    n = len(d)
+    assert n >= 2
+    x = sorted((min(max(di, -1.0), 1.0) + 1) / 2 for di in d)
+    m_lo, m_hi = (1 - margin) / 2, (1 + margin) / 2
+    rng = SplitMix64(seed ^ EQUIV_SEED_XOR)
+    sum_p, sum_m = 0.0, 0.0
+    for _ in range(p):
+        y = list(x)
+        for i in range(n - 1, 0, -1):
+            k = (rng.next_u64() * (i + 1)) >> 64
+            y[i], y[k] = y[k], y[i]
+        lams = bets(y, 2 * alpha, horizon=n)
+        sum_p += capitals(y, lams, m_lo)[0]
+        sum_m += capitals(y, lams, m_hi)[1]
+    return sum_p / p, sum_m / p
+
+
+def equivalent(d, alpha, margin, seed, p=100):
+    """The order-free rule: both averaged e-values reach 1/alpha."""
+    e_plus, e_minus = equivalence_evalues(d, alpha, margin, seed, p)
+    return e_plus >= 1 / alpha and e_minus >= 1 / alpha
+
+
+def old_equivalent(d, alpha, margin):
+    """The old rule: d in the given order, one sequence, bets at 2 alpha sized
+    for Horizon(n); a margin is rejected once theta K reaches 1/(2 alpha) at
+    any prefix; equivalent iff both margins are rejected."""
+    n = len(d)
+    xs = [(min(max(di, -1.0), 1.0) + 1) / 2 for di in d]
+    m_lo, m_hi = (1 - margin) / 2, (1 + margin) / 2
+    lams = bets(xs, 2 * alpha, horizon=n)
+    bar = 1 / (2 * alpha)
+    kp, km = 1.0, 1.0
+    rej_lo = rej_hi = False
+    for x, lam in zip(xs, lams):
+        kp *= 1 + (lam if m_lo == 0 else min(lam, C / m_lo)) * (x - m_lo)
+        km *= 1 - (lam if m_hi == 1 else min(lam, C / (1 - m_hi))) * (x - m_hi)
+        rej_lo = rej_lo or THETA * kp >= bar
+        rej_hi = rej_hi or (1 - THETA) * km >= bar
+        if rej_lo and rej_hi:
+            return True
+    return False
+
+
+def cycled(pattern, n):
+    return [pattern[i % len(pattern)] for i in range(n)]
+
+
+def no_effect_tasks(rnd, tasks=100, trials=5):
+    """k_t = (treatment successes) - (control successes), d_t = k_t / trials,
+    both arms Bernoulli(p_t), p_t ~ Uniform(0.1, 0.9)."""
+    out = []
+    for _ in range(tasks):
+        pt = rnd.uniform(0.1, 0.9)
+        ctl = sum(rnd.random() < pt for _ in range(trials))
+        trt = sum(rnd.random() < pt for _ in range(trials))
+        out.append(trt - ctl)
+    return out
+
+
+def equivalence_figures(seeds=(20261203, 0)):
+    alpha, margin = 0.05, 0.1
+    print(f"order-free equivalence test: alpha {alpha}, margin {margin}, P = 100 orders")
+    for seed in seeds:
+        print(f"seed {seed}")
+        cache = {}
+
+        def shown(pattern, n):
+            key = (tuple(pattern), n)
+            if key not in cache:
+                cache[key] = equivalent(cycled(pattern, n), alpha, margin, seed)
+            return cache[key]
+
+        def onset(label, pattern, lo, hi):
+            row = [(n, shown(pattern, n)) for n in range(lo, hi + 1)]
+            print(f"  {label}, n = {lo}..{hi}:")
+            print("    shown at: " + (" ".join(str(n) for n, s in row if s) or "none"))
+            print("    not at:   " + (" ".join(str(n) for n, s in row if not s) or "none"))
+            n0 = next((n for n in range(lo, hi + 1) if shown(pattern, n) and not shown(pattern, n - 1)), None)
+            if n0 is None:
+                print("    no n0 in range")
+                return
+            stays = all(shown(pattern, n) for n in range(n0, n0 + 21))
+            e_p, e_m = equivalence_evalues(cycled(pattern, n0), alpha, margin, seed)
+            print(f"    n0 = {n0} (shown at n0, not at n0-1); shown for all n in {n0}..{n0 + 20}: {stays}")
+            print(f"    at n0: E+ = {e_p:.6g}, E- = {e_m:.6g}, 1/alpha = {1 / alpha:g}")
+
+        # (a) every task unchanged
+        row = [(n, shown([0.0], n)) for n in range(50, 61)]
+        print("  (a) d = 0 for every task, n = 50..60: " + " ".join(f"{n}:{'Y' if s else 'n'}" for n, s in row))
+        first = next((n for n in range(2, 1000) if shown([0.0], n)), None)
+        e_p, e_m = equivalence_evalues([0.0] * first, alpha, margin, seed)
+        print(f"    first n shown: {first}; E+ = {e_p:.6g}, E- = {e_m:.6g}")
+        # (b), (c)
+        onset("(b) [0.2, -0.2, 0, 0.4, -0.4, 0] cycled", [0.2, -0.2, 0.0, 0.4, -0.4, 0.0], 55, 100)
+        onset("(c) [1, -1, 0 x 8] cycled", [1.0, -1.0] + [0.0] * 8, 110, 170)
+        # (d) a mean of exactly the margin
+        print(f"  (d) [0.3, -0.1] cycled, n = 400 (mean = margin): shown = {shown([0.3, -0.1], 400)}")
+
+    # (e) the old, order-dependent rule
+    import random
+    search_seed = 7
+    print(f"(e) the old rule (given order, running theta K >= 1/(2 alpha)) on no-effect data: "
+          f"100 tasks x 5 trials, p_t ~ U(0.1, 0.9); random.Random({search_seed})")
+    rnd = random.Random(search_seed)
+    found = None
+    for attempt in range(1, 10001):
+        ks = no_effect_tasks(rnd)
+        yes = no = None
+        for _ in range(200):
+            order = ks[:]
+            rnd.shuffle(order)
+            if old_equivalent([k / 5 for k in order], alpha, margin):
+                yes = yes or order
+            else:
+                no = no or order
+            if yes and no:
+                found = (attempt, yes, no)
+                break
+        if found:
+            break
+    attempt, yes, no = found
+    assert sorted(yes) == sorted(no)
+    print(f"  data set {attempt} of the search; k_t with d_t = k_t / 5")
+    print(f"  order saying 'equivalent' (old rule: {old_equivalent([k / 5 for k in yes], alpha, margin)}):")
+    print("    " + " ".join(str(k) for k in yes))
+    print(f"  order saying 'not equivalent' (old rule: {old_equivalent([k / 5 for k in no], alpha, margin)}):")
+    print("    " + " ".join(str(k) for k in no))
+    print(f"  mean difference {sum(yes) / 5 / len(yes):.4f}")
+    for seed in (20261203,):
+        e_p, e_m = equivalence_evalues([k / 5 for k in yes], alpha, margin, seed)
+        same = equivalence_evalues([k / 5 for k in no], alpha, margin, seed) == (e_p, e_m)
+        print(f"  new rule, seed {seed}: equivalent = {e_p >= 1 / alpha and e_m >= 1 / alpha} "
+              f"(E+ = {e_p:.6g}, E- = {e_m:.6g}; identical for both orders: {same})")
+
+    sets, orders, frac_seed = 2000, 20, 11
+    rnd = random.Random(frac_seed)
+    disagree = 0
+    share_yes = 0
+    for _ in range(sets):
+        ks = no_effect_tasks(rnd)
+        votes = 0
+        for _ in range(orders):
+            rnd.shuffle(ks)
+            votes += old_equivalent([k / 5 for k in ks], alpha, margin)
+        disagree += 0 < votes < orders
+        share_yes += votes
+    print(f"  {sets} no-effect data sets (random.Random({frac_seed})), {orders} random orders each: "
+          f"orders disagree in {disagree}/{sets} = {disagree / sets:.4f} of data sets "
+          f"(a lower bound on the share where some two orders disagree); "
+          f"old rule said 'equivalent' in {share_yes / (sets * orders):.4f} of all orders")
+
+
 if __name__ == "__main__":
     import sys
     only = sys.argv[1:]
@@ -126,3 +329,5 @@ if __name__ == "__main__":
         for t in (1, 5, 10, len(xs)):
             lo, hi = r[t - 1]
             print(f"  t={t}: x-interval [{lo:.9f}, {hi:.9f}]  d-interval [{2*lo-1:.9f}, {2*hi-1:.9f}]")
+    if not only:
+        equivalence_figures()

@@ -783,6 +783,10 @@ pub struct RecordedExperiment {
     /// Trials per (task, arm, model).
     #[serde(default)]
     pub trials: u32,
+    /// The experiment's seed: the model's sampling seed, and the seed of the
+    /// analysis's random orders (equivalence). 0 when a record has none (imports).
+    #[serde(default)]
+    pub seed: u64,
     pub alpha: f64,
     /// The equivalence margin, when the experiment declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -86,6 +86,13 @@ pub struct Point {
     pub below: bool,
 }
 
+impl Point {
+    /// The two bettors' capital at this candidate after every observation so far.
+    pub fn capital(&self) -> Capital {
+        self.capital
+    }
+}
+
 /// A confidence sequence at level 1 - alpha for the mean of observations in [0, 1].
 #[derive(Debug, Clone)]
 pub struct BettingCs {

@@ -17,6 +17,8 @@ pub struct RawMap {
     pub alpha: Option<f64>,
     /// Equivalence margin (as `[experiment] margin`).
     pub margin: Option<f64>,
+    /// The seed of the analysis's random orders (the equivalence test's; default 0).
+    pub seed: Option<u64>,
     /// Field of the source's agent identity -> component name
     /// (`"kwargs.temperature" = "temperature"`).
     #[serde(default)]

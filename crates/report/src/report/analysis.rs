@@ -680,6 +680,7 @@ pub fn analyse(data: &RunData) -> Report {
         }
     }
     let margin = data.manifest.experiment.margin;
+    let seed = data.manifest.experiment.seed;
     let family = pending
         .iter()
         .filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0)
@@ -712,14 +713,14 @@ pub fn analyse(data: &RunData) -> Report {
         effect.verdict = verdict(&inf, level_alpha);
         if let Some(margin) = margin {
             // Two one-sided tests at level_alpha (by betting: stats::paired_equivalent).
-            let shown = stats::paired_equivalent(&all.0, &all.1, level_alpha, margin);
+            let shown = stats::paired_equivalent(&all.0, &all.1, level_alpha, margin, seed);
             effect.verdict = with_margin(effect.verdict.clone(), shown, inf.n_tasks, margin);
         }
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
             let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
             let mut v = verdict(&x, level_alpha);
             if let Some(margin) = margin {
-                let shown = stats::paired_equivalent(&kept.0, &kept.1, level_alpha, margin);
+                let shown = stats::paired_equivalent(&kept.0, &kept.1, level_alpha, margin, seed);
                 v = with_margin(v, shown, x.n_tasks, margin);
             }
             effect.excl_infra = Some(ExclInfra {

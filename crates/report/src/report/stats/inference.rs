@@ -225,29 +225,57 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
     }
     let sf = sign_flip(&tasks.d, conf);
     let floor = tasks.floor();
-    let (lo, hi) = floor.widen((sf.lo, sf.hi), &tasks, conf);
-    let p_value = sf.p_value.max(floor.p_value(&tasks));
+    let (lo, hi) = floor.widen((sf.lo, sf.hi), conf);
+    let p_value = sf.p_value.max(floor.p_value());
     let method = InferenceMethod::SignFlip { exact: sf.exact, floor: floor.kind() };
     Inference { mean_diff, lo, hi, p_value, n_tasks, method }
 }
 
+/// The orders of the tasks [`paired_equivalent`] averages its bettors' capital over.
+pub const EQUIVALENCE_ORDERS: usize = 100;
+
+/// Mixed into the seed of [`paired_equivalent`]'s orders, so that they are
+/// not the stream of any other draw made from the same seed.
+pub const EQUIVALENCE_STREAM: u64 = 0x0E9A_1E0C_0DE5_0001;
+
 /// Whether the mean difference over the population of tasks like these is
 /// shown to lie inside `(-margin, +margin)`: two one-sided tests, each at
 /// `alpha`, of "the difference is `-margin` or less" and "`+margin` or more",
-/// each by betting (Waudby-Smith & Ramdas 2024; `sequential::betting`): the
-/// per-task differences, in the suite's order, bet against each margin with
-/// bets sized for this many tasks, and a margin is rejected once its bettor's
-/// capital reaches `1 / alpha`. Valid for any distribution of the differences
-/// in `[-1, 1]` (Ville's inequality), where the sign flip at a shift other
-/// than 0 assumes them symmetric: with the sign-flip interval's bounds a false
-/// "equivalent" at a true difference of exactly the margin was measured at up
-/// to 6.7% at alpha 0.05 (`simulation_equivalence_sign_flip`). One task: its trials' [`newcombe_unpaired`]
-/// interval at `1 - 2 alpha` inside the margins (that task only).
+/// each by betting (Waudby-Smith & Ramdas 2024; `sequential::betting`), and
+/// a function of the differences and `seed` alone, whatever the tasks' order
+/// or names:
+///
+/// * the differences are sorted, then put in [`EQUIVALENCE_ORDERS`] orders
+///   drawn uniformly at random from `seed` (Fisher-Yates on
+///   `SplitMix64(seed ^ EQUIVALENCE_STREAM)`, each order from the sorted list);
+/// * in each order the two bettors bet against the margins with bets sized
+///   for this many tasks, and their final capitals are kept;
+/// * a margin is rejected when its bettor's capital, **averaged over the
+///   orders**, reaches `1 / alpha`.
+///
+/// Why it holds: for tasks drawn independently from one population, the
+/// sorted differences put in a uniformly random order are distributed as the
+/// differences themselves, so each order's final capital has expectation at
+/// most 1 under its null (a supermartingale's), and so has their average (a
+/// mixture of e-values is one): Markov's inequality bounds each test's size
+/// by `alpha`. The orders are random given the seed, and the seed (the
+/// experiment's, written before any trial ran) does not depend on the
+/// outcomes. The earlier rule bet in the suite's order and stopped at the
+/// first prefix that reached `1 / alpha`: renaming tasks could turn
+/// "equivalent" into "undecided" (`equivalence_is_a_function_of_the_differences`).
+///
+/// Valid for any distribution of the differences in `[-1, 1]`, where the
+/// sign flip at a shift other than 0 assumes them symmetric: with the
+/// sign-flip interval's bounds a false "equivalent" at a true difference of
+/// exactly the margin was measured at up to 6.7% at alpha 0.05
+/// (`simulation_equivalence_sign_flip`). One task: its trials'
+/// [`newcombe_unpaired`] interval at `1 - 2 alpha` inside the margins (that task only).
 pub fn paired_equivalent(
     control: &[Vec<f64>],
     treatment: &[Vec<f64>],
     alpha: f64,
     margin: f64,
+    seed: u64,
 ) -> bool {
     let tasks = PairedTasks::of(control, treatment);
     if !(is_open_unit(2.0 * alpha) && margin > 0.0 && margin <= 1.0) {
@@ -259,21 +287,48 @@ pub fn paired_equivalent(
             let i = paired_inference(&tasks.control, &tasks.treatment, 1.0 - 2.0 * alpha);
             i.lo > -margin && i.hi < margin
         }
-        n => {
-            use ablate_core::sequential::betting::{Bets, BettingCs};
-            // On x = (d + 1) / 2 in [0, 1]; at level 2 alpha each bettor needs 1 / alpha.
-            let margins = [(1.0 - margin) / 2.0, (1.0 + margin) / 2.0];
-            let mut cs = BettingCs::new(2.0 * alpha, Bets::Horizon(n), None, &margins, false);
-            for &d in &tasks.d {
-                cs.push((d.clamp(-1.0, 1.0) + 1.0) / 2.0);
-            }
-            let p = cs.points();
-            p[0].above && p[1].below
+        _ => {
+            let (up, down) = order_free_capital(&tasks.d, alpha, margin, seed);
+            up >= -alpha.ln() && down >= -alpha.ln()
         }
     }
 }
 
+/// The logs of the two bettors' final capitals of [`paired_equivalent`],
+/// each averaged over the orders: the upward bettor's against `-margin`,
+/// the downward one's against `+margin`.
+pub fn order_free_capital(d: &[f64], alpha: f64, margin: f64, seed: u64) -> (f64, f64) {
+    use ablate_core::sequential::betting::{Bets, BettingCs};
+    // On x = (d + 1) / 2 in [0, 1]; bets at level 2 alpha, as the sequential design's.
+    let mut x: Vec<f64> = d.iter().map(|d| (d.clamp(-1.0, 1.0) + 1.0) / 2.0).collect();
+    x.sort_by(f64::total_cmp);
+    let margins = [(1.0 - margin) / 2.0, (1.0 + margin) / 2.0];
+    let mut rng = SplitMix64(seed ^ EQUIVALENCE_STREAM);
+    let (mut ups, mut downs) = (Vec::new(), Vec::new());
+    for _ in 0..EQUIVALENCE_ORDERS {
+        let mut order = x.clone();
+        for i in (1..order.len()).rev() {
+            let k = ((u128::from(rng.next_u64()) * (i as u128 + 1)) >> 64) as usize;
+            order.swap(i, k);
+        }
+        let mut cs = BettingCs::new(2.0 * alpha, Bets::Horizon(x.len()), None, &margins, false);
+        for &v in &order {
+            cs.push(v);
+        }
+        ups.push(cs.points()[0].capital().up);
+        downs.push(cs.points()[1].capital().down);
+    }
+    (log_mean_exp(&ups), log_mean_exp(&downs))
+}
+
+/// `log(mean(exp(v)))`, without overflow.
+fn log_mean_exp(v: &[f64]) -> f64 {
+    let top = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    top + (v.iter().map(|x| (x - top).exp()).sum::<f64>() / v.len() as f64).ln()
+}
+
 /// The tasks with trials in both arms, and their differences `d_t`.
+#[derive(Clone)]
 struct PairedTasks {
     control: Vec<Vec<f64>>,
     treatment: Vec<Vec<f64>>,
@@ -292,21 +347,55 @@ impl PairedTasks {
         PairedTasks { control, treatment, d }
     }
 
-    /// The floor under the sign-flip interval (see [`paired_inference`]),
-    /// the trial noise's variance computed once.
-    fn floor(&self) -> Floor {
-        if self.control.iter().chain(&self.treatment).all(|v| v.len() >= 2) {
-            let v = trial_noise(&self.control, &self.treatment);
-            if v > SPREAD_TOLERANCE {
-                return Floor::TrialNoise(v * trial_noise_floor_factor(self.d.len()));
-            }
+    /// The tasks whose difference is not 0.
+    fn changed(&self) -> PairedTasks {
+        let keep: Vec<usize> =
+            (0..self.d.len()).filter(|&i| self.d[i].abs() > ZERO_DIFFERENCE).collect();
+        PairedTasks {
+            control: keep.iter().map(|&i| self.control[i].clone()).collect(),
+            treatment: keep.iter().map(|&i| self.treatment[i].clone()).collect(),
+            d: keep.iter().map(|&i| self.d[i]).collect(),
         }
-        if no_spread(&self.d) { Floor::Mover } else { Floor::None }
+    }
+
+    /// The floor under the sign-flip interval (see [`paired_inference`]),
+    /// the trial noise's variance computed once. It looks at the tasks that
+    /// changed when two or more did, as the sign flip's distribution does, so
+    /// that a task whose difference is 0 moves neither p-value; with fewer,
+    /// the sign-flip p-value is 1 and the floor only widens the interval.
+    fn floor(&self) -> Floor {
+        let changed = self.changed();
+        let (basis, share) = if changed.d.len() >= 2 && changed.d.len() < self.d.len() {
+            let share = changed.d.len() as f64 / self.d.len() as f64;
+            (changed, share)
+        } else {
+            (self.clone(), 1.0)
+        };
+        let kind = if basis.control.iter().chain(&basis.treatment).all(|v| v.len() >= 2)
+            && trial_noise(&basis.control, &basis.treatment) > SPREAD_TOLERANCE
+        {
+            let v = trial_noise(&basis.control, &basis.treatment);
+            FloorKind::TrialNoise(v * trial_noise_floor_factor(basis.d.len()))
+        } else if no_spread(&basis.d) {
+            FloorKind::Mover
+        } else {
+            FloorKind::None
+        };
+        Floor { kind, basis, share }
     }
 }
 
-/// A [`SpreadFloor`] with what it needs: the trial-noise floor's variance.
-enum Floor {
+/// A [`SpreadFloor`] with what it needs: the tasks it looks at (`basis`),
+/// their share of all the paired tasks (the floor's interval is for their
+/// mean, so times `share` for the mean over all), and the trial-noise
+/// floor's variance.
+struct Floor {
+    kind: FloorKind,
+    basis: PairedTasks,
+    share: f64,
+}
+
+enum FloorKind {
     None,
     TrialNoise(f64),
     Mover,
@@ -314,39 +403,42 @@ enum Floor {
 
 impl Floor {
     fn kind(&self) -> SpreadFloor {
-        match self {
-            Floor::None => SpreadFloor::None,
-            Floor::TrialNoise(_) => SpreadFloor::TrialNoise,
-            Floor::Mover => SpreadFloor::Mover,
+        match self.kind {
+            FloorKind::None => SpreadFloor::None,
+            FloorKind::TrialNoise(_) => SpreadFloor::TrialNoise,
+            FloorKind::Mover => SpreadFloor::Mover,
         }
     }
 
     /// The hull of the sign-flip interval and the floor's, clamped to `[-1, 1]`.
-    fn widen(&self, (lo, hi): (f64, f64), tasks: &PairedTasks, conf: f64) -> (f64, f64) {
-        let (flo, fhi) = match *self {
-            Floor::None => (lo, hi),
-            Floor::TrialNoise(v) => {
+    fn widen(&self, (lo, hi): (f64, f64), conf: f64) -> (f64, f64) {
+        let tasks = &self.basis;
+        let (flo, fhi) = match self.kind {
+            FloorKind::None => return (lo.max(-1.0), hi.min(1.0)),
+            FloorKind::TrialNoise(v) => {
                 let half = t_two_sided(conf, (tasks.d.len() - 1) as f64)
                     * (v / tasks.d.len() as f64).sqrt();
                 (mean(&tasks.d) - half, mean(&tasks.d) + half)
             }
-            Floor::Mover => {
+            FloorKind::Mover => {
                 let m = paired_effect_mover(&tasks.control, &tasks.treatment, conf);
                 (m.lo, m.hi)
             }
         };
+        let (flo, fhi) = (flo * self.share, fhi * self.share);
         (lo.min(flo).max(-1.0), hi.max(fhi).min(1.0))
     }
 
     /// The floor's own two-sided p-value of "no difference" (0 without a floor).
-    fn p_value(&self, tasks: &PairedTasks) -> f64 {
-        match *self {
-            Floor::None => 0.0,
-            Floor::TrialNoise(v) => {
+    fn p_value(&self) -> f64 {
+        let tasks = &self.basis;
+        match self.kind {
+            FloorKind::None => 0.0,
+            FloorKind::TrialNoise(v) => {
                 let n = tasks.d.len() as f64;
                 (2.0 * t_sf((mean(&tasks.d) / (v / n).sqrt()).abs(), n - 1.0)).min(1.0)
             }
-            Floor::Mover => inverted_p_value(|cf| {
+            FloorKind::Mover => inverted_p_value(|cf| {
                 let m = paired_effect_mover(&tasks.control, &tasks.treatment, cf);
                 (m.lo, m.hi)
             }),
@@ -392,7 +484,7 @@ pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) 
         return (f64::NAN, f64::NAN);
     }
     let sf = sign_flip(&tasks.d, conf);
-    tasks.floor().widen((sf.lo, sf.hi), &tasks, conf)
+    tasks.floor().widen((sf.lo, sf.hi), conf)
 }
 
 /// Whether [`paired_inference`] rejects "no difference" at two-sided level
@@ -418,7 +510,7 @@ pub(crate) fn paired_rejects_by(
     }
     // The sign flip rejects: its interval excludes 0, so the hull does exactly when the floor's does.
     let m = mean(&tasks.d);
-    let (lo, hi) = tasks.floor().widen((m, m), &tasks, 1.0 - alpha);
+    let (lo, hi) = tasks.floor().widen((m, m), 1.0 - alpha);
     lo > 0.0 || hi < 0.0
 }
 

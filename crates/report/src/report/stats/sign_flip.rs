@@ -95,8 +95,10 @@ struct SubsetMeans {
     unit: f64,
 }
 
-/// Means within this of 0 are 0 (the float error of summing differences that cancel).
-const ZERO: f64 = 1e-12;
+/// Means within this of 0 are 0 (the float error of summing differences that
+/// cancel), and so is a task's difference: such a task changed nothing.
+pub(crate) const ZERO_DIFFERENCE: f64 = 1e-12;
+const ZERO: f64 = ZERO_DIFFERENCE;
 
 fn enumerate(d: &[f64]) -> SubsetMeans {
     let total = 1usize << d.len();
@@ -269,16 +271,24 @@ impl SplitMix64 {
     }
 }
 
+/// The seeded draws: the tasks whose difference is not 0 are drawn from one
+/// stream, seeded by their number, and only they move the flipped sum, so
+/// the p-value is the same with or without unchanged tasks; whether an
+/// unchanged task is in the subset (its size, for the interval) comes from
+/// a second stream.
 fn monte_carlo(d: &[f64]) -> SubsetMeans {
     let unit = 1.0 / (SIGN_FLIP_DRAWS + 1) as f64;
-    let mut rng = SplitMix64(0xAB1A_7E00_0000_0000 ^ d.len() as u64);
+    let changed: Vec<f64> = d.iter().copied().filter(|x| x.abs() > ZERO).collect();
+    let unchanged = (d.len() - changed.len()) as u32;
+    let mut rng = SplitMix64(0xAB1A_7E00_0000_0000 ^ changed.len() as u64);
+    let mut sizes = SplitMix64(0xAB1A_7E00_2E20_0000 ^ d.len() as u64);
     let mut means = Vec::with_capacity(SIGN_FLIP_DRAWS);
     // The observed sign pattern (the empty set) counts on both sides.
     let (mut below, mut above, mut tie) = (unit, unit, unit);
     let mut bits = 0u64;
     for _ in 0..SIGN_FLIP_DRAWS {
         let (mut sum, mut n) = (0.0, 0u32);
-        for (i, x) in d.iter().enumerate() {
+        for (i, x) in changed.iter().enumerate() {
             if i % 64 == 0 {
                 bits = rng.next_u64();
             }
@@ -286,6 +296,12 @@ fn monte_carlo(d: &[f64]) -> SubsetMeans {
                 sum += x;
                 n += 1;
             }
+        }
+        for i in 0..unchanged {
+            if i % 64 == 0 {
+                bits = sizes.next_u64();
+            }
+            n += (bits >> (i % 64) & 1) as u32;
         }
         let sum = if sum.abs() < ZERO { 0.0 } else { sum };
         below += if sum <= 0.0 { unit } else { 0.0 };
@@ -321,7 +337,17 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
     } else {
         (monte_carlo(d), SignFlipMethod::MonteCarlo)
     };
-    let p_value = mid_p(sm.below, sm.above, sm.tie).max(exact_floor(d));
+    // The p-value from the tasks that changed alone, exactly when they are few enough to
+    // enumerate (an unchanged task moves no sum): unchanged tasks never move it.
+    let changed: Vec<f64> = d.iter().copied().filter(|x| x.abs() > ZERO).collect();
+    let (tails, exact) =
+        if method == SignFlipMethod::MonteCarlo && changed.len() <= SIGN_FLIP_ENUMERATE_MAX {
+            let e = enumerate(&changed);
+            ((e.below, e.above, e.tie), true)
+        } else {
+            ((sm.below, sm.above, sm.tie), method != SignFlipMethod::MonteCarlo)
+        };
+    let p_value = mid_p(tails.0, tails.1, tails.2).max(exact_floor(d));
     // Too few tasks for the exact test to reject at this level: no conclusion.
     let (mut lo, mut hi) = if (d.len() as u64) < sign_flip_min_tasks(1.0 - conf) {
         (-1.0, 1.0)
@@ -331,8 +357,11 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
     if p_value > 1.0 - conf {
         // The floor keeps 0 where the mid-p alone would not: so does the interval.
         (lo, hi) = (lo.min(0.0), hi.max(0.0));
+    } else if lo <= 0.0 && hi >= 0.0 {
+        // An exact p-value beside a Monte Carlo interval that keeps 0: the end nearest 0
+        // moves just past it, so that the interval excludes 0 exactly when p <= 1 - conf.
+        if mean(d) >= 0.0 { lo = f64::from_bits(1) } else { hi = -f64::from_bits(1) }
     }
-    let exact = method != SignFlipMethod::MonteCarlo;
     let se = if exact { 0.0 } else { (p_value * (1.0 - p_value) / SIGN_FLIP_DRAWS as f64).sqrt() };
     SignFlip { lo: lo.max(-1.0), hi: hi.min(1.0), p_value, exact, method, p_monte_carlo_se: se }
 }

@@ -269,6 +269,7 @@ fn simulation_equivalence_size() {
     let mut out = Table::default();
     let (alpha, margin, reps) = (0.05, 0.1, reps(EQUIVALENCE_REPS));
     let mut rng = SplitMix64(0x5EED_E0C1_7A1E_0001);
+    let seeds = std::cell::Cell::new(0u64);
     out.line(format_args!("simulation_equivalence_size: margin 0.1, alpha 0.05, {reps} replications a cell; P(declared equivalent) at a true difference of the margin (size, at most 0.05) and of 0 (power)"));
     out.line(format_args!(
         "{:>5} {:>3} {:>4} {:>4} | {:>8} {:>8}",
@@ -279,8 +280,11 @@ fn simulation_equivalence_size() {
         for &repeats in &[1usize, 5] {
             for &base in &[0.1, 0.5, 0.9] {
                 for &icc in &[0.0, 0.5] {
-                    let bet =
-                        |c: &[Vec<f64>], t: &[Vec<f64>]| paired_equivalent(c, t, alpha, margin);
+                    // A seed of its own for each replication: the test is randomized by it.
+                    let bet = |c: &[Vec<f64>], t: &[Vec<f64>]| {
+                        seeds.set(seeds.get() + 1);
+                        paired_equivalent(c, t, alpha, margin, seeds.get())
+                    };
                     let [[size], [power]] = equivalence_rates(
                         &mut rng,
                         (tasks, repeats, base, icc),
@@ -326,6 +330,7 @@ fn simulation_equivalence_sign_flip() {
     let mut out = Table::default();
     let (alpha, margin, reps) = (0.05, 0.1, EQUIVALENCE_SIGN_FLIP_REPS);
     let mut rng = SplitMix64(0x5EED_E0C1_7A1E_0003);
+    let seeds = std::cell::Cell::new(0u64);
     out.line(format_args!("simulation_equivalence_sign_flip: margin 0.1, alpha 0.05, {reps} replications a cell; P(equivalent) by betting and by the sign-flip interval"));
     out.line(format_args!(
         "{:>5} {:>3} {:>4} {:>4} | {:>8} {:>8} | {:>8} {:>8}",
@@ -336,8 +341,11 @@ fn simulation_equivalence_sign_flip() {
         for &repeats in &[1usize, 5] {
             for &base in &[0.1, 0.3, 0.5, 0.9] {
                 for &icc in &[0.0, 0.25, 0.5] {
-                    let bet =
-                        |c: &[Vec<f64>], t: &[Vec<f64>]| paired_equivalent(c, t, alpha, margin);
+                    // A seed of its own for each replication: the test is randomized by it.
+                    let bet = |c: &[Vec<f64>], t: &[Vec<f64>]| {
+                        seeds.set(seeds.get() + 1);
+                        paired_equivalent(c, t, alpha, margin, seeds.get())
+                    };
                     let sign_flip = |c: &[Vec<f64>], t: &[Vec<f64>]| {
                         let (lo, hi) = paired_interval(c, t, 1.0 - 2.0 * alpha);
                         lo > -margin && hi < margin
