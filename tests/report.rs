@@ -508,6 +508,54 @@ fn the_one_task_seed_demo_gets_an_answer_for_that_task() {
     assert!(out.contains("says nothing about other tasks"), "{out}");
 }
 
+/// Infrastructure cannot decide in the fixed design either: full and full-minus-feedback both
+/// pass 90% of their trials; every other record of full-minus-feedback turned into a provider
+/// error, counted as a failure, makes every task move up (sign flip p = 2 / 2^14 = 1.2e-4,
+/// "helps" at the 99% level of 5 ablations), while without the errors nothing moves. The
+/// verdict depends on the infrastructure: no verdict, flagged.
+#[test]
+fn a_verdict_the_infrastructure_would_decide_is_not_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 4, |_, _| 0.9);
+    let path = run.join("trials.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut n = 0u32;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["status"] == "provider_error" {
+                v["status"] = serde_json::json!("passed");
+            }
+            if v["arm"] == "full-minus-feedback" {
+                n += 1;
+                v["status"] = serde_json::json!(if n.is_multiple_of(2) {
+                    "provider_error"
+                } else {
+                    "passed"
+                });
+            }
+            if v["arm"] == "full" {
+                v["status"] = serde_json::json!("passed");
+            }
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let effects = csv_rows(&run.join("effects.csv"));
+    let fb = effects.iter().find(|e| e["components"] == "feedback").unwrap();
+    assert_eq!(
+        fb["verdict"],
+        "no verdict: the arms met different infrastructure (infrastructure errors: 28 in the control, 0 in the treatment) and the verdict depends on them",
+        "{out}"
+    );
+    let p: f64 = fb["p_value"].parse().unwrap();
+    assert!(p <= 0.01, "counted as failures the errors would decide: p {p}");
+    assert!(out.contains("the verdict changes"), "{out}");
+}
+
 #[test]
 fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -564,6 +612,8 @@ fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
         out.contains("infrastructure errors differ (0 in full, 18 in full-minus-feedback)"),
         "{out}"
     );
+    // The verdict is the same without them (the note says so by not saying it changes): it stands.
+    assert_eq!(fb["verdict"], "no detectable effect", "{fb:?}");
     let other = effects.iter().find(|e| e["components"] == "tools").unwrap();
     assert_eq!(other["infra_differs"], "false");
     // report.md: the ablations' table stays one table (every line from its header to its

@@ -518,3 +518,60 @@ async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_t
         "{stdout}"
     );
 }
+
+/// An outage cannot decide a sequential comparison. Arm c's first 12 trials each meet a provider
+/// error (a 401 on every other request of c's, so each re-run succeeds): counted as failures
+/// beside a's passes they would be 12 tasks of d = -1, "hurts" after 11 (by hand, above). Each
+/// such trial is re-run (the default 2 re-runs), its first record kept, and a -> c reaches the
+/// decision the clean run reaches: equivalent after 38 tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_is_re_run_and_decides_nothing() {
+    let c_calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = start(Arc::new({
+        let c_calls = c_calls.clone();
+        move |path, body, _| {
+            meta(path).unwrap_or_else(|| {
+                let text = serde_json::to_string(&body["messages"]).unwrap();
+                if text.contains("Arm C.") {
+                    let n = c_calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if n < 24 && n.is_multiple_of(2) {
+                        return Reply::status(401, "{\"error\":{\"message\":\"outage\"}}");
+                    }
+                }
+                scripted(body)
+            })
+        }
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let results = dir.path().join("results");
+    let (c, r) = (cfg.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
+    let out = tokio::task::spawn_blocking(move || {
+        output_within(
+            &mut ablate(&["run", &c, "--results", &r, "--run-id", "outage", "--jobs", "1"]),
+            Duration::from_secs(600),
+        )
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let run = results.join("outage");
+    let recs = records(&run);
+    let errors: Vec<_> = recs.iter().filter(|r| r.status.is_infrastructure_error()).collect();
+    assert_eq!(errors.len(), 12, "every provider error is kept: {stderr}");
+    for e in &errors {
+        assert_eq!((e.arm.as_str(), e.attempt), ("c", 1));
+        let again = recs.iter().find(|r| r.trial_id == e.trial_id && r.attempt == 2);
+        assert!(again.is_some_and(|r| r.status.pass_value() == 1.0), "{} re-run", e.trial_id);
+    }
+    let e = effects(&run);
+    let same = e.iter().find(|r| r["treatment"] == "c").unwrap();
+    assert_eq!(
+        (same["verdict"].as_str(), same["decided_after_tasks"].as_str()),
+        ("equivalent within ±20 pp", "38"),
+        "{same:?}"
+    );
+    assert_eq!(same["infra_errors_treatment"], "0", "the analysed attempts scored: {same:?}");
+}

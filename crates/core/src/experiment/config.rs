@@ -80,6 +80,10 @@ struct RawExperiment {
     /// has run this long (the time covered by its recorded trials).
     #[serde(default)]
     max_seconds: Option<f64>,
+    /// The sequential design: re-runs of a trial whose attempt ended in an
+    /// infrastructure error (default 2), so that an outage never decides.
+    #[serde(default)]
+    infra_retries: Option<u32>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
@@ -426,6 +430,9 @@ impl Experiment {
 
 /// Longest working-time budget of a trial: 7 days.
 pub const MAX_BUDGET_SECONDS: f64 = 7.0 * 86_400.0;
+/// The most re-runs `experiment.infra_retries` may give one trial.
+pub const MAX_INFRA_RETRIES: u32 = 10;
+
 /// The longest running-time budget of a whole experiment (`experiment.max_seconds`): a year.
 pub const MAX_EXPERIMENT_SECONDS: f64 = 365.0 * 86_400.0;
 /// Longest request timeout (and retry backoff): 1 day.
@@ -501,6 +508,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
                 ("experiment.max_trials", e.max_trials.is_some()),
                 ("experiment.max_cost_usd", e.max_cost_usd.is_some()),
                 ("experiment.max_seconds", e.max_seconds.is_some()),
+                ("experiment.infra_retries", e.infra_retries.is_some()),
             ] {
                 if set {
                     return Err(at(key, "is the budget of a sequential design: set design = \"sequential\" or leave it out".into()));
@@ -528,11 +536,20 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             if let Some(t) = e.max_seconds {
                 check_seconds(path, "experiment.max_seconds", t, MAX_EXPERIMENT_SECONDS)?;
             }
+            if let Some(r) = e.infra_retries
+                && r > MAX_INFRA_RETRIES
+            {
+                return Err(at(
+                    "experiment.infra_retries",
+                    format!("{r} is more than {MAX_INFRA_RETRIES} re-runs of one trial"),
+                ));
+            }
             Some(SequentialDesign {
                 max_tasks: e.max_tasks,
                 max_trials: e.max_trials,
                 max_cost_usd: e.max_cost_usd,
                 max_seconds: e.max_seconds,
+                infra_retries: e.infra_retries,
             })
         }
     };

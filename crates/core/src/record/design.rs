@@ -24,6 +24,17 @@ pub struct SequentialDesign {
     pub max_cost_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<f64>,
+    /// Re-runs of a trial whose attempt ended in an infrastructure error
+    /// (None: `sequential::DEFAULT_INFRA_RETRIES`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra_retries: Option<u32>,
+}
+
+impl SequentialDesign {
+    /// Re-runs of a trial whose attempt ended in an infrastructure error.
+    pub fn retries(&self) -> u32 {
+        self.infra_retries.unwrap_or(crate::sequential::DEFAULT_INFRA_RETRIES)
+    }
 }
 
 /// The experiment-level budget. Every arm gets exactly this; an arm cannot

@@ -903,6 +903,7 @@ impl<P> Manifest<P> {
             max_seconds: design.max_seconds,
             margin: exp.margin,
             alpha: exp.alpha,
+            infra_retries: design.retries(),
         };
         let named: Vec<crate::sequential::Named<'_>> = exp
             .comparisons
@@ -921,6 +922,9 @@ pub fn feed_monitor(m: &mut crate::sequential::Monitor, r: &TrialRecord) -> Vec<
         return Vec::new();
     }
     feed_spend(m, r);
+    if r.status.is_infrastructure_error() {
+        return m.record_infrastructure(&r.task, &r.arm, &r.model, r.repeat, r.attempt);
+    }
     m.record(&r.task, &r.arm, &r.model, r.repeat, r.status.pass_value())
 }
 

@@ -58,12 +58,21 @@ impl Ledger {
         (self.plans(spec.plan_key()) && k & FINAL == 0).then_some((k & !FINAL) + 1)
     }
 
-    /// Note every record of `trials.jsonl`; the number of records outside the plan.
-    pub(super) fn read_records(&mut self, trials: &Path) -> std::io::Result<usize> {
+    /// Note every record of `trials.jsonl`; the number of records outside the
+    /// plan. `retries`: a sequential design's re-runs of a trial whose attempt
+    /// ended in an infrastructure error; such a record, within them, leaves its
+    /// trial to run again.
+    pub(super) fn read_records(
+        &mut self,
+        trials: &Path,
+        retries: Option<u32>,
+    ) -> std::io::Result<usize> {
         let mut unplanned = 0usize;
         jsonl::for_each::<RecordKey>(trials, |r| {
+            let again =
+                r.status.is_infrastructure_error() && retries.is_some_and(|n| r.attempt <= n);
             match self.position(&r.trial_id).filter(|_| self.plans(r.plan_key())) {
-                Some(p) => self.raise(p, r.attempt, r.status.is_final()),
+                Some(p) => self.raise(p, r.attempt, r.status.is_final() && !again),
                 None => unplanned += 1,
             }
         })?;

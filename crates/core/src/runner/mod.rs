@@ -251,7 +251,8 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let trials_path = dir.join("trials.jsonl");
     let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io_error(&dir))?;
     let attempts_writer = JsonlWriter::open(&dir.join("attempts.jsonl")).map_err(io_error(&dir))?;
-    let unplanned = ledger.read_records(&trials_path).map_err(io_error(&dir))?;
+    let retries = exp.sequential.as_ref().map(|d| d.retries());
+    let unplanned = ledger.read_records(&trials_path, retries).map_err(io_error(&dir))?;
     // Records of another plan would be counted as this run's: refuse them.
     if unplanned > 0 {
         let records = if unplanned == 1 { "record is" } else { "records are" };
@@ -709,29 +710,34 @@ async fn execute(
 ) -> Result<(), RunError> {
     let mut set = tokio::task::JoinSet::new();
     let mut work = work.peekable();
+    // Trials of a sequential run whose attempt ended in an infrastructure error, to run again first.
+    let mut again: std::collections::VecDeque<(TrialSpec, u32)> = Default::default();
     loop {
         while set.len() < jobs.max(1) {
             // A sequential run starts only the trials an open comparison needs;
             // near its budget of trials it waits for the trials under way.
-            let gate = match (&monitor, work.peek()) {
+            let next = again.front().or_else(|| work.peek());
+            let gate = match (&monitor, next) {
                 (Some(m), Some((spec, _))) => {
                     m.lock().unwrap().gate(&spec.task, &spec.arm, &spec.model)
                 }
                 _ => crate::sequential::Gate::Run,
             };
+            let mut take = || again.pop_front().or_else(|| work.next());
             match gate {
                 crate::sequential::Gate::Skip => {
-                    work.next();
+                    take();
                     continue;
                 }
                 crate::sequential::Gate::Wait if !set.is_empty() => break,
                 _ => {}
             }
-            let Some((spec, attempt)) = work.next() else { break };
+            let Some((spec, attempt)) = take() else { break };
             let (shared, reporters, finished, monitor) =
                 (shared.clone(), reporters.clone(), finished.clone(), monitor.clone());
             set.spawn(async move {
                 let rec = run_trial(&shared, &spec, attempt).await?;
+                let mut retry = None;
                 if let Some(m) = &monitor
                     && rec.status.is_final()
                 {
@@ -739,6 +745,9 @@ async fn execute(
                         let mut m = m.lock().unwrap();
                         let was = m.spent().is_some();
                         let decided = crate::record::feed_monitor(&mut m, &rec);
+                        if rec.status.is_infrastructure_error() && m.retry(attempt) {
+                            retry = Some((spec.clone(), attempt + 1));
+                        }
                         (decided, m.spent().filter(|_| !was))
                     };
                     for d in decided {
@@ -750,13 +759,15 @@ async fn execute(
                     }
                 }
                 reporters.emit(&Event::TrialFinished(&rec));
-                finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                Ok::<(), std::io::Error>(())
+                if retry.is_none() {
+                    finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                Ok::<_, std::io::Error>(retry)
             });
         }
         let Some(joined) = set.join_next().await else { break };
         match joined {
-            Ok(Ok(())) => {}
+            Ok(Ok(retry)) => again.extend(retry),
             Ok(Err(e)) => return Err(RunError::Io { dir: shared.dir.clone(), source: e }),
             Err(e) if e.is_cancelled() => {}
             // run_trial catches panics of the attempt; this is one around it.

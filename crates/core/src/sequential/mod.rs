@@ -99,6 +99,8 @@ pub struct RunDesign<'a> {
     pub max_seconds: Option<f64>,
     pub margin: Option<f64>,
     pub alpha: f64,
+    /// Re-runs of a trial whose attempt ended in an infrastructure error.
+    pub infra_retries: u32,
 }
 
 /// The tasks of `order` a shard (index from 1, count) owns: every count-th
@@ -144,6 +146,7 @@ impl Monitor {
             history,
         );
         m.spend = Spend::new(d.max_cost_usd.map(|c| c / shards as f64), d.max_seconds);
+        m.retries = d.infra_retries;
         m
     }
 }
@@ -336,13 +339,29 @@ pub struct Monitor {
     comparisons: Vec<(ComparisonSpec, Sequence)>,
     /// The next task (position in the order) each comparison waits for.
     next: Vec<usize>,
-    /// Pass values by (task position, arm, model): one slot per repeat.
-    outcomes: HashMap<(usize, String, String), Vec<Option<f64>>>,
+    /// Outcomes by (task position, arm, model): one slot per repeat.
+    outcomes: HashMap<(usize, String, String), Vec<Option<Slot>>>,
+    /// Re-runs of a trial whose attempt ended in an infrastructure error.
+    retries: u32,
     /// The budget of trials: tasks enter while the trials the tasks so far
     /// needed (`needed_through`) stay within it.
     max_trials: Option<usize>,
     /// The budgets of money and running time, and what the records spent.
     spend: Spend,
+}
+
+/// The re-runs a sequential design gives a trial whose attempt ended in an
+/// infrastructure error, unless `infra_retries` says otherwise.
+pub const DEFAULT_INFRA_RETRIES: u32 = 2;
+
+/// What a repeat of a task in an arm has recorded, as far as the rule goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Slot {
+    /// Its pass value.
+    Scored(f64),
+    /// Its latest attempt (1-based) ended in an infrastructure error: the
+    /// task does not enter until a re-run scores it.
+    Infrastructure { attempt: u32 },
 }
 
 /// What the runner does with a trial of a sequential run.
@@ -398,6 +417,7 @@ impl Monitor {
                 .collect(),
             next,
             outcomes: HashMap::new(),
+            retries: DEFAULT_INFRA_RETRIES,
             max_trials,
             spend: Spend::default(),
         }
@@ -414,6 +434,34 @@ impl Monitor {
         repeat: u32,
         passed: f64,
     ) -> Vec<String> {
+        self.fill(task, arm, model, repeat, Slot::Scored(passed))
+    }
+
+    /// A final record whose attempt (1-based) ended in an infrastructure
+    /// error: its task enters no comparison until a re-run scores the trial
+    /// (`retry`), so an outage can delay a decision, never make one.
+    pub fn record_infrastructure(
+        &mut self,
+        task: &str,
+        arm: &str,
+        model: &str,
+        repeat: u32,
+        attempt: u32,
+    ) -> Vec<String> {
+        self.fill(task, arm, model, repeat, Slot::Infrastructure { attempt })
+    }
+
+    /// Re-runs of a trial whose attempt ended in an infrastructure error (the design's `infra_retries`).
+    pub fn set_retries(&mut self, retries: u32) {
+        self.retries = retries;
+    }
+
+    /// Whether a trial whose `attempt` (1-based) ended in an infrastructure error is re-run.
+    pub fn retry(&self, attempt: u32) -> bool {
+        attempt <= self.retries
+    }
+
+    fn fill(&mut self, task: &str, arm: &str, model: &str, repeat: u32, slot: Slot) -> Vec<String> {
         let Some(&k) = self.order.get(task) else { return Vec::new() };
         if repeat >= self.trials {
             return Vec::new();
@@ -422,7 +470,7 @@ impl Monitor {
             .outcomes
             .entry((k, arm.to_string(), model.to_string()))
             .or_insert_with(|| vec![None; self.trials as usize]);
-        slots[repeat as usize] = Some(passed);
+        slots[repeat as usize] = Some(slot);
         let open: Vec<bool> =
             self.comparisons.iter().map(|(_, s)| s.decision == Decision::Undecided).collect();
         self.advance();
@@ -446,9 +494,42 @@ impl Monitor {
         let slots = self.outcomes.get(&(k, arm.to_string(), model.to_string()))?;
         let mut sum = 0.0;
         for s in slots {
-            sum += (*s)?;
+            match s {
+                Some(Slot::Scored(v)) => sum += v,
+                _ => return None,
+            }
         }
         Some(sum / slots.len() as f64)
+    }
+
+    /// Whether task `k` of `arm` on `model` has a trial whose infrastructure
+    /// errors used up its re-runs: it will never enter.
+    fn exhausted(&self, k: usize, arm: &str, model: &str) -> bool {
+        self.outcomes.get(&(k, arm.to_string(), model.to_string())).is_some_and(|slots| {
+            slots.iter().any(
+                |s| matches!(s, Some(Slot::Infrastructure { attempt }) if !self.retry(*attempt)),
+            )
+        })
+    }
+
+    /// The task (position in the order) at which comparison `i` stopped for
+    /// good because a trial of it kept ending in infrastructure errors.
+    fn stalled(&self, i: usize) -> Option<usize> {
+        let (spec, seq) = &self.comparisons[i];
+        let k = self.next[i];
+        (seq.decision == Decision::Undecided
+            && k < self.max_tasks
+            && (self.exhausted(k, &spec.control, &spec.model)
+                || self.exhausted(k, &spec.treatment, &spec.model)))
+        .then_some(k)
+    }
+
+    /// The task at which the comparison `name` on `model` stopped because a
+    /// trial kept ending in infrastructure errors after its re-runs: no
+    /// decision can come from it (the report says so).
+    pub fn stalled_at(&self, name: &str, model: &str) -> Option<usize> {
+        let i = self.comparisons.iter().position(|(c, _)| c.name == name && c.model == model)?;
+        self.stalled(i)
     }
 
     /// Tasks enter each comparison in order once complete. With a budget of
@@ -499,6 +580,9 @@ impl Monitor {
     /// Whether comparison `i` needs task `j`, counted as `count` says when it is open and has not reached `j`.
     fn needs_task(&self, i: usize, j: usize, count: Count) -> bool {
         let seq = &self.comparisons[i].1;
+        if let Some(k) = self.stalled(i) {
+            return j < k;
+        }
         match seq.decided_at {
             Some(d) => j < d,
             // Open now, it needs its next task for certain; later ones only if it stays open.
@@ -549,8 +633,9 @@ impl Monitor {
     /// on decisions still to come (the trials under way decide it).
     pub fn gate(&self, task: &str, arm: &str, model: &str) -> Gate {
         let Some(&k) = self.order.get(task) else { return Gate::Skip };
-        let open = self.comparisons.iter().any(|(c, s)| {
+        let open = self.comparisons.iter().enumerate().any(|(i, (c, s))| {
             s.decision == Decision::Undecided
+                && self.stalled(i).is_none()
                 && c.model == model
                 && (c.control == arm || c.treatment == arm)
         });
@@ -570,8 +655,9 @@ impl Monitor {
     /// Every comparison decided, or at the end of its tasks, or a budget of money or time spent.
     pub fn finished(&self) -> bool {
         self.spent().is_some()
-            || self.comparisons.iter().zip(&self.next).all(|((_, s), &k)| {
+            || self.comparisons.iter().zip(&self.next).enumerate().all(|(i, ((_, s), &k))| {
                 s.decision != Decision::Undecided
+                    || self.stalled(i).is_some()
                     || k >= self.max_tasks
                     || self.max_trials.is_some_and(|m| self.needed_through(k, Count::Known) > m)
             })

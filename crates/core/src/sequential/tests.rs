@@ -302,6 +302,7 @@ fn a_shard_follows_its_own_tasks_with_its_share_of_the_budgets() {
         max_seconds: None,
         margin: None,
         alpha: 0.05,
+        infra_retries: 2,
     };
     let named: Vec<Named<'_>> = vec![("x", "c", "t", true)];
     let models = vec!["m".to_string()];
@@ -331,4 +332,36 @@ fn a_shard_follows_its_own_tasks_with_its_share_of_the_budgets() {
     assert_eq!(m.spent(), Some(Spent::Money { spent: 1.0, max: 1.0 }));
     assert_eq!(m.gate("t1", "c", "m"), Gate::Skip);
     assert!(m.finished());
+}
+
+/// An outage cannot decide: the treatment's first 12 tasks end in provider errors, which as
+/// failures beside passing controls would be "hurts" after 11 tasks (by hand, the test above).
+/// Recorded as infrastructure, no task enters until a re-run scores it; with the re-runs scoring
+/// like the control, the comparison is never decided against the treatment. A task whose trial
+/// still errs after the 2 re-runs stops the comparison there: no decision, no more trials.
+#[test]
+fn infrastructure_errors_delay_a_decision_and_never_make_one() {
+    let tasks: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+    let comparisons = vec![spec("-a", "full", "minus-a", 0.025)];
+    let mut m = Monitor::new(&tasks, 1, 40, None, None, Bets::Uniform, comparisons, false);
+    for t in &tasks[..12] {
+        m.record(t, "full", "m", 0, 1.0);
+        assert!(m.record_infrastructure(t, "minus-a", "m", 0, 1).is_empty());
+        assert!(m.retry(1) && m.needs(t, "minus-a", "m"), "the trial runs again");
+    }
+    let seq = |m: &Monitor| m.comparisons().next().unwrap().1.clone();
+    assert_eq!((seq(&m).tasks(), seq(&m).decision), (0, Decision::Undecided));
+    for t in &tasks[..12] {
+        m.record(t, "minus-a", "m", 0, 1.0);
+    }
+    assert_eq!((seq(&m).tasks(), seq(&m).decision), (12, Decision::Undecided));
+    // Task 12: the treatment errs on its first attempt and both re-runs.
+    m.record(&tasks[12], "full", "m", 0, 1.0);
+    for attempt in 1..=3 {
+        m.record_infrastructure(&tasks[12], "minus-a", "m", 0, attempt);
+    }
+    assert!(!m.retry(3));
+    assert_eq!(m.stalled_at("-a", "m"), Some(12));
+    assert_eq!((seq(&m).tasks(), seq(&m).decision), (12, Decision::Undecided));
+    assert!(m.finished() && !m.needs(&tasks[13], "full", "m"), "no trial serves it any more");
 }

@@ -100,6 +100,14 @@ pub enum EffectVerdict {
     NotDelivered { fields: Vec<Undelivered> },
     /// No trial of this arm reached the model: there is no experiment to compare.
     NotComparable { arm: String },
+    /// The arms met different numbers of infrastructure errors (provider,
+    /// harness or grader failures), and the verdict with them counted as
+    /// failures differs from the verdict without them: the infrastructure
+    /// would decide, so the comparison is flagged and not decided.
+    InfrastructureDiffers { control: usize, treatment: usize },
+    /// A sequential comparison stopped at `task`, whose trials kept ending in
+    /// infrastructure errors after `retries` re-runs: no decision came from it.
+    InfrastructureStopped { task: String, retries: u32 },
     /// The interval lies above 0 (`one_task`: it speaks for that task only).
     Helps { one_task: bool },
     /// The interval lies below 0.
@@ -130,6 +138,8 @@ impl EffectVerdict {
         match self {
             EffectVerdict::NotDelivered { .. } => "not delivered",
             EffectVerdict::NotComparable { .. } => "not comparable",
+            EffectVerdict::InfrastructureDiffers { .. }
+            | EffectVerdict::InfrastructureStopped { .. } => "infrastructure",
             EffectVerdict::Helps { .. } => "helps",
             EffectVerdict::Hurts { .. } => "hurts",
             EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => {
@@ -156,6 +166,15 @@ impl std::fmt::Display for EffectVerdict {
             EffectVerdict::NotComparable { ref arm } => {
                 write!(f, "not comparable: no trial of arm `{arm}` reached the model")
             }
+            EffectVerdict::InfrastructureDiffers { control, treatment } => write!(
+                f,
+                "no verdict: the arms met different infrastructure (infrastructure errors: {control} in the control, {treatment} in the treatment) and the verdict depends on them"
+            ),
+            EffectVerdict::InfrastructureStopped { ref task, retries } => write!(
+                f,
+                "no verdict: stopped at task `{task}`, whose trials still met infrastructure errors after {}",
+                super::format::count(retries as usize, "re-run")
+            ),
             EffectVerdict::Helps { one_task } => write!(f, "helps{}", only(one_task)),
             EffectVerdict::Hurts { one_task } => write!(f, "hurts{}", only(one_task)),
             EffectVerdict::NoVerdictPossible { tasks, needed } => write!(
@@ -732,6 +751,14 @@ pub fn analyse(data: &RunData) -> Report {
                 verdict_changes: v.short() != effect.verdict.short(),
             });
         }
+        // Arms that met different infrastructure: flagged, and not decided when counting their
+        // infrastructure errors as failures or leaving them out gives different verdicts.
+        if effect.infra_differs && effect.excl_infra.as_ref().is_some_and(|x| x.verdict_changes) {
+            effect.verdict = EffectVerdict::InfrastructureDiffers {
+                control: effect.infra_errors_control,
+                treatment: effect.infra_errors_treatment,
+            };
+        }
         if effect.kind == EffectKind::Ablation {
             ablations.push(effect)
         } else {
@@ -800,7 +827,15 @@ fn sequential_effects(
     let models = if models.is_empty() { data.models.list.clone() } else { models };
     let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
     for r in &data.trials {
-        if r.status.is_final() {
+        if r.status.is_infrastructure_error() && r.status.is_final() {
+            monitor.record_infrastructure(
+                data.tasks.name(r.task),
+                data.arms.name(r.arm),
+                data.models.name(r.model),
+                r.repeat,
+                r.attempt,
+            );
+        } else if r.status.is_final() {
             monitor.record(
                 data.tasks.name(r.task),
                 data.arms.name(r.arm),
@@ -870,6 +905,14 @@ fn sequential_effects(
                 margin: exp.margin.unwrap_or(f64::NAN),
                 one_task: false,
             },
+            Decision::Undecided
+                if let Some(k) = monitor.stalled_at(&effect.name, &effect.model) =>
+            {
+                EffectVerdict::InfrastructureStopped {
+                    task: order[k].clone(),
+                    retries: design.retries(),
+                }
+            }
             Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
             Decision::Undecided => EffectVerdict::UndecidedAtBudget {
                 projected_tasks,
