@@ -28,12 +28,19 @@ impl From<Option<f64>> for Num {
     }
 }
 
-/// The text of a float cell.
+/// The text of a float cell: the shortest decimal that reads back as the
+/// same `f64`, in exponent form outside `[1e-6, 1e15)` so that a cell has
+/// at most about 25 characters (an open interval end of `5e-324` was a
+/// 326-character decimal).
 pub fn num(x: f64) -> String {
     if !x.is_finite() {
         return String::new();
     }
-    let s = format!("{x}");
+    let s = if x == 0.0 || (1e-6..1e15).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    };
     if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
 }
 
@@ -491,6 +498,16 @@ mod tests {
         assert_eq!(num(0.25), "0.25");
         assert_eq!(num(-0.5), "-0.5");
         assert_eq!(num(f64::NAN), "");
+        // Bounded: the open end of an interval, the smallest f64 above 0, and huge counts.
+        assert_eq!(num(f64::from_bits(1)), "5e-324");
+        assert_eq!(num(-f64::from_bits(1)), "-5e-324");
+        assert_eq!(num(1.5e-7), "1.5e-7");
+        assert_eq!(num(0.000001), "0.000001");
+        assert_eq!(num(2.5e20), "2.5e20");
+        for x in [f64::from_bits(1), 0.1 + 0.2, 1.0 / 3.0, 123456.789, 1e300, -2.2e-308] {
+            assert_eq!(num(x).parse::<f64>().unwrap(), x, "{x} reads back");
+            assert!(num(x).len() <= 25, "{}", num(x));
+        }
         assert_eq!(num(f64::INFINITY), "");
         let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
         w.serialize((Num(None), Num::from(2.0), Num::from(f64::NAN))).unwrap();
