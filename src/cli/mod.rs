@@ -213,6 +213,9 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
         }
         PlanRequest::Plan { exp, suite, plan, shard, json: false } => {
             out!("{}", plan::render::render(&exp, &suite, &plan, shard));
+            if let Some(w) = margin_warning(&exp, &suite) {
+                outln!("warning: {w}");
+            }
             if let Some(d) = &exp.sequential {
                 let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
                 let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
@@ -229,9 +232,28 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
     Ok(Exit::Ok)
 }
 
+/// The warning of an experiment whose margin cannot be shown within its
+/// budget of tasks even with no change at all (`report::power::margin_warning`),
+/// at its ablations' level.
+fn margin_warning(
+    exp: &ablate::experiment::config::Experiment,
+    suite: &ablate::suite::Suite,
+) -> Option<String> {
+    let margin = exp.margin?;
+    let tasks = if exp.tasks.is_empty() { suite.tasks.len() } else { exp.tasks.len() };
+    let budget = exp.sequential.as_ref().and_then(|d| d.max_tasks);
+    let tasks = budget.map_or(tasks, |n| (n as usize).min(tasks));
+    let ablations = exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
+    let level = exp.alpha / ablations.max(1) as f64;
+    ablate::report::power::margin_warning(margin, tasks, level, exp.sequential.is_some())
+}
+
 /// `ablate run`: the run with its reporters (the progress, and the exports,
 /// whose warnings the progress shows), then the counts and the report.
 fn run_cmd(req: RunRequest) -> Result<Exit, CommandError> {
+    if let Some(w) = margin_warning(&req.exp, &req.suite) {
+        eprintln!("warning: {w}");
+    }
     let progress: Arc<dyn Reporter> =
         Arc::new(Progress::new(if req.plain { ProgressMode::Lines } else { ProgressMode::Auto }));
     let exports = Arc::new(LiveExports::new(Reporters::new(vec![progress.clone()])));

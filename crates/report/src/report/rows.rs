@@ -36,11 +36,8 @@ pub fn num(x: f64) -> String {
     if !x.is_finite() {
         return String::new();
     }
-    let s = if x == 0.0 || (1e-6..1e15).contains(&x.abs()) {
-        format!("{x}")
-    } else {
-        format!("{x:e}")
-    };
+    let s =
+        if x == 0.0 || (1e-6..1e15).contains(&x.abs()) { format!("{x}") } else { format!("{x:e}") };
     if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
 }
 

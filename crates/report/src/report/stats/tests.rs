@@ -818,3 +818,21 @@ fn unchanged_tasks_never_move_a_verdict() {
         assert_eq!(side(&before), side(&after), "case {case}: {before:?} {after:?}");
     }
 }
+
+/// The mid-p's guarantee is for arms identical on every task, not for every null of symmetric
+/// differences. By hand, 16 changed one-trial tasks, b up: the exact p at b = 12 is
+/// 2 (1820 + 560 + 120 + 16 + 1) / 2^16 = 0.07681, the mid-p 2 (697 + 910) / 2^16 = 0.04904; so
+/// given 16 changed tasks moving up or down with equal chances the mid-p rejects at b <= 4 or
+/// b >= 12, in 2 x 2517 / 65536 = 7.68% of runs at alpha 0.05.
+#[test]
+fn the_mid_p_exceeds_alpha_given_sixteen_changed_tasks() {
+    let d = |b: usize| (0..16).map(|i| if i < b { 1.0 } else { -1.0 }).collect::<Vec<f64>>();
+    assert_close!(sign_flip_p(&d(12)), 3214.0 / 65536.0, 1e-12);
+    assert_close!(sign_flip_p_conservative(&d(12)), 5034.0 / 65536.0, 1e-12);
+    let choose = |n: u64, k: u64| (1..=k).fold(1.0, |c, i| c * (n - k + i) as f64 / i as f64);
+    let size: f64 = (0..=16u64)
+        .filter(|&b| sign_flip_p(&d(b as usize)) <= 0.05)
+        .map(|b| choose(16, b) / 65536.0)
+        .sum();
+    assert_close!(size, 5034.0 / 65536.0, 1e-12);
+}
