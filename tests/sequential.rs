@@ -575,3 +575,48 @@ async fn an_outage_is_re_run_and_decides_nothing() {
     );
     assert_eq!(same["infra_errors_treatment"], "0", "the analysed attempts scored: {same:?}");
 }
+
+/// With every task in and the comparison open, the interval printed is still the sequence for
+/// tasks like these; the suite's own mean as run is a separate, labelled description. a -> c
+/// moves no task (d = 0 each, x = 1/2) and, with no margin, nothing can decide it: after all 40
+/// tasks the without-replacement sequence is the suite's mean difference itself, [0, 0], while
+/// the sequence for tasks like these keeps a width (each bettor's factors at m = 1/2 +- h are
+/// 1 - l h < 1 when x = 1/2: no candidate near 0 is ever rejected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_task_in_and_undecided_prints_the_inference_not_the_description() {
+    let server =
+        start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), &server.url);
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("margin = 0.2\n", "")
+        .replace("[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n", "");
+    std::fs::write(&cfg, text).unwrap();
+    let results = dir.path().join("results");
+    let (c, r) = (cfg.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
+    let out = tokio::task::spawn_blocking(move || {
+        output_within(
+            &mut ablate(&["run", &c, "--results", &r, "--run-id", "open", "--jobs", "2"]),
+            Duration::from_secs(600),
+        )
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let e = effects(&results.join("open"));
+    let row = e.iter().find(|r| r["treatment"] == "c").unwrap();
+    assert!(row["verdict"].starts_with("undecided with every task in"), "{row:?}");
+    assert_eq!(
+        (row["method"].as_str(), row["estimand"].as_str()),
+        ("betting_cs", "tasks like these")
+    );
+    let (lo, hi): (f64, f64) = (row["lo"].parse().unwrap(), row["hi"].parse().unwrap());
+    assert!(lo < -0.05 && hi > 0.05, "the sequence for tasks like these keeps its width: {row:?}");
+    let (tlo, thi): (f64, f64) =
+        (row["these_tasks_lo"].parse().unwrap(), row["these_tasks_hi"].parse().unwrap());
+    assert!(tlo.abs() < 1e-9 && thi.abs() < 1e-9, "these tasks as run: the suite's mean: {row:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("these tasks as run, a description and not the inference"), "{stdout}");
+}

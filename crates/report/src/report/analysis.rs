@@ -51,7 +51,7 @@ pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
 }
 
 /// What a sequential run's effects are, said in every output.
-pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (over these tasks, as run, once every task entered undecided); no p-values: a fixed-design test is not valid after stopping on the data (the arms' pass-rate intervals describe the tasks each arm ran)";
+pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (with every task in and undecided, the suite's own mean as run is a separate line, a description); no p-values: a fixed-design test is not valid after stopping on the data (the arms' pass-rate intervals describe the tasks each arm ran)";
 
 /// [`SEQUENTIAL_NOTE`] for a sequential run's effects; else [`ESTIMAND_NOTE`]
 /// when some effect of the list covers tasks like these.
@@ -72,21 +72,24 @@ pub fn sequential_note(e: &EffectReport) -> Option<String> {
             format!("sequence: decided ({}) after {tasks}, {} trials", e.verdict.short(), q.trials)
         }
         None => format!(
-            "sequence: undecided after {tasks}, {} trials ({}{}); its interval now: {}",
+            "sequence: undecided after {tasks}, {} trials ({}{}); its interval now: {}{}",
             q.trials,
             e.estimand,
             q.budget_spent.as_deref().map(|b| format!("; {b}")).unwrap_or_default(),
-            e.method.words()
+            e.method.words(),
+            q.these_tasks
+                .map(|(lo, hi)| format!(
+                    "; these tasks as run, a description and not the inference: [{}, {}] pp",
+                    super::format::pp(lo),
+                    super::format::pp(hi)
+                ))
+                .unwrap_or_default()
         ),
     })
 }
 
 /// The gate's estimand: the pass rate over the suite's own tasks, the trials the random part.
 pub const ESTIMAND_THESE_TASKS: &str = "these tasks";
-/// A sequential run that used every task, undecided for tasks like these: the
-/// without-replacement sequence's estimand, the suite's mean with each task's
-/// outcome as this run gave it (what the whole suite gave, not what a re-run would).
-pub const ESTIMAND_THESE_TASKS_AS_RUN: &str = "these tasks, as run";
 
 /// The verdict on an effect, read from its interval. Written out (JSON, CSV,
 /// Markdown) as the sentence `Display` gives.
@@ -375,6 +378,10 @@ pub struct SequentialEffect {
     pub projected_tasks: Option<usize>,
     /// The running interval (tasks like these) after each task, for the plot.
     pub history: Vec<(f64, f64)>,
+    /// Every task in and undecided: the without-replacement sequence, a
+    /// description of these tasks as run (the suite's own mean, closing on it
+    /// at the last task), never the effect's interval.
+    pub these_tasks: Option<(f64, f64)>,
     /// The experiment's budget of money or running time, when the records
     /// spent it (what stopped the trials of a comparison left undecided).
     pub budget_spent: Option<String>,
@@ -856,7 +863,10 @@ fn sequential_effects(
         };
         let used = seq.tasks();
         let all_in = seq.decision == Decision::Undecided && used == order.len();
-        let interval = seq.interval(all_in);
+        // The interval is always the inference on tasks like these; with every task in, the
+        // suite's own mean as run is a separate, labelled description.
+        let interval = seq.interval(false);
+        let these_tasks = all_in.then(|| seq.interval(true)).map(|i| (i.lo, i.hi));
         let in_sequence = |r: &&Row| {
             data.models.name(r.model) == effect.model
                 && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
@@ -884,13 +894,8 @@ fn sequential_effects(
         effect.p_value = f64::NAN;
         effect.p_adjusted = None;
         effect.interval_level = 1.0 - spec.alpha;
-        effect.method =
-            stats::InferenceMethod::BettingCs { without_replacement: interval.these_tasks };
-        effect.estimand = if interval.these_tasks {
-            ESTIMAND_THESE_TASKS_AS_RUN
-        } else {
-            ESTIMAND_TASKS_LIKE_THESE
-        };
+        effect.method = stats::InferenceMethod::BettingCs { without_replacement: false };
+        effect.estimand = ESTIMAND_TASKS_LIKE_THESE;
         effect.scope = "tasks".into();
         effect.n_tasks = used;
         effect.mde = f64::NAN;
@@ -926,6 +931,7 @@ fn sequential_effects(
             trials: nc + nt,
             projected_tasks,
             history: seq.history(),
+            these_tasks,
             budget_spent: budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
         });
     }

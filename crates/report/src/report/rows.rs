@@ -341,6 +341,8 @@ pub struct EffectRow<'a> {
     pub sequential_trials: Option<usize>,
     #[serde(serialize_with = "as_int")]
     pub projected_tasks: Option<usize>,
+    pub these_tasks_lo: Num,
+    pub these_tasks_hi: Num,
 }
 
 impl<'a> EffectRow<'a> {
@@ -383,6 +385,8 @@ impl<'a> EffectRow<'a> {
             decided_after_tasks: e.sequential.as_ref().and_then(|s| s.decided_after_tasks),
             sequential_trials: e.sequential.as_ref().map(|s| s.trials),
             projected_tasks: e.sequential.as_ref().and_then(|s| s.projected_tasks),
+            these_tasks_lo: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.0).into(),
+            these_tasks_hi: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.1).into(),
         }
     }
 }
