@@ -56,19 +56,21 @@ Harbor fixture (tests/fixtures/import/make_harbor_jobs.py, 3 tasks x 2 attempts)
 ----------------------------------------------------------------------------------------------
 CONVENTIONS chosen where the docs leave room (all documented here, none read from ablate's code)
 ----------------------------------------------------------------------------------------------
-* Sign-flip mid-p value (two-sided): over the 2^T sign vectors s, twice the smaller tail,
-  a tail counting the vectors whose flipped sum sum_t s_t d_t lies beyond the observed one
-  and half of those equal to it (to 1e-12): min(1, 2 min(beyond) / 2^T + equal / 2^T). The
-  same through the 2^T subsets B (empty included): 2 min(P(sum_B d <= 0), P(sum_B d >= 0))
-  - P(sum_B d = 0); both are computed and checked equal. The reported p is never below
-  2^(1 - n), n the tasks whose difference is not 0.
+* Sign-flip p-value (two-sided): an import records no temperatures, so its verdicts read the
+  exact test (docs/statistics.md, "Which p-value"): over the 2^T sign vectors s, twice the
+  smaller tail, a tail counting the vectors whose flipped sum sum_t s_t d_t lies at least as
+  far as the observed one (to 1e-12): min(1, 2 min(beyond + equal) / 2^T). The same through
+  the 2^T subsets B (empty included): 2 min(P(sum_B d <= 0), P(sum_B d >= 0)); both are
+  computed and checked equal (and the mid-p, ties counted half, against its textbook form).
 * Sign-flip interval at level conf = 1 - alpha': [-1, 1] when 2^(1 - T) > alpha' (too few
-  tasks); otherwise the set of shifts mu at which the mid-p test of d_t - mu does NOT reject,
+  tasks); otherwise the set of shifts mu at which the exact test of d_t - mu does NOT reject,
   i.e. p(mu) > alpha' (reject when p <= alpha'). p(mu) is constant strictly between subset
   means, so each mean and each midpoint between distinct means is tested; an end reached only
   between two means is open and reported as the next float inside (math.nextafter). Then, if
-  the reported p (with its floor) exceeds alpha', the interval is widened to hold 0. Clamped
-  to [-1, 1].
+  the reported p exceeds alpha', the interval is widened to hold 0. Clamped to [-1, 1].
+* The floors look at the tasks whose difference is not 0 (to 1e-12) when two or more did and
+  not all (else at every task): T below is their number, d_bar their mean difference, and the
+  floor's interval is multiplied by their share of the tasks.
 * Trial-noise floor: s2 is the sample variance (n - 1) of a task's 0/1 pass outcomes in one
   arm; "the trials vary" means v > 1e-12. The floor interval is d_bar +- t_{T-1, 1-alpha'/2}
   sqrt(f/T), f = v chi2_{T-1}(0.025)/(T-1); its p-value is the two-sided t-test p of d_bar
@@ -506,6 +508,9 @@ def subset_sums(d):
 
 
 def sign_flip(d, conf):
+    """The exact sign-flip test (ties counted whole) and the interval that inverts it: the
+    test an imported run's verdicts read, its models' temperatures unknown (docs/statistics.md,
+    "Which p-value"). The mid-p is computed too, and checked against its textbook form."""
     T = len(d)
     n_all = 2 ** T
     total = sum(d)
@@ -528,9 +533,17 @@ def sign_flip(d, conf):
 
     p_mid = p_of(0.0)
     assert abs(p_text - p_mid) < 1e-12, (p_text, p_mid)
-    # never below the exact test's smallest p on the n changed tasks
-    n = sum(1 for x in d if abs(x) > TIE)
-    p = max(p_mid, min(1.0, 2.0 ** (1 - n)))
+
+    def p_exact_of(mu):
+        le = 1 + bisect_right(means, mu + TIE)
+        ge = 1 + (len(means) - bisect_left(means, mu - TIE))
+        return min(1.0, 2 * min(le, ge) / n_all)
+
+    # the textbook exact test: a tail counts the vectors at least as far as the observed sum
+    p_text_exact = min(1.0, 2 * min(beyond_up + equal, beyond_down + equal) / n_all)
+    assert abs(p_text_exact - p_exact_of(0.0)) < 1e-12
+    p_of = p_exact_of
+    p = p_exact_of(0.0)
     alpha = 1 - conf
     if 2.0 ** (1 - T) > alpha:
         lo, hi = -1.0, 1.0
@@ -646,32 +659,40 @@ def paired(ctrl: dict, treat: dict, conf: float) -> dict:
     dbar = mean(d)
     sf_lo, sf_hi, p_sf = sign_flip(d, conf)
     out = {"n_tasks": T, "delta": dbar, "sign_flip": {"lo": sf_lo, "hi": sf_hi, "p_value": p_sf}}
-    every2 = all(len(ctrl[k]) >= 2 and len(treat[k]) >= 2 for k in tasks)
-    v = mean([svar(ctrl[k]) / len(ctrl[k]) + svar(treat[k]) / len(treat[k]) for k in tasks]) \
+    # The floor looks at the tasks that changed when two or more did (and not all), its interval
+    # for their mean scaled by their share to the mean over all tasks.
+    changed = [k for k, x in zip(tasks, d) if abs(x) > 1e-12]
+    basis = changed if 2 <= len(changed) < T else tasks
+    share = len(basis) / T
+    db = [mean(treat[k]) - mean(ctrl[k]) for k in basis]
+    B, dbar_b = len(basis), mean(db)
+    every2 = all(len(ctrl[k]) >= 2 and len(treat[k]) >= 2 for k in basis)
+    v = mean([svar(ctrl[k]) / len(ctrl[k]) + svar(treat[k]) / len(treat[k]) for k in basis]) \
         if every2 else 0.0
     if every2 and v > TIE:
-        factor = chi2_quantile(0.025, T - 1) / (T - 1)
+        factor = chi2_quantile(0.025, B - 1) / (B - 1)
         f = v * factor
-        se = math.sqrt(f / T)
-        tq = t_quantile(1 - (1 - conf) / 2, T - 1)
-        fl_lo, fl_hi = dbar - tq * se, dbar + tq * se
-        p_fl = float(2 * (1 - t_cdf(abs(dbar) / se, T - 1)))
+        se = math.sqrt(f / B)
+        tq = t_quantile(1 - (1 - conf) / 2, B - 1)
+        fl_lo, fl_hi = share * (dbar_b - tq * se), share * (dbar_b + tq * se)
+        p_fl = float(2 * (1 - t_cdf(abs(dbar_b) / se, B - 1)))
         out["floor"] = {"kind": "trial_noise", "lo": fl_lo, "hi": fl_hi, "p_value": p_fl,
-                        "v": v, "chi2_factor": factor, "t": tq}
-        method = "sign_flip_mid_p+trial_noise"
-    elif no_spread(d):
-        cm = [mean(ctrl[k]) for k in tasks]
-        tm = [mean(treat[k]) for k in tasks]
-        n_c = sum(len(ctrl[k]) for k in tasks)
-        n_t = sum(len(treat[k]) for k in tasks)
+                        "v": v, "chi2_factor": factor, "t": tq, "share": share}
+        method = "sign_flip+trial_noise"
+    elif no_spread(db):
+        cm = [mean(ctrl[k]) for k in basis]
+        tm = [mean(treat[k]) for k in basis]
+        n_c = sum(len(ctrl[k]) for k in basis)
+        n_t = sum(len(treat[k]) for k in basis)
         fl_lo, fl_hi = mover(cm, tm, n_c, n_t, conf)
+        fl_lo, fl_hi = share * fl_lo, share * fl_hi
         p_fl = p_by_inversion(lambda cf: mover(cm, tm, n_c, n_t, cf))
         out["floor"] = {"kind": "mover", "lo": fl_lo, "hi": fl_hi, "p_value": p_fl}
-        method = "sign_flip_mid_p+mover"
+        method = "sign_flip+mover"
     else:
         fl_lo = fl_hi = None
         p_fl = 0.0
-        method = "sign_flip_mid_p"
+        method = "sign_flip"
     lo = sf_lo if fl_lo is None else min(sf_lo, fl_lo)
     hi = sf_hi if fl_hi is None else max(sf_hi, fl_hi)
     out.update({"lo": max(-1.0, lo), "hi": min(1.0, hi), "p_value": max(p_sf, p_fl),

@@ -331,6 +331,10 @@ pub struct EffectReport {
     pub hi: f64,
     /// Two-sided p-value of "no difference" from the same inference (unadjusted).
     pub p_value: f64,
+    /// The sign-flip test's two p-values (unadjusted), whichever `p_value`
+    /// is: the mid-p and the exact test's (NaN for other methods).
+    pub p_mid: f64,
+    pub p_exact: f64,
     /// Bonferroni-adjusted over the ablations of the run, `min(1, m p)`
     /// (null for combined comparisons, which are not in the family).
     pub p_adjusted: Option<f64>,
@@ -681,6 +685,8 @@ pub fn analyse(data: &RunData) -> Report {
                 lo: f64::NAN,
                 hi: f64::NAN,
                 p_value: f64::NAN,
+                p_mid: f64::NAN,
+                p_exact: f64::NAN,
                 p_adjusted: None,
                 family_size: 1,
                 interval_level: conf,
@@ -707,6 +713,7 @@ pub fn analyse(data: &RunData) -> Report {
     }
     let margin = data.manifest.experiment.margin;
     let seed = data.manifest.experiment.seed;
+    let test = sign_flip_test(&data.manifest.experiment);
     let family = pending
         .iter()
         .filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0)
@@ -717,7 +724,7 @@ pub fn analyse(data: &RunData) -> Report {
     for Pending { mut effect, all, kept } in pending {
         let m = if effect.kind == EffectKind::Ablation { family } else { 1 };
         let level_alpha = alpha / m as f64;
-        let inf = stats::paired_inference(&all.0, &all.1, 1.0 - level_alpha);
+        let inf = stats::paired_inference_by(&all.0, &all.1, 1.0 - level_alpha, test);
         let diffs: Vec<f64> = all
             .0
             .iter()
@@ -731,6 +738,8 @@ pub fn analyse(data: &RunData) -> Report {
         effect.lo = inf.lo;
         effect.hi = inf.hi;
         effect.p_value = inf.p_value;
+        effect.p_mid = inf.p_mid;
+        effect.p_exact = inf.p_exact;
         effect.family_size = m;
         effect.interval_level = 1.0 - level_alpha;
         effect.p_adjusted =
@@ -743,7 +752,7 @@ pub fn analyse(data: &RunData) -> Report {
             effect.verdict = with_margin(effect.verdict.clone(), shown, inf.n_tasks, margin);
         }
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
-            let x = stats::paired_inference(&kept.0, &kept.1, 1.0 - level_alpha);
+            let x = stats::paired_inference_by(&kept.0, &kept.1, 1.0 - level_alpha, test);
             let mut v = verdict(&x, level_alpha);
             if let Some(margin) = margin {
                 let shown = stats::paired_equivalent(&kept.0, &kept.1, level_alpha, margin, seed);
@@ -892,6 +901,7 @@ fn sequential_effects(
         effect.lo = interval.lo;
         effect.hi = interval.hi;
         effect.p_value = f64::NAN;
+        (effect.p_mid, effect.p_exact) = (f64::NAN, f64::NAN);
         effect.p_adjusted = None;
         effect.interval_level = 1.0 - spec.alpha;
         effect.method = stats::InferenceMethod::BettingCs { without_replacement: false };
@@ -957,6 +967,24 @@ fn budget_spent(
     monitor.spent()
 }
 
+/// The sign-flip p-value the verdicts read, by the null "no effect" means
+/// in this design (docs/statistics.md, "Which p-value"): the mid-p when
+/// every model samples (temperature above 0: trial noise decides which
+/// tasks change, and the mid-p keeps its size for arms identical on every
+/// task); else the exact test, whose size holds for any differences
+/// symmetric about 0 however many tasks changed (greedy arms: the treatment
+/// fixes which tasks change). A record without the models' temperatures
+/// (an import) gets the exact test.
+pub fn sign_flip_test(exp: &ablate_core::record::RecordedExperiment) -> stats::SignFlipTest {
+    let sampled = |m: &serde_json::Value| m["temperature"].as_f64().is_some_and(|t| t > 0.0);
+    match exp.rest.get("models").and_then(|m| m.as_array()) {
+        Some(models) if !models.is_empty() && models.iter().all(sampled) => {
+            stats::SignFlipTest::MidP
+        }
+        _ => stats::SignFlipTest::Exact,
+    }
+}
+
 /// The verdict once a margin is declared: an effect shown stays one; else
 /// `equivalent` when the two one-sided tests showed the difference inside the
 /// margins (`shown`: [`stats::paired_equivalent`]), `undecided` when not.
@@ -1010,16 +1038,21 @@ mod tests {
             json!("clustered_wilson")
         );
         assert_eq!(serde_json::to_value(IntervalMethod::Wilson).unwrap(), json!("wilson"));
-        use stats::{InferenceMethod::SignFlip, SpreadFloor};
-        for (exact, floor, name) in [
-            (true, SpreadFloor::None, "sign_flip_mid_p"),
-            (false, SpreadFloor::None, "sign_flip_mid_p_monte_carlo"),
-            (true, SpreadFloor::TrialNoise, "sign_flip_mid_p+trial_noise"),
-            (false, SpreadFloor::TrialNoise, "sign_flip_mid_p_monte_carlo+trial_noise"),
-            (true, SpreadFloor::Mover, "sign_flip_mid_p+mover"),
-            (false, SpreadFloor::Mover, "sign_flip_mid_p_monte_carlo+mover"),
+        use stats::{InferenceMethod::SignFlip, SignFlipTest as T, SpreadFloor};
+        for (exact, floor, test, name) in [
+            (true, SpreadFloor::None, T::MidP, "sign_flip_mid_p"),
+            (false, SpreadFloor::None, T::MidP, "sign_flip_mid_p_monte_carlo"),
+            (true, SpreadFloor::TrialNoise, T::MidP, "sign_flip_mid_p+trial_noise"),
+            (false, SpreadFloor::TrialNoise, T::MidP, "sign_flip_mid_p_monte_carlo+trial_noise"),
+            (true, SpreadFloor::Mover, T::MidP, "sign_flip_mid_p+mover"),
+            (false, SpreadFloor::Mover, T::MidP, "sign_flip_mid_p_monte_carlo+mover"),
+            (true, SpreadFloor::None, T::Exact, "sign_flip"),
+            (false, SpreadFloor::None, T::Exact, "sign_flip_monte_carlo"),
+            (true, SpreadFloor::TrialNoise, T::Exact, "sign_flip+trial_noise"),
+            (false, SpreadFloor::Mover, T::Exact, "sign_flip_monte_carlo+mover"),
         ] {
-            assert_eq!(serde_json::to_value(SignFlip { exact, floor }).unwrap(), json!(name));
+            let method = SignFlip { exact, floor, test };
+            assert_eq!(serde_json::to_value(method).unwrap(), json!(name));
         }
         assert_eq!(
             serde_json::to_value(stats::InferenceMethod::NewcombeOneTask).unwrap(),
@@ -1044,6 +1077,42 @@ mod tests {
         }
     }
 
+    /// Which p-value a verdict reads follows the design: greedy (or unknown) models, the exact
+    /// test; every model sampled, the mid-p. 12 one-trial tasks up and 4 down: by hand the exact
+    /// p is 2 x 2517 / 2^16 = 0.0768 (no detectable effect at 0.05), the mid-p 3214 / 2^16 =
+    /// 0.0490 (helps); both are reported either way.
+    #[test]
+    fn the_p_value_a_verdict_reads_follows_the_design() {
+        let exp = |models: serde_json::Value| -> ablate_core::record::RecordedExperiment {
+            serde_json::from_value(
+                json!({"name": "e", "alpha": 0.05, "arms": [], "models": models}),
+            )
+            .unwrap()
+        };
+        let (greedy, sampled, mixed, unknown) = (
+            exp(json!([{"name": "m", "temperature": 0.0}])),
+            exp(json!([{"name": "m", "temperature": 0.7}])),
+            exp(json!([{"name": "m", "temperature": 0.7}, {"name": "n", "temperature": 0.0}])),
+            exp(json!(["m"])),
+        );
+        use stats::SignFlipTest as T;
+        assert_eq!(sign_flip_test(&greedy), T::Exact);
+        assert_eq!(sign_flip_test(&sampled), T::MidP);
+        assert_eq!(sign_flip_test(&mixed), T::Exact);
+        assert_eq!(sign_flip_test(&unknown), T::Exact);
+        let c: Vec<Vec<f64>> = (0..16).map(|i| vec![if i < 12 { 0.0 } else { 1.0 }]).collect();
+        let t: Vec<Vec<f64>> = (0..16).map(|i| vec![if i < 12 { 1.0 } else { 0.0 }]).collect();
+        for (test, p, word) in
+            [(T::Exact, 5034.0 / 65536.0, "n.s."), (T::MidP, 3214.0 / 65536.0, "helps")]
+        {
+            let inf = stats::paired_inference_by(&c, &t, 0.95, test);
+            assert!((inf.p_value - p).abs() < 1e-12, "{test:?}: {inf:?}");
+            assert!((inf.p_exact - 5034.0 / 65536.0).abs() < 1e-12, "{inf:?}");
+            assert!((inf.p_mid - 3214.0 / 65536.0).abs() < 1e-12, "{inf:?}");
+            assert_eq!(verdict(&inf, 0.05).short(), word, "{test:?}: {inf:?}");
+        }
+    }
+
     #[test]
     fn verdict_reads_the_interval() {
         let inf = |lo: f64, hi: f64, n_tasks: usize| stats::Inference {
@@ -1051,10 +1120,13 @@ mod tests {
             lo,
             hi,
             p_value: 0.5,
+            p_mid: 0.5,
+            p_exact: 0.5,
             n_tasks,
             method: stats::InferenceMethod::SignFlip {
                 exact: false,
                 floor: stats::SpreadFloor::None,
+                test: stats::SignFlipTest::MidP,
             },
         };
         assert_eq!(verdict(&inf(0.01, 0.3, 20), 0.05), EffectVerdict::Helps { one_task: false });

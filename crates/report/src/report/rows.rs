@@ -312,12 +312,14 @@ pub struct EffectRow<'a> {
     pub hi: Num,
     pub interval_level: Num,
     #[serde(serialize_with = "as_category")]
-    pub method: &'a str,
+    pub method: String,
     #[serde(serialize_with = "as_category")]
     pub scope: &'a str,
     #[serde(serialize_with = "as_category")]
     pub estimand: &'a str,
     pub p_value: Num,
+    pub p_mid_p: Num,
+    pub p_exact: Num,
     pub p_adjusted: Num,
     pub family_size: usize,
     pub n_tasks: usize,
@@ -366,6 +368,8 @@ impl<'a> EffectRow<'a> {
             scope: &e.scope,
             estimand: e.estimand,
             p_value: e.p_value.into(),
+            p_mid_p: e.p_mid.into(),
+            p_exact: e.p_exact.into(),
             p_adjusted: e.p_adjusted.into(),
             family_size: e.family_size,
             n_tasks: e.n_tasks,
@@ -479,7 +483,7 @@ mod tests {
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
         assert_eq!(arms_columns().len(), 41);
-        assert_eq!(effects_columns().len(), 40);
+        assert_eq!(effects_columns().len(), 44);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
         {

@@ -169,7 +169,7 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
 
 /// The inferences behind a list of effects, in words.
 fn methods(effects: &[EffectReport]) -> String {
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
     for e in effects {
         let m = e.method.words();
         if !seen.contains(&m) {

@@ -21,6 +21,7 @@ pub fn check(data: &RunData, e: &mut EffectReport) {
                 e.verdict = EffectVerdict::NotComparable { arm: arm.clone() };
                 (e.delta, e.lo, e.hi, e.p_value, e.p_adjusted) =
                     (f64::NAN, f64::NAN, f64::NAN, f64::NAN, None);
+                (e.p_mid, e.p_exact) = (f64::NAN, f64::NAN);
                 e.excl_infra = None;
                 return;
             }

@@ -45,8 +45,13 @@ pub struct Inference {
     pub lo: f64,
     pub hi: f64,
     /// Two-sided p-value of "no difference": `p <= 1 - conf` exactly when
-    /// the interval excludes 0 (up to the bisection's `1e-12`).
+    /// the interval excludes 0 (up to the bisection's `1e-12`). With 2 tasks
+    /// or more, the p-value of the method's [`SignFlipTest`].
     pub p_value: f64,
+    /// With 2 tasks or more, both sign-flip p-values (each the larger of the
+    /// test's and the floor's), whichever the verdict reads; NaN otherwise.
+    pub p_mid: f64,
+    pub p_exact: f64,
     pub n_tasks: usize,
     pub method: InferenceMethod,
 }
@@ -62,7 +67,7 @@ pub enum InferenceMethod {
     /// Tasks as the unit: the sign-flip test on the per-task differences,
     /// exact (every subset, or the lattice of the differences) or by seeded
     /// Monte Carlo, with the floor its interval needed (see [`SpreadFloor`]).
-    SignFlip { exact: bool, floor: SpreadFloor },
+    SignFlip { exact: bool, floor: SpreadFloor, test: SignFlipTest },
     /// A sequential run: the anytime-valid betting confidence sequence at the
     /// stopping time (`ablate_core::sequential`), for tasks like these, or without
     /// replacement for these tasks once every task entered. No p-value.
@@ -85,60 +90,53 @@ pub enum SpreadFloor {
 }
 
 impl InferenceMethod {
-    /// The name written in records and exports.
-    pub fn name(self) -> &'static str {
-        use SpreadFloor as F;
+    /// The name written in records and exports: `sign_flip` (the exact test,
+    /// ties counted whole) or `sign_flip_mid_p`, then `_monte_carlo` when
+    /// drawn, then the floor's `+trial_noise` or `+mover`.
+    pub fn name(self) -> String {
         match self {
-            InferenceMethod::None => "none",
-            InferenceMethod::NewcombeOneTask => "newcombe_one_task",
-            InferenceMethod::SignFlip { exact: true, floor: F::None } => "sign_flip_mid_p",
-            InferenceMethod::SignFlip { exact: false, floor: F::None } => {
-                "sign_flip_mid_p_monte_carlo"
-            }
-            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => {
-                "sign_flip_mid_p+trial_noise"
-            }
-            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => {
-                "sign_flip_mid_p_monte_carlo+trial_noise"
-            }
-            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => "sign_flip_mid_p+mover",
-            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => {
-                "sign_flip_mid_p_monte_carlo+mover"
-            }
-            InferenceMethod::BettingCs { without_replacement: false } => "betting_cs",
+            InferenceMethod::None => "none".into(),
+            InferenceMethod::NewcombeOneTask => "newcombe_one_task".into(),
+            InferenceMethod::SignFlip { exact, floor, test } => format!(
+                "sign_flip{}{}{}",
+                if test == SignFlipTest::MidP { "_mid_p" } else { "" },
+                if exact { "" } else { "_monte_carlo" },
+                match floor {
+                    SpreadFloor::None => "",
+                    SpreadFloor::TrialNoise => "+trial_noise",
+                    SpreadFloor::Mover => "+mover",
+                }
+            ),
+            InferenceMethod::BettingCs { without_replacement: false } => "betting_cs".into(),
             InferenceMethod::BettingCs { without_replacement: true } => {
-                "betting_cs_without_replacement"
+                "betting_cs_without_replacement".into()
             }
         }
     }
 
     /// The method in words, for reports.
-    pub fn words(self) -> &'static str {
-        use SpreadFloor as F;
+    pub fn words(self) -> String {
         match self {
-            InferenceMethod::None => "none",
-            InferenceMethod::NewcombeOneTask => "Newcombe, one task",
-            InferenceMethod::SignFlip { exact: true, floor: F::None } => "exact mid-p sign-flip",
-            InferenceMethod::SignFlip { exact: false, floor: F::None } => {
-                "Monte Carlo mid-p sign-flip"
-            }
-            InferenceMethod::SignFlip { exact: true, floor: F::TrialNoise } => {
-                "exact mid-p sign-flip, trial-noise t floor"
-            }
-            InferenceMethod::SignFlip { exact: false, floor: F::TrialNoise } => {
-                "Monte Carlo mid-p sign-flip, trial-noise t floor"
-            }
-            InferenceMethod::SignFlip { exact: true, floor: F::Mover } => {
-                "exact mid-p sign-flip + MOVER (no spread)"
-            }
-            InferenceMethod::SignFlip { exact: false, floor: F::Mover } => {
-                "Monte Carlo mid-p sign-flip + MOVER (no spread)"
-            }
+            InferenceMethod::None => "none".into(),
+            InferenceMethod::NewcombeOneTask => "Newcombe, one task".into(),
+            InferenceMethod::SignFlip { exact, floor, test } => format!(
+                "{} {}{}",
+                if exact { "exact" } else { "Monte Carlo" },
+                match test {
+                    SignFlipTest::MidP => "mid-p sign-flip",
+                    SignFlipTest::Exact => "sign-flip test (ties whole)",
+                },
+                match floor {
+                    SpreadFloor::None => "",
+                    SpreadFloor::TrialNoise => ", trial-noise t floor",
+                    SpreadFloor::Mover => " + MOVER (no spread)",
+                }
+            ),
             InferenceMethod::BettingCs { without_replacement: false } => {
-                "anytime-valid betting confidence sequence"
+                "anytime-valid betting confidence sequence".into()
             }
             InferenceMethod::BettingCs { without_replacement: true } => {
-                "anytime-valid betting confidence sequence, without replacement"
+                "anytime-valid betting confidence sequence, without replacement".into()
             }
         }
     }
@@ -146,13 +144,13 @@ impl InferenceMethod {
 
 impl std::fmt::Display for InferenceMethod {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
 impl serde::Serialize for InferenceMethod {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
+        s.serialize_str(&self.name())
     }
 }
 
@@ -190,6 +188,16 @@ impl serde::Serialize for InferenceMethod {
 /// # Panics
 /// If the arms list different numbers of tasks (caller bug).
 pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Inference {
+    paired_inference_by(control, treatment, conf, SignFlipTest::MidP)
+}
+
+/// [`paired_inference`] with the interval and the p-value of `test`.
+pub fn paired_inference_by(
+    control: &[Vec<f64>],
+    treatment: &[Vec<f64>],
+    conf: f64,
+    test: SignFlipTest,
+) -> Inference {
     assert_eq!(
         control.len(),
         treatment.len(),
@@ -204,6 +212,8 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
             lo: f64::NAN,
             hi: f64::NAN,
             p_value: f64::NAN,
+            p_mid: f64::NAN,
+            p_exact: f64::NAN,
             n_tasks,
             method: InferenceMethod::None,
         };
@@ -219,16 +229,20 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
             lo,
             hi,
             p_value,
+            p_mid: f64::NAN,
+            p_exact: f64::NAN,
             n_tasks,
             method: InferenceMethod::NewcombeOneTask,
         };
     }
-    let sf = sign_flip(&tasks.d, conf);
+    let sf = sign_flip_by(&tasks.d, conf, test);
     let floor = tasks.floor();
     let (lo, hi) = floor.widen((sf.lo, sf.hi), conf);
-    let p_value = sf.p_value.max(floor.p_value());
-    let method = InferenceMethod::SignFlip { exact: sf.exact, floor: floor.kind() };
-    Inference { mean_diff, lo, hi, p_value, n_tasks, method }
+    let floor_p = floor.p_value();
+    let (p_value, p_mid, p_exact) =
+        (sf.p_value.max(floor_p), sf.p_mid.max(floor_p), sf.p_exact.max(floor_p));
+    let method = InferenceMethod::SignFlip { exact: sf.exact, floor: floor.kind(), test };
+    Inference { mean_diff, lo, hi, p_value, p_mid, p_exact, n_tasks, method }
 }
 
 /// The orders of the tasks [`paired_equivalent`] averages its bettors' capital over.

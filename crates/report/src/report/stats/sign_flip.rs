@@ -16,7 +16,7 @@
 //!   held to at least the exact test's smallest, `2^(1 - n)` over the `n`
 //!   tasks that changed ([`exact_floor`]);
 //! * interval at level `conf`: the shifts the mid-p test keeps
-//!   ([`mid_p_interval`]), or `[-1, 1]` when `2^(1 - T) > 1 - conf` (too few
+//!   ([`inverted_interval`]), or `[-1, 1]` when `2^(1 - T) > 1 - conf` (too few
 //!   tasks for the exact test to reject at this level), widened to 0 when
 //!   the floor keeps 0. Then `p <= 1 - conf` exactly when the interval
 //!   excludes 0.
@@ -67,13 +67,34 @@ pub enum SignFlipMethod {
     MonteCarlo,
 }
 
+/// Which p-value of the sign flip a verdict reads, and so which null it
+/// guarantees its size under (docs/statistics.md, "Which p-value").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignFlipTest {
+    /// Ties with the observed sum counted half (Lancaster 1961), held to at
+    /// least the exact test's smallest: size at most alpha for arms
+    /// identical on every task (simulated over the power grid), not for
+    /// every null of symmetric differences. Sampled arms.
+    MidP,
+    /// Ties counted whole: size at most alpha whenever each task's
+    /// difference is symmetric about 0, however many tasks changed. Greedy
+    /// arms, whose changed tasks are fixed by the treatment.
+    Exact,
+}
+
 /// A sign-flip (randomization) test on per-task differences and the
 /// interval that inverts it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SignFlip {
     pub lo: f64,
     pub hi: f64,
+    /// The p-value of `test`, the one the interval inverts.
     pub p_value: f64,
+    pub test: SignFlipTest,
+    /// Both p-values, whichever the interval inverts.
+    pub p_mid: f64,
+    pub p_exact: f64,
     /// `true` unless computed by Monte Carlo.
     pub exact: bool,
     pub method: SignFlipMethod,
@@ -319,10 +340,18 @@ fn monte_carlo(d: &[f64]) -> SubsetMeans {
 /// clamped to `[-1, 1]`; `T = 0`, a non-finite difference or `conf` outside
 /// `(0, 1)` gives NaN.
 pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
+    sign_flip_by(d, conf, SignFlipTest::MidP)
+}
+
+/// [`sign_flip`] with the interval inverting `test`'s p-value.
+pub fn sign_flip_by(d: &[f64], conf: f64, test: SignFlipTest) -> SignFlip {
     let nan = SignFlip {
         lo: f64::NAN,
         hi: f64::NAN,
         p_value: f64::NAN,
+        test,
+        p_mid: f64::NAN,
+        p_exact: f64::NAN,
         exact: false,
         method: SignFlipMethod::MonteCarlo,
         p_monte_carlo_se: f64::NAN,
@@ -347,12 +376,17 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
         } else {
             ((sm.below, sm.above, sm.tie), method != SignFlipMethod::MonteCarlo)
         };
-    let p_value = mid_p(tails.0, tails.1, tails.2).max(exact_floor(d));
+    let p_mid = mid_p(tails.0, tails.1, tails.2).max(exact_floor(d));
+    let p_exact = (2.0 * tails.0.min(tails.1)).min(1.0);
+    let (p_value, tie) = match test {
+        SignFlipTest::MidP => (p_mid, 0.5),
+        SignFlipTest::Exact => (p_exact, 1.0),
+    };
     // Too few tasks for the exact test to reject at this level: no conclusion.
     let (mut lo, mut hi) = if (d.len() as u64) < sign_flip_min_tasks(1.0 - conf) {
         (-1.0, 1.0)
     } else {
-        mid_p_interval(&mut sm.means, sm.unit, (1.0 - conf) / 2.0)
+        inverted_interval(&mut sm.means, sm.unit, (1.0 - conf) / 2.0, tie)
     };
     if p_value > 1.0 - conf {
         // The floor keeps 0 where the mid-p alone would not: so does the interval.
@@ -363,7 +397,17 @@ pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
         if mean(d) >= 0.0 { lo = f64::from_bits(1) } else { hi = -f64::from_bits(1) }
     }
     let se = if exact { 0.0 } else { (p_value * (1.0 - p_value) / SIGN_FLIP_DRAWS as f64).sqrt() };
-    SignFlip { lo: lo.max(-1.0), hi: hi.min(1.0), p_value, exact, method, p_monte_carlo_se: se }
+    SignFlip {
+        lo: lo.max(-1.0),
+        hi: hi.min(1.0),
+        p_value,
+        test,
+        p_mid,
+        p_exact,
+        exact,
+        method,
+        p_monte_carlo_se: se,
+    }
 }
 
 /// The smallest p-value the exact sign-flip test could give on these
@@ -384,18 +428,19 @@ fn mid_p(below: f64, above: f64, tie: f64) -> f64 {
     (2.0 * below.min(above) - tie).clamp(0.0, 1.0)
 }
 
-/// The set of shifts `delta` the mid-p test keeps at one-sided level `a`
-/// (`a = (1 - conf) / 2`), from the non-empty subset means (sorted here).
-/// The upper tail's mid-p at `delta` is `W(< delta) + W(= delta) / 2 + unit / 2`
-/// (`W` the subset-mean weights, the empty subset the half unit), a step
+/// The set of shifts `delta` the test keeps at one-sided level `a`
+/// (`a = (1 - conf) / 2`), from the non-empty subset means (sorted here),
+/// ties weighed `tie` (one half for the mid-p, 1 for the exact test).
+/// The upper tail's p at `delta` is `W(< delta) + tie (W(= delta) + unit)`
+/// (`W` the subset-mean weights, the empty subset always a tie), a step
 /// function rising with `delta`; the lower end is the first mean `g` past
 /// which it exceeds `a`, and `g` itself is kept only when its own value
-/// (halfway up the step) exceeds `a`. An end the test rejects is reported
+/// (`tie` of the way up the step; the whole step for the exact test) exceeds `a`. An end the test rejects is reported
 /// as the next `f64` inside (`(0, x]` is written `[5e-324, x]`), so that the
 /// interval excludes 0 exactly when the p-value is at most `1 - conf`.
 /// [`sign_flip`] calls it only with enough tasks for the exact test to reject
 /// (`2^(1 - T) <= 1 - conf`), so the half unit alone never exceeds `a`.
-fn mid_p_interval(means: &mut [(f64, f64)], unit: f64, a: f64) -> (f64, f64) {
+fn inverted_interval(means: &mut [(f64, f64)], unit: f64, a: f64, tie: f64) -> (f64, f64) {
     means.sort_by(|x, y| x.0.total_cmp(&y.0));
     // Equal means (to the float error of their sums) form one step.
     let mut steps: Vec<(f64, f64)> = Vec::new();
@@ -408,8 +453,8 @@ fn mid_p_interval(means: &mut [(f64, f64)], unit: f64, a: f64) -> (f64, f64) {
     let end = |steps: &mut dyn Iterator<Item = &(f64, f64)>, inward: fn(f64) -> f64| {
         let mut before = 0.0;
         for &(g, w) in steps {
-            if before + w + 0.5 * unit > a {
-                return if before + 0.5 * w + 0.5 * unit > a { g } else { inward(g) };
+            if before + w + tie * unit > a {
+                return if before + tie * (w + unit) > a { g } else { inward(g) };
             }
             before += w;
         }
