@@ -171,6 +171,9 @@ fn import_cmd(opts: ablate::import::ImportOptions) -> Result<Exit, CommandError>
         opts.out.display()
     );
     outln!("arms: {}", done.arms.join(", "));
+    for note in &done.notes {
+        outln!("note: {note}");
+    }
     for c in &done.comparisons {
         let kind = match &c.kind {
             ablate::experiment::matrix::ComparisonKind::Ablation { component } => {

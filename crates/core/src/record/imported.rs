@@ -53,6 +53,14 @@ pub struct ImportFacts {
     pub shared: IndexMap<String, ComponentValue>,
     /// Component name -> the source's field it was derived from.
     pub components: IndexMap<String, String>,
+    /// Component name -> the other fields the map named as that component,
+    /// which change together with its field in every trial.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub aliased: IndexMap<String, Vec<String>>,
+    /// Components with names of their own whose fields always change
+    /// together (perfectly aliased): a comparison of them is combined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moving_together: Vec<Vec<String>>,
 }
 
 /// Where a record came from, kept in its trial record (`imported`).

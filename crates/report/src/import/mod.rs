@@ -208,6 +208,9 @@ pub struct Imported {
     pub arms: Vec<String>,
     pub comparisons: Vec<Comparison>,
     pub statuses: BTreeMap<&'static str, usize>,
+    /// What the components' fields say: fields named as one component, and
+    /// components whose fields change together (perfectly aliased).
+    pub notes: Vec<String>,
 }
 
 pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
@@ -235,6 +238,7 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
             *m.entry(r.status.name()).or_default() += 1;
             m
         }),
+        notes: run.manifest.imported.as_ref().map(alias_notes).unwrap_or_default(),
     };
     write_folder(&opts.out, existing, &run)?;
     Ok(imported)
@@ -309,17 +313,27 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
     }
     let component_name =
         |f: &str| map.raw.components.get(f).cloned().unwrap_or_else(|| f.to_string());
+    // Fields the map names as one component must change together in every trial (aliased).
     let mut component_fields: IndexMap<String, String> = IndexMap::new();
+    let mut aliased: IndexMap<String, Vec<String>> = IndexMap::new();
     for f in &varying {
         let c = component_name(f);
-        if let Some(other) = component_fields.insert(c.clone(), f.clone()) {
+        let Some(first) = component_fields.get(&c) else {
+            component_fields.insert(c, f.clone());
+            continue;
+        };
+        if let Some(why) = apart(&trials, first, f, &value) {
             return Err(InputError::at(
                 &mapfile,
-                "components",
-                format!("`{other}` and `{f}` are both named `{c}`"),
+                format!("components.\"{f}\""),
+                format!(
+                    "`{first}` and `{f}` are both named `{c}` but do not change together: {why}"
+                ),
             ));
         }
+        aliased.entry(c).or_default().push(f.clone());
     }
+    let moving_together = moving_together(&trials, &component_fields, &value);
 
     // Arms: one per distinct setting of the components, in order of first appearance.
     let settings_of = |t: &ImportedTrial| -> IndexMap<String, ComponentValue> {
@@ -577,11 +591,88 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
             pass_rule,
             shared,
             components: component_fields,
+            aliased,
+            moving_together,
         }),
         planned_trials: specs.len(),
         plan: specs,
     };
     Ok(Assembled { manifest, records })
+}
+
+/// The import's words on aliased fields (`Imported::notes`).
+fn alias_notes(facts: &ablate_core::record::imported::ImportFacts) -> Vec<String> {
+    let quoted = |v: &[String]| v.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    let mut notes: Vec<String> = facts
+        .aliased
+        .iter()
+        .map(|(c, others)| {
+            format!(
+                "component `{c}`: fields `{}`, {} change together in every trial (one component, as the map names them)",
+                facts.components[c],
+                quoted(others)
+            )
+        })
+        .collect();
+    for group in &facts.moving_together {
+        notes.push(format!(
+            "components {} always change together (perfectly aliased): a comparison of them is combined, not an ablation; to compare them as one, name their fields one component in the map (docs/import.md)",
+            quoted(group)
+        ));
+    }
+    notes
+}
+
+/// Why fields `f` and `g` are not one component: two trials where one
+/// changes and the other does not (None: their values pair one to one).
+fn apart(
+    trials: &[ImportedTrial],
+    f: &str,
+    g: &str,
+    value: &impl Fn(&ImportedTrial, &str) -> ComponentValue,
+) -> Option<String> {
+    let mut pairs: Vec<(ComponentValue, ComponentValue, PathBuf)> = Vec::new();
+    for t in trials {
+        let (a, b) = (value(t, f), value(t, g));
+        for (pa, pb, at) in &pairs {
+            if (*pa == a) != (*pb == b) {
+                let text = ablate_core::experiment::value_text;
+                return Some(format!(
+                    "`{f}` = {} with `{g}` = {} in {}, but `{f}` = {} with `{g}` = {} in {}",
+                    text(pa),
+                    text(pb),
+                    at.display(),
+                    text(&a),
+                    text(&b),
+                    t.path().display()
+                ));
+            }
+        }
+        if !pairs.iter().any(|(pa, _, _)| *pa == a) {
+            pairs.push((a, b, t.path()));
+        }
+    }
+    None
+}
+
+/// Groups of components (named apart) whose fields change together in every
+/// trial: perfectly aliased, so no comparison can tell them apart.
+fn moving_together(
+    trials: &[ImportedTrial],
+    components: &IndexMap<String, String>,
+    value: &impl Fn(&ImportedTrial, &str) -> ComponentValue,
+) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    for (c, f) in components {
+        let found =
+            groups.iter_mut().find(|g| apart(trials, &components[&g[0]], f, value).is_none());
+        match found {
+            Some(g) => g.push(c.clone()),
+            None => groups.push(vec![c.clone()]),
+        }
+    }
+    groups.retain(|g| g.len() > 1);
+    groups
 }
 
 /// The comparisons: the map's, or every pair of arms (only the single-factor
@@ -1014,6 +1105,49 @@ mod tests {
         ];
         let e = assemble(read(trials), &map, "r").err().unwrap();
         assert_eq!(e.key.as_deref(), Some("comparisons[0].treatment"));
+    }
+
+    /// Inspect's usual pattern: a task hands its argument to its solver, so two fields always
+    /// change together. Named apart, they are reported as aliased and their comparison is
+    /// combined; the map may name both as one component, which makes it an ablation; two
+    /// fields that do not change together are refused under one name, naming both trials.
+    #[test]
+    fn fields_that_change_together_may_be_one_component() {
+        let a = [("agent", v("x")), ("task_args.variant", v("a")), ("scripted.variant", v("a"))];
+        let b = [("agent", v("x")), ("task_args.variant", v("b")), ("scripted.variant", v("b"))];
+        let trials = || {
+            vec![
+                trial("1", "t", "d", &a, TrialStatus::Passed),
+                trial("2", "t", "d", &b, TrialStatus::Failed),
+            ]
+        };
+        let run = assemble(read(trials()), &ImportMap::default(), "r").unwrap();
+        assert_eq!(run.manifest.experiment.comparisons[0].kind, ComparisonKind::Combined);
+        let facts = run.manifest.imported.as_ref().unwrap();
+        assert_eq!(facts.moving_together, [vec!["task_args.variant", "scripted.variant"]]);
+        assert!(alias_notes(facts)[0].contains("perfectly aliased"), "{:?}", alias_notes(facts));
+
+        let mut map = ImportMap::default();
+        map.raw.components.insert("task_args.variant".into(), "variant".into());
+        map.raw.components.insert("scripted.variant".into(), "variant".into());
+        let run = assemble(read(trials()), &map, "r").unwrap();
+        let c = &run.manifest.experiment.comparisons[0];
+        assert_eq!(c.kind, ComparisonKind::Ablation { component: "variant".into() });
+        let facts = run.manifest.imported.as_ref().unwrap();
+        assert_eq!(facts.aliased["variant"], ["scripted.variant"]);
+        assert!(facts.moving_together.is_empty());
+
+        // The solver's field the same in both: not one component.
+        let b2 = [("agent", v("x")), ("task_args.variant", v("b")), ("scripted.variant", v("a"))];
+        let c2 = [("agent", v("x")), ("task_args.variant", v("b")), ("scripted.variant", v("c"))];
+        let trials = vec![
+            trial("1", "t", "d", &a, TrialStatus::Passed),
+            trial("2", "t", "d", &b2, TrialStatus::Failed),
+            trial("3", "t", "d", &c2, TrialStatus::Failed),
+        ];
+        let e = assemble(read(trials), &map, "r").err().unwrap();
+        assert_eq!(e.key.as_deref(), Some("components.\"scripted.variant\""));
+        assert!(e.to_string().contains("do not change together"), "{e}");
     }
 
     #[test]
