@@ -194,9 +194,31 @@ fn report_writes_every_file_with_the_right_numbers() {
     assert_eq!(fb["kind"], "ablation");
     assert_eq!((fb["treatment"].as_str(), fb["control"].as_str()), ("full", "full-minus-feedback"));
     assert_eq!(fb["verdict"], "helps");
-    let (p, padj): (f64, f64) = (fb["p_value"].parse().unwrap(), fb["p_adjusted"].parse().unwrap());
-    assert!((padj - (5.0 * p).min(1.0)).abs() < 1e-12, "Bonferroni over 5 ablations");
-    assert_eq!(fb["interval_level"], "0.99");
+    // Holm over the 5 ablations, recomputed here from their p-values: in ascending order the
+    // j-th (from 0) is tested at 0.05 / (5 - j) while every earlier one was rejected, its adjusted
+    // p the running maximum of min(1, (5 - j) p).
+    let mut ps: Vec<(f64, f64, f64, String)> = effects
+        .iter()
+        .filter(|e| e["kind"] == "ablation")
+        .map(|e| {
+            let f = |k: &str| e[k].parse::<f64>().unwrap();
+            (f("p_value"), f("p_adjusted"), f("interval_level"), e["components"].clone())
+        })
+        .collect();
+    ps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut running, mut open) = (0.0f64, true);
+    for (j, (p, padj, level, name)) in ps.iter().enumerate() {
+        running = running.max((p * (5 - j) as f64).min(1.0));
+        assert!(
+            (padj - running).abs() < 1e-12,
+            "{name}: Holm-adjusted p {padj}, by hand {running}"
+        );
+        open &= *p <= 0.05 / (5 - j) as f64;
+        if open {
+            assert!((level - (1.0 - 0.05 / (5 - j) as f64)).abs() < 1e-12, "{name}: level {level}");
+        }
+    }
+    assert_eq!(fb["adjustment"], "holm");
     assert_eq!(fb["method"], "sign_flip_mid_p+trial_noise");
     assert_eq!(fb["estimand"], "tasks like these");
     // Every effect's rates and delta, recomputed from trials.csv: the mean over tasks of each arm's
@@ -789,8 +811,8 @@ fn exports_are_typed_identified_and_mark_the_counted_attempt() {
             e["delta"].parse().unwrap(),
         );
         assert!((t - c - d).abs() < 1e-9, "{e:?}");
-        // Ablations are adjusted over the family of 5 (Bonferroni); a combined comparison stands alone.
-        let adjustment = if e["kind"] == "ablation" { "bonferroni" } else { "none" };
+        // Ablations are adjusted over the family of 5 (Holm); a combined comparison stands alone.
+        let adjustment = if e["kind"] == "ablation" { "holm" } else { "none" };
         assert_eq!(
             (e["method"].as_str(), e["adjustment"].as_str()),
             ("sign_flip_mid_p+trial_noise", adjustment),

@@ -11,6 +11,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 mod delivery;
+mod verdict;
+pub use verdict::{sign_flip_test, verdict, with_margin};
 
 /// What an effect compares: one component (an ablation, in the family the
 /// p-values are adjusted over) or arms that differ in several (combined).
@@ -335,8 +337,8 @@ pub struct EffectReport {
     /// is: the mid-p and the exact test's (NaN for other methods).
     pub p_mid: f64,
     pub p_exact: f64,
-    /// Bonferroni-adjusted over the ablations of the run, `min(1, m p)`
-    /// (null for combined comparisons, which are not in the family).
+    /// Adjusted over the ablations of the run: Holm's (`stats::holm`) in the
+    /// fixed design (null for combined comparisons, which are not in the family).
     pub p_adjusted: Option<f64>,
     /// Comparisons in the family the interval and the verdict are adjusted for (1 for combined).
     pub family_size: usize,
@@ -609,13 +611,8 @@ pub fn analyse(data: &RunData) -> Report {
 
     // Effects: each comparison of the manifest, per model, re-checked by the guard.
     // First the paired outcomes of every comparison, then the inference, at the
-    // level adjusted for the family of ablations (Bonferroni: the interval, the
+    // level adjusted for the family of ablations (Holm's step: the interval, the
     // p-value and the verdict then come from one procedure and agree).
-    struct Pending {
-        effect: EffectReport,
-        all: (Vec<Vec<f64>>, Vec<Vec<f64>>),
-        kept: (Vec<Vec<f64>>, Vec<Vec<f64>>),
-    }
     let mut pending: Vec<Pending> = Vec::new();
     let mut refused = Vec::new();
     for c in data.manifest.comparisons() {
@@ -719,11 +716,13 @@ pub fn analyse(data: &RunData) -> Report {
         .filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0)
         .count()
         .max(1);
+    let steps = holm_steps(&pending, alpha, test);
     let mut ablations = Vec::new();
     let mut combined = Vec::new();
-    for Pending { mut effect, all, kept } in pending {
+    for (i, Pending { mut effect, all, kept }) in pending.into_iter().enumerate() {
         let m = if effect.kind == EffectKind::Ablation { family } else { 1 };
-        let level_alpha = alpha / m as f64;
+        let step = steps[i];
+        let level_alpha = step.map_or(alpha / m as f64, |s| s.level);
         let inf = stats::paired_inference_by(&all.0, &all.1, 1.0 - level_alpha, test);
         let diffs: Vec<f64> = all
             .0
@@ -742,20 +741,26 @@ pub fn analyse(data: &RunData) -> Report {
         effect.p_exact = inf.p_exact;
         effect.family_size = m;
         effect.interval_level = 1.0 - level_alpha;
-        effect.p_adjusted =
-            (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0));
+        effect.p_adjusted = match step {
+            Some(s) => Some(s.p_adjusted),
+            None => {
+                (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0))
+            }
+        };
         effect.method = inf.method;
         effect.verdict = verdict(&inf, level_alpha);
+        // Two one-sided tests (by betting: stats::paired_equivalent), at alpha / m (Bonferroni).
+        let equivalence_alpha = alpha / m as f64;
         if let Some(margin) = margin {
-            // Two one-sided tests at level_alpha (by betting: stats::paired_equivalent).
-            let shown = stats::paired_equivalent(&all.0, &all.1, level_alpha, margin, seed);
+            let shown = stats::paired_equivalent(&all.0, &all.1, equivalence_alpha, margin, seed);
             effect.verdict = with_margin(effect.verdict.clone(), shown, inf.n_tasks, margin);
         }
         if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
             let x = stats::paired_inference_by(&kept.0, &kept.1, 1.0 - level_alpha, test);
             let mut v = verdict(&x, level_alpha);
             if let Some(margin) = margin {
-                let shown = stats::paired_equivalent(&kept.0, &kept.1, level_alpha, margin, seed);
+                let shown =
+                    stats::paired_equivalent(&kept.0, &kept.1, equivalence_alpha, margin, seed);
                 v = with_margin(v, shown, x.n_tasks, margin);
             }
             effect.excl_infra = Some(ExclInfra {
@@ -823,6 +828,37 @@ pub fn analyse(data: &RunData) -> Report {
             )
         }),
     }
+}
+
+/// A comparison's paired outcomes before its inference: every trial, and
+/// without infrastructure errors.
+struct Pending {
+    effect: EffectReport,
+    all: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+    kept: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+}
+
+/// Holm over the ablations with tasks (`stats::holm`): their p-values (the
+/// same at any level) order the family, and each is tested, and its interval
+/// drawn, at its step's level; None for the others.
+fn holm_steps(
+    pending: &[Pending],
+    alpha: f64,
+    test: stats::SignFlipTest,
+) -> Vec<Option<stats::HolmStep>> {
+    let member = |p: &Pending| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0;
+    let members: Vec<usize> = (0..pending.len()).filter(|&i| member(&pending[i])).collect();
+    let p: Vec<f64> = members
+        .iter()
+        .map(|&i| stats::paired_inference_by(&pending[i].all.0, &pending[i].all.1, 0.95, test))
+        .map(|inf| inf.p_value)
+        .collect();
+    let steps = stats::holm(&p, alpha);
+    let mut out = vec![None; pending.len()];
+    for (k, &i) in members.iter().enumerate() {
+        out[i] = Some(steps[k]);
+    }
+    out
 }
 
 /// A sequential run's comparisons: the decisions replayed from the records
@@ -965,61 +1001,6 @@ fn budget_spent(
     )
     .ok()?;
     monitor.spent()
-}
-
-/// The sign-flip p-value the verdicts read, by the null "no effect" means
-/// in this design (docs/statistics.md, "Which p-value"): the mid-p when
-/// every model samples (temperature above 0: trial noise decides which
-/// tasks change, and the mid-p keeps its size for arms identical on every
-/// task); else the exact test, whose size holds for any differences
-/// symmetric about 0 however many tasks changed (greedy arms: the treatment
-/// fixes which tasks change). A record without the models' temperatures
-/// (an import) gets the exact test.
-pub fn sign_flip_test(exp: &ablate_core::record::RecordedExperiment) -> stats::SignFlipTest {
-    let sampled = |m: &serde_json::Value| m["temperature"].as_f64().is_some_and(|t| t > 0.0);
-    match exp.rest.get("models").and_then(|m| m.as_array()) {
-        Some(models) if !models.is_empty() && models.iter().all(sampled) => {
-            stats::SignFlipTest::MidP
-        }
-        _ => stats::SignFlipTest::Exact,
-    }
-}
-
-/// The verdict once a margin is declared: an effect shown stays one; else
-/// `equivalent` when the two one-sided tests showed the difference inside the
-/// margins (`shown`: [`stats::paired_equivalent`]), `undecided` when not.
-pub fn with_margin(v: EffectVerdict, shown: bool, n_tasks: usize, margin: f64) -> EffectVerdict {
-    let one_task = n_tasks == 1;
-    match v {
-        // Too few tasks for any test to reject: no equivalence either, and the reason says more.
-        EffectVerdict::Helps { .. }
-        | EffectVerdict::Hurts { .. }
-        | EffectVerdict::NotEnoughData
-        | EffectVerdict::NoVerdictPossible { .. } => v,
-        _ if shown => EffectVerdict::Equivalent { margin, one_task },
-        _ => EffectVerdict::Undecided { margin, one_task },
-    }
-}
-
-/// helps / hurts / no verdict, read from the interval (which excludes 0
-/// exactly when the p-value is at most the level): never against it.
-pub fn verdict(inf: &stats::Inference, level_alpha: f64) -> EffectVerdict {
-    if inf.n_tasks == 0 || inf.lo.is_nan() {
-        return EffectVerdict::NotEnoughData;
-    }
-    let one_task = inf.n_tasks == 1;
-    if inf.lo > 0.0 {
-        return EffectVerdict::Helps { one_task };
-    }
-    if inf.hi < 0.0 {
-        return EffectVerdict::Hurts { one_task };
-    }
-    let needed = stats::sign_flip_min_tasks(level_alpha);
-    if inf.n_tasks >= 2 && (inf.n_tasks as u64) < needed {
-        EffectVerdict::NoVerdictPossible { tasks: inf.n_tasks, needed }
-    } else {
-        EffectVerdict::NoDetectableEffect { one_task }
-    }
 }
 
 #[cfg(test)]

@@ -355,8 +355,10 @@ pub fn markdown(r: &Report) -> String {
     if !r.ablations.is_empty() {
         let _ = writeln!(
             s,
-            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; intervals and verdicts adjusted for {} (Bonferroni).{}\n",
+            "\n## Ablations\n\nDelta = treatment - control, paired over tasks; {}, intervals and verdicts adjusted for {} ({}).{}\n",
+            interval_levels(&r.ablations),
             count(r.ablations.first().map_or(0, |e| e.family_size), "ablation"),
+            adjustment(&r.ablations),
             super::analysis::estimand_note(&r.ablations)
                 .map(|n| format!(" {n}."))
                 .unwrap_or_default()
@@ -408,4 +410,30 @@ pub fn excl_note(e: &EffectReport) -> String {
         ),
         None => String::new(),
     }
+}
+
+/// The levels of a list of effects' intervals: "95.0% intervals", or with
+/// Holm's steps "98.3% to 99.0% intervals (each at its Holm step's level)".
+pub fn interval_levels(effects: &[EffectReport]) -> String {
+    let levels = effects.iter().map(|e| e.interval_level).filter(|l| l.is_finite());
+    let (lo, hi) =
+        levels.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), l| (a.min(l), b.max(l)));
+    if !lo.is_finite() {
+        return "intervals".into();
+    }
+    if hi - lo < 5e-4 {
+        format!("{:.1}% intervals", lo * 100.0)
+    } else {
+        format!(
+            "{:.1}% to {:.1}% intervals (each at its Holm step's level)",
+            lo * 100.0,
+            hi * 100.0
+        )
+    }
+}
+
+/// How a family of ablations is adjusted: Holm's step-down in the fixed
+/// design, Bonferroni in a sequential one.
+pub fn adjustment(effects: &[EffectReport]) -> &'static str {
+    if effects.iter().any(|e| e.sequential.is_some()) { "Bonferroni" } else { "Holm" }
 }

@@ -43,7 +43,8 @@ pub fn family_size(data: &RunData) -> usize {
 }
 
 /// `alpha` is the family's level; each comparison is sized at `alpha / m`
-/// (Bonferroni over the `m` ablations, as the report applies it), with the
+/// (the first step of the report's Holm procedure, which every ablation
+/// passes when all are rejected at least there: conservative), with the
 /// t quantiles of the pilot's or the needed number of tasks.
 pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
     let n_tasks = data.tasks.list.len();
@@ -139,7 +140,7 @@ pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
         mde * 100.0,
         match rows.first() {
             Some(r) if r.level < alpha => format!(
-                "each of the {:.0} ablations at {:.4} (Bonferroni, as the report)",
+                "each of the {:.0} ablations at {:.4} (Holm's first step: the report's Holm rejects at least as often)",
                 alpha / r.level,
                 r.level
             ),

@@ -381,7 +381,11 @@ impl<'a> EffectRow<'a> {
             lo_excl_infra: x.map(|x| x.lo).into(),
             hi_excl_infra: x.map(|x| x.hi).into(),
             p_value_excl_infra: x.map(|x| x.p_value).into(),
-            adjustment: if e.family_size > 1 { "bonferroni" } else { "none" },
+            adjustment: match (e.family_size > 1, e.sequential.is_some()) {
+                (false, _) => "none",
+                (true, false) => "holm",
+                (true, true) => "bonferroni",
+            },
             verdict: e.verdict.to_string(),
             delivery: delivery_kind(&e.delivery, &e.verdict),
             delivery_note: e.delivery_note.clone().unwrap_or_default(),

@@ -218,10 +218,11 @@ pub fn render(r: &Report, colour: bool) -> String {
             s,
             "{}",
             c.bold(&format!(
-                "Ablations (treatment - control, paired over tasks; {:.1}% intervals, i.e. {:.0}% adjusted for {} (Bonferroni); {}):",
-                r.ablations.first().map_or(level, |e| e.interval_level) * 100.0,
+                "Ablations (treatment - control, paired over tasks; {}, i.e. {:.0}% adjusted for {} ({}); {}):",
+                super::export::interval_levels(&r.ablations),
                 level * 100.0,
                 count(r.ablations.first().map_or(0, |e| e.family_size), "ablation"),
+                super::export::adjustment(&r.ablations),
                 methods(&r.ablations)
             ))
         );

@@ -582,3 +582,43 @@ pub fn mcnemar_mid_p(b: u64, c: u64) -> f64 {
     let cdf_k: f64 = (0..=k).map(pmf).sum();
     (2.0 * cdf_k - pmf(k)).clamp(0.0, 1.0)
 }
+
+/// One comparison's step in [`holm`]: the level it is tested at (its
+/// interval is drawn at `1 - level`) and its adjusted p-value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HolmStep {
+    pub level: f64,
+    pub p_adjusted: f64,
+}
+
+/// Holm's step-down procedure (Holm 1979, Scand. J. Statist. 6:65-70; closed
+/// testing of Bonferroni's intersections) over the family's p-values, at
+/// family-wise level `alpha`. With the `m` p-values in ascending order
+/// `p_(1) <= ... <= p_(m)`, the `j`-th is rejected when every
+/// `p_(i) <= alpha / (m - i + 1)` for `i <= j`; its adjusted p-value is
+/// `max_{i <= j} min(1, (m - i + 1) p_(i))`. Each comparison's level is its
+/// step's, `alpha / (m - j + 1)`, and from the first step not rejected on
+/// that step's level for all later ones: so an interval at `1 - level`
+/// excludes 0 exactly when Holm rejects. (Each interval holds at its own
+/// level; the family-wise guarantee is the verdicts'.) NaN p-values go last,
+/// with a NaN adjusted p-value. Ties keep the input order.
+pub fn holm(p: &[f64], alpha: f64) -> Vec<HolmStep> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| match (p[a].is_nan(), p[b].is_nan()) {
+        (false, false) => p[a].total_cmp(&p[b]),
+        (x, y) => x.cmp(&y),
+    });
+    let mut out = vec![HolmStep { level: alpha, p_adjusted: f64::NAN }; m];
+    let (mut stopped_at, mut running) = (None::<usize>, 0.0f64);
+    for (j, &i) in order.iter().enumerate() {
+        let level_of = |step: usize| alpha / (m - step) as f64;
+        if stopped_at.is_none() && (p[i].is_nan() || p[i] > level_of(j)) {
+            stopped_at = Some(j);
+        }
+        running = running.max((p[i] * (m - j) as f64).min(1.0));
+        let p_adjusted = if p[i].is_nan() { f64::NAN } else { running };
+        out[i] = HolmStep { level: level_of(stopped_at.unwrap_or(j)), p_adjusted };
+    }
+    out
+}

@@ -836,3 +836,36 @@ fn the_mid_p_exceeds_alpha_given_sixteen_changed_tasks() {
         .sum();
     assert_close!(size, 5034.0 / 65536.0, 1e-12);
 }
+
+/// Holm's step-down by hand (the adjusted p-values are statsmodels' `multipletests(p,
+/// method="holm")`, whose formula is the same running maximum): p = (0.01, 0.02, 0.04) at 0.05
+/// is rejected at every step (0.01 <= 0.05/3, 0.02 <= 0.05/2, 0.04 <= 0.05), where Bonferroni
+/// (0.05/3 each) rejects only the first; adjusted (0.03, 0.04, 0.04). p = (0.04, 0.01, 0.03,
+/// 0.2): 0.01 <= 0.0125 rejected, 0.03 > 0.05/3 stops it, and every later one keeps that level;
+/// adjusted (0.09, 0.04, 0.09, 0.2).
+#[test]
+fn holm_steps_match_a_hand_computation() {
+    let s = holm(&[0.01, 0.02, 0.04], 0.05);
+    let levels: Vec<f64> = s.iter().map(|x| x.level).collect();
+    let adjusted: Vec<f64> = s.iter().map(|x| x.p_adjusted).collect();
+    for (got, want) in levels.iter().zip([0.05 / 3.0, 0.025, 0.05]) {
+        assert_close!(*got, want, 1e-15);
+    }
+    for (got, want) in adjusted.iter().zip([0.03, 0.04, 0.04]) {
+        assert_close!(*got, want, 1e-15);
+    }
+    let s = holm(&[0.04, 0.01, 0.03, 0.2], 0.05);
+    for (got, want) in s.iter().zip([0.05 / 3.0, 0.0125, 0.05 / 3.0, 0.05 / 3.0]) {
+        assert_close!(got.level, want, 1e-15);
+    }
+    for (got, want) in s.iter().zip([0.09, 0.04, 0.09, 0.2]) {
+        assert_close!(got.p_adjusted, want, 1e-15);
+    }
+    // A verdict reads p <= level: exactly Holm's rejections.
+    let rejected: Vec<bool> =
+        [0.04, 0.01, 0.03, 0.2].iter().zip(&s).map(|(p, x)| *p <= x.level).collect();
+    assert_eq!(rejected, [false, true, false, false]);
+    let s = holm(&[f64::NAN, 0.01], 0.05);
+    assert!(s[0].p_adjusted.is_nan());
+    assert_close!(s[1].p_adjusted, 0.02, 1e-15);
+}
