@@ -143,6 +143,10 @@ async fn decided_comparisons_stop_and_a_killed_run_resumes_to_the_same_decisions
         "{hurt:?}"
     );
     assert_eq!(hurt["method"], "betting_cs");
+    // Every difference the sequences took is -1 (a -> b) or 0 (a -> c): every resample of the
+    // bias correction is the same, so the bias-reduced estimate is the naive mean.
+    assert_eq!((hurt["delta"].as_str(), hurt["delta_bias_reduced"].as_str()), ("-1.0", "-1.0"));
+    assert_eq!(same["delta_bias_reduced"], "0.0", "{same:?}");
     assert_eq!(hurt["p_value"], "", "no p-value after optional stopping");
     // a -> c, d = 0 (x = 1/2) each task: the bets at 0.4 and 0.6 are their truncation 1.25, each factor 1.125,
     // and 0.5 * 1.125^k >= 40 first at k = 38 (1.125^37 = 78.2, 1.125^38 = 88.0).

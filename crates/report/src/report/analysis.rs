@@ -11,6 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 mod delivery;
+mod sequential;
 mod verdict;
 pub use verdict::{sign_flip_test, verdict, with_margin};
 
@@ -70,9 +71,12 @@ pub fn sequential_note(e: &EffectReport) -> Option<String> {
     let q = e.sequential.as_ref()?;
     let tasks = super::format::count(q.tasks, "task");
     Some(match q.decided_after_tasks {
-        Some(_) => {
-            format!("sequence: decided ({}) after {tasks}, {} trials", e.verdict.short(), q.trials)
-        }
+        Some(_) => format!(
+            "sequence: decided ({}) after {tasks}, {} trials; delta is the naive mean at the stop, biased away from 0 by stopping early: bias-reduced {} pp",
+            e.verdict.short(),
+            q.trials,
+            super::format::pp(q.delta_bias_reduced)
+        ),
         None => format!(
             "sequence: undecided after {tasks}, {} trials ({}{}); its interval now: {}{}",
             q.trials,
@@ -384,6 +388,10 @@ pub struct SequentialEffect {
     pub projected_tasks: Option<usize>,
     /// The running interval (tasks like these) after each task, for the plot.
     pub history: Vec<(f64, f64)>,
+    /// The bias-reduced estimate of the mean difference (`report::stopping`):
+    /// `delta` is the naive mean of the differences at the stop, biased away
+    /// from 0 when the sequence stopped early on them.
+    pub delta_bias_reduced: f64,
     /// Every task in and undecided: the without-replacement sequence, a
     /// description of these tasks as run (the suite's own mean, closing on it
     /// at the last task), never the effect's interval.
@@ -787,7 +795,7 @@ pub fn analyse(data: &RunData) -> Report {
         }
     }
     if let Some(order) = data.manifest.sequential_task_order() {
-        sequential_effects(data, &order, &mut ablations, &mut combined);
+        sequential::effects(data, &order, &mut ablations, &mut combined);
     }
     for e in ablations.iter_mut().chain(combined.iter_mut()) {
         delivery::check(data, e);
@@ -859,148 +867,6 @@ fn holm_steps(
         out[i] = Some(steps[k]);
     }
     out
-}
-
-/// A sequential run's comparisons: the decisions replayed from the records
-/// in the run's task order, by the runner's own rule (`ablate_core::sequential`);
-/// each effect's interval, level, verdict and method become the confidence
-/// sequence's at the stopping time (the fixed-design inference is not valid
-/// after stopping on the data, so none of it is shown).
-fn sequential_effects(
-    data: &RunData,
-    order: &[String],
-    ablations: &mut [EffectReport],
-    combined: &mut [EffectReport],
-) {
-    use ablate_core::sequential::Decision;
-    let exp = &data.manifest.experiment;
-    let design = exp.sequential.clone().unwrap_or_default();
-    let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
-    let models = if models.is_empty() { data.models.list.clone() } else { models };
-    let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
-    for r in &data.trials {
-        if r.status.is_infrastructure_error() && r.status.is_final() {
-            monitor.record_infrastructure(
-                data.tasks.name(r.task),
-                data.arms.name(r.arm),
-                data.models.name(r.model),
-                r.repeat,
-                r.attempt,
-            );
-        } else if r.status.is_final() {
-            monitor.record(
-                data.tasks.name(r.task),
-                data.arms.name(r.arm),
-                data.models.name(r.model),
-                r.repeat,
-                r.passed(),
-            );
-        }
-    }
-    let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
-    let position: std::collections::HashMap<&str, usize> =
-        order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
-    for effect in ablations.iter_mut().chain(combined.iter_mut()) {
-        let Some((spec, seq)) =
-            monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model)
-        else {
-            continue;
-        };
-        let used = seq.tasks();
-        let all_in = seq.decision == Decision::Undecided && used == order.len();
-        // The interval is always the inference on tasks like these; with every task in, the
-        // suite's own mean as run is a separate, labelled description.
-        let interval = seq.interval(false);
-        let these_tasks = all_in.then(|| seq.interval(true)).map(|i| (i.lo, i.hi));
-        let in_sequence = |r: &&Row| {
-            data.models.name(r.model) == effect.model
-                && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
-                && r.status.is_final()
-        };
-        let rate = |arm: &str| {
-            let rows: Vec<&Row> = data
-                .trials
-                .iter()
-                .filter(in_sequence)
-                .filter(|r| data.arms.name(r.arm) == arm)
-                .collect();
-            let per_task = by_task(&rows, data.tasks.list.len(), Row::passed);
-            let means: Vec<f64> =
-                per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
-            (stats::mean(&means), rows.len())
-        };
-        let ((control_rate, nc), (treatment_rate, nt)) =
-            (rate(&effect.control), rate(&effect.treatment));
-        effect.control_rate = control_rate;
-        effect.treatment_rate = treatment_rate;
-        effect.delta = seq.mean();
-        effect.lo = interval.lo;
-        effect.hi = interval.hi;
-        effect.p_value = f64::NAN;
-        (effect.p_mid, effect.p_exact) = (f64::NAN, f64::NAN);
-        effect.p_adjusted = None;
-        effect.interval_level = 1.0 - spec.alpha;
-        effect.method = stats::InferenceMethod::BettingCs { without_replacement: false };
-        effect.estimand = ESTIMAND_TASKS_LIKE_THESE;
-        effect.scope = "tasks".into();
-        effect.n_tasks = used;
-        effect.mde = f64::NAN;
-        effect.excl_infra = None;
-        let projected_tasks = (seq.decision == Decision::Undecided)
-            .then(|| seq.projected_tasks(PROJECTION_CAP))
-            .flatten();
-        effect.verdict = match seq.decision {
-            Decision::Helps => EffectVerdict::Helps { one_task: false },
-            Decision::Hurts => EffectVerdict::Hurts { one_task: false },
-            Decision::Equivalent => EffectVerdict::Equivalent {
-                margin: exp.margin.unwrap_or(f64::NAN),
-                one_task: false,
-            },
-            Decision::Undecided
-                if let Some(k) = monitor.stalled_at(&effect.name, &effect.model) =>
-            {
-                EffectVerdict::InfrastructureStopped {
-                    task: order[k].clone(),
-                    retries: design.retries(),
-                }
-            }
-            Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
-            Decision::Undecided => EffectVerdict::UndecidedAtBudget {
-                projected_tasks,
-                tasks: used,
-                every_task: used == order.len(),
-            },
-        };
-        effect.sequential = Some(SequentialEffect {
-            decided_after_tasks: seq.decided_at,
-            tasks: used,
-            trials: nc + nt,
-            projected_tasks,
-            history: seq.history(),
-            these_tasks,
-            budget_spent: budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
-        });
-    }
-}
-
-/// The experiment's budget of money or running time the records spent, as
-/// the runner counts it (`ablate_core::sequential::spend`: every final record's
-/// cost and the union of their spans, into the run's own rule), read again
-/// from trials.jsonl only when the design has such a budget.
-fn budget_spent(
-    data: &RunData,
-    design: &ablate_core::experiment::config::SequentialDesign,
-    monitor: &mut ablate_core::sequential::Monitor,
-) -> Option<ablate_core::sequential::spend::Spent> {
-    if design.max_cost_usd.is_none() && design.max_seconds.is_none() {
-        return None;
-    }
-    ablate_core::record::jsonl::for_each::<ablate_core::record::TrialRecord>(
-        &data.dir.join("trials.jsonl"),
-        |r| ablate_core::record::feed_spend(monitor, &r),
-    )
-    .ok()?;
-    monitor.spent()
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod load;
 pub mod power;
 pub mod rows;
 pub mod stats;
+pub mod stopping;
 pub mod summary;
 pub mod terminal;
 

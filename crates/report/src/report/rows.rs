@@ -343,6 +343,7 @@ pub struct EffectRow<'a> {
     pub sequential_trials: Option<usize>,
     #[serde(serialize_with = "as_int")]
     pub projected_tasks: Option<usize>,
+    pub delta_bias_reduced: Num,
     pub these_tasks_lo: Num,
     pub these_tasks_hi: Num,
 }
@@ -393,6 +394,7 @@ impl<'a> EffectRow<'a> {
             decided_after_tasks: e.sequential.as_ref().and_then(|s| s.decided_after_tasks),
             sequential_trials: e.sequential.as_ref().map(|s| s.trials),
             projected_tasks: e.sequential.as_ref().and_then(|s| s.projected_tasks),
+            delta_bias_reduced: e.sequential.as_ref().map(|s| s.delta_bias_reduced).into(),
             these_tasks_lo: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.0).into(),
             these_tasks_hi: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.1).into(),
         }
@@ -487,7 +489,7 @@ mod tests {
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
         assert_eq!(arms_columns().len(), 41);
-        assert_eq!(effects_columns().len(), 44);
+        assert_eq!(effects_columns().len(), 45);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
         {

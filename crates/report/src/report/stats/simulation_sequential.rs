@@ -16,6 +16,8 @@ use ablate_core::sequential::{Decision, Sequence};
 /// ever have excluded 0.
 struct Outcome {
     decision: Decision,
+    /// The differences the sequence took, in order.
+    differences: Vec<f64>,
     tasks: usize,
     covered: bool,
     peeked_rejects: bool,
@@ -36,10 +38,12 @@ fn replicate(
     let (mut c, mut t) =
         (vec![Vec::with_capacity(cell.repeats)], vec![Vec::with_capacity(cell.repeats)]);
     let (mut sum, mut sum2, mut peeked_rejects) = (0.0, 0.0, false);
+    let mut differences = Vec::new();
     for (k, &crit) in t_crit.iter().enumerate().take(max_tasks + 1).skip(1) {
         one.draw(rng, &mut c, &mut t);
         let d = mean(&t[0]) - mean(&c[0]);
         seq.push(d);
+        differences.push(d);
         sum += d;
         sum2 += d * d;
         if k >= 2 && !peeked_rejects {
@@ -53,6 +57,7 @@ fn replicate(
     }
     Outcome {
         decision: seq.decision,
+        differences,
         tasks: seq.tasks(),
         covered: !seq.excludes(0),
         peeked_rejects,
@@ -167,7 +172,8 @@ fn simulation_sequential_equivalence_size() {
 /// design's number). Simulated effects vary by task (`Cell`). At effects of 1x, 2x and 4x the MDE: the mean tasks used over
 /// the fixed design's, and the share decided (rightly: helps); at no effect
 /// with a margin of 2x the MDE: the mean tasks used and the share decided
-/// equivalent. 500 replications a cell. Asserted: at 2x at most 0.6 and at
+/// equivalent. 2000 replications a cell, each figure with its simulation
+/// standard error. Asserted: at 2x at most 0.6 and at
 /// 4x at most 0.35 of the fixed design's tasks, in every cell, and the
 /// sequence holding the true difference at the stopping time in at least
 /// 1 - alpha of replications (less 3 standard errors, 0.029).
@@ -175,7 +181,7 @@ fn simulation_sequential_equivalence_size() {
 fn simulation_sequential_efficiency() {
     let mut out = Table::default();
     let started = std::time::Instant::now();
-    let (alpha, fixed, reps) = (0.05, 200usize, reps(500));
+    let (alpha, fixed, reps) = (0.05, 200usize, reps(2000));
     let max_tasks = 2 * fixed;
     let t_crit = t_table(alpha, max_tasks);
     let mut rng = SplitMix64(0xEF_F1C1_E000_0027);
@@ -183,14 +189,14 @@ fn simulation_sequential_efficiency() {
         "simulation_sequential_efficiency: the fixed design {fixed} tasks (paired t, 80% power at its MDE, alpha {alpha}); sequential up to {max_tasks} tasks; {reps} replications"
     ));
     out.line(format_args!(
-        "{:>6} {:>4} {:>4} {:>6} | {:>13} {:>13} {:>13} | {:>20}",
+        "{:>6} {:>4} {:>4} {:>6} | {:>22} {:>22} {:>22} | {:>20}",
         "trials",
         "base",
         "icc",
         "MDE",
-        "1x: ratio/ok",
-        "2x: ratio/ok",
-        "4x: ratio/ok",
+        "1x: ratio±se ok±se",
+        "2x: ratio±se ok±se",
+        "4x: ratio±se ok±se",
         "0, margin 2x: ratio/eq"
     ));
     let mut failures = Vec::new();
@@ -205,16 +211,21 @@ fn simulation_sequential_efficiency() {
         let mut row = format!("{repeats:>6} {base:>4} {icc:>4} {mde:>6.3} |");
         for &k in &[1.0, 2.0, 4.0] {
             let cell = Cell { tasks: max_tasks, repeats, base, icc, delta: k * mde };
-            let (mut tasks, mut right, mut covered) = (0usize, 0usize, 0usize);
+            let (mut used, mut right, mut covered) = (Vec::new(), 0usize, 0usize);
             for _ in 0..reps {
                 let o = replicate(&cell, &mut rng, alpha, None, max_tasks, &t_crit);
-                tasks += o.tasks;
+                used.push(o.tasks as f64 / fixed as f64);
                 right += (o.decision == Decision::Helps) as usize;
                 covered += o.covered as usize;
             }
             worst_cover = worst_cover.min(covered as f64 / reps as f64);
-            let ratio = tasks as f64 / reps as f64 / fixed as f64;
-            row.push_str(&format!(" {ratio:>6.2} {:>5.2} ", right as f64 / reps as f64));
+            let ratio = mean(&used);
+            let share = right as f64 / reps as f64;
+            row.push_str(&format!(
+                " {ratio:>5.2}±{:.3} {share:>4.2}±{:.3} ",
+                sample_sd(&used) / (reps as f64).sqrt(),
+                (share * (1.0 - share) / reps as f64).sqrt()
+            ));
             if (k == 2.0 && ratio > 0.6) || (k == 4.0 && ratio > 0.35) {
                 failures.push(format!("trials {repeats} base {base} icc {icc} at {k}x MDE: {ratio:.2} of the fixed design's tasks"));
             }
@@ -239,4 +250,68 @@ fn simulation_sequential_efficiency() {
     ));
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(worst_cover >= 1.0 - alpha - slack(alpha, reps), "coverage {worst_cover}");
+}
+
+/// Replications a cell of [`simulation_sequential_estimate`].
+const ESTIMATE_REPS: usize = 1000;
+
+/// The estimate after stopping: the fixed design of 100 tasks (paired t, 80% power at its MDE),
+/// the sequential design up to 200 tasks (bets sized for 100), at 1x and 2x that MDE; over the
+/// replications decided "helps", the naive mean at the stop and the bias-reduced estimate
+/// (`report::stopping`, the report's own), each as mean / truth - 1 with its standard error.
+/// Asserted: the bias-reduced estimate's relative bias is smaller in size than the naive
+/// mean's in every cell.
+#[test]
+fn simulation_sequential_estimate() {
+    use crate::report::stopping::{StoppingRule, bias_reduced};
+    let mut out = Table::default();
+    let (alpha, fixed, reps) = (0.05, 100usize, reps(ESTIMATE_REPS));
+    let max_tasks = 2 * fixed;
+    let t_crit = t_table(alpha, max_tasks);
+    let mut rng = SplitMix64(0xE571_4A7E_0000_0001);
+    out.line(format_args!("simulation_sequential_estimate: fixed design {fixed} tasks, sequential up to {max_tasks}; {reps} replications a cell; over the 'helps' decisions, estimate / truth - 1 (standard error)"));
+    out.line(format_args!(
+        "{:>6} {:>4} {:>4} {:>6} {:>3} | {:>7} {:>16} {:>16}",
+        "trials", "base", "icc", "effect", "x", "helps", "naive", "bias-reduced"
+    ));
+    let mut failures = Vec::new();
+    for &(repeats, base, icc) in &[(1usize, 0.5, 0.5), (3, 0.3, 0.25)] {
+        let var_d = 2.0 * base * (1.0 - base) * (1.0 - icc) / repeats as f64;
+        let mde = min_detectable_effect(var_d, fixed as u64, alpha, 0.8);
+        for &k in &[1.0, 2.0] {
+            let cell = Cell { tasks: max_tasks, repeats, base, icc, delta: k * mde };
+            let truth = cell.effect();
+            let (mut naive, mut reduced) = (Vec::new(), Vec::new());
+            for r in 0..reps {
+                let o = replicate(&cell, &mut rng, alpha, None, max_tasks, &t_crit);
+                if o.decision != Decision::Helps {
+                    continue;
+                }
+                let rule = StoppingRule {
+                    alpha,
+                    margin: None,
+                    sizing: ablate_core::sequential::bets_for(max_tasks),
+                    horizon: max_tasks,
+                };
+                naive.push(mean(&o.differences) / truth - 1.0);
+                reduced.push(bias_reduced(&o.differences, &rule, r as u64) / truth - 1.0);
+            }
+            let se = |v: &[f64]| sample_sd(v) / (v.len() as f64).sqrt();
+            let (bn, br) = (mean(&naive), mean(&reduced));
+            out.line(format_args!(
+                "{repeats:>6} {base:>4} {icc:>4} {truth:>6.3} {k:>3} | {:>7.3} {:>+8.3} ({:.3}) {:>+8.3} ({:.3})",
+                naive.len() as f64 / reps as f64,
+                bn,
+                se(&naive),
+                br,
+                se(&reduced)
+            ));
+            if br.abs() >= bn.abs() {
+                failures.push(format!(
+                    "trials {repeats} base {base} icc {icc} at {k}x: {br:.3} vs {bn:.3}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -1,0 +1,187 @@
+//! A step of the analysis: a sequential run's comparisons, replayed from the
+//! records by the runner's own rule, with the estimate after the stop.
+
+use super::*;
+
+/// A sequential run's comparisons: the decisions replayed from the records
+/// in the run's task order, by the runner's own rule (`ablate_core::sequential`);
+/// each effect's interval, level, verdict and method become the confidence
+/// sequence's at the stopping time (the fixed-design inference is not valid
+/// after stopping on the data, so none of it is shown).
+pub(super) fn effects(
+    data: &RunData,
+    order: &[String],
+    ablations: &mut [EffectReport],
+    combined: &mut [EffectReport],
+) {
+    use ablate_core::sequential::Decision;
+    let exp = &data.manifest.experiment;
+    let design = exp.sequential.clone().unwrap_or_default();
+    let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
+    let models = if models.is_empty() { data.models.list.clone() } else { models };
+    let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
+    for r in &data.trials {
+        if r.status.is_infrastructure_error() && r.status.is_final() {
+            monitor.record_infrastructure(
+                data.tasks.name(r.task),
+                data.arms.name(r.arm),
+                data.models.name(r.model),
+                r.repeat,
+                r.attempt,
+            );
+        } else if r.status.is_final() {
+            monitor.record(
+                data.tasks.name(r.task),
+                data.arms.name(r.arm),
+                data.models.name(r.model),
+                r.repeat,
+                r.passed(),
+            );
+        }
+    }
+    let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
+    let position: std::collections::HashMap<&str, usize> =
+        order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    for effect in ablations.iter_mut().chain(combined.iter_mut()) {
+        let Some((spec, seq)) =
+            monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model)
+        else {
+            continue;
+        };
+        let used = seq.tasks();
+        let all_in = seq.decision == Decision::Undecided && used == order.len();
+        // The interval is always the inference on tasks like these; with every task in, the
+        // suite's own mean as run is a separate, labelled description.
+        let interval = seq.interval(false);
+        let these_tasks = all_in.then(|| seq.interval(true)).map(|i| (i.lo, i.hi));
+        let in_sequence = |r: &&Row| {
+            data.models.name(r.model) == effect.model
+                && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
+                && r.status.is_final()
+        };
+        let rate = |arm: &str| {
+            let rows: Vec<&Row> = data
+                .trials
+                .iter()
+                .filter(in_sequence)
+                .filter(|r| data.arms.name(r.arm) == arm)
+                .collect();
+            let per_task = by_task(&rows, data.tasks.list.len(), Row::passed);
+            let means: Vec<f64> =
+                per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+            (stats::mean(&means), rows.len())
+        };
+        let ((control_rate, nc), (treatment_rate, nt)) =
+            (rate(&effect.control), rate(&effect.treatment));
+        effect.control_rate = control_rate;
+        effect.treatment_rate = treatment_rate;
+        effect.delta = seq.mean();
+        effect.lo = interval.lo;
+        effect.hi = interval.hi;
+        effect.p_value = f64::NAN;
+        (effect.p_mid, effect.p_exact) = (f64::NAN, f64::NAN);
+        effect.p_adjusted = None;
+        effect.interval_level = 1.0 - spec.alpha;
+        effect.method = stats::InferenceMethod::BettingCs { without_replacement: false };
+        effect.estimand = ESTIMAND_TASKS_LIKE_THESE;
+        effect.scope = "tasks".into();
+        effect.n_tasks = used;
+        effect.mde = f64::NAN;
+        effect.excl_infra = None;
+        let projected_tasks = (seq.decision == Decision::Undecided)
+            .then(|| seq.projected_tasks(PROJECTION_CAP))
+            .flatten();
+        effect.verdict = match seq.decision {
+            Decision::Helps => EffectVerdict::Helps { one_task: false },
+            Decision::Hurts => EffectVerdict::Hurts { one_task: false },
+            Decision::Equivalent => EffectVerdict::Equivalent {
+                margin: exp.margin.unwrap_or(f64::NAN),
+                one_task: false,
+            },
+            Decision::Undecided
+                if let Some(k) = monitor.stalled_at(&effect.name, &effect.model) =>
+            {
+                EffectVerdict::InfrastructureStopped {
+                    task: order[k].clone(),
+                    retries: design.retries(),
+                }
+            }
+            Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
+            Decision::Undecided => EffectVerdict::UndecidedAtBudget {
+                projected_tasks,
+                tasks: used,
+                every_task: used == order.len(),
+            },
+        };
+        effect.sequential = Some(SequentialEffect {
+            decided_after_tasks: seq.decided_at,
+            tasks: used,
+            trials: nc + nt,
+            projected_tasks,
+            history: seq.history(),
+            delta_bias_reduced: bias_reduced_delta(data, order, effect, spec, &monitor),
+            these_tasks,
+            budget_spent: budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
+        });
+    }
+}
+
+/// The experiment's budget of money or running time the records spent, as
+/// the runner counts it (`ablate_core::sequential::spend`: every final record's
+/// cost and the union of their spans, into the run's own rule), read again
+/// from trials.jsonl only when the design has such a budget.
+fn budget_spent(
+    data: &RunData,
+    design: &ablate_core::experiment::config::SequentialDesign,
+    monitor: &mut ablate_core::sequential::Monitor,
+) -> Option<ablate_core::sequential::spend::Spent> {
+    if design.max_cost_usd.is_none() && design.max_seconds.is_none() {
+        return None;
+    }
+    ablate_core::record::jsonl::for_each::<ablate_core::record::TrialRecord>(
+        &data.dir.join("trials.jsonl"),
+        |r| ablate_core::record::feed_spend(monitor, &r),
+    )
+    .ok()?;
+    monitor.spent()
+}
+
+/// The bias-reduced estimate of a sequential comparison (`report::stopping`):
+/// the per-task differences its sequence took, resampled through its rule.
+fn bias_reduced_delta(
+    data: &RunData,
+    order: &[String],
+    effect: &EffectReport,
+    spec: &ablate_core::sequential::ComparisonSpec,
+    monitor: &ablate_core::sequential::Monitor,
+) -> f64 {
+    use ablate_core::sequential::Decision;
+    let Some((_, seq)) =
+        monitor.comparisons().find(|(c, _)| c.name == spec.name && c.model == spec.model)
+    else {
+        return f64::NAN;
+    };
+    let used = seq.tasks();
+    let mean_of = |task: &str, arm: &str| {
+        let v: Vec<f64> = data
+            .trials
+            .iter()
+            .filter(|r| r.status.is_final() && !r.status.is_infrastructure_error())
+            .filter(|r| data.tasks.name(r.task) == task && data.arms.name(r.arm) == arm)
+            .filter(|r| data.models.name(r.model) == effect.model)
+            .map(Row::passed)
+            .collect();
+        stats::mean(&v)
+    };
+    let d: Vec<f64> = order[..used.min(order.len())]
+        .iter()
+        .map(|t| mean_of(t, &effect.treatment) - mean_of(t, &effect.control))
+        .collect();
+    let rule = crate::report::stopping::StoppingRule {
+        alpha: spec.alpha,
+        margin: data.manifest.experiment.margin,
+        sizing: ablate_core::sequential::bets_for(monitor.max_tasks()),
+        horizon: if seq.decision == Decision::Undecided { used } else { monitor.max_tasks() },
+    };
+    crate::report::stopping::bias_reduced(&d, &rule, data.manifest.experiment.seed)
+}
