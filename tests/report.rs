@@ -3,6 +3,7 @@
 mod common;
 
 use ablate_synth as synth;
+use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -530,6 +531,28 @@ fn the_one_task_seed_demo_gets_an_answer_for_that_task() {
     assert!(out.contains("says nothing about other tasks"), "{out}");
 }
 
+/// Rewrite every record of the run's trials.jsonl with `edit`, then report the run: its
+/// terminal output and effects.csv's rows.
+fn restatus_and_report(
+    run: &Path,
+    mut edit: impl FnMut(&mut serde_json::Value),
+) -> (String, Vec<HashMap<String, String>>) {
+    let path = run.join("trials.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            edit(&mut v);
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    (out, csv_rows(&run.join("effects.csv")))
+}
+
 /// Infrastructure cannot decide in the fixed design either: full and full-minus-feedback both
 /// pass 90% of their trials; every other record of full-minus-feedback turned into a provider
 /// error, counted as a failure, makes every task move up (sign flip p = 2 / 2^14 = 1.2e-4,
@@ -539,34 +562,15 @@ fn the_one_task_seed_demo_gets_an_answer_for_that_task() {
 fn a_verdict_the_infrastructure_would_decide_is_not_given() {
     let dir = tempfile::tempdir().unwrap();
     let run = generate(dir.path(), 4, |_, _| 0.9);
-    let path = run.join("trials.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap();
     let mut n = 0u32;
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            if v["status"] == "provider_error" {
-                v["status"] = serde_json::json!("passed");
-            }
-            if v["arm"] == "full-minus-feedback" {
-                n += 1;
-                v["status"] = serde_json::json!(if n.is_multiple_of(2) {
-                    "provider_error"
-                } else {
-                    "passed"
-                });
-            }
-            if v["arm"] == "full" {
-                v["status"] = serde_json::json!("passed");
-            }
-            serde_json::to_string(&v).unwrap()
-        })
-        .collect();
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let effects = csv_rows(&run.join("effects.csv"));
+    let (out, effects) = restatus_and_report(&run, |v| {
+        if v["arm"] == "full-minus-feedback" {
+            n += 1;
+            v["status"] = json!(if n.is_multiple_of(2) { "provider_error" } else { "passed" });
+        } else if v["status"] == "provider_error" || v["arm"] == "full" {
+            v["status"] = json!("passed");
+        }
+    });
     let fb = effects.iter().find(|e| e["components"] == "feedback").unwrap();
     assert_eq!(
         fb["verdict"],
@@ -585,30 +589,19 @@ fn infrastructure_errors_in_one_arm_are_flagged_with_the_effect_without_them() {
         if arm == "full" || arm == "full-minus-feedback" { 0.5 } else { 0.6 }
     });
     // Turn every third record of full-minus-feedback into a provider error.
-    let path = run.join("trials.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap();
     let mut n = 0;
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            // The generator's own occasional provider errors become plain failures.
-            if v["status"] == "provider_error" {
-                v["status"] = serde_json::json!("failed");
+    let (out, effects) = restatus_and_report(&run, |v| {
+        // The generator's own occasional provider errors become plain failures.
+        if v["status"] == "provider_error" {
+            v["status"] = json!("failed");
+        }
+        if v["arm"] == "full-minus-feedback" {
+            n += 1;
+            if n % 3 == 0 {
+                v["status"] = json!("provider_error");
             }
-            if v["arm"] == "full-minus-feedback" {
-                n += 1;
-                if n % 3 == 0 {
-                    v["status"] = serde_json::json!("provider_error");
-                }
-            }
-            serde_json::to_string(&v).unwrap()
-        })
-        .collect();
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let effects = csv_rows(&run.join("effects.csv"));
+        }
+    });
     let fb = effects.iter().find(|e| e["components"] == "feedback").unwrap();
     assert_eq!(
         (fb["infra_errors_control"].as_str(), fb["infra_differs"].as_str()),

@@ -523,6 +523,28 @@ async fn budgets_of_money_and_running_time_stop_the_trials_and_a_resume_counts_t
     );
 }
 
+/// `ablate run CONFIG` into `results/RUN_ID` with `--jobs JOBS`, to its end: the run
+/// folder and the command's output (asserted successful).
+async fn run_to_end(
+    config: &Path,
+    results: &Path,
+    run_id: &str,
+    jobs: &str,
+) -> (PathBuf, std::process::Output) {
+    let (c, r) = (config.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
+    let (id, j) = (run_id.to_string(), jobs.to_string());
+    let out = tokio::task::spawn_blocking(move || {
+        output_within(
+            &mut ablate(&["run", &c, "--results", &r, "--run-id", &id, "--jobs", &j]),
+            Duration::from_secs(600),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (results.join(run_id), out)
+}
+
 /// An outage cannot decide a sequential comparison. Arm c's first 12 trials each meet a provider
 /// error (a 401 on every other request of c's, so each re-run succeeds): counted as failures
 /// beside a's passes they would be 12 tasks of d = -1, "hurts" after 11 (by hand, above). Each
@@ -549,19 +571,8 @@ async fn an_outage_is_re_run_and_decides_nothing() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), &server.url);
-    let results = dir.path().join("results");
-    let (c, r) = (cfg.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
-    let out = tokio::task::spawn_blocking(move || {
-        output_within(
-            &mut ablate(&["run", &c, "--results", &r, "--run-id", "outage", "--jobs", "1"]),
-            Duration::from_secs(600),
-        )
-    })
-    .await
-    .unwrap();
+    let (run, out) = run_to_end(&cfg, &dir.path().join("results"), "outage", "1").await;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let run = results.join("outage");
     let recs = records(&run);
     let errors: Vec<_> = recs.iter().filter(|r| r.status.is_infrastructure_error()).collect();
     assert_eq!(errors.len(), 12, "every provider error is kept: {stderr}");
@@ -597,19 +608,8 @@ async fn every_task_in_and_undecided_prints_the_inference_not_the_description() 
         .replace("margin = 0.2\n", "")
         .replace("[[matrix.pairs]]\ncontrol = \"a\"\ntreatment = \"b\"\n", "");
     std::fs::write(&cfg, text).unwrap();
-    let results = dir.path().join("results");
-    let (c, r) = (cfg.to_str().unwrap().to_string(), results.to_str().unwrap().to_string());
-    let out = tokio::task::spawn_blocking(move || {
-        output_within(
-            &mut ablate(&["run", &c, "--results", &r, "--run-id", "open", "--jobs", "2"]),
-            Duration::from_secs(600),
-        )
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let e = effects(&results.join("open"));
+    let (run, out) = run_to_end(&cfg, &dir.path().join("results"), "open", "2").await;
+    let e = effects(&run);
     let row = e.iter().find(|r| r["treatment"] == "c").unwrap();
     assert!(row["verdict"].starts_with("undecided with every task in"), "{row:?}");
     assert_eq!(
