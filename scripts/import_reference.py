@@ -31,7 +31,8 @@ solver raised RuntimeError -> `harness_error`, counts 0 but stays in the denomin
   delta 11/30 = 0.366667; 8 positive d, 2 zero: sign-flip p = 2 * 2^2/2^10 = 0.0078125),
   short->long-hint combined (delta 14/30 = 0.466667), long->long-hint ablation of hint
   (d: 0,0,1/3,1/3,0,0,1/3,0,1/3,-1/3; delta 1/10 = 0.1; p = 2 * 6/32 = 0.375).
-  Ablations m = 2: tested at 0.025 (interval level 0.975); combined at 0.05 (level 0.95).
+  Ablations m = 2: Holm's first step at 0.025 (interval level 0.975), the second at 0.05 when
+  the first is rejected, else 0.025; combined at 0.05 (level 0.95).
 
 Harbor fixture (tests/fixtures/import/make_harbor_jobs.py, 3 tasks x 2 attempts):
   job-a (gpt-4o-mini, temperature 0.0)
@@ -87,8 +88,10 @@ CONVENTIONS chosen where the docs leave room (all documented here, none read fro
   [-6.1, +7.5] pp; 16 one-trial tasks, 4 fail -> pass: p 0.125; clustered Wilson 14 x 10 all
   passing [0.750, 1], 14 x 6/10 [0.329, 0.821].
 * Hull of the sign-flip and floor intervals, clamped to [-1, 1]; p = max(sign-flip p, floor p).
-* Family: m = the number of ablation comparisons; ablation level 1 - alpha/m, combined 1 - alpha.
-  p_adjusted = min(1, m p) for ablations (printed for information).
+* Family: m = the number of ablation comparisons, adjusted by Holm's step-down: in ascending
+  order of p the j-th (from 0) at level 1 - alpha/(m - j) while every smaller p was rejected,
+  and from the first step not rejected on, every later one at that step's level; combined
+  comparisons at 1 - alpha. p_adjusted = the running maximum of min(1, (m - j) p).
 * An arm's `tasks` and `trials` count the analysed (non-`interrupted`) trials; `statuses`
   counts every trial, interrupted ones included.
 * Arm identity values are compared as canonical JSON; a field absent from a trial is null.
@@ -748,10 +751,28 @@ def main() -> None:
         plan.append((ctrl, treat, diff))
     m = sum(1 for _, _, diff in plan if len(diff) == 1)
 
+    # Holm's step-down over the ablations (Holm 1979): in ascending order of p the j-th (from 0)
+    # is tested at ALPHA / (m - j) while every smaller one was rejected; from the first not
+    # rejected on, every later one at that step's level. Adjusted p: the running maximum of
+    # min(1, (m - j) p). The p-values do not depend on the level.
+    ablation_ids = [k for k, (_, _, diff) in enumerate(plan) if len(diff) == 1]
+    p_of = {k: paired(arm_tasks(arms[plan[k][0]]), arm_tasks(arms[plan[k][1]]), 0.95)["p_value"]
+            for k in ablation_ids}
+    order = sorted(ablation_ids, key=lambda k: (p_of[k] is None, p_of[k] or 0.0))
+    holm_level, holm_adjusted, stopped, running = {}, {}, None, 0.0
+    for j, k in enumerate(order):
+        p = p_of[k]
+        if stopped is None and (p is None or p > ALPHA / (m - j)):
+            stopped = j
+        holm_level[k] = ALPHA / (m - (j if stopped is None else stopped))
+        if p is not None:
+            running = max(running, min(1.0, (m - j) * p))
+            holm_adjusted[k] = running
+
     comps = []
-    for ctrl, treat, diff in plan:
+    for idx, (ctrl, treat, diff) in enumerate(plan):
         ablation = len(diff) == 1
-        level = 1 - ALPHA / m if ablation else 1 - ALPHA
+        level = 1 - holm_level[idx] if ablation else 1 - ALPHA
         r = paired(arm_tasks(arms[ctrl]), arm_tasks(arms[treat]), level)
         row = {
             "control": arms[ctrl]["values"],
@@ -768,7 +789,7 @@ def main() -> None:
             "method": r["method"],
         }
         if ablation and r["p_value"] is not None:
-            row["p_adjusted"] = min(1.0, m * r["p_value"])
+            row["p_adjusted"] = holm_adjusted[idx]
         for k in ("sign_flip", "floor"):
             if k in r:
                 row[k] = r[k]

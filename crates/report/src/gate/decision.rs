@@ -24,9 +24,23 @@ impl Verdict {
     }
 }
 
+/// How the gate tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateTest {
+    /// Every task has the same trials on each side, so pooling weighs every
+    /// task the same: the exact unconditional tests on the pooled counts.
+    PooledExact,
+    /// Tasks with unequal trials (a partial run): tasks as strata, each
+    /// weighing the same, a Wald test on the mean of the per-task differences
+    /// ([`decide_stratified`]); its error rates are simulated, not exact.
+    Stratified,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
     pub verdict: Verdict,
+    pub test: GateTest,
     pub n_tasks: usize,
     /// Pooled pass counts over the paired tasks.
     pub baseline_passes: u64,
@@ -42,6 +56,11 @@ pub struct Decision {
     pub p_non_inferior: f64,
     /// Exact p-value of "not worse" (FAIL when <= alpha).
     pub p_regression: f64,
+    /// The stratified test's standard errors of `mean` with their
+    /// Welch-Satterthwaite degrees of freedom, under a difference of 0, of
+    /// `-margin` and of `+margin` ([`decide_stratified`]; None for the pooled
+    /// exact tests).
+    pub null_se: Option<[(f64, f64); 3]>,
     pub margin: f64,
     pub alpha: f64,
 }
@@ -62,6 +81,23 @@ impl Decision {
             self.candidate_passes,
             self.candidate_trials,
         );
+        if self.test == GateTest::Stratified {
+            // The same Wald statistic at the other two shifts.
+            let [(se0, df0), _, (se1, df1)] = self.null_se.unwrap_or([(f64::NAN, 1.0); 3]);
+            return match self.verdict {
+                Verdict::Fail => "hurts".into(),
+                Verdict::Inconclusive => format!("undecided: neither an effect nor within ±{m} pp"),
+                Verdict::Pass if stats::t_sf(self.mean / se0, df0) <= self.alpha => "helps".into(),
+                Verdict::Pass
+                    if stats::t_sf((self.margin - self.mean) / se1, df1) <= self.alpha =>
+                {
+                    format!("equivalent within ±{m} pp")
+                }
+                Verdict::Pass => format!(
+                    "non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)"
+                ),
+            };
+        }
         match self.verdict {
             Verdict::Fail => "hurts".into(),
             Verdict::Inconclusive => format!("undecided: neither an effect nor within ±{m} pp"),
@@ -291,6 +327,7 @@ pub fn decide_counts(
         if nx == 0 || ny == 0 { f64::NAN } else { y as f64 / ny as f64 - x as f64 / nx as f64 };
     Decision {
         verdict,
+        test: GateTest::PooledExact,
         n_tasks,
         baseline_passes: x,
         baseline_trials: nx,
@@ -301,6 +338,7 @@ pub fn decide_counts(
         upper,
         p_non_inferior,
         p_regression,
+        null_se: None,
         margin,
         alpha,
     }
@@ -358,6 +396,111 @@ pub fn decide(pairs: &[(&BaselineRow, &BaselineRow)], alpha: f64, margin: f64) -
         alpha,
         margin,
     )
+}
+
+/// The gate's rule with tasks as strata, for paired tasks whose trial counts
+/// differ (a partial or interrupted run): the estimate is the mean over the
+/// paired tasks of `c_t / m_t - b_t / n_t` (every task weighs the same, as
+/// the report weighs them), its variance `sum_t v_t / T^2` with
+/// `v_t = a_t (1 - a_t) / n_t + c'_t (1 - c'_t) / m_t` on the half-count
+/// rates `a_t = (b_t + 1/2) / (n_t + 1)` (the exact test's statistic, per
+/// task); FAIL when `D / se < -t_{1 - alpha, df}`, else PASS when
+/// `(D + margin) / se > t_{1 - alpha, df}`, else INCONCLUSIVE, and the
+/// one-sided bounds `D -+ t se`, with the Welch-Satterthwaite degrees of
+/// freedom of the per-task variance terms (each side's on its trials - 1). The trial noise within each task is the only noise
+/// (these tasks are the estimand), so heterogeneous tasks do not widen it.
+/// Not exact: `simulation_gate_stratified` measures its false PASS and false
+/// FAIL rates on heterogeneous tasks with partial runs.
+pub fn decide_stratified(
+    pairs: &[(&BaselineRow, &BaselineRow)],
+    alpha: f64,
+    margin: f64,
+) -> Decision {
+    let counts: Vec<(f64, f64, f64, f64)> = pairs
+        .iter()
+        .filter(|(b, c)| b.trials > 0 && c.trials > 0)
+        .map(|(b, c)| (b.passes as f64, b.trials as f64, c.passes as f64, c.trials as f64))
+        .collect();
+    let Stratified { verdict, mean, null_se, p_non_inferior, p_regression } =
+        stratified_verdict(&counts, alpha, margin);
+    // The bounds: the shifts the same test keeps, with the variance at no difference.
+    let (se, df) = null_se[0];
+    let z = stats::t_quantile(1.0 - alpha, df);
+    let sum = |f: &dyn Fn(&(&BaselineRow, &BaselineRow)) -> u32| {
+        pairs.iter().map(|p| f(p) as u64).sum::<u64>()
+    };
+    Decision {
+        verdict,
+        test: GateTest::Stratified,
+        n_tasks: counts.len(),
+        baseline_passes: sum(&|p| p.0.passes),
+        baseline_trials: sum(&|p| p.0.trials),
+        candidate_passes: sum(&|p| p.1.passes),
+        candidate_trials: sum(&|p| p.1.trials),
+        mean,
+        lower: (mean - z * se).max(-1.0),
+        upper: (mean + z * se).min(1.0),
+        p_non_inferior,
+        p_regression,
+        null_se: Some(null_se),
+        margin,
+        alpha,
+    }
+}
+
+/// What [`stratified_verdict`] found.
+struct Stratified {
+    verdict: Verdict,
+    mean: f64,
+    /// (standard error, df) under a difference of 0, `-margin`, `+margin`.
+    null_se: [(f64, f64); 3],
+    p_non_inferior: f64,
+    p_regression: f64,
+}
+
+/// The standard error of the mean of the per-task differences under the
+/// null that the candidate's rate is the baseline's minus `delta` on each
+/// task, with its Welch-Satterthwaite degrees of freedom: each task's rates
+/// restricted to that difference (Dunnett & Gent 1977: `p_b = (b + c + m
+/// delta) / (n + m)`, `p_c = p_b - delta`, with half a count added), each
+/// side's variance term on its trials - 1.
+fn null_se(counts: &[(f64, f64, f64, f64)], delta: f64) -> (f64, f64) {
+    let (mut v, mut v2_df) = (0.0, 0.0);
+    for &(b, n, c, m) in counts {
+        let pb = ((b + c + m * delta + 0.5) / (n + m + 1.0)).clamp(0.0, 1.0);
+        let pc = (pb - delta).clamp(0.0, 1.0);
+        let least = |k: f64| {
+            let h = 0.5 / (k + 1.0);
+            h * (1.0 - h) / k
+        };
+        let vb = (pb * (1.0 - pb) / n).max(least(n));
+        let vc = (pc * (1.0 - pc) / m).max(least(m));
+        v += vb + vc;
+        v2_df += vb * vb / (n - 1.0).max(1.0) + vc * vc / (m - 1.0).max(1.0);
+    }
+    (v.sqrt() / counts.len() as f64, v * v / v2_df)
+}
+
+/// [`decide_stratified`]'s verdict on per-task counts `(b, n, c, m)`.
+fn stratified_verdict(counts: &[(f64, f64, f64, f64)], alpha: f64, margin: f64) -> Stratified {
+    if counts.is_empty() {
+        let (verdict, p) = (Verdict::Inconclusive, 1.0);
+        let null_se = [(f64::NAN, 1.0); 3];
+        return Stratified { verdict, mean: f64::NAN, null_se, p_non_inferior: p, p_regression: p };
+    }
+    let mean = counts.iter().map(|&(b, n, c, m)| c / m - b / n).sum::<f64>() / counts.len() as f64;
+    let null_se = [null_se(counts, 0.0), null_se(counts, margin), null_se(counts, -margin)];
+    let ((se0, df0), (se_m, df_m)) = (null_se[0], null_se[1]);
+    let p_regression = stats::t_sf(-mean / se0, df0);
+    let p_non_inferior = stats::t_sf((mean + margin) / se_m, df_m);
+    let verdict = if p_regression <= alpha {
+        Verdict::Fail
+    } else if p_non_inferior <= alpha {
+        Verdict::Pass
+    } else {
+        Verdict::Inconclusive
+    };
+    Stratified { verdict, mean, null_se, p_non_inferior, p_regression }
 }
 
 /// Whether one task regressed by the gate's own rule: the exact regression
@@ -688,5 +831,126 @@ mod tests {
             !full_tier() || worst <= 0.0185,
             "README: at most 1.85% with heterogeneous tasks; saw {worst}"
         );
+    }
+
+    /// Replications a cell of [`simulation_gate_stratified`].
+    const STRATIFIED_REPS: usize = 4000;
+
+    /// The stratified rule on heterogeneous tasks and partial candidate runs: baseline rates
+    /// Beta with mean 0.6 and intraclass correlation 0 or 0.5 per task, 12 baseline trials a
+    /// task; the candidate has 12 trials a task, or (partial) 1 to 12 drawn per task; its rate
+    /// is `p_t - drop p_t / mean(p)` so that these tasks drop by exactly `drop` on average.
+    /// Tasks {8, 14, 40}, margin {0.05, 0.2}, alpha 0.05: the false PASS rate at a drop of the
+    /// margin, the false FAIL rate at no drop, and the PASS rate at no drop; and the pooled
+    /// exact rule beside it where trials are equal (the rule the gate uses there). Asserted:
+    /// in every partial cell (where the gate uses it) both error rates at most alpha plus 3
+    /// simulation standard errors.
+    #[test]
+    fn simulation_gate_stratified() {
+        use crate::report::stats::simulation::{SplitMix64, reps, slack};
+        let mut out = Table::default();
+        let (alpha, reps) = (0.05, reps(STRATIFIED_REPS));
+        let limit = alpha + slack(alpha, reps);
+        let mut rng = SplitMix64(0x6A7E_5791_0000_0001);
+        out.line(format_args!("simulation_gate_stratified: {reps} replications a cell, alpha {alpha}; false PASS at a drop of the margin, false FAIL and PASS at no drop (pooled exact beside, equal trials only)"));
+        out.line(format_args!(
+            "{:>5} {:>4} {:>7} {:>6} | {:>10} {:>10} {:>9} | {:>10} {:>10} {:>9}",
+            "tasks",
+            "icc",
+            "cand",
+            "margin",
+            "false PASS",
+            "false FAIL",
+            "PASS at 0",
+            "pooled FP",
+            "pooled FF",
+            "pooled P0"
+        ));
+        let mut failures = Vec::new();
+        for &tasks in &[8usize, 14, 40] {
+            for &icc in &[0.0f64, 0.5] {
+                for &partial in &[false, true] {
+                    for &margin in &[0.05, 0.2] {
+                        let mut tally = [[0usize; 3]; 2]; // [stratified, pooled] x [FP, FF, P0]
+                        for _ in 0..reps {
+                            for (k, drop) in [(0usize, margin), (1, 0.0)] {
+                                let s = 1.0 / icc.max(1e-9) - 1.0;
+                                let p: Vec<f64> =
+                                    (0..tasks)
+                                        .map(|_| {
+                                            if icc == 0.0 {
+                                                0.6
+                                            } else {
+                                                rng.beta(0.6 * s, 0.4 * s)
+                                            }
+                                        })
+                                        .collect();
+                                let mean_p = p.iter().sum::<f64>() / tasks as f64;
+                                let mut counts = Vec::with_capacity(tasks);
+                                for &pt in &p {
+                                    let q = (pt - drop * pt / mean_p).clamp(0.0, 1.0);
+                                    let m = if partial {
+                                        1 + (rng.next_u64() % 12) as usize
+                                    } else {
+                                        12
+                                    };
+                                    let b = (0..12).filter(|_| rng.uniform() < pt).count() as f64;
+                                    let c = (0..m).filter(|_| rng.uniform() < q).count() as f64;
+                                    counts.push((b, 12.0, c, m as f64));
+                                }
+                                let v = stratified_verdict(&counts, alpha, margin).verdict;
+                                if k == 0 {
+                                    tally[0][0] += (v == Verdict::Pass) as usize;
+                                } else {
+                                    tally[0][1] += (v == Verdict::Fail) as usize;
+                                    tally[0][2] += (v == Verdict::Pass) as usize;
+                                }
+                                if !partial {
+                                    let sum = |f: fn(&(f64, f64, f64, f64)) -> f64| {
+                                        counts.iter().map(f).sum::<f64>() as u64
+                                    };
+                                    let (x, nx, y, ny) =
+                                        (sum(|c| c.0), sum(|c| c.1), sum(|c| c.2), sum(|c| c.3));
+                                    let v = verdict_counts(x, nx, y, ny, alpha, margin).0;
+                                    if k == 0 {
+                                        tally[1][0] += (v == Verdict::Pass) as usize;
+                                    } else {
+                                        tally[1][1] += (v == Verdict::Fail) as usize;
+                                        tally[1][2] += (v == Verdict::Pass) as usize;
+                                    }
+                                }
+                            }
+                        }
+                        let r = |n: usize| n as f64 / reps as f64;
+                        let pooled = if partial {
+                            format!("{:>10} {:>10} {:>9}", "-", "-", "-")
+                        } else {
+                            format!(
+                                "{:>10.4} {:>10.4} {:>9.4}",
+                                r(tally[1][0]),
+                                r(tally[1][1]),
+                                r(tally[1][2])
+                            )
+                        };
+                        out.line(format_args!(
+                            "{tasks:>5} {icc:>4} {:>7} {margin:>6} | {:>10.4} {:>10.4} {:>9.4} | {pooled}",
+                            if partial { "partial" } else { "12" },
+                            r(tally[0][0]),
+                            r(tally[0][1]),
+                            r(tally[0][2])
+                        ));
+                        // The gate uses the stratified test for partial runs only.
+                        if partial && (r(tally[0][0]) > limit || r(tally[0][1]) > limit) {
+                            failures.push(format!(
+                                "{tasks} tasks icc {icc} partial {partial} margin {margin}: {:?}",
+                                tally[0]
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        out.line(format_args!("limit {limit:.4} (alpha + 3 standard errors)"));
+        assert!(failures.is_empty(), "{failures:#?}");
     }
 }

@@ -1,9 +1,9 @@
 //! The CI regression gate on pass rate.
 //!
 //! Pooled pass counts of the candidate and the baseline over the tasks both
-//! hold (each side must have the same trials on every task, so that pooling
-//! weighs every task the same, as the report does; unequal counts are
-//! refused by name), and two exact unconditional tests (`ExactTest`): FAIL when "not
+//! hold (when each side has the same trials on every task, so that pooling
+//! weighs every task the same, as the report does; otherwise, a partial run,
+//! tasks are the strata: `decide_stratified`), and two exact unconditional tests (`ExactTest`): FAIL when "not
 //! worse" is rejected at alpha (a significant regression), PASS when "worse by
 //! the margin or more" is rejected at alpha (non-inferior), INCONCLUSIVE
 //! otherwise; the one-sided bounds that invert the same tests are printed
@@ -26,8 +26,9 @@ pub use baseline::{
     unequal_trials, write_baseline,
 };
 pub use decision::{
-    Characteristic, Decision, ExactTest, Verdict, characteristic, characteristics, decide,
-    decide_counts, non_inferiority_p, regression_p, size_hint, task_regressed, verdict_counts,
+    Characteristic, Decision, ExactTest, GateTest, Verdict, characteristic, characteristics,
+    decide, decide_counts, decide_stratified, non_inferiority_p, regression_p, size_hint,
+    task_regressed, verdict_counts,
 };
 pub use render::{junit, markdown, render};
 
@@ -107,16 +108,35 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         return Ok(GateOutcome { drifts, decided: None });
     }
     let pairs = pair(&base, &cand);
-    if let Some((in_candidate, why)) = unequal_trials(&pairs) {
-        let file = if in_candidate { &o.candidate } else { &o.baseline };
-        return Err(InputError::at(file, "trials per task", why).into());
-    }
-    let decision = decide(&pairs, o.alpha, o.margin);
-    let oc = characteristics(&decision);
-    let hint = if decision.verdict == Verdict::Inconclusive { size_hint(&decision) } else { None };
+    // Equal trials on each side: pooling weighs every task the same, and the exact tests apply;
+    // else (a partial run) tasks are the strata.
+    let (decision, oc) = match unequal_trials(&pairs) {
+        None => {
+            let d = decide(&pairs, o.alpha, o.margin);
+            let oc = characteristics(&d);
+            (d, oc)
+        }
+        Some(_) => (decide_stratified(&pairs, o.alpha, o.margin), Vec::new()),
+    };
+    let pooled = decision.test == GateTest::PooledExact;
+    let hint = (pooled && decision.verdict == Verdict::Inconclusive)
+        .then(|| size_hint(&decision))
+        .flatten();
     fn written(path: &Path) -> impl Fn(std::io::Error) -> GateError + '_ {
         move |source| GateError::Write { path: path.to_path_buf(), source }
     }
+    // A partial candidate: decided on the tasks it has, and said so under the verdict's line.
+    let partial = (pairs.len() < base.len()).then(|| {
+        format!(
+            "  the candidate has {} of the baseline's {} tasks (a partial run): decided on those\n",
+            pairs.len(),
+            base.len()
+        )
+    });
+    let with_partial = |text: String| match (&partial, text.find('\n')) {
+        (Some(note), Some(i)) => format!("{}{note}{}", &text[..=i], &text[i + 1..]),
+        _ => text,
+    };
     if let Some(path) = &o.markdown {
         use std::io::Write as _;
         let mut f = std::fs::OpenOptions::new()
@@ -124,13 +144,14 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
             .append(true)
             .open(path)
             .map_err(written(path))?;
-        f.write_all(markdown(&decision, &pairs, &oc, hint).as_bytes()).map_err(written(path))?;
+        let text = with_partial(markdown(&decision, &pairs, &oc, hint));
+        f.write_all(text.as_bytes()).map_err(written(path))?;
     }
     if let Some(path) = &o.junit {
         std::fs::write(path, junit(&decision, &pairs)).map_err(written(path))?;
     }
     Ok(GateOutcome {
         drifts,
-        decided: Some((decision.verdict, render(&decision, &pairs, &oc, hint))),
+        decided: Some((decision.verdict, with_partial(render(&decision, &pairs, &oc, hint)))),
     })
 }

@@ -2,13 +2,16 @@
 //! summary) and JUnit XML (one case per task, one for the verdict).
 
 use super::baseline::BaselineRow;
-use super::decision::{Characteristic, Decision, Verdict, task_regressed};
+use super::decision::{Characteristic, Decision, GateTest, Verdict, task_regressed};
 use crate::report::analysis::ESTIMAND_THESE_TASKS;
 use std::fmt::Write;
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
+
+/// What the gate says when it tested with tasks as strata.
+pub const STRATIFIED_WORDS: &str = "the tasks' trial counts differ (a partial run): tasks as strata, each weighing the same, a Wald test on the mean per-task difference; its error rates are simulated (docs/statistics.md, \"The gate\"), not exact";
 
 /// How the gate counts trials that ended in an infrastructure error (said in its output and docs).
 pub const INFRASTRUCTURE_COUNTS: &str = "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
@@ -34,25 +37,30 @@ pub fn render(
         pp(d.upper),
         d.margin * 100.0
     );
+    let exact = if d.test == GateTest::PooledExact { "exact p" } else { "p" };
     let why = match d.verdict {
-        Verdict::Fail => format!("\"not worse\" is rejected (exact p {:.4} <= {}): a significant regression", d.p_regression, d.alpha),
+        Verdict::Fail => format!("\"not worse\" is rejected ({exact} {:.4} <= {}): a significant regression", d.p_regression, d.alpha),
         Verdict::Pass => format!(
-            "\"worse by {:.1} pp or more\" is rejected (exact p {:.4} <= {}): not worse than the baseline by more than the margin",
+            "\"worse by {:.1} pp or more\" is rejected ({exact} {:.4} <= {}): not worse than the baseline by more than the margin",
             d.margin * 100.0,
             d.p_non_inferior,
             d.alpha
         ),
         Verdict::Inconclusive => format!(
-            "neither a regression (p {:.3}) nor non-inferiority (p {:.3}) is shown at {}; {}",
+            "neither a regression (p {:.3}) nor non-inferiority (p {:.3}) is shown at {}{}",
             d.p_regression,
             d.p_non_inferior,
             d.alpha,
-            match hint {
-                Some(k) => format!("about {k} times the candidate's trials per task would let an unchanged candidate PASS in 80% of runs"),
-                None => "even 32 times the candidate's trials per task would not let an unchanged candidate PASS in 80% of runs: the baseline needs more tasks or trials too".into(),
+            match (d.test, hint) {
+                (GateTest::Stratified, _) => String::new(),
+                (_, Some(k)) => format!("; about {k} times the candidate's trials per task would let an unchanged candidate PASS in 80% of runs"),
+                (_, None) => "; even 32 times the candidate's trials per task would not let an unchanged candidate PASS in 80% of runs: the baseline needs more tasks or trials too".into(),
             }
         ),
     };
+    if d.test == GateTest::Stratified {
+        let _ = writeln!(s, "  {STRATIFIED_WORDS}");
+    }
     let _ = writeln!(s, "  {why}");
     let _ = writeln!(s, "  in the report's words: {}", d.words());
     let _ = writeln!(
