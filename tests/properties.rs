@@ -124,6 +124,39 @@ proptest! {
         prop_assert!((ab.p_value - ba.p_value).abs() < 1e-9);
         prop_assert!(ab.lo >= -1.0 && ab.hi <= 1.0 && ab.lo <= ab.mean_diff + 1e-12 && ab.mean_diff <= ab.hi + 1e-12);
     }
+
+    /// Every verdict is a function of the data and the seed: the tasks put in another order
+    /// (renaming tasks reorders them) give the same equivalence verdict, the same averaged
+    /// capitals to the bit, and the same effect.
+    #[test]
+    fn task_order_never_moves_a_verdict(
+        tasks in prop::collection::vec((0u8..=5, 0u8..=5), 2..60),
+        rotate in 0usize..60,
+        seed in any::<u64>(),
+    ) {
+        let trials = |k: u8| (0..5).map(|i| f64::from(u8::from(i < k))).collect::<Vec<f64>>();
+        let arms = |ts: &[(u8, u8)]| -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+            ts.iter().map(|&(c, t)| (trials(c), trials(t))).unzip()
+        };
+        let mut other = tasks.clone();
+        other.reverse();
+        let k = rotate % other.len();
+        other.rotate_left(k);
+        let ((c1, t1), (c2, t2)) = (arms(&tasks), arms(&other));
+        prop_assert_eq!(
+            stats::paired_equivalent(&c1, &t1, 0.05, 0.1, seed),
+            stats::paired_equivalent(&c2, &t2, 0.05, 0.1, seed)
+        );
+        let d = |c: &[Vec<f64>], t: &[Vec<f64>]| -> Vec<f64> {
+            c.iter().zip(t).map(|(c, t)| stats::mean(t) - stats::mean(c)).collect()
+        };
+        prop_assert_eq!(
+            stats::order_free_capital(&d(&c1, &t1), 0.05, 0.1, seed),
+            stats::order_free_capital(&d(&c2, &t2), 0.05, 0.1, seed)
+        );
+        let (a, b) = (stats::paired_inference(&c1, &t1, 0.95), stats::paired_inference(&c2, &t2, 0.95));
+        prop_assert!((a.p_value - b.p_value).abs() < 1e-12 && (a.lo - b.lo).abs() < 1e-12 && (a.hi - b.hi).abs() < 1e-12, "{:?} {:?}", a, b);
+    }
 }
 
 /// Known values beside the property above: Wilson's score interval

@@ -125,18 +125,7 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
     fn written(path: &Path) -> impl Fn(std::io::Error) -> GateError + '_ {
         move |source| GateError::Write { path: path.to_path_buf(), source }
     }
-    // A partial candidate: decided on the tasks it has, and said so under the verdict's line.
-    let partial = (pairs.len() < base.len()).then(|| {
-        format!(
-            "  the candidate has {} of the baseline's {} tasks (a partial run): decided on those\n",
-            pairs.len(),
-            base.len()
-        )
-    });
-    let with_partial = |text: String| match (&partial, text.find('\n')) {
-        (Some(note), Some(i)) => format!("{}{note}{}", &text[..=i], &text[i + 1..]),
-        _ => text,
-    };
+    let with_partial = |text: String| partial_note(text, pairs.len(), base.len());
     if let Some(path) = &o.markdown {
         use std::io::Write as _;
         let mut f = std::fs::OpenOptions::new()
@@ -154,4 +143,18 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         drifts,
         decided: Some((decision.verdict, with_partial(render(&decision, &pairs, &oc, hint)))),
     })
+}
+
+/// A partial candidate is decided on the tasks it has, and the gate says so
+/// under its verdict's line: `text` with that line when `paired` is fewer than
+/// the baseline's tasks.
+fn partial_note(text: String, paired: usize, baseline: usize) -> String {
+    match text.find('\n') {
+        Some(i) if paired < baseline => format!(
+            "{}  the candidate has {paired} of the baseline's {baseline} tasks (a partial run): decided on those\n{}",
+            &text[..=i],
+            &text[i + 1..]
+        ),
+        _ => text,
+    }
 }
