@@ -101,6 +101,16 @@ impl TrialStatus {
         if self == TrialStatus::Passed { 1.0 } else { 0.0 }
     }
 
+    /// What a final record of this status, attempt (1-based) and pass value
+    /// is to the sequential rule: an infrastructure error enters nothing.
+    pub fn outcome(self, attempt: u32, passed: f64) -> crate::sequential::Outcome {
+        if self.is_infrastructure_error() {
+            crate::sequential::Outcome::Infrastructure { attempt }
+        } else {
+            crate::sequential::Outcome::Scored(passed)
+        }
+    }
+
     /// A final record ends the trial; an interrupted attempt is re-run on resume.
     pub fn is_final(self) -> bool {
         self != TrialStatus::Interrupted
@@ -922,10 +932,8 @@ pub fn feed_monitor(m: &mut crate::sequential::Monitor, r: &TrialRecord) -> Vec<
         return Vec::new();
     }
     feed_spend(m, r);
-    if r.status.is_infrastructure_error() {
-        return m.record_infrastructure(&r.task, &r.arm, &r.model, r.repeat, r.attempt);
-    }
-    m.record(&r.task, &r.arm, &r.model, r.repeat, r.status.pass_value())
+    let outcome = r.status.outcome(r.attempt, r.status.pass_value());
+    m.record_outcome(&r.task, &r.arm, &r.model, r.repeat, outcome)
 }
 
 /// What a final record spent, into a sequential rule's budgets of money and

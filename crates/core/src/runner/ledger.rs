@@ -69,8 +69,8 @@ impl Ledger {
     ) -> std::io::Result<usize> {
         let mut unplanned = 0usize;
         jsonl::for_each::<RecordKey>(trials, |r| {
-            let again =
-                r.status.is_infrastructure_error() && retries.is_some_and(|n| r.attempt <= n);
+            let again = r.status.is_infrastructure_error()
+                && retries.is_some_and(|n| crate::sequential::runs_again(r.attempt, n));
             match self.position(&r.trial_id).filter(|_| self.plans(r.plan_key())) {
                 Some(p) => self.raise(p, r.attempt, r.status.is_final() && !again),
                 None => unplanned += 1,

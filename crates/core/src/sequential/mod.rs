@@ -174,6 +174,8 @@ pub struct Sequence {
     pub decided_at: Option<usize>,
     sum_d: f64,
     sum_d2: f64,
+    /// The differences added, in order (the estimate after the stop resamples them).
+    differences: Vec<f64>,
 }
 
 /// The followed points of a sequence: 0, then -margin and +margin (x scale).
@@ -234,6 +236,7 @@ impl Sequence {
             decided_at: None,
             sum_d: 0.0,
             sum_d2: 0.0,
+            differences: Vec::new(),
         }
     }
 
@@ -256,6 +259,7 @@ impl Sequence {
         let d = d.clamp(-1.0, 1.0);
         self.sum_d += d;
         self.sum_d2 += d * d;
+        self.differences.push(d);
         self.cs.push((d + 1.0) / 2.0);
         if let Some(w) = &mut self.wor {
             w.push((d + 1.0) / 2.0);
@@ -274,6 +278,11 @@ impl Sequence {
             self.decision = decision;
             self.decided_at = Some(self.cs.len());
         }
+    }
+
+    /// The differences added, in order (each clamped into [-1, 1]).
+    pub fn differences(&self) -> &[f64] {
+        &self.differences
     }
 
     /// The mean difference of the tasks added.
@@ -340,9 +349,13 @@ pub struct Monitor {
     /// The next task (position in the order) each comparison waits for.
     next: Vec<usize>,
     /// Outcomes by (task position, arm, model): one slot per repeat.
-    outcomes: HashMap<(usize, String, String), Vec<Option<Slot>>>,
+    outcomes: HashMap<(usize, String, String), Vec<Option<Outcome>>>,
     /// Re-runs of a trial whose attempt ended in an infrastructure error.
     retries: u32,
+    /// Per comparison, the task (position) at which it stopped for good
+    /// because a trial of it kept ending in infrastructure errors; kept
+    /// current by `fill`, read by the queries.
+    stalled: Vec<Option<usize>>,
     /// The budget of trials: tasks enter while the trials the tasks so far
     /// needed (`needed_through`) stay within it.
     max_trials: Option<usize>,
@@ -354,13 +367,21 @@ pub struct Monitor {
 /// infrastructure error, unless `infra_retries` says otherwise.
 pub const DEFAULT_INFRA_RETRIES: u32 = 2;
 
-/// What a repeat of a task in an arm has recorded, as far as the rule goes.
+/// Whether a trial whose attempt number `attempt` (1-based) ended in an
+/// infrastructure error runs again under `retries` re-runs: the one rule the
+/// runner, its ledger on resume and the monitor follow.
+pub fn runs_again(attempt: u32, retries: u32) -> bool {
+    attempt <= retries
+}
+
+/// A final record as far as the rule goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Slot {
+pub enum Outcome {
     /// Its pass value.
     Scored(f64),
-    /// Its latest attempt (1-based) ended in an infrastructure error: the
-    /// task does not enter until a re-run scores it.
+    /// Its attempt (1-based) ended in an infrastructure error: the task does
+    /// not enter until a re-run scores it, so an outage can delay a decision,
+    /// never make one.
     Infrastructure { attempt: u32 },
 }
 
@@ -403,6 +424,7 @@ impl Monitor {
     ) -> Monitor {
         let n = task_order.len();
         let next = vec![0; comparisons.len()];
+        let stalled = vec![None; comparisons.len()];
         Monitor {
             order: task_order.iter().enumerate().map(|(i, t)| (t.clone(), i)).collect(),
             tasks: n,
@@ -418,6 +440,7 @@ impl Monitor {
             next,
             outcomes: HashMap::new(),
             retries: DEFAULT_INFRA_RETRIES,
+            stalled,
             max_trials,
             spend: Spend::default(),
         }
@@ -434,34 +457,25 @@ impl Monitor {
         repeat: u32,
         passed: f64,
     ) -> Vec<String> {
-        self.fill(task, arm, model, repeat, Slot::Scored(passed))
+        self.record_outcome(task, arm, model, repeat, Outcome::Scored(passed))
     }
 
-    /// A final record whose attempt (1-based) ended in an infrastructure
-    /// error: its task enters no comparison until a re-run scores the trial
-    /// (`retry`), so an outage can delay a decision, never make one.
-    pub fn record_infrastructure(
+    /// Whether a trial whose `attempt` (1-based) ended in an infrastructure
+    /// error is re-run ([`runs_again`] under the design's `infra_retries`).
+    pub fn retry(&self, attempt: u32) -> bool {
+        runs_again(attempt, self.retries)
+    }
+
+    /// A final record's outcome (`record::TrialStatus::outcome`). Returns the
+    /// comparisons it decided, as [`Monitor::record`] does.
+    pub fn record_outcome(
         &mut self,
         task: &str,
         arm: &str,
         model: &str,
         repeat: u32,
-        attempt: u32,
+        outcome: Outcome,
     ) -> Vec<String> {
-        self.fill(task, arm, model, repeat, Slot::Infrastructure { attempt })
-    }
-
-    /// Re-runs of a trial whose attempt ended in an infrastructure error (the design's `infra_retries`).
-    pub fn set_retries(&mut self, retries: u32) {
-        self.retries = retries;
-    }
-
-    /// Whether a trial whose `attempt` (1-based) ended in an infrastructure error is re-run.
-    pub fn retry(&self, attempt: u32) -> bool {
-        attempt <= self.retries
-    }
-
-    fn fill(&mut self, task: &str, arm: &str, model: &str, repeat: u32, slot: Slot) -> Vec<String> {
         let Some(&k) = self.order.get(task) else { return Vec::new() };
         if repeat >= self.trials {
             return Vec::new();
@@ -470,10 +484,11 @@ impl Monitor {
             .outcomes
             .entry((k, arm.to_string(), model.to_string()))
             .or_insert_with(|| vec![None; self.trials as usize]);
-        slots[repeat as usize] = Some(slot);
+        slots[repeat as usize] = Some(outcome);
         let open: Vec<bool> =
             self.comparisons.iter().map(|(_, s)| s.decision == Decision::Undecided).collect();
         self.advance();
+        self.stalled = (0..self.comparisons.len()).map(|i| self.find_stall(i)).collect();
         self.comparisons
             .iter()
             .zip(open)
@@ -495,7 +510,7 @@ impl Monitor {
         let mut sum = 0.0;
         for s in slots {
             match s {
-                Some(Slot::Scored(v)) => sum += v,
+                Some(Outcome::Scored(v)) => sum += v,
                 _ => return None,
             }
         }
@@ -507,7 +522,7 @@ impl Monitor {
     fn exhausted(&self, k: usize, arm: &str, model: &str) -> bool {
         self.outcomes.get(&(k, arm.to_string(), model.to_string())).is_some_and(|slots| {
             slots.iter().any(
-                |s| matches!(s, Some(Slot::Infrastructure { attempt }) if !self.retry(*attempt)),
+                |s| matches!(s, Some(Outcome::Infrastructure { attempt }) if !self.retry(*attempt)),
             )
         })
     }
@@ -515,6 +530,11 @@ impl Monitor {
     /// The task (position in the order) at which comparison `i` stopped for
     /// good because a trial of it kept ending in infrastructure errors.
     fn stalled(&self, i: usize) -> Option<usize> {
+        self.stalled[i]
+    }
+
+    /// [`Monitor::stalled`] worked out from the outcomes (after each record).
+    fn find_stall(&self, i: usize) -> Option<usize> {
         let (spec, seq) = &self.comparisons[i];
         let k = self.next[i];
         (seq.decision == Decision::Undecided

@@ -346,7 +346,10 @@ fn infrastructure_errors_delay_a_decision_and_never_make_one() {
     let mut m = Monitor::new(&tasks, 1, 40, None, None, Bets::Uniform, comparisons, false);
     for t in &tasks[..12] {
         m.record(t, "full", "m", 0, 1.0);
-        assert!(m.record_infrastructure(t, "minus-a", "m", 0, 1).is_empty());
+        assert!(
+            m.record_outcome(t, "minus-a", "m", 0, Outcome::Infrastructure { attempt: 1 })
+                .is_empty()
+        );
         assert!(m.retry(1) && m.needs(t, "minus-a", "m"), "the trial runs again");
     }
     let seq = |m: &Monitor| m.comparisons().next().unwrap().1.clone();
@@ -358,7 +361,7 @@ fn infrastructure_errors_delay_a_decision_and_never_make_one() {
     // Task 12: the treatment errs on its first attempt and both re-runs.
     m.record(&tasks[12], "full", "m", 0, 1.0);
     for attempt in 1..=3 {
-        m.record_infrastructure(&tasks[12], "minus-a", "m", 0, attempt);
+        m.record_outcome(&tasks[12], "minus-a", "m", 0, Outcome::Infrastructure { attempt });
     }
     assert!(!m.retry(3));
     assert_eq!(m.stalled_at("-a", "m"), Some(12));

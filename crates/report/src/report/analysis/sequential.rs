@@ -20,24 +20,14 @@ pub(super) fn effects(
     let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
     let models = if models.is_empty() { data.models.list.clone() } else { models };
     let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
-    for r in &data.trials {
-        if r.status.is_infrastructure_error() && r.status.is_final() {
-            monitor.record_infrastructure(
-                data.tasks.name(r.task),
-                data.arms.name(r.arm),
-                data.models.name(r.model),
-                r.repeat,
-                r.attempt,
-            );
-        } else if r.status.is_final() {
-            monitor.record(
-                data.tasks.name(r.task),
-                data.arms.name(r.arm),
-                data.models.name(r.model),
-                r.repeat,
-                r.passed(),
-            );
-        }
+    for r in data.trials.iter().filter(|r| r.status.is_final()) {
+        monitor.record_outcome(
+            data.tasks.name(r.task),
+            data.arms.name(r.arm),
+            data.models.name(r.model),
+            r.repeat,
+            r.status.outcome(r.attempt, r.passed()),
+        );
     }
     let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
     let position: std::collections::HashMap<&str, usize> =
@@ -119,7 +109,7 @@ pub(super) fn effects(
             trials: nc + nt,
             projected_tasks,
             history: seq.history(),
-            delta_bias_reduced: bias_reduced_delta(data, order, effect, spec, &monitor),
+            delta_bias_reduced: bias_reduced_delta(seq, spec.alpha, monitor.max_tasks(), data),
             these_tasks,
             budget_spent: budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
         });
@@ -147,41 +137,21 @@ fn budget_spent(
 }
 
 /// The bias-reduced estimate of a sequential comparison (`report::stopping`):
-/// the per-task differences its sequence took, resampled through its rule.
+/// the differences its sequence took, resampled through its rule (a decided
+/// comparison up to the design's budget of tasks, an undecided one up to the
+/// tasks it took).
 fn bias_reduced_delta(
+    seq: &ablate_core::sequential::Sequence,
+    alpha: f64,
+    max_tasks: usize,
     data: &RunData,
-    order: &[String],
-    effect: &EffectReport,
-    spec: &ablate_core::sequential::ComparisonSpec,
-    monitor: &ablate_core::sequential::Monitor,
 ) -> f64 {
     use ablate_core::sequential::Decision;
-    let Some((_, seq)) =
-        monitor.comparisons().find(|(c, _)| c.name == spec.name && c.model == spec.model)
-    else {
-        return f64::NAN;
-    };
-    let used = seq.tasks();
-    let mean_of = |task: &str, arm: &str| {
-        let v: Vec<f64> = data
-            .trials
-            .iter()
-            .filter(|r| r.status.is_final() && !r.status.is_infrastructure_error())
-            .filter(|r| data.tasks.name(r.task) == task && data.arms.name(r.arm) == arm)
-            .filter(|r| data.models.name(r.model) == effect.model)
-            .map(Row::passed)
-            .collect();
-        stats::mean(&v)
-    };
-    let d: Vec<f64> = order[..used.min(order.len())]
-        .iter()
-        .map(|t| mean_of(t, &effect.treatment) - mean_of(t, &effect.control))
-        .collect();
     let rule = crate::report::stopping::StoppingRule {
-        alpha: spec.alpha,
+        alpha,
         margin: data.manifest.experiment.margin,
-        sizing: ablate_core::sequential::bets_for(monitor.max_tasks()),
-        horizon: if seq.decision == Decision::Undecided { used } else { monitor.max_tasks() },
+        sizing: ablate_core::sequential::bets_for(max_tasks),
+        horizon: if seq.decision == Decision::Undecided { seq.tasks() } else { max_tasks },
     };
-    crate::report::stopping::bias_reduced(&d, &rule, data.manifest.experiment.seed)
+    crate::report::stopping::bias_reduced(seq.differences(), &rule, data.manifest.experiment.seed)
 }

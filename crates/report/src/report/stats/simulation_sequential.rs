@@ -38,12 +38,10 @@ fn replicate(
     let (mut c, mut t) =
         (vec![Vec::with_capacity(cell.repeats)], vec![Vec::with_capacity(cell.repeats)]);
     let (mut sum, mut sum2, mut peeked_rejects) = (0.0, 0.0, false);
-    let mut differences = Vec::new();
     for (k, &crit) in t_crit.iter().enumerate().take(max_tasks + 1).skip(1) {
         one.draw(rng, &mut c, &mut t);
         let d = mean(&t[0]) - mean(&c[0]);
         seq.push(d);
-        differences.push(d);
         sum += d;
         sum2 += d * d;
         if k >= 2 && !peeked_rejects {
@@ -57,7 +55,7 @@ fn replicate(
     }
     Outcome {
         decision: seq.decision,
-        differences,
+        differences: seq.differences().to_vec(),
         tasks: seq.tasks(),
         covered: !seq.excludes(0),
         peeked_rejects,
