@@ -858,8 +858,7 @@ fn holm_steps(
     let members: Vec<usize> = (0..pending.len()).filter(|&i| member(&pending[i])).collect();
     let p: Vec<f64> = members
         .iter()
-        .map(|&i| stats::paired_inference_by(&pending[i].all.0, &pending[i].all.1, 0.95, test))
-        .map(|inf| inf.p_value)
+        .map(|&i| stats::paired_p(&pending[i].all.0, &pending[i].all.1, test))
         .collect();
     let steps = stats::holm(&p, alpha);
     let mut out = vec![None; pending.len()];

@@ -3,6 +3,7 @@
 
 use super::*;
 use statrs::function::factorial::ln_binomial;
+use std::borrow::Cow;
 
 // ---------------------------------------------------------------------------
 // One inference per comparison
@@ -245,6 +246,18 @@ pub fn paired_inference_by(
     Inference { mean_diff, lo, hi, p_value, p_mid, p_exact, n_tasks, method }
 }
 
+/// Only the p-value of [`paired_inference_by`], the same number, without the
+/// interval's inversion (the sign flip's tails alone where the differences
+/// lie on a lattice): what orders a family before each comparison's level is
+/// known (`stats::holm`).
+pub fn paired_p(control: &[Vec<f64>], treatment: &[Vec<f64>], test: SignFlipTest) -> f64 {
+    let tasks = PairedTasks::of(control, treatment);
+    if tasks.d.len() < 2 {
+        return paired_inference_by(control, treatment, 0.95, test).p_value;
+    }
+    sign_flip_p_by(&tasks.d, test).max(tasks.floor().p_value())
+}
+
 /// The orders of the tasks [`paired_equivalent`] averages its bettors' capital over.
 pub const EQUIVALENCE_ORDERS: usize = 100;
 
@@ -361,39 +374,33 @@ impl PairedTasks {
         PairedTasks { control, treatment, d }
     }
 
-    /// The tasks whose difference is not 0.
-    fn changed(&self) -> PairedTasks {
-        let keep: Vec<usize> =
-            (0..self.d.len()).filter(|&i| self.d[i].abs() > ZERO_DIFFERENCE).collect();
-        PairedTasks {
-            control: keep.iter().map(|&i| self.control[i].clone()).collect(),
-            treatment: keep.iter().map(|&i| self.treatment[i].clone()).collect(),
-            d: keep.iter().map(|&i| self.d[i]).collect(),
-        }
-    }
-
     /// The floor under the sign-flip interval (see [`paired_inference`]),
     /// the trial noise's variance computed once. It looks at the tasks that
-    /// changed when two or more did, as the sign flip's distribution does, so
-    /// that a task whose difference is 0 moves neither p-value; with fewer,
-    /// the sign-flip p-value is 1 and the floor only widens the interval.
-    fn floor(&self) -> Floor {
-        let changed = self.changed();
-        let (basis, share) = if changed.d.len() >= 2 && changed.d.len() < self.d.len() {
-            let share = changed.d.len() as f64 / self.d.len() as f64;
-            (changed, share)
+    /// changed when two or more did (and not all: then these tasks
+    /// themselves), as the sign flip's distribution does, so that a task
+    /// whose difference is 0 moves neither p-value; with fewer, the
+    /// sign-flip p-value is 1 and the floor only widens the interval.
+    fn floor(&self) -> Floor<'_> {
+        let changed: Vec<usize> =
+            (0..self.d.len()).filter(|&i| self.d[i].abs() > ZERO_DIFFERENCE).collect();
+        let (basis, share) = if changed.len() >= 2 && changed.len() < self.d.len() {
+            let subset = PairedTasks {
+                control: changed.iter().map(|&i| self.control[i].clone()).collect(),
+                treatment: changed.iter().map(|&i| self.treatment[i].clone()).collect(),
+                d: changed.iter().map(|&i| self.d[i]).collect(),
+            };
+            (Cow::Owned(subset), changed.len() as f64 / self.d.len() as f64)
         } else {
-            (self.clone(), 1.0)
+            (Cow::Borrowed(self), 1.0)
         };
-        let kind = if basis.control.iter().chain(&basis.treatment).all(|v| v.len() >= 2)
-            && trial_noise(&basis.control, &basis.treatment) > SPREAD_TOLERANCE
-        {
-            let v = trial_noise(&basis.control, &basis.treatment);
-            FloorKind::TrialNoise(v * trial_noise_floor_factor(basis.d.len()))
-        } else if no_spread(&basis.d) {
-            FloorKind::Mover
-        } else {
-            FloorKind::None
+        let every_two = basis.control.iter().chain(&basis.treatment).all(|v| v.len() >= 2);
+        let noise = every_two.then(|| trial_noise(&basis.control, &basis.treatment));
+        let kind = match noise {
+            Some(v) if v > SPREAD_TOLERANCE => {
+                FloorKind::TrialNoise(v * trial_noise_floor_factor(basis.d.len()))
+            }
+            _ if no_spread(&basis.d) => FloorKind::Mover,
+            _ => FloorKind::None,
         };
         Floor { kind, basis, share }
     }
@@ -403,9 +410,9 @@ impl PairedTasks {
 /// their share of all the paired tasks (the floor's interval is for their
 /// mean, so times `share` for the mean over all), and the trial-noise
 /// floor's variance.
-struct Floor {
+struct Floor<'a> {
     kind: FloorKind,
-    basis: PairedTasks,
+    basis: Cow<'a, PairedTasks>,
     share: f64,
 }
 
@@ -415,7 +422,7 @@ enum FloorKind {
     Mover,
 }
 
-impl Floor {
+impl Floor<'_> {
     fn kind(&self) -> SpreadFloor {
         match self.kind {
             FloorKind::None => SpreadFloor::None,

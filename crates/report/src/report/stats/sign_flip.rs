@@ -377,7 +377,7 @@ pub fn sign_flip_by(d: &[f64], conf: f64, test: SignFlipTest) -> SignFlip {
             ((sm.below, sm.above, sm.tie), method != SignFlipMethod::MonteCarlo)
         };
     let p_mid = mid_p(tails.0, tails.1, tails.2).max(exact_floor(d));
-    let p_exact = (2.0 * tails.0.min(tails.1)).min(1.0);
+    let p_exact = exact_p(tails.0, tails.1);
     let (p_value, tie) = match test {
         SignFlipTest::MidP => (p_mid, 0.5),
         SignFlipTest::Exact => (p_exact, 1.0),
@@ -428,6 +428,12 @@ fn mid_p(below: f64, above: f64, tie: f64) -> f64 {
     (2.0 * below.min(above) - tie).clamp(0.0, 1.0)
 }
 
+/// The two-sided exact p-value from `P(S <= s)` and `P(S >= s)`: each tail
+/// counts the ties whole, `min(1, 2 min(below, above))`.
+fn exact_p(below: f64, above: f64) -> f64 {
+    (2.0 * below.min(above)).min(1.0)
+}
+
 /// The set of shifts `delta` the test keeps at one-sided level `a`
 /// (`a = (1 - conf) / 2`), from the non-empty subset means (sorted here),
 /// ties weighed `tie` (one half for the mid-p, 1 for the exact test).
@@ -468,9 +474,18 @@ fn inverted_interval(means: &mut [(f64, f64)], unit: f64, a: f64, tie: f64) -> (
 /// flipped sum alone (no subset sizes), one dynamic programme over the
 /// tasks on the integer sums. Otherwise [`sign_flip`]'s own.
 pub fn sign_flip_p(d: &[f64]) -> f64 {
-    match lattice_tails(d) {
-        Some((below, above, tie)) => mid_p(below, above, tie).max(exact_floor(d)),
-        None => sign_flip(d, 0.95).p_value,
+    sign_flip_p_by(d, SignFlipTest::MidP)
+}
+
+/// [`sign_flip_p`] for either test: the p-value [`sign_flip_by`] gives, by the
+/// cheaper programme where the differences lie on a lattice.
+pub fn sign_flip_p_by(d: &[f64], test: SignFlipTest) -> f64 {
+    match (lattice_tails(d), test) {
+        (Some((below, above, tie)), SignFlipTest::MidP) => {
+            mid_p(below, above, tie).max(exact_floor(d))
+        }
+        (Some((below, above, _)), SignFlipTest::Exact) => exact_p(below, above),
+        (None, _) => sign_flip_by(d, 0.95, test).p_value,
     }
 }
 
@@ -479,7 +494,7 @@ pub fn sign_flip_p(d: &[f64]) -> f64 {
 /// comparison. NaN off a lattice.
 #[cfg(test)]
 pub(crate) fn sign_flip_p_conservative(d: &[f64]) -> f64 {
-    lattice_tails(d).map_or(f64::NAN, |(below, above, _)| (2.0 * below.min(above)).min(1.0))
+    lattice_tails(d).map_or(f64::NAN, |(below, above, _)| exact_p(below, above))
 }
 
 /// `P(S <= s)`, `P(S >= s)` and `P(S = s)` of the flipped sum `S` at the

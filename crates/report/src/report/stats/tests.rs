@@ -801,6 +801,10 @@ fn unchanged_tasks_never_move_a_verdict() {
             t.push((0..trials).map(|_| score(&mut rng, (p + lift).min(1.0))).collect::<Vec<f64>>());
         }
         let before = paired_inference(&c, &t, 0.95);
+        for test in [SignFlipTest::MidP, SignFlipTest::Exact] {
+            let full = paired_inference_by(&c, &t, 0.95, test).p_value;
+            assert_eq!(paired_p(&c, &t, test), full, "case {case}: paired_p is the inference's p");
+        }
         for _ in 0..rng.next_u64() % 41 {
             let same: Vec<f64> = (0..trials).map(|_| score(&mut rng, 0.5)).collect();
             let mut shuffled = same.clone();
