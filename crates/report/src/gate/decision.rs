@@ -32,7 +32,7 @@ pub enum GateTest {
     /// task the same: the exact unconditional tests on the pooled counts.
     PooledExact,
     /// Tasks with unequal trials (a partial run): tasks as strata, each
-    /// weighing the same, a Wald test on the mean of the per-task differences
+    /// weighing the same, a t test on the mean of the per-task differences
     /// ([`decide_stratified`]); its error rates are simulated, not exact.
     Stratified,
 }
@@ -75,40 +75,37 @@ impl Decision {
     /// (two one-sided tests at alpha), and `non-inferior` otherwise.
     pub fn words(&self) -> String {
         let m = crate::report::format::margin_pp(self.margin);
-        let (x, nx, y, ny) = (
-            self.baseline_passes,
-            self.baseline_trials,
-            self.candidate_passes,
-            self.candidate_trials,
-        );
-        if self.test == GateTest::Stratified {
-            // The same Wald statistic at the other two shifts.
-            let [(se0, df0), _, (se1, df1)] = self.null_se.unwrap_or([(f64::NAN, 1.0); 3]);
-            return match self.verdict {
-                Verdict::Fail => "hurts".into(),
-                Verdict::Inconclusive => format!("undecided: neither an effect nor within ±{m} pp"),
-                Verdict::Pass if stats::t_sf(self.mean / se0, df0) <= self.alpha => "helps".into(),
-                Verdict::Pass
-                    if stats::t_sf((self.margin - self.mean) / se1, df1) <= self.alpha =>
-                {
-                    format!("equivalent within ±{m} pp")
-                }
-                Verdict::Pass => format!(
-                    "non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)"
-                ),
-            };
-        }
+        let (p_no_better, p_better_by_margin) = self.p_helps_and_equivalent();
         match self.verdict {
             Verdict::Fail => "hurts".into(),
             Verdict::Inconclusive => format!("undecided: neither an effect nor within ±{m} pp"),
-            Verdict::Pass if non_inferiority_p(x, nx, y, ny, 0.0) <= self.alpha => "helps".into(),
-            Verdict::Pass if regression_p(x, nx, y, ny, -self.margin) <= self.alpha => {
+            Verdict::Pass if p_no_better <= self.alpha => "helps".into(),
+            Verdict::Pass if p_better_by_margin <= self.alpha => {
                 format!("equivalent within ±{m} pp")
             }
             Verdict::Pass => format!(
                 "non-inferior: not worse by {m} pp or more (equivalence within ±{m} pp not shown)"
             ),
         }
+    }
+
+    /// The p-values of "no better" (difference <= 0) and of "better by the
+    /// margin or more", by the test the verdict used: the exact tests at the
+    /// other two shifts, or the stratified test under those nulls.
+    fn p_helps_and_equivalent(&self) -> (f64, f64) {
+        if let Some([(se0, df0), _, (se1, df1)]) = self.null_se {
+            return (
+                stats::t_sf(self.mean / se0, df0),
+                stats::t_sf((self.margin - self.mean) / se1, df1),
+            );
+        }
+        let (x, nx, y, ny) = (
+            self.baseline_passes,
+            self.baseline_trials,
+            self.candidate_passes,
+            self.candidate_trials,
+        );
+        (non_inferiority_p(x, nx, y, ny, 0.0), regression_p(x, nx, y, ny, -self.margin))
     }
 }
 
@@ -372,14 +369,20 @@ fn verdict_with(
 ) -> (Verdict, f64, f64) {
     let p_regression = regression.p(x, y);
     let p_non_inferior = non_inferior.p(x, y);
-    let verdict = if p_regression <= alpha {
+    (verdict_of(p_regression, p_non_inferior, alpha), p_non_inferior, p_regression)
+}
+
+/// The gate's rule on its two p-values, whichever test gave them: FAIL when
+/// "not worse" is rejected, else PASS when "worse by the margin or more" is,
+/// else INCONCLUSIVE.
+fn verdict_of(p_regression: f64, p_non_inferior: f64, alpha: f64) -> Verdict {
+    if p_regression <= alpha {
         Verdict::Fail
     } else if p_non_inferior <= alpha {
         Verdict::Pass
     } else {
         Verdict::Inconclusive
-    };
-    (verdict, p_non_inferior, p_regression)
+    }
 }
 
 /// The rule on paired baseline and candidate rows.
@@ -399,16 +402,15 @@ pub fn decide(pairs: &[(&BaselineRow, &BaselineRow)], alpha: f64, margin: f64) -
 }
 
 /// The gate's rule with tasks as strata, for paired tasks whose trial counts
-/// differ (a partial or interrupted run): the estimate is the mean over the
-/// paired tasks of `c_t / m_t - b_t / n_t` (every task weighs the same, as
-/// the report weighs them), its variance `sum_t v_t / T^2` with
-/// `v_t = a_t (1 - a_t) / n_t + c'_t (1 - c'_t) / m_t` on the half-count
-/// rates `a_t = (b_t + 1/2) / (n_t + 1)` (the exact test's statistic, per
-/// task); FAIL when `D / se < -t_{1 - alpha, df}`, else PASS when
-/// `(D + margin) / se > t_{1 - alpha, df}`, else INCONCLUSIVE, and the
-/// one-sided bounds `D -+ t se`, with the Welch-Satterthwaite degrees of
-/// freedom of the per-task variance terms (each side's on its trials - 1). The trial noise within each task is the only noise
-/// (these tasks are the estimand), so heterogeneous tasks do not widen it.
+/// differ (a partial or interrupted run): the estimate `D` is the mean over
+/// the paired tasks of `c_t / m_t - b_t / n_t` (every task weighs the same,
+/// as the report weighs them); under each null its standard error is
+/// [`null_se`]'s (each task's rates restricted to that null's difference, on
+/// Welch-Satterthwaite degrees of freedom). FAIL when `D / se_0 <
+/// -t_{1 - alpha}`, else PASS when `(D + margin) / se_margin > t_{1 - alpha}`,
+/// else INCONCLUSIVE; the one-sided bounds are `D -+ t se_0`. The trial
+/// noise within each task is the only noise (these tasks are the estimand),
+/// so heterogeneous tasks do not widen it.
 /// Not exact: `simulation_gate_stratified` measures its false PASS and false
 /// FAIL rates on heterogeneous tasks with partial runs.
 pub fn decide_stratified(
@@ -493,13 +495,7 @@ fn stratified_verdict(counts: &[(f64, f64, f64, f64)], alpha: f64, margin: f64) 
     let ((se0, df0), (se_m, df_m)) = (null_se[0], null_se[1]);
     let p_regression = stats::t_sf(-mean / se0, df0);
     let p_non_inferior = stats::t_sf((mean + margin) / se_m, df_m);
-    let verdict = if p_regression <= alpha {
-        Verdict::Fail
-    } else if p_non_inferior <= alpha {
-        Verdict::Pass
-    } else {
-        Verdict::Inconclusive
-    };
+    let verdict = verdict_of(p_regression, p_non_inferior, alpha);
     Stratified { verdict, mean, null_se, p_non_inferior, p_regression }
 }
 

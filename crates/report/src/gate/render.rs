@@ -11,7 +11,7 @@ fn pct(x: f64) -> String {
 }
 
 /// What the gate says when it tested with tasks as strata.
-pub const STRATIFIED_WORDS: &str = "the tasks' trial counts differ (a partial run): tasks as strata, each weighing the same, a Wald test on the mean per-task difference; its error rates are simulated (docs/statistics.md, \"The gate\"), not exact";
+pub const STRATIFIED_WORDS: &str = "the tasks' trial counts differ (a partial run): tasks as strata, each weighing the same, a t test on the mean per-task difference; its error rates are simulated (docs/statistics.md, \"The gate\"), not exact";
 
 /// How the gate counts trials that ended in an infrastructure error (said in its output and docs).
 pub const INFRASTRUCTURE_COUNTS: &str = "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
