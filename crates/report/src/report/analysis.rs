@@ -56,6 +56,13 @@ pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
 /// What a sequential run's effects are, said in every output.
 pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (with every task in and undecided, the suite's own mean as run is a separate line, a description); no p-values: a fixed-design test is not valid after stopping on the data (the arms' pass-rate intervals describe the tasks each arm ran)";
 
+/// How the ablations' family is adjusted for `e`: Holm's step-down in the
+/// fixed design, Bonferroni in a sequential one (its sequences are decided
+/// at different times).
+pub fn family_adjustment(e: &EffectReport) -> &'static str {
+    if e.sequential.is_some() { "bonferroni" } else { "holm" }
+}
+
 /// [`SEQUENTIAL_NOTE`] for a sequential run's effects; else [`ESTIMAND_NOTE`]
 /// when some effect of the list covers tasks like these.
 pub fn estimand_note(effects: &[EffectReport]) -> Option<&'static str> {

@@ -432,8 +432,10 @@ pub fn interval_levels(effects: &[EffectReport]) -> String {
     }
 }
 
-/// How a family of ablations is adjusted: Holm's step-down in the fixed
-/// design, Bonferroni in a sequential one.
+/// How a family of ablations is adjusted (`analysis::family_adjustment`), as a heading names it.
 pub fn adjustment(effects: &[EffectReport]) -> &'static str {
-    if effects.iter().any(|e| e.sequential.is_some()) { "Bonferroni" } else { "Holm" }
+    match effects.first().map(super::analysis::family_adjustment) {
+        Some("bonferroni") => "Bonferroni",
+        _ => "Holm",
+    }
 }

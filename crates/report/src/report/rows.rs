@@ -382,10 +382,10 @@ impl<'a> EffectRow<'a> {
             lo_excl_infra: x.map(|x| x.lo).into(),
             hi_excl_infra: x.map(|x| x.hi).into(),
             p_value_excl_infra: x.map(|x| x.p_value).into(),
-            adjustment: match (e.family_size > 1, e.sequential.is_some()) {
-                (false, _) => "none",
-                (true, false) => "holm",
-                (true, true) => "bonferroni",
+            adjustment: if e.family_size > 1 {
+                super::analysis::family_adjustment(e)
+            } else {
+                "none"
             },
             verdict: e.verdict.to_string(),
             delivery: delivery_kind(&e.delivery, &e.verdict),
