@@ -31,6 +31,26 @@ fn run(
     out
 }
 
+/// `ablate gate --baseline BASELINE --candidate CANDIDATE EXTRA...`: exit code, stdout, stderr.
+fn gate(baseline: &Path, candidate: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "gate",
+        "--baseline",
+        baseline.to_str().unwrap(),
+        "--candidate",
+        candidate.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    ablate(&args)
+}
+
+/// Keep only the records of `run`'s trials.jsonl that `keep` accepts (an interrupted or partial run).
+fn keep_records(run: &Path, mut keep: impl FnMut(&str) -> bool) {
+    let records = std::fs::read_to_string(run.join("trials.jsonl")).unwrap();
+    let lines: Vec<&str> = records.lines().filter(|l| keep(l)).collect();
+    std::fs::write(run.join("trials.jsonl"), lines.join("\n") + "\n").unwrap();
+}
+
 /// Per task, (passed, trials) of a run's records, read from trials.jsonl.
 fn passes(run: &Path) -> BTreeMap<String, (u64, u64)> {
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -94,17 +114,11 @@ fn pass_fail_and_outputs() {
     let same = run(dir.path(), "same", 40, 2, 4, task_rate);
     let md = dir.path().join("summary.md");
     let junit = dir.path().join("junit.xml");
-    let (code, out, _) = ablate(&[
-        "gate",
-        "--baseline",
-        baseline.to_str().unwrap(),
-        "--candidate",
-        same.to_str().unwrap(),
-        "--markdown",
-        md.to_str().unwrap(),
-        "--junit",
-        junit.to_str().unwrap(),
-    ]);
+    let (code, out, _) = gate(
+        &baseline,
+        &same,
+        &["--markdown", md.to_str().unwrap(), "--junit", junit.to_str().unwrap()],
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("gate: PASS"), "{out}");
     let mdtext = std::fs::read_to_string(&md).unwrap();
@@ -147,15 +161,7 @@ fn pass_fail_and_outputs() {
 
     // A 40 pp drop everywhere: a significant regression, and the JUnit cases fail.
     let worse = run(dir.path(), "worse", 40, 3, 4, |t| (task_rate(t) - 0.4).max(0.0));
-    let (code, out, _) = ablate(&[
-        "gate",
-        "--baseline",
-        baseline.to_str().unwrap(),
-        "--candidate",
-        worse.to_str().unwrap(),
-        "--junit",
-        junit.to_str().unwrap(),
-    ]);
+    let (code, out, _) = gate(&baseline, &worse, &["--junit", junit.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.starts_with("gate: FAIL") && out.contains("tasks that regressed by the gate's rule"),
@@ -225,13 +231,7 @@ fn pass_fail_and_outputs() {
 
     // A run folder works as the baseline too; one trial per task is too little to decide.
     let few = run(dir.path(), "few", 1, 4, 4, task_rate);
-    let (code, out, _) = ablate(&[
-        "gate",
-        "--baseline",
-        base_run.to_str().unwrap(),
-        "--candidate",
-        few.to_str().unwrap(),
-    ]);
+    let (code, out, _) = gate(&base_run, &few, &[]);
     assert_eq!(code, 3, "{out}");
     assert!(
         out.starts_with("gate: INCONCLUSIVE")
@@ -245,13 +245,7 @@ fn drift_is_refused_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let base_run = run(dir.path(), "base", 5, 1, 4, task_rate);
     let other_budget = run(dir.path(), "other", 5, 2, 6, task_rate);
-    let (code, _, err) = ablate(&[
-        "gate",
-        "--baseline",
-        base_run.to_str().unwrap(),
-        "--candidate",
-        other_budget.to_str().unwrap(),
-    ]);
+    let (code, _, err) = gate(&base_run, &other_budget, &[]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("drift: budget")
@@ -259,14 +253,7 @@ fn drift_is_refused_unless_allowed() {
             && err.contains("refusing to compare"),
         "{err}"
     );
-    let (code, out, err) = ablate(&[
-        "gate",
-        "--baseline",
-        base_run.to_str().unwrap(),
-        "--candidate",
-        other_budget.to_str().unwrap(),
-        "--allow-drift",
-    ]);
+    let (code, out, err) = gate(&base_run, &other_budget, &["--allow-drift"]);
     // Compared anyway: 5 trials a task is too little to decide either way.
     assert_eq!(code, 3, "{out}{err}");
     assert!(err.contains("drift: budget"), "{err}");
@@ -280,23 +267,9 @@ fn drift_is_refused_unless_allowed() {
         "{out}"
     );
 
-    let (code, _, err) = ablate(&[
-        "gate",
-        "--baseline",
-        base_run.to_str().unwrap(),
-        "--candidate",
-        base_run.to_str().unwrap(),
-        "--margin",
-        "2",
-    ]);
+    let (code, _, err) = gate(&base_run, &base_run, &["--margin", "2"]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = ablate(&[
-        "gate",
-        "--baseline",
-        "/nonexistent.csv",
-        "--candidate",
-        base_run.to_str().unwrap(),
-    ]);
+    let (code, _, err) = gate(Path::new("/nonexistent.csv"), &base_run, &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("/nonexistent.csv"), "{err}");
 }
@@ -309,13 +282,7 @@ fn a_baseline_whose_rate_contradicts_its_counts_is_refused() {
     let baseline = dir.path().join("bad.csv");
     std::fs::write(&baseline, "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\nparse-duration,12,11,0,full,m,,d,b,r\n")
         .unwrap();
-    let (code, out, err) = ablate(&[
-        "gate",
-        "--baseline",
-        baseline.to_str().unwrap(),
-        "--candidate",
-        cand.to_str().unwrap(),
-    ]);
+    let (code, out, err) = gate(&baseline, &cand, &[]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.is_empty(), "no verdict: {out}");
     assert_eq!(
@@ -401,30 +368,17 @@ fn unequal_trials_per_task_are_decided_with_tasks_as_strata() {
     let rate = |t: &str| if t == "is-prime" { 1.0 } else { 0.0 };
     let base_run = run(dir.path(), "base", 24, 1, 4, rate);
     let cand = run(dir.path(), "cand", 24, 2, 4, rate);
-    let records = std::fs::read_to_string(cand.join("trials.jsonl")).unwrap();
     let mut kept = 0;
-    let lines: Vec<&str> = records
-        .lines()
-        .filter(|l| {
-            if !l.contains("\"task\":\"is-prime\"") {
-                return true;
-            }
-            kept += 1;
-            kept <= 2
-        })
-        .collect();
-    std::fs::write(cand.join("trials.jsonl"), lines.join("\n") + "\n").unwrap();
+    keep_records(&cand, |l| {
+        if !l.contains("\"task\":\"is-prime\"") {
+            return true;
+        }
+        kept += 1;
+        kept <= 2
+    });
     assert_eq!(passes(&cand)["is-prime"], (2, 2));
     for extra in [&[][..], &["--allow-drift"][..]] {
-        let mut args = vec![
-            "gate",
-            "--baseline",
-            base_run.to_str().unwrap(),
-            "--candidate",
-            cand.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        let (code, out, err) = ablate(&args);
+        let (code, out, err) = gate(&base_run, &cand, extra);
         assert_eq!(code, 3, "{out}{err}");
         assert!(out.contains("gate: INCONCLUSIVE") && out.contains("(+0.0 pp)"), "{out}");
         assert!(out.contains("nor non-inferiority (p 0.077)"), "{out}");
@@ -441,17 +395,8 @@ fn a_partial_candidate_is_decided_on_the_tasks_it_has() {
     let dir = tempfile::tempdir().unwrap();
     let base_run = run(dir.path(), "base", 12, 1, 4, |_| 1.0);
     let cand = run(dir.path(), "cand", 12, 2, 4, |_| 1.0);
-    let records = std::fs::read_to_string(cand.join("trials.jsonl")).unwrap();
-    let lines: Vec<&str> =
-        records.lines().filter(|l| !l.contains("\"task\":\"is-prime\"")).collect();
-    std::fs::write(cand.join("trials.jsonl"), lines.join("\n") + "\n").unwrap();
-    let (code, out, err) = ablate(&[
-        "gate",
-        "--baseline",
-        base_run.to_str().unwrap(),
-        "--candidate",
-        cand.to_str().unwrap(),
-    ]);
+    keep_records(&cand, |l| !l.contains("\"task\":\"is-prime\""));
+    let (code, out, err) = gate(&base_run, &cand, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("gate: PASS") && out.contains("over 13 tasks"), "{out}");
     assert!(out.contains("the candidate has 13 of the baseline's 14 tasks"), "{out}");
