@@ -868,6 +868,11 @@ mod tests {
                 for &partial in &[false, true] {
                     for &margin in &[0.05, 0.2] {
                         let mut tally = [[0usize; 3]; 2]; // [stratified, pooled] x [FP, FF, P0]
+                        // The pooled exact tests at this size, built once a cell (equal trials).
+                        let n = 12 * tasks as u64;
+                        let exact_tests = (!partial).then(|| {
+                            (ExactTest::new(n, n, 0.0, false), ExactTest::new(n, n, margin, true))
+                        });
                         for _ in 0..reps {
                             for (k, drop) in [(0usize, margin), (1, 0.0)] {
                                 let s = 1.0 / icc.max(1e-9) - 1.0;
@@ -901,13 +906,12 @@ mod tests {
                                     tally[0][1] += (v == Verdict::Fail) as usize;
                                     tally[0][2] += (v == Verdict::Pass) as usize;
                                 }
-                                if !partial {
+                                if let Some((regression, non_inferior)) = &exact_tests {
                                     let sum = |f: fn(&(f64, f64, f64, f64)) -> f64| {
                                         counts.iter().map(f).sum::<f64>() as u64
                                     };
-                                    let (x, nx, y, ny) =
-                                        (sum(|c| c.0), sum(|c| c.1), sum(|c| c.2), sum(|c| c.3));
-                                    let v = verdict_counts(x, nx, y, ny, alpha, margin).0;
+                                    let (x, y) = (sum(|c| c.0), sum(|c| c.2));
+                                    let v = verdict_with(regression, non_inferior, x, y, alpha).0;
                                     if k == 0 {
                                         tally[1][0] += (v == Verdict::Pass) as usize;
                                     } else {
