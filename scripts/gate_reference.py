@@ -143,6 +143,69 @@ def characteristics(rate,drops,nx,ny,alpha,margin):
     return out
 
 
+# The stratified test (docs/statistics.md, "The gate"): the mean of the per-task differences; its
+# standard error under a difference of -delta from each task's rates restricted to it (Dunnett &
+# Gent, half a count added, the plug-in variance times (n + m) / (n + m - 1), each side at least
+# the floor h (1 - h) / k with h = 0.5 / (k + 1)), on Welch-Satterthwaite degrees of freedom; the
+# t tail by its own regularized incomplete beta (Numerical Recipes' continued fraction).
+def _betacf(a, b, x):
+    qab, qap, qam = a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / d
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1 / (1 + aa * d); c = 1 + aa / c; h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1 / (1 + aa * d); c = 1 + aa / c; de = d * c; h *= de
+        if abs(de - 1) < 1e-15:
+            break
+    return h
+def _ibeta(a, b, x):
+    if x <= 0: return 0.0
+    if x >= 1: return 1.0
+    bt = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1 - x))
+    if x < (a + 1) / (a + b + 2): return bt * _betacf(a, b, x) / a
+    return 1 - bt * _betacf(b, a, 1 - x) / b
+def t_sf(t, df):
+    p = 0.5 * _ibeta(df / 2, 0.5, df / (df + t * t))
+    return p if t > 0 else 1 - p
+def strat_se(counts, delta):
+    v = v2 = 0.0
+    for b, n, c, m in counts:
+        pb = min(max((b + c + m * delta + 0.5) / (n + m + 1), 0.0), 1.0)
+        pc = min(max(pb - delta, 0.0), 1.0)
+        u = (n + m) / (n + m - 1)
+        floor = lambda k: (0.5 / (k + 1)) * (1 - 0.5 / (k + 1)) / k
+        vb = max(u * pb * (1 - pb) / n, floor(n)); vc = max(u * pc * (1 - pc) / m, floor(m))
+        v += vb + vc; v2 += vb * vb / max(n - 1, 1) + vc * vc / max(m - 1, 1)
+    return math.sqrt(v) / len(counts), v * v / v2
+def strat_verdict(counts, alpha, margin):
+    mean = sum(c / m - b / n for b, n, c, m in counts) / len(counts)
+    se0, df0 = strat_se(counts, 0.0); sem, dfm = strat_se(counts, margin)
+    if t_sf(-mean / se0, df0) <= alpha: return "FAIL"
+    if t_sf((mean + margin) / sem, dfm) <= alpha: return "PASS"
+    return "INCONCLUSIVE"
+def strat_characteristics(tasks, drops, alpha, margin, draws, seed=1):
+    """tasks: (baseline passes, baseline trials, candidate trials); each task at its own baseline
+    rate, the candidate's p - drop p / mean(p); (drop, P(FAIL), P(PASS)) by `draws` draws."""
+    import random
+    rng = random.Random(seed)
+    ps = [b / n for b, n, m in tasks]; mp = sum(ps) / len(ps)
+    out = []
+    for drop in drops:
+        f = pa = 0
+        for _ in range(draws):
+            counts = []
+            for (b, n, m), p in zip(tasks, ps):
+                q = min(max(p - drop * p / mp, 0.0), 1.0)
+                counts.append((sum(rng.random() < p for _ in range(n)), n, sum(rng.random() < q for _ in range(m)), m))
+            v = strat_verdict(counts, alpha, margin)
+            f += v == "FAIL"; pa += v == "PASS"
+        out.append((drop, f / draws, pa / draws))
+    return out
+
 
 if __name__ == "__main__":
     # tests/gate.rs pass_fail_and_outputs: the 40 pp drop's tasks, 40 trials a side, alpha 0.05 over 14 tasks.
@@ -156,6 +219,18 @@ if __name__ == "__main__":
     for drop, pf, pp in characteristics(63 / 96, [0.0, 0.10, 0.20], 96, 48, 0.05, 0.20):
         print(f"margin 0.20 drop {drop}: p_fail {pf!r} p_pass {pp!r}")
     print("margin 0.05 drop 0.0: p_pass", repr(characteristics(63 / 96, [0.0], 96, 48, 0.05, 0.05)[0][2]))
+    # The same with tasks as strata (the gate's rule at 24 and 12 trials a task), simulated.
+    shipped = [(18, 24, 12), (12, 24, 12), (24, 24, 12), (9, 24, 12)]
+    for drop, pf, pp in strat_characteristics(shipped, [0.0, 0.10, 0.20], 0.05, 0.20, 50000):
+        print(f"stratified margin 0.20 drop {drop}: p_fail {pf!r} p_pass {pp!r}")
+    print("stratified margin 0.05 drop 0.0: p_pass", repr(strat_characteristics(shipped, [0.0], 0.05, 0.05, 50000)[0][2]))
+    # tests/gate.rs pass_fail_and_outputs: the unchanged candidate, 40 trials a side.
+    same = [(15, 21), (6, 10), (28, 25), (27, 27), (32, 32), (15, 21), (14, 11), (13, 8), (3, 6), (31, 32), (27, 25), (23, 17), (7, 6), (4, 8)]
+    counts = [(b, 40, c, 40) for b, c in same]
+    mean = sum(c / 40 - b / 40 for b, c in same) / 14
+    (se0, df0), (sem, dfm), (sep, dfp) = strat_se(counts, 0.0), strat_se(counts, 0.05), strat_se(counts, -0.05)
+    print("stratified same: mean", mean, "p not worse", t_sf(-mean / se0, df0), "p worse by 5 pp", t_sf((mean + 0.05) / sem, dfm),
+          "p no better", t_sf(mean / se0, df0), "p better by 5 pp", t_sf((0.05 - mean) / sep, dfp))
     # crates/report/src/gate/decision.rs exact_p_known_values and decision_rule; crates/report/src/gate/render.rs (the JUnit case).
     for x, nx, y, ny in [(6, 8, 8, 8), (40, 50, 48, 50), (126, 140, 130, 140)]:
         print(f"NI {x}/{nx}->{y}/{ny}", repr(ni_p(x, nx, y, ny, 0.05)))

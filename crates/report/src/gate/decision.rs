@@ -24,17 +24,51 @@ impl Verdict {
     }
 }
 
-/// How the gate tested.
+/// How the gate tested, chosen from the trial counts alone ([`gate_test`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateTest {
-    /// Every task has the same trials on each side, so pooling weighs every
-    /// task the same: the exact unconditional tests on the pooled counts.
+    /// Every task has the same trials on each side, fewer than
+    /// [`STRATIFIED_FROM_TRIALS`] on one side: pooling weighs every task the
+    /// same, and the exact unconditional tests on the pooled counts apply.
     PooledExact,
-    /// Tasks with unequal trials (a partial run): tasks as strata, each
-    /// weighing the same, a t test on the mean of the per-task differences
+    /// Every task has the same trials on each side and at least
+    /// [`STRATIFIED_FROM_TRIALS`] on both: tasks as strata, each weighing the
+    /// same, a t test on the mean of the per-task differences
     /// ([`decide_stratified`]); its error rates are simulated, not exact.
     Stratified,
+    /// Tasks with unequal trials (a partial run): the stratified test, on the
+    /// tasks the candidate has.
+    StratifiedPartial,
+}
+
+impl GateTest {
+    pub fn is_stratified(self) -> bool {
+        self != GateTest::PooledExact
+    }
+}
+
+/// Trials a task on each side from which a complete run is tested with tasks
+/// as strata: below it the stratified test's variance floors make it more
+/// conservative than the pooled exact tests (`simulation_gate_stratified`:
+/// at 1 and 2 trials a task it PASSes an unchanged candidate less often than
+/// they do, at 5 about as often or more, at 12 up to 2.45 times as often on
+/// heterogeneous tasks).
+pub const STRATIFIED_FROM_TRIALS: u32 = 5;
+
+/// The test for these paired tasks, from their trial counts alone (never
+/// from the outcomes): stratified for a partial run (`partial`: a side's
+/// tasks have unequal trial counts) and for complete runs with at least
+/// [`STRATIFIED_FROM_TRIALS`] trials a task on each side, pooled exact below.
+pub fn gate_test(pairs: &[(&BaselineRow, &BaselineRow)], partial: bool) -> GateTest {
+    let fewest = pairs.iter().map(|(b, c)| b.trials.min(c.trials)).min().unwrap_or(0);
+    if partial {
+        GateTest::StratifiedPartial
+    } else if fewest >= STRATIFIED_FROM_TRIALS {
+        GateTest::Stratified
+    } else {
+        GateTest::PooledExact
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -401,8 +435,7 @@ pub fn decide(pairs: &[(&BaselineRow, &BaselineRow)], alpha: f64, margin: f64) -
     )
 }
 
-/// The gate's rule with tasks as strata, for paired tasks whose trial counts
-/// differ (a partial or interrupted run): the estimate `D` is the mean over
+/// The gate's rule with tasks as strata (`test` says why: [`gate_test`]): the estimate `D` is the mean over
 /// the paired tasks of `c_t / m_t - b_t / n_t` (every task weighs the same,
 /// as the report weighs them); under each null its standard error is
 /// [`null_se`]'s (each task's rates restricted to that null's difference, on
@@ -417,6 +450,7 @@ pub fn decide_stratified(
     pairs: &[(&BaselineRow, &BaselineRow)],
     alpha: f64,
     margin: f64,
+    test: GateTest,
 ) -> Decision {
     let counts: Vec<(f64, f64, f64, f64)> = pairs
         .iter()
@@ -433,7 +467,7 @@ pub fn decide_stratified(
     };
     Decision {
         verdict,
-        test: GateTest::Stratified,
+        test,
         n_tasks: counts.len(),
         baseline_passes: sum(&|p| p.0.passes),
         baseline_trials: sum(&|p| p.0.trials),
@@ -475,8 +509,11 @@ fn null_se(counts: &[(f64, f64, f64, f64)], delta: f64) -> (f64, f64) {
             let h = 0.5 / (k + 1.0);
             h * (1.0 - h) / k
         };
-        let vb = (pb * (1.0 - pb) / n).max(least(n));
-        let vc = (pc * (1.0 - pc) / m).max(least(m));
+        // The restricted rate pools the task's n + m trials: its plug-in
+        // variance is unbiased with n + m - 1 in the denominator.
+        let unbiased = (n + m) / (n + m - 1.0);
+        let vb = (unbiased * pb * (1.0 - pb) / n).max(least(n));
+        let vc = (unbiased * pc * (1.0 - pc) / m).max(least(m));
         v += vb + vc;
         v2_df += vb * vb / (n - 1.0).max(1.0) + vc * vc / (m - 1.0).max(1.0);
     }
@@ -514,8 +551,19 @@ pub struct Characteristic {
     pub drop: f64,
     pub p_fail: f64,
     pub p_pass: f64,
-    /// `true` when computed exactly (every outcome enumerated), else a Normal approximation.
-    pub exact: bool,
+    pub method: Method,
+}
+
+/// How an operating characteristic was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Every outcome enumerated (the pooled exact tests up to 120 trials a side).
+    Exact,
+    /// A Normal approximation (the pooled exact tests above 120 trials a side).
+    Normal,
+    /// Seeded draws at the baseline's own per-task rates (the stratified test).
+    Simulated { draws: usize },
 }
 
 /// Probability of each verdict when every task's baseline rate is `rate` and
@@ -541,7 +589,7 @@ pub fn characteristic(
             drop,
             p_fail: phi((drop - z * se) / se),
             p_pass: phi((margin - drop - z * se) / se),
-            exact: false,
+            method: Method::Normal,
         };
     }
     let fx = pmf(&ln_choose(nx), rate);
@@ -566,7 +614,7 @@ pub fn characteristic(
             }
         }
     }
-    Characteristic { drop, p_fail, p_pass, exact: true }
+    Characteristic { drop, p_fail, p_pass, method: Method::Exact }
 }
 
 /// For a predicate monotone over 0..=n: when `low`, the largest y with
@@ -603,17 +651,69 @@ pub fn characteristics(d: &Decision) -> Vec<Characteristic> {
     } else {
         d.baseline_passes as f64 / d.baseline_trials as f64
     };
-    let mut drops = vec![0.0, d.margin, 0.10, 0.20];
-    drops.sort_by(f64::total_cmp);
-    // A margin of 10 or 20 pp is listed once.
-    drops.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
-    drops
+    drops(d.margin)
         .into_iter()
         .map(|drop| {
             characteristic(rate, drop, d.baseline_trials, d.candidate_trials, d.alpha, d.margin)
         })
         .collect()
 }
+/// The drops the operating characteristics are given for: none, the margin,
+/// 10 and 20 pp (a margin of 10 or 20 pp listed once).
+fn drops(margin: f64) -> Vec<f64> {
+    let mut drops = vec![0.0, margin, 0.10, 0.20];
+    drops.sort_by(f64::total_cmp);
+    drops.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
+    drops
+}
+
+/// Draws a stratified operating characteristic is simulated with (standard
+/// error at most 1.1 pp).
+pub const CHARACTERISTIC_DRAWS: usize = 2000;
+
+/// The stratified test's operating characteristics at these tasks' trial
+/// counts, simulated ([`CHARACTERISTIC_DRAWS`] seeded draws): each task's
+/// baseline rate is its own baseline rate, the candidate's `p_t - drop p_t /
+/// mean(p)` (so that the tasks drop by `drop` on average, as in
+/// `simulation_gate_stratified`), clamped to [0, 1].
+pub fn stratified_characteristics(
+    pairs: &[(&BaselineRow, &BaselineRow)],
+    alpha: f64,
+    margin: f64,
+) -> Vec<Characteristic> {
+    let sizes: Vec<(f64, u32, u32)> = pairs
+        .iter()
+        .filter(|(b, c)| b.trials > 0 && c.trials > 0)
+        .map(|(b, c)| (b.passes as f64 / b.trials as f64, b.trials, c.trials))
+        .collect();
+    let mean_p = sizes.iter().map(|s| s.0).sum::<f64>() / sizes.len().max(1) as f64;
+    let mut rng = stats::SplitMix64(0x6A7E_0C00_0000_0001);
+    let mut draw = |k: u32, p: f64| (0..k).filter(|_| rng.uniform() < p).count() as f64;
+    let method = Method::Simulated { draws: CHARACTERISTIC_DRAWS };
+    let rate = |k: usize| k as f64 / CHARACTERISTIC_DRAWS as f64;
+    drops(margin)
+        .into_iter()
+        .map(|drop| {
+            let (mut fail, mut pass) = (0usize, 0usize);
+            for _ in 0..CHARACTERISTIC_DRAWS {
+                let counts: Vec<(f64, f64, f64, f64)> = sizes
+                    .iter()
+                    .map(|&(p, n, m)| {
+                        let q = if mean_p > 0.0 { p - drop * p / mean_p } else { p - drop };
+                        (draw(n, p), n as f64, draw(m, q.clamp(0.0, 1.0)), m as f64)
+                    })
+                    .collect();
+                match stratified_verdict(&counts, alpha, margin).verdict {
+                    Verdict::Fail => fail += 1,
+                    Verdict::Pass => pass += 1,
+                    Verdict::Inconclusive => {}
+                }
+            }
+            Characteristic { drop, p_fail: rate(fail), p_pass: rate(pass), method }
+        })
+        .collect()
+}
+
 /// How many times its current trials per task (same tasks, the baseline as
 /// it is) the candidate would need for an unchanged candidate to PASS in at
 /// least 80% of runs; `None` when even 32 times is not enough (the baseline
@@ -739,7 +839,7 @@ mod tests {
                             continue;
                         }
                         let c = characteristic(rate, drop, n, n, alpha, margin);
-                        assert!(c.exact);
+                        assert_eq!(c.method, Method::Exact);
                         if drop == 0.0 {
                             aa_fail = aa_fail.max(c.p_fail);
                         } else if c.p_pass > worst.0 {
@@ -832,27 +932,80 @@ mod tests {
     /// Replications a cell of [`simulation_gate_stratified`].
     const STRATIFIED_REPS: usize = 4000;
 
-    /// The stratified rule on heterogeneous tasks and partial candidate runs: baseline rates
-    /// Beta with mean 0.6 and intraclass correlation 0 or 0.5 per task, 12 baseline trials a
-    /// task; the candidate has 12 trials a task, or (partial) 1 to 12 drawn per task; its rate
-    /// is `p_t - drop p_t / mean(p)` so that these tasks drop by exactly `drop` on average.
-    /// Tasks {8, 14, 40}, margin {0.05, 0.2}, alpha 0.05: the false PASS rate at a drop of the
-    /// margin, the false FAIL rate at no drop, and the PASS rate at no drop; and the pooled
-    /// exact rule beside it where trials are equal (the rule the gate uses there). Asserted:
-    /// in every partial cell (where the gate uses it) both error rates at most alpha plus 3
-    /// simulation standard errors.
+    /// One cell of [`simulation_gate_stratified`]: baseline rates Beta with mean 0.6 and
+    /// intraclass correlation `icc` per task, `nt` baseline trials a task; the candidate has
+    /// `cand` trials a task (`None`: partial, 1 to `nt` drawn per task) and rate `p_t - drop
+    /// p_t / mean(p)`, so that these tasks drop by exactly `drop` on average. Returns the
+    /// stratified and the pooled exact rules' [false PASS at a drop of the margin, false FAIL at
+    /// no drop, PASS at no drop] (the pooled rule only where trials are equal).
+    fn stratified_cell(
+        rng: &mut crate::report::stats::simulation::SplitMix64,
+        (tasks, icc, nt, cand): (usize, f64, usize, Option<usize>),
+        margin: f64,
+        reps: usize,
+    ) -> [[f64; 3]; 2] {
+        let alpha = 0.05;
+        let mut tally = [[0usize; 3]; 2];
+        let exact_tests = cand.map(|m| {
+            let (n, m) = ((nt * tasks) as u64, (m * tasks) as u64);
+            (ExactTest::new(n, m, 0.0, false), ExactTest::new(n, m, margin, true))
+        });
+        for _ in 0..reps {
+            for (k, drop) in [(0usize, margin), (1, 0.0)] {
+                let s = 1.0 / icc.max(1e-9) - 1.0;
+                let p: Vec<f64> = (0..tasks)
+                    .map(|_| if icc == 0.0 { 0.6 } else { rng.beta(0.6 * s, 0.4 * s) })
+                    .collect();
+                let mean_p = p.iter().sum::<f64>() / tasks as f64;
+                let counts: Vec<(f64, f64, f64, f64)> = p
+                    .iter()
+                    .map(|&pt| {
+                        let q = (pt - drop * pt / mean_p).clamp(0.0, 1.0);
+                        let m = cand.unwrap_or_else(|| 1 + (rng.next_u64() % nt as u64) as usize);
+                        let b = (0..nt).filter(|_| rng.uniform() < pt).count() as f64;
+                        let c = (0..m).filter(|_| rng.uniform() < q).count() as f64;
+                        (b, nt as f64, c, m as f64)
+                    })
+                    .collect();
+                let mut count = |rule: usize, v: Verdict| {
+                    if k == 0 {
+                        tally[rule][0] += (v == Verdict::Pass) as usize;
+                    } else {
+                        tally[rule][1] += (v == Verdict::Fail) as usize;
+                        tally[rule][2] += (v == Verdict::Pass) as usize;
+                    }
+                };
+                count(0, stratified_verdict(&counts, alpha, margin).verdict);
+                if let Some((regression, non_inferior)) = &exact_tests {
+                    let x = counts.iter().map(|c| c.0).sum::<f64>() as u64;
+                    let y = counts.iter().map(|c| c.2).sum::<f64>() as u64;
+                    count(1, verdict_with(regression, non_inferior, x, y, alpha).0);
+                }
+            }
+        }
+        tally.map(|rule| rule.map(|n| n as f64 / reps as f64))
+    }
+
+    /// The stratified rule against the pooled exact rule on heterogeneous tasks (see
+    /// [`stratified_cell`]): tasks {4, 8, 14, 40}, {1, 2, 5, 12} baseline trials a task, the
+    /// candidate with as many, half as many (12 -> 6) or a partial run, ICC 0 and 0.5, margins
+    /// 5 and 20 pp, alpha 0.05. Asserted: in every cell where the gate uses the stratified rule
+    /// ([`gate_test`]: partial, or at least [`STRATIFIED_FROM_TRIALS`] trials a task a side) both
+    /// error rates at most alpha plus 3 simulation standard errors; at the full tier, the
+    /// figures docs/statistics.md states.
     #[test]
     fn simulation_gate_stratified() {
-        use crate::report::stats::simulation::{SplitMix64, reps, slack};
+        use crate::report::stats::simulation::{SplitMix64, full_tier, reps, slack};
         let mut out = Table::default();
         let (alpha, reps) = (0.05, reps(STRATIFIED_REPS));
         let limit = alpha + slack(alpha, reps);
         let mut rng = SplitMix64(0x6A7E_5791_0000_0001);
-        out.line(format_args!("simulation_gate_stratified: {reps} replications a cell, alpha {alpha}; false PASS at a drop of the margin, false FAIL and PASS at no drop (pooled exact beside, equal trials only)"));
+        out.line(format_args!("simulation_gate_stratified: {reps} replications a cell, alpha {alpha}; false PASS at a drop of the margin, false FAIL and PASS at no drop; the pooled exact rule beside (equal trials); * where the gate uses the stratified rule"));
         out.line(format_args!(
-            "{:>5} {:>4} {:>7} {:>6} | {:>10} {:>10} {:>9} | {:>10} {:>10} {:>9}",
+            "{:>5} {:>4} {:>6} {:>7} {:>6} | {:>10} {:>10} {:>9} | {:>10} {:>10} {:>9}",
             "tasks",
             "icc",
+            "trials",
             "cand",
             "margin",
             "false PASS",
@@ -862,95 +1015,48 @@ mod tests {
             "pooled FF",
             "pooled P0"
         ));
-        let mut failures = Vec::new();
-        for &tasks in &[8usize, 14, 40] {
-            for &icc in &[0.0f64, 0.5] {
-                for &partial in &[false, true] {
-                    for &margin in &[0.05, 0.2] {
-                        let mut tally = [[0usize; 3]; 2]; // [stratified, pooled] x [FP, FF, P0]
-                        // The pooled exact tests at this size, built once a cell (equal trials).
-                        let n = 12 * tasks as u64;
-                        let exact_tests = (!partial).then(|| {
-                            (ExactTest::new(n, n, 0.0, false), ExactTest::new(n, n, margin, true))
-                        });
-                        for _ in 0..reps {
-                            for (k, drop) in [(0usize, margin), (1, 0.0)] {
-                                let s = 1.0 / icc.max(1e-9) - 1.0;
-                                let p: Vec<f64> =
-                                    (0..tasks)
-                                        .map(|_| {
-                                            if icc == 0.0 {
-                                                0.6
-                                            } else {
-                                                rng.beta(0.6 * s, 0.4 * s)
-                                            }
-                                        })
-                                        .collect();
-                                let mean_p = p.iter().sum::<f64>() / tasks as f64;
-                                let mut counts = Vec::with_capacity(tasks);
-                                for &pt in &p {
-                                    let q = (pt - drop * pt / mean_p).clamp(0.0, 1.0);
-                                    let m = if partial {
-                                        1 + (rng.next_u64() % 12) as usize
-                                    } else {
-                                        12
-                                    };
-                                    let b = (0..12).filter(|_| rng.uniform() < pt).count() as f64;
-                                    let c = (0..m).filter(|_| rng.uniform() < q).count() as f64;
-                                    counts.push((b, 12.0, c, m as f64));
-                                }
-                                let v = stratified_verdict(&counts, alpha, margin).verdict;
-                                if k == 0 {
-                                    tally[0][0] += (v == Verdict::Pass) as usize;
-                                } else {
-                                    tally[0][1] += (v == Verdict::Fail) as usize;
-                                    tally[0][2] += (v == Verdict::Pass) as usize;
-                                }
-                                if let Some((regression, non_inferior)) = &exact_tests {
-                                    let sum = |f: fn(&(f64, f64, f64, f64)) -> f64| {
-                                        counts.iter().map(f).sum::<f64>() as u64
-                                    };
-                                    let (x, y) = (sum(|c| c.0), sum(|c| c.2));
-                                    let v = verdict_with(regression, non_inferior, x, y, alpha).0;
-                                    if k == 0 {
-                                        tally[1][0] += (v == Verdict::Pass) as usize;
-                                    } else {
-                                        tally[1][1] += (v == Verdict::Fail) as usize;
-                                        tally[1][2] += (v == Verdict::Pass) as usize;
-                                    }
+        let (mut failures, mut worst) = (Vec::new(), 0.0f64);
+        for nt in [1usize, 2, 5, 12] {
+            let cands: Vec<Option<usize>> = match nt {
+                12 => vec![Some(12), Some(6), None],
+                _ => vec![Some(nt), None],
+            };
+            for tasks in [4usize, 8, 14, 40] {
+                for icc in [0.0f64, 0.5] {
+                    for &cand in &cands {
+                        for margin in [0.05, 0.2] {
+                            let cell = (tasks, icc, nt, cand);
+                            let [strat, pooled] = stratified_cell(&mut rng, cell, margin, reps);
+                            let used =
+                                cand.is_none_or(|m| m.min(nt) >= STRATIFIED_FROM_TRIALS as usize);
+                            let pooled = match cand {
+                                Some(_) => format!(
+                                    "{:>10.4} {:>10.4} {:>9.4}",
+                                    pooled[0], pooled[1], pooled[2]
+                                ),
+                                None => format!("{:>10} {:>10} {:>9}", "-", "-", "-"),
+                            };
+                            let cand_name = cand.map_or("partial".to_string(), |m| m.to_string());
+                            out.line(format_args!(
+                                "{tasks:>5} {icc:>4} {nt:>6} {cand_name:>7} {margin:>6} | {:>10.4} {:>10.4} {:>9.4}{} | {pooled}",
+                                strat[0], strat[1], strat[2], if used { "*" } else { " " }
+                            ));
+                            if used {
+                                worst = worst.max(strat[0]).max(strat[1]);
+                                if strat[0] > limit || strat[1] > limit {
+                                    failures.push(format!("{cell:?} margin {margin}: {strat:?}"));
                                 }
                             }
-                        }
-                        let r = |n: usize| n as f64 / reps as f64;
-                        let pooled = if partial {
-                            format!("{:>10} {:>10} {:>9}", "-", "-", "-")
-                        } else {
-                            format!(
-                                "{:>10.4} {:>10.4} {:>9.4}",
-                                r(tally[1][0]),
-                                r(tally[1][1]),
-                                r(tally[1][2])
-                            )
-                        };
-                        out.line(format_args!(
-                            "{tasks:>5} {icc:>4} {:>7} {margin:>6} | {:>10.4} {:>10.4} {:>9.4} | {pooled}",
-                            if partial { "partial" } else { "12" },
-                            r(tally[0][0]),
-                            r(tally[0][1]),
-                            r(tally[0][2])
-                        ));
-                        // The gate uses the stratified test for partial runs only.
-                        if partial && (r(tally[0][0]) > limit || r(tally[0][1]) > limit) {
-                            failures.push(format!(
-                                "{tasks} tasks icc {icc} partial {partial} margin {margin}: {:?}",
-                                tally[0]
-                            ));
                         }
                     }
                 }
             }
         }
-        out.line(format_args!("limit {limit:.4} (alpha + 3 standard errors)"));
+        out.line(format_args!("largest error rate where the gate uses the stratified rule {worst:.4}; limit {limit:.4} (alpha + 3 standard errors)"));
         assert!(failures.is_empty(), "{failures:#?}");
+        assert!(
+            !full_tier() || worst <= 0.0575,
+            "docs/statistics.md: at most 5.73% where the gate uses it; saw {worst}"
+        );
     }
 }

@@ -26,9 +26,10 @@ pub use baseline::{
     unequal_trials, write_baseline,
 };
 pub use decision::{
-    Characteristic, Decision, ExactTest, GateTest, Verdict, characteristic, characteristics,
-    decide, decide_counts, decide_stratified, non_inferiority_p, regression_p, size_hint,
-    task_regressed, verdict_counts,
+    Characteristic, Decision, ExactTest, GateTest, Method, STRATIFIED_FROM_TRIALS, Verdict,
+    characteristic, characteristics, decide, decide_counts, decide_stratified, gate_test,
+    non_inferiority_p, regression_p, size_hint, stratified_characteristics, task_regressed,
+    verdict_counts,
 };
 pub use render::{junit, markdown, render};
 
@@ -108,15 +109,22 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         return Ok(GateOutcome { drifts, decided: None });
     }
     let pairs = pair(&base, &cand);
-    // Equal trials on each side: pooling weighs every task the same, and the exact tests apply;
-    // else (a partial run) tasks are the strata.
-    let (decision, oc) = match unequal_trials(&pairs) {
-        None => {
+    // The test from the trial counts alone: tasks as strata for a partial run and for complete
+    // runs with enough trials a task, the pooled exact tests below.
+    let test = gate_test(&pairs, unequal_trials(&pairs).is_some());
+    let (decision, oc) = match test {
+        GateTest::PooledExact => {
             let d = decide(&pairs, o.alpha, o.margin);
             let oc = characteristics(&d);
             (d, oc)
         }
-        Some(_) => (decide_stratified(&pairs, o.alpha, o.margin), Vec::new()),
+        GateTest::Stratified => (
+            decide_stratified(&pairs, o.alpha, o.margin, test),
+            stratified_characteristics(&pairs, o.alpha, o.margin),
+        ),
+        GateTest::StratifiedPartial => {
+            (decide_stratified(&pairs, o.alpha, o.margin, test), Vec::new())
+        }
     };
     let pooled = decision.test == GateTest::PooledExact;
     let hint = (pooled && decision.verdict == Verdict::Inconclusive)

@@ -2,7 +2,7 @@
 //! summary) and JUnit XML (one case per task, one for the verdict).
 
 use super::baseline::BaselineRow;
-use super::decision::{Characteristic, Decision, GateTest, Verdict, task_regressed};
+use super::decision::{Characteristic, Decision, GateTest, Method, Verdict, task_regressed};
 use crate::report::analysis::ESTIMAND_THESE_TASKS;
 use std::fmt::Write;
 
@@ -11,7 +11,21 @@ fn pct(x: f64) -> String {
 }
 
 /// What the gate says when it tested with tasks as strata.
-pub const STRATIFIED_WORDS: &str = "the tasks' trial counts differ (a partial run): tasks as strata, each weighing the same, a t test on the mean per-task difference; its error rates are simulated (docs/statistics.md, \"The gate\"), not exact";
+pub const STRATIFIED_WORDS: &str = "tasks as strata, each weighing the same, a t test on the mean per-task difference; its error rates are simulated (docs/statistics.md, \"The gate\"), not exact";
+
+/// Why the gate tested as it did, for a stratified test.
+fn stratified_why(test: GateTest) -> Option<String> {
+    match test {
+        GateTest::PooledExact => None,
+        GateTest::Stratified => Some(format!(
+            "every task has at least {} trials a side: {STRATIFIED_WORDS}",
+            super::decision::STRATIFIED_FROM_TRIALS
+        )),
+        GateTest::StratifiedPartial => {
+            Some(format!("the tasks' trial counts differ (a partial run): {STRATIFIED_WORDS}"))
+        }
+    }
+}
 
 /// How the gate counts trials that ended in an infrastructure error (said in its output and docs).
 pub const INFRASTRUCTURE_COUNTS: &str = "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
@@ -52,14 +66,14 @@ pub fn render(
             d.p_non_inferior,
             d.alpha,
             match (d.test, hint) {
-                (GateTest::Stratified, _) => String::new(),
+                (GateTest::Stratified | GateTest::StratifiedPartial, _) => String::new(),
                 (_, Some(k)) => format!("; about {k} times the candidate's trials per task would let an unchanged candidate PASS in 80% of runs"),
                 (_, None) => "; even 32 times the candidate's trials per task would not let an unchanged candidate PASS in 80% of runs: the baseline needs more tasks or trials too".into(),
             }
         ),
     };
-    if d.test == GateTest::Stratified {
-        let _ = writeln!(s, "  {STRATIFIED_WORDS}");
+    if let Some(why) = stratified_why(d.test) {
+        let _ = writeln!(s, "  {why}");
     }
     let _ = writeln!(s, "  {why}");
     let _ = writeln!(s, "  in the report's words: {}", d.words());
@@ -68,40 +82,7 @@ pub fn render(
         "  estimand: {ESTIMAND_THESE_TASKS} (the pass rate over the suite's own tasks, each weighing the same; the trials are the random part)"
     );
     let _ = writeln!(s, "  {INFRASTRUCTURE_COUNTS}");
-    if let Some(first) = oc.first() {
-        let rate = if d.baseline_trials == 0 {
-            f64::NAN
-        } else {
-            d.baseline_passes as f64 / d.baseline_trials as f64
-        };
-        let _ = writeln!(
-            s,
-            "  operating characteristics at this size ({} baseline and {} candidate trials, every task at the baseline's {}; {}):",
-            d.baseline_trials,
-            d.candidate_trials,
-            pct(rate),
-            if first.exact { "exact" } else { "Normal approximation" }
-        );
-        for c in oc {
-            let what = if c.drop == 0.0 {
-                "no change".to_string()
-            } else {
-                format!("a drop of {:.0} pp", c.drop * 100.0)
-            };
-            let _ = writeln!(
-                s,
-                "    {what:<16} caught (FAIL) in {:>6} of runs, PASS in {:>6}",
-                pct(c.p_fail),
-                pct(c.p_pass)
-            );
-        }
-        let _ = writeln!(
-            s,
-            "    a true drop of {:.1} pp or more PASSes in at most {:.0}% of runs (the test's level), whatever the size",
-            d.margin * 100.0,
-            d.alpha * 100.0
-        );
-    }
+    write_characteristics(&mut s, d, oc);
     let red: Vec<String> = pairs
         .iter()
         .filter(|(b, c)| task_regressed(b, c, d.alpha, pairs.len()))
@@ -116,6 +97,55 @@ pub fn render(
         );
     }
     s
+}
+
+/// The operating characteristics under the verdict: how they were computed,
+/// each drop's FAIL and PASS rates, and what the test guarantees.
+fn write_characteristics(s: &mut String, d: &Decision, oc: &[Characteristic]) {
+    let Some(first) = oc.first() else { return };
+    let rate = if d.baseline_trials == 0 {
+        f64::NAN
+    } else {
+        d.baseline_passes as f64 / d.baseline_trials as f64
+    };
+    let how = match first.method {
+        Method::Exact => format!("every task at the baseline's {}; exact", pct(rate)),
+        Method::Normal => {
+            format!("every task at the baseline's {}; Normal approximation", pct(rate))
+        }
+        Method::Simulated { draws } => format!(
+            "each task at its own baseline rate, the drop shared in proportion to it; simulated, {draws} draws"
+        ),
+    };
+    let _ = writeln!(
+        s,
+        "  operating characteristics at this size ({} baseline and {} candidate trials, {how}):",
+        d.baseline_trials, d.candidate_trials,
+    );
+    for c in oc {
+        let what = if c.drop == 0.0 {
+            "no change".to_string()
+        } else {
+            format!("a drop of {:.0} pp", c.drop * 100.0)
+        };
+        let _ = writeln!(
+            s,
+            "    {what:<16} caught (FAIL) in {:>6} of runs, PASS in {:>6}",
+            pct(c.p_fail),
+            pct(c.p_pass)
+        );
+    }
+    let (margin, alpha) = (d.margin * 100.0, d.alpha * 100.0);
+    let _ = match first.method {
+        Method::Simulated { .. } => writeln!(
+            s,
+            "    a true drop of {margin:.1} pp or more PASSes in about {alpha:.0}% of runs or fewer (simulated, not guaranteed)"
+        ),
+        _ => writeln!(
+            s,
+            "    a true drop of {margin:.1} pp or more PASSes in at most {alpha:.0}% of runs (the test's level), whatever the size"
+        ),
+    };
 }
 
 pub fn markdown(
@@ -177,7 +207,8 @@ pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
     let overall = match d.verdict {
         Verdict::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_message(format!("significant regression (exact p {:.4})", d.p_regression))
+            let p = if d.test.is_stratified() { "p" } else { "exact p" };
+            s.set_message(format!("significant regression ({p} {:.4})", d.p_regression))
                 .set_description(summary.as_str());
             s
         }
