@@ -169,17 +169,19 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
         let ablations =
             exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
+        let level = match ablations {
+            0 => format!("at alpha {}, no ablations", exp.alpha),
+            1 => format!("ablations at {:.4}, i.e. alpha {} over 1 ablation", exp.alpha, exp.alpha),
+            n => format!(
+                "ablations at {:.4}, i.e. alpha {} over {n} ablations",
+                exp.alpha / n as f64,
+                exp.alpha
+            ),
+        };
         let _ = writeln!(
             s,
             "design: sequential (run until decided): tasks enter in a seeded order; after each, every comparison's anytime-valid confidence sequence \
-             (ablations at {:.4}, i.e. alpha {} over {}) decides helps / hurts{}; trials that serve only decided comparisons are not started",
-            exp.alpha / ablations.max(1) as f64,
-            exp.alpha,
-            if ablations == 1 {
-                "1 ablation".to_string()
-            } else {
-                format!("{ablations} ablations")
-            },
+             ({level}) decides helps / hurts{}; trials that serve only decided comparisons are not started",
             exp.margin
                 .map(|m| format!(" / equivalent within ±{:.1} pp", m * 100.0))
                 .unwrap_or_default()
