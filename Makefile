@@ -12,7 +12,7 @@ QUICK_DEPS := --config 'profile.dev.package."*".opt-level=0' --config 'profile.d
 # The integration tests that need no model, container, CLI agent or Harbor (make test-fast).
 FAST_TESTS := $(filter-out agents containers local_model import,$(basename $(notdir $(wildcard tests/*.rs))))
 
-.PHONY: agents test test-fast simulations ablate ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
+.PHONY: agents test test-fast simulations ablate ablate-components ablate-core ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model, the CLI agents, containers), the statistics simulations at the CI tier
@@ -51,11 +51,17 @@ test-fast:
 simulations:
 	ABLATE_SIMULATIONS=full $(CARGO) test --release -p ablate-report --lib simulation -- --nocapture
 
-## make ablate: the bare model against the harness's feedback and acceptance on HumanEval, with
-## the embedded default model, run until decided (at most 30 min of running time); installs what
-## is missing, builds, fetches the model and the suite.
+## make ablate: the harness against the model at its best (the model's own evaluation protocol)
+## on HumanEval, with the embedded default model, run until decided (at most 30 min of running
+## time); installs what is missing, builds, fetches the model and the suite.
 ablate: deps model release suite-humaneval
 	$(ABLATE) run configs/ablate.toml
+
+## make ablate-components: the bare model (ablate's builtin prompt) against the harness's
+## feedback and acceptance one at a time, and against EvalPlus's prompt, on HumanEval, run until
+## decided (at most 30 min of running time).
+ablate-components: deps model release suite-humaneval
+	$(ABLATE) run configs/humaneval-components.toml
 
 ## make ablate-core: bare vs full harness and leave-one-out of every component on tasks/core (the
 ## four tasks the calibration found informative), a fixed design of 140 trials.

@@ -195,9 +195,19 @@ fn shipped_configs_load() {
     ));
     let expected = [
         ("configs/core.toml", ablate_toml),
-        // Add-one-in from the bare arm, two of its components, and EvalPlus's prompt as a pair.
+        // The harness against the model at its best: four components at once, the same prompt.
         (
             "configs/ablate.toml",
+            vec![row(
+                "combined",
+                "bare",
+                "harness",
+                "feedback loop_guard acceptance progress_handoff",
+            )],
+        ),
+        // Add-one-in from the bare arm, two of its components, and EvalPlus's prompt as a pair.
+        (
+            "configs/humaneval-components.toml",
             vec![
                 row("ablation feedback", "bare", "bare-plus-feedback", "feedback"),
                 row("ablation acceptance", "bare", "bare-plus-acceptance", "acceptance"),

@@ -630,7 +630,7 @@ fn the_mid_p_size_at_twenty_one_trial_tasks_is_below_alpha_exactly() {
 /// differences sorted, put in 100 seeded uniformly random orders, each
 /// order's final capitals as plain products at level 2 alpha, a margin
 /// rejected when its capital averaged over the orders reaches 1 / alpha),
-/// margin 10 pp, alpha 0.05, seed 20261203 (`configs/ablate.toml`'s): at which
+/// margin 10 pp, alpha 0.05, seed 20261203 (`configs/humaneval-components.toml`'s): at which
 /// numbers of tasks each sequence of per-task differences is shown equivalent.
 /// Not monotone in the number of tasks (the bets are sized for it).
 #[test]
