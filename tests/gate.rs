@@ -349,7 +349,7 @@ fn the_shipped_baseline_loads_and_its_characteristics_are_printed() {
     let pairs: Vec<_> = rows.iter().zip(cand.iter()).collect();
     let (alpha, margin) = (0.05, 0.20);
     // 24 and 12 trials a task: the gate tests with tasks as strata.
-    assert_eq!(ablate::gate::gate_test(&pairs, false), ablate::gate::GateTest::Stratified);
+    assert_eq!(ablate::gate::gate_test(&pairs), ablate::gate::GateTest::Stratified);
     let d =
         ablate::gate::decide_stratified(&pairs, alpha, margin, ablate::gate::GateTest::Stratified);
     assert_eq!((d.baseline_passes, d.baseline_trials, d.candidate_trials), (63, 96, 48));
@@ -436,8 +436,8 @@ fn unequal_trials_per_task_are_decided_with_tasks_as_strata() {
 
 /// A partial candidate run, which has reached only some of the baseline's tasks, is decided on
 /// the tasks it has (not refused as a drift), and the gate says how many. The tasks it has are
-/// unchanged (every task passes on both sides): 13 of 14 tasks at 12 trials a side, pooled
-/// exact: a PASS.
+/// unchanged (every task passes on both sides): 13 of 14 tasks at 12 trials a side, tasks as
+/// strata: a PASS.
 #[test]
 fn a_partial_candidate_is_decided_on_the_tasks_it_has() {
     let dir = tempfile::tempdir().unwrap();

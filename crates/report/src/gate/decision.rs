@@ -43,8 +43,12 @@ pub enum GateTest {
 }
 
 impl GateTest {
-    pub fn is_stratified(self) -> bool {
-        self != GateTest::PooledExact
+    /// What the output calls this test's p-values.
+    pub fn p_name(self) -> &'static str {
+        match self {
+            GateTest::PooledExact => "exact p",
+            GateTest::Stratified | GateTest::StratifiedPartial => "p",
+        }
     }
 }
 
@@ -57,12 +61,12 @@ impl GateTest {
 pub const STRATIFIED_FROM_TRIALS: u32 = 5;
 
 /// The test for these paired tasks, from their trial counts alone (never
-/// from the outcomes): stratified for a partial run (`partial`: a side's
-/// tasks have unequal trial counts) and for complete runs with at least
+/// from the outcomes): stratified for a partial run (a side's tasks have
+/// unequal trial counts) and for complete runs with at least
 /// [`STRATIFIED_FROM_TRIALS`] trials a task on each side, pooled exact below.
-pub fn gate_test(pairs: &[(&BaselineRow, &BaselineRow)], partial: bool) -> GateTest {
+pub fn gate_test(pairs: &[(&BaselineRow, &BaselineRow)]) -> GateTest {
     let fewest = pairs.iter().map(|(b, c)| b.trials.min(c.trials)).min().unwrap_or(0);
-    if partial {
+    if super::baseline::unequal_trials(pairs).is_some() {
         GateTest::StratifiedPartial
     } else if fewest >= STRATIFIED_FROM_TRIALS {
         GateTest::Stratified
@@ -688,7 +692,6 @@ pub fn stratified_characteristics(
         .collect();
     let mean_p = sizes.iter().map(|s| s.0).sum::<f64>() / sizes.len().max(1) as f64;
     let mut rng = stats::SplitMix64(0x6A7E_0C00_0000_0001);
-    let mut draw = |k: u32, p: f64| (0..k).filter(|_| rng.uniform() < p).count() as f64;
     let method = Method::Simulated { draws: CHARACTERISTIC_DRAWS };
     let rate = |k: usize| k as f64 / CHARACTERISTIC_DRAWS as f64;
     drops(margin)
@@ -698,10 +701,7 @@ pub fn stratified_characteristics(
             for _ in 0..CHARACTERISTIC_DRAWS {
                 let counts: Vec<(f64, f64, f64, f64)> = sizes
                     .iter()
-                    .map(|&(p, n, m)| {
-                        let q = if mean_p > 0.0 { p - drop * p / mean_p } else { p - drop };
-                        (draw(n, p), n as f64, draw(m, q.clamp(0.0, 1.0)), m as f64)
-                    })
+                    .map(|&(p, n, m)| draw_task(&mut rng, p, drop, mean_p, n as usize, m as usize))
                     .collect();
                 match stratified_verdict(&counts, alpha, margin).verdict {
                     Verdict::Fail => fail += 1,
@@ -712,6 +712,24 @@ pub fn stratified_characteristics(
             Characteristic { drop, p_fail: rate(fail), p_pass: rate(pass), method }
         })
         .collect()
+}
+
+/// One task's simulated counts `(b, n, c, m)`: `n` baseline trials at rate
+/// `p`, `m` candidate trials at `p - drop p / mean_p` clamped to [0, 1] (`p -
+/// drop` when `mean_p` is 0), so that tasks whose rates average `mean_p`
+/// drop by `drop` on average.
+fn draw_task(
+    rng: &mut stats::SplitMix64,
+    p: f64,
+    drop: f64,
+    mean_p: f64,
+    n: usize,
+    m: usize,
+) -> (f64, f64, f64, f64) {
+    let q = if mean_p > 0.0 { p - drop * p / mean_p } else { p - drop }.clamp(0.0, 1.0);
+    let b = (0..n).filter(|_| rng.uniform() < p).count() as f64;
+    let c = (0..m).filter(|_| rng.uniform() < q).count() as f64;
+    (b, n as f64, c, m as f64)
 }
 
 /// How many times its current trials per task (same tasks, the baseline as
@@ -960,11 +978,8 @@ mod tests {
                 let counts: Vec<(f64, f64, f64, f64)> = p
                     .iter()
                     .map(|&pt| {
-                        let q = (pt - drop * pt / mean_p).clamp(0.0, 1.0);
                         let m = cand.unwrap_or_else(|| 1 + (rng.next_u64() % nt as u64) as usize);
-                        let b = (0..nt).filter(|_| rng.uniform() < pt).count() as f64;
-                        let c = (0..m).filter(|_| rng.uniform() < q).count() as f64;
-                        (b, nt as f64, c, m as f64)
+                        draw_task(rng, pt, drop, mean_p, nt, m)
                     })
                     .collect();
                 let mut count = |rule: usize, v: Verdict| {

@@ -111,7 +111,7 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
     let pairs = pair(&base, &cand);
     // The test from the trial counts alone: tasks as strata for a partial run and for complete
     // runs with enough trials a task, the pooled exact tests below.
-    let test = gate_test(&pairs, unequal_trials(&pairs).is_some());
+    let test = gate_test(&pairs);
     let (decision, oc) = match test {
         GateTest::PooledExact => {
             let d = decide(&pairs, o.alpha, o.margin);

@@ -51,7 +51,7 @@ pub fn render(
         pp(d.upper),
         d.margin * 100.0
     );
-    let exact = if d.test == GateTest::PooledExact { "exact p" } else { "p" };
+    let exact = d.test.p_name();
     let why = match d.verdict {
         Verdict::Fail => format!("\"not worse\" is rejected ({exact} {:.4} <= {}): a significant regression", d.p_regression, d.alpha),
         Verdict::Pass => format!(
@@ -207,9 +207,12 @@ pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
     let overall = match d.verdict {
         Verdict::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            let p = if d.test.is_stratified() { "p" } else { "exact p" };
-            s.set_message(format!("significant regression ({p} {:.4})", d.p_regression))
-                .set_description(summary.as_str());
+            s.set_message(format!(
+                "significant regression ({} {:.4})",
+                d.test.p_name(),
+                d.p_regression
+            ))
+            .set_description(summary.as_str());
             s
         }
         Verdict::Inconclusive => {
