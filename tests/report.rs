@@ -856,3 +856,34 @@ fn report_margin_on_the_command_line() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--margin") && err.contains("1.5 is not in (0, 1)"), "{err}");
 }
+
+/// Every cost and reliability number of the report (report.json: spend per trial, per solved
+/// task, pass^k and the consistency score, per arm and paired) is recomputed from trials.csv
+/// by scripts/costs_reference.py, which shares no code with ablate: 14 tasks x 5 trials, so
+/// the studentized bootstrap (10 tasks or more, 10 passes or more) and pass^2..pass^5 are all
+/// exercised, with spends that vary by trial and a cost on every trial.
+#[test]
+fn every_cost_and_reliability_number_matches_an_independent_recomputation() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 5, rate);
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("trade-off: "), "{out}");
+    assert!(out.contains("the tokens [") && out.contains("the cost ["), "{out}");
+    let made = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/costs_reference.py"))
+        .arg(&run)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&made.stdout);
+    assert!(made.status.success(), "{stdout}{}", String::from_utf8_lossy(&made.stderr));
+    let compared: usize = stdout
+        .trim()
+        .strip_prefix("compared ")
+        .and_then(|s| s.strip_suffix(" numbers"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // 7 arms x (3 spends per solved + k = 2, 3, 5 x 2) x 3 numbers, and 6 comparisons (5
+    // ablations and the combined one) x (4 spends x 8 + 3 spends per solved x 9 + 3 k x 9).
+    assert_eq!(compared, 7 * (3 + 3 * 2) * 3 + 6 * (4 * 8 + 3 * 9 + 3 * 9), "{stdout}");
+}

@@ -42,6 +42,8 @@ pub fn write_run(
     manifest.write_with_plan(dir, order.specs(None))?;
     drop(order);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // The spends' own stream, so that the outcomes drawn for a seed stay what they were.
+    let mut spend_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5BE7_D000);
     let mut out =
         BufWriter::with_capacity(1 << 20, std::fs::File::create(dir.join("trials.jsonl"))?);
     for t in &plan.trials {
@@ -96,7 +98,12 @@ pub fn write_run(
         rec.graded_pass = Some(passed);
         rec.steps = steps;
         rec.sessions = 1;
-        rec.tokens = Tokens { input: 600 * steps as u64, output: 150 * steps as u64, cached: 0 };
+        // A trial's spend varies beyond its steps (a factor 0.5-2), and is priced at
+        // $3 / $15 a million input / output tokens.
+        let factor = 0.5 + 1.5 * spend_rng.random::<f64>();
+        let (input, output) = ((600.0 * steps as f64 * factor) as u64, 150 * steps as u64);
+        rec.tokens = Tokens { input, output, cached: 0 };
+        rec.cost_usd = Some((3.0 * input as f64 + 15.0 * output as f64) / 1e6);
         rec.working_seconds = 3.0 * steps as f64;
         rec.wall_seconds = 3.1 * steps as f64;
         rec.finished_at = "2026-11-30T00:00:03Z".into();

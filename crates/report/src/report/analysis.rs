@@ -10,6 +10,7 @@ use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+pub mod costs;
 mod delivery;
 mod sequential;
 mod verdict;
@@ -312,6 +313,8 @@ pub struct ArmReport {
     pub cost_per_solved: Option<f64>,
     /// (k, pass@k, pass^k), averaged over tasks, for k in PASS_AT_K up to the trials per task.
     pub pass_at_k: Vec<(u64, f64, f64)>,
+    /// Spend per solved task and pass^k with intervals (`costs::arm`).
+    pub costs: costs::ArmCosts,
     pub warnings: Vec<String>,
 }
 
@@ -380,6 +383,8 @@ pub struct EffectReport {
     pub delivery: DeliveryCheck,
     /// What the delivery check adds beside the verdict (None: nothing).
     pub delivery_note: Option<String>,
+    /// What the comparison costs and how reliably each arm passes (`costs::paired`).
+    pub costs: costs::Costs,
 }
 
 /// A comparison of a sequential run (`ablate_core::sequential`): its interval,
@@ -620,6 +625,7 @@ pub fn analyse(data: &RunData) -> Report {
             working_seconds_per_solved: per_solved(working),
             cost_per_solved: cost.and_then(per_solved),
             pass_at_k,
+            costs: costs::arm(rows, n_tasks, conf),
             warnings,
         });
     }
@@ -719,6 +725,7 @@ pub fn analyse(data: &RunData) -> Report {
                 sequential: None,
                 delivery: DeliveryCheck::Unrecorded,
                 delivery_note: None,
+                costs: costs::paired(crow, trow, n_tasks, conf),
             };
             pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }

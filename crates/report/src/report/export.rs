@@ -6,7 +6,7 @@ use super::analysis::{EffectKind, EffectReport, Report};
 use super::cells::{self, Cell, Kind};
 use super::format::{count, p, pct, pp};
 use super::html;
-use super::rows::{self, ArmRow, EffectRow, RunCells, TrialRow};
+use super::rows::{self, ArmRow, CostCells, EffectRow, RunCells, TrialRow};
 use ablate_core::record::TrialRecord;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -194,10 +194,10 @@ pub fn arms_table(r: &Report) -> TypedTable {
 
 /// effects.csv as typed columns.
 pub fn effects_table(r: &Report) -> TypedTable {
-    let mut out = TypedTable::new::<(RunCells, EffectRow)>(&[]);
+    let mut out = TypedTable::new::<(RunCells, EffectRow, CostCells)>(&[]);
     let run = RunCells::of(r);
     for e in r.ablations.iter().chain(&r.combined) {
-        out.push(&(&run, EffectRow::of(r, e)));
+        out.push(&(&run, EffectRow::of(r, e), CostCells::of(&e.costs)));
     }
     out
 }
@@ -221,7 +221,8 @@ pub fn effects_csv(r: &Report) -> Vec<u8> {
     w.write_record(rows::effects_columns()).expect("writing to memory");
     let run = RunCells::of(r);
     for e in r.ablations.iter().chain(&r.combined) {
-        w.serialize((&run, EffectRow::of(r, e))).expect("writing to memory");
+        w.serialize((&run, EffectRow::of(r, e), CostCells::of(&e.costs)))
+            .expect("writing to memory");
     }
     w.into_inner().unwrap_or_default()
 }
@@ -276,6 +277,16 @@ fn md_effects(s: &mut String, header: &str, effects: &[EffectReport]) {
         .collect();
     if !notes.is_empty() {
         let _ = writeln!(s, "\n{}", notes.join("\n"));
+    }
+    for e in effects {
+        let lines = super::cost_lines::effect(e);
+        if !lines.is_empty() {
+            let _ = writeln!(s, "\n**Costs and reliability**, {} ({}):\n", e.name, e.model);
+            for l in lines {
+                let depth = l.len() - l.trim_start().len();
+                let _ = writeln!(s, "{}- {}", " ".repeat(depth), l.trim_start());
+            }
+        }
     }
 }
 
@@ -345,6 +356,13 @@ pub fn markdown(r: &Report) -> String {
             a.stopped_but_passing,
             ci(&a.pass_rate_final_state)
         );
+    }
+    for a in &r.arms {
+        let lines = super::cost_lines::arm(&a.costs);
+        if !lines.is_empty() {
+            let text: Vec<String> = lines.iter().map(|(l, t)| format!("{l}: {t}")).collect();
+            let _ = writeln!(s, "\nArm {} / {}: {}.", a.arm, a.model, text.join("; "));
+        }
     }
     for a in r.arms.iter().filter(|a| !a.warnings.is_empty()) {
         for w in &a.warnings {

@@ -212,6 +212,33 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
     }
 }
 
+/// Each arm's spend per solved task and reliability, then each comparison's
+/// costs (`cost_lines`), as lists.
+fn cost_sections(s: &mut String, r: &Report) {
+    let list = |s: &mut String, lines: Vec<String>| {
+        s.push_str("<ul>");
+        for l in lines {
+            let _ = write!(s, "<li>{}</li>", esc(l.trim_start()));
+        }
+        s.push_str("</ul>\n");
+    };
+    s.push_str("<h2>Costs and reliability</h2>\n");
+    for a in &r.arms {
+        let _ = writeln!(s, "<h3>Arm {} ({})</h3>", esc(&a.arm), esc(&a.model));
+        list(
+            s,
+            super::cost_lines::arm(&a.costs)
+                .into_iter()
+                .map(|(l, t)| format!("{l}: {t}"))
+                .collect(),
+        );
+    }
+    for e in r.ablations.iter().chain(&r.combined) {
+        let _ = writeln!(s, "<h3>{} ({})</h3>", esc(&e.name), esc(&e.model));
+        list(s, super::cost_lines::effect(e));
+    }
+}
+
 pub fn render(r: &Report) -> String {
     let level = (1.0 - r.alpha) * 100.0;
     let mut s = String::from("<!doctype html>\n<html lang=en><head><meta charset=utf-8>");
@@ -310,6 +337,7 @@ pub fn render(r: &Report) -> String {
         effect_rows(&mut s, &r.combined);
         s.push_str("</table>\n");
     }
+    cost_sections(&mut s, r);
     let sequences: Vec<&EffectReport> =
         r.ablations.iter().chain(&r.combined).filter(|e| e.sequential.is_some()).collect();
     if !sequences.is_empty() {

@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod cells;
+pub mod cost_lines;
 pub mod export;
 pub mod format;
 pub mod html;

@@ -5,8 +5,10 @@
 //! the run's arms, which no struct can name ahead of time. docs/exports.md
 //! documents every column with its type.
 
+use super::analysis::costs::{Costs, Spend};
 use super::analysis::{ArmReport, EffectReport, Report};
 use super::cells::{self, as_bool, as_category, as_int};
+use super::stats::Span;
 use ablate_core::record::{EndReason, TrialRecord};
 use serde::{Serialize, Serializer};
 
@@ -346,6 +348,12 @@ pub struct EffectRow<'a> {
     pub delta_bias_reduced: Num,
     pub these_tasks_lo: Num,
     pub these_tasks_hi: Num,
+    /// The level of the cost and reliability intervals (`1 - alpha`, unadjusted).
+    pub costs_level: Num,
+    pub costs_n_tasks: usize,
+    /// The k of the pass^k columns (`CostCells`): the largest both arms reached.
+    #[serde(serialize_with = "as_int")]
+    pub pass_hat_k: Option<usize>,
 }
 
 impl<'a> EffectRow<'a> {
@@ -397,7 +405,95 @@ impl<'a> EffectRow<'a> {
             delta_bias_reduced: e.sequential.as_ref().map(|s| s.delta_bias_reduced).into(),
             these_tasks_lo: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.0).into(),
             these_tasks_hi: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.1).into(),
+            costs_level: e.costs.level.into(),
+            costs_n_tasks: e.costs.n_tasks,
+            pass_hat_k: e.costs.pass_hat_k.last().map(|h| h.k as usize),
         }
+    }
+}
+
+/// A struct of float cells named in order, filled from a list of values in
+/// the same order (`from_values`): the cost columns, whose names follow one
+/// pattern over the spends.
+macro_rules! float_cells {
+    ($(#[$doc:meta])* $name:ident { $($field:ident),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, Serialize)]
+        pub struct $name {
+            $(pub $field: Num,)*
+        }
+        impl $name {
+            fn from_values(values: Vec<f64>) -> $name {
+                let mut v = values.into_iter();
+                $name { $($field: v.next().into(),)* }
+            }
+        }
+    };
+}
+
+float_cells! {
+    /// A comparison's costs and reliability (`analysis::costs::Costs`):
+    /// effects.csv after [`EffectRow`]; docs/exports.md names each column.
+    CostCells {
+        tokens_control, tokens_treatment, tokens_diff, tokens_diff_lo, tokens_diff_hi,
+        tokens_ratio, tokens_ratio_lo, tokens_ratio_hi, cost_usd_control, cost_usd_treatment,
+        cost_usd_diff, cost_usd_diff_lo, cost_usd_diff_hi, cost_usd_ratio, cost_usd_ratio_lo,
+        cost_usd_ratio_hi, working_seconds_control, working_seconds_treatment,
+        working_seconds_diff, working_seconds_diff_lo, working_seconds_diff_hi,
+        working_seconds_ratio, working_seconds_ratio_lo, working_seconds_ratio_hi,
+        steps_control, steps_treatment, steps_diff, steps_diff_lo, steps_diff_hi, steps_ratio,
+        steps_ratio_lo, steps_ratio_hi, tokens_per_solved_control,
+        tokens_per_solved_control_lo, tokens_per_solved_control_hi,
+        tokens_per_solved_treatment, tokens_per_solved_treatment_lo,
+        tokens_per_solved_treatment_hi, tokens_per_solved_ratio, tokens_per_solved_ratio_lo,
+        tokens_per_solved_ratio_hi, cost_usd_per_solved_control,
+        cost_usd_per_solved_control_lo, cost_usd_per_solved_control_hi,
+        cost_usd_per_solved_treatment, cost_usd_per_solved_treatment_lo,
+        cost_usd_per_solved_treatment_hi, cost_usd_per_solved_ratio,
+        cost_usd_per_solved_ratio_lo, cost_usd_per_solved_ratio_hi,
+        working_seconds_per_solved_control, working_seconds_per_solved_control_lo,
+        working_seconds_per_solved_control_hi, working_seconds_per_solved_treatment,
+        working_seconds_per_solved_treatment_lo, working_seconds_per_solved_treatment_hi,
+        working_seconds_per_solved_ratio, working_seconds_per_solved_ratio_lo,
+        working_seconds_per_solved_ratio_hi, pass_hat_k_control, pass_hat_k_control_lo,
+        pass_hat_k_control_hi, pass_hat_k_treatment, pass_hat_k_treatment_lo,
+        pass_hat_k_treatment_hi, pass_hat_k_diff, pass_hat_k_diff_lo, pass_hat_k_diff_hi
+    }
+}
+
+/// `[estimate, lo, hi]` of a span.
+fn three(s: &Span) -> [f64; 3] {
+    [s.estimate, s.lo, s.hi]
+}
+
+impl CostCells {
+    /// The cells in [`CostCells`]' order: per spend its means, difference and
+    /// ratio; per spend per solved task both arms and the ratio; pass^k at the
+    /// largest k both arms reached (every k: report.json). NaN (empty) where
+    /// the run has no such number.
+    pub fn of(c: &Costs) -> CostCells {
+        let mut v = Vec::new();
+        for o in Spend::ALL {
+            v.extend(match c.per_trial(o) {
+                Some(s) => [s.control, s.treatment]
+                    .into_iter()
+                    .chain(three(&s.difference))
+                    .chain(three(&s.ratio))
+                    .collect::<Vec<f64>>(),
+                None => vec![f64::NAN; 8],
+            });
+        }
+        for o in Spend::PER_SOLVED {
+            v.extend(match c.per_solved(o) {
+                Some(s) => [three(&s.control), three(&s.treatment), three(&s.ratio)].concat(),
+                None => vec![f64::NAN; 9],
+            });
+        }
+        v.extend(match c.pass_hat_k.last() {
+            Some(h) => [three(&h.control), three(&h.treatment), three(&h.difference)].concat(),
+            None => vec![f64::NAN; 9],
+        });
+        CostCells::from_values(v)
     }
 }
 
@@ -430,7 +526,7 @@ pub fn arms_schema() -> Vec<(String, cells::Kind)> {
 
 /// effects.csv's columns, with their types.
 pub fn effects_schema() -> Vec<(String, cells::Kind)> {
-    cells::schema::<(RunCells, EffectRow)>()
+    cells::schema::<(RunCells, EffectRow, CostCells)>()
 }
 
 /// trials.csv's columns before the component columns.
@@ -445,7 +541,7 @@ pub fn arms_columns() -> Vec<String> {
 
 /// effects.csv's columns.
 pub fn effects_columns() -> Vec<String> {
-    columns::<(RunCells, EffectRow)>()
+    columns::<(RunCells, EffectRow, CostCells)>()
 }
 
 #[cfg(test)]
@@ -489,7 +585,7 @@ mod tests {
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
         assert_eq!(arms_columns().len(), 41);
-        assert_eq!(effects_columns().len(), 45);
+        assert_eq!(effects_columns().len(), 116);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
         {

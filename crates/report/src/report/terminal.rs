@@ -77,18 +77,6 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
         per.push_str(&format!(", ${cost:.4}"));
     }
     let _ = writeln!(s, "  Per trial:       {per}");
-    match (a.tokens_per_solved, a.working_seconds_per_solved) {
-        (Some(t), Some(w)) => {
-            let mut line = format!("{t:.0} tokens, {w:.1} s");
-            if let Some(cost) = a.cost_per_solved {
-                line.push_str(&format!(", ${cost:.4}"));
-            }
-            let _ = writeln!(s, "  Per solved task: {line}");
-        }
-        _ => {
-            let _ = writeln!(s, "  Per solved task: none solved");
-        }
-    }
     if !a.pass_at_k.is_empty() {
         let at = a
             .pass_at_k
@@ -96,14 +84,10 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
             .map(|(k, v, _)| format!("@{k} {}", pct(*v)))
             .collect::<Vec<_>>()
             .join("  ");
-        let hat = a
-            .pass_at_k
-            .iter()
-            .map(|(k, _, v)| format!("^{k} {}", pct(*v)))
-            .collect::<Vec<_>>()
-            .join("  ");
         let _ = writeln!(s, "  pass@k:          {at}");
-        let _ = writeln!(s, "  pass^k:          {hat}");
+    }
+    for (label, text) in super::cost_lines::arm(&a.costs) {
+        let _ = writeln!(s, "  {:<17}{text}", format!("{label}:"));
     }
     for w in &a.warnings {
         let _ = writeln!(s, "  {} {w}", c.yellow("warning:"));
@@ -148,6 +132,9 @@ fn effect_line(s: &mut String, e: &EffectReport, c: &Paint, width: usize) {
     }
     if let Some(note) = super::analysis::sequential_note(e) {
         let _ = writeln!(s, "  {:<16} {}", "", c.dim(&note));
+    }
+    for line in super::cost_lines::effect(e) {
+        let _ = writeln!(s, "  {:<16} {}", "", c.dim(&line));
     }
     if let Some(note) = &e.delivery_note {
         let _ = writeln!(s, "  {:<16} {}", "", c.dim(&format!("delivery: {note}")));

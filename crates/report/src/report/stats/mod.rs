@@ -36,7 +36,8 @@
 //! `sign_flip` (the sign-flip test and its interval: enumerated, on the
 //! lattice of the differences, or Monte Carlo), `inference` (the reported
 //! inference, Newcombe, McNemar), `power` (sample size,
-//! detectable effect, gate bounds); `tests` holds the known-value tests and
+//! detectable effect, gate bounds), `ratio` (ratios of means, spend per
+//! solved task, pass^k and consistency with intervals); `tests` holds the known-value tests and
 //! `simulation` the coverage simulations.
 
 mod binomial;
@@ -44,9 +45,12 @@ mod clustered;
 mod dist;
 mod inference;
 mod power;
+mod ratio;
 mod sign_flip;
 #[cfg(test)]
 pub(crate) mod simulation;
+#[cfg(test)]
+mod simulation_costs;
 #[cfg(test)]
 mod simulation_sequential;
 #[cfg(test)]
@@ -57,6 +61,7 @@ pub use clustered::*;
 pub use dist::*;
 pub use inference::*;
 pub use power::*;
+pub use ratio::*;
 pub use sign_flip::*;
 
 /// Degrees of freedom above which the Student-t distribution is computed from

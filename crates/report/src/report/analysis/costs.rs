@@ -1,0 +1,248 @@
+//! What a comparison costs and how reliably each arm passes (docs/statistics.md,
+//! "Costs and reliability"): every comparison's paired effect on the tokens,
+//! money, working time and steps of a trial, the spend per solved task, and
+//! pass^k, beside its pass-rate effect; every arm's spend per solved task,
+//! pass^k and consistency score. All at the run's `1 - alpha`, unadjusted:
+//! secondary outcomes, outside the family the verdicts are adjusted over.
+
+use super::{PASS_AT_K, by_task};
+use crate::report::load::Row;
+use crate::report::stats::{self, Span};
+use ablate_core::record::TrialStatus;
+use serde::Serialize;
+
+/// A quantity a trial spends, written under its `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spend {
+    Tokens,
+    Cost,
+    WorkingSeconds,
+    Steps,
+}
+
+impl Spend {
+    pub const ALL: [Spend; 4] = [Spend::Tokens, Spend::Cost, Spend::WorkingSeconds, Spend::Steps];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Spend::Tokens => "tokens",
+            Spend::Cost => "cost_usd",
+            Spend::WorkingSeconds => "working_seconds",
+            Spend::Steps => "steps",
+        }
+    }
+
+    /// The quantity in words, after "the": "at 1.8x the tokens".
+    pub fn words(self) -> &'static str {
+        match self {
+            Spend::Tokens => "tokens",
+            Spend::Cost => "cost",
+            Spend::WorkingSeconds => "working time",
+            Spend::Steps => "steps",
+        }
+    }
+
+    /// What a trial spent (None: its record has no cost).
+    fn of(self, r: &Row) -> Option<f64> {
+        match self {
+            Spend::Tokens => Some((r.tokens_input + r.tokens_output) as f64),
+            Spend::Cost => r.cost_usd,
+            Spend::WorkingSeconds => Some(r.working_seconds),
+            Spend::Steps => Some(r.steps as f64),
+        }
+    }
+
+    /// Spent per solved task, reported for: what one solution costs.
+    pub const PER_SOLVED: [Spend; 3] = [Spend::Tokens, Spend::Cost, Spend::WorkingSeconds];
+}
+
+impl Serialize for Spend {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A comparison's paired effect on what a trial spends: each arm's mean over
+/// tasks of its trials' mean, the difference treatment - control (the paired
+/// t interval over tasks) and the ratio (`stats::ratio_of_means`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SpendEffect {
+    pub outcome: Spend,
+    pub control: f64,
+    pub treatment: f64,
+    pub difference: Span,
+    pub ratio: Span,
+}
+
+/// Spend per solved task in each arm (`stats::per_solved`: failed trials'
+/// spend counts) and its paired ratio (`stats::per_solved_ratio`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SolvedSpend {
+    pub outcome: Spend,
+    pub control: Span,
+    pub treatment: Span,
+    pub ratio: Span,
+}
+
+/// pass^k in each arm (`stats::bounded_mean`) and its paired difference
+/// (`stats::bounded_paired`), on the tasks with at least `k` trials in both.
+#[derive(Debug, Clone, Serialize)]
+pub struct PassHatEffect {
+    pub k: u64,
+    pub control: Span,
+    pub treatment: Span,
+    pub difference: Span,
+}
+
+/// A comparison's secondary outcomes, on the tasks both arms ran, every
+/// trial counted (an infrastructure error spends too).
+#[derive(Debug, Clone, Serialize)]
+pub struct Costs {
+    /// The level of every interval here: the run's `1 - alpha`, unadjusted.
+    pub level: f64,
+    pub n_tasks: usize,
+    pub per_trial: Vec<SpendEffect>,
+    pub per_solved: Vec<SolvedSpend>,
+    pub pass_hat_k: Vec<PassHatEffect>,
+}
+
+impl Costs {
+    pub fn per_trial(&self, outcome: Spend) -> Option<&SpendEffect> {
+        self.per_trial.iter().find(|s| s.outcome == outcome)
+    }
+    pub fn per_solved(&self, outcome: Spend) -> Option<&SolvedSpend> {
+        self.per_solved.iter().find(|s| s.outcome == outcome)
+    }
+}
+
+/// An arm's spend per solved task, and its reliability at each k.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmCosts {
+    pub per_solved: Vec<(Spend, Span)>,
+    pub reliability: Vec<Reliability>,
+}
+
+/// pass^k and the consistency score (`stats::consistency_k`) at one k, with
+/// intervals over tasks (`stats::bounded_mean`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Reliability {
+    pub k: u64,
+    pub pass_hat_k: Span,
+    pub consistency: Span,
+}
+
+/// Task `t`'s trials of one arm, for the tasks in `tasks`.
+fn trials_of<'a>(rows: &[&'a Row], n_tasks: usize, tasks: &[usize]) -> Vec<Vec<&'a Row>> {
+    let mut v: Vec<Vec<&Row>> = vec![Vec::new(); n_tasks];
+    for r in rows {
+        v[r.task as usize].push(r);
+    }
+    tasks.iter().map(|&t| std::mem::take(&mut v[t])).collect()
+}
+
+/// Per task: the mean and the total of what its trials spent (None: a trial has no record of it).
+fn spent(tasks: &[Vec<&Row>], outcome: Spend) -> Option<(Vec<f64>, Vec<f64>)> {
+    let mut means = Vec::with_capacity(tasks.len());
+    let mut totals = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        let total: f64 = t.iter().map(|r| outcome.of(r)).sum::<Option<f64>>()?;
+        totals.push(total);
+        means.push(total / t.len() as f64);
+    }
+    Some((means, totals))
+}
+
+fn passes(tasks: &[Vec<&Row>]) -> Vec<f64> {
+    tasks
+        .iter()
+        .map(|t| t.iter().filter(|r| r.status == TrialStatus::Passed).count() as f64)
+        .collect()
+}
+
+/// The k reported: those of `PASS_AT_K` from 2 up to the fewest trials a task has.
+fn ks(tasks: &[Vec<&Row>]) -> impl Iterator<Item = u64> {
+    let fewest = tasks.iter().map(Vec::len).min().unwrap_or(0) as u64;
+    PASS_AT_K.into_iter().filter(move |&k| k > 1 && k <= fewest)
+}
+
+/// Per task: `f(n, c, k)` of its `n` trials with `c` passes.
+fn per_task(tasks: &[Vec<&Row>], k: u64, f: fn(u64, u64, u64) -> f64) -> Vec<f64> {
+    let c = passes(tasks);
+    tasks.iter().zip(c).map(|(t, c)| f(t.len() as u64, c as u64, k)).collect()
+}
+
+/// A comparison's secondary outcomes on the tasks both arms ran.
+pub fn paired(control: &[&Row], treatment: &[&Row], n_tasks: usize, conf: f64) -> Costs {
+    let both: Vec<usize> = {
+        let (c, t) = (by_task(control, n_tasks, |_| 0.0), by_task(treatment, n_tasks, |_| 0.0));
+        (0..n_tasks).filter(|&k| !c[k].is_empty() && !t[k].is_empty()).collect()
+    };
+    let c = trials_of(control, n_tasks, &both);
+    let t = trials_of(treatment, n_tasks, &both);
+    let per_trial = Spend::ALL
+        .into_iter()
+        .filter_map(|outcome| {
+            let ((cm, _), (tm, _)) = (spent(&c, outcome)?, spent(&t, outcome)?);
+            let one = |m: &[f64]| m.iter().map(|&x| vec![x]).collect::<Vec<_>>();
+            let difference = stats::paired_effect(&one(&cm), &one(&tm), conf);
+            Some(SpendEffect {
+                outcome,
+                control: stats::mean(&cm),
+                treatment: stats::mean(&tm),
+                difference: Span::of_paired(&difference),
+                ratio: stats::ratio_of_means(&cm, &tm, conf),
+            })
+        })
+        .collect();
+    let (cp, tp) = (passes(&c), passes(&t));
+    let per_solved = Spend::PER_SOLVED
+        .into_iter()
+        .filter_map(|outcome| {
+            let ((_, cs), (_, ts)) = (spent(&c, outcome)?, spent(&t, outcome)?);
+            Some(SolvedSpend {
+                outcome,
+                control: stats::per_solved(&cs, &cp, conf),
+                treatment: stats::per_solved(&ts, &tp, conf),
+                ratio: stats::per_solved_ratio((&cs, &cp), (&ts, &tp), conf),
+            })
+        })
+        .collect();
+    let fewest = |x: &[Vec<&Row>], y: &[Vec<&Row>]| {
+        ks(x).filter(|&k| ks(y).any(|j| j == k)).collect::<Vec<u64>>()
+    };
+    let pass_hat_k = fewest(&c, &t)
+        .into_iter()
+        .map(|k| {
+            let (cv, tv) = (per_task(&c, k, stats::pass_hat_k), per_task(&t, k, stats::pass_hat_k));
+            PassHatEffect {
+                k,
+                control: stats::bounded_mean(&cv, conf),
+                treatment: stats::bounded_mean(&tv, conf),
+                difference: stats::bounded_paired(&cv, &tv, conf),
+            }
+        })
+        .collect();
+    Costs { level: conf, n_tasks: both.len(), per_trial, per_solved, pass_hat_k }
+}
+
+/// An arm's spend per solved task and reliability, over the tasks it ran.
+pub fn arm(rows: &[&Row], n_tasks: usize, conf: f64) -> ArmCosts {
+    let ran: Vec<usize> = {
+        let v = by_task(rows, n_tasks, |_| 0.0);
+        (0..n_tasks).filter(|&k| !v[k].is_empty()).collect()
+    };
+    let tasks = trials_of(rows, n_tasks, &ran);
+    let solved = passes(&tasks);
+    let per_solved = Spend::PER_SOLVED
+        .into_iter()
+        .filter_map(|o| spent(&tasks, o).map(|(_, s)| (o, stats::per_solved(&s, &solved, conf))))
+        .collect();
+    let reliability = ks(&tasks)
+        .map(|k| Reliability {
+            k,
+            pass_hat_k: stats::bounded_mean(&per_task(&tasks, k, stats::pass_hat_k), conf),
+            consistency: stats::bounded_mean(&per_task(&tasks, k, stats::consistency_k), conf),
+        })
+        .collect();
+    ArmCosts { per_solved, reliability }
+}
