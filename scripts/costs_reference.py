@@ -25,6 +25,9 @@ The rules, as docs/statistics.md states them:
   0xB0075742_00000000 xor T (index = next % T), T* = (log R* - log R) / se*, resamples with
   se* = 0 dropped, [log R - q(0.975) se, log R - q(0.025) se], q(p) the order statistic
   round(p (m + 1)) of the m values T*, clamped to 1..m.
+- an arm's infrastructure errors: the share of a task's trials with status provider_error,
+  harness_error or grader_error, averaged over tasks, with the clustered Wilson interval (n_eff
+  at most the arm's trials).
 - pass^k of a task, prod_{i<k} (c - i) / (n - i) (0 when k > c); consistency, pass^k of the
   passes plus pass^k of the failures; k from 2, 3, 5, 10, 20 up to the fewest trials a task has.
   The mean over tasks with the clustered Wilson interval on n_eff = min(T, p(1-p)/v) (T when
@@ -156,13 +159,14 @@ def paired_t(c, t, conf):
     return (m, m - half, m + half)
 
 
-def cwilson(v, conf):
+def cwilson(v, conf, trials=None):
     T = len(v)
+    trials = T if trials is None else trials
     if T < 2:
         return (math.nan, math.nan)
     p = mean(v)
     var = sd(v) ** 2 / T
-    n_eff = min(p * (1 - p) / var, T) if var > 0 and 0 < p < 1 else T
+    n_eff = min(p * (1 - p) / var, trials) if var > 0 and 0 < p < 1 else T
     z = NormalDist().inv_cdf(1 - (1 - conf) / 2)
     t = t2(conf, T - 1)
     ns = n_eff * (z / t) ** 2
@@ -218,6 +222,7 @@ SPENDS = {
     "steps": lambda r: float(r["steps"]),
 }
 PER_SOLVED = ["tokens", "cost_usd", "working_seconds"]
+INFRA = {"provider_error", "harness_error", "grader_error"}
 
 
 def spent(tasks, name):
@@ -278,6 +283,9 @@ def main(run):
     for a in report["arms"]:
         tasks = [v for v in by[(a["model"], a["arm"])].values()]
         solved = passes(tasks)
+        infra = [mean([float(r["status"] in INFRA) for r in t]) for t in tasks]
+        n = sum(len(t) for t in tasks)
+        check(f"arm {a['arm']} infra errors", (mean(infra), *cwilson(infra, conf, n)), span(a["costs"]["infra_errors"]))
         got = dict((o, s) for o, s in a["costs"]["per_solved"])
         for o in PER_SOLVED:
             sp = spent(tasks, o)

@@ -92,6 +92,13 @@ pub fn effect(e: &EffectReport) -> Vec<String> {
 /// An arm's spend per solved task and reliability, as (label, text) lines.
 pub fn arm(a: &ArmCosts) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    if a.infra_errors.estimate > 0.0 {
+        let e = a.infra_errors;
+        out.push((
+            "Infra errors".to_string(),
+            format!("{}{} of trials", pct(e.estimate), bracket(e, pct)),
+        ));
+    }
     let solved: Vec<String> = a
         .per_solved
         .iter()

@@ -221,6 +221,9 @@ pub struct ArmRow<'a> {
     pub pass_rate_excl_infra_lo: Num,
     pub pass_rate_excl_infra_hi: Num,
     pub trials_excl_infra: usize,
+    pub infra_error_rate: Num,
+    pub infra_error_rate_lo: Num,
+    pub infra_error_rate_hi: Num,
     pub pass_rate_final_state: Num,
     pub pass_rate_final_state_lo: Num,
     pub pass_rate_final_state_hi: Num,
@@ -264,6 +267,9 @@ impl<'a> ArmRow<'a> {
             pass_rate_excl_infra_lo: a.pass_rate_excl_infra.lo.into(),
             pass_rate_excl_infra_hi: a.pass_rate_excl_infra.hi.into(),
             trials_excl_infra: a.trials_excl_infra,
+            infra_error_rate: a.costs.infra_errors.estimate.into(),
+            infra_error_rate_lo: a.costs.infra_errors.lo.into(),
+            infra_error_rate_hi: a.costs.infra_errors.hi.into(),
             pass_rate_final_state: a.pass_rate_final_state.mean.into(),
             pass_rate_final_state_lo: a.pass_rate_final_state.lo.into(),
             pass_rate_final_state_hi: a.pass_rate_final_state.hi.into(),
@@ -584,7 +590,7 @@ mod tests {
         assert_eq!(t[..5], ["run_id", "experiment", "config_digest", "suite_digest", "trial_id"]);
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
-        assert_eq!(arms_columns().len(), 41);
+        assert_eq!(arms_columns().len(), 44);
         assert_eq!(effects_columns().len(), 116);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]

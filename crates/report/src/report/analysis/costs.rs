@@ -118,6 +118,9 @@ impl Costs {
 /// An arm's spend per solved task, and its reliability at each k.
 #[derive(Debug, Clone, Serialize)]
 pub struct ArmCosts {
+    /// The share of trials that ended in an infrastructure error (provider,
+    /// harness, grader), with the clustered Wilson interval over tasks.
+    pub infra_errors: Span,
     pub per_solved: Vec<(Spend, Span)>,
     pub reliability: Vec<Reliability>,
 }
@@ -244,5 +247,8 @@ pub fn arm(rows: &[&Row], n_tasks: usize, conf: f64) -> ArmCosts {
             consistency: stats::bounded_mean(&per_task(&tasks, k, stats::consistency_k), conf),
         })
         .collect();
-    ArmCosts { per_solved, reliability }
+    let infra = by_task(rows, n_tasks, |r| f64::from(u8::from(r.status.is_infrastructure_error())));
+    let e = stats::pass_rate_wilson(&infra, conf);
+    let infra_errors = Span { estimate: e.mean, lo: e.lo, hi: e.hi };
+    ArmCosts { infra_errors, per_solved, reliability }
 }
