@@ -25,6 +25,8 @@ The rules, as docs/statistics.md states them:
   0xB0075742_00000000 xor T (index = next % T), T* = (log R* - log R) / se*, resamples with
   se* = 0 dropped, [log R - q(0.975) se, log R - q(0.025) se], q(p) the order statistic
   round(p (m + 1)) of the m values T*, clamped to 1..m.
+- an arm's tokens and cost per trial: the mean over tasks of the task's mean, with the t
+  interval over tasks.
 - an arm's infrastructure errors: the share of a task's trials with status provider_error,
   harness_error or grader_error, averaged over tasks, with the clustered Wilson interval (n_eff
   at most the arm's trials).
@@ -159,6 +161,14 @@ def paired_t(c, t, conf):
     return (m, m - half, m + half)
 
 
+def t_interval(v, conf):
+    m = mean(v)
+    if len(v) < 2:
+        return (m, math.nan, math.nan)
+    half = t2(conf, len(v) - 1) * sd(v) / math.sqrt(len(v))
+    return (m, m - half, m + half)
+
+
 def cwilson(v, conf, trials=None):
     T = len(v)
     trials = T if trials is None else trials
@@ -286,6 +296,9 @@ def main(run):
         infra = [mean([float(r["status"] in INFRA) for r in t]) for t in tasks]
         n = sum(len(t) for t in tasks)
         check(f"arm {a['arm']} infra errors", (mean(infra), *cwilson(infra, conf, n)), span(a["costs"]["infra_errors"]))
+        for o, sp in a["costs"]["per_trial"]:
+            m = spent(tasks, o)[0]
+            check(f"arm {a['arm']} {o} per trial", t_interval(m, conf), span(sp))
         got = dict((o, s) for o, s in a["costs"]["per_solved"])
         for o in PER_SOLVED:
             sp = spent(tasks, o)

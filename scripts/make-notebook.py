@@ -45,6 +45,7 @@ FLOAT = {
     "working_seconds_per_solved", "cost_per_solved", "interval_level", "working_seconds", "wall_seconds",
     "rate_limit_wait_seconds", "cost_usd", "control_rate", "treatment_rate", "delta", "lo", "hi", "p_value",
     "p_adjusted", "mde", "delta_excl_infra", "lo_excl_infra", "hi_excl_infra", "p_value_excl_infra",
+    "tokens_per_trial_lo", "tokens_per_trial_hi", "cost_per_trial_lo", "cost_per_trial_hi",
 }
 INT = {
     "repeat", "attempt", "tests_passed", "tests_total", "steps", "sessions", "tokens_input", "tokens_output",
@@ -145,6 +146,34 @@ ax.set_xlabel("effect on pass rate (treatment - control)")
 fig.tight_layout()
 fig.savefig(out / "forest.png", dpi=100)
 rows.select("run_id", "name", "control_rate", "treatment_rate", "delta", "lo", "hi", "method", "verdict")
+""")
+md("""
+## Pass rate against cost
+
+Each arm's pass rate against its tokens per trial, both with their intervals. `beaten_by` names
+an arm whose pass rate interval lies wholly above and whose tokens interval wholly below (it
+beats this one on both with confidence); the arms without one, filled, are the frontier
+(report.html draws the same, on the cost when every arm has prices).
+""")
+code("""
+fig, ax = plt.subplots(figsize=(7, 4.5))
+for run_id, rows in arms.group_by("run_id", maintain_order=True):
+    for a in rows.iter_rows(named=True):
+        front = a["beaten_by"] in (None, "")
+        ax.errorbar(
+            a["tokens_per_trial"], a["pass_rate"],
+            xerr=[[a["tokens_per_trial"] - a["tokens_per_trial_lo"]], [a["tokens_per_trial_hi"] - a["tokens_per_trial"]]],
+            yerr=[[a["pass_rate"] - a["pass_rate_lo"]], [a["pass_rate_hi"] - a["pass_rate"]]],
+            fmt="o", capsize=3, mfc=None if front else "white", color="tab:blue" if front else "tab:gray",
+        )
+        ax.annotate(f"{a['arm']} ({run_id[0][-12:]})", (a["tokens_per_trial"], a["pass_rate"]), fontsize="x-small")
+ax.set_ylim(0, 1)
+ax.set_xlabel("tokens per trial")
+ax.set_ylabel("pass rate")
+fig.tight_layout()
+fig.savefig(out / "frontier.png", dpi=100)
+assert len(ax.containers) == arms.height
+arms.select("run_id", "arm", "pass_rate", "tokens_per_trial", "tokens_per_trial_lo", "tokens_per_trial_hi", "beaten_by")
 """)
 nb = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, "language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
 for i, c in enumerate(nb["cells"]):

@@ -19,7 +19,7 @@ done
 ABLATE_RUNS="$tmp/run-1:$tmp/run-2" ABLATE_NOTEBOOK_OUT="$tmp" \
     "$VENV/bin/jupyter" nbconvert --to notebook --execute examples/notebook/runs.ipynb \
     --output-dir "$tmp" --output executed.ipynb --ExecutePreprocessor.timeout=300
-for f in pass_rates.png forest.png executed.ipynb; do
+for f in pass_rates.png forest.png frontier.png executed.ipynb; do
     test -s "$tmp/$f" || { echo "notebook: $f missing" >&2; exit 1; }
 done
-echo "notebook: examples/notebook/runs.ipynb ran on two runs; pass_rates.png and forest.png drawn"
+echo "notebook: examples/notebook/runs.ipynb ran on two runs; pass_rates.png, forest.png and frontier.png drawn"

@@ -883,8 +883,8 @@ fn every_cost_and_reliability_number_matches_an_independent_recomputation() {
         .and_then(|s| s.strip_suffix(" numbers"))
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("{stdout}"));
-    // 7 arms x (infrastructure errors + 3 spends per solved + k = 2, 3, 5 x 2) x 3 numbers,
+    // 7 arms x (infrastructure errors + 2 spends per trial + 3 per solved + k = 2, 3, 5 x 2) x 3,
     // and 6 comparisons (5 ablations and the combined one) x (4 spends x 8 + 3 spends per
     // solved x 9 + 3 k x 9).
-    assert_eq!(compared, 7 * (1 + 3 + 3 * 2) * 3 + 6 * (4 * 8 + 3 * 9 + 3 * 9), "{stdout}");
+    assert_eq!(compared, 7 * (1 + 2 + 3 + 3 * 2) * 3 + 6 * (4 * 8 + 3 * 9 + 3 * 9), "{stdout}");
 }

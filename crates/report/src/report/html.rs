@@ -212,6 +212,95 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
     }
 }
 
+/// Each arm's pass rate against its spend per trial (the cost when every arm
+/// recorded one, else tokens), both with their intervals as bars; the arms no
+/// other arm beats on both with confidence (`costs::beaten_by`) filled, the
+/// others hollow. None without arms.
+pub fn frontier_svg(r: &Report) -> Option<String> {
+    use super::analysis::costs::{beaten_by, frontier_spend};
+    use super::cost_lines::value;
+    if r.arms.is_empty() {
+        return None;
+    }
+    let spend = frontier_spend(&r.arms);
+    let beaten = beaten_by(&r.arms);
+    let cost = |a: &super::analysis::ArmReport| {
+        a.costs.per_trial.iter().find(|(o, _)| *o == spend).map(|(_, s)| *s)
+    };
+    let top_cost = r
+        .arms
+        .iter()
+        .filter_map(cost)
+        .flat_map(|s| [s.estimate, s.hi])
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max)
+        .max(f64::MIN_POSITIVE)
+        * 1.1;
+    let (left, top, pw, ph) = (60.0, 20.0, 520.0, 300.0);
+    let (w, h) = (left + pw + 220.0, top + ph + 50.0);
+    let x = |v: f64| left + (v / top_cost).clamp(0.0, 1.0) * pw;
+    let y = |v: f64| top + (1.0 - v.clamp(0.0, 1.0)) * ph;
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="pass rate against {} per trial">"#,
+        spend.words()
+    );
+    let _ = write!(
+        s,
+        r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>"##
+    );
+    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{}" text-anchor="end" fill="#555">{}</text><text x="{}" y="{}" text-anchor="middle" fill="#555">{}</text>"##,
+            left - 6.0,
+            y(t) + 4.0,
+            super::format::pct(t),
+            x(t * top_cost),
+            top + ph + 16.0,
+            esc(&value(spend, t * top_cost))
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<text x="{}" y="{}" text-anchor="middle" fill="#333">{} per trial</text>"##,
+        left + pw / 2.0,
+        top + ph + 36.0,
+        spend.words()
+    );
+    for (a, beaten) in r.arms.iter().zip(&beaten) {
+        let Some(c) = cost(a) else { continue };
+        let (px, py) = (x(c.estimate), y(a.pass_rate.mean));
+        let colour = if beaten.is_none() { "#0969da" } else { "#888" };
+        for (x1, y1, x2, y2) in
+            [(x(c.lo), py, x(c.hi), py), (px, y(a.pass_rate.lo), px, y(a.pass_rate.hi))]
+        {
+            if [x1, y1, x2, y2].iter().all(|v| v.is_finite()) {
+                let _ = write!(
+                    s,
+                    r#"<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{colour}"/>"#
+                );
+            }
+        }
+        let fill = if beaten.is_none() { colour } else { "white" };
+        let note = match beaten {
+            None => "on the frontier".to_string(),
+            Some(j) => format!("beaten by {} ({})", r.arms[*j].arm, r.arms[*j].model),
+        };
+        let _ = write!(
+            s,
+            r#"<circle cx="{px}" cy="{py}" r="5" fill="{fill}" stroke="{colour}" stroke-width="2"><title>{}: {}</title></circle><text x="{}" y="{}" fill="{colour}">{} · {}</text>"#,
+            esc(&a.arm),
+            esc(&note),
+            px + 8.0,
+            py - 6.0,
+            esc(&a.arm),
+            esc(&a.model)
+        );
+    }
+    s.push_str("</svg>");
+    Some(s)
+}
+
 /// Each arm's spend per solved task and reliability, then each comparison's
 /// costs (`cost_lines`), as lists.
 fn cost_sections(s: &mut String, r: &Report) {
@@ -223,6 +312,14 @@ fn cost_sections(s: &mut String, r: &Report) {
         s.push_str("</ul>\n");
     };
     s.push_str("<h2>Costs and reliability</h2>\n");
+    if let Some(svg) = frontier_svg(r) {
+        let spend = super::analysis::costs::frontier_spend(&r.arms).words();
+        let _ = writeln!(
+            s,
+            "<p>Pass rate against {spend} per trial, each with its {}% interval. Filled: no other arm has both a higher pass rate and a lower {spend} with confidence (its intervals wholly above and wholly below); hollow: some arm does.</p>{svg}",
+            super::format::margin_pp(1.0 - r.alpha)
+        );
+    }
     for a in &r.arms {
         let _ = writeln!(s, "<h3>Arm {} ({})</h3>", esc(&a.arm), esc(&a.model));
         list(

@@ -241,18 +241,26 @@ pub struct ArmRow<'a> {
     pub policy_violation: usize,
     pub interrupted: usize,
     pub tokens_per_trial: Num,
+    pub tokens_per_trial_lo: Num,
+    pub tokens_per_trial_hi: Num,
     pub working_seconds_per_trial: Num,
     pub steps_per_trial: Num,
     pub cost_per_trial: Num,
+    pub cost_per_trial_lo: Num,
+    pub cost_per_trial_hi: Num,
     pub tokens_per_solved: Num,
     pub working_seconds_per_solved: Num,
     pub cost_per_solved: Num,
     pub interval_level: Num,
+    /// The arm that beats this one on both pass rate and spend per trial with
+    /// confidence (`costs::beaten_by`), as `arm (model)`; empty on the frontier.
+    pub beaten_by: String,
 }
 
 impl<'a> ArmRow<'a> {
     pub fn of(r: &Report, a: &'a ArmReport) -> ArmRow<'a> {
         let s = |k: &str| a.statuses.get(k).copied().unwrap_or(0);
+        let spend = |o: Spend| a.costs.per_trial.iter().find(|(x, _)| *x == o).map(|(_, s)| *s);
         ArmRow {
             alpha: r.alpha.into(),
             arm: &a.arm,
@@ -287,15 +295,28 @@ impl<'a> ArmRow<'a> {
             policy_violation: s("policy_violation"),
             interrupted: s("interrupted"),
             tokens_per_trial: a.tokens_per_trial.into(),
+            tokens_per_trial_lo: spend(Spend::Tokens).map(|s| s.lo).into(),
+            tokens_per_trial_hi: spend(Spend::Tokens).map(|s| s.hi).into(),
             working_seconds_per_trial: a.working_seconds_per_trial.into(),
             steps_per_trial: a.steps_per_trial.into(),
             cost_per_trial: a.cost_per_trial.into(),
+            cost_per_trial_lo: spend(Spend::Cost).map(|s| s.lo).into(),
+            cost_per_trial_hi: spend(Spend::Cost).map(|s| s.hi).into(),
             tokens_per_solved: a.tokens_per_solved.into(),
             working_seconds_per_solved: a.working_seconds_per_solved.into(),
             cost_per_solved: a.cost_per_solved.into(),
             interval_level: (1.0 - r.alpha).into(),
+            beaten_by: beaten_by(r, a),
         }
     }
+}
+
+/// `arm (model)` of the arm that beats `a` on both pass rate and spend per trial with
+/// confidence, or empty.
+fn beaten_by(r: &Report, a: &ArmReport) -> String {
+    let i = r.arms.iter().position(|x| std::ptr::eq(x, a));
+    let by = i.and_then(|i| super::analysis::costs::beaten_by(&r.arms)[i]);
+    by.map(|j| format!("{} ({})", r.arms[j].arm, r.arms[j].model)).unwrap_or_default()
 }
 
 /// One comparison: effects.csv after the run's columns.
@@ -590,7 +611,7 @@ mod tests {
         assert_eq!(t[..5], ["run_id", "experiment", "config_digest", "suite_digest", "trial_id"]);
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
-        assert_eq!(arms_columns().len(), 44);
+        assert_eq!(arms_columns().len(), 49);
         assert_eq!(effects_columns().len(), 116);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]

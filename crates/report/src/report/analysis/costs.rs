@@ -121,6 +121,9 @@ pub struct ArmCosts {
     /// The share of trials that ended in an infrastructure error (provider,
     /// harness, grader), with the clustered Wilson interval over tasks.
     pub infra_errors: Span,
+    /// Tokens and cost per trial: the mean over tasks of the task's mean,
+    /// with the t interval over tasks (`stats::pass_rate`'s, on spends).
+    pub per_trial: Vec<(Spend, Span)>,
     pub per_solved: Vec<(Spend, Span)>,
     pub reliability: Vec<Reliability>,
 }
@@ -236,6 +239,14 @@ pub fn arm(rows: &[&Row], n_tasks: usize, conf: f64) -> ArmCosts {
     };
     let tasks = trials_of(rows, n_tasks, &ran);
     let solved = passes(&tasks);
+    let per_trial = [Spend::Tokens, Spend::Cost]
+        .into_iter()
+        .filter_map(|o| {
+            let means = spent(&tasks, o)?.0;
+            let e = stats::pass_rate(&means.iter().map(|&m| vec![m]).collect::<Vec<_>>(), conf);
+            Some((o, Span { estimate: e.mean, lo: e.lo, hi: e.hi }))
+        })
+        .collect();
     let per_solved = Spend::PER_SOLVED
         .into_iter()
         .filter_map(|o| spent(&tasks, o).map(|(_, s)| (o, stats::per_solved(&s, &solved, conf))))
@@ -250,5 +261,66 @@ pub fn arm(rows: &[&Row], n_tasks: usize, conf: f64) -> ArmCosts {
     let infra = by_task(rows, n_tasks, |r| f64::from(u8::from(r.status.is_infrastructure_error())));
     let e = stats::pass_rate_wilson(&infra, conf);
     let infra_errors = Span { estimate: e.mean, lo: e.lo, hi: e.hi };
-    ArmCosts { infra_errors, per_solved, reliability }
+    ArmCosts { infra_errors, per_trial, per_solved, reliability }
+}
+
+/// The spend the frontier is drawn on: the cost when every arm recorded one, else tokens.
+pub fn frontier_spend(arms: &[super::ArmReport]) -> Spend {
+    let priced = arms.iter().all(|a| a.costs.per_trial.iter().any(|(o, _)| *o == Spend::Cost));
+    if priced && !arms.is_empty() { Spend::Cost } else { Spend::Tokens }
+}
+
+/// For each arm, the first other arm that beats it on both the pass rate and
+/// the spend per trial with confidence: its pass rate's interval wholly above
+/// this arm's, and its spend's wholly below (None: on the frontier, no arm
+/// beats it on both with confidence). Overlapping intervals at `1 - alpha`
+/// each: conservative, as a comparison of two intervals is.
+pub fn beaten_by(arms: &[super::ArmReport]) -> Vec<Option<usize>> {
+    let spend = frontier_spend(arms);
+    let points: Vec<(Span, Span)> = arms
+        .iter()
+        .map(|a| {
+            let p = &a.pass_rate;
+            let cost = a.costs.per_trial.iter().find(|(o, _)| *o == spend);
+            (Span { estimate: p.mean, lo: p.lo, hi: p.hi }, cost.map_or(Span::NONE, |(_, s)| *s))
+        })
+        .collect();
+    first_beating(&points)
+}
+
+/// [`beaten_by`] on (pass rate, spend) points.
+fn first_beating(points: &[(Span, Span)]) -> Vec<Option<usize>> {
+    (0..points.len())
+        .map(|i| {
+            let (me, my_cost) = points[i];
+            (0..points.len()).find(|&j| {
+                let (other, other_cost) = points[j];
+                j != i && other.lo > me.hi && other_cost.hi < my_cost.lo
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// By hand: b's pass rate [0.6, 0.8] lies above a's [0.3, 0.5] and its spend [90, 110] below
+    /// a's [150, 200]: b beats a. c is cheaper than b but its rate overlaps b's, and b's spend
+    /// overlaps nobody's below: b and c are on the frontier; d has no interval (one task) and is
+    /// never beaten nor beats.
+    #[test]
+    fn an_arm_is_beaten_only_by_one_better_on_both_with_confidence() {
+        let s = |lo: f64, hi: f64| Span { estimate: (lo + hi) / 2.0, lo, hi };
+        let points = [
+            (s(0.3, 0.5), s(150.0, 200.0)),
+            (s(0.6, 0.8), s(90.0, 110.0)),
+            (s(0.55, 0.7), s(40.0, 60.0)),
+            (Span::NONE, Span::NONE),
+        ];
+        assert_eq!(first_beating(&points), vec![Some(1), None, None, None]);
+        // Touching intervals are not separated: no confidence.
+        let touching = [(s(0.3, 0.6), s(100.0, 200.0)), (s(0.6, 0.8), s(50.0, 100.0))];
+        assert_eq!(first_beating(&touching), vec![None, None]);
+    }
 }
