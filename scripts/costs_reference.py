@@ -30,6 +30,10 @@ The rules, as docs/statistics.md states them:
 - an arm's infrastructure errors: the share of a task's trials with status provider_error,
   harness_error or grader_error, averaged over tasks, with the clustered Wilson interval (n_eff
   at most the arm's trials).
+- every other metric (the builtin harness's counters, `incidents` in trials.jsonl; a verifier's
+  reward.json keys as `reward.KEY`; an external harness's `ablate-metric` lines as
+  `harness.NAME`) recorded on every trial of both arms and not zero everywhere: each arm's mean
+  over tasks of the task's mean, and the paired t interval of the difference.
 - pass^k of a task, prod_{i<k} (c - i) / (n - i) (0 when k > c); consistency, pass^k of the
   passes plus pass^k of the failures; k from 2, 3, 5, 10, 20 up to the fewest trials a task has.
   The mean over tasks with the clustered Wilson interval on n_eff = min(T, p(1-p)/v) (T when
@@ -259,6 +263,39 @@ def per_solved(spend, solved, conf):
     return ratio([(1, spend), (-1, solved)], conf, sum(solved) >= 10)
 
 
+INCIDENTS = ["loop_guard_hits", "invalid_tool_calls", "unparsed_replies", "path_refusals", "refused_done"]
+
+
+def key(r):
+    return (r["trial_id"], str(r["attempt"]))
+
+
+def record_metrics(run, rows):
+    # (trial_id, attempt) of each counted row -> its metrics, read from trials.jsonl.
+    want = {key(r) for r in rows}
+    out = {}
+    with open(f"{run}/trials.jsonl") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            k = (rec["trial_id"], str(rec["attempt"]))
+            if k not in want:
+                continue
+            m = {n: float(rec["incidents"].get(n, 0)) for n in INCIDENTS}
+            verifier = (rec.get("grade") or {}).get("verifier") or {}
+            m.update({f"reward.{n}": v for n, v in (verifier.get("rewards") or {}).items()})
+            command = rec.get("harness_command") or {}
+            m.update({f"harness.{n}": v for n, v in (command.get("metrics") or {}).items()})
+            out[k] = m
+    return out
+
+
+def per_task_metric(metrics, rows, name):
+    vals = [metrics[key(r)].get(name) for r in rows]
+    return None if None in vals else sum(vals) / len(vals)
+
+
 class Check:
     def __init__(self):
         self.n, self.bad = 0, []
@@ -282,6 +319,7 @@ def main(run):
         rows = [r for r in csv.DictReader(f) if r["counted"] == "true"]
     with open(f"{run}/report.json") as f:
         report = json.load(f)
+    metrics = record_metrics(run, rows)
     conf = 1 - report["alpha"]
     by = defaultdict(lambda: defaultdict(list))
     order = []
@@ -338,6 +376,17 @@ def main(run):
             check(f"{name} {o} per solved treatment", per_solved(st[1], tp, conf), span(s["treatment"]))
             terms = [(1, st[1]), (-1, tp), (-1, sc[1]), (1, cp)]
             check(f"{name} {o} per solved ratio", ratio(terms, conf, min(sum(cp), sum(tp)) >= 10), span(s["ratio"]))
+        got_m = {m["name"]: m for m in costs["metrics"]}
+        names = INCIDENTS + sorted({k for r in rows for k in metrics[key(r)]} - set(INCIDENTS))
+        expected = []
+        for m in names:
+            mc = [per_task_metric(metrics, x, m) for x in c]
+            mt = [per_task_metric(metrics, x, m) for x in t]
+            if None in mc or None in mt or all(v == 0 for v in mc + mt):
+                continue
+            expected.append(m)
+            check(f"{name} {m}", (mean(mc), mean(mt), *paired_t(mc, mt, conf)), (got_m[m]["control"], got_m[m]["treatment"], *span(got_m[m]["difference"])))
+        assert sorted(expected) == sorted(got_m), (expected, sorted(got_m))
         hats = {h["k"]: h for h in costs["pass_hat_k"]}
         kk = [k for k in ks(c) if k in ks(t)]
         assert sorted(hats) == kk, (sorted(hats), kk)

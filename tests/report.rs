@@ -885,6 +885,11 @@ fn every_cost_and_reliability_number_matches_an_independent_recomputation() {
         .unwrap_or_else(|| panic!("{stdout}"));
     // 7 arms x (infrastructure errors + 2 spends per trial + 3 per solved + k = 2, 3, 5 x 2) x 3,
     // and 6 comparisons (5 ablations and the combined one) x (4 spends x 8 + 3 spends per
-    // solved x 9 + 3 k x 9).
-    assert_eq!(compared, 7 * (1 + 2 + 3 + 3 * 2) * 3 + 6 * (4 * 8 + 3 * 9 + 3 * 9), "{stdout}");
+    // solved x 9 + 3 k x 9 + 2 metrics, loop_guard_hits and harness.tool_calls, x 5).
+    assert_eq!(
+        compared,
+        7 * (1 + 2 + 3 + 3 * 2) * 3 + 6 * (4 * 8 + 3 * 9 + 3 * 9 + 2 * 5),
+        "{stdout}"
+    );
+    assert!(out.contains("loop_guard_hits: ") && out.contains("harness.tool_calls: "), "{out}");
 }

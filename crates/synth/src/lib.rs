@@ -105,6 +105,22 @@ pub fn write_run(
         rec.tokens = Tokens { input, output, cached: 0 };
         rec.cost_usd = Some((3.0 * input as f64 + 15.0 * output as f64) / 1e6);
         rec.working_seconds = 3.0 * steps as f64;
+        // The builtin harness's loop guard and a harness's own count, as outcomes beside the pass.
+        rec.incidents.loop_guard_hits = spend_rng.random_range(0..=steps.saturating_sub(1));
+        rec.harness_command = Some(ablate_core::record::CommandOutcome {
+            command: vec!["synthetic".into()],
+            exit_code: Some(0),
+            stopped_by: None,
+            wall_seconds: rec.working_seconds,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            first_model_call_seconds: None,
+            refused_requests: 0,
+            exec_calls: 0,
+            embedding_calls: 0,
+            metrics: [("tool_calls".to_string(), f64::from(steps * 2))].into(),
+            metrics_refused: Vec::new(),
+        });
         rec.wall_seconds = 3.1 * steps as f64;
         rec.finished_at = "2026-11-30T00:00:03Z".into();
         serde_json::to_writer(&mut out, &rec)?;

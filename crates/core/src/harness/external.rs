@@ -522,6 +522,7 @@ fn command_outcome(
         crate::sandbox::process::tail(&c.text(), 4096).to_string()
     };
     let summary = meter.summary();
+    let (metrics, metrics_refused) = metric_lines(&out.stdout.text());
     let stopped_by = if out.stopped || out.timed_out {
         Some(match (summary.exhausted, &summary.provider_error) {
             (Some(limit), _) => format!("budget: {}", limit.name()),
@@ -542,7 +543,40 @@ fn command_outcome(
         refused_requests: summary.refused_requests,
         exec_calls: summary.exec_calls,
         embedding_calls: summary.embedding_calls,
+        metrics,
+        metrics_refused,
     }
+}
+
+/// The prefix of a metric line on a harness's standard output.
+pub const METRIC_LINE: &str = "ablate-metric";
+
+/// The harness's reported metrics: every stdout line `ablate-metric NAME VALUE`
+/// (NAME of letters, digits, `_`, `.` and `-`; VALUE a finite number; the last
+/// line of a name counts), and the lines that start so but do not read, with why.
+pub fn metric_lines(stdout: &str) -> (std::collections::BTreeMap<String, f64>, Vec<String>) {
+    let mut metrics = std::collections::BTreeMap::new();
+    let mut refused = Vec::new();
+    for line in stdout.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix(METRIC_LINE) else { continue };
+        let parts: Vec<&str> = rest.split_whitespace().collect();
+        let named = |n: &str| {
+            !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+        };
+        match parts.as_slice() {
+            [name, value] if named(name) => match value.parse::<f64>() {
+                Ok(v) if v.is_finite() => {
+                    metrics.insert(name.to_string(), v);
+                }
+                _ => refused.push(format!("{line:?}: the value is not a finite number")),
+            },
+            _ if rest.starts_with(char::is_whitespace) => refused.push(format!(
+                "{line:?}: not `{METRIC_LINE} NAME VALUE` with NAME of letters, digits, _ . -"
+            )),
+            _ => {}
+        }
+    }
+    (metrics, refused)
 }
 
 /// The trial's outcome from what the gateway counted and how the command ended.
@@ -714,6 +748,23 @@ pub fn stage_files(files: &[PathBuf], into: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// By hand: two metrics (the later `tool_calls` counts), a refused value and a refused
+    /// name; a line that merely starts with the word is not a metric line.
+    #[test]
+    fn metric_lines_are_read_and_bad_ones_named() {
+        let out = "hello\nablate-metric tool_calls 3\n  ablate-metric cost.usd 0.25\nablate-metric tool_calls 4\nablate-metric x NaN\nablate-metric a b c\nablate-metrics 1 2\n";
+        let (m, refused) = metric_lines(out);
+        assert_eq!(
+            m.into_iter().collect::<Vec<_>>(),
+            vec![("cost.usd".to_string(), 0.25), ("tool_calls".to_string(), 4.0)]
+        );
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(
+            refused[0].contains("not a finite number") && refused[1].contains("NAME VALUE"),
+            "{refused:?}"
+        );
+    }
 
     #[test]
     fn placeholders_expand() {

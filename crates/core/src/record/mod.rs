@@ -166,6 +166,14 @@ pub struct CommandOutcome {
     /// Embeddings calls the gateway forwarded (their input tokens are in the trial's tokens).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub embedding_calls: u32,
+    /// What the harness measured and reported (`ablate-metric NAME VALUE`
+    /// lines of its standard output; docs/external-harness.md): outcomes the
+    /// report compares as `harness.NAME`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics: std::collections::BTreeMap<String, f64>,
+    /// `ablate-metric` lines that were not read, each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_refused: Vec<String>,
 }
 
 /// What ended the agent loop.

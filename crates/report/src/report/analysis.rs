@@ -725,7 +725,7 @@ pub fn analyse(data: &RunData) -> Report {
                 sequential: None,
                 delivery: DeliveryCheck::Unrecorded,
                 delivery_note: None,
-                costs: costs::paired(crow, trow, n_tasks, conf),
+                costs: costs::paired(data, crow, trow, n_tasks, conf),
             };
             pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }

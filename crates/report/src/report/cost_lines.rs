@@ -73,6 +73,18 @@ pub fn effect(e: &EffectReport) -> Vec<String> {
             bracket(s.ratio, times)
         ));
     }
+    for m in &c.metrics {
+        let v = |x: f64| if x.is_finite() { format!("{x:.3}") } else { "n/a".into() };
+        let d = |x: f64| if x.is_finite() { format!("{x:+.3}") } else { "n/a".into() };
+        out.push(format!(
+            "  {}: {} -> {}, {}{}",
+            m.name,
+            v(m.control),
+            v(m.treatment),
+            d(m.difference.estimate),
+            bracket(m.difference, d)
+        ));
+    }
     // The largest k both arms reached (every k: report.json).
     if let Some(h) = c.pass_hat_k.last() {
         out.push(format!(

@@ -32,6 +32,8 @@ pub struct Row {
     pub tokens_output: u64,
     pub working_seconds: f64,
     pub cost_usd: Option<f64>,
+    /// The builtin harness's counters, in [`INCIDENTS`] order.
+    pub incidents: [u32; 5],
     /// Position of this attempt among the records read (0-based, file order).
     pub ordinal: u32,
 }
@@ -80,7 +82,37 @@ struct LightRecord {
     system_fingerprints: Vec<String>,
     #[serde(default)]
     delivery: Option<Delivery>,
+    #[serde(default)]
+    incidents: ablate_core::record::Incidents,
+    #[serde(default)]
+    grade: Option<LightGrade>,
+    #[serde(default)]
+    harness_command: Option<LightCommand>,
 }
+
+/// A record's verifier rewards (reward.json's keys), all the loader reads of its grade.
+#[derive(Deserialize, Default)]
+struct LightGrade {
+    #[serde(default)]
+    verifier: Option<LightVerifier>,
+}
+
+#[derive(Deserialize, Default)]
+struct LightVerifier {
+    #[serde(default)]
+    rewards: std::collections::BTreeMap<String, f64>,
+}
+
+/// An external harness's reported metrics, all the loader reads of its command.
+#[derive(Deserialize, Default)]
+struct LightCommand {
+    #[serde(default)]
+    metrics: std::collections::BTreeMap<String, f64>,
+}
+
+/// The builtin harness's counters, in `Row::incidents` order: outcomes under these names.
+pub const INCIDENTS: [&str; 5] =
+    ["loop_guard_hits", "invalid_tool_calls", "unparsed_replies", "path_refusals", "refused_done"];
 
 /// What an arm's counted trials (for one model) show of their model calls.
 #[derive(Debug, Clone, Default)]
@@ -143,6 +175,11 @@ pub struct RunData {
     pub unreadable_lines: Vec<usize>,
     /// (model, arm) -> what its counted trials' model calls asked and reached.
     pub delivery: std::collections::BTreeMap<(u32, u32), ArmDelivery>,
+    /// The names of the metrics final attempts recorded: `reward.KEY` (a
+    /// verifier's reward.json) and `harness.NAME` (an external harness's report).
+    pub metric_names: Names,
+    /// Row ordinal -> (metric, value) of the final attempts that recorded any.
+    pub metrics: HashMap<u32, Vec<(u32, f64)>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +211,14 @@ impl From<&TrialRecord> for LightRecord {
             cost_usd: r.cost_usd,
             system_fingerprints: r.system_fingerprints.clone(),
             delivery: r.delivery.clone(),
+            incidents: r.incidents,
+            grade: r.grade.as_ref().map(|g| LightGrade {
+                verifier: g.verifier.as_ref().map(|v| LightVerifier { rewards: v.rewards.clone() }),
+            }),
+            harness_command: r
+                .harness_command
+                .as_ref()
+                .map(|c| LightCommand { metrics: c.metrics.clone() }),
         }
     }
 }
@@ -222,6 +267,8 @@ pub fn load_with(
         counted: Vec::new(),
         unreadable_lines: Vec::new(),
         delivery: Default::default(),
+        metric_names: Names::default(),
+        metrics: HashMap::new(),
     };
     // Names in the experiment's order first, so tables list them as it does.
     let selected: Vec<String> = data.manifest.experiment.tasks.clone();
@@ -301,6 +348,10 @@ pub fn load_with(
             if let Some(d) = r.delivery.take() {
                 deliveries.insert(ordinal, d);
             }
+            let metrics = record_metrics(&mut data.metric_names, &r);
+            if !metrics.is_empty() {
+                data.metrics.insert(ordinal, metrics);
+            }
             let row = Row {
                 trial: ablate_core::record::trial_number(&r.trial_id),
                 task: data.tasks.id(&r.task),
@@ -317,6 +368,16 @@ pub fn load_with(
                 tokens_output: r.tokens.output,
                 working_seconds: r.working_seconds,
                 cost_usd: r.cost_usd,
+                incidents: {
+                    let i = r.incidents;
+                    [
+                        i.loop_guard_hits,
+                        i.invalid_tool_calls,
+                        i.unparsed_replies,
+                        i.path_refusals,
+                        i.refused_done,
+                    ]
+                },
                 ordinal,
             };
             // The last final attempt counts (the first of equal attempts).
@@ -347,6 +408,20 @@ pub fn load_with(
     data.delivery = arm_deliveries(&rows, &deliveries);
     data.trials = rows;
     Ok(data)
+}
+
+/// A record's metrics beside the builtin counters: its verifier's rewards as
+/// `reward.KEY`, its harness's reported metrics as `harness.NAME`.
+fn record_metrics(names: &mut Names, r: &LightRecord) -> Vec<(u32, f64)> {
+    let rewards = r.grade.as_ref().and_then(|g| g.verifier.as_ref()).map(|v| &v.rewards);
+    let reported = r.harness_command.as_ref().map(|c| &c.metrics);
+    let mut out = Vec::new();
+    for (prefix, values) in [("reward", rewards), ("harness", reported)] {
+        for (k, v) in values.into_iter().flatten() {
+            out.push((names.id(&format!("{prefix}.{k}")), *v));
+        }
+    }
+    out
 }
 
 /// Each (model, arm)'s counted trials: how many reached the model, and their

@@ -6,7 +6,7 @@
 //! secondary outcomes, outside the family the verdicts are adjusted over.
 
 use super::{PASS_AT_K, by_task};
-use crate::report::load::Row;
+use crate::report::load::{INCIDENTS, Row, RunData};
 use crate::report::stats::{self, Span};
 use ablate_core::record::TrialStatus;
 use serde::Serialize;
@@ -104,6 +104,19 @@ pub struct Costs {
     pub per_trial: Vec<SpendEffect>,
     pub per_solved: Vec<SolvedSpend>,
     pub pass_hat_k: Vec<PassHatEffect>,
+    /// Every other outcome the trials recorded (docs/statistics.md, "Costs and
+    /// reliability"): the builtin harness's counters, `reward.KEY`, `harness.NAME`.
+    pub metrics: Vec<MetricEffect>,
+}
+
+/// A recorded metric's paired effect: each arm's mean over tasks of the
+/// task's mean, and the difference with the paired t interval over tasks.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricEffect {
+    pub name: String,
+    pub control: f64,
+    pub treatment: f64,
+    pub difference: Span,
 }
 
 impl Costs {
@@ -177,8 +190,64 @@ fn per_task(tasks: &[Vec<&Row>], k: u64, f: fn(u64, u64, u64) -> f64) -> Vec<f64
     tasks.iter().zip(c).map(|(t, c)| f(t.len() as u64, c as u64, k)).collect()
 }
 
+/// Per task, the mean of metric `m` over its trials (None: a trial did not record it).
+fn metric_means(data: &RunData, tasks: &[Vec<&Row>], m: Metric) -> Option<Vec<f64>> {
+    let value = |r: &Row| match m {
+        Metric::Incident(i) => Some(f64::from(r.incidents[i])),
+        Metric::Recorded(id) => {
+            data.metrics.get(&r.ordinal)?.iter().find(|(k, _)| *k == id).map(|(_, v)| *v)
+        }
+    };
+    tasks
+        .iter()
+        .map(|t| Some(t.iter().map(|r| value(r)).sum::<Option<f64>>()? / t.len() as f64))
+        .collect()
+}
+
+/// A metric: a builtin counter (its index in `INCIDENTS`) or a recorded one (its name's id).
+#[derive(Clone, Copy)]
+enum Metric {
+    Incident(usize),
+    Recorded(u32),
+}
+
+/// Every metric both arms recorded on every trial, but those zero everywhere.
+fn metric_effects(
+    data: &RunData,
+    c: &[Vec<&Row>],
+    t: &[Vec<&Row>],
+    conf: f64,
+) -> Vec<MetricEffect> {
+    let incidents = (0..INCIDENTS.len()).map(|i| (INCIDENTS[i].to_string(), Metric::Incident(i)));
+    let recorded = data.metric_names.list.iter().enumerate();
+    let recorded = recorded.map(|(i, n)| (n.clone(), Metric::Recorded(i as u32)));
+    incidents
+        .chain(recorded)
+        .filter_map(|(name, m)| {
+            let (cm, tm) = (metric_means(data, c, m)?, metric_means(data, t, m)?);
+            if cm.iter().chain(&tm).all(|&v| v == 0.0) {
+                return None;
+            }
+            let one = |v: &[f64]| v.iter().map(|&x| vec![x]).collect::<Vec<_>>();
+            let d = stats::paired_effect(&one(&cm), &one(&tm), conf);
+            Some(MetricEffect {
+                name,
+                control: stats::mean(&cm),
+                treatment: stats::mean(&tm),
+                difference: Span::of_paired(&d),
+            })
+        })
+        .collect()
+}
+
 /// A comparison's secondary outcomes on the tasks both arms ran.
-pub fn paired(control: &[&Row], treatment: &[&Row], n_tasks: usize, conf: f64) -> Costs {
+pub fn paired(
+    data: &RunData,
+    control: &[&Row],
+    treatment: &[&Row],
+    n_tasks: usize,
+    conf: f64,
+) -> Costs {
     let both: Vec<usize> = {
         let (c, t) = (by_task(control, n_tasks, |_| 0.0), by_task(treatment, n_tasks, |_| 0.0));
         (0..n_tasks).filter(|&k| !c[k].is_empty() && !t[k].is_empty()).collect()
@@ -228,7 +297,8 @@ pub fn paired(control: &[&Row], treatment: &[&Row], n_tasks: usize, conf: f64) -
             }
         })
         .collect();
-    Costs { level: conf, n_tasks: both.len(), per_trial, per_solved, pass_hat_k }
+    let metrics = metric_effects(data, &c, &t, conf);
+    Costs { level: conf, n_tasks: both.len(), per_trial, per_solved, pass_hat_k, metrics }
 }
 
 /// An arm's spend per solved task and reliability, over the tasks it ran.
