@@ -422,3 +422,37 @@ fn the_manifest_writes_a_builtin_arms_components_in_the_registrys_order() {
     assert_eq!(order.len(), 7, "{example}");
     assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{order:?} in {components}");
 }
+
+/// `[experiment] primary`: the outcomes a verdict can decide on are accepted (pass_rate is the
+/// default and recorded as none); anything else, and a primary with the sequential design, is
+/// refused naming the key.
+#[test]
+fn a_primary_outcome_is_checked_at_load() {
+    let with = |primary: &str, extra: &str| {
+        load_str(
+            Path::new("c.toml"),
+            &format!(
+                "{}\n[arms.a]\n",
+                BASE.replace("seed = 7", &format!("seed = 7\nprimary = \"{primary}\"\n{extra}"))
+            ),
+        )
+    };
+    for (primary, recorded) in [
+        ("pass_rate", None),
+        ("tests_passed", Some("tests_passed")),
+        ("reward.accuracy", Some("reward.accuracy")),
+        ("harness.solved-fraction", Some("harness.solved-fraction")),
+    ] {
+        let e = with(primary, "").unwrap();
+        assert_eq!(e.primary.as_deref(), recorded, "{primary}");
+        assert_eq!(e.recorded().primary.as_deref(), recorded, "{primary}");
+    }
+    for bad in ["loop_guard_hits", "reward.", "harness.a b", "tokens"] {
+        let err = with(bad, "").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("experiment.primary"), "{bad}: {err}");
+        assert!(err.to_string().contains("reward.KEY"), "{err}");
+    }
+    let err = with("tests_passed", "design = \"sequential\"\nmax_tasks = 4").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("experiment.primary"), "{err}");
+    assert!(err.to_string().contains("design = \"fixed\""), "{err}");
+}

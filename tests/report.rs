@@ -893,3 +893,72 @@ fn every_cost_and_reliability_number_matches_an_independent_recomputation() {
     );
     assert!(out.contains("loop_guard_hits: ") && out.contains("harness.tool_calls: "), "{out}");
 }
+
+/// A synthetic run whose experiment names a primary outcome.
+fn generate_with_primary(dir: &Path, primary: &str) -> PathBuf {
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
+    let mut exp = ablate::experiment::config::load(&cfg).unwrap();
+    exp.trials = 3;
+    exp.tasks.clear();
+    exp.primary = Some(primary.to_string());
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let run = dir.join("run");
+    synth::write_run(&run, &exp, &suite, &plan, 11, rate).unwrap();
+    run
+}
+
+/// `primary = "tests_passed"`: every effect is on the fraction of tests passed. Recomputed
+/// from trials.csv (tests_passed / tests_total a trial, the mean a task, treatment - control a
+/// task, the mean over tasks); the report says what it decides on. A primary that is no score
+/// in [0, 1] (`harness.tool_calls`, 2 to 8 a trial) gives no verdict and says why; the gate
+/// refuses a run with a primary outcome by name.
+#[test]
+fn a_primary_outcome_is_what_the_verdicts_decide_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate_with_primary(dir.path(), "tests_passed");
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("primary outcome: tests_passed"), "{out}");
+    let trials = csv_rows(&run.join("trials.csv"));
+    let fraction = |arm: &str| -> BTreeMap<String, f64> {
+        let mut per: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for t in trials.iter().filter(|t| t["arm"] == arm && t["counted"] == "true") {
+            let (p, n): (f64, f64) =
+                (t["tests_passed"].parse().unwrap(), t["tests_total"].parse().unwrap());
+            per.entry(t["task"].clone()).or_default().push(p / n);
+        }
+        per.into_iter().map(|(k, v)| (k, mean(&v))).collect()
+    };
+    let (c, t) = (fraction("full-minus-feedback"), fraction("full"));
+    let d: Vec<f64> = c.iter().map(|(k, v)| t[k] - v).collect();
+    let effects = csv_rows(&run.join("effects.csv"));
+    let fb = effects.iter().find(|e| e["components"] == "feedback").unwrap();
+    assert_eq!(fb["primary"], "tests_passed");
+    let got: f64 = fb["delta"].parse().unwrap();
+    assert!((got - mean(&d)).abs() < 1e-12, "{got} vs {}", mean(&d));
+    let passes = task_means(&task_counts(&trials, "full", |_| true));
+    assert!((got - mean(&passes)).abs() > 1e-6, "the delta is not the pass rate's");
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let run2 = generate_with_primary(dir2.path(), "harness.tool_calls");
+    let (code, out, err) = ablate(&["report", run2.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let effects = csv_rows(&run2.join("effects.csv"));
+    for e in &effects {
+        assert_eq!(
+            e["verdict"],
+            "no verdict: the primary outcome `harness.tool_calls` is missing on 0 trials and outside [0, 1] on 84 (a verdict decides on a score in [0, 1] every trial records)",
+            "{e:?}"
+        );
+    }
+    let (code, out, err) = ablate(&[
+        "gate",
+        "--baseline",
+        run.to_str().unwrap(),
+        "--candidate",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("experiment.primary") && err.contains("tests_passed"), "{err}");
+}

@@ -51,6 +51,8 @@ struct RawExperiment {
     /// "Equivalent" means |delta| below this (a fraction, 0.05 = 5 pp).
     #[serde(default)]
     margin: Option<f64>,
+    /// The outcome the verdicts decide on (the pass rate when absent).
+    primary: Option<String>,
     /// Container tasks whose task.toml asks for a public network may have it.
     #[serde(default)]
     allow_network: bool,
@@ -299,6 +301,9 @@ pub struct Experiment {
     /// The equivalence margin: comparisons then say helps, hurts, equivalent within ±margin or undecided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin: Option<f64>,
+    /// The outcome the verdicts decide on (`Primary`); None: the pass rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
     /// Container tasks may have the public network their task.toml asks for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_network: bool,
@@ -636,6 +641,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         seed: raw.experiment.seed,
         alpha: raw.experiment.alpha,
         margin: raw.experiment.margin,
+        primary: super::primary::check(path, &raw.experiment.primary, sequential.is_some())?,
         allow_network: raw.experiment.allow_network,
         pass_env: raw.experiment.pass_env,
         pull: raw.experiment.pull,

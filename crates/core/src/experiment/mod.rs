@@ -11,6 +11,7 @@ pub mod components;
 pub mod config;
 pub mod instructions;
 pub mod matrix;
+pub mod primary;
 
 pub use crate::record::harness_kind::{
     DeclaredComponent, ExternalHarness, HarnessKind, ImportedHarness, RunsIn,

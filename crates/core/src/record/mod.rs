@@ -809,6 +809,9 @@ pub struct RecordedExperiment {
     /// The equivalence margin, when the experiment declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin: Option<f64>,
+    /// The outcome the verdicts decide on; None: the pass rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
     /// Run until decided: the sequential design and its budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialDesign>,

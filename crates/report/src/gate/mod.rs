@@ -71,6 +71,22 @@ pub enum GateError {
     Write { path: std::path::PathBuf, source: std::io::Error },
 }
 
+/// A run the gate can read: loaded, and deciding on pass or fail (a run whose
+/// experiment names a primary outcome is refused by name).
+fn load_run(dir: &Path) -> Result<crate::report::load::RunData, InputError> {
+    let data = crate::report::load::load(dir).map_err(|e| InputError::new(dir, e.to_string()))?;
+    match &data.manifest.experiment.primary {
+        Some(p) => Err(InputError::at(
+            dir.join("manifest.json"),
+            "experiment.primary",
+            format!(
+                "the run decides on `{p}`; the gate decides on pass or fail, the pass rate of a run without a primary outcome"
+            ),
+        )),
+        None => Ok(data),
+    }
+}
+
 /// The gate's pipeline: check the options, read the baseline and the
 /// candidate, refuse a drift (unless allowed), decide, and write the
 /// Markdown and JUnit outputs asked for.
@@ -91,9 +107,7 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         )
         .into());
     }
-    let load = |dir: &Path| {
-        crate::report::load::load(dir).map_err(|e| InputError::new(dir, e.to_string()))
-    };
+    let load = load_run;
     let base = if o.baseline.is_dir() {
         baseline_of_run(&load(&o.baseline)?, o.arm.as_deref(), o.model.as_deref())
             .map_err(|e| InputError::new(&o.baseline, e.to_string()))?

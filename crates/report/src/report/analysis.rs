@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 pub mod costs;
 mod delivery;
+pub mod primary;
 mod sequential;
 mod verdict;
 pub use verdict::{sign_flip_test, verdict, with_margin};
@@ -139,6 +140,9 @@ pub enum EffectVerdict {
     Equivalent { margin: f64, one_task: bool },
     /// With a declared margin: neither an effect nor equivalence shown.
     Undecided { margin: f64, one_task: bool },
+    /// The experiment's primary outcome is missing on some trials or outside
+    /// [0, 1] on some: there is nothing a verdict could be read from.
+    PrimaryUnusable { primary: String, missing: usize, outside: usize },
     /// A sequential run that spent its budget before deciding: the tasks the
     /// current estimate suggests a decision needs in all (None: more than
     /// `PROJECTION_CAP`), `tasks` the tasks that entered, `every_task` when
@@ -166,7 +170,7 @@ impl EffectVerdict {
             EffectVerdict::Undecided { .. } | EffectVerdict::UndecidedAtBudget { .. } => {
                 "undecided"
             }
-            EffectVerdict::NotEnoughData => "n/a",
+            EffectVerdict::NotEnoughData | EffectVerdict::PrimaryUnusable { .. } => "n/a",
         }
     }
 }
@@ -176,6 +180,10 @@ impl std::fmt::Display for EffectVerdict {
         let only = |one: bool| if one { " (this task only)" } else { "" };
         match *self {
             EffectVerdict::NotEnoughData => f.write_str("not enough data to tell"),
+            EffectVerdict::PrimaryUnusable { ref primary, missing, outside } => write!(
+                f,
+                "no verdict: the primary outcome `{primary}` is missing on {missing} trials and outside [0, 1] on {outside} (a verdict decides on a score in [0, 1] every trial records)"
+            ),
             EffectVerdict::NotDelivered { ref fields } => {
                 let list: Vec<String> = fields.iter().map(ToString::to_string).collect();
                 write!(f, "not delivered: {}", list.join("; "))
@@ -435,6 +443,8 @@ pub struct Report {
     pub arms: Vec<ArmReport>,
     pub ablations: Vec<EffectReport>,
     pub combined: Vec<EffectReport>,
+    /// The outcome the verdicts decide on: `pass_rate`, or the experiment's primary.
+    pub primary: String,
     /// Comparisons labelled ablations that the analysis-time guard refused.
     pub refused: Vec<String>,
     /// The `system_fingerprint`s each model's replies carried (OpenAI-compatible
@@ -636,6 +646,10 @@ pub fn analyse(data: &RunData) -> Report {
     // p-value and the verdict then come from one procedure and agree).
     let mut pending: Vec<Pending> = Vec::new();
     let mut refused = Vec::new();
+    // The outcome the verdicts decide on: the pass rate, or the experiment's primary.
+    let primary = primary::Primary::of(data);
+    let outcome = |r: &Row| primary.value(data, r);
+    let mut unusable: Vec<EffectReport> = Vec::new();
     for c in data.manifest.comparisons() {
         let (Some(ca), Some(ta)) = (
             manifest_arms.iter().find(|a| a.name == c.control),
@@ -661,8 +675,8 @@ pub fn analyse(data: &RunData) -> Report {
                 continue;
             }
             let paired = |c: &[&Row], t: &[&Row]| {
-                let mut cv = by_task(c, n_tasks, Row::passed);
-                let mut tv = by_task(t, n_tasks, Row::passed);
+                let mut cv = by_task(c, n_tasks, outcome);
+                let mut tv = by_task(t, n_tasks, outcome);
                 // Pair only tasks present in both arms.
                 for k in 0..n_tasks {
                     if cv[k].is_empty() || tv[k].is_empty() {
@@ -727,6 +741,17 @@ pub fn analyse(data: &RunData) -> Report {
                 delivery_note: None,
                 costs: costs::paired(data, crow, trow, n_tasks, conf),
             };
+            let mut effect = effect;
+            if let Some(u) = primary::unusable([&all.0, &all.1]) {
+                // Nothing to infer from: the verdict says why, the family leaves it out.
+                effect.verdict = EffectVerdict::PrimaryUnusable {
+                    primary: primary.name().to_string(),
+                    missing: u.missing,
+                    outside: u.outside,
+                };
+                unusable.push(effect);
+                continue;
+            }
             pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
         }
     }
@@ -808,6 +833,9 @@ pub fn analyse(data: &RunData) -> Report {
             combined.push(effect)
         }
     }
+    for e in unusable {
+        if e.kind == EffectKind::Ablation { ablations.push(e) } else { combined.push(e) }
+    }
     if let Some(order) = data.manifest.sequential_task_order() {
         sequential::effects(data, &order, &mut ablations, &mut combined);
     }
@@ -831,6 +859,7 @@ pub fn analyse(data: &RunData) -> Report {
         arms,
         ablations,
         combined,
+        primary: primary.name().to_string(),
         refused,
         system_fingerprints: data
             .fingerprints

@@ -311,6 +311,9 @@ pub fn markdown(r: &Report) -> String {
     if let Some(line) = super::format::grading(&r.grading) {
         let _ = writeln!(s, "{}\n", capitalized(&line));
     }
+    if let Some(line) = super::analysis::primary::note(r) {
+        let _ = writeln!(s, "**{}**\n", capitalized(&line));
+    }
     let level = (1.0 - r.alpha) * 100.0;
     let _ = writeln!(
         s,

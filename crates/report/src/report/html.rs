@@ -212,13 +212,47 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
     }
 }
 
+/// The frontier plot's frame, its pass-rate and spend ticks and the spend's label, for the plot
+/// area `(left, top, width, height)` and a spend axis from 0 to `top_cost`.
+fn frontier_axes(
+    s: &mut String,
+    spend: super::analysis::costs::Spend,
+    top_cost: f64,
+    (left, top, pw, ph): (f64, f64, f64, f64),
+) {
+    let x = |v: f64| left + (v / top_cost).clamp(0.0, 1.0) * pw;
+    let y = |v: f64| top + (1.0 - v.clamp(0.0, 1.0)) * ph;
+    let _ = write!(
+        s,
+        r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>"##
+    );
+    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{}" text-anchor="end" fill="#555">{}</text><text x="{}" y="{}" text-anchor="middle" fill="#555">{}</text>"##,
+            left - 6.0,
+            y(t) + 4.0,
+            super::format::pct(t),
+            x(t * top_cost),
+            top + ph + 16.0,
+            esc(&super::cost_lines::value(spend, t * top_cost))
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<text x="{}" y="{}" text-anchor="middle" fill="#333">{} per trial</text>"##,
+        left + pw / 2.0,
+        top + ph + 36.0,
+        spend.words()
+    );
+}
+
 /// Each arm's pass rate against its spend per trial (the cost when every arm
 /// recorded one, else tokens), both with their intervals as bars; the arms no
 /// other arm beats on both with confidence (`costs::beaten_by`) filled, the
 /// others hollow. None without arms.
 pub fn frontier_svg(r: &Report) -> Option<String> {
     use super::analysis::costs::{beaten_by, frontier_spend};
-    use super::cost_lines::value;
     if r.arms.is_empty() {
         return None;
     }
@@ -244,29 +278,7 @@ pub fn frontier_svg(r: &Report) -> Option<String> {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="pass rate against {} per trial">"#,
         spend.words()
     );
-    let _ = write!(
-        s,
-        r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>"##
-    );
-    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
-        let _ = write!(
-            s,
-            r##"<text x="{}" y="{}" text-anchor="end" fill="#555">{}</text><text x="{}" y="{}" text-anchor="middle" fill="#555">{}</text>"##,
-            left - 6.0,
-            y(t) + 4.0,
-            super::format::pct(t),
-            x(t * top_cost),
-            top + ph + 16.0,
-            esc(&value(spend, t * top_cost))
-        );
-    }
-    let _ = write!(
-        s,
-        r##"<text x="{}" y="{}" text-anchor="middle" fill="#333">{} per trial</text>"##,
-        left + pw / 2.0,
-        top + ph + 36.0,
-        spend.words()
-    );
+    frontier_axes(&mut s, spend, top_cost, (left, top, pw, ph));
     for (a, beaten) in r.arms.iter().zip(&beaten) {
         let Some(c) = cost(a) else { continue };
         let (px, py) = (x(c.estimate), y(a.pass_rate.mean));
@@ -361,6 +373,9 @@ pub fn render(r: &Report) -> String {
     }
     if let Some(line) = super::format::grading(&r.grading) {
         let _ = writeln!(s, "<p>{}</p>", esc(&line));
+    }
+    if let Some(line) = super::analysis::primary::note(r) {
+        let _ = writeln!(s, "<p><strong>{}</strong></p>", esc(&line));
     }
     let effects: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).collect();
     if !effects.is_empty() {

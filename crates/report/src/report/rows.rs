@@ -375,6 +375,9 @@ pub struct EffectRow<'a> {
     pub delta_bias_reduced: Num,
     pub these_tasks_lo: Num,
     pub these_tasks_hi: Num,
+    /// What `delta` and the verdict are on: `pass_rate` or the experiment's primary.
+    #[serde(serialize_with = "as_category")]
+    pub primary: &'a str,
     /// The level of the cost and reliability intervals (`1 - alpha`, unadjusted).
     pub costs_level: Num,
     pub costs_n_tasks: usize,
@@ -384,7 +387,7 @@ pub struct EffectRow<'a> {
 }
 
 impl<'a> EffectRow<'a> {
-    pub fn of(r: &Report, e: &'a EffectReport) -> EffectRow<'a> {
+    pub fn of(r: &'a Report, e: &'a EffectReport) -> EffectRow<'a> {
         let x = e.excl_infra.as_ref();
         EffectRow {
             alpha: r.alpha.into(),
@@ -432,6 +435,7 @@ impl<'a> EffectRow<'a> {
             delta_bias_reduced: e.sequential.as_ref().map(|s| s.delta_bias_reduced).into(),
             these_tasks_lo: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.0).into(),
             these_tasks_hi: e.sequential.as_ref().and_then(|s| s.these_tasks).map(|t| t.1).into(),
+            primary: &r.primary,
             costs_level: e.costs.level.into(),
             costs_n_tasks: e.costs.n_tasks,
             pass_hat_k: e.costs.pass_hat_k.last().map(|h| h.k as usize),
@@ -612,7 +616,7 @@ mod tests {
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
         assert_eq!(arms_columns().len(), 49);
-        assert_eq!(effects_columns().len(), 116);
+        assert_eq!(effects_columns().len(), 117);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
         {

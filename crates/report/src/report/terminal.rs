@@ -190,6 +190,9 @@ pub fn render(r: &Report, colour: bool) -> String {
     if let Some(line) = super::format::grading(&r.grading) {
         let _ = writeln!(s, "{}\n", c.dim(&line));
     }
+    if let Some(line) = super::analysis::primary::note(r) {
+        let _ = writeln!(s, "{}\n", c.bold(&line));
+    }
     for a in &r.arms {
         arm_block(&mut s, a, &c, level);
     }
