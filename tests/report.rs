@@ -294,10 +294,16 @@ fn report_writes_every_file_with_the_right_numbers() {
         }
     }
 
-    // One marker of the forest plot per effect row; no script in the page.
-    assert_eq!(html.matches("<svg").count(), 1, "one forest plot");
+    // One marker of the forest plot per effect row, and one of the frontier per arm; no script
+    // in the page.
+    assert_eq!(html.matches("<svg").count(), 2, "the forest plot and the frontier");
     assert!(html.contains("forest plot") && !html.contains("<script"));
-    assert_eq!(html.matches("<circle").count(), effects.len(), "one marker per effect");
+    assert!(html.contains("aria-label=\"pass rate against "), "the frontier");
+    assert_eq!(
+        html.matches("<circle").count(),
+        effects.len() + arms.len(),
+        "one marker per effect and per arm"
+    );
     assert!(md.contains("## Ablations") && md.contains("## Combined comparisons"));
 
     assert!(out.contains("Ablations (treatment - control"), "{out}");
