@@ -452,6 +452,28 @@ async fn kill_9_during_a_container_trial_then_resume_leaves_one_record_each_and_
     let passed: Vec<&(String, TrialStatus)> =
         finals.iter().filter(|(_, s)| *s == TrialStatus::Passed).collect();
     assert_eq!(passed.len(), 2, "{finals:?}");
+    // Every final record says what its container ran on: the engine that answered, and the
+    // limits the manifest lists for the task.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    let facts = &manifest["containers"];
+    for r in records.iter().filter(|r| r.status == TrialStatus::Passed) {
+        let c = r.container.as_ref().unwrap_or_else(|| panic!("{r:?}"));
+        assert_eq!(c.engine, facts["engine"]["program"].as_str().unwrap(), "{c:?}");
+        let limits = facts["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == r.task.as_str())
+            .map(|t| t["limits"].clone())
+            .unwrap();
+        assert_eq!(
+            serde_json::json!({"cpus": c.cpus, "memory_mb": c.memory_mb, "pids": c.pids}),
+            limits,
+            "{c:?}"
+        );
+    }
     assert_eq!(
         finals.iter().filter(|(_, s)| *s == TrialStatus::Interrupted).count(),
         1,

@@ -968,3 +968,33 @@ fn a_primary_outcome_is_what_the_verdicts_decide_on() {
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("experiment.primary") && err.contains("tests_passed"), "{err}");
 }
+
+/// Container runs are recorded data: every trial says what engine and limits its container had,
+/// each arm lists them, and a comparison whose arms ran a task under different ones gets no
+/// verdict naming them, the others keep theirs. Here `bare`'s containers had half the memory.
+#[test]
+fn arms_that_ran_on_different_containers_get_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate(dir.path(), 2, rate);
+    let (out, effects) = restatus_and_report(&run, |v| {
+        let memory = if v["arm"] == "bare" { 1024 } else { 2048 };
+        v["container"] = json!({"engine": "podman", "engine_version": "4.9.3", "cpus": 1.0,
+            "memory_mb": memory, "pids": 4096});
+    });
+    assert!(out.contains("Containers:      podman 4.9.3, 1 cpus, 1024 MB, 4096 pids"), "{out}");
+    assert!(out.contains("Containers:      podman 4.9.3, 1 cpus, 2048 MB, 4096 pids"), "{out}");
+    for e in &effects {
+        let with_bare = e["control"] == "bare" || e["treatment"] == "bare";
+        let differs = e["verdict"]
+            .starts_with("no verdict: the arms ran on different infrastructure (task `");
+        assert_eq!(with_bare, differs, "{e:?}");
+        if with_bare {
+            assert!(
+                e["verdict"]
+                    .contains("1024 MB, 4096 pids in the control, podman 4.9.3, 1 cpus, 2048 MB"),
+                "{e:?}"
+            );
+        }
+    }
+    assert!(effects.iter().any(|e| e["control"] == "bare"), "the run compares bare");
+}

@@ -266,6 +266,29 @@ pub struct Incidents {
     pub refused_done: u32,
 }
 
+/// What a container task's trial ran on: the engine and the limits its
+/// container was given (the same for requests and limits: a container gets
+/// what it is limited to).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerRun {
+    /// The engine's program (`docker`, `podman`) and the version it reports.
+    pub engine: String,
+    pub engine_version: String,
+    pub cpus: f64,
+    pub memory_mb: u64,
+    pub pids: u64,
+}
+
+impl ContainerRun {
+    /// In words: `podman 4.9.3, 1 cpus, 2048 MB, 4096 pids`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}, {} cpus, {} MB, {} pids",
+            self.engine, self.engine_version, self.cpus, self.memory_mb, self.pids
+        )
+    }
+}
+
 /// One line of trials.jsonl: a finished attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRecord {
@@ -293,6 +316,9 @@ pub struct TrialRecord {
     /// shows the pass rate both ways. None when it was not graded.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub graded_pass: Option<bool>,
+    /// A container task's trial: the engine and the container's limits.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub container: Option<ContainerRun>,
     /// A container task's own agent timeout (`[agent].timeout_sec`): the
     /// trial's working time is the smaller of it and the budget's.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -363,6 +389,7 @@ impl TrialRecord {
             tests_total: 0,
             grade: None,
             graded_pass: None,
+            container: None,
             task_timeout_seconds: None,
             steps: 0,
             sessions: 0,

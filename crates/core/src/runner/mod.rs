@@ -844,6 +844,23 @@ async fn append<T: serde::Serialize + Send + 'static>(
     written.map_err(std::io::Error::other)?
 }
 
+/// What a container task's trial runs on (None for other tasks).
+fn container_run(
+    shared: &Shared,
+    task: &crate::suite::Task,
+) -> Option<crate::record::ContainerRun> {
+    task.container.as_ref()?;
+    let engine = shared.containers.as_ref()?.engine;
+    let l = crate::container::trial::limits(task, &shared.suite.containers);
+    Some(crate::record::ContainerRun {
+        engine: engine.program.clone(),
+        engine_version: engine.version.clone(),
+        cpus: l.cpus,
+        memory_mb: l.memory_mb,
+        pids: l.pids,
+    })
+}
+
 /// The attempt itself, the same for every kind of task: its environment made
 /// (`env`), the arm's harness run in it, what it left graded, the environment
 /// disposed of; all of it filled into `record`.
@@ -854,6 +871,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
     record.tests_total = task.check.tests;
     let budget = env::trial_budget(&exp.budget, task);
     record.task_timeout_seconds = task.container.as_ref().and_then(|c| c.agent_timeout_sec);
+    record.container = container_run(shared, task);
 
     let trace_path = shared.dir.join("traces").join(format!("{}.jsonl", spec.id));
     let mut trace = match JsonlWriter::open(&trace_path) {

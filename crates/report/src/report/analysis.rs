@@ -10,6 +10,7 @@ use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+mod containers;
 pub mod costs;
 mod delivery;
 pub mod primary;
@@ -123,6 +124,9 @@ pub enum EffectVerdict {
     /// failures differs from the verdict without them: the infrastructure
     /// would decide, so the comparison is flagged and not decided.
     InfrastructureDiffers { control: usize, treatment: usize },
+    /// The arms' trials of `task` ran on different container engines or
+    /// limits (as recorded): the comparison would measure the infrastructure.
+    ContainersDiffer { task: String, control: String, treatment: String },
     /// A sequential comparison stopped at `task`, whose trials kept ending in
     /// infrastructure errors after `retries` re-runs: no decision came from it.
     InfrastructureStopped { task: String, retries: u32 },
@@ -160,7 +164,8 @@ impl EffectVerdict {
             EffectVerdict::NotDelivered { .. } => "not delivered",
             EffectVerdict::NotComparable { .. } => "not comparable",
             EffectVerdict::InfrastructureDiffers { .. }
-            | EffectVerdict::InfrastructureStopped { .. } => "infrastructure",
+            | EffectVerdict::InfrastructureStopped { .. }
+            | EffectVerdict::ContainersDiffer { .. } => "infrastructure",
             EffectVerdict::Helps { .. } => "helps",
             EffectVerdict::Hurts { .. } => "hurts",
             EffectVerdict::NoVerdictPossible { .. } | EffectVerdict::NoDetectableEffect { .. } => {
@@ -194,6 +199,10 @@ impl std::fmt::Display for EffectVerdict {
             EffectVerdict::InfrastructureDiffers { control, treatment } => write!(
                 f,
                 "no verdict: the arms met different infrastructure (infrastructure errors: {control} in the control, {treatment} in the treatment) and the verdict depends on them"
+            ),
+            EffectVerdict::ContainersDiffer { ref task, ref control, ref treatment } => write!(
+                f,
+                "no verdict: the arms ran on different infrastructure (task `{task}`: {control} in the control, {treatment} in the treatment)"
             ),
             EffectVerdict::InfrastructureStopped { ref task, retries } => write!(
                 f,
@@ -323,6 +332,8 @@ pub struct ArmReport {
     pub pass_at_k: Vec<(u64, f64, f64)>,
     /// Spend per solved task and pass^k with intervals (`costs::arm`).
     pub costs: costs::ArmCosts,
+    /// What its container trials ran on (`ContainerRun::describe`), each once.
+    pub containers: Vec<String>,
     pub warnings: Vec<String>,
 }
 
@@ -636,6 +647,11 @@ pub fn analyse(data: &RunData) -> Report {
             cost_per_solved: cost.and_then(per_solved),
             pass_at_k,
             costs: costs::arm(rows, n_tasks, conf),
+            containers: {
+                let ids: std::collections::BTreeSet<u32> =
+                    rows.iter().filter_map(|r| r.container).collect();
+                ids.into_iter().map(|i| data.container_runs.name(i).to_string()).collect()
+            },
             warnings,
         });
     }
@@ -841,6 +857,7 @@ pub fn analyse(data: &RunData) -> Report {
     }
     for e in ablations.iter_mut().chain(combined.iter_mut()) {
         delivery::check(data, e);
+        containers::check(data, e);
     }
     Report {
         run_id: data.manifest.run_id.clone(),

@@ -1,8 +1,9 @@
 //! The costs and reliability of a comparison and of an arm (`analysis::costs`)
 //! in sentences, the same in the terminal, report.md and report.html.
 
+use super::analysis::ArmReport;
 use super::analysis::EffectReport;
-use super::analysis::costs::{ArmCosts, Spend};
+use super::analysis::costs::Spend;
 use super::format::{pct, pp};
 use super::stats::Span;
 
@@ -101,9 +102,14 @@ pub fn effect(e: &EffectReport) -> Vec<String> {
     out
 }
 
-/// An arm's spend per solved task and reliability, as (label, text) lines.
-pub fn arm(a: &ArmCosts) -> Vec<(String, String)> {
+/// What an arm's containers ran on, its infrastructure errors, spend per
+/// solved task and reliability, as (label, text) lines.
+pub fn arm(arm: &ArmReport) -> Vec<(String, String)> {
+    let a = &arm.costs;
     let mut out = Vec::new();
+    if !arm.containers.is_empty() {
+        out.push(("Containers".to_string(), arm.containers.join("; ")));
+    }
     if a.infra_errors.estimate > 0.0 {
         let e = a.infra_errors;
         out.push((

@@ -361,7 +361,7 @@ pub fn markdown(r: &Report) -> String {
         );
     }
     for a in &r.arms {
-        let lines = super::cost_lines::arm(&a.costs);
+        let lines = super::cost_lines::arm(a);
         if !lines.is_empty() {
             let text: Vec<String> = lines.iter().map(|(l, t)| format!("{l}: {t}")).collect();
             let _ = writeln!(s, "\nArm {} / {}: {}.", a.arm, a.model, text.join("; "));

@@ -334,13 +334,7 @@ fn cost_sections(s: &mut String, r: &Report) {
     }
     for a in &r.arms {
         let _ = writeln!(s, "<h3>Arm {} ({})</h3>", esc(&a.arm), esc(&a.model));
-        list(
-            s,
-            super::cost_lines::arm(&a.costs)
-                .into_iter()
-                .map(|(l, t)| format!("{l}: {t}"))
-                .collect(),
-        );
+        list(s, super::cost_lines::arm(a).into_iter().map(|(l, t)| format!("{l}: {t}")).collect());
     }
     for e in r.ablations.iter().chain(&r.combined) {
         let _ = writeln!(s, "<h3>{} ({})</h3>", esc(&e.name), esc(&e.model));

@@ -34,6 +34,8 @@ pub struct Row {
     pub cost_usd: Option<f64>,
     /// The builtin harness's counters, in [`INCIDENTS`] order.
     pub incidents: [u32; 5],
+    /// A container task's trial: what it ran on, as an id in `RunData::container_runs`.
+    pub container: Option<u32>,
     /// Position of this attempt among the records read (0-based, file order).
     pub ordinal: u32,
 }
@@ -88,6 +90,8 @@ struct LightRecord {
     grade: Option<LightGrade>,
     #[serde(default)]
     harness_command: Option<LightCommand>,
+    #[serde(default)]
+    container: Option<ablate_core::record::ContainerRun>,
 }
 
 /// A record's verifier rewards (reward.json's keys), all the loader reads of its grade.
@@ -180,6 +184,8 @@ pub struct RunData {
     pub metric_names: Names,
     /// Row ordinal -> (metric, value) of the final attempts that recorded any.
     pub metrics: HashMap<u32, Vec<(u32, f64)>>,
+    /// What container trials ran on (`ContainerRun::describe`), each once.
+    pub container_runs: Names,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -219,6 +225,7 @@ impl From<&TrialRecord> for LightRecord {
                 .harness_command
                 .as_ref()
                 .map(|c| LightCommand { metrics: c.metrics.clone() }),
+            container: r.container.clone(),
         }
     }
 }
@@ -269,6 +276,7 @@ pub fn load_with(
         delivery: Default::default(),
         metric_names: Names::default(),
         metrics: HashMap::new(),
+        container_runs: Names::default(),
     };
     // Names in the experiment's order first, so tables list them as it does.
     let selected: Vec<String> = data.manifest.experiment.tasks.clone();
@@ -378,6 +386,7 @@ pub fn load_with(
                         i.refused_done,
                     ]
                 },
+                container: r.container.as_ref().map(|c| data.container_runs.id(&c.describe())),
                 ordinal,
             };
             // The last final attempt counts (the first of equal attempts).

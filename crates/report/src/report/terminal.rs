@@ -86,7 +86,7 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
             .join("  ");
         let _ = writeln!(s, "  pass@k:          {at}");
     }
-    for (label, text) in super::cost_lines::arm(&a.costs) {
+    for (label, text) in super::cost_lines::arm(a) {
         let _ = writeln!(s, "  {:<17}{text}", format!("{label}:"));
     }
     for w in &a.warnings {
