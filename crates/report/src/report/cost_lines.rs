@@ -63,16 +63,9 @@ pub fn effect(e: &EffectReport) -> Vec<String> {
     }
     for s in c.per_solved.iter().filter(|s| s.outcome != Spend::WorkingSeconds) {
         let v = |x: f64| value(s.outcome, x);
-        out.push(format!(
-            "  {} per solved task: {}{} -> {}{}, {}{}",
-            s.outcome.words(),
-            v(s.control.estimate),
-            bracket(s.control, v),
-            v(s.treatment.estimate),
-            bracket(s.treatment, v),
-            times(s.ratio.estimate),
-            bracket(s.ratio, times)
-        ));
+        let label = format!("{} per solved task", s.outcome.words());
+        let change = format!("{}{}", times(s.ratio.estimate), bracket(s.ratio, times));
+        out.push(arms_and_change(&label, (s.control, s.treatment), v, &change));
     }
     for m in &c.metrics {
         let v = |x: f64| if x.is_finite() { format!("{x:.3}") } else { "n/a".into() };
@@ -88,16 +81,8 @@ pub fn effect(e: &EffectReport) -> Vec<String> {
     }
     // The largest k both arms reached (every k: report.json).
     if let Some(h) = c.pass_hat_k.last() {
-        out.push(format!(
-            "  pass^{}: {}{} -> {}{}, {} pp{}",
-            h.k,
-            pct(h.control.estimate),
-            bracket(h.control, pct),
-            pct(h.treatment.estimate),
-            bracket(h.treatment, pct),
-            pp(h.difference.estimate),
-            bracket(h.difference, pp)
-        ));
+        let change = format!("{} pp{}", pp(h.difference.estimate), bracket(h.difference, pp));
+        out.push(arms_and_change(&format!("pass^{}", h.k), (h.control, h.treatment), pct, &change));
     }
     out
 }
@@ -142,6 +127,22 @@ pub fn arm(arm: &ArmReport) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+/// "  label: control [lo, hi] -> treatment [lo, hi], change", each arm's value in `f`'s format.
+fn arms_and_change(
+    label: &str,
+    (c, t): (Span, Span),
+    f: impl Fn(f64) -> String,
+    change: &str,
+) -> String {
+    format!(
+        "  {label}: {}{} -> {}{}, {change}",
+        f(c.estimate),
+        bracket(c, &f),
+        f(t.estimate),
+        bracket(t, &f)
+    )
 }
 
 /// A ratio as a multiple: "1.80x".

@@ -228,13 +228,11 @@ fn metric_effects(
             if cm.iter().chain(&tm).all(|&v| v == 0.0) {
                 return None;
             }
-            let one = |v: &[f64]| v.iter().map(|&x| vec![x]).collect::<Vec<_>>();
-            let d = stats::paired_effect(&one(&cm), &one(&tm), conf);
             Some(MetricEffect {
                 name,
                 control: stats::mean(&cm),
                 treatment: stats::mean(&tm),
-                difference: Span::of_paired(&d),
+                difference: stats::mean_difference(&cm, &tm, conf),
             })
         })
         .collect()
@@ -258,13 +256,11 @@ pub fn paired(
         .into_iter()
         .filter_map(|outcome| {
             let ((cm, _), (tm, _)) = (spent(&c, outcome)?, spent(&t, outcome)?);
-            let one = |m: &[f64]| m.iter().map(|&x| vec![x]).collect::<Vec<_>>();
-            let difference = stats::paired_effect(&one(&cm), &one(&tm), conf);
             Some(SpendEffect {
                 outcome,
                 control: stats::mean(&cm),
                 treatment: stats::mean(&tm),
-                difference: Span::of_paired(&difference),
+                difference: stats::mean_difference(&cm, &tm, conf),
                 ratio: stats::ratio_of_means(&cm, &tm, conf),
             })
         })

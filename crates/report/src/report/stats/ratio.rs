@@ -137,6 +137,18 @@ pub fn per_solved_ratio(control: (&[f64], &[f64]), treatment: (&[f64], &[f64]), 
     }
 }
 
+/// The mean over tasks of the per-task differences `treatment - control` of
+/// per-task values (a spend's task means, a metric's), with the paired t
+/// interval ([`paired_effect`], each task's value its one observation).
+pub fn mean_difference(control: &[f64], treatment: &[f64], conf: f64) -> Span {
+    Span::of_paired(&paired_effect(&one_each(control), &one_each(treatment), conf))
+}
+
+/// Each task's value as its one observation.
+fn one_each(values: &[f64]) -> Vec<Vec<f64>> {
+    values.iter().map(|&v| vec![v]).collect()
+}
+
 /// Resamples of [`bootstrap_t`].
 pub const BOOTSTRAP_RESAMPLES: usize = 1999;
 
@@ -213,8 +225,7 @@ pub fn consistency_k(n: u64, c: u64, k: u64) -> f64 {
 /// conservative for it and, unlike the t interval, does not collapse when
 /// every task has the same value.
 pub fn bounded_mean(values: &[f64], conf: f64) -> Span {
-    let tasks: Vec<Vec<f64>> = values.iter().map(|&v| vec![v]).collect();
-    let e = pass_rate_wilson(&tasks, conf);
+    let e = pass_rate_wilson(&one_each(values), conf);
     Span { estimate: e.mean, lo: e.lo, hi: e.hi }
 }
 
@@ -223,7 +234,6 @@ pub fn bounded_mean(values: &[f64], conf: f64) -> Span {
 /// [`bounded_mean`] intervals and the correlation of their values
 /// ([`paired_effect_mover`], each task's value its one observation).
 pub fn bounded_paired(control: &[f64], treatment: &[f64], conf: f64) -> Span {
-    let one = |v: &[f64]| v.iter().map(|&x| vec![x]).collect::<Vec<_>>();
-    let p = paired_effect_mover(&one(control), &one(treatment), conf);
+    let p = paired_effect_mover(&one_each(control), &one_each(treatment), conf);
     Span { estimate: p.mean_diff, lo: p.lo, hi: p.hi }
 }
