@@ -64,9 +64,9 @@ fn two_runs_become_one_typed_dataset() {
         schema.get("arm")
     );
     assert!(matches!(schema.get("component.feedback"), Some(DataType::Categorical(_, _))));
-    // cost_usd is empty in every row (no prices): still a float column, all null.
+    // cost_usd: a float column, set in every row (the synthetic runs price every trial).
     assert_eq!(schema.get("cost_usd"), Some(&DataType::Float64));
-    assert_eq!(df.column("cost_usd").unwrap().null_count(), expected_trials);
+    assert_eq!(df.column("cost_usd").unwrap().null_count(), 0);
     assert_eq!(df.column("run_id").unwrap().n_unique().unwrap(), 2);
 
     // Effects of both runs: the seed demo's one-task comparisons keep their scope and method.

@@ -219,3 +219,21 @@ fn a_sequential_design_runs_task_by_task_in_a_seeded_order_and_refuses_a_fixed_b
             .unwrap();
     assert_eq!(ok.sequential.unwrap().max_seconds, Some(90.5));
 }
+
+/// `ablate plan` says what the verdicts decide on when the experiment names a primary outcome,
+/// and nothing of it otherwise.
+#[test]
+fn the_plan_states_a_primary_outcome() {
+    let mut exp = experiment(1, 1, 1);
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let text = plan::render::render(&exp, &suite, &build(&exp), None);
+    assert!(!text.contains("primary outcome"), "{text}");
+    exp.primary = Some("tests_passed".into());
+    let text = plan::render::render(&exp, &suite, &build(&exp), None);
+    assert!(
+        text.contains(
+            "primary outcome: tests_passed (the verdicts decide on it, a score in [0, 1])"
+        ),
+        "{text}"
+    );
+}

@@ -165,6 +165,9 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         exp.models.len(),
         exp.trials
     );
+    if let Some(p) = &exp.primary {
+        let _ = writeln!(s, "primary outcome: {p} (the verdicts decide on it, a score in [0, 1])");
+    }
     if let Some(d) = &exp.sequential {
         let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
         let ablations =
