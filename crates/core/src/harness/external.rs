@@ -551,32 +551,58 @@ fn command_outcome(
 /// The prefix of a metric line on a harness's standard output.
 pub const METRIC_LINE: &str = "ablate-metric";
 
+/// The most metrics a trial records (and refusals it notes), and the longest
+/// name: a harness is not trusted to keep its record small.
+pub const MAX_METRICS: usize = 64;
+pub const MAX_METRIC_NAME: usize = 64;
+
 /// The harness's reported metrics: every stdout line `ablate-metric NAME VALUE`
-/// (NAME of letters, digits, `_`, `.` and `-`; VALUE a finite number; the last
-/// line of a name counts), and the lines that start so but do not read, with why.
+/// (NAME of letters, digits, `_`, `.` and `-`, at most [`MAX_METRIC_NAME`];
+/// VALUE a finite number; the last line of a name counts; at most
+/// [`MAX_METRICS`] names), and the lines that start so but do not read, with
+/// why (at most [`MAX_METRICS`] of them).
 pub fn metric_lines(stdout: &str) -> (std::collections::BTreeMap<String, f64>, Vec<String>) {
     let mut metrics = std::collections::BTreeMap::new();
     let mut refused = Vec::new();
     for line in stdout.lines().map(str::trim) {
         let Some(rest) = line.strip_prefix(METRIC_LINE) else { continue };
-        let parts: Vec<&str> = rest.split_whitespace().collect();
-        let named = |n: &str| {
-            !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
-        };
-        match parts.as_slice() {
-            [name, value] if named(name) => match value.parse::<f64>() {
-                Ok(v) if v.is_finite() => {
-                    metrics.insert(name.to_string(), v);
-                }
-                _ => refused.push(format!("{line:?}: the value is not a finite number")),
-            },
-            _ if rest.starts_with(char::is_whitespace) => refused.push(format!(
-                "{line:?}: not `{METRIC_LINE} NAME VALUE` with NAME of letters, digits, _ . -"
-            )),
-            _ => {}
+        if !rest.starts_with(char::is_whitespace) {
+            continue;
+        }
+        match metric_line(rest, &metrics) {
+            Ok((name, v)) => {
+                metrics.insert(name.to_string(), v);
+            }
+            Err(why) if refused.len() < MAX_METRICS => {
+                let shown = crate::sandbox::process::tail(line, 200);
+                refused.push(format!("{shown:?}: {why}"));
+            }
+            Err(_) => {}
         }
     }
     (metrics, refused)
+}
+
+/// One metric line after its prefix: (NAME, VALUE), or why not.
+fn metric_line<'a>(
+    rest: &'a str,
+    metrics: &std::collections::BTreeMap<String, f64>,
+) -> Result<(&'a str, f64), String> {
+    let parts: Vec<&str> = rest.split_whitespace().collect();
+    let [name, value] = parts.as_slice() else {
+        return Err(format!("not `{METRIC_LINE} NAME VALUE`"));
+    };
+    let named = name.len() <= MAX_METRIC_NAME
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    if !named {
+        return Err(format!("NAME is not letters, digits, _ . - (at most {MAX_METRIC_NAME})"));
+    }
+    let v = value.parse::<f64>().ok().filter(|v| v.is_finite());
+    let Some(v) = v else { return Err("the value is not a finite number".into()) };
+    if metrics.len() >= MAX_METRICS && !metrics.contains_key(*name) {
+        return Err(format!("more than {MAX_METRICS} metrics"));
+    }
+    Ok((name, v))
 }
 
 /// The trial's outcome from what the gateway counted and how the command ended.
@@ -764,6 +790,22 @@ mod tests {
             refused[0].contains("not a finite number") && refused[1].contains("NAME VALUE"),
             "{refused:?}"
         );
+    }
+
+    /// A harness cannot grow its record without bound: 70 names keep the first 64 in sorted
+    /// order of arrival (m00..m63), the other 6 are refused by name; a 65-character name is
+    /// refused; a name seen before may be updated past the cap.
+    #[test]
+    fn metric_lines_are_capped() {
+        let mut out: String = (0..70).map(|i| format!("ablate-metric m{i:02} {i}\n")).collect();
+        out.push_str(&format!("ablate-metric {} 1\nablate-metric m00 99\n", "x".repeat(65)));
+        let (m, refused) = metric_lines(&out);
+        assert_eq!(m.len(), MAX_METRICS);
+        assert_eq!((m["m00"], m["m63"]), (99.0, 63.0));
+        assert!(!m.contains_key("m64"));
+        assert_eq!(refused.len(), 7, "{refused:?}");
+        assert!(refused[0].contains("m64") && refused[0].contains("more than 64 metrics"));
+        assert!(refused[6].contains("at most 64"), "{refused:?}");
     }
 
     #[test]
