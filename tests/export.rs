@@ -78,6 +78,9 @@ fn two_runs_become_one_typed_dataset() {
     assert_eq!(df.height(), 6 + 2, "5 ablations + 1 combined; 1 combined per model");
     assert_eq!(df.schema().get("delta"), Some(&DataType::Float64));
     assert_eq!(df.schema().get("infra_differs"), Some(&DataType::Boolean));
+    // A recorded metric's cells are float columns (the synthetic runs record loop-guard hits).
+    assert_eq!(df.schema().get("metric.loop_guard_hits.diff"), Some(&DataType::Float64));
+    assert_eq!(df.schema().get("metric.harness.tool_calls.control"), Some(&DataType::Float64));
     let scope = df.column("scope").unwrap().cast(&DataType::String).unwrap();
     let scope = scope.str().unwrap();
     let one_task =

@@ -898,6 +898,32 @@ fn every_cost_and_reliability_number_matches_an_independent_recomputation() {
         "{stdout}"
     );
     assert!(out.contains("loop_guard_hits: ") && out.contains("harness.tool_calls: "), "{out}");
+    // effects.csv holds each metric's cells as typed float columns, the values report.json holds.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    let effects = csv_rows(&run.join("effects.csv"));
+    let json_effects: Vec<&serde_json::Value> = report["ablations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(report["combined"].as_array().unwrap())
+        .collect();
+    assert_eq!(effects.len(), json_effects.len());
+    for (row, e) in effects.iter().zip(json_effects) {
+        for m in e["costs"]["metrics"].as_array().unwrap() {
+            let name = m["name"].as_str().unwrap();
+            for (cell, value) in [
+                ("control", &m["control"]),
+                ("diff", &m["difference"]["estimate"]),
+                ("diff_hi", &m["difference"]["hi"]),
+            ] {
+                // serde_json reads a float to within an ulp (no float_roundtrip): 1e-12 relative.
+                let got: f64 = row[&format!("metric.{name}.{cell}")].parse().unwrap();
+                let want = value.as_f64().unwrap();
+                assert!((got - want).abs() <= 1e-12 * want.abs().max(1.0), "{name}.{cell}");
+            }
+        }
+    }
 }
 
 /// A synthetic run whose experiment names a primary outcome.

@@ -54,10 +54,14 @@ pub use crate::report::cells::{Cell, Kind};
 pub use crate::report::export::TypedTable;
 
 /// The type of a column of the exports, as its row type gives it (a
-/// `component.` column is a category; a name no table has is text).
+/// `component.` column is a category, a `metric.` column a float; a name no
+/// table has is text).
 pub fn column_kind(name: &str) -> Kind {
     if name.starts_with("component.") {
         return Kind::Category;
+    }
+    if name.starts_with("metric.") {
+        return Kind::Float;
     }
     [rows::trials_schema(), rows::arms_schema(), rows::effects_schema()]
         .concat()

@@ -67,8 +67,9 @@ pub fn as_category<T: AsRef<str>, S: ser::Serializer>(v: &T, s: S) -> Result<S::
 
 /// A row's columns: (name, type, value), in the order csv writes them: a
 /// struct's fields, or those of each struct in a tuple (as csv flattens
-/// them); a sequence in the tuple (the component values) gives one category
-/// column per element, named by `extra`.
+/// them); a sequence in the tuple (the component values, the recorded
+/// metrics' cells) gives one column per element, named by `extra`: a float
+/// column for a float element, else a category.
 pub fn cells<T: Serialize + ?Sized>(row: &T, extra: &[String]) -> Vec<(String, Kind, Cell)> {
     let mut out = Row { cells: Vec::new(), extra, next_extra: 0 };
     row.serialize(&mut out).expect("a row's fields are scalars, structs, tuples or sequences");
@@ -229,8 +230,10 @@ impl ser::SerializeSeq for &mut Row<'_> {
             .cloned()
             .ok_or_else(|| Unsupported("more sequence elements than names for them".into()))?;
         self.next_extra += 1;
-        let (_, cell) = v.serialize(Leaf(None))?;
-        self.cells.push((name, Kind::Category, cell));
+        // A float element (a recorded metric's cell) is a float column; any other a category.
+        let (kind, cell) = v.serialize(Leaf(None))?;
+        let kind = if kind == Kind::Float { Kind::Float } else { Kind::Category };
+        self.cells.push((name, kind, cell));
         Ok(())
     }
     fn end(self) -> Result<(), Unsupported> {

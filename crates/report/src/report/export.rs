@@ -134,16 +134,24 @@ fn arm_component_values(
 pub struct TypedTable {
     pub columns: Vec<(String, Kind)>,
     pub rows: Vec<Vec<Cell>>,
-    /// The component columns' names, which the rows' value lists fill in order.
+    /// The columns after the row type's (component values, recorded metrics),
+    /// which the rows' value lists fill in order.
     components: Vec<String>,
 }
 
 impl TypedTable {
     /// The table of `R`'s columns then `components` (category columns).
     fn new<R: serde::Serialize + Default>(components: &[String]) -> TypedTable {
-        let components: Vec<String> = components.iter().map(|n| component_column(n)).collect();
+        let extra: Vec<(String, Kind)> =
+            components.iter().map(|n| (component_column(n), Kind::Category)).collect();
+        TypedTable::with_extra::<R>(extra)
+    }
+
+    /// The table of `R`'s columns then `extra` (name, type).
+    fn with_extra<R: serde::Serialize + Default>(extra: Vec<(String, Kind)>) -> TypedTable {
         let mut columns = cells::schema::<R>();
-        columns.extend(components.iter().map(|n| (n.clone(), Kind::Category)));
+        let components = extra.iter().map(|(n, _)| n.clone()).collect();
+        columns.extend(extra);
         TypedTable { columns, rows: Vec::new(), components }
     }
 
@@ -194,10 +202,13 @@ pub fn arms_table(r: &Report) -> TypedTable {
 
 /// effects.csv as typed columns.
 pub fn effects_table(r: &Report) -> TypedTable {
-    let mut out = TypedTable::new::<(RunCells, EffectRow, CostCells)>(&[]);
+    let names = rows::metric_names(r);
+    let extra = rows::metric_columns(&names).into_iter().map(|c| (c, Kind::Float)).collect();
+    let mut out = TypedTable::with_extra::<(RunCells, EffectRow, CostCells)>(extra);
     let run = RunCells::of(r);
     for e in r.ablations.iter().chain(&r.combined) {
-        out.push(&(&run, EffectRow::of(r, e), CostCells::of(&e.costs)));
+        let metrics = rows::metric_cells(e, &names);
+        out.push(&(&run, EffectRow::of(r, e), CostCells::of(&e.costs), metrics));
     }
     out
 }
@@ -218,10 +229,14 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
 /// effects.csv: one row per comparison.
 pub fn effects_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
-    w.write_record(rows::effects_columns()).expect("writing to memory");
+    let names = rows::metric_names(r);
+    let mut header = rows::effects_columns();
+    header.extend(rows::metric_columns(&names));
+    w.write_record(&header).expect("writing to memory");
     let run = RunCells::of(r);
     for e in r.ablations.iter().chain(&r.combined) {
-        w.serialize((&run, EffectRow::of(r, e), CostCells::of(&e.costs)))
+        let metrics = rows::metric_cells(e, &names);
+        w.serialize((&run, EffectRow::of(r, e), CostCells::of(&e.costs), metrics))
             .expect("writing to memory");
     }
     w.into_inner().unwrap_or_default()

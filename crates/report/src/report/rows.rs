@@ -528,6 +528,42 @@ impl CostCells {
     }
 }
 
+/// The recorded metrics any comparison of the run reports, in first-seen order.
+pub fn metric_names(r: &Report) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for e in r.ablations.iter().chain(&r.combined) {
+        for m in &e.costs.metrics {
+            if !names.contains(&m.name) {
+                names.push(m.name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The cells of each recorded metric after effects.csv's fixed columns.
+const METRIC_CELLS: [&str; 5] = ["control", "treatment", "diff", "diff_lo", "diff_hi"];
+
+/// effects.csv's columns of the metrics `names`: `metric.NAME.control`, `.treatment`, `.diff`,
+/// `.diff_lo`, `.diff_hi` (float columns).
+pub fn metric_columns(names: &[String]) -> Vec<String> {
+    names.iter().flat_map(|n| METRIC_CELLS.map(|c| format!("metric.{n}.{c}"))).collect()
+}
+
+/// A comparison's cells under [`metric_columns`]: empty where it does not report the metric.
+pub fn metric_cells(e: &EffectReport, names: &[String]) -> Vec<Num> {
+    names
+        .iter()
+        .flat_map(|n| match e.costs.metrics.iter().find(|m| m.name == *n) {
+            Some(m) => {
+                let d = m.difference;
+                [m.control, m.treatment, d.estimate, d.lo, d.hi].map(Num::from)
+            }
+            None => [Num(None); 5],
+        })
+        .collect()
+}
+
 /// The delivery check's outcome in one word (docs/delivery.md).
 fn delivery_kind(
     d: &ablate_core::record::delivery::DeliveryCheck,
@@ -621,7 +657,10 @@ mod tests {
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
         {
             let doc = documented(table);
-            let doc: Vec<&String> = doc.iter().filter(|c| !c.starts_with("component.")).collect();
+            let doc: Vec<&String> = doc
+                .iter()
+                .filter(|c| !c.starts_with("component.") && !c.starts_with("metric."))
+                .collect();
             assert_eq!(
                 cols.iter().collect::<Vec<_>>(),
                 doc,
