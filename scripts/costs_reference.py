@@ -263,7 +263,7 @@ def per_solved(spend, solved, conf):
     return ratio([(1, spend), (-1, solved)], conf, sum(solved) >= 10)
 
 
-INCIDENTS = ["loop_guard_hits", "invalid_tool_calls", "unparsed_replies", "path_refusals", "refused_done"]
+INCIDENTS = ["tool_calls", "loop_guard_hits", "invalid_tool_calls", "unparsed_replies", "path_refusals", "refused_done"]
 
 
 def key(r):

@@ -160,6 +160,7 @@ async fn invalid_tool_call_and_path_escape_get_error_results() {
     assert_eq!(r.status, TrialStatus::Passed, "{r:?}");
     assert_eq!(r.incidents.invalid_tool_calls, 2);
     assert_eq!(r.incidents.path_refusals, 1);
+    assert_eq!(r.incidents.tool_calls, 4, "call_a to call_d, answered or refused");
     let steps = traces(&summary.dir, &r.trial_id);
     let call = |i: usize| steps[i].tool_calls[0].clone();
     assert_eq!(call(0).id, "call_a");

@@ -292,6 +292,7 @@ impl Loop<'_> {
     /// model wrote but that could not be read, noted.
     async fn answer_tools(&mut self, reply: &ChatReply, step: &mut TraceStep, turn: &mut Turn) {
         let tail = self.ctx.settings.feedback_tail_bytes;
+        self.incidents.tool_calls += reply.tool_calls.len() as u32;
         for call in &reply.tool_calls {
             let args_value = serde_json::from_str(&call.arguments)
                 .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));

@@ -260,6 +260,7 @@ pub async fn run_agent(
         // The actions: tool calls (tools on), else the reply's fenced command.
         let mut actions: Vec<(Option<&ToolCall>, Result<Action, BadCall>)> = Vec::new();
         if !reply.tool_calls.is_empty() {
+            incidents.tool_calls += reply.tool_calls.len() as u32;
             for call in &reply.tool_calls {
                 let a = if c.tools { parse_call(call) } else { Err(BadCall::NoTools) };
                 if a.is_err() {

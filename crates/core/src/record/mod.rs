@@ -264,6 +264,9 @@ pub struct Incidents {
     pub unparsed_replies: u32,
     pub path_refusals: u32,
     pub refused_done: u32,
+    /// Tool calls the model made (answered or refused); absent in older records.
+    #[serde(default)]
+    pub tool_calls: u32,
 }
 
 /// What a container task's trial ran on: the engine and the limits its

@@ -33,7 +33,7 @@ pub struct Row {
     pub working_seconds: f64,
     pub cost_usd: Option<f64>,
     /// The builtin harness's counters, in [`INCIDENTS`] order.
-    pub incidents: [u32; 5],
+    pub incidents: [u32; 6],
     /// A container task's trial: what it ran on, as an id in `RunData::container_runs`.
     pub container: Option<u32>,
     /// Position of this attempt among the records read (0-based, file order).
@@ -115,8 +115,14 @@ struct LightCommand {
 }
 
 /// The builtin harness's counters, in `Row::incidents` order: outcomes under these names.
-pub const INCIDENTS: [&str; 5] =
-    ["loop_guard_hits", "invalid_tool_calls", "unparsed_replies", "path_refusals", "refused_done"];
+pub const INCIDENTS: [&str; 6] = [
+    "tool_calls",
+    "loop_guard_hits",
+    "invalid_tool_calls",
+    "unparsed_replies",
+    "path_refusals",
+    "refused_done",
+];
 
 /// What an arm's counted trials (for one model) show of their model calls.
 #[derive(Debug, Clone, Default)]
@@ -379,6 +385,7 @@ pub fn load_with(
                 incidents: {
                     let i = r.incidents;
                     [
+                        i.tool_calls,
                         i.loop_guard_hits,
                         i.invalid_tool_calls,
                         i.unparsed_replies,
