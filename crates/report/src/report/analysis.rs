@@ -334,6 +334,10 @@ pub struct ArmReport {
     pub costs: costs::ArmCosts,
     /// What its container trials ran on (`ContainerRun::describe`), each once.
     pub containers: Vec<String>,
+    /// The arm (its index in `Report::arms`) that beats this one on both pass
+    /// rate and spend per trial with confidence (`costs::beaten_by`); None on the frontier.
+    #[serde(skip)]
+    pub beaten_by: Option<usize>,
     pub warnings: Vec<String>,
 }
 
@@ -652,8 +656,13 @@ pub fn analyse(data: &RunData) -> Report {
                     rows.iter().filter_map(|r| r.container).collect();
                 ids.into_iter().map(|i| data.container_runs.name(i).to_string()).collect()
             },
+            beaten_by: None,
             warnings,
         });
+    }
+
+    for (a, by) in costs::beaten_by(&arms).into_iter().enumerate() {
+        arms[a].beaten_by = by;
     }
 
     // Effects: each comparison of the manifest, per model, re-checked by the guard.
@@ -857,7 +866,7 @@ pub fn analyse(data: &RunData) -> Report {
     }
     for e in ablations.iter_mut().chain(combined.iter_mut()) {
         delivery::check(data, e);
-        containers::check(data, e);
+        containers::check(data, &groups, e);
     }
     Report {
         run_id: data.manifest.run_id.clone(),

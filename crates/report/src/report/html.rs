@@ -252,12 +252,11 @@ fn frontier_axes(
 /// other arm beats on both with confidence (`costs::beaten_by`) filled, the
 /// others hollow. None without arms.
 pub fn frontier_svg(r: &Report) -> Option<String> {
-    use super::analysis::costs::{beaten_by, frontier_spend};
+    use super::analysis::costs::frontier_spend;
     if r.arms.is_empty() {
         return None;
     }
     let spend = frontier_spend(&r.arms);
-    let beaten = beaten_by(&r.arms);
     let cost = |a: &super::analysis::ArmReport| {
         a.costs.per_trial.iter().find(|(o, _)| *o == spend).map(|(_, s)| *s)
     };
@@ -279,7 +278,7 @@ pub fn frontier_svg(r: &Report) -> Option<String> {
         spend.words()
     );
     frontier_axes(&mut s, spend, top_cost, (left, top, pw, ph));
-    for (a, beaten) in r.arms.iter().zip(&beaten) {
+    for (a, beaten) in r.arms.iter().map(|a| (a, &a.beaten_by)) {
         let Some(c) = cost(a) else { continue };
         let (px, py) = (x(c.estimate), y(a.pass_rate.mean));
         let colour = if beaten.is_none() { "#0969da" } else { "#888" };

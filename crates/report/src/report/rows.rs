@@ -314,9 +314,7 @@ impl<'a> ArmRow<'a> {
 /// `arm (model)` of the arm that beats `a` on both pass rate and spend per trial with
 /// confidence, or empty.
 fn beaten_by(r: &Report, a: &ArmReport) -> String {
-    let i = r.arms.iter().position(|x| std::ptr::eq(x, a));
-    let by = i.and_then(|i| super::analysis::costs::beaten_by(&r.arms)[i]);
-    by.map(|j| format!("{} ({})", r.arms[j].arm, r.arms[j].model)).unwrap_or_default()
+    a.beaten_by.map(|j| format!("{} ({})", r.arms[j].arm, r.arms[j].model)).unwrap_or_default()
 }
 
 /// One comparison: effects.csv after the run's columns.

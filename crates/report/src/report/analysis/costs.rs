@@ -150,13 +150,13 @@ pub struct Reliability {
     pub consistency: Span,
 }
 
-/// Task `t`'s trials of one arm, for the tasks in `tasks`.
-fn trials_of<'a>(rows: &[&'a Row], n_tasks: usize, tasks: &[usize]) -> Vec<Vec<&'a Row>> {
+/// Each task's trials of one arm, in task-table order (empty: none).
+fn rows_by_task<'a>(rows: &[&'a Row], n_tasks: usize) -> Vec<Vec<&'a Row>> {
     let mut v: Vec<Vec<&Row>> = vec![Vec::new(); n_tasks];
     for r in rows {
         v[r.task as usize].push(r);
     }
-    tasks.iter().map(|&t| std::mem::take(&mut v[t])).collect()
+    v
 }
 
 /// Per task: the mean and the total of what its trials spent (None: a trial has no record of it).
@@ -246,12 +246,11 @@ pub fn paired(
     n_tasks: usize,
     conf: f64,
 ) -> Costs {
-    let both: Vec<usize> = {
-        let (c, t) = (by_task(control, n_tasks, |_| 0.0), by_task(treatment, n_tasks, |_| 0.0));
-        (0..n_tasks).filter(|&k| !c[k].is_empty() && !t[k].is_empty()).collect()
-    };
-    let c = trials_of(control, n_tasks, &both);
-    let t = trials_of(treatment, n_tasks, &both);
+    let (mut all_c, mut all_t) = (rows_by_task(control, n_tasks), rows_by_task(treatment, n_tasks));
+    let both: Vec<usize> =
+        (0..n_tasks).filter(|&k| !all_c[k].is_empty() && !all_t[k].is_empty()).collect();
+    let c: Vec<Vec<&Row>> = both.iter().map(|&k| std::mem::take(&mut all_c[k])).collect();
+    let t: Vec<Vec<&Row>> = both.iter().map(|&k| std::mem::take(&mut all_t[k])).collect();
     let per_trial = Spend::ALL
         .into_iter()
         .filter_map(|outcome| {
@@ -299,11 +298,8 @@ pub fn paired(
 
 /// An arm's spend per solved task and reliability, over the tasks it ran.
 pub fn arm(rows: &[&Row], n_tasks: usize, conf: f64) -> ArmCosts {
-    let ran: Vec<usize> = {
-        let v = by_task(rows, n_tasks, |_| 0.0);
-        (0..n_tasks).filter(|&k| !v[k].is_empty()).collect()
-    };
-    let tasks = trials_of(rows, n_tasks, &ran);
+    let tasks: Vec<Vec<&Row>> =
+        rows_by_task(rows, n_tasks).into_iter().filter(|t| !t.is_empty()).collect();
     let solved = passes(&tasks);
     let per_trial = [Spend::Tokens, Spend::Cost]
         .into_iter()
