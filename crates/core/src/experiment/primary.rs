@@ -16,11 +16,10 @@ pub fn check(
 ) -> Result<Option<String>, InputError> {
     let Some(name) = primary.as_deref().filter(|p| *p != "pass_rate") else { return Ok(None) };
     let at = |why: String| InputError::at(path, "experiment.primary", why);
-    let named = |n: &str| {
-        !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
-    };
     let known = name == "tests_passed"
-        || ["reward.", "harness."].iter().any(|p| name.strip_prefix(p).is_some_and(named));
+        || ["reward.", "harness."]
+            .iter()
+            .any(|p| name.strip_prefix(p).is_some_and(crate::record::is_metric_name));
     if !known {
         return Err(at(format!(
             "`{name}` is not an outcome a verdict can decide on: pass_rate, tests_passed, reward.KEY (a verifier's reward.json) or harness.NAME (an external harness's `ablate-metric` line)"

@@ -592,8 +592,7 @@ fn metric_line<'a>(
     let [name, value] = parts.as_slice() else {
         return Err(format!("not `{METRIC_LINE} NAME VALUE`"));
     };
-    let named = name.len() <= MAX_METRIC_NAME
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    let named = name.len() <= MAX_METRIC_NAME && crate::record::is_metric_name(name);
     if !named {
         return Err(format!("NAME is not letters, digits, _ . - (at most {MAX_METRIC_NAME})"));
     }

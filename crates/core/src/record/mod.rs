@@ -269,6 +269,12 @@ pub struct Incidents {
     pub tool_calls: u32,
 }
 
+/// Whether `name` may name a metric (`CommandOutcome::metrics`, and a primary
+/// outcome's key): letters, digits, `_`, `.` and `-`, not empty.
+pub fn is_metric_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+}
+
 /// What a container task's trial ran on: the engine and the limits its
 /// container was given (the same for requests and limits: a container gets
 /// what it is limited to).
