@@ -456,3 +456,79 @@ fn a_primary_outcome_is_checked_at_load() {
     assert_eq!(err.key.as_deref(), Some("experiment.primary"), "{err}");
     assert!(err.to_string().contains("design = \"fixed\""), "{err}");
 }
+
+#[test]
+fn a_budget_sweep_repeats_every_arm_and_comparison_at_each_level() {
+    let exp = load(
+        "[arms.bare]\n[arms.fb]\nfeedback = true\n[[matrix.pairs]]\ncontrol = \"bare\"\ntreatment = \"fb\"\n[matrix.budget]\nmax_total_tokens = [4000, 8000]\n",
+    )
+    .unwrap();
+    let names: Vec<_> = exp.arms.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["bare-at-4000-tokens", "bare-at-8000-tokens", "fb-at-4000-tokens", "fb-at-8000-tokens"]
+    );
+    // Each arm runs at its level, the other keys as [budget] has them.
+    let b = exp.arm("fb-at-8000-tokens").unwrap().budget_under(&exp.budget);
+    assert_eq!((b.max_total_tokens, b.max_steps, b.max_working_seconds), (8000, 4, 30.0));
+    let pairs: Vec<(&str, &str, &str)> = exp
+        .comparisons
+        .iter()
+        .map(|c| (c.name.as_str(), c.control.as_str(), c.treatment.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("fb vs bare at 4000 tokens", "bare-at-4000-tokens", "fb-at-4000-tokens"),
+            ("fb vs bare at 8000 tokens", "bare-at-8000-tokens", "fb-at-8000-tokens"),
+        ]
+    );
+    assert!(exp.comparisons.iter().all(|c| c.budget.as_ref().unwrap().of == "fb vs bare"));
+    // Arms at different levels are not compared: the guard refuses them by their budgets.
+    let (a, b) = (exp.arm("bare-at-4000-tokens").unwrap(), exp.arm("fb-at-8000-tokens").unwrap());
+    let err = ablate::experiment::matrix::guard("x", a, b).unwrap_err().to_string();
+    assert!(err.contains("at 4000 tokens") && err.contains("at 8000 tokens"), "{err}");
+    // A config without a sweep keeps its digest: the arms write no budget.
+    let plain = load("[arms.bare]\n").unwrap();
+    assert!(!serde_json::to_string(&plain).unwrap().contains("budget\":{\"of"));
+}
+
+#[test]
+fn a_bad_budget_sweep_is_refused_naming_the_key() {
+    let arms = "[arms.bare]\n[arms.fb]\nfeedback = true\n";
+    for (sweep, key, says) in [
+        ("[matrix.budget]\n", "matrix.budget", "name one budget key"),
+        (
+            "[matrix.budget]\nmax_steps = [2, 4]\nmax_total_tokens = [1, 2]\n",
+            "matrix.budget",
+            "varies one key",
+        ),
+        ("[matrix.budget]\nmax_tokens = [2, 4]\n", "matrix.budget.max_tokens", "no budget key"),
+        ("[matrix.budget]\nmax_steps = 4\n", "matrix.budget.max_steps", "list of levels"),
+        ("[matrix.budget]\nmax_steps = [4]\n", "matrix.budget.max_steps", "2 to 20"),
+        ("[matrix.budget]\nmax_steps = [4, 2]\n", "matrix.budget.max_steps[1]", "increasing"),
+        ("[matrix.budget]\nmax_steps = [2, 2.5]\n", "matrix.budget.max_steps[1]", "whole number"),
+        ("[matrix.budget]\nmax_steps = [0, 2]\n", "matrix.budget.max_steps[0]", "positive"),
+        ("[matrix.budget]\nmax_cost_usd = [0.1, 0.2]\n", "models[0].price", "no price"),
+        (
+            "[arms.bare-at-2-steps]\n[matrix.budget]\nmax_steps = [2, 3]\n",
+            "arms.bare-at-2-steps",
+            "taken",
+        ),
+    ] {
+        let err = load(&format!("{arms}{sweep}")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some(key), "{sweep}: {err}");
+        assert!(err.to_string().contains(says), "{sweep}: {err}");
+    }
+    let err = load(&format!("{arms}[matrix.budget]\nmax_working_seconds = [10, 20.5]\n"))
+        .map(|e| e.arms.len());
+    assert_eq!(err.unwrap(), 4, "seconds may be fractions");
+    let sequential = BASE.replace("seed = 7", "seed = 7\ndesign = \"sequential\"");
+    let err = load_str(
+        Path::new("configs/x.toml"),
+        &format!("{sequential}\n{arms}[[matrix.pairs]]\ncontrol = \"bare\"\ntreatment = \"fb\"\n[matrix.budget]\nmax_steps = [2, 4]\n"),
+    )
+    .unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("matrix.budget"));
+    assert!(err.to_string().contains("sequential design"), "{err}");
+}

@@ -86,8 +86,14 @@ const T975_13: f64 = 2.1603686564627925;
 /// p = mean(m_t), v = sd(m_t)^2 / T, n_eff = min(p(1-p)/v, n_trials), or T when v = 0 or p is 0 or 1;
 /// n* = n_eff (z/t)^2; Wilson at n*, lo = 0 when p = 0, hi = 1 when p = 1.
 fn clustered_wilson_95(means: &[f64], n_trials: u64) -> (f64, f64) {
+    clustered_wilson(means, n_trials, Z975, T975_13)
+}
+
+/// [`clustered_wilson_95`] at the level whose two-sided quantiles over 14 tasks are `z` and `t`.
+fn clustered_wilson(means: &[f64], n_trials: u64, z: f64, t: f64) -> (f64, f64) {
+    let (z975, t975_13) = (z, t);
     let tasks = means.len() as f64;
-    assert_eq!(tasks, 14.0, "the quantiles above are for 14 tasks");
+    assert_eq!(tasks, 14.0, "the quantiles are for 14 tasks");
     let p = mean(means);
     let v = means.iter().map(|m| (m - p).powi(2)).sum::<f64>() / (tasks - 1.0) / tasks;
     let n_eff = if v > 0.0 && p > 0.0 && p < 1.0 {
@@ -95,10 +101,10 @@ fn clustered_wilson_95(means: &[f64], n_trials: u64) -> (f64, f64) {
     } else {
         tasks
     };
-    let n = n_eff * (Z975 / T975_13).powi(2);
-    let z2n = Z975 * Z975 / n;
+    let n = n_eff * (z975 / t975_13).powi(2);
+    let z2n = z975 * z975 / n;
     let centre = (p + z2n / 2.0) / (1.0 + z2n);
-    let half = Z975 / (1.0 + z2n) * (p * (1.0 - p) / n + z2n / (4.0 * n)).sqrt();
+    let half = z975 / (1.0 + z2n) * (p * (1.0 - p) / n + z2n / (4.0 * n)).sqrt();
     (
         if p == 0.0 { 0.0 } else { (centre - half).max(0.0) },
         if p == 1.0 { 1.0 } else { (centre + half).min(1.0) },
@@ -1023,4 +1029,140 @@ fn arms_that_ran_on_different_containers_get_no_verdict() {
         }
     }
     assert!(effects.iter().any(|e| e["control"] == "bare"), "the run compares bare");
+}
+
+/// A budget sweep of one ablation over 14 tasks: the feedback arm passes 20% of its trials at
+/// 4000 tokens and 90% at 8000 and 16000; the bare arm 20% at every level.
+fn generate_budget_sweep(dir: &Path) -> PathBuf {
+    let config = r#"
+[experiment]
+name = "budget-sweep"
+suite = "../tasks/core"
+trials = 4
+seed = 3
+
+[budget]
+max_steps = 3
+max_output_tokens_per_step = 256
+max_total_tokens = 12000
+max_working_seconds = 90
+
+[[models]]
+provider = "openai"
+model = "m"
+endpoint = "http://127.0.0.1:1"
+temperature = 0.7
+
+[arms.bare]
+[arms.fb]
+feedback = true
+
+[[matrix.pairs]]
+control = "bare"
+treatment = "fb"
+
+[matrix.budget]
+max_total_tokens = [4000, 8000, 16000]
+"#;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/budget-sweep.toml");
+    let exp = ablate::experiment::config::load_str(&path, config).unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let run = dir.join("run");
+    let rate = |_: &str, arm: &str| match arm {
+        "fb-at-8000-tokens" | "fb-at-16000-tokens" => 0.9,
+        _ => 0.2,
+    };
+    synth::write_run(&run, &exp, &suite, &plan, 5, rate).unwrap();
+    run
+}
+
+/// Each task's pass rate of `arm`, from trials.csv, tasks in name order.
+fn arm_task_means(trials: &[HashMap<String, String>], arm: &str) -> Vec<f64> {
+    task_means(&task_counts(trials, arm, |_| true))
+}
+
+#[test]
+fn a_budget_sweep_draws_each_arm_and_effect_against_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = generate_budget_sweep(dir.path());
+    let (code, out, err) = ablate(&["report", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let trials = csv_rows(&run.join("trials.csv"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    let curves = &report["budget_curves"];
+    assert_eq!(curves["key"], "max_total_tokens");
+    assert_eq!(curves["levels"], json!([4000.0, 8000.0, 16000.0]));
+    let levels = ["4000", "8000", "16000"];
+    // Three levels: each point's interval at 1 - 0.05/3 (Bonferroni), simultaneous over the curve.
+    // z = qnorm(1 - 0.05/6) and t = qt(1 - 0.05/6, 13) (mpmath, as for Z975 and T975_13 above).
+    let (z, t) = (2.393979799818509, 2.745938723172566);
+    for (curve, arm) in curves["arms"].as_array().unwrap().iter().zip(["bare", "fb"]) {
+        assert_eq!(curve["of"], arm);
+        assert!((curve["band_level"].as_f64().unwrap() - (1.0 - 0.05 / 3.0)).abs() < 1e-12);
+        let means: Vec<Vec<f64>> = levels
+            .iter()
+            .map(|l| arm_task_means(&trials, &format!("{arm}-at-{l}-tokens")))
+            .collect();
+        for (p, m) in curve["points"].as_array().unwrap().iter().zip(&means) {
+            let (lo, hi) = clustered_wilson(m, 56, z, t);
+            let got = |k: &str| p[k].as_f64().unwrap();
+            assert!((got("estimate") - mean(m)).abs() < 1e-12, "{p}");
+            assert!(
+                (got("lo") - lo).abs() < 1e-9 && (got("hi") - hi).abs() < 1e-9,
+                "{p}: {lo} {hi}"
+            );
+        }
+        // Each step: the mean over tasks of the change of the task's pass rate.
+        for (s, w) in curve["steps"].as_array().unwrap().iter().zip(means.windows(2)) {
+            let change = mean(&w[1].iter().zip(&w[0]).map(|(b, a)| b - a).collect::<Vec<_>>());
+            assert!((s["change"].as_f64().unwrap() - change).abs() < 1e-12, "{s}");
+        }
+    }
+    let effect = &curves["effects"][0];
+    assert_eq!(effect["of"], "fb vs bare");
+    for (p, l) in effect["points"].as_array().unwrap().iter().zip(levels) {
+        let (c, tr) = (
+            arm_task_means(&trials, &format!("bare-at-{l}-tokens")),
+            arm_task_means(&trials, &format!("fb-at-{l}-tokens")),
+        );
+        let d: Vec<f64> = tr.iter().zip(&c).map(|(a, b)| a - b).collect();
+        assert!((p["estimate"].as_f64().unwrap() - mean(&d)).abs() < 1e-12, "{p}");
+        // The band holds the effect's interval at 1 - 0.05/3: the exact sign-flip test of
+        // the shifted differences rejects just outside it and not just inside.
+        for (edge, outside) in
+            [(p["lo"].as_f64().unwrap(), -1e-6), (p["hi"].as_f64().unwrap(), 1e-6)]
+        {
+            let at = |x: f64| sign_flip_p(&d.iter().map(|v| v - x).collect::<Vec<_>>());
+            assert!(at(edge + outside) <= 0.05 / 3.0 + 1e-12, "{p}");
+            assert!(at(edge - outside) > 0.05 / 3.0 - 1e-12, "{p}");
+        }
+    }
+    // Helps at 8000 and 16000, grows from 4000 to 8000, and not past 8000: each said once.
+    assert!(out.contains("Budget curves:"), "{out}");
+    assert!(
+        out.contains("helps at 8000 tokens, 16000 tokens; no level where it detectably hurts"),
+        "{out}"
+    );
+    assert!(out.contains("grows detectably from 4000 tokens to 8000 tokens"), "{out}");
+    assert!(
+        out.contains("stops growing past 8000 tokens: no later step grows detectably"),
+        "{out}"
+    );
+    // effects.csv names each comparison's level; report.html draws both charts.
+    let effects = csv_rows(&run.join("effects.csv"));
+    let at: Vec<(&str, &str)> =
+        effects.iter().map(|e| (e["budget_key"].as_str(), e["budget_level"].as_str())).collect();
+    assert_eq!(
+        at,
+        [
+            ("max_total_tokens", "4000.0"),
+            ("max_total_tokens", "8000.0"),
+            ("max_total_tokens", "16000.0")
+        ]
+    );
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert_eq!(html.matches("aria-label=\"outcome against max_total_tokens\"").count(), 1);
+    assert_eq!(html.matches("aria-label=\"effect against max_total_tokens\"").count(), 1);
 }

@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub use crate::record::design::{Budget, Price, SequentialDesign};
+pub use crate::record::design::{Budget, MAX_BUDGET_SECONDS, Price, SequentialDesign};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -433,8 +433,6 @@ impl Experiment {
     }
 }
 
-/// Longest working-time budget of a trial: 7 days.
-pub const MAX_BUDGET_SECONDS: f64 = 7.0 * 86_400.0;
 /// The most re-runs `experiment.infra_retries` may give one trial.
 pub const MAX_INFRA_RETRIES: u32 = 10;
 
@@ -622,13 +620,22 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
                 return Err(at("harness", "a config cannot name an imported harness".into()));
             }
         };
-        arms.push(Arm { name, description, settings, origin: matrix::ArmOrigin::Declared });
+        let origin = matrix::ArmOrigin::Declared;
+        arms.push(Arm { name, description, settings, origin, budget: None });
     }
     if arms.is_empty() {
         return Err(at("arms", "declare at least one arm".into()));
     }
 
     let (arms, comparisons) = matrix::expand(path, arms, &raw.matrix, &harness_kind)?;
+    let (arms, comparisons) = match &raw.matrix.budget {
+        Some(table) => {
+            let sweep = super::budget_sweep::parse(path, table)?;
+            super::budget_sweep::apply(path, &sweep, arms, comparisons)?
+        }
+        None => (arms, comparisons),
+    };
+    check_budget_sweep(path, &arms, sequential.is_some(), &models)?;
     check_pass_env(path, &raw.experiment.pass_env, &models)?;
 
     Ok(Experiment {
@@ -966,6 +973,37 @@ fn external_arm(
 
 /// A budget key inside an arm gets its own message: the budget is
 /// experiment-level by design, not a typo.
+/// A budget sweep runs every level on the same tasks, so the sequential design (which stops
+/// each comparison on its own tasks) is refused with it; a sweep of money needs every model's
+/// price.
+fn check_budget_sweep(
+    path: &Path,
+    arms: &[Arm],
+    sequential: bool,
+    models: &[ModelSpec],
+) -> Result<(), InputError> {
+    let Some(level) = arms.iter().find_map(|a| a.budget.as_ref().map(|b| b.level)) else {
+        return Ok(());
+    };
+    if sequential {
+        return Err(InputError::at(
+            path,
+            "matrix.budget",
+            "a budget sweep is not run with the sequential design: its curves compare every level on the same tasks, and the sequential design stops each comparison on its own (use design = \"fixed\")",
+        ));
+    }
+    if level.key == matrix::BudgetKey::MaxCostUsd
+        && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
+    {
+        return Err(InputError::at(
+            path,
+            format!("models[{i}].price"),
+            format!("model `{}` has no price, but matrix.budget sweeps max_cost_usd", m.name),
+        ));
+    }
+    Ok(())
+}
+
 fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
     let Ok(table) = text.parse::<toml::Table>() else { return Ok(()) };
     let Some(toml::Value::Table(arms)) = table.get("arms") else { return Ok(()) };

@@ -14,8 +14,10 @@ use crate::experiment::{
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub use crate::record::design::{ArmOrigin, Comparison, ComparisonKind, ComparisonOrigin};
-use crate::record::design::{RecordedArm, RecordedSettings};
+pub use crate::record::design::{
+    ArmOrigin, AtBudget, BudgetKey, BudgetLevel, Comparison, ComparisonKind, ComparisonOrigin,
+};
+use crate::record::design::{Budget, RecordedArm, RecordedSettings};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Arm {
@@ -26,6 +28,9 @@ pub struct Arm {
     #[serde(flatten)]
     pub settings: ArmSettings,
     pub origin: ArmOrigin,
+    /// The arm a budget sweep repeats at one level (`[matrix.budget]`); None runs at `[budget]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AtBudget>,
 }
 
 impl Arm {
@@ -38,6 +43,14 @@ impl Arm {
     /// or declared (external) order.
     pub fn component_values(&self) -> Vec<(String, String)> {
         self.settings.component_values()
+    }
+
+    /// The budget this arm's trials run under: the experiment's, at the arm's sweep level.
+    pub fn budget_under(&self, experiment: &Budget) -> Budget {
+        match &self.budget {
+            Some(at) => experiment.at(&at.level),
+            None => experiment.clone(),
+        }
     }
 
     /// The arm as the record holds it: each component's value by its name, a builtin arm's in
@@ -56,6 +69,7 @@ impl Arm {
             description: self.description.clone(),
             settings,
             origin: self.origin.clone(),
+            budget: self.budget.clone(),
         }
     }
 
@@ -79,6 +93,7 @@ impl Arm {
             description: arm.description.clone(),
             settings,
             origin: arm.origin.clone(),
+            budget: arm.budget.clone(),
         })
     }
 }
@@ -96,6 +111,8 @@ pub struct RawMatrix {
     /// Explicit combined comparisons (e.g. bare vs full).
     #[serde(default)]
     pub combined: Vec<RawPair>,
+    /// A budget sweep: one `[budget]` key and its levels (`budget_sweep`, applied after `expand`).
+    pub budget: Option<toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -132,6 +149,21 @@ pub enum GuardError {
         list = describe(differs)
     )]
     SeveralDiffer { name: String, control: String, treatment: String, differs: Vec<ComponentDiff> },
+    #[error(
+        "comparison `{name}` compares `{control}` ({control_budget}) with `{treatment}` ({treatment_budget}): arms compared run under one budget"
+    )]
+    BudgetsDiffer {
+        name: String,
+        control: String,
+        treatment: String,
+        control_budget: String,
+        treatment_budget: String,
+    },
+}
+
+/// An arm's budget in the guard's message: its sweep level, or the experiment's.
+fn budget_text(arm: &Arm) -> String {
+    arm.budget.as_ref().map_or("the experiment's budget".to_string(), |b| format!("at {}", b.level))
 }
 
 fn describe(d: &[ComponentDiff]) -> String {
@@ -144,6 +176,15 @@ fn describe(d: &[ComponentDiff]) -> String {
 /// The single-factor guard: an ablation's arms differ in exactly one component.
 /// Used when the config is loaded and again when a run is analysed.
 pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<String, GuardError> {
+    if control.budget.as_ref().map(|b| b.level) != treatment.budget.as_ref().map(|b| b.level) {
+        return Err(GuardError::BudgetsDiffer {
+            name: name.to_string(),
+            control: control.name.clone(),
+            treatment: treatment.name.clone(),
+            control_budget: budget_text(control),
+            treatment_budget: budget_text(treatment),
+        });
+    }
     let differs = control.settings.diff(&treatment.settings);
     match differs.as_slice() {
         [one] => Ok(one.component.clone()),
@@ -218,8 +259,13 @@ pub fn expand(
                     } else {
                         ArmOrigin::AddOneIn { from: from.name.clone(), component: c.clone() }
                     };
-                    let arm =
-                        Arm { name: generated_name, description: String::new(), settings, origin };
+                    let arm = Arm {
+                        name: generated_name,
+                        description: String::new(),
+                        settings,
+                        origin,
+                        budget: None,
+                    };
                     arms.push(arm.clone());
                     arm
                 }
@@ -277,6 +323,7 @@ pub fn expand(
             kind: ComparisonKind::Combined,
             origin: ComparisonOrigin::Combined,
             differs,
+            budget: None,
         });
     }
     Ok((arms, comparisons))
@@ -322,6 +369,7 @@ fn push_ablation(
         kind: ComparisonKind::Ablation { component },
         origin,
         differs: control.settings.diff(&treatment.settings),
+        budget: None,
     });
     Ok(())
 }
@@ -493,6 +541,7 @@ mod tests {
                 ..Components::bare()
             }),
             origin: ArmOrigin::LeaveOneOut { from: "full".into(), component: "feedback".into() },
+            budget: None,
         };
         let rec = arm.recorded();
         let RecordedSettings::Builtin(values) = &rec.settings else { panic!("builtin") };

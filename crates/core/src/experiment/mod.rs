@@ -4,9 +4,11 @@
 //! arms (the builtin loop or an external command with its declared
 //! components); `instructions` reads an arm's prompt file; `matrix` expands
 //! the sweeps into arms and comparisons and guards that each ablation differs
-//! in one component. Later stages (plan, runner, harness, record, report)
+//! in one component; `budget_sweep` repeats every arm and comparison at each
+//! level of a `[matrix.budget]` key. Later stages (plan, runner, harness, record, report)
 //! read these types; this module reads none of theirs.
 
+pub mod budget_sweep;
 pub mod components;
 pub mod config;
 pub mod instructions;

@@ -90,9 +90,20 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         .unwrap_or_else(|| "no money limit".into());
     let _ = writeln!(
         s,
-        "budget (every arm): {} steps, {} output tokens per step, {} total tokens, {} s working time, {money}",
-        b.max_steps, b.max_output_tokens_per_step, b.max_total_tokens, b.max_working_seconds
+        "budget ({}): {} steps, {} output tokens per step, {} total tokens, {} s working time, {money}",
+        if exp.arms.iter().any(|a| a.budget.is_some()) {
+            "every arm, but for the sweep below"
+        } else {
+            "every arm"
+        },
+        b.max_steps,
+        b.max_output_tokens_per_step,
+        b.max_total_tokens,
+        b.max_working_seconds
     );
+    if let Some(line) = budget_sweep_line(exp) {
+        let _ = writeln!(s, "{line}");
+    }
     if let Some(ext) = exp.harness_kind.external() {
         let files = if ext.files.is_empty() {
             "no files".to_string()
@@ -130,7 +141,8 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
                 format!("  [add-one-in: {from} with {component}]")
             }
         };
-        let _ = writeln!(s, "  {:<width$}  {}{origin}", arm.name, arm.settings.summary());
+        let level = arm.budget.as_ref().map(|b| format!("  [at {}]", b.level)).unwrap_or_default();
+        let _ = writeln!(s, "  {:<width$}  {}{origin}{level}", arm.name, arm.settings.summary());
     }
     let _ = writeln!(s, "\ncomparisons ({}), effect = treatment - control:", exp.comparisons.len());
     for c in &exp.comparisons {
@@ -233,4 +245,22 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         );
     }
     s
+}
+
+/// The sweep's levels, said once: each arm and comparison runs at every one, the `[budget]`
+/// value of the key replaced.
+fn budget_sweep_line(exp: &Experiment) -> Option<String> {
+    let mut levels: Vec<crate::experiment::matrix::BudgetLevel> = Vec::new();
+    for l in exp.arms.iter().filter_map(|a| a.budget.as_ref().map(|b| b.level)) {
+        if !levels.contains(&l) {
+            levels.push(l);
+        }
+    }
+    let key = levels.first()?.key;
+    let values: Vec<String> = levels.iter().map(|l| l.value_text()).collect();
+    Some(format!(
+        "budget sweep: {} at {} (in place of [budget]'s value); every arm runs at each level, and each comparison is made at each level between its arms there",
+        key.name(),
+        values.join(", ")
+    ))
 }

@@ -38,7 +38,9 @@ impl SequentialDesign {
 }
 
 /// The experiment-level budget. Every arm gets exactly this; an arm cannot
-/// override it.
+/// override it. A budget sweep (`[matrix.budget]`) runs every arm again at each of
+/// one key's levels: the swept arm carries its [`BudgetLevel`], which
+/// [`Budget::at`] applies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
@@ -54,6 +56,107 @@ pub struct Budget {
     /// Money per trial, from the model's prices; absent means no money limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+}
+
+/// Longest working-time budget of a trial: 7 days.
+pub const MAX_BUDGET_SECONDS: f64 = 7.0 * 86_400.0;
+
+impl Budget {
+    /// This budget with one key at a sweep's level.
+    pub fn at(&self, level: &BudgetLevel) -> Budget {
+        let mut b = self.clone();
+        let v = level.value;
+        match level.key {
+            BudgetKey::MaxSteps => b.max_steps = v as u32,
+            BudgetKey::MaxOutputTokensPerStep => b.max_output_tokens_per_step = v as u32,
+            BudgetKey::MaxTotalTokens => b.max_total_tokens = v as u64,
+            BudgetKey::MaxWorkingSeconds => b.max_working_seconds = v,
+            BudgetKey::MaxCostUsd => b.max_cost_usd = Some(v),
+        }
+        b
+    }
+}
+
+/// A key of `[budget]` a sweep may vary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKey {
+    MaxSteps,
+    MaxOutputTokensPerStep,
+    MaxTotalTokens,
+    MaxWorkingSeconds,
+    MaxCostUsd,
+}
+
+impl BudgetKey {
+    pub const ALL: [BudgetKey; 5] = [
+        BudgetKey::MaxSteps,
+        BudgetKey::MaxOutputTokensPerStep,
+        BudgetKey::MaxTotalTokens,
+        BudgetKey::MaxWorkingSeconds,
+        BudgetKey::MaxCostUsd,
+    ];
+
+    /// The key as `[budget]` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetKey::MaxSteps => "max_steps",
+            BudgetKey::MaxOutputTokensPerStep => "max_output_tokens_per_step",
+            BudgetKey::MaxTotalTokens => "max_total_tokens",
+            BudgetKey::MaxWorkingSeconds => "max_working_seconds",
+            BudgetKey::MaxCostUsd => "max_cost_usd",
+        }
+    }
+
+    /// What a level counts, in a swept arm's name and in sentences: `4000 tokens`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            BudgetKey::MaxSteps => "steps",
+            BudgetKey::MaxOutputTokensPerStep => "step-tokens",
+            BudgetKey::MaxTotalTokens => "tokens",
+            BudgetKey::MaxWorkingSeconds => "seconds",
+            BudgetKey::MaxCostUsd => "usd",
+        }
+    }
+
+    /// Whether the key's levels are whole numbers (all but seconds and money).
+    pub fn is_integer(self) -> bool {
+        !matches!(self, BudgetKey::MaxWorkingSeconds | BudgetKey::MaxCostUsd)
+    }
+
+    pub fn parse(name: &str) -> Option<BudgetKey> {
+        BudgetKey::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// One level of a budget sweep: the key and its value there.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetLevel {
+    pub key: BudgetKey,
+    pub value: f64,
+}
+
+impl BudgetLevel {
+    /// The value as written (`4000`, `0.5`).
+    pub fn value_text(&self) -> String {
+        format!("{}", self.value)
+    }
+}
+
+impl std::fmt::Display for BudgetLevel {
+    /// `4000 tokens`, `0.5 usd`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.value_text(), self.key.unit())
+    }
+}
+
+/// An arm or comparison a budget sweep made: the arm or comparison it repeats (`of`) at a level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtBudget {
+    pub of: String,
+    pub level: BudgetLevel,
 }
 
 /// Prices in USD per million tokens, for the money budget and cost columns.
@@ -124,6 +227,9 @@ pub struct Comparison {
     pub origin: ComparisonOrigin,
     /// Every component that differs between control and treatment.
     pub differs: Vec<ComponentDiff>,
+    /// The comparison a budget sweep repeats at one level (both arms at it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AtBudget>,
 }
 
 impl Comparison {
@@ -192,6 +298,9 @@ pub struct RecordedArm {
     #[serde(flatten)]
     pub settings: RecordedSettings,
     pub origin: ArmOrigin,
+    /// The arm a budget sweep repeats at one level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AtBudget>,
 }
 
 /// A recorded arm's component values by name: the builtin components' or an external harness's.

@@ -869,7 +869,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
     let task = shared.suite.task(&spec.task).expect("planned task is in the suite");
     let arm = exp.arm(&spec.arm).expect("planned arm exists");
     record.tests_total = task.check.tests;
-    let budget = env::trial_budget(&exp.budget, task);
+    let budget = env::trial_budget(&arm.budget_under(&exp.budget), task);
     record.task_timeout_seconds = task.container.as_ref().and_then(|c| c.agent_timeout_sec);
     record.container = container_run(shared, task);
 

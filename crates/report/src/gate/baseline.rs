@@ -67,7 +67,13 @@ pub fn baseline_of_run(
         .find(|m| m.name == model_name)
         .and_then(|m| m.identity.clone())
         .unwrap_or_default();
-    let budget = serde_json::to_string(&data.manifest.budget).unwrap_or_default();
+    // The arm's own budget: a budget sweep's arm runs at its level.
+    let arm_budget = data
+        .arm_settings
+        .iter()
+        .find(|a| a.name == data.arms.name(arm_i))
+        .map_or_else(|| data.manifest.budget.clone(), |a| a.budget_under(&data.manifest.budget));
+    let budget = serde_json::to_string(&arm_budget).unwrap_or_default();
     let mut per_task: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
     for r in data.trials.iter().filter(|r| r.arm == arm_i && r.model == model_i) {
         let e = per_task.entry(r.task).or_default();

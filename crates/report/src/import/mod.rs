@@ -412,6 +412,7 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
             description: String::new(),
             settings: ArmSettings::External(s.clone()),
             origin: ArmOrigin::Declared,
+            budget: None,
         })
         .collect();
 
@@ -688,29 +689,26 @@ fn comparisons(
 ) -> Result<Vec<Comparison>, InputError> {
     let make = |control: &Arm, treatment: &Arm, name: Option<String>| -> Option<Comparison> {
         let differs = control.settings.diff(&treatment.settings);
-        match guard("", control, treatment) {
-            Ok(component) => Some(Comparison {
-                name: name.unwrap_or_else(|| {
-                    format!("{component}: {} vs {}", treatment.name, control.name)
-                }),
-                control: control.name.clone(),
-                treatment: treatment.name.clone(),
-                kind: ComparisonKind::Ablation { component },
-                origin: ComparisonOrigin::Pair,
-                differs,
-            }),
-            Err(_) if differs.is_empty() => None,
-            Err(_) => Some(Comparison {
-                name: name.unwrap_or_else(|| {
-                    format!("{} vs {} (combined)", treatment.name, control.name)
-                }),
-                control: control.name.clone(),
-                treatment: treatment.name.clone(),
-                kind: ComparisonKind::Combined,
-                origin: ComparisonOrigin::Combined,
-                differs,
-            }),
-        }
+        let (kind, origin, default_name) = match guard("", control, treatment) {
+            Ok(component) => {
+                let named = format!("{component}: {} vs {}", treatment.name, control.name);
+                (ComparisonKind::Ablation { component }, ComparisonOrigin::Pair, named)
+            }
+            Err(_) if differs.is_empty() => return None,
+            Err(_) => {
+                let named = format!("{} vs {} (combined)", treatment.name, control.name);
+                (ComparisonKind::Combined, ComparisonOrigin::Combined, named)
+            }
+        };
+        Some(Comparison {
+            name: name.unwrap_or(default_name),
+            control: control.name.clone(),
+            treatment: treatment.name.clone(),
+            kind,
+            origin,
+            differs,
+            budget: None,
+        })
     };
     if !map.raw.comparisons.is_empty() {
         let names = arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");

@@ -10,6 +10,7 @@ use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+pub mod budget;
 mod containers;
 pub mod costs;
 mod delivery;
@@ -338,6 +339,8 @@ pub struct ArmReport {
     /// rate and spend per trial with confidence (`costs::beaten_by`); None on the frontier.
     #[serde(skip)]
     pub beaten_by: Option<usize>,
+    /// The arm a budget sweep repeats, and its level; None without a sweep.
+    pub budget: Option<matrix::AtBudget>,
     pub warnings: Vec<String>,
 }
 
@@ -408,6 +411,8 @@ pub struct EffectReport {
     pub delivery_note: Option<String>,
     /// What the comparison costs and how reliably each arm passes (`costs::paired`).
     pub costs: costs::Costs,
+    /// The comparison a budget sweep repeats, and its level; None without a sweep.
+    pub budget: Option<matrix::AtBudget>,
 }
 
 /// A comparison of a sequential run (`ablate_core::sequential`): its interval,
@@ -458,6 +463,9 @@ pub struct Report {
     pub arms: Vec<ArmReport>,
     pub ablations: Vec<EffectReport>,
     pub combined: Vec<EffectReport>,
+    /// A budget sweep's curves (`[matrix.budget]`); None without a sweep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_curves: Option<budget::BudgetCurves>,
     /// The outcome the verdicts decide on: `pass_rate`, or the experiment's primary.
     pub primary: String,
     /// Comparisons labelled ablations that the analysis-time guard refused.
@@ -622,11 +630,8 @@ pub fn analyse(data: &RunData) -> Report {
             warnings.push("one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite".into());
         }
         let arm_name = data.arms.name(*arm).to_string();
-        let components = manifest_arms
-            .iter()
-            .find(|a| a.name == arm_name)
-            .map(|a| a.component_values())
-            .unwrap_or_default();
+        let settings = manifest_arms.iter().find(|a| a.name == arm_name);
+        let components = settings.map(|a| a.component_values()).unwrap_or_default();
         arms.push(ArmReport {
             components,
             arm: arm_name,
@@ -657,6 +662,7 @@ pub fn analyse(data: &RunData) -> Report {
                 ids.into_iter().map(|i| data.container_runs.name(i).to_string()).collect()
             },
             beaten_by: None,
+            budget: settings.and_then(|a| a.budget.clone()),
             warnings,
         });
     }
@@ -765,6 +771,7 @@ pub fn analyse(data: &RunData) -> Report {
                 delivery: DeliveryCheck::Unrecorded,
                 delivery_note: None,
                 costs: costs::paired(data, crow, trow, n_tasks, conf),
+                budget: c.budget.clone(),
             };
             let mut effect = effect;
             if let Some(u) = primary::unusable([&all.0, &all.1]) {
@@ -868,6 +875,8 @@ pub fn analyse(data: &RunData) -> Report {
         delivery::check(data, e);
         containers::check(data, &groups, e);
     }
+    let budget_curves =
+        budget::curves(&budget::Inputs { data, groups: &groups, primary: &primary, alpha, test });
     Report {
         run_id: data.manifest.run_id.clone(),
         experiment: data.manifest.experiment.name.clone(),
@@ -885,6 +894,7 @@ pub fn analyse(data: &RunData) -> Report {
         arms,
         ablations,
         combined,
+        budget_curves,
         primary: primary.name().to_string(),
         refused,
         system_fingerprints: data

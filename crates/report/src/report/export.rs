@@ -411,6 +411,13 @@ pub fn markdown(r: &Report) -> String {
         );
         md_effects(&mut s, header, &r.combined);
     }
+    if let Some(curves) = &r.budget_curves {
+        let _ = writeln!(s, "\n## Budget curves\n");
+        for l in super::budget_lines::lines(curves, &r.primary) {
+            let depth = l.len() - l.trim_start().len();
+            let _ = writeln!(s, "{}- {}", " ".repeat(depth), l.trim_start());
+        }
+    }
     for x in &r.refused {
         let _ = writeln!(s, "\n> **Refused**: {x}");
     }

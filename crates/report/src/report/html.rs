@@ -341,6 +341,102 @@ fn cost_sections(s: &mut String, r: &Report) {
     }
 }
 
+/// A budget sweep's curves: a chart of each arm's outcome and one of each effect against the
+/// level (levels evenly spaced, each point with its simultaneous band), then the sentences.
+fn budget_section(s: &mut String, c: &super::analysis::budget::BudgetCurves, primary: &str) {
+    s.push_str("<h2>Budget curves</h2>\n");
+    let _ = writeln!(s, "{}", budget_svg(c, &c.arms, false));
+    if !c.effects.is_empty() {
+        let _ = writeln!(s, "{}", budget_svg(c, &c.effects, true));
+    }
+    s.push_str("<ul>");
+    for l in super::budget_lines::lines(c, primary) {
+        let _ = write!(s, "<li>{}</li>", esc(l.trim_start()));
+    }
+    s.push_str("</ul>\n");
+}
+
+/// Curves against the sweep's levels: each curve's points joined, each with its band as a bar.
+/// Outcomes span [0, 1]; effects span [-1, 1] with a line at zero.
+pub fn budget_svg(
+    c: &super::analysis::budget::BudgetCurves,
+    curves: &[super::analysis::budget::Curve],
+    effect: bool,
+) -> String {
+    const COLOURS: [&str; 6] = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#57606a"];
+    let (left, top, pw, ph) = (60.0, 20.0, 480.0, 240.0);
+    let (w, h) = (left + pw + 260.0, top + ph + 50.0);
+    let n = c.levels.len().max(2) as f64;
+    let x = |level: f64| {
+        let i = c.levels.iter().position(|&l| l == level).unwrap_or(0) as f64;
+        left + pw * (0.5 + i) / n
+    };
+    let (lo_v, hi_v) = if effect { (-1.0, 1.0) } else { (0.0, 1.0) };
+    let y = |v: f64| top + (1.0 - (v.clamp(lo_v, hi_v) - lo_v) / (hi_v - lo_v)) * ph;
+    let what = if effect { "effect" } else { "outcome" };
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="{what} against {}">"#,
+        c.key.name()
+    );
+    let _ = write!(
+        s,
+        r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#ccc"/><text x="{left}" y="{}" >{}</text>"##,
+        top + ph + 40.0,
+        esc(c.key.name())
+    );
+    for &l in &c.levels {
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{l}</text>"#,
+            x(l),
+            top + ph + 16.0
+        );
+    }
+    let ticks: &[f64] =
+        if effect { &[-1.0, -0.5, 0.0, 0.5, 1.0] } else { &[0.0, 0.25, 0.5, 0.75, 1.0] };
+    for &t in ticks {
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{}" text-anchor="end">{:+.0}{}</text><line x1="{left}" y1="{1}" x2="{}" y2="{1}" stroke="{}"/>"##,
+            left - 6.0,
+            y(t),
+            t * 100.0,
+            if effect { " pp" } else { "%" },
+            left + pw,
+            if effect && t == 0.0 { "#888" } else { "#eee" }
+        );
+    }
+    for (i, curve) in curves.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        // Each curve a few pixels aside, so that bands at one level do not hide each other.
+        let xi = |level: f64| x(level) + i as f64 * 4.0 - 8.0;
+        let path: Vec<String> =
+            curve.points.iter().map(|p| format!("{},{}", xi(p.level), y(p.estimate))).collect();
+        let _ =
+            write!(s, r#"<polyline points="{}" fill="none" stroke="{colour}"/>"#, path.join(" "));
+        for p in curve.points.iter().filter(|p| p.lo.is_finite()) {
+            let _ = write!(
+                s,
+                r#"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{colour}" stroke-width="3" opacity="0.5"/><circle cx="{0}" cy="{3}" r="4" fill="{colour}"/>"#,
+                xi(p.level),
+                y(p.lo),
+                y(p.hi),
+                y(p.estimate)
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" fill="{colour}">{} · {}</text>"#,
+            left + pw + 10.0,
+            top + 16.0 * (i as f64 + 1.0),
+            esc(&curve.of),
+            esc(&curve.model)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
 pub fn render(r: &Report) -> String {
     let level = (1.0 - r.alpha) * 100.0;
     let mut s = String::from("<!doctype html>\n<html lang=en><head><meta charset=utf-8>");
@@ -443,6 +539,9 @@ pub fn render(r: &Report) -> String {
         s.push_str("</table>\n");
     }
     cost_sections(&mut s, r);
+    if let Some(curves) = &r.budget_curves {
+        budget_section(&mut s, curves, &r.primary);
+    }
     let sequences: Vec<&EffectReport> =
         r.ablations.iter().chain(&r.combined).filter(|e| e.sequential.is_some()).collect();
     if !sequences.is_empty() {

@@ -4,6 +4,7 @@
 //! reporter that keeps the exports current while trials finish.
 
 pub mod analysis;
+pub mod budget_lines;
 pub mod cells;
 pub mod cost_lines;
 pub mod export;

@@ -255,6 +255,11 @@ pub struct ArmRow<'a> {
     /// The arm that beats this one on both pass rate and spend per trial with
     /// confidence (`costs::beaten_by`), as `arm (model)`; empty on the frontier.
     pub beaten_by: String,
+    /// A budget sweep's key, level and the arm it repeats; empty without a sweep.
+    #[serde(serialize_with = "as_category")]
+    pub budget_key: &'static str,
+    pub budget_level: Num,
+    pub budget_of: &'a str,
 }
 
 impl<'a> ArmRow<'a> {
@@ -307,6 +312,9 @@ impl<'a> ArmRow<'a> {
             cost_per_solved: a.cost_per_solved.into(),
             interval_level: (1.0 - r.alpha).into(),
             beaten_by: beaten_by(r, a),
+            budget_key: a.budget.as_ref().map_or("", |b| b.level.key.name()),
+            budget_level: a.budget.as_ref().map(|b| b.level.value).into(),
+            budget_of: a.budget.as_ref().map_or("", |b| b.of.as_str()),
         }
     }
 }
@@ -382,6 +390,11 @@ pub struct EffectRow<'a> {
     /// The k of the pass^k columns (`CostCells`): the largest both arms reached.
     #[serde(serialize_with = "as_int")]
     pub pass_hat_k: Option<usize>,
+    /// A budget sweep's key, level and the comparison it repeats; empty without a sweep.
+    #[serde(serialize_with = "as_category")]
+    pub budget_key: &'static str,
+    pub budget_level: Num,
+    pub budget_of: &'a str,
 }
 
 impl<'a> EffectRow<'a> {
@@ -437,6 +450,9 @@ impl<'a> EffectRow<'a> {
             costs_level: e.costs.level.into(),
             costs_n_tasks: e.costs.n_tasks,
             pass_hat_k: e.costs.pass_hat_k.last().map(|h| h.k as usize),
+            budget_key: e.budget.as_ref().map_or("", |b| b.level.key.name()),
+            budget_level: e.budget.as_ref().map(|b| b.level.value).into(),
+            budget_of: e.budget.as_ref().map_or("", |b| b.of.as_str()),
         }
     }
 }
@@ -649,8 +665,8 @@ mod tests {
         assert_eq!(t[..5], ["run_id", "experiment", "config_digest", "suite_digest", "trial_id"]);
         assert_eq!(t[10..13], ["attempt", "counted", "status"]);
         assert_eq!(t[33..], ["finished_at", "system_fingerprints"]);
-        assert_eq!(arms_columns().len(), 49);
-        assert_eq!(effects_columns().len(), 117);
+        assert_eq!(arms_columns().len(), 52);
+        assert_eq!(effects_columns().len(), 120);
         for (table, cols) in
             [("trials.csv", t), ("arms.csv", arms_columns()), ("effects.csv", effects_columns())]
         {

@@ -240,6 +240,14 @@ pub fn render(r: &Report, colour: bool) -> String {
         }
         s.push('\n');
     }
+    if let Some(curves) = &r.budget_curves {
+        let lines = super::budget_lines::lines(curves, &r.primary);
+        let _ = writeln!(s, "{}", c.bold("Budget curves:"));
+        for l in lines {
+            let _ = writeln!(s, "  {l}");
+        }
+        s.push('\n');
+    }
     for refused in &r.refused {
         let _ = writeln!(s, "{} {refused}", c.yellow("refused:"));
     }

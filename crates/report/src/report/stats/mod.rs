@@ -50,6 +50,8 @@ mod sign_flip;
 #[cfg(test)]
 pub(crate) mod simulation;
 #[cfg(test)]
+mod simulation_budget;
+#[cfg(test)]
 mod simulation_costs;
 #[cfg(test)]
 mod simulation_sequential;
