@@ -61,6 +61,7 @@ async fn main() {
             task: hello,
             image_id: &image.id,
             settings: &terminal.containers,
+            resources: Default::default(),
             trial_id: "bench",
             attempt: i as u32 + 1,
             binds: vec![],

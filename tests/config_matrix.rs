@@ -233,6 +233,21 @@ fn shipped_configs_load() {
             "configs/humaneval-protocols.toml",
             vec![row("ablation instructions", "evalplus", "qwen", "instructions")],
         ),
+        // bare vs full at each of three step budgets.
+        (
+            "configs/budget.toml",
+            ["1", "2", "4"]
+                .iter()
+                .map(|n| {
+                    row(
+                        "combined",
+                        &format!("bare-at-{n}-steps"),
+                        &format!("full-at-{n}-steps"),
+                        "feedback loop_guard tools acceptance progress_handoff",
+                    )
+                })
+                .collect(),
+        ),
     ];
     for (cfg, want) in expected {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(cfg);
@@ -424,8 +439,7 @@ fn the_manifest_writes_a_builtin_arms_components_in_the_registrys_order() {
 }
 
 /// `[experiment] primary`: the outcomes a verdict can decide on are accepted (pass_rate is the
-/// default and recorded as none); anything else, and a primary with the sequential design, is
-/// refused naming the key.
+/// default and recorded as none), with either design; anything else is refused naming the key.
 #[test]
 fn a_primary_outcome_is_checked_at_load() {
     let with = |primary: &str, extra: &str| {
@@ -452,9 +466,8 @@ fn a_primary_outcome_is_checked_at_load() {
         assert_eq!(err.key.as_deref(), Some("experiment.primary"), "{bad}: {err}");
         assert!(err.to_string().contains("reward.KEY"), "{err}");
     }
-    let err = with("tests_passed", "design = \"sequential\"\nmax_tasks = 4").unwrap_err();
-    assert_eq!(err.key.as_deref(), Some("experiment.primary"), "{err}");
-    assert!(err.to_string().contains("design = \"fixed\""), "{err}");
+    let e = with("tests_passed", "design = \"sequential\"\nmax_tasks = 4").unwrap();
+    assert_eq!(e.primary.as_deref(), Some("tests_passed"));
 }
 
 #[test]
@@ -531,4 +544,65 @@ fn a_bad_budget_sweep_is_refused_naming_the_key() {
     .unwrap_err();
     assert_eq!(err.key.as_deref(), Some("matrix.budget"));
     assert!(err.to_string().contains("sequential design"), "{err}");
+}
+
+#[test]
+fn an_arms_container_resources_are_ablated_like_a_component() {
+    let exp = load(
+        "[arms.one]\nresources = { cpus = 1 }\n[arms.two]\nresources = { cpus = 2.5 }\n[arms.big]\nresources = { cpus = 2.5, memory_mb = 8192 }\n[[matrix.pairs]]\ncontrol = \"one\"\ntreatment = \"two\"\n[[matrix.pairs]]\ncontrol = \"two\"\ntreatment = \"big\"\n",
+    )
+    .unwrap();
+    let kinds: Vec<(String, String, String)> = exp
+        .comparisons
+        .iter()
+        .map(|c| {
+            let d = &c.differs[0];
+            (format!("{:?}", c.kind), d.control.clone(), d.treatment.clone())
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("Ablation { component: \"resources.cpus\" }".into(), "1".into(), "2.5".into()),
+            (
+                "Ablation { component: \"resources.memory_mb\" }".into(),
+                "the task's".into(),
+                "8192".into()
+            ),
+        ]
+    );
+    // A leave-one-out from an arm that sets resources keeps them in every arm it makes.
+    let exp = load(
+        "[arms.full]\nbase = \"full\"\nresources = { pids = 64 }\n[matrix.leave_one_out]\nfrom = \"full\"\n",
+    )
+    .unwrap();
+    assert!(exp.arms.iter().all(|a| a.resources.pids == Some(64)));
+    assert!(exp.comparisons.iter().all(|c| c.differs.len() == 1));
+    // An arm without resources writes none: every config's digest stays as it was.
+    assert!(!serde_json::to_string(&load("[arms.a]\n").unwrap()).unwrap().contains("resources"));
+}
+
+#[test]
+fn bad_resources_are_refused_naming_the_key() {
+    for (arm, key, says) in [
+        ("resources = {}", "arms.a.resources", "sets no resource"),
+        ("resources = { cpu = 1 }", "arms.a.resources.cpu", "unknown field `cpu`"),
+        ("resources = { cpus = 0 }", "arms.a.resources.cpus", "from 0.01 to 1024"),
+        ("resources = { cpus = \"2\" }", "arms.a.resources.cpus", "invalid type"),
+        ("resources = { memory_mb = 8 }", "arms.a.resources.memory_mb", "16 MB"),
+        ("resources = { pids = 1 }", "arms.a.resources.pids", "from 16"),
+    ] {
+        let err = load(&format!("[arms.a]\n{arm}\n")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some(key), "{arm}: {err}");
+        assert!(err.to_string().contains(says), "{arm}: {err}");
+    }
+}
+
+#[test]
+fn resources_on_a_python_task_are_refused_naming_the_arm_and_the_task() {
+    let exp = load("[arms.a]\n[arms.b]\nresources = { cpus = 2 }\n").unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let err = ablate::plan::build(&exp, &suite).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("arms.b.resources"), "{err}");
+    assert!(err.to_string().contains("is a Python task"), "{err}");
 }

@@ -125,6 +125,28 @@ async fn an_agent_that_solves_the_task_through_the_shell_passes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arms_resources_are_the_limits_its_containers_get() {
+    let _g = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The task is solved only where the container's memory limit is the arm's 300 MB (cgroup v2
+    // or v1), which the task (512 MB) and the suite would not give; and its cpu quota the arm's.
+    let check = "m=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes); \
+        q=$(cut -d' ' -f1 /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us); \
+        test \"$m\" = 314572800 && test \"$q\" = 50000 && echo 'Hello, world!' > hello.txt";
+    let (_, rec) = run_terminal(
+        dir.path(),
+        "hello-file",
+        vec![format!("```bash\n{check}\n```"), "DONE".into()],
+        "[arms.bare]\nresources = { cpus = 0.5, memory_mb = 300 }\n",
+        60.0,
+    )
+    .await;
+    assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
+    let c = rec.container.as_ref().expect("a container trial records its run");
+    assert_eq!((c.cpus, c.memory_mb), (0.5, 300));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trial_that_runs_out_of_time_is_a_timeout_whatever_its_reward() {
     let _g = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();

@@ -1166,3 +1166,135 @@ fn a_budget_sweep_draws_each_arm_and_effect_against_the_budget() {
     assert_eq!(html.matches("aria-label=\"outcome against max_total_tokens\"").count(), 1);
     assert_eq!(html.matches("aria-label=\"effect against max_total_tokens\"").count(), 1);
 }
+
+#[test]
+fn limits_the_arms_set_on_purpose_are_the_treatment_not_a_difference_of_infrastructure() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"
+[experiment]
+name = "resources"
+suite = "../tasks/terminal"
+trials = 3
+seed = 2
+
+[budget]
+max_steps = 3
+max_output_tokens_per_step = 256
+max_total_tokens = 12000
+max_working_seconds = 90
+
+[[models]]
+provider = "openai"
+model = "m"
+endpoint = "http://127.0.0.1:1"
+temperature = 0.7
+
+[arms.one]
+resources = { cpus = 1 }
+[arms.two]
+resources = { cpus = 2 }
+
+[[matrix.pairs]]
+control = "one"
+treatment = "two"
+"#;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/resources.toml");
+    let exp = ablate::experiment::config::load_str(&path, config).unwrap();
+    assert_eq!(exp.comparisons[0].differs[0].component, "resources.cpus");
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let plan = ablate::plan::build(&exp, &suite).unwrap();
+    let run = dir.path().join("run");
+    synth::write_run(&run, &exp, &suite, &plan, 5, |_, arm| if arm == "one" { 0.1 } else { 0.9 })
+        .unwrap();
+    // Each arm's containers got its own cpus (the treatment) and the same memory: a verdict.
+    let ran_on = |cpus: f64, memory_mb: u64| json!({"engine": "podman", "engine_version": "4.9.3", "cpus": cpus, "memory_mb": memory_mb, "pids": 512});
+    let (_, effects) = restatus_and_report(&run, |r| {
+        let cpus = if r["arm"] == "one" { 1.0 } else { 2.0 };
+        r["container"] = ran_on(cpus, 512);
+    });
+    assert_eq!(effects[0]["verdict"], "helps", "{:?}", effects[0]);
+    // Memory the arms do not set, different between them: no verdict, naming what differed.
+    let (_, effects) = restatus_and_report(&run, |r| {
+        let (cpus, memory) = if r["arm"] == "one" { (1.0, 512) } else { (2.0, 1024) };
+        r["container"] = ran_on(cpus, memory);
+    });
+    let v = &effects[0]["verdict"];
+    assert!(v.starts_with("no verdict: the arms ran on different infrastructure"), "{v}");
+    assert!(v.contains("podman 4.9.3, 512 MB, 512 pids in the control"), "{v}");
+}
+
+/// The sequential design decides on the primary outcome: the replayed rule takes each trial's
+/// score, so with `tests_passed` the comparisons' rates are the fractions of tests passed over
+/// the tasks that entered; with `harness.solved`, which no builtin trial records, no task
+/// enters and every comparison stops undecided at the first, saying why.
+#[test]
+fn a_sequential_run_decides_on_its_primary_outcome() {
+    for (primary, seed) in [("tests_passed", 1u64), ("harness.solved", 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/core.toml");
+        let text = std::fs::read_to_string(&cfg).unwrap().replace(
+            "alpha = 0.05",
+            &format!("alpha = 0.05\ndesign = \"sequential\"\nprimary = \"{primary}\""),
+        );
+        let mut exp = ablate::experiment::config::load_str(&cfg, &text).unwrap();
+        exp.tasks.clear();
+        exp.seed = seed;
+        let suite = ablate::suite::load(&exp.suite_path).unwrap();
+        let plan = ablate::plan::build(&exp, &suite).unwrap();
+        let run = dir.path().join("run");
+        synth::write_run(&run, &exp, &suite, &plan, 11, rate).unwrap();
+        let (code, _, err) = ablate(&["report", run.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        let effects = csv_rows(&run.join("effects.csv"));
+        assert!(effects.iter().all(|e| e["design"] == "sequential" && e["primary"] == primary));
+        if primary == "harness.solved" {
+            for e in &effects {
+                assert_eq!(e["n_tasks"], "0", "{e:?}");
+                assert!(
+                    e["verdict"].starts_with(
+                        "no verdict: the primary outcome `harness.solved` is missing on"
+                    ),
+                    "{e:?}"
+                );
+            }
+            continue;
+        }
+        // The entered tasks' fractions: the control's rate from trials.csv over the first
+        // n_tasks tasks of the run's order, as the rule took them.
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+        let order: Vec<String> = manifest["sequential"]["task_order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        let trials = csv_rows(&run.join("trials.csv"));
+        assert!(effects.iter().any(|e| e["n_tasks"] != "0"), "tasks entered");
+        for e in effects.iter().filter(|e| e["n_tasks"] != "0") {
+            let n: usize = e["n_tasks"].parse().unwrap();
+            let rate_of = |arm: &str| {
+                let per_task: Vec<f64> = order[..n]
+                    .iter()
+                    .map(|task| {
+                        let f: Vec<f64> = trials
+                            .iter()
+                            .filter(|t| {
+                                t["arm"] == arm && &t["task"] == task && t["counted"] == "true"
+                            })
+                            .map(|t| {
+                                t["tests_passed"].parse::<f64>().unwrap()
+                                    / t["tests_total"].parse::<f64>().unwrap()
+                            })
+                            .collect();
+                        mean(&f)
+                    })
+                    .collect();
+                mean(&per_task)
+            };
+            let got: f64 = e["control_rate"].parse().unwrap();
+            assert!((got - rate_of(&e["control"])).abs() < 1e-12, "{e:?}");
+            assert!(!e["verdict"].contains("primary outcome"), "{e:?}");
+        }
+    }
+}

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 pub const LABEL_SCRATCH: &str = "ablate.scratch";
 pub const LABEL_TRIAL: &str = "ablate.trial";
 
+use crate::record::design::Resources;
+
 /// Bytes of a verifier's reward file read.
 const REWARD_CAP: usize = 64 * 1024;
 
@@ -23,6 +25,8 @@ pub struct Spec<'a> {
     pub task: &'a Task,
     pub image_id: &'a str,
     pub settings: &'a ContainerSettings,
+    /// The resources the trial's arm sets over the task's and the suite's.
+    pub resources: Resources,
     pub trial_id: &'a str,
     pub attempt: u32,
     /// Read-only binds: (host path, path in the container).
@@ -42,12 +46,13 @@ pub struct Limits {
     pub pids: u64,
 }
 
-pub fn limits(task: &Task, settings: &ContainerSettings) -> Limits {
+/// A trial's limits: what its arm sets, else the task's, else the suite's.
+pub fn limits(task: &Task, settings: &ContainerSettings, arm: &Resources) -> Limits {
     let c = task.container.as_ref();
     Limits {
-        cpus: c.and_then(|c| c.cpus).unwrap_or(settings.cpus),
-        memory_mb: c.and_then(|c| c.memory_mb).unwrap_or(settings.memory_mb),
-        pids: settings.pids_limit,
+        cpus: arm.cpus.or(c.and_then(|c| c.cpus)).unwrap_or(settings.cpus),
+        memory_mb: arm.memory_mb.or(c.and_then(|c| c.memory_mb)).unwrap_or(settings.memory_mb),
+        pids: arm.pids.unwrap_or(settings.pids_limit),
     }
 }
 
@@ -121,7 +126,7 @@ impl TrialContainer {
         spec: &Spec<'_>,
     ) -> Result<TrialContainer, ContainerError> {
         let task = spec.task.container.as_ref().ok_or(ContainerError::NotAContainerTask)?;
-        let l = limits(spec.task, spec.settings);
+        let l = limits(spec.task, spec.settings, &spec.resources);
         let scratch = crate::sandbox::scratch::dir()?;
         let scratch_name =
             scratch.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

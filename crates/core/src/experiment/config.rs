@@ -161,7 +161,7 @@ enum RawHarnessKind {
 }
 
 /// Keys of an external arm besides its components; no component may take these names.
-const EXTERNAL_ARM_KEYS: [&str; 2] = ["description", "base"];
+const EXTERNAL_ARM_KEYS: [&str; 3] = ["description", "base", "resources"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -606,11 +606,12 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         .map(|m| format!("`{}` ({})", m.name, m.provider.name()))
         .collect();
     let mut arms = Vec::new();
-    for (name, table) in raw.arms {
+    for (name, mut table) in raw.arms {
         let key = format!("arms.{name}");
         if !matrix::is_arm_name(&name) {
             return Err(at(&key, "arm names use lowercase letters, digits, '-' and '_'".into()));
         }
+        let resources = arm_resources(path, &key, table.remove("resources"))?;
         let (description, settings) = match &harness_kind {
             HarnessKind::Builtin => {
                 builtin_arm(path, &config_dir, &key, table, &mut prompt_digests, &without_prefill)?
@@ -621,7 +622,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             }
         };
         let origin = matrix::ArmOrigin::Declared;
-        arms.push(Arm { name, description, settings, origin, budget: None });
+        arms.push(Arm { name, description, settings, origin, budget: None, resources });
     }
     if arms.is_empty() {
         return Err(at("arms", "declare at least one arm".into()));
@@ -648,7 +649,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         seed: raw.experiment.seed,
         alpha: raw.experiment.alpha,
         margin: raw.experiment.margin,
-        primary: super::primary::check(path, &raw.experiment.primary, sequential.is_some())?,
+        primary: super::primary::check(path, &raw.experiment.primary)?,
         allow_network: raw.experiment.allow_network,
         pass_env: raw.experiment.pass_env,
         pull: raw.experiment.pull,
@@ -973,6 +974,39 @@ fn external_arm(
 
 /// A budget key inside an arm gets its own message: the budget is
 /// experiment-level by design, not a typo.
+/// `[arms.NAME] resources`: the container resources the arm sets, each in range.
+fn arm_resources(
+    path: &Path,
+    key: &str,
+    value: Option<toml::Value>,
+) -> Result<matrix::Resources, InputError> {
+    let Some(value) = value else { return Ok(matrix::Resources::default()) };
+    let key = format!("{key}.resources");
+    let r: matrix::Resources = serde_path_to_error::deserialize(value).map_err(|e| {
+        InputError::at(path, crate::error::key_at(&key, e.path()), e.into_inner().to_string())
+    })?;
+    if r.is_empty() {
+        return Err(InputError::at(path, key, "sets no resource: cpus, memory_mb or pids"));
+    }
+    let out_of = |name: &str, msg: String| Err(InputError::at(path, format!("{key}.{name}"), msg));
+    if let Some(c) = r.cpus
+        && !(c.is_finite() && (0.01..=1024.0).contains(&c))
+    {
+        return out_of("cpus", format!("{c} is not a number of cpus from 0.01 to 1024"));
+    }
+    if let Some(m) = r.memory_mb
+        && !(16..=1 << 20).contains(&m)
+    {
+        return out_of("memory_mb", format!("{m} is not from 16 MB to 1 TB"));
+    }
+    if let Some(p) = r.pids
+        && !(16..=1 << 22).contains(&p)
+    {
+        return out_of("pids", format!("{p} is not from 16 to 4194304 processes"));
+    }
+    Ok(r)
+}
+
 /// A budget sweep runs every level on the same tasks, so the sequential design (which stops
 /// each comparison on its own tasks) is refused with it; a sweep of money needs every model's
 /// price.

@@ -14,6 +14,7 @@ use crate::experiment::{
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub use crate::record::design::Resources;
 pub use crate::record::design::{
     ArmOrigin, AtBudget, BudgetKey, BudgetLevel, Comparison, ComparisonKind, ComparisonOrigin,
 };
@@ -31,6 +32,9 @@ pub struct Arm {
     /// The arm a budget sweep repeats at one level (`[matrix.budget]`); None runs at `[budget]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AtBudget>,
+    /// The container resources the arm sets over the task's (`[arms.NAME] resources`).
+    #[serde(default, skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
 }
 
 impl Arm {
@@ -43,6 +47,14 @@ impl Arm {
     /// or declared (external) order.
     pub fn component_values(&self) -> Vec<(String, String)> {
         self.settings.component_values()
+    }
+
+    /// Every component that differs from `other`'s (the harness's, then the resources the arms
+    /// set), `self` as the control.
+    pub fn diff(&self, other: &Arm) -> Vec<ComponentDiff> {
+        let mut d = self.settings.diff(&other.settings);
+        d.extend(self.resources.diff(&other.resources));
+        d
     }
 
     /// The budget this arm's trials run under: the experiment's, at the arm's sweep level.
@@ -70,6 +82,7 @@ impl Arm {
             settings,
             origin: self.origin.clone(),
             budget: self.budget.clone(),
+            resources: self.resources,
         }
     }
 
@@ -94,6 +107,7 @@ impl Arm {
             settings,
             origin: arm.origin.clone(),
             budget: arm.budget.clone(),
+            resources: arm.resources,
         })
     }
 }
@@ -185,7 +199,7 @@ pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<String, Guard
             treatment_budget: budget_text(treatment),
         });
     }
-    let differs = control.settings.diff(&treatment.settings);
+    let differs = control.diff(treatment);
     match differs.as_slice() {
         [one] => Ok(one.component.clone()),
         [] => Err(GuardError::NoneDiffer {
@@ -242,7 +256,8 @@ pub fn expand(
             ));
         }
         for Variant { component: c, settings, name: generated_name } in variants {
-            let arm = match arms.iter().find(|a| a.settings == settings) {
+            let same = |a: &&Arm| a.settings == settings && a.resources == from.resources;
+            let arm = match arms.iter().find(same) {
                 Some(existing) => existing.clone(),
                 None => {
                     if arms.iter().any(|a| a.name == generated_name) {
@@ -265,6 +280,7 @@ pub fn expand(
                         settings,
                         origin,
                         budget: None,
+                        resources: from.resources,
                     };
                     arms.push(arm.clone());
                     arm
@@ -301,7 +317,7 @@ pub fn expand(
     for (i, pair) in raw.combined.iter().enumerate() {
         let key = format!("matrix.combined[{i}]");
         let (control, treatment) = pair_arms(file, &key, &arms, pair)?;
-        let differs = control.settings.diff(&treatment.settings);
+        let differs = control.diff(&treatment);
         if differs.is_empty() {
             return Err(InputError::at(
                 file,
@@ -368,7 +384,7 @@ fn push_ablation(
         treatment: treatment.name.clone(),
         kind: ComparisonKind::Ablation { component },
         origin,
-        differs: control.settings.diff(&treatment.settings),
+        differs: control.diff(treatment),
         budget: None,
     });
     Ok(())
@@ -542,6 +558,7 @@ mod tests {
             }),
             origin: ArmOrigin::LeaveOneOut { from: "full".into(), component: "feedback".into() },
             budget: None,
+            resources: Resources::default(),
         };
         let rec = arm.recorded();
         let RecordedSettings::Builtin(values) = &rec.settings else { panic!("builtin") };

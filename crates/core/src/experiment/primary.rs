@@ -7,13 +7,8 @@ use std::path::Path;
 /// none), `tests_passed` (the fraction of a task's tests that pass),
 /// `reward.KEY` (a verifier's reward.json key) or `harness.NAME` (an external
 /// harness's reported metric): a score in [0, 1], higher better, that the
-/// report's verdicts decide on. Refused with the sequential design, which
-/// decides on pass or fail as the trials finish.
-pub fn check(
-    path: &Path,
-    primary: &Option<String>,
-    sequential: bool,
-) -> Result<Option<String>, InputError> {
+/// report's verdicts, the sequential design's rule and the gate decide on.
+pub fn check(path: &Path, primary: &Option<String>) -> Result<Option<String>, InputError> {
     let Some(name) = primary.as_deref().filter(|p| *p != "pass_rate") else { return Ok(None) };
     let at = |why: String| InputError::at(path, "experiment.primary", why);
     let known = name == "tests_passed"
@@ -23,11 +18,6 @@ pub fn check(
     if !known {
         return Err(at(format!(
             "`{name}` is not an outcome a verdict can decide on: pass_rate, tests_passed, reward.KEY (a verifier's reward.json) or harness.NAME (an external harness's `ablate-metric` line)"
-        )));
-    }
-    if sequential {
-        return Err(at(format!(
-            "`{name}`: the sequential design decides on pass or fail as trials finish; a primary outcome needs design = \"fixed\""
         )));
     }
     Ok(Some(name.to_string()))

@@ -245,6 +245,7 @@ pub async fn check_container_task(
             task,
             image_id: &image.id,
             settings,
+            resources: Default::default(),
             trial_id: if oracle { "suite-check-oracle" } else { "suite-check-nop" },
             attempt: 1,
             binds: Vec::new(),

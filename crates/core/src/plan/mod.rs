@@ -234,6 +234,7 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
             task_ids.push(id);
         }
     }
+    refuse_resources_without_containers(exp, suite, &task_ids)?;
     let planned = (exp.models.len() as u64)
         * (task_ids.len() as u64)
         * (exp.trials as u64)
@@ -352,6 +353,28 @@ impl Order {
 }
 
 /// Build the plan with every spec written out (`order` holds it compactly).
+/// An arm's `resources` are a container's limits: refused, naming the arm and a task, when a
+/// task of the experiment runs in the jail instead (they would be dropped there).
+fn refuse_resources_without_containers(
+    exp: &Experiment,
+    suite: &Suite,
+    task_ids: &[&str],
+) -> Result<(), InputError> {
+    let Some(arm) = exp.arms.iter().find(|a| !a.resources.is_empty()) else { return Ok(()) };
+    let jailed = task_ids.iter().find(|id| suite.task(id).is_some_and(|t| t.container.is_none()));
+    match jailed {
+        Some(task) => Err(InputError::at(
+            &exp.config_path,
+            format!("arms.{}.resources", arm.budget.as_ref().map_or(&arm.name, |b| &b.of)),
+            format!(
+                "sets container resources, but task `{task}` of suite `{}` is a Python task, run in the jail: resources are for container (Harbor) tasks",
+                suite.name
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {
     let order = order(exp, suite)?;
     Ok(Plan {

@@ -145,9 +145,11 @@ impl BudgetLevel {
 }
 
 impl std::fmt::Display for BudgetLevel {
-    /// `4000 tokens`, `0.5 usd`.
+    /// `4000 tokens`, `1 step`, `0.5 usd`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.value_text(), self.key.unit())
+        let unit = self.key.unit();
+        let unit = if self.value == 1.0 { unit.strip_suffix('s').unwrap_or(unit) } else { unit };
+        write!(f, "{} {unit}", self.value_text())
     }
 }
 
@@ -157,6 +159,51 @@ impl std::fmt::Display for BudgetLevel {
 pub struct AtBudget {
     pub of: String,
     pub level: BudgetLevel,
+}
+
+/// The container resources an arm sets (`[arms.NAME] resources`), over the task's and the
+/// suite's: a resource so set is ablated like a component (`resources.cpus`, ...), and a
+/// comparison of arms that set different ones is about them. Container tasks only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
+}
+
+impl Resources {
+    pub fn is_empty(&self) -> bool {
+        *self == Resources::default()
+    }
+
+    /// Each resource as a component: its name (`resources.cpus`) and its value as text (`the
+    /// task's` when the arm leaves it to the task and the suite).
+    pub fn values(&self) -> [(&'static str, String); 3] {
+        let text = |v: Option<String>| v.unwrap_or_else(|| "the task's".to_string());
+        [
+            ("resources.cpus", text(self.cpus.map(|c| c.to_string()))),
+            ("resources.memory_mb", text(self.memory_mb.map(|m| m.to_string()))),
+            ("resources.pids", text(self.pids.map(|p| p.to_string()))),
+        ]
+    }
+
+    /// The resources that differ between two arms, as components.
+    pub fn diff(&self, other: &Resources) -> Vec<ComponentDiff> {
+        self.values()
+            .into_iter()
+            .zip(other.values())
+            .filter(|(a, b)| a.1 != b.1)
+            .map(|((name, control), (_, treatment))| ComponentDiff {
+                component: name.to_string(),
+                control,
+                treatment,
+            })
+            .collect()
+    }
 }
 
 /// Prices in USD per million tokens, for the money budget and cost columns.
@@ -301,6 +348,9 @@ pub struct RecordedArm {
     /// The arm a budget sweep repeats at one level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AtBudget>,
+    /// The container resources the arm sets.
+    #[serde(default, skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
 }
 
 /// A recorded arm's component values by name: the builtin components' or an external harness's.

@@ -101,13 +101,15 @@ impl TrialStatus {
         if self == TrialStatus::Passed { 1.0 } else { 0.0 }
     }
 
-    /// What a final record of this status, attempt (1-based) and pass value
-    /// is to the sequential rule: an infrastructure error enters nothing.
-    pub fn outcome(self, attempt: u32, passed: f64) -> crate::sequential::Outcome {
-        if self.is_infrastructure_error() {
-            crate::sequential::Outcome::Infrastructure { attempt }
-        } else {
-            crate::sequential::Outcome::Scored(passed)
+    /// What a final record of this status, attempt (1-based) and score (its primary outcome's
+    /// value; None: it has none in [0, 1]) is to the sequential rule: an infrastructure error
+    /// enters nothing, nor does a record without a score.
+    pub fn outcome(self, attempt: u32, score: Option<f64>) -> crate::sequential::Outcome {
+        use crate::sequential::Outcome;
+        match score {
+            _ if self.is_infrastructure_error() => Outcome::Infrastructure { attempt },
+            Some(v) if (0.0..=1.0).contains(&v) => Outcome::Scored(v),
+            _ => Outcome::Unscorable,
         }
     }
 
@@ -372,6 +374,31 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
+    /// The value of the outcome the experiment decides on (`[experiment] primary`; None: the
+    /// pass rate): `tests_passed` the fraction of tests passed, `reward.KEY` a key of the
+    /// verifier's reward.json, `harness.NAME` a metric the external harness reported. None when
+    /// the record has no such value. The report reads the same (`report::analysis::primary`).
+    pub fn score(&self, primary: Option<&str>) -> Option<f64> {
+        match primary {
+            None | Some("pass_rate") => Some(self.status.pass_value()),
+            Some("tests_passed") => Some(if self.tests_total == 0 {
+                0.0
+            } else {
+                f64::from(self.tests_passed) / f64::from(self.tests_total)
+            }),
+            Some(name) => {
+                if let Some(key) = name.strip_prefix("reward.") {
+                    let v = self.grade.as_ref()?.verifier.as_ref()?;
+                    v.rewards.get(key).copied()
+                } else if let Some(metric) = name.strip_prefix("harness.") {
+                    self.harness_command.as_ref()?.metrics.get(metric).copied()
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
     /// A record of `spec`'s attempt with nothing measured yet: the runner
     /// fills in what the attempt did.
     pub fn blank(
@@ -961,6 +988,7 @@ impl<P> Manifest<P> {
             margin: exp.margin,
             alpha: exp.alpha,
             infra_retries: design.retries(),
+            primary: exp.primary.clone(),
         };
         let named: Vec<crate::sequential::Named<'_>> = exp
             .comparisons
@@ -979,7 +1007,7 @@ pub fn feed_monitor(m: &mut crate::sequential::Monitor, r: &TrialRecord) -> Vec<
         return Vec::new();
     }
     feed_spend(m, r);
-    let outcome = r.status.outcome(r.attempt, r.status.pass_value());
+    let outcome = r.status.outcome(r.attempt, r.score(m.primary()));
     m.record_outcome(&r.task, &r.arm, &r.model, r.repeat, outcome)
 }
 

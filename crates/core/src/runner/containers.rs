@@ -116,7 +116,8 @@ pub fn facts(setup: &ContainerSetup, exp: &Experiment, suite: &Suite) -> Contain
     let tasks = container_tasks(exp, suite)
         .into_iter()
         .map(|t| {
-            let l = container::trial::limits(t, &suite.containers);
+            // The task's own limits; an arm's `resources` override them in its trials.
+            let l = container::trial::limits(t, &suite.containers, &Default::default());
             let mut v = serde_json::to_value(t.container.as_ref().expect("a container task"))
                 .unwrap_or_default();
             if let Some(o) = v.as_object_mut() {

@@ -72,6 +72,7 @@ impl TrialEnv {
             task,
             image_id: &image.id,
             settings: &shared.suite.containers,
+            resources: shared.exp.arm(&spec.arm).map(|a| a.resources).unwrap_or_default(),
             trial_id: &spec.id,
             attempt,
             binds,

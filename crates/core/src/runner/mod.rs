@@ -848,10 +848,11 @@ async fn append<T: serde::Serialize + Send + 'static>(
 fn container_run(
     shared: &Shared,
     task: &crate::suite::Task,
+    arm: &crate::experiment::matrix::Arm,
 ) -> Option<crate::record::ContainerRun> {
     task.container.as_ref()?;
     let engine = shared.containers.as_ref()?.engine;
-    let l = crate::container::trial::limits(task, &shared.suite.containers);
+    let l = crate::container::trial::limits(task, &shared.suite.containers, &arm.resources);
     Some(crate::record::ContainerRun {
         engine: engine.program.clone(),
         engine_version: engine.version.clone(),
@@ -871,7 +872,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
     record.tests_total = task.check.tests;
     let budget = env::trial_budget(&arm.budget_under(&exp.budget), task);
     record.task_timeout_seconds = task.container.as_ref().and_then(|c| c.agent_timeout_sec);
-    record.container = container_run(shared, task);
+    record.container = container_run(shared, task, arm);
 
     let trace_path = shared.dir.join("traces").join(format!("{}.jsonl", spec.id));
     let mut trace = match JsonlWriter::open(&trace_path) {

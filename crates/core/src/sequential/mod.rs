@@ -101,6 +101,8 @@ pub struct RunDesign<'a> {
     pub alpha: f64,
     /// Re-runs of a trial whose attempt ended in an infrastructure error.
     pub infra_retries: u32,
+    /// The outcome the rule decides on (`[experiment] primary`); None: the pass rate.
+    pub primary: Option<String>,
 }
 
 /// The tasks of `order` a shard (index from 1, count) owns: every count-th
@@ -147,6 +149,7 @@ impl Monitor {
         );
         m.spend = Spend::new(d.max_cost_usd.map(|c| c / shards as f64), d.max_seconds);
         m.retries = d.infra_retries;
+        m.primary = d.primary.clone();
         m
     }
 }
@@ -361,6 +364,8 @@ pub struct Monitor {
     max_trials: Option<usize>,
     /// The budgets of money and running time, and what the records spent.
     spend: Spend,
+    /// The outcome the rule decides on (`[experiment] primary`); None: the pass rate.
+    primary: Option<String>,
 }
 
 /// The re-runs a sequential design gives a trial whose attempt ended in an
@@ -383,6 +388,9 @@ pub enum Outcome {
     /// not enter until a re-run scores it, so an outage can delay a decision,
     /// never make one.
     Infrastructure { attempt: u32 },
+    /// It records no value of the primary outcome in [0, 1]: the task never enters, and the
+    /// comparisons that need it stop there undecided (the report says why).
+    Unscorable,
 }
 
 /// What the runner does with a trial of a sequential run.
@@ -443,7 +451,13 @@ impl Monitor {
             stalled,
             max_trials,
             spend: Spend::default(),
+            primary: None,
         }
+    }
+
+    /// The outcome the rule decides on (`[experiment] primary`); None: the pass rate.
+    pub fn primary(&self) -> Option<&str> {
+        self.primary.as_deref()
     }
 
     /// A final record: `passed` (0 or 1, or a fraction) of `repeat` of `task` in `arm` on `model`.
@@ -518,12 +532,29 @@ impl Monitor {
     }
 
     /// Whether task `k` of `arm` on `model` has a trial whose infrastructure
-    /// errors used up its re-runs: it will never enter.
+    /// errors used up its re-runs, or that has no score: it will never enter.
     fn exhausted(&self, k: usize, arm: &str, model: &str) -> bool {
         self.outcomes.get(&(k, arm.to_string(), model.to_string())).is_some_and(|slots| {
-            slots.iter().any(
-                |s| matches!(s, Some(Outcome::Infrastructure { attempt }) if !self.retry(*attempt)),
-            )
+            slots.iter().any(|s| match s {
+                Some(Outcome::Infrastructure { attempt }) => !self.retry(*attempt),
+                Some(Outcome::Unscorable) => true,
+                _ => false,
+            })
+        })
+    }
+
+    /// Whether the comparison `name` on `model` stopped (`stalled_at`) at a task a trial of
+    /// which records no score of the primary outcome, rather than at infrastructure errors.
+    pub fn stalled_unscorable(&self, name: &str, model: &str) -> bool {
+        let Some(i) = self.comparisons.iter().position(|(c, _)| c.name == name && c.model == model)
+        else {
+            return false;
+        };
+        let (Some(k), spec) = (self.stalled(i), &self.comparisons[i].0) else { return false };
+        [&spec.control, &spec.treatment].iter().any(|arm| {
+            self.outcomes
+                .get(&(k, arm.to_string(), model.to_string()))
+                .is_some_and(|slots| slots.contains(&Some(Outcome::Unscorable)))
         })
     }
 

@@ -303,6 +303,7 @@ fn a_shard_follows_its_own_tasks_with_its_share_of_the_budgets() {
         margin: None,
         alpha: 0.05,
         infra_retries: 2,
+        primary: None,
     };
     let named: Vec<Named<'_>> = vec![("x", "c", "t", true)];
     let models = vec!["m".to_string()];
@@ -367,4 +368,74 @@ fn infrastructure_errors_delay_a_decision_and_never_make_one() {
     assert_eq!(m.stalled_at("-a", "m"), Some(12));
     assert_eq!((seq(&m).tasks(), seq(&m).decision), (12, Decision::Undecided));
     assert!(m.finished() && !m.needs(&tasks[13], "full", "m"), "no trial serves it any more");
+}
+
+/// A trial without a score of the primary outcome keeps its task out for good: the comparison
+/// stops there undecided, says it stopped for want of a score (not an outage), and no trial
+/// serves it any more. The record's score is what the rule takes: the pass value for the pass
+/// rate, a reward.json key or a harness metric otherwise, none when the record has no such key.
+#[test]
+fn a_trial_without_a_score_stops_its_comparison_undecided() {
+    let tasks: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+    let comparisons = vec![spec("-a", "full", "minus-a", 0.025)];
+    let mut m = Monitor::new(&tasks, 1, 10, None, None, Bets::Uniform, comparisons, false);
+    for t in &tasks[..3] {
+        m.record(t, "full", "m", 0, 0.75);
+        m.record(t, "minus-a", "m", 0, 0.25);
+    }
+    m.record(&tasks[3], "full", "m", 0, 0.75);
+    m.record_outcome(&tasks[3], "minus-a", "m", 0, Outcome::Unscorable);
+    let seq = m.comparisons().next().unwrap().1.clone();
+    assert_eq!((seq.tasks(), seq.decision), (3, Decision::Undecided));
+    assert_eq!(m.stalled_at("-a", "m"), Some(3));
+    assert!(m.stalled_unscorable("-a", "m"));
+    assert!(m.finished() && !m.needs(&tasks[4], "full", "m"));
+    // The same stop from errors that used up their re-runs is not for want of a score.
+    let comparisons = vec![spec("-a", "full", "minus-a", 0.025)];
+    let mut m = Monitor::new(&tasks, 1, 10, None, None, Bets::Uniform, comparisons, false);
+    m.record(&tasks[0], "full", "m", 0, 1.0);
+    m.record_outcome(&tasks[0], "minus-a", "m", 0, Outcome::Infrastructure { attempt: 3 });
+    assert_eq!(m.stalled_at("-a", "m"), Some(0));
+    assert!(!m.stalled_unscorable("-a", "m"));
+}
+
+#[test]
+fn a_records_score_is_its_primary_outcomes_value() {
+    use crate::record::design::TrialSpec;
+    use crate::record::{EndReason, TrialRecord, TrialStatus};
+    let spec = TrialSpec {
+        id: "x".into(),
+        order: 0,
+        task: "t".into(),
+        arm: "a".into(),
+        model: "m".into(),
+        repeat: 0,
+        seed: 1,
+    };
+    let mut r = TrialRecord::blank(
+        "run",
+        &spec,
+        1,
+        TrialStatus::Failed,
+        EndReason::ModelDone,
+        String::new(),
+    );
+    (r.tests_passed, r.tests_total) = (3, 4);
+    r.harness_command = Some(
+        serde_json::from_value(serde_json::json!({
+            "command": ["h"], "exit_code": 0, "wall_seconds": 1.0, "stdout_tail": "",
+            "stderr_tail": "", "metrics": {"solved": 0.5}
+        }))
+        .unwrap(),
+    );
+    assert_eq!(r.score(None), Some(0.0));
+    assert_eq!(r.score(Some("tests_passed")), Some(0.75));
+    assert_eq!(r.score(Some("harness.solved")), Some(0.5));
+    assert_eq!(r.score(Some("harness.other")), None);
+    assert_eq!(r.score(Some("reward.accuracy")), None, "no verifier ran");
+    // Into the rule: a score outside [0, 1] or none is unscorable; an outage stays an outage.
+    assert_eq!(TrialStatus::Failed.outcome(1, Some(1.5)), Outcome::Unscorable);
+    assert_eq!(TrialStatus::Failed.outcome(1, None), Outcome::Unscorable);
+    assert_eq!(TrialStatus::ProviderError.outcome(2, None), Outcome::Infrastructure { attempt: 2 });
+    assert_eq!(TrialStatus::Passed.outcome(1, Some(1.0)), Outcome::Scored(1.0));
 }

@@ -413,6 +413,7 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
             settings: ArmSettings::External(s.clone()),
             origin: ArmOrigin::Declared,
             budget: None,
+            resources: Default::default(),
         })
         .collect();
 
@@ -688,7 +689,7 @@ fn comparisons(
     mapfile: &Path,
 ) -> Result<Vec<Comparison>, InputError> {
     let make = |control: &Arm, treatment: &Arm, name: Option<String>| -> Option<Comparison> {
-        let differs = control.settings.diff(&treatment.settings);
+        let differs = control.diff(treatment);
         let (kind, origin, default_name) = match guard("", control, treatment) {
             Ok(component) => {
                 let named = format!("{component}: {} vs {}", treatment.name, control.name);

@@ -192,6 +192,19 @@ pub struct RunData {
     pub metrics: HashMap<u32, Vec<(u32, f64)>>,
     /// What container trials ran on (`ContainerRun::describe`), each once.
     pub container_runs: Names,
+    /// The same, as recorded: `container_run_values[id]` is what `container_runs` names `id`.
+    pub container_run_values: Vec<ablate_core::record::ContainerRun>,
+}
+
+impl RunData {
+    /// The id of what a container trial ran on, the run added the first time it is seen.
+    fn container_run_id(&mut self, run: &ablate_core::record::ContainerRun) -> u32 {
+        let id = self.container_runs.id(&run.describe());
+        if id as usize == self.container_run_values.len() {
+            self.container_run_values.push(run.clone());
+        }
+        id
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -283,6 +296,7 @@ pub fn load_with(
         metric_names: Names::default(),
         metrics: HashMap::new(),
         container_runs: Names::default(),
+        container_run_values: Vec::new(),
     };
     // Names in the experiment's order first, so tables list them as it does.
     let selected: Vec<String> = data.manifest.experiment.tasks.clone();
@@ -393,7 +407,7 @@ pub fn load_with(
                         i.refused_done,
                     ]
                 },
-                container: r.container.as_ref().map(|c| data.container_runs.id(&c.describe())),
+                container: r.container.as_ref().map(|c| data.container_run_id(c)),
                 ordinal,
             };
             // The last final attempt counts (the first of equal attempts).

@@ -5,17 +5,41 @@
 
 use super::{EffectReport, EffectVerdict};
 use crate::report::load::{Row, RunData};
+use ablate_core::record::ContainerRun;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The analysis's rows by (model, arm).
 pub(super) type Groups<'a> = BTreeMap<(u32, u32), Vec<&'a Row>>;
 
-/// Per task, the container runs (ids in `RunData::container_runs`) of the (model, arm)'s trials.
-fn runs_by_task(groups: &Groups<'_>, model: u32, arm: u32) -> BTreeMap<u32, BTreeSet<u32>> {
-    let mut out: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+/// What a comparison holds equal of a container run: the engine, and each limit but those the
+/// comparison's arms set differently on purpose (its `resources.*` components).
+fn compared(run: &ContainerRun, by_design: &[String]) -> String {
+    let free = |name: &str| !by_design.iter().any(|c| c == name);
+    let mut parts = vec![format!("{} {}", run.engine, run.engine_version)];
+    if free("resources.cpus") {
+        parts.push(format!("{} cpus", run.cpus));
+    }
+    if free("resources.memory_mb") {
+        parts.push(format!("{} MB", run.memory_mb));
+    }
+    if free("resources.pids") {
+        parts.push(format!("{} pids", run.pids));
+    }
+    parts.join(", ")
+}
+
+/// Per task, what the (model, arm)'s trials ran on, as the comparison compares it.
+fn runs_by_task(
+    data: &RunData,
+    groups: &Groups<'_>,
+    (model, arm): (u32, u32),
+    by_design: &[String],
+) -> BTreeMap<u32, BTreeSet<String>> {
+    let mut out: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
     for r in groups.get(&(model, arm)).into_iter().flatten() {
         if let Some(c) = r.container {
-            out.entry(r.task).or_default().insert(c);
+            let run = &data.container_run_values[c as usize];
+            out.entry(r.task).or_default().insert(compared(run, by_design));
         }
     }
     out
@@ -23,7 +47,8 @@ fn runs_by_task(groups: &Groups<'_>, model: u32, arm: u32) -> BTreeMap<u32, BTre
 
 /// Replace `e`'s verdict when a task both arms ran has trials on different
 /// container runs in the two arms (a verdict that the delivery check already
-/// withheld stays as it is).
+/// withheld stays as it is). Limits the comparison's arms set differently (an ablation of
+/// `resources.cpus`, say) are its treatment, not a difference of infrastructure.
 pub fn check(data: &RunData, groups: &Groups<'_>, e: &mut EffectReport) {
     let ids = (data.models.get(&e.model), data.arms.get(&e.control), data.arms.get(&e.treatment));
     let (Some(m), Some(c), Some(t)) = ids else { return };
@@ -31,12 +56,11 @@ pub fn check(data: &RunData, groups: &Groups<'_>, e: &mut EffectReport) {
     {
         return;
     }
-    let (cr, tr) = (runs_by_task(groups, m, c), runs_by_task(groups, m, t));
+    let cr = runs_by_task(data, groups, (m, c), &e.components);
+    let tr = runs_by_task(data, groups, (m, t), &e.components);
     let differs = cr.iter().find(|(task, runs)| tr.get(task).is_some_and(|t| t != *runs));
     if let Some((task, runs)) = differs {
-        let words = |set: &BTreeSet<u32>| {
-            set.iter().map(|&i| data.container_runs.name(i)).collect::<Vec<_>>().join("; ")
-        };
+        let words = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join("; ");
         e.verdict = EffectVerdict::ContainersDiffer {
             task: data.tasks.name(*task).to_string(),
             control: words(runs),

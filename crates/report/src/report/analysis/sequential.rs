@@ -20,13 +20,15 @@ pub(super) fn effects(
     let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
     let models = if models.is_empty() { data.models.list.clone() } else { models };
     let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
+    let primary = super::primary::Primary::of(data);
     for r in data.trials.iter().filter(|r| r.status.is_final()) {
+        let score = primary.value(data, r);
         monitor.record_outcome(
             data.tasks.name(r.task),
             data.arms.name(r.arm),
             data.models.name(r.model),
             r.repeat,
-            r.status.outcome(r.attempt, r.passed()),
+            r.status.outcome(r.attempt, (!score.is_nan()).then_some(score)),
         );
     }
     let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
@@ -56,7 +58,7 @@ pub(super) fn effects(
                 .filter(in_sequence)
                 .filter(|r| data.arms.name(r.arm) == arm)
                 .collect();
-            let per_task = by_task(&rows, data.tasks.list.len(), Row::passed);
+            let per_task = by_task(&rows, data.tasks.list.len(), |r| primary.value(data, r));
             let means: Vec<f64> =
                 per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
             (stats::mean(&means), rows.len())
@@ -88,6 +90,24 @@ pub(super) fn effects(
                 margin: exp.margin.unwrap_or(f64::NAN),
                 one_task: false,
             },
+            Decision::Undecided if monitor.stalled_unscorable(&effect.name, &effect.model) => {
+                let values = |arm: &str| -> Vec<Vec<f64>> {
+                    let rows = data.trials.iter().filter(|r| {
+                        data.arms.name(r.arm) == arm
+                            && data.models.name(r.model) == effect.model
+                            && !r.status.is_infrastructure_error()
+                    });
+                    vec![rows.map(|r| primary.value(data, r)).collect()]
+                };
+                let (c, t) = (values(&effect.control), values(&effect.treatment));
+                let u = super::primary::unusable([&c, &t])
+                    .unwrap_or(super::primary::Unusable { missing: 0, outside: 0 });
+                EffectVerdict::PrimaryUnusable {
+                    primary: primary.name().to_string(),
+                    missing: u.missing,
+                    outside: u.outside,
+                }
+            }
             Decision::Undecided
                 if let Some(k) = monitor.stalled_at(&effect.name, &effect.model) =>
             {

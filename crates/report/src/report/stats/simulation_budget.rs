@@ -8,13 +8,16 @@
 use super::simulation::{SplitMix64, Table, reps, slack};
 use super::*;
 
+/// A level's outcomes by task: the control's and the treatment's.
+type Level = (Vec<Vec<f64>>, Vec<Vec<f64>>);
+
 /// One replication's tasks: each task's control rate (Beta, mean `base`, intraclass correlation
 /// 0.3), the control's and the treatment's outcomes at each level.
 fn draw(
     rng: &mut SplitMix64,
     (tasks, repeats, base): (usize, usize, f64),
     effects: [f64; 3],
-) -> [(Vec<Vec<f64>>, Vec<Vec<f64>>); 3] {
+) -> [Level; 3] {
     let s = (1.0 - 0.3) / 0.3;
     let rates: Vec<f64> = (0..tasks).map(|_| rng.beta(base * s, (1.0 - base) * s)).collect();
     effects.map(|delta| {
@@ -30,7 +33,7 @@ fn draw(
 }
 
 /// Each task's treatment minus control mean, as its one value.
-fn task_effects((c, t): &(Vec<Vec<f64>>, Vec<Vec<f64>>)) -> Vec<Vec<f64>> {
+fn task_effects((c, t): &Level) -> Vec<Vec<f64>> {
     c.iter().zip(t).map(|(a, b)| vec![mean(b) - mean(a)]).collect()
 }
 
@@ -55,7 +58,7 @@ fn simulation_budget_bands() {
                     let mut hits = [0usize; 3];
                     for _ in 0..n {
                         let levels = draw(&mut rng, (tasks, repeats, base), effects);
-                        let band = |l: &(Vec<Vec<f64>>, Vec<Vec<f64>>), j: usize| {
+                        let band = |l: &Level, j: usize| {
                             let i = paired_inference_by(
                                 &l.0,
                                 &l.1,
@@ -64,7 +67,7 @@ fn simulation_budget_bands() {
                             );
                             i.lo <= effects[j] && effects[j] <= i.hi
                         };
-                        let arm = |l: &(Vec<Vec<f64>>, Vec<Vec<f64>>), j: usize| {
+                        let arm = |l: &Level, j: usize| {
                             let e = pass_rate_wilson(&l.1, 1.0 - alpha / 3.0);
                             let truth = base + effects[j];
                             e.lo <= truth && truth <= e.hi
