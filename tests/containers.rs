@@ -143,7 +143,7 @@ async fn an_arms_resources_are_the_limits_its_containers_get() {
     .await;
     assert_eq!(rec.status, TrialStatus::Passed, "{rec:?}");
     let c = rec.container.as_ref().expect("a container trial records its run");
-    assert_eq!((c.cpus, c.memory_mb), (0.5, 300));
+    assert_eq!((c.cpus, c.memory_mb, c.storage_mb), (0.5, 300, None), "disk is not limited");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1013,8 +1013,14 @@ fn arms_that_ran_on_different_containers_get_no_verdict() {
         v["container"] = json!({"engine": "podman", "engine_version": "4.9.3", "cpus": 1.0,
             "memory_mb": memory, "pids": 4096});
     });
-    assert!(out.contains("Containers:      podman 4.9.3, 1 cpus, 1024 MB, 4096 pids"), "{out}");
-    assert!(out.contains("Containers:      podman 4.9.3, 1 cpus, 2048 MB, 4096 pids"), "{out}");
+    assert!(
+        out.contains("Containers:      podman 4.9.3, 1 cpus, 1024 MB, 4096 pids, disk not limited"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Containers:      podman 4.9.3, 1 cpus, 2048 MB, 4096 pids, disk not limited"),
+        "{out}"
+    );
     for e in &effects {
         let with_bare = e["control"] == "bare" || e["treatment"] == "bare";
         let differs = e["verdict"]
@@ -1023,7 +1029,7 @@ fn arms_that_ran_on_different_containers_get_no_verdict() {
         if with_bare {
             assert!(
                 e["verdict"]
-                    .contains("1024 MB, 4096 pids in the control, podman 4.9.3, 1 cpus, 2048 MB"),
+                    .contains("1024 MB, 4096 pids, disk not limited in the control, podman 4.9.3, 1 cpus, 2048 MB"),
                 "{e:?}"
             );
         }
@@ -1220,7 +1226,7 @@ treatment = "two"
     });
     let v = &effects[0]["verdict"];
     assert!(v.starts_with("no verdict: the arms ran on different infrastructure"), "{v}");
-    assert!(v.contains("podman 4.9.3, 512 MB, 512 pids in the control"), "{v}");
+    assert!(v.contains("podman 4.9.3, 512 MB, 512 pids, disk not limited in the control"), "{v}");
 }
 
 /// The sequential design decides on the primary outcome: the replayed rule takes each trial's

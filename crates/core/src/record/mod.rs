@@ -288,15 +288,30 @@ pub struct ContainerRun {
     pub cpus: f64,
     pub memory_mb: u64,
     pub pids: u64,
+    /// The container's disk limit; None: not limited (ablate sets none: podman and docker limit
+    /// a container's disk only on overlay over XFS with quotas, and refuse `--storage-opt size`
+    /// elsewhere, as on this project's ext4 machines). Records made before it read as None.
+    #[serde(default)]
+    pub storage_mb: Option<u64>,
 }
 
 impl ContainerRun {
-    /// In words: `podman 4.9.3, 1 cpus, 2048 MB, 4096 pids`.
+    /// In words: `podman 4.9.3, 1 cpus, 2048 MB, 4096 pids, disk not limited`.
     pub fn describe(&self) -> String {
         format!(
-            "{} {}, {} cpus, {} MB, {} pids",
-            self.engine, self.engine_version, self.cpus, self.memory_mb, self.pids
+            "{} {}, {} cpus, {} MB, {} pids, {}",
+            self.engine,
+            self.engine_version,
+            self.cpus,
+            self.memory_mb,
+            self.pids,
+            self.storage_text()
         )
+    }
+
+    /// `disk not limited`, or `N MB disk`.
+    pub fn storage_text(&self) -> String {
+        self.storage_mb.map_or("disk not limited".to_string(), |mb| format!("{mb} MB disk"))
     }
 }
 

@@ -859,6 +859,7 @@ fn container_run(
         cpus: l.cpus,
         memory_mb: l.memory_mb,
         pids: l.pids,
+        storage_mb: None,
     })
 }
 

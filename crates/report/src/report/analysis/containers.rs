@@ -25,6 +25,7 @@ fn compared(run: &ContainerRun, by_design: &[String]) -> String {
     if free("resources.pids") {
         parts.push(format!("{} pids", run.pids));
     }
+    parts.push(run.storage_text());
     parts.join(", ")
 }
 
