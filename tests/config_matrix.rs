@@ -521,7 +521,12 @@ fn a_bad_budget_sweep_is_refused_naming_the_key() {
         ("[matrix.budget]\nmax_steps = [4]\n", "matrix.budget.max_steps", "2 to 20"),
         ("[matrix.budget]\nmax_steps = [4, 2]\n", "matrix.budget.max_steps[1]", "increasing"),
         ("[matrix.budget]\nmax_steps = [2, 2.5]\n", "matrix.budget.max_steps[1]", "whole number"),
-        ("[matrix.budget]\nmax_steps = [0, 2]\n", "matrix.budget.max_steps[0]", "positive"),
+        ("[matrix.budget]\nmax_steps = [0, 2]\n", "matrix.budget.max_steps[0]", "from 1 to"),
+        (
+            "[matrix.budget]\nmax_cost_usd = [1e-300, 1]\n",
+            "matrix.budget.max_cost_usd[0]",
+            "from 0.001",
+        ),
         ("[matrix.budget]\nmax_cost_usd = [0.1, 0.2]\n", "models[0].price", "no price"),
         (
             "[arms.bare-at-2-steps]\n[matrix.budget]\nmax_steps = [2, 3]\n",
@@ -536,6 +541,8 @@ fn a_bad_budget_sweep_is_refused_naming_the_key() {
     let err = load(&format!("{arms}[matrix.budget]\nmax_working_seconds = [10, 20.5]\n"))
         .map(|e| e.arms.len());
     assert_eq!(err.unwrap(), 4, "seconds may be fractions");
+    let whole = load(&format!("{arms}[matrix.budget]\nmax_steps = [2.0, 4]\n")).unwrap();
+    assert_eq!(whole.arms[0].name, "bare-at-2-steps", "a whole float is a whole number");
     let sequential = BASE.replace("seed = 7", "seed = 7\ndesign = \"sequential\"");
     let err = load_str(
         Path::new("configs/x.toml"),
@@ -605,4 +612,29 @@ fn resources_on_a_python_task_are_refused_naming_the_arm_and_the_task() {
     let err = ablate::plan::build(&exp, &suite).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("arms.b.resources"), "{err}");
     assert!(err.to_string().contains("is a Python task"), "{err}");
+}
+
+/// What the config cannot see is refused when the plan is made: the sequential design set by
+/// `--until-decided` after the config was checked, and a working-time level above a task's own
+/// agent timeout (tasks/terminal's backup-archive: 300 s), which would make two levels alike.
+#[test]
+fn a_budget_sweep_the_plan_cannot_run_as_drawn_is_refused() {
+    let mut exp = load("[arms.a]\n[matrix.budget]\nmax_steps = [2, 4]\n").unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    exp.sequential = Some(Default::default());
+    let err = ablate::plan::build(&exp, &suite).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("matrix.budget"), "{err}");
+    assert!(err.to_string().contains("sequential design"), "{err}");
+    let text = BASE
+        .replace("../tasks/core", "../tasks/terminal")
+        .replace("trials = 2", "trials = 1\ntasks = [\"backup-archive\"]");
+    let exp = load_str(
+        Path::new("configs/x.toml"),
+        &format!("{text}\n[arms.a]\n[matrix.budget]\nmax_working_seconds = [60, 600]\n"),
+    )
+    .unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let err = ablate::plan::build(&exp, &suite).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("matrix.budget"), "{err}");
+    assert!(err.to_string().contains("task `backup-archive`'s agent timeout of 300 s"), "{err}");
 }

@@ -1171,6 +1171,19 @@ fn a_budget_sweep_draws_each_arm_and_effect_against_the_budget() {
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert_eq!(html.matches("aria-label=\"outcome against max_total_tokens\"").count(), 1);
     assert_eq!(html.matches("aria-label=\"effect against max_total_tokens\"").count(), 1);
+    // One level's arms on different infrastructure: that level's effect has no verdict, and the
+    // effect's curve is not drawn from it (the arms' curves are).
+    let (out, _) = restatus_and_report(&run, |r| {
+        let memory = if r["arm"] == "fb-at-8000-tokens" { 4096 } else { 2048 };
+        r["container"] = json!({"engine": "podman", "engine_version": "4.9.3", "cpus": 1.0,
+            "memory_mb": memory, "pids": 512});
+    });
+    assert!(
+        out.contains("fb vs bare (m): no curve; at 8000 tokens, no verdict: the arms ran on different infrastructure"),
+        "{out}"
+    );
+    assert!(!out.contains("helps at 8000 tokens"), "{out}");
+    assert!(out.contains("arm fb (m), pass rate:"), "{out}");
 }
 
 #[test]

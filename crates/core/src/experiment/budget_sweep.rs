@@ -68,22 +68,23 @@ pub fn parse(file: &Path, table: &toml::Table) -> Result<BudgetSweep, InputError
 
 /// One level's value: a positive number, whole for the keys that count, within the key's range.
 fn level(key: BudgetKey, v: &toml::Value) -> Result<f64, String> {
-    let x = match (v, key.is_integer()) {
-        (toml::Value::Integer(i), _) => *i as f64,
-        (toml::Value::Float(f), false) => *f,
-        (toml::Value::Float(f), true) => {
+    let x = match v {
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) if !key.is_integer() || f.fract() == 0.0 => *f,
+        toml::Value::Float(f) => {
             return Err(format!("{f} is not a whole number of {}", key.unit()));
         }
-        (other, _) => return Err(format!("{other} is not a number")),
+        other => return Err(format!("{other} is not a number")),
     };
-    let max = match key {
-        BudgetKey::MaxSteps | BudgetKey::MaxOutputTokensPerStep => u32::MAX as f64,
-        BudgetKey::MaxTotalTokens => 1e15,
-        BudgetKey::MaxWorkingSeconds => crate::record::design::MAX_BUDGET_SECONDS,
-        BudgetKey::MaxCostUsd => 1e9,
+    // Whole numbers from 1; seconds and money from a thousandth (a level names its arm).
+    let (min, max) = match key {
+        BudgetKey::MaxSteps | BudgetKey::MaxOutputTokensPerStep => (1.0, u32::MAX as f64),
+        BudgetKey::MaxTotalTokens => (1.0, 1e15),
+        BudgetKey::MaxWorkingSeconds => (0.001, crate::record::design::MAX_BUDGET_SECONDS),
+        BudgetKey::MaxCostUsd => (0.001, 1e9),
     };
-    if !(x.is_finite() && x > 0.0 && x <= max) {
-        return Err(format!("{x} is not a positive level of at most {max}"));
+    if !(x.is_finite() && (min..=max).contains(&x)) {
+        return Err(format!("{x} is not a level from {min} to {max}"));
     }
     Ok(x)
 }

@@ -972,8 +972,6 @@ fn external_arm(
     Ok((description, ArmSettings::External(values)))
 }
 
-/// A budget key inside an arm gets its own message: the budget is
-/// experiment-level by design, not a typo.
 /// `[arms.NAME] resources`: the container resources the arm sets, each in range.
 fn arm_resources(
     path: &Path,
@@ -1038,6 +1036,8 @@ fn check_budget_sweep(
     Ok(())
 }
 
+/// A budget key inside an arm gets its own message: the budget is
+/// experiment-level by design, not a typo.
 fn reject_arm_budget_keys(path: &Path, text: &str) -> Result<(), InputError> {
     let Ok(table) = text.parse::<toml::Table>() else { return Ok(()) };
     let Some(toml::Value::Table(arms)) = table.get("arms") else { return Ok(()) };

@@ -46,7 +46,21 @@ impl Arm {
     /// (name, value as text) of every component, in the canonical (builtin)
     /// or declared (external) order.
     pub fn component_values(&self) -> Vec<(String, String)> {
-        self.settings.component_values()
+        let mut values = self.settings.component_values();
+        values.extend(self.resources_set());
+        values
+    }
+
+    /// The container resources the arm sets, as components (`resources.cpus`, `2`).
+    pub fn resources_set(&self) -> Vec<(String, String)> {
+        let unset = Resources::default().values();
+        self.resources
+            .values()
+            .into_iter()
+            .zip(unset)
+            .filter(|(set, unset)| set.1 != unset.1)
+            .map(|((name, value), _)| (name.to_string(), value))
+            .collect()
     }
 
     /// Every component that differs from `other`'s (the harness's, then the resources the arms

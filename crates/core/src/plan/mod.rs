@@ -235,6 +235,7 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
         }
     }
     refuse_resources_without_containers(exp, suite, &task_ids)?;
+    refuse_budget_sweep_that_cannot_run(exp, suite, &task_ids)?;
     let planned = (exp.models.len() as u64)
         * (task_ids.len() as u64)
         * (exp.trials as u64)
@@ -373,6 +374,37 @@ fn refuse_resources_without_containers(
         )),
         None => Ok(()),
     }
+}
+
+/// A budget sweep that could not run as its curves say: with the sequential design (set by
+/// `--until-decided` after the config was checked), or at a working-time level above a task's
+/// own agent timeout (the trial's budget is the smaller, so two levels would run alike).
+fn refuse_budget_sweep_that_cannot_run(
+    exp: &Experiment,
+    suite: &Suite,
+    task_ids: &[&str],
+) -> Result<(), InputError> {
+    use crate::experiment::matrix::BudgetKey;
+    let at = |msg: String| InputError::at(&exp.config_path, "matrix.budget", msg);
+    let levels: Vec<_> =
+        exp.arms.iter().filter_map(|a| a.budget.as_ref().map(|b| b.level)).collect();
+    if levels.is_empty() {
+        return Ok(());
+    }
+    if exp.sequential.is_some() {
+        return Err(at("a budget sweep is not run with the sequential design (`--until-decided` or design = \"sequential\"): its curves compare every level on the same tasks".into()));
+    }
+    let top = levels.iter().filter(|l| l.key == BudgetKey::MaxWorkingSeconds).map(|l| l.value);
+    let Some(top) = top.reduce(f64::max) else { return Ok(()) };
+    for id in task_ids {
+        let timeout = suite.task(id).and_then(|t| t.container.as_ref()?.agent_timeout_sec);
+        if let Some(t) = timeout.filter(|&t| t < top) {
+            return Err(at(format!(
+                "the level {top} s is above task `{id}`'s agent timeout of {t} s, which bounds its trials' working time: levels above it would run alike"
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub fn build(exp: &Experiment, suite: &Suite) -> Result<Plan, InputError> {

@@ -142,7 +142,10 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             }
         };
         let level = arm.budget.as_ref().map(|b| format!("  [at {}]", b.level)).unwrap_or_default();
-        let _ = writeln!(s, "  {:<width$}  {}{origin}{level}", arm.name, arm.settings.summary());
+        let resources: String =
+            arm.resources_set().iter().map(|(k, v)| format!(" {k}={v}")).collect();
+        let summary = arm.settings.summary();
+        let _ = writeln!(s, "  {:<width$}  {summary}{resources}{origin}{level}", arm.name);
     }
     let _ = writeln!(s, "\ncomparisons ({}), effect = treatment - control:", exp.comparisons.len());
     for c in &exp.comparisons {

@@ -24,6 +24,10 @@ pub struct BaselineRow {
     /// The experiment-level budget as JSON.
     pub budget: String,
     pub run_id: String,
+    /// The container resources the arm sets, as JSON; empty when it sets none (and in
+    /// baselines saved before the column existed, which read as none).
+    #[serde(default)]
+    pub resources: String,
 }
 
 /// Why a run gives no baseline: no one (arm, model) is chosen, or it has no finished trial; `what` is `arm` or
@@ -74,6 +78,12 @@ pub fn baseline_of_run(
         .find(|a| a.name == data.arms.name(arm_i))
         .map_or_else(|| data.manifest.budget.clone(), |a| a.budget_under(&data.manifest.budget));
     let budget = serde_json::to_string(&arm_budget).unwrap_or_default();
+    let resources = data
+        .arm_settings
+        .iter()
+        .find(|a| a.name == data.arms.name(arm_i) && !a.resources.is_empty())
+        .map(|a| serde_json::to_string(&a.resources).unwrap_or_default())
+        .unwrap_or_default();
     let mut per_task: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
     for r in data.trials.iter().filter(|r| r.arm == arm_i && r.model == model_i) {
         let e = per_task.entry(r.task).or_default();
@@ -101,6 +111,7 @@ pub fn baseline_of_run(
             suite_digest: data.manifest.suite.digest.clone(),
             budget: budget.clone(),
             run_id: data.manifest.run_id.clone(),
+            resources: resources.clone(),
         })
         .collect())
 }
@@ -224,6 +235,7 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
             suite_digest: text("suite_digest"),
             budget: text("budget"),
             run_id: text("run_id"),
+            resources: text("resources"),
         };
         if let Some(first) = rows.first() {
             let same = [
@@ -232,6 +244,7 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
                 ("model_identity", &first.model_identity, &current.model_identity),
                 ("suite_digest", &first.suite_digest, &current.suite_digest),
                 ("budget", &first.budget, &current.budget),
+                ("resources", &first.resources, &current.resources),
             ];
             if let Some((col, a, b)) = same.iter().find(|(_, a, b)| a != b) {
                 let first_row = first_row_of[&first.task];
@@ -287,6 +300,15 @@ pub fn drifts(base: &[BaselineRow], cand: &[BaselineRow]) -> Vec<String> {
     }
     if b.budget != c.budget {
         out.push(format!("budget: baseline {} vs candidate {}", b.budget, c.budget));
+    }
+    if b.resources != c.resources {
+        let text =
+            |r: &str| if r.is_empty() { "the tasks' own".to_string() } else { r.to_string() };
+        out.push(format!(
+            "container resources: baseline {} vs candidate {}",
+            text(&b.resources),
+            text(&c.resources)
+        ));
     }
     out
 }
@@ -362,6 +384,28 @@ pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<(bool, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn different_arm_set_container_resources_are_a_drift() {
+        let row = |resources: &str| BaselineRow {
+            task: "t".into(),
+            trials: 1,
+            passes: 1,
+            pass_rate: 1.0,
+            arm: "a".into(),
+            model: "m".into(),
+            model_identity: String::new(),
+            suite_digest: "d".into(),
+            budget: "b".into(),
+            run_id: "r".into(),
+            resources: resources.into(),
+        };
+        assert!(drifts(&[row("")], &[row("")]).is_empty());
+        assert_eq!(
+            drifts(&[row("")], &[row("{\"cpus\":2.0}")]),
+            ["container resources: baseline the tasks' own vs candidate {\"cpus\":2.0}"]
+        );
+    }
 
     const HEADER: &str =
         "task,trials,passes,pass_rate,arm,model,model_identity,suite_digest,budget,run_id\n";

@@ -258,6 +258,7 @@ mod tests {
             suite_digest: String::new(),
             budget: String::new(),
             run_id: String::new(),
+            resources: String::new(),
         };
         // scripts/gate_reference.py: 2/2 -> 1/2 has exact p 0.3135 (no evidence at 0.05/2);
         // 10/10 -> 0/10 has 0.0010010 (red); pooled, 12/12 -> 1/12 has 0.0010014: FAIL.

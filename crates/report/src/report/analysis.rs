@@ -159,6 +159,22 @@ pub enum EffectVerdict {
 pub const PROJECTION_CAP: usize = 100_000;
 
 impl EffectVerdict {
+    /// Whether the verdict withholds a reading of the interval because the experiment is not the
+    /// one claimed (not delivered, not comparable, other infrastructure, no usable primary) or
+    /// there is no interval.
+    pub fn withheld(&self) -> bool {
+        matches!(
+            self,
+            EffectVerdict::NotEnoughData
+                | EffectVerdict::NotDelivered { .. }
+                | EffectVerdict::NotComparable { .. }
+                | EffectVerdict::InfrastructureDiffers { .. }
+                | EffectVerdict::ContainersDiffer { .. }
+                | EffectVerdict::InfrastructureStopped { .. }
+                | EffectVerdict::PrimaryUnusable { .. }
+        )
+    }
+
     /// One word: `helps`, `hurts`, `n.s.` (no effect shown) or `n/a`.
     pub fn short(&self) -> &'static str {
         match self {
@@ -691,6 +707,10 @@ pub fn analyse(data: &RunData) -> Report {
         };
         let guard = matrix::guard(&c.name, ca, ta);
         let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
+        if let Err(e @ matrix::GuardError::BudgetsDiffer { .. }) = &guard {
+            refused.push(format!("not shown: {e}"));
+            continue;
+        }
         if is_ablation && let Err(e) = &guard {
             refused.push(format!("not shown as an ablation: {e}"));
             continue;
@@ -875,8 +895,15 @@ pub fn analyse(data: &RunData) -> Report {
         delivery::check(data, e);
         containers::check(data, &groups, e);
     }
-    let budget_curves =
-        budget::curves(&budget::Inputs { data, groups: &groups, primary: &primary, alpha, test });
+    let effects: Vec<&EffectReport> = ablations.iter().chain(&combined).collect();
+    let budget_curves = budget::curves(&budget::Inputs {
+        data,
+        groups: &groups,
+        primary: &primary,
+        alpha,
+        test,
+        effects: &effects,
+    });
     Report {
         run_id: data.manifest.run_id.clone(),
         experiment: data.manifest.experiment.name.clone(),

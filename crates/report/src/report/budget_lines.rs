@@ -2,7 +2,7 @@
 //! report.md and report.html: the sweep in a heading line, then each curve's points and what
 //! they show (where an effect changes sign, where a curve stops growing).
 
-use super::analysis::budget::{BudgetCurves, Curve, Step};
+use super::analysis::budget::{BudgetCurves, Curve, NotDrawnWhy, Step};
 use super::format::{margin_pp, pct, pp};
 use ablate_core::experiment::matrix::{BudgetKey, BudgetLevel};
 
@@ -35,10 +35,19 @@ pub fn lines(c: &BudgetCurves, primary: &str) -> Vec<String> {
         out.push(format!("  {}", sign(c.key, curve)));
         out.push(format!("  {}", growth(c.key, curve, "grows", "shrinks")));
     }
-    for (of, model) in &c.not_drawn {
-        out.push(format!(
-            "{of} ({model}): no curve; a trial's {outcome} is missing or outside [0, 1]"
-        ));
+    for n in &c.not_drawn {
+        let why = match &n.why {
+            NotDrawnWhy::PrimaryUnusable => {
+                format!("a trial's {outcome} is missing or outside [0, 1]")
+            }
+            NotDrawnWhy::Refused { level: l } => {
+                format!("its comparison at {} was refused", level(c.key, *l))
+            }
+            NotDrawnWhy::Withheld { level: l, verdict } => {
+                format!("at {}, {verdict}", level(c.key, *l))
+            }
+        };
+        out.push(format!("{} ({}): no curve; {why}", n.of, n.model));
     }
     out
 }
@@ -85,6 +94,9 @@ fn sign(key: BudgetKey, c: &Curve) -> String {
 
 /// The steps that rise or fall detectably, and the level past which the curve stops growing.
 fn growth(key: BudgetKey, c: &Curve, rises: &str, falls: &str) -> String {
+    if c.steps.is_empty() {
+        return "one level: no step between levels".to_string();
+    }
     if c.steps.iter().all(|s| !s.lo.is_finite()) {
         return "steps: no interval (fewer than two tasks)".to_string();
     }

@@ -7,6 +7,7 @@
 
 use super::containers::Groups;
 use super::primary::{Primary, unusable};
+use super::{EffectReport, EffectVerdict};
 use super::{by_task, rate_interval};
 use crate::report::load::{Row, RunData};
 use crate::report::stats::{self, SignFlipTest};
@@ -23,8 +24,28 @@ pub struct BudgetCurves {
     pub arms: Vec<Curve>,
     /// Each comparison's paired effect against the level.
     pub effects: Vec<Curve>,
-    /// Curves not drawn: (arm or comparison, model) whose primary is missing or outside [0, 1].
-    pub not_drawn: Vec<(String, String)>,
+    /// Curves not drawn, and why.
+    pub not_drawn: Vec<NotDrawn>,
+}
+
+/// A curve the report does not draw: the arm or comparison, the model, the reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotDrawn {
+    pub of: String,
+    pub model: String,
+    pub why: NotDrawnWhy,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NotDrawnWhy {
+    /// A trial's primary outcome is missing or outside [0, 1].
+    PrimaryUnusable,
+    /// The comparison at `level` was refused (the analysis's guard).
+    Refused { level: f64 },
+    /// The comparison at `level` has no verdict to read (`EffectVerdict::withheld`): the curve
+    /// would show an effect of an experiment that did not happen as claimed.
+    Withheld { level: f64, verdict: EffectVerdict },
 }
 
 /// One curve: an arm's outcome or a comparison's effect at each level it has trials at.
@@ -94,6 +115,9 @@ pub(super) struct Inputs<'a> {
     pub primary: &'a Primary,
     pub alpha: f64,
     pub test: SignFlipTest,
+    /// The run's effects, their verdicts checked: a level whose effect is missing (refused) or
+    /// withheld leaves its curve undrawn.
+    pub effects: &'a [&'a EffectReport],
 }
 
 /// The run's budget curves; None when it has no budget sweep.
@@ -115,30 +139,55 @@ pub(super) fn curves(x: &Inputs<'_>) -> Option<BudgetCurves> {
         let at: Vec<(f64, &str)> =
             swept.iter().filter(|s| s.1 == base).map(|s| (s.2.value, s.0)).collect();
         for model in models.clone() {
-            let series: Vec<(f64, Vec<Vec<f64>>)> =
+            let mut series: Vec<(f64, Vec<Vec<f64>>)> =
                 at.iter().filter_map(|&(l, arm)| Some((l, x.outcomes(model, arm)?))).collect();
+            series.sort_by(|a, b| a.0.total_cmp(&b.0));
             push(&mut out, base, x.data.models.name(model), arm_curve(x, &series), true);
         }
     }
     let comparisons = x.data.manifest.comparisons();
-    let swept_comparisons: Vec<_> = comparisons.iter().filter(|c| c.budget.is_some()).collect();
-    for base in
-        first_seen(swept_comparisons.iter().filter_map(|c| Some(c.budget.as_ref()?.of.as_str())))
-    {
+    let swept: Vec<_> = comparisons.iter().filter(|c| c.budget.is_some()).collect();
+    for base in first_seen(swept.iter().filter_map(|c| Some(c.budget.as_ref()?.of.as_str()))) {
         for model in models.clone() {
-            let series: Vec<(f64, Paired)> = swept_comparisons
-                .iter()
-                .filter_map(|c| {
-                    let b = c.budget.as_ref().filter(|b| b.of == base)?;
-                    let pair =
-                        paired(x.outcomes(model, &c.control)?, x.outcomes(model, &c.treatment)?);
-                    Some((b.level.value, pair))
-                })
-                .collect();
-            push(&mut out, base, x.data.models.name(model), effect_curve(x, &series), false);
+            let name = x.data.models.name(model);
+            let at_levels =
+                swept.iter().copied().filter(|c| c.budget.as_ref().is_some_and(|b| b.of == base));
+            let drawn = match effect_series(x, at_levels, model) {
+                Ok(series) => effect_curve(x, &series),
+                Err(why) => Drawn::Not(why),
+            };
+            push(&mut out, base, name, drawn, false);
         }
     }
     Some(out)
+}
+
+/// A swept comparison's paired outcomes at each level (increasing), or why its curve is not
+/// drawn: a level whose effect was refused, or whose verdict is withheld.
+fn effect_series<'c>(
+    x: &Inputs<'_>,
+    at_levels: impl Iterator<Item = &'c ablate_core::experiment::matrix::Comparison>,
+    model: u32,
+) -> Result<Vec<(f64, Paired)>, NotDrawnWhy> {
+    let model_name = x.data.models.name(model);
+    let mut series = Vec::new();
+    for c in at_levels {
+        let level = c.budget.as_ref().map_or(f64::NAN, |b| b.level.value);
+        let (Some(ct), Some(tt)) = (x.outcomes(model, &c.control), x.outcomes(model, &c.treatment))
+        else {
+            continue;
+        };
+        let effect = x.effects.iter().find(|e| e.name == c.name && e.model == model_name);
+        match effect {
+            None => return Err(NotDrawnWhy::Refused { level }),
+            Some(e) if e.verdict.withheld() => {
+                return Err(NotDrawnWhy::Withheld { level, verdict: e.verdict.clone() });
+            }
+            Some(_) => series.push((level, paired(ct, tt))),
+        }
+    }
+    series.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(series)
 }
 
 /// The names in the order first seen, each once.
@@ -157,7 +206,7 @@ fn push(out: &mut BudgetCurves, of: &str, model: &str, curve: Drawn, arm: bool) 
     let (of, model) = (of.to_string(), model.to_string());
     match curve {
         Drawn::Empty => {}
-        Drawn::Unusable => out.not_drawn.push((of, model)),
+        Drawn::Not(why) => out.not_drawn.push(NotDrawn { of, model, why }),
         Drawn::Curve { points, steps, band_level } => {
             let c = Curve { of, model, points, band_level, steps };
             if arm { out.arms.push(c) } else { out.effects.push(c) }
@@ -168,8 +217,8 @@ fn push(out: &mut BudgetCurves, of: &str, model: &str, curve: Drawn, arm: bool) 
 enum Drawn {
     /// No level has trials.
     Empty,
-    /// A trial's primary is missing or outside [0, 1].
-    Unusable,
+    /// Not drawn, and why.
+    Not(NotDrawnWhy),
     Curve {
         points: Vec<Point>,
         steps: Vec<Step>,
@@ -178,7 +227,7 @@ enum Drawn {
 }
 
 /// A comparison's outcomes by task, kept only where both arms ran the task.
-type Paired = (Vec<Vec<f64>>, Vec<Vec<f64>>);
+pub(crate) type Paired = (Vec<Vec<f64>>, Vec<Vec<f64>>);
 
 fn paired(mut c: Vec<Vec<f64>>, mut t: Vec<Vec<f64>>) -> Paired {
     for (a, b) in c.iter_mut().zip(t.iter_mut()) {
@@ -211,7 +260,7 @@ fn arm_curve(x: &Inputs<'_>, series: &[(f64, Vec<Vec<f64>>)]) -> Drawn {
         return Drawn::Empty;
     }
     if series.iter().any(|(_, o)| unusable([o, &[]]).is_some()) {
-        return Drawn::Unusable;
+        return Drawn::Not(NotDrawnWhy::PrimaryUnusable);
     }
     let conf = x.each(series.len());
     let points = series
@@ -239,7 +288,7 @@ fn effect_curve(x: &Inputs<'_>, series: &[(f64, Paired)]) -> Drawn {
         return Drawn::Empty;
     }
     if series.iter().any(|(_, (c, t))| unusable([c, t]).is_some()) {
-        return Drawn::Unusable;
+        return Drawn::Not(NotDrawnWhy::PrimaryUnusable);
     }
     let conf = x.each(series.len());
     let points = series
@@ -259,11 +308,30 @@ fn effect_curve(x: &Inputs<'_>, series: &[(f64, Paired)]) -> Drawn {
     let steps = series
         .windows(2)
         .map(|w| {
-            let (a, b) = paired(task_effects(&w[0].1), task_effects(&w[1].1));
-            step(w[0].0, w[1].0, stats::paired_inference_by(&a, &b, step_conf, x.test))
+            let (change, lo, hi) = effect_change(&w[0].1, &w[1].1, step_conf, x.test);
+            Step { from: w[0].0, to: w[1].0, change, lo, hi }
         })
         .collect();
     Drawn::Curve { points, steps, band_level: conf }
+}
+
+/// The change of a comparison's effect from one level to the next, over the tasks both have:
+/// each task's effect at the higher level minus its effect at the lower, with the sign-flip
+/// interval at `conf`. An effect lies in [-1, 1], so a change lies in [-2, 2]: the inference
+/// runs on half of each effect (in [-0.5, 0.5], as the test's range requires) and is doubled.
+/// (change, lo, hi); no interval from fewer than two tasks.
+pub(crate) fn effect_change(
+    lower: &Paired,
+    higher: &Paired,
+    conf: f64,
+    test: SignFlipTest,
+) -> (f64, f64, f64) {
+    let half = |p: &Paired| -> Vec<Vec<f64>> {
+        task_effects(p).into_iter().map(|v| v.into_iter().map(|d| d / 2.0).collect()).collect()
+    };
+    let (a, b) = paired(half(lower), half(higher));
+    let s = step(0.0, 0.0, stats::paired_inference_by(&a, &b, conf, test));
+    (2.0 * s.change, 2.0 * s.lo, 2.0 * s.hi)
 }
 
 /// Each task's effect (treatment mean minus control mean) as its one value; no value where the

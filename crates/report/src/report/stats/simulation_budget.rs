@@ -2,11 +2,12 @@
 //! known truth: three levels, the same tasks at each; the treatment's effect grows from 0 to
 //! `top` (0, top / 2, top), each task moved in proportion to its room as in
 //! `simulation::Cell`. A band covers when every level's interval, each at `1 - alpha / 3`, holds
-//! its true value at once; the steps' when both steps' intervals, each at `1 - alpha / 2`, hold
-//! theirs. The table is in docs/statistics.md, "Budget curves".
+//! its true value at once; the steps' when both steps' intervals (`analysis::budget::effect_change`),
+//! each at `1 - alpha / 2`, hold theirs. The table is in docs/statistics.md, "Budget curves".
 
 use super::simulation::{SplitMix64, Table, reps, slack};
 use super::*;
+use crate::report::analysis::budget::effect_change;
 
 /// A level's outcomes by task: the control's and the treatment's.
 type Level = (Vec<Vec<f64>>, Vec<Vec<f64>>);
@@ -30,11 +31,6 @@ fn draw(
         }
         (c, t)
     })
-}
-
-/// Each task's treatment minus control mean, as its one value.
-fn task_effects((c, t): &Level) -> Vec<Vec<f64>> {
-    c.iter().zip(t).map(|(a, b)| vec![mean(b) - mean(a)]).collect()
 }
 
 #[test]
@@ -73,11 +69,14 @@ fn simulation_budget_bands() {
                             e.lo <= truth && truth <= e.hi
                         };
                         let step = |j: usize| {
-                            let (a, b) = (task_effects(&levels[j]), task_effects(&levels[j + 1]));
-                            let i =
-                                paired_inference_by(&a, &b, 1.0 - alpha / 2.0, SignFlipTest::MidP);
+                            let (_, lo, hi) = effect_change(
+                                &levels[j],
+                                &levels[j + 1],
+                                1.0 - alpha / 2.0,
+                                SignFlipTest::MidP,
+                            );
                             let truth = effects[j + 1] - effects[j];
-                            i.lo <= truth && truth <= i.hi
+                            lo <= truth && truth <= hi
                         };
                         hits[0] += usize::from((0..3).all(|j| arm(&levels[j], j)));
                         hits[1] += usize::from((0..3).all(|j| band(&levels[j], j)));
