@@ -1037,28 +1037,19 @@ fn arms_that_ran_on_different_containers_get_no_verdict() {
     assert!(effects.iter().any(|e| e["control"] == "bare"), "the run compares bare");
 }
 
+/// A config's `[experiment]` (its keys given), then a budget and a model no trial reaches.
+fn with_budget_and_model(experiment: &str) -> String {
+    format!(
+        "[experiment]\n{experiment}\n\n[budget]\nmax_steps = 3\nmax_output_tokens_per_step = 256\nmax_total_tokens = 12000\nmax_working_seconds = 90\n\n[[models]]\nprovider = \"openai\"\nmodel = \"m\"\nendpoint = \"http://127.0.0.1:1\"\ntemperature = 0.7\n"
+    )
+}
+
 /// A budget sweep of one ablation over 14 tasks: the feedback arm passes 20% of its trials at
 /// 4000 tokens and 90% at 8000 and 16000; the bare arm 20% at every level.
 fn generate_budget_sweep(dir: &Path) -> PathBuf {
-    let config = r#"
-[experiment]
-name = "budget-sweep"
-suite = "../tasks/core"
-trials = 4
-seed = 3
-
-[budget]
-max_steps = 3
-max_output_tokens_per_step = 256
-max_total_tokens = 12000
-max_working_seconds = 90
-
-[[models]]
-provider = "openai"
-model = "m"
-endpoint = "http://127.0.0.1:1"
-temperature = 0.7
-
+    let config = with_budget_and_model(
+        "name = \"budget-sweep\"\nsuite = \"../tasks/core\"\ntrials = 4\nseed = 3",
+    ) + r#"
 [arms.bare]
 [arms.fb]
 feedback = true
@@ -1071,7 +1062,7 @@ treatment = "fb"
 max_total_tokens = [4000, 8000, 16000]
 "#;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/budget-sweep.toml");
-    let exp = ablate::experiment::config::load_str(&path, config).unwrap();
+    let exp = ablate::experiment::config::load_str(&path, &config).unwrap();
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
     let run = dir.join("run");
@@ -1189,25 +1180,9 @@ fn a_budget_sweep_draws_each_arm_and_effect_against_the_budget() {
 #[test]
 fn limits_the_arms_set_on_purpose_are_the_treatment_not_a_difference_of_infrastructure() {
     let dir = tempfile::tempdir().unwrap();
-    let config = r#"
-[experiment]
-name = "resources"
-suite = "../tasks/terminal"
-trials = 3
-seed = 2
-
-[budget]
-max_steps = 3
-max_output_tokens_per_step = 256
-max_total_tokens = 12000
-max_working_seconds = 90
-
-[[models]]
-provider = "openai"
-model = "m"
-endpoint = "http://127.0.0.1:1"
-temperature = 0.7
-
+    let config = with_budget_and_model(
+        "name = \"resources\"\nsuite = \"../tasks/terminal\"\ntrials = 3\nseed = 2",
+    ) + r#"
 [arms.one]
 resources = { cpus = 1 }
 [arms.two]
@@ -1218,7 +1193,7 @@ control = "one"
 treatment = "two"
 "#;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/resources.toml");
-    let exp = ablate::experiment::config::load_str(&path, config).unwrap();
+    let exp = ablate::experiment::config::load_str(&path, &config).unwrap();
     assert_eq!(exp.comparisons[0].differs[0].component, "resources.cpus");
     let suite = ablate::suite::load(&exp.suite_path).unwrap();
     let plan = ablate::plan::build(&exp, &suite).unwrap();
