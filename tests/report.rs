@@ -950,7 +950,7 @@ fn generate_with_primary(dir: &Path, primary: &str) -> PathBuf {
 /// from trials.csv (tests_passed / tests_total a trial, the mean a task, treatment - control a
 /// task, the mean over tasks); the report says what it decides on. A primary that is no score
 /// in [0, 1] (`harness.tool_calls`, 2 to 8 a trial) gives no verdict and says why; the gate
-/// refuses a run with a primary outcome by name.
+/// decides on the primary too.
 #[test]
 fn a_primary_outcome_is_what_the_verdicts_decide_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -990,15 +990,77 @@ fn a_primary_outcome_is_what_the_verdicts_decide_on() {
             "{e:?}"
         );
     }
+    gate_decides_on_the_primary(&run, dir.path());
+}
+
+/// The gate on a run whose primary is `tests_passed`: the baseline saves each task's sum of
+/// the fraction of tests passed (recomputed here from trials.csv); the verdict is the
+/// stratified test's on those sums, as scripts/gate_reference.py's `strat_verdict` gives it
+/// (its own implementation, run here); a candidate of another outcome is refused by name.
+fn gate_decides_on_the_primary(run: &Path, dir: &Path) {
+    let baseline = dir.join("baseline.csv");
+    let (code, out, err) = ablate(&[
+        "baseline",
+        "save",
+        run.to_str().unwrap(),
+        "--arm",
+        "full",
+        "-o",
+        baseline.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let trials = csv_rows(&run.join("trials.csv"));
+    let rows = csv_rows(&baseline);
+    let mut counts = Vec::new();
+    for row in &rows {
+        assert_eq!(row["primary"], "tests_passed");
+        let sum: f64 = trials
+            .iter()
+            .filter(|t| t["arm"] == "full" && t["task"] == row["task"] && t["counted"] == "true")
+            .map(|t| {
+                t["tests_passed"].parse::<f64>().unwrap() / t["tests_total"].parse::<f64>().unwrap()
+            })
+            .sum();
+        let score: f64 = row["score"].parse().unwrap();
+        assert!((score - sum).abs() < 1e-9, "{row:?}: {sum}");
+        counts.push(format!("({score},{},{score},{})", row["trials"], row["trials"]));
+    }
     let (code, out, err) = ablate(&[
         "gate",
         "--baseline",
-        run.to_str().unwrap(),
+        baseline.to_str().unwrap(),
         "--candidate",
         run.to_str().unwrap(),
+        "--arm",
+        "full",
     ]);
-    assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("experiment.primary") && err.contains("tests_passed"), "{err}");
+    let script = format!(
+        "import sys; sys.path.insert(0, 'scripts'); import gate_reference as g; print(g.strat_verdict([{}], 0.05, 0.05))",
+        counts.join(",")
+    );
+    let reference = Command::new("python3").arg("-c").arg(&script).output().unwrap();
+    let want = String::from_utf8_lossy(&reference.stdout).trim().to_string();
+    assert!(out.starts_with(&format!("gate: {want} ")), "{want}: {out}{err}");
+    let exit = match want.as_str() {
+        "PASS" => 0,
+        "FAIL" => 1,
+        _ => 3,
+    };
+    assert_eq!(code, exit, "{out}{err}");
+    assert!(out.contains("mean of the primary outcome `tests_passed`"), "{out}");
+    // A candidate deciding on the pass rate against this baseline: refused, naming both.
+    let other = generate(&dir.join("other"), 3, rate);
+    let (code, _, err) = ablate(&[
+        "gate",
+        "--baseline",
+        baseline.to_str().unwrap(),
+        "--candidate",
+        other.to_str().unwrap(),
+        "--arm",
+        "full",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("experiment.primary") && err.contains("`tests_passed`"), "{err}");
 }
 
 /// Container runs are recorded data: every trial says what engine and limits its container had,

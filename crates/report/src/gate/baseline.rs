@@ -28,6 +28,29 @@ pub struct BaselineRow {
     /// baselines saved before the column existed, which read as none).
     #[serde(default)]
     pub resources: String,
+    /// The run's primary outcome (`[experiment] primary`), empty for the pass rate; and the sum
+    /// of its scores over the task's trials (the passes, for the pass rate). Baselines saved
+    /// before these columns existed read as the pass rate.
+    #[serde(default)]
+    pub primary: String,
+    #[serde(default)]
+    pub score: f64,
+}
+
+impl BaselineRow {
+    /// What the gate's tests count a task's trials as: its passes, or its primary's score sum.
+    pub fn successes(&self) -> f64 {
+        if self.primary.is_empty() { f64::from(self.passes) } else { self.score }
+    }
+
+    /// `11/12`, or a score sum `8.25/12`.
+    pub fn tally(&self) -> String {
+        if self.primary.is_empty() {
+            format!("{}/{}", self.passes, self.trials)
+        } else {
+            format!("{:.2}/{}", self.score, self.trials)
+        }
+    }
 }
 
 /// Why a run gives no baseline: no one (arm, model) is chosen, or it has no finished trial; `what` is `arm` or
@@ -40,6 +63,10 @@ pub enum NoBaseline {
     Several { what: &'static str, has: String },
     #[error("no finished trials for arm `{arm}` and model `{model}`")]
     NoTrials { arm: String, model: String },
+    #[error(
+        "a trial of task `{task}` has no score of the run's primary outcome `{primary}` in [0, 1]: the gate decides on it"
+    )]
+    Unscored { primary: String, task: String },
 }
 
 /// Per-task pass counts of one (arm, model) of a run, with its identity.
@@ -71,27 +98,14 @@ pub fn baseline_of_run(
         .find(|m| m.name == model_name)
         .and_then(|m| m.identity.clone())
         .unwrap_or_default();
-    // The arm's own budget: a budget sweep's arm runs at its level.
-    let arm_budget = data
-        .arm_settings
-        .iter()
-        .find(|a| a.name == data.arms.name(arm_i))
-        .map_or_else(|| data.manifest.budget.clone(), |a| a.budget_under(&data.manifest.budget));
-    let budget = serde_json::to_string(&arm_budget).unwrap_or_default();
-    let resources = data
-        .arm_settings
-        .iter()
-        .find(|a| a.name == data.arms.name(arm_i) && !a.resources.is_empty())
-        .map(|a| serde_json::to_string(&a.resources).unwrap_or_default())
-        .unwrap_or_default();
-    let mut per_task: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
-    for r in data.trials.iter().filter(|r| r.arm == arm_i && r.model == model_i) {
-        let e = per_task.entry(r.task).or_default();
-        e.0 += 1;
-        if r.status == TrialStatus::Passed {
-            e.1 += 1;
-        }
-    }
+    let (budget, resources) = arm_facts(data, arm_i);
+    let primary = crate::report::analysis::primary::Primary::of(data);
+    let primary_name = if primary == crate::report::analysis::primary::Primary::PassRate {
+        String::new()
+    } else {
+        primary.name().to_string()
+    };
+    let per_task = tally(data, (arm_i, model_i), &primary)?;
     if per_task.is_empty() {
         return Err(NoBaseline::NoTrials {
             arm: data.arms.name(arm_i).to_string(),
@@ -100,7 +114,7 @@ pub fn baseline_of_run(
     }
     Ok(per_task
         .into_iter()
-        .map(|(t, (n, p))| BaselineRow {
+        .map(|(t, (n, p, score))| BaselineRow {
             task: data.tasks.name(t).to_string(),
             trials: n,
             passes: p,
@@ -112,8 +126,48 @@ pub fn baseline_of_run(
             budget: budget.clone(),
             run_id: data.manifest.run_id.clone(),
             resources: resources.clone(),
+            primary: primary_name.clone(),
+            score,
         })
         .collect())
+}
+
+/// The arm's budget (a budget sweep's arm at its level) and the container resources it sets,
+/// as JSON (empty when it sets none).
+fn arm_facts(data: &RunData, arm: u32) -> (String, String) {
+    let settings = data.arm_settings.iter().find(|a| a.name == data.arms.name(arm));
+    let budget = settings
+        .map_or_else(|| data.manifest.budget.clone(), |a| a.budget_under(&data.manifest.budget));
+    let resources = settings
+        .filter(|a| !a.resources.is_empty())
+        .map(|a| serde_json::to_string(&a.resources).unwrap_or_default())
+        .unwrap_or_default();
+    (serde_json::to_string(&budget).unwrap_or_default(), resources)
+}
+
+/// Per task of one (arm, model): trials, passes and the primary's score sum. A trial that ended
+/// in an infrastructure error scores 0, as it counts as not passed; one without a score in
+/// [0, 1] gives no baseline.
+fn tally(
+    data: &RunData,
+    (arm, model): (u32, u32),
+    primary: &crate::report::analysis::primary::Primary,
+) -> Result<BTreeMap<u32, (u32, u32, f64)>, NoBaseline> {
+    let mut per_task: BTreeMap<u32, (u32, u32, f64)> = BTreeMap::new();
+    for r in data.trials.iter().filter(|r| r.arm == arm && r.model == model) {
+        let e = per_task.entry(r.task).or_default();
+        e.0 += 1;
+        if r.status == TrialStatus::Passed {
+            e.1 += 1;
+        }
+        let score = if r.status.is_infrastructure_error() { 0.0 } else { primary.value(data, r) };
+        if !(0.0..=1.0).contains(&score) {
+            let task = data.tasks.name(r.task).to_string();
+            return Err(NoBaseline::Unscored { primary: primary.name().to_string(), task });
+        }
+        e.2 += score;
+    }
+    Ok(per_task)
 }
 
 pub fn write_baseline(path: &Path, rows: &[BaselineRow]) -> std::io::Result<()> {
@@ -224,6 +278,22 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
             ));
         }
         let text = |col: &str| field(col).to_string();
+        let primary = text("primary");
+        let score = if primary.is_empty() {
+            f64::from(passes)
+        } else {
+            let v = field("score");
+            match v.parse::<f64>() {
+                Ok(x) if (0.0..=f64::from(trials)).contains(&x) => x,
+                _ => {
+                    return Err(bad(
+                        row,
+                        "score",
+                        format!("`{v}` is not a score sum from 0 to the {trials} trials"),
+                    ));
+                }
+            }
+        };
         let current = BaselineRow {
             task,
             trials,
@@ -236,6 +306,8 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
             budget: text("budget"),
             run_id: text("run_id"),
             resources: text("resources"),
+            primary,
+            score,
         };
         if let Some(first) = rows.first() {
             let same = [
@@ -245,6 +317,7 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
                 ("suite_digest", &first.suite_digest, &current.suite_digest),
                 ("budget", &first.budget, &current.budget),
                 ("resources", &first.resources, &current.resources),
+                ("primary", &first.primary, &current.primary),
             ];
             if let Some((col, a, b)) = same.iter().find(|(_, a, b)| a != b) {
                 let first_row = first_row_of[&first.task];
@@ -399,6 +472,8 @@ mod tests {
             budget: "b".into(),
             run_id: "r".into(),
             resources: resources.into(),
+            primary: String::new(),
+            score: 1.0,
         };
         assert!(drifts(&[row("")], &[row("")]).is_empty());
         assert_eq!(

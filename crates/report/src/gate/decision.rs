@@ -66,9 +66,11 @@ pub const STRATIFIED_FROM_TRIALS: u32 = 5;
 /// [`STRATIFIED_FROM_TRIALS`] trials a task on each side, pooled exact below.
 pub fn gate_test(pairs: &[(&BaselineRow, &BaselineRow)]) -> GateTest {
     let fewest = pairs.iter().map(|(b, c)| b.trials.min(c.trials)).min().unwrap_or(0);
+    // A primary's scores are no pass counts: the exact tests do not apply, the stratified one does.
+    let scored = pairs.first().is_some_and(|(b, _)| !b.primary.is_empty());
     if super::baseline::unequal_trials(pairs).is_some() {
         GateTest::StratifiedPartial
-    } else if fewest >= STRATIFIED_FROM_TRIALS {
+    } else if scored || fewest >= STRATIFIED_FROM_TRIALS {
         GateTest::Stratified
     } else {
         GateTest::PooledExact
@@ -101,9 +103,34 @@ pub struct Decision {
     pub null_se: Option<[(f64, f64); 3]>,
     pub margin: f64,
     pub alpha: f64,
+    /// The primary outcome decided on and each side's score sum over the paired tasks; None for
+    /// the pass rate.
+    pub scored: Option<Scored>,
+}
+
+/// A gate on a primary outcome: its name and each side's sum of scores.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scored {
+    pub primary: String,
+    pub baseline: f64,
+    pub candidate: f64,
 }
 
 impl Decision {
+    /// `x/n -> y/m` of the pooled passes, or of the score sums with a primary outcome.
+    pub fn tallies(&self) -> (String, String) {
+        match &self.scored {
+            Some(s) => (
+                format!("{:.2}/{}", s.baseline, self.baseline_trials),
+                format!("{:.2}/{}", s.candidate, self.candidate_trials),
+            ),
+            None => (
+                format!("{}/{}", self.baseline_passes, self.baseline_trials),
+                format!("{}/{}", self.candidate_passes, self.candidate_trials),
+            ),
+        }
+    }
+
     /// The verdict in the report's words, from the verdict and the same
     /// exact tests (never from the bisected bounds, which need not agree
     /// with the tests: the non-inferiority p-value is not monotone in the
@@ -376,6 +403,7 @@ pub fn decide_counts(
         null_se: None,
         margin,
         alpha,
+        scored: None,
     }
 }
 
@@ -459,7 +487,7 @@ pub fn decide_stratified(
     let counts: Vec<(f64, f64, f64, f64)> = pairs
         .iter()
         .filter(|(b, c)| b.trials > 0 && c.trials > 0)
-        .map(|(b, c)| (b.passes as f64, b.trials as f64, c.passes as f64, c.trials as f64))
+        .map(|(b, c)| (b.successes(), b.trials as f64, c.successes(), c.trials as f64))
         .collect();
     let Stratified { verdict, mean, null_se, p_non_inferior, p_regression } =
         stratified_verdict(&counts, alpha, margin);
@@ -485,6 +513,11 @@ pub fn decide_stratified(
         null_se: Some(null_se),
         margin,
         alpha,
+        scored: pairs.first().filter(|(b, _)| !b.primary.is_empty()).map(|(b, _)| Scored {
+            primary: b.primary.clone(),
+            baseline: pairs.iter().map(|p| p.0.successes()).sum(),
+            candidate: pairs.iter().map(|p| p.1.successes()).sum(),
+        }),
     }
 }
 
@@ -544,8 +577,13 @@ fn stratified_verdict(counts: &[(f64, f64, f64, f64)], alpha: f64, margin: f64) 
 /// test on its counts at `alpha / tasks` (Bonferroni over the tasks, so that
 /// an unchanged candidate shows no red task in at least 1 - alpha of runs).
 pub fn task_regressed(b: &BaselineRow, c: &BaselineRow, alpha: f64, tasks: usize) -> bool {
-    regression_p(b.passes as u64, b.trials as u64, c.passes as u64, c.trials as u64, 0.0)
-        <= alpha / tasks.max(1) as f64
+    let level = alpha / tasks.max(1) as f64;
+    if !b.primary.is_empty() {
+        // Scores: the stratified test on the one task, at the same level.
+        let counts = [(b.successes(), f64::from(b.trials), c.successes(), f64::from(c.trials))];
+        return stratified_verdict(&counts, level, 0.0).p_regression <= level;
+    }
+    regression_p(b.passes as u64, b.trials as u64, c.passes as u64, c.trials as u64, 0.0) <= level
 }
 
 /// Operating characteristics of the rule at the sizes at hand.
@@ -688,7 +726,7 @@ pub fn stratified_characteristics(
     let sizes: Vec<(f64, u32, u32)> = pairs
         .iter()
         .filter(|(b, c)| b.trials > 0 && c.trials > 0)
-        .map(|(b, c)| (b.passes as f64 / b.trials as f64, b.trials, c.trials))
+        .map(|(b, c)| (b.successes() / b.trials as f64, b.trials, c.trials))
         .collect();
     let mean_p = sizes.iter().map(|s| s.0).sum::<f64>() / sizes.len().max(1) as f64;
     let mut rng = stats::SplitMix64(0x6A7E_0C00_0000_0001);
@@ -999,6 +1037,92 @@ mod tests {
             }
         }
         tally.map(|rule| rule.map(|n| n as f64 / reps as f64))
+    }
+
+    /// One replication of the gate on scores: `tasks` task means Beta (mean 0.5, ICC 0.3), each
+    /// trial's score Beta with its task's mean and `a + b = 2`; the candidate's task means
+    /// scaled so that these tasks' mean falls by `drop` exactly. The verdict of the rule the gate
+    /// uses for a primary outcome (the stratified test on score sums, [`gate_test`]).
+    fn scored_verdict(
+        rng: &mut crate::report::stats::simulation::SplitMix64,
+        (tasks, trials): (usize, u32),
+        drop: f64,
+        margin: f64,
+    ) -> Verdict {
+        let s = 0.7 / 0.3;
+        let means: Vec<f64> =
+            (0..tasks).map(|_| rng.beta(0.5 * s, 0.5 * s).clamp(0.001, 0.999)).collect();
+        let mean = means.iter().sum::<f64>() / tasks as f64;
+        let mut sum = |mu: f64| -> f64 {
+            let mu = mu.clamp(0.001, 0.999);
+            (0..trials).map(|_| rng.beta(mu * 2.0, (1.0 - mu) * 2.0)).sum()
+        };
+        let rows: Vec<(BaselineRow, BaselineRow)> = means
+            .iter()
+            .map(|&mu| {
+                let row = |score: f64| BaselineRow {
+                    task: String::new(),
+                    trials,
+                    passes: 0,
+                    pass_rate: 0.0,
+                    arm: String::new(),
+                    model: String::new(),
+                    model_identity: String::new(),
+                    suite_digest: String::new(),
+                    budget: String::new(),
+                    run_id: String::new(),
+                    resources: String::new(),
+                    primary: "reward.score".into(),
+                    score,
+                };
+                (row(sum(mu)), row(sum(mu * (1.0 - drop / mean))))
+            })
+            .collect();
+        let pairs: Vec<(&BaselineRow, &BaselineRow)> = rows.iter().map(|(b, c)| (b, c)).collect();
+        assert_eq!(gate_test(&pairs), GateTest::Stratified, "scores are tested stratified");
+        decide_stratified(&pairs, 0.05, margin, GateTest::Stratified).verdict
+    }
+
+    /// The gate on a primary outcome's scores in [0, 1] (`scored_verdict`): false FAIL with no
+    /// change and false PASS at a drop of the margin, over 8, 14 and 40 tasks, 1, 2 and 5 trials a
+    /// task, margins 5 and 20 pp. Asserted: both at most alpha plus 3 simulation standard errors
+    /// in every cell. The stratified test's variance is a pass's at the task's mean, which bounds
+    /// a score's (Bhatia-Davis): the test is conservative on scores.
+    #[test]
+    fn simulation_gate_scores() {
+        use crate::report::stats::simulation::{SplitMix64, reps, slack};
+        let mut out = Table::default();
+        let (alpha, reps) = (0.05, reps(STRATIFIED_REPS));
+        let limit = alpha + slack(alpha, reps);
+        let mut rng = SplitMix64(0x6A7E_5C0E_0000_0001);
+        out.line(format_args!("simulation_gate_scores: {reps} replications a cell, alpha {alpha}; scores Beta within tasks, task means Beta (ICC 0.3)"));
+        out.line(format_args!(
+            "{:>5} {:>6} {:>6} | {:>10} {:>10} {:>9}",
+            "tasks", "trials", "margin", "false PASS", "false FAIL", "PASS at 0"
+        ));
+        let mut failures = Vec::new();
+        for tasks in [8usize, 14, 40] {
+            for trials in [1u32, 2, 5] {
+                for margin in [0.05, 0.2] {
+                    let rate = |rng: &mut SplitMix64, drop: f64, want: Verdict| {
+                        let hits = (0..reps)
+                            .filter(|_| scored_verdict(rng, (tasks, trials), drop, margin) == want)
+                            .count();
+                        hits as f64 / reps as f64
+                    };
+                    let false_pass = rate(&mut rng, margin, Verdict::Pass);
+                    let false_fail = rate(&mut rng, 0.0, Verdict::Fail);
+                    let pass_at_0 = rate(&mut rng, 0.0, Verdict::Pass);
+                    out.line(format_args!(
+                        "{tasks:>5} {trials:>6} {margin:>6} | {false_pass:>10.4} {false_fail:>10.4} {pass_at_0:>9.4}"
+                    ));
+                    if false_pass > limit || false_fail > limit {
+                        failures.push(format!("{tasks} tasks, {trials} trials, margin {margin}: {false_pass} {false_fail}"));
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
     }
 
     /// The stratified rule against the pooled exact rule on heterogeneous tasks (see

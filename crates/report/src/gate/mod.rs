@@ -74,17 +74,7 @@ pub enum GateError {
 /// A run the gate can read: loaded, and deciding on pass or fail (a run whose
 /// experiment names a primary outcome is refused by name).
 fn load_run(dir: &Path) -> Result<crate::report::load::RunData, InputError> {
-    let data = crate::report::load::load(dir).map_err(|e| InputError::new(dir, e.to_string()))?;
-    match &data.manifest.experiment.primary {
-        Some(p) => Err(InputError::at(
-            dir.join("manifest.json"),
-            "experiment.primary",
-            format!(
-                "the run decides on `{p}`; the gate decides on pass or fail, the pass rate of a run without a primary outcome"
-            ),
-        )),
-        None => Ok(data),
-    }
+    crate::report::load::load(dir).map_err(|e| InputError::new(dir, e.to_string()))
 }
 
 /// The gate's pipeline: check the options, read the baseline and the
@@ -118,6 +108,7 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
     let model = o.model.clone().or_else(|| Some(base[0].model.clone()));
     let cand = baseline_of_run(&load(&o.candidate)?, arm.as_deref(), model.as_deref())
         .map_err(|e| InputError::new(&o.candidate, e.to_string()))?;
+    same_outcome(&o.candidate, &base[0], &cand[0])?;
     let drifts = drifts(&base, &cand);
     if !drifts.is_empty() && !o.allow_drift {
         return Ok(GateOutcome { drifts, decided: None });
@@ -165,6 +156,27 @@ pub fn run(o: &GateOptions) -> Result<GateOutcome, GateError> {
         drifts,
         decided: Some((decision.verdict, with_partial(render(&decision, &pairs, &oc, hint)))),
     })
+}
+
+/// One outcome on both sides: a baseline of one primary says nothing about another.
+fn same_outcome(
+    candidate: &Path,
+    base: &BaselineRow,
+    cand: &BaselineRow,
+) -> Result<(), InputError> {
+    if base.primary == cand.primary {
+        return Ok(());
+    }
+    let name = |p: &str| if p.is_empty() { "pass_rate".to_string() } else { p.to_string() };
+    Err(InputError::at(
+        candidate,
+        "experiment.primary",
+        format!(
+            "the candidate decides on `{}`, the baseline on `{}`: the gate compares one outcome",
+            name(&cand.primary),
+            name(&base.primary)
+        ),
+    ))
 }
 
 /// A partial candidate is decided on the tasks it has, and the gate says so

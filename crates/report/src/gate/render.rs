@@ -37,14 +37,11 @@ pub fn render(
     hint: Option<u64>,
 ) -> String {
     let pp = |x: f64| if x.is_finite() { format!("{:+.1} pp", x * 100.0) } else { "n/a".into() };
+    let (base, cand) = d.tallies();
     let mut s = format!(
-        "gate: {}  candidate - baseline over {} tasks: {}/{} -> {}/{} ({}), one-sided {:.0}% bounds [{}, {}], margin {:.1} pp\n",
+        "gate: {}  candidate - baseline over {} tasks: {base} -> {cand} ({}), one-sided {:.0}% bounds [{}, {}], margin {:.1} pp\n",
         d.verdict.name(),
         d.n_tasks,
-        d.baseline_passes,
-        d.baseline_trials,
-        d.candidate_passes,
-        d.candidate_trials,
         pp(d.mean),
         (1.0 - d.alpha) * 100.0,
         pp(d.lower),
@@ -79,14 +76,24 @@ pub fn render(
     let _ = writeln!(s, "  in the report's words: {}", d.words());
     let _ = writeln!(
         s,
-        "  estimand: {ESTIMAND_THESE_TASKS} (the pass rate over the suite's own tasks, each weighing the same; the trials are the random part)"
+        "  estimand: {ESTIMAND_THESE_TASKS} (the {} over the suite's own tasks, each weighing the same; the trials are the random part)",
+        d.scored.as_ref().map_or("pass rate".to_string(), |x| format!(
+            "mean of the primary outcome `{}`",
+            x.primary
+        ))
     );
+    if d.scored.is_some() {
+        let _ = writeln!(
+            s,
+            "  a score in [0, 1] per trial, tested stratified at any trial count: a score's variance is at most a pass's at its mean, so the test is conservative on scores"
+        );
+    }
     let _ = writeln!(s, "  {INFRASTRUCTURE_COUNTS}");
     write_characteristics(&mut s, d, oc);
     let red: Vec<String> = pairs
         .iter()
         .filter(|(b, c)| task_regressed(b, c, d.alpha, pairs.len()))
-        .map(|(b, c)| format!("{} {}/{} -> {}/{}", b.task, b.passes, b.trials, c.passes, c.trials))
+        .map(|(b, c)| format!("{} {} -> {}", b.task, b.tally(), c.tally()))
         .collect();
     if !red.is_empty() {
         let _ = writeln!(
@@ -165,15 +172,13 @@ pub fn markdown(
     for (b, c) in pairs {
         let _ = writeln!(
             s,
-            "| {} | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {:+.0} pp | {} |",
+            "| {} | {} ({:.0}%) | {} ({:.0}%) | {:+.0} pp | {} |",
             b.task,
-            b.passes,
-            b.trials,
-            b.pass_rate * 100.0,
-            c.passes,
-            c.trials,
-            c.pass_rate * 100.0,
-            (c.pass_rate - b.pass_rate) * 100.0,
+            b.tally(),
+            b.successes() / f64::from(b.trials) * 100.0,
+            c.tally(),
+            c.successes() / f64::from(c.trials) * 100.0,
+            (c.successes() / f64::from(c.trials) - b.successes() / f64::from(b.trials)) * 100.0,
             if task_regressed(b, c, d.alpha, pairs.len()) { "yes" } else { "no" }
         );
     }
@@ -187,12 +192,9 @@ pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let red: Vec<bool> =
         pairs.iter().map(|(b, c)| task_regressed(b, c, d.alpha, pairs.len())).collect();
+    let (base, cand) = d.tallies();
     let summary = format!(
-        "baseline {}/{}, candidate {}/{}, difference {:+.1} pp, one-sided bounds [{:+.1}, {:+.1}] pp, margin {:.1} pp",
-        d.baseline_passes,
-        d.baseline_trials,
-        d.candidate_passes,
-        d.candidate_trials,
+        "baseline {base}, candidate {cand}, difference {:+.1} pp, one-sided bounds [{:+.1}, {:+.1}] pp, margin {:.1} pp",
         d.mean * 100.0,
         d.lower * 100.0,
         d.upper * 100.0,
@@ -224,8 +226,7 @@ pub fn junit(d: &Decision, pairs: &[(&BaselineRow, &BaselineRow)]) -> String {
     };
     suite.add_test_case(case(format!("overall: {}", d.verdict.name()), overall, &summary));
     for ((b, c), red) in pairs.iter().zip(red) {
-        let counts =
-            format!("baseline {}/{}, candidate {}/{}", b.passes, b.trials, c.passes, c.trials);
+        let counts = format!("baseline {}, candidate {}", b.tally(), c.tally());
         let status = if red {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("regressed: {counts}")).set_description(counts.as_str());
@@ -259,6 +260,8 @@ mod tests {
             budget: String::new(),
             run_id: String::new(),
             resources: String::new(),
+            primary: String::new(),
+            score: passes as f64,
         };
         // scripts/gate_reference.py: 2/2 -> 1/2 has exact p 0.3135 (no evidence at 0.05/2);
         // 10/10 -> 0/10 has 0.0010010 (red); pooled, 12/12 -> 1/12 has 0.0010014: FAIL.
