@@ -543,12 +543,15 @@ fn a_bad_budget_sweep_is_refused_naming_the_key() {
     assert_eq!(err.unwrap(), 4, "seconds may be fractions");
     let whole = load(&format!("{arms}[matrix.budget]\nmax_steps = [2.0, 4]\n")).unwrap();
     assert_eq!(whole.arms[0].name, "bare-at-2-steps", "a whole float is a whole number");
+    // Written in the config, the sequential design is refused with a sweep when the plan is made.
     let sequential = BASE.replace("seed = 7", "seed = 7\ndesign = \"sequential\"");
-    let err = load_str(
+    let exp = load_str(
         Path::new("configs/x.toml"),
         &format!("{sequential}\n{arms}[[matrix.pairs]]\ncontrol = \"bare\"\ntreatment = \"fb\"\n[matrix.budget]\nmax_steps = [2, 4]\n"),
     )
-    .unwrap_err();
+    .unwrap();
+    let suite = ablate::suite::load(&exp.suite_path).unwrap();
+    let err = ablate::plan::build(&exp, &suite).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("matrix.budget"));
     assert!(err.to_string().contains("sequential design"), "{err}");
 }

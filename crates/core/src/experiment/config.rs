@@ -636,7 +636,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         }
         None => (arms, comparisons),
     };
-    check_budget_sweep(path, &arms, sequential.is_some(), &models)?;
+    check_budget_sweep(path, &arms, &models)?;
     check_pass_env(path, &raw.experiment.pass_env, &models)?;
 
     Ok(Experiment {
@@ -1005,25 +1005,12 @@ fn arm_resources(
     Ok(r)
 }
 
-/// A budget sweep runs every level on the same tasks, so the sequential design (which stops
-/// each comparison on its own tasks) is refused with it; a sweep of money needs every model's
-/// price.
-fn check_budget_sweep(
-    path: &Path,
-    arms: &[Arm],
-    sequential: bool,
-    models: &[ModelSpec],
-) -> Result<(), InputError> {
+/// A sweep of money needs every model's price. (The plan refuses a sweep with the sequential
+/// design, which `--until-decided` may set after this check: `plan::order`.)
+fn check_budget_sweep(path: &Path, arms: &[Arm], models: &[ModelSpec]) -> Result<(), InputError> {
     let Some(level) = arms.iter().find_map(|a| a.budget.as_ref().map(|b| b.level)) else {
         return Ok(());
     };
-    if sequential {
-        return Err(InputError::at(
-            path,
-            "matrix.budget",
-            "a budget sweep is not run with the sequential design: its curves compare every level on the same tasks, and the sequential design stops each comparison on its own (use design = \"fixed\")",
-        ));
-    }
     if level.key == matrix::BudgetKey::MaxCostUsd
         && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
     {

@@ -53,14 +53,8 @@ impl Arm {
 
     /// The container resources the arm sets, as components (`resources.cpus`, `2`).
     pub fn resources_set(&self) -> Vec<(String, String)> {
-        let unset = Resources::default().values();
-        self.resources
-            .values()
-            .into_iter()
-            .zip(unset)
-            .filter(|(set, unset)| set.1 != unset.1)
-            .map(|((name, value), _)| (name.to_string(), value))
-            .collect()
+        let set = self.resources.entries().into_iter();
+        set.filter_map(|(name, value)| Some((name.to_string(), value?))).collect()
     }
 
     /// Every component that differs from `other`'s (the harness's, then the resources the arms

@@ -180,15 +180,19 @@ impl Resources {
         *self == Resources::default()
     }
 
-    /// Each resource as a component: its name (`resources.cpus`) and its value as text (`the
-    /// task's` when the arm leaves it to the task and the suite).
-    pub fn values(&self) -> [(&'static str, String); 3] {
-        let text = |v: Option<String>| v.unwrap_or_else(|| "the task's".to_string());
+    /// Each resource as a component: its name (`resources.cpus`) and its value as text, None when
+    /// the arm leaves it to the task and the suite.
+    pub fn entries(&self) -> [(&'static str, Option<String>); 3] {
         [
-            ("resources.cpus", text(self.cpus.map(|c| c.to_string()))),
-            ("resources.memory_mb", text(self.memory_mb.map(|m| m.to_string()))),
-            ("resources.pids", text(self.pids.map(|p| p.to_string()))),
+            ("resources.cpus", self.cpus.map(|c| c.to_string())),
+            ("resources.memory_mb", self.memory_mb.map(|m| m.to_string())),
+            ("resources.pids", self.pids.map(|p| p.to_string())),
         ]
+    }
+
+    /// [`Resources::entries`] with an unset one as `the task's`.
+    pub fn values(&self) -> [(&'static str, String); 3] {
+        self.entries().map(|(name, v)| (name, v.unwrap_or_else(|| "the task's".to_string())))
     }
 
     /// The resources that differ between two arms, as components.

@@ -298,15 +298,25 @@ pub struct ContainerRun {
 impl ContainerRun {
     /// In words: `podman 4.9.3, 1 cpus, 2048 MB, 4096 pids, disk not limited`.
     pub fn describe(&self) -> String {
-        format!(
-            "{} {}, {} cpus, {} MB, {} pids, {}",
-            self.engine,
-            self.engine_version,
-            self.cpus,
-            self.memory_mb,
-            self.pids,
-            self.storage_text()
-        )
+        self.describe_except(&[])
+    }
+
+    /// [`ContainerRun::describe`] without the limits named (`resources.cpus`, ...): what a
+    /// comparison holds equal when its arms set those on purpose.
+    pub fn describe_except(&self, set: &[String]) -> String {
+        let free = |name: &str| !set.iter().any(|c| c == name);
+        let mut parts = vec![format!("{} {}", self.engine, self.engine_version)];
+        for (name, text) in [
+            ("resources.cpus", format!("{} cpus", self.cpus)),
+            ("resources.memory_mb", format!("{} MB", self.memory_mb)),
+            ("resources.pids", format!("{} pids", self.pids)),
+        ] {
+            if free(name) {
+                parts.push(text);
+            }
+        }
+        parts.push(self.storage_text());
+        parts.join(", ")
     }
 
     /// `disk not limited`, or `N MB disk`.

@@ -49,11 +49,11 @@ pub enum EnvError {
 }
 
 impl TrialEnv {
-    /// The environment of one attempt of `task`.
+    /// The environment of one attempt of `task` in `arm` (whose resources its container gets).
     pub async fn create(
         shared: &Shared,
         task: &Task,
-        spec: &TrialSpec,
+        (spec, arm): (&TrialSpec, &crate::experiment::matrix::Arm),
         attempt: u32,
     ) -> Result<TrialEnv, EnvError> {
         if task.container.is_none() {
@@ -72,7 +72,7 @@ impl TrialEnv {
             task,
             image_id: &image.id,
             settings: &shared.suite.containers,
-            resources: shared.exp.arm(&spec.arm).map(|a| a.resources).unwrap_or_default(),
+            resources: arm.resources,
             trial_id: &spec.id,
             attempt,
             binds,

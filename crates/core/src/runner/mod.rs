@@ -883,7 +883,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
             return;
         }
     };
-    let environment = match env::TrialEnv::create(shared, task, spec, attempt).await {
+    let environment = match env::TrialEnv::create(shared, task, (spec, arm), attempt).await {
         Ok(e) => e,
         Err(e) => {
             record.error = Some(e.to_string());

@@ -5,29 +5,10 @@
 
 use super::{EffectReport, EffectVerdict};
 use crate::report::load::{Row, RunData};
-use ablate_core::record::ContainerRun;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The analysis's rows by (model, arm).
 pub(super) type Groups<'a> = BTreeMap<(u32, u32), Vec<&'a Row>>;
-
-/// What a comparison holds equal of a container run: the engine, and each limit but those the
-/// comparison's arms set differently on purpose (its `resources.*` components).
-fn compared(run: &ContainerRun, by_design: &[String]) -> String {
-    let free = |name: &str| !by_design.iter().any(|c| c == name);
-    let mut parts = vec![format!("{} {}", run.engine, run.engine_version)];
-    if free("resources.cpus") {
-        parts.push(format!("{} cpus", run.cpus));
-    }
-    if free("resources.memory_mb") {
-        parts.push(format!("{} MB", run.memory_mb));
-    }
-    if free("resources.pids") {
-        parts.push(format!("{} pids", run.pids));
-    }
-    parts.push(run.storage_text());
-    parts.join(", ")
-}
 
 /// Per task, what the (model, arm)'s trials ran on, as the comparison compares it.
 fn runs_by_task(
@@ -40,7 +21,7 @@ fn runs_by_task(
     for r in groups.get(&(model, arm)).into_iter().flatten() {
         if let Some(c) = r.container {
             let run = &data.container_run_values[c as usize];
-            out.entry(r.task).or_default().insert(compared(run, by_design));
+            out.entry(r.task).or_default().insert(run.describe_except(by_design));
         }
     }
     out
