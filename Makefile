@@ -12,7 +12,7 @@ QUICK_DEPS := --config 'profile.dev.package."*".opt-level=0' --config 'profile.d
 # The integration tests that need no model, container, CLI agent or Harbor (make test-fast).
 FAST_TESTS := $(filter-out agents containers local_model import,$(basename $(notdir $(wildcard tests/*.rs))))
 
-.PHONY: agents test test-fast simulations ablate ablate-components ablate-core ablate-budget ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
+.PHONY: agents test test-fast simulations ablate ablate-components ablate-core ablate-budget ablate-factorial ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
 ## make test: the whole test suite (unit, integration, CLI, an end-to-end run with the
 ## small local model, the CLI agents, containers), the statistics simulations at the CI tier
@@ -72,6 +72,11 @@ ablate-core: deps model release
 ## budget sweep of 96 trials; the report draws the pass rates and the effect against the steps.
 ablate-budget: deps model release
 	$(ABLATE) run configs/budget.toml
+
+## make ablate-factorial: a 2^3 factorial design of feedback, tools and acceptance from the full
+## harness on tasks/core, beside leave-one-out of the same three (its arms are four of the eight).
+ablate-factorial: deps model release
+	$(ABLATE) run configs/factorial.toml
 
 ## make ablate-terminal: bare vs full harness and leave-one-out on tasks/terminal (Harbor-format
 ## container tasks), with the embedded default model. Its tool calls are read as it writes them

@@ -641,3 +641,75 @@ fn a_budget_sweep_the_plan_cannot_run_as_drawn_is_refused() {
     assert_eq!(err.key.as_deref(), Some("matrix.budget"), "{err}");
     assert!(err.to_string().contains("task `backup-archive`'s agent timeout of 300 s"), "{err}");
 }
+
+/// `[matrix.factorial]` over three builtin components from `bare`: the full 2^3 design, eight
+/// arms (bare itself reused for the run with every factor low), each factor bare (low) or full
+/// (high); the plan shows the design.
+#[test]
+fn a_full_factorial_adds_one_arm_per_run() {
+    let exp = load(
+        r#"
+[arms.bare]
+[matrix.factorial]
+from = "bare"
+components = ["feedback", "tools", "acceptance"]
+"#,
+    )
+    .unwrap();
+    let d = exp.factorial.as_ref().unwrap();
+    assert_eq!(d.runs.len(), 8);
+    assert_eq!(exp.arms.len(), 8);
+    assert_eq!(d.runs[0].arm, "bare");
+    assert_eq!(d.runs[3].arm, "bare-plus-feedback-tools");
+    assert_eq!(d.runs[7].arm, "bare-plus-feedback-tools-acceptance");
+    let arm = exp.arms.iter().find(|a| a.name == "bare-plus-feedback-tools").unwrap();
+    let c = arm.builtin_components().unwrap();
+    assert!(c.feedback && c.tools && !c.acceptance && !c.loop_guard);
+    assert!(exp.comparisons.is_empty());
+}
+
+/// A fraction: 2^(4-1) with the documented generator (the fourth factor = the product of the
+/// first three) has 8 runs; in each, loop_guard is on exactly when an even number of the other
+/// three are off. A fraction of resolution III is refused, naming the key and the word.
+#[test]
+fn a_fraction_follows_its_generator_and_resolution_three_is_refused() {
+    let exp = load(
+        r#"
+[arms.bare]
+[matrix.factorial]
+from = "bare"
+components = ["feedback", "tools", "acceptance", "loop_guard"]
+fraction = 1
+"#,
+    )
+    .unwrap();
+    let d = exp.factorial.as_ref().unwrap();
+    assert_eq!(d.runs.len(), 8);
+    for r in &d.runs {
+        let low = r.high[..3].iter().filter(|h| !**h).count();
+        assert_eq!(r.high[3], low % 2 == 0, "{r:?}");
+    }
+    let err = load(
+        r#"
+[arms.bare]
+[matrix.factorial]
+from = "bare"
+components = ["feedback", "tools", "acceptance"]
+generators = ["acceptance = feedback * tools"]
+"#,
+    )
+    .unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("matrix.factorial"));
+    let msg = err.to_string();
+    assert!(msg.contains("resolution III") && msg.contains("feedback·tools·acceptance"), "{msg}");
+    for (body, key, words) in [
+        ("from = \"nope\"\ncomponents = [\"feedback\", \"tools\"]", "matrix.factorial.from", "no arm named `nope`"),
+        ("from = \"bare\"\ncomponents = [\"feedback\", \"edit_format\"]", "matrix.factorial.components[1]", "in both presets"),
+        ("from = \"bare\"\ncomponents = [\"feedback\", \"nope\"]", "matrix.factorial.components[1]", "no component named `nope`"),
+        ("from = \"bare\"\ncomponents = [\"feedback\", \"tools\", \"acceptance\"]\nfraction = 1", "matrix.factorial.fraction", "no documented 2^(3-1)"),
+    ] {
+        let err = load(&format!("[arms.bare]\n[matrix.factorial]\n{body}\n")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some(key), "{err}");
+        assert!(err.to_string().contains(words), "{err}");
+    }
+}

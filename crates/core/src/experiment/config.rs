@@ -332,6 +332,9 @@ pub struct Experiment {
     pub models: Vec<ModelSpec>,
     pub arms: Vec<Arm>,
     pub comparisons: Vec<Comparison>,
+    /// A two-level factorial design over components (`[matrix.factorial]`); its runs are arms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factorial: Option<super::factorial::FactorialDesign>,
     /// sha256 of every instructions file the arms use, by path as written.
     pub prompt_digests: IndexMap<String, String>,
     #[serde(skip)]
@@ -628,7 +631,14 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         return Err(at("arms", "declare at least one arm".into()));
     }
 
-    let (arms, comparisons) = matrix::expand(path, arms, &raw.matrix, &harness_kind)?;
+    let (mut arms, comparisons) = matrix::expand(path, arms, &raw.matrix, &harness_kind)?;
+    let factorial = match &raw.matrix.factorial {
+        Some(_) if raw.matrix.budget.is_some() => {
+            return Err(super::factorial::refuse_budget_sweep(path));
+        }
+        Some(f) => Some(super::factorial::expand(path, f, &mut arms, &harness_kind)?),
+        None => None,
+    };
     let (arms, comparisons) = match &raw.matrix.budget {
         Some(table) => {
             let sweep = super::budget_sweep::parse(path, table)?;
@@ -661,6 +671,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         models,
         arms,
         comparisons,
+        factorial,
         prompt_digests,
         config_path: path.to_path_buf(),
         config_dir,

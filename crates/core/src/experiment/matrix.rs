@@ -135,6 +135,8 @@ pub struct RawMatrix {
     pub combined: Vec<RawPair>,
     /// A budget sweep: one `[budget]` key and its levels (`budget_sweep`, applied after `expand`).
     pub budget: Option<toml::Table>,
+    /// A two-level factorial design over named components (`factorial`, applied after `expand`).
+    pub factorial: Option<super::factorial::RawFactorial>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -11,6 +11,7 @@
 pub mod budget_sweep;
 pub mod components;
 pub mod config;
+pub mod factorial;
 pub mod instructions;
 pub mod matrix;
 pub mod primary;

@@ -236,6 +236,13 @@ pub fn order(exp: &Experiment, suite: &Suite) -> Result<Order, InputError> {
     }
     refuse_resources_without_containers(exp, suite, &task_ids)?;
     refuse_budget_sweep_that_cannot_run(exp, suite, &task_ids)?;
+    if exp.factorial.is_some() && exp.sequential.is_some() {
+        return Err(InputError::at(
+            &exp.config_path,
+            "matrix.factorial",
+            "a factorial design is not run with the sequential design (`--until-decided` or design = \"sequential\"): its stopping rule decides one comparison of two arms at a time, and a factorial's effects are contrasts over all its runs; run it with the fixed design",
+        ));
+    }
     let planned = (exp.models.len() as u64)
         * (task_ids.len() as u64)
         * (exp.trials as u64)

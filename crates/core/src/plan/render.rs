@@ -140,6 +140,7 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             ArmOrigin::AddOneIn { from, component } => {
                 format!("  [add-one-in: {from} with {component}]")
             }
+            ArmOrigin::Factorial { from } => format!("  [factorial from {from}]"),
         };
         let level = arm.budget.as_ref().map(|b| format!("  [at {}]", b.level)).unwrap_or_default();
         let resources: String =
@@ -180,6 +181,9 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         exp.models.len(),
         exp.trials
     );
+    if let Some(d) = &exp.factorial {
+        s.push_str(&factorial_lines(d, tasks * exp.models.len() * exp.trials as usize));
+    }
     if let Some(p) = &exp.primary {
         let _ = writeln!(s, "primary outcome: {p} (the verdicts decide on it, a score in [0, 1])");
     }
@@ -266,4 +270,60 @@ fn budget_sweep_line(exp: &Experiment) -> Option<String> {
         key.name(),
         values.join(", ")
     ))
+}
+
+/// A factorial design as the plan shows it: the design, its generators and defining relation,
+/// the resolution it reaches, each effect's aliases, and the trials it needs against the
+/// leave-one-out design that estimates its main effects as precisely.
+fn factorial_lines(d: &crate::experiment::factorial::FactorialDesign, per_arm: usize) -> String {
+    use crate::experiment::factorial::roman;
+    let mut s = String::new();
+    let dot = |t| d.term_name(t).replace(" x ", "·");
+    let names: Vec<&str> = d.factors.iter().map(|f| f.component.as_str()).collect();
+    let resolution = match d.resolution() {
+        None => "full: every effect apart".to_string(),
+        Some(r) => format!("resolution {}", roman(r)),
+    };
+    let _ = writeln!(
+        s,
+        "\nfactorial design {} from `{}` over {} ({resolution}), {} runs; each factor low/high:",
+        d.notation(),
+        d.from,
+        names.join(", "),
+        d.runs.len()
+    );
+    for f in &d.factors {
+        let _ = writeln!(s, "  {:<20} {} / {}", f.component, f.low, f.high);
+    }
+    for g in &d.generators {
+        let product: Vec<&str> = g.product.iter().map(|&i| names[i]).collect();
+        let _ = writeln!(s, "  generator: {} = {}", names[g.factor], product.join("·"));
+    }
+    let words = d.words();
+    if !words.is_empty() {
+        let list: Vec<String> = words.iter().map(|&w| dot(w)).collect();
+        let _ = writeln!(s, "  defining relation: I = {}", list.join(" = "));
+    }
+    let _ = writeln!(s, "  effects estimated (aliases up to three factors, higher ones assumed 0):");
+    for e in d.estimable() {
+        let mut terms: Vec<String> = e.terms.iter().map(|&t| dot(t)).collect();
+        let others = e.terms.iter().flat_map(|&t| d.aliases(t)).filter(|a| a.count_ones() == 3);
+        let mut higher: Vec<String> = others.map(dot).collect();
+        higher.dedup();
+        terms.extend(higher);
+        let kind = if e.main().is_some() { "main" } else { "interaction" };
+        let _ = writeln!(s, "    {kind:<11} {}", terms.join(" = "));
+    }
+    let k = d.k();
+    let trials = d.runs.len() * per_arm;
+    // Leave-one-out estimates a main effect from two arms; at the factorial's precision each of
+    // its k + 1 arms needs runs/2 times the trials: (k + 1) / 2 times the design's in all.
+    let loo = (k + 1) * d.runs.len() / 2 * per_arm;
+    let _ = writeln!(
+        s,
+        "  trials: {} runs x {per_arm} = {trials}; leave-one-out over the same {k} components needs {loo} ({:.1} times) for main effects as precise, and estimates no interaction",
+        d.runs.len(),
+        loo as f64 / trials as f64
+    );
+    s
 }

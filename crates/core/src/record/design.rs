@@ -249,6 +249,8 @@ pub enum ArmOrigin {
     Declared,
     LeaveOneOut { from: String, component: String },
     AddOneIn { from: String, component: String },
+    /// A run of `[matrix.factorial]` from the arm `from`.
+    Factorial { from: String },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -392,4 +394,47 @@ impl PullPolicy {
     pub fn is_missing(&self) -> bool {
         *self == PullPolicy::Missing
     }
+}
+
+/// A two-level factorial design over named components (`[matrix.factorial]`,
+/// `experiment::factorial`): every run is an arm that sets each factor's component to its low or
+/// high value and keeps the rest of `from`. A fractional design's generated factors are products
+/// of base factors (`generators`); the design's algebra (its defining relation, resolution and
+/// aliases) is `experiment::factorial`'s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactorialDesign {
+    /// The arm whose other components every run keeps.
+    pub from: String,
+    pub factors: Vec<Factor>,
+    /// Each generated factor as a product of base factors; empty: the full design.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<Generator>,
+    /// The runs, in standard order: each an arm and each factor's level.
+    pub runs: Vec<FactorialRun>,
+}
+
+/// A factor: a component and its two values as text (`low` is "off", `high` is "on").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Factor {
+    pub component: String,
+    pub low: String,
+    pub high: String,
+}
+
+/// A generated factor (its index in `factors`) and the base factors whose product sets it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Generator {
+    pub factor: usize,
+    pub product: Vec<usize>,
+}
+
+/// A run of the design: its arm, and each factor at its high value (`true`) or low.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactorialRun {
+    pub arm: String,
+    pub high: Vec<bool>,
 }

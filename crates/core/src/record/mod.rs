@@ -906,6 +906,9 @@ pub struct RecordedExperiment {
     pub arms: Vec<RecordedArm>,
     #[serde(default)]
     pub comparisons: Vec<Comparison>,
+    /// A two-level factorial design over components; its runs are arms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factorial: Option<design::FactorialDesign>,
     /// Absent for the builtin harness.
     #[serde(default, skip_serializing_if = "HarnessKind::is_builtin")]
     pub harness_kind: HarnessKind,

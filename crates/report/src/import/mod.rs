@@ -546,6 +546,7 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
         sequential: None,
         arms: arms.iter().map(Arm::recorded).collect(),
         comparisons,
+        factorial: None,
         harness_kind: HarnessKind::Imported(ablate_core::experiment::ImportedHarness {
             tool: tool.name().to_string(),
             components: component_fields.keys().cloned().collect(),

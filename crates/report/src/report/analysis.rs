@@ -14,8 +14,12 @@ pub mod budget;
 mod containers;
 pub mod costs;
 mod delivery;
+pub mod factorial;
+pub mod models;
 pub mod primary;
 mod sequential;
+pub mod tasks;
+pub mod variance;
 mod verdict;
 pub use verdict::{sign_flip_test, verdict, with_margin};
 
@@ -429,6 +433,8 @@ pub struct EffectReport {
     pub costs: costs::Costs,
     /// The comparison a budget sweep repeats, and its level; None without a sweep.
     pub budget: Option<matrix::AtBudget>,
+    /// Each task's effect, shrunk, and the tasks that carry a detected effect.
+    pub tasks: tasks::TaskEffects,
 }
 
 /// A comparison of a sequential run (`ablate_core::sequential`): its interval,
@@ -482,6 +488,13 @@ pub struct Report {
     /// A budget sweep's curves (`[matrix.budget]`); None without a sweep.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_curves: Option<budget::BudgetCurves>,
+    /// A factorial design's effects (`[matrix.factorial]`); None without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factorial: Option<factorial::Factorial>,
+    /// Each comparison's effect compared between every two models (harness x model).
+    pub model_differences: Vec<models::ModelDifference>,
+    /// The outcome's variance by source (task, arm, model, ...); None under two tasks.
+    pub variance: Option<variance::Decomposition>,
     /// The outcome the verdicts decide on: `pass_rate`, or the experiment's primary.
     pub primary: String,
     /// Comparisons labelled ablations that the analysis-time guard refused.
@@ -792,6 +805,7 @@ pub fn analyse(data: &RunData) -> Report {
                 delivery_note: None,
                 costs: costs::paired(data, crow, trow, n_tasks, conf),
                 budget: c.budget.clone(),
+                tasks: tasks::TaskEffects::default(),
             };
             let mut effect = effect;
             if let Some(u) = primary::unusable([&all.0, &all.1]) {
@@ -816,6 +830,7 @@ pub fn analyse(data: &RunData) -> Report {
         .count()
         .max(1);
     let steps = holm_steps(&pending, alpha, test);
+    let per_task: Vec<models::PerTask> = pending.iter().map(comparison_per_task).collect();
     let mut ablations = Vec::new();
     let mut combined = Vec::new();
     for (i, Pending { mut effect, all, kept }) in pending.into_iter().enumerate() {
@@ -848,6 +863,9 @@ pub fn analyse(data: &RunData) -> Report {
         };
         effect.method = inf.method;
         effect.verdict = verdict(&inf, level_alpha);
+        let measured = measured_tasks(data, &all);
+        effect.tasks =
+            tasks::effects(measured, &all.0, &all.1, 1.0 - level_alpha, test, &effect.verdict);
         // Two one-sided tests (by betting: stats::paired_equivalent), at alpha / m (Bonferroni).
         let equivalence_alpha = alpha / m as f64;
         if let Some(margin) = margin {
@@ -896,6 +914,15 @@ pub fn analyse(data: &RunData) -> Report {
         containers::check(data, &groups, e);
     }
     let effects: Vec<&EffectReport> = ablations.iter().chain(&combined).collect();
+    let factorial = factorial::effects(&factorial::Inputs {
+        data,
+        groups: &groups,
+        primary: &primary,
+        alpha,
+        test,
+    });
+    let model_differences = models::differences(&per_task, alpha, test);
+    let variance = variance::of_run(data, &groups, &primary, alpha);
     let budget_curves = budget::curves(&budget::Inputs {
         data,
         groups: &groups,
@@ -922,6 +949,9 @@ pub fn analyse(data: &RunData) -> Report {
         ablations,
         combined,
         budget_curves,
+        factorial,
+        model_differences,
+        variance,
         primary: primary.name().to_string(),
         refused,
         system_fingerprints: data
@@ -950,6 +980,34 @@ struct Pending {
     effect: EffectReport,
     all: (Vec<Vec<f64>>, Vec<Vec<f64>>),
     kept: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+}
+
+/// A comparison's effect on each task (None where the arms do not share it), for the models'
+/// comparison.
+fn comparison_per_task(p: &Pending) -> models::PerTask {
+    let values = p
+        .all
+        .0
+        .iter()
+        .zip(&p.all.1)
+        .map(|(c, t)| (!c.is_empty() && !t.is_empty()).then(|| stats::mean(t) - stats::mean(c)))
+        .collect();
+    models::PerTask { effect: p.effect.name.clone(), model: p.effect.model.clone(), bound: 1.0, values }
+}
+
+/// Each shared task's effect and its sampling variance (`tasks::mean_variance` of each arm).
+fn measured_tasks(data: &RunData, (c, t): &(Vec<Vec<f64>>, Vec<Vec<f64>>)) -> Vec<tasks::Measured> {
+    let sum = |v: &[f64]| v.iter().sum::<f64>();
+    c.iter()
+        .zip(t)
+        .enumerate()
+        .filter(|(_, (c, t))| !c.is_empty() && !t.is_empty())
+        .map(|(i, (c, t))| tasks::Measured {
+            task: data.tasks.list[i].clone(),
+            effect: stats::mean(t) - stats::mean(c),
+            variance: tasks::mean_variance(sum(c), c.len()) + tasks::mean_variance(sum(t), t.len()),
+        })
+        .collect()
 }
 
 /// Holm over the ablations with tasks (`stats::holm`): their p-values (the

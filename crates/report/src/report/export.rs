@@ -418,6 +418,13 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "{}- {}", " ".repeat(depth), l.trim_start());
         }
     }
+    for (heading, lines) in super::design_lines::sections(r) {
+        let _ = writeln!(s, "\n## {heading}\n");
+        for l in lines {
+            let depth = l.len() - l.trim_start().len();
+            let _ = writeln!(s, "{}- {}", " ".repeat(depth), l.trim_start());
+        }
+    }
     for x in &r.refused {
         let _ = writeln!(s, "\n> **Refused**: {x}");
     }
@@ -427,10 +434,42 @@ pub fn markdown(r: &Report) -> String {
     s
 }
 
+/// factorial.csv: one row per effect of a factorial design and model (docs/exports.md).
+pub fn factorial_csv(f: &super::analysis::factorial::Factorial) -> Vec<u8> {
+    use super::analysis::factorial::Term;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "model", "kind", "term", "aliases", "estimate", "lo", "hi", "p_value", "n_tasks",
+        "interval_level", "verdict", "with_b_on", "with_b_off", "carried_by",
+    ])
+    .expect("writing to memory");
+    for e in &f.effects {
+        let (kind, aliases) = match &e.term {
+            Term::Main { .. } => ("main", String::new()),
+            Term::Interaction { aliases, .. } => ("interaction", aliases.join("; ")),
+        };
+        let (on, off) = e.conditional.map_or((String::new(), String::new()), |(a, b)| (a.to_string(), b.to_string()));
+        let name = match &e.term {
+            Term::Main { component } => component.clone(),
+            Term::Interaction { a, b, .. } => format!("{a} x {b}"),
+        };
+        w.write_record([
+            e.model.clone(), kind.into(), name, aliases, e.estimate.to_string(), e.lo.to_string(),
+            e.hi.to_string(), e.p_value.to_string(), e.n_tasks.to_string(),
+            f.interval_level.to_string(), e.verdict.to_string(), on, off, e.tasks.carried_by.join("; "),
+        ])
+        .expect("writing to memory");
+    }
+    w.into_inner().unwrap_or_default()
+}
+
 /// Write the exports derived from the analysis (trials.csv is streamed apart).
 pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
     atomic_write(dir, "arms.csv", &arms_csv(r))?;
     atomic_write(dir, "effects.csv", &effects_csv(r))?;
+    if let Some(f) = &r.factorial {
+        atomic_write(dir, "factorial.csv", &factorial_csv(f))?;
+    }
     atomic_write(
         dir,
         "report.json",

@@ -539,6 +539,13 @@ pub fn render(r: &Report) -> String {
         s.push_str("</table>\n");
     }
     cost_sections(&mut s, r);
+    for (heading, lines) in super::design_lines::sections(r) {
+        let _ = writeln!(s, "<h2>{}</h2>\n<ul>", esc(heading));
+        for l in lines {
+            let _ = write!(s, "<li>{}</li>", esc(l.trim_start()));
+        }
+        s.push_str("</ul>\n");
+    }
     if let Some(curves) = &r.budget_curves {
         budget_section(&mut s, curves, &r.primary);
     }

@@ -248,6 +248,13 @@ pub fn render(r: &Report, colour: bool) -> String {
         }
         s.push('\n');
     }
+    for (heading, lines) in super::design_lines::sections(r) {
+        let _ = writeln!(s, "{}", c.bold(&format!("{heading}:")));
+        for l in lines {
+            let _ = writeln!(s, "  {l}");
+        }
+        s.push('\n');
+    }
     for refused in &r.refused {
         let _ = writeln!(s, "{} {refused}", c.yellow("refused:"));
     }
