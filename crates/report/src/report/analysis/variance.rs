@@ -6,9 +6,10 @@
 //! (ANOVA: Searle, Casella & McCulloch, *Variance Components*, 1992, ch. 4): the trial noise from
 //! the spread within each (task, arm, model) cell, the other components from the mean squares of
 //! the cells' means and their expected values, solved from the highest interaction down and
-//! reported as 0 where negative. Arms and models are the ones run (their component is the spread
-//! of their effects); tasks are a sample, so the intervals resample tasks (a percentile
-//! bootstrap, seeded by the experiment's seed). Checked against known components by simulation
+//! reported as 0 where negative. Tasks are a sample (random); arms and models are the ones run
+//! (fixed: their component is the spread of their effects, `sum of squares / (levels - 1)`), the
+//! unrestricted mixed model. So the intervals resample tasks (a percentile bootstrap, seeded by
+//! the experiment's seed). Checked against known components by simulation
 //! (`simulation_variance`, docs/statistics.md).
 
 use super::containers::Groups;
@@ -94,22 +95,24 @@ pub(super) fn of_run(
         })
         .filter(|t: &Vec<Vec<Vec<f64>>>| t.iter().flatten().all(|c| !c.is_empty()))
         .collect();
-    decompose(&y, alpha, data.manifest.experiment.seed)
+    decompose(&y, alpha, data.manifest.experiment.seed, BOOTSTRAP)
 }
 
 /// The decomposition of a complete layout, with bootstrap intervals over its tasks.
-pub(crate) fn decompose(y: &Layout, alpha: f64, seed: u64) -> Option<Decomposition> {
+pub(crate) fn decompose(y: &Layout, alpha: f64, seed: u64, draws: usize) -> Option<Decomposition> {
     let t = y.len();
     if t < 2 {
         return None;
     }
     let point = components(y);
     let mut rng = stats::SplitMix64(seed ^ 0x5CA1_AB1E_0000_0000);
-    let mut draws: Vec<[f64; 6]> = Vec::with_capacity(BOOTSTRAP);
-    for _ in 0..BOOTSTRAP {
-        let sample: Layout = (0..t).map(|_| y[(rng.next_u64() % t as u64) as usize].clone()).collect();
-        draws.push(shares(&components(&sample)));
-    }
+    let draws: Vec<[f64; 6]> = (0..draws)
+        .map(|_| {
+            let sample: Layout =
+                (0..t).map(|_| y[(rng.next_u64() % t as u64) as usize].clone()).collect();
+            shares(&components(&sample))
+        })
+        .collect();
     let shares_now = shares(&point);
     let mut out = Vec::new();
     for (i, name) in COMPONENTS.iter().enumerate() {
@@ -177,16 +180,22 @@ pub(crate) fn components(y: &Layout) -> [f64; 6] {
     let terms: Vec<u32> = (1u32..8).filter(|s| s & !present == 0).collect();
     let marginals = marginals(&means, sizes);
     let ms = |s: u32| mean_square(&marginals, sizes, s);
-    // Expected mean squares: E[MS_S] = sum over S' containing S of (prod of sizes outside S') var_S'.
+    // Expected mean squares (the unrestricted mixed model, tasks random): E[MS_S] = the sum over
+    // S' containing S, S' = S or S' holding the task, of (prod of sizes outside S') var_S'.
     let outside = |s: u32| -> f64 { (0..3).filter(|f| s >> f & 1 == 0).map(|f| sizes[f] as f64).product() };
     let mut var = [0.0f64; 8];
     let mut order = terms.clone();
     order.sort_by_key(|s| std::cmp::Reverse(s.count_ones()));
     for &s in &order {
-        let above: f64 =
-            terms.iter().filter(|&&u| u != s && u & s == s).map(|&u| outside(u) * var[u as usize]).sum();
-        let own = if s == present { noise / n_h } else { 0.0 };
-        var[s as usize] = (ms(s) - above - own) / outside(s);
+        // Tasks are random, arms and models fixed: a higher term enters a mean square's
+        // expectation only when it involves the task (fixed interactions sum to zero).
+        let above: f64 = terms
+            .iter()
+            .filter(|&&u| u != s && u & s == s && u & 1 == 1)
+            .map(|&u| outside(u) * var[u as usize])
+            .sum();
+        // Every cell mean carries its trials' noise, `noise / n`, in every mean square.
+        var[s as usize] = (ms(s) - above - noise / n_h) / outside(s);
     }
     let v = |s: u32| var[s as usize].max(0.0);
     let (task, arm, model) = (1u32, 2u32, 4u32);
@@ -195,7 +204,9 @@ pub(crate) fn components(y: &Layout) -> [f64; 6] {
         v(arm),
         v(model),
         v(arm | model),
-        v(task | arm) + v(task | model) + v(task | arm | model),
+        // Summed before the floor at 0: flooring each part would bias their sum upwards.
+        (var[(task | arm) as usize] + var[(task | model) as usize] + var[(task | arm | model) as usize])
+            .max(0.0),
         noise,
     ]
 }

@@ -54,6 +54,8 @@ mod simulation_budget;
 #[cfg(test)]
 mod simulation_costs;
 #[cfg(test)]
+mod simulation_design;
+#[cfg(test)]
 mod simulation_sequential;
 #[cfg(test)]
 mod tests;
