@@ -23,6 +23,18 @@ pub fn write_run(
     seed: u64,
     rate: impl Fn(&str, &str) -> f64,
 ) -> std::io::Result<usize> {
+    write_run_by_model(dir, exp, suite, plan, seed, |task, arm, _| rate(task, arm))
+}
+
+/// [`write_run`] with the pass probability `rate(task, arm, model)`.
+pub fn write_run_by_model(
+    dir: &Path,
+    exp: &Experiment,
+    suite: &Suite,
+    plan: &Plan,
+    seed: u64,
+    rate: impl Fn(&str, &str, &str) -> f64,
+) -> std::io::Result<usize> {
     std::fs::create_dir_all(dir)?;
     // The run id is the folder's name, as for a real run.
     let run_id = dir
@@ -49,7 +61,7 @@ pub fn write_run(
     for t in &plan.trials {
         let task = suite.task(&t.task).expect("planned task");
         let total = task.check.tests;
-        let passed = rng.random_bool(rate(&t.task, &t.arm).clamp(0.0, 1.0));
+        let passed = rng.random_bool(rate(&t.task, &t.arm, &t.model).clamp(0.0, 1.0));
         let tests_passed = if passed { total } else { rng.random_range(0..total) };
         let status = if passed {
             TrialStatus::Passed
