@@ -155,7 +155,7 @@ def variance(report, cells, tasks, arms, models, close):
     ss_am = T * sum((mam[(a, m)] - ma[a] - mm[m] + g) ** 2 for a in arms for m in models)
     ss_total = sum((v - g) ** 2 for v in y.values())
     ss_tam = ss_total - ss_t - ss_a - ss_m - ss_ta - ss_tm - ss_am
-    ms = lambda ss, df: ss / df
+    ms = lambda ss, df: ss / df if df > 0 else 0.0  # a source the layout does not have
     MS_T, MS_A, MS_M = ms(ss_t, T - 1), ms(ss_a, A - 1), ms(ss_m, M - 1)
     MS_TA, MS_TM, MS_AM = ms(ss_ta, (T - 1) * (A - 1)), ms(ss_tm, (T - 1) * (M - 1)), ms(ss_am, (A - 1) * (M - 1))
     MS_TAM = ms(ss_tam, (T - 1) * (A - 1) * (M - 1))
@@ -164,11 +164,16 @@ def variance(report, cells, tasks, arms, models, close):
     noise = within / df
     n = len(cells) / sum(1 / len(c) for c in cells.values())
     e = noise / n
-    tam = MS_TAM - e
-    ta = (MS_TA - MS_TAM) / M
-    tm = (MS_TM - MS_TAM) / A
+    if M == 1:
+        # One model: the task x arm mean square is the residual; no model terms.
+        MS_TAM, MS_TM, MS_AM = MS_TA, 0.0, 0.0
+        tam, ta, tm = MS_TA - e, 0.0, 0.0
+    else:
+        tam = MS_TAM - e
+        ta = (MS_TA - MS_TAM) / M
+        tm = (MS_TM - MS_TAM) / A
     want = {
-        "task": max(0.0, (MS_T - MS_TA - MS_TM + MS_TAM) / (A * M)),
+        "task": max(0.0, (MS_T - MS_TA - MS_TM + MS_TAM) / (A * M)) if M > 1 else max(0.0, (MS_T - MS_TA) / A),
         "arm": max(0.0, (MS_A - MS_TA) / (T * M)),
         "model": max(0.0, (MS_M - MS_TM) / (T * A)),
         "arm x model": max(0.0, (MS_AM - MS_TAM) / T),

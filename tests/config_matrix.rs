@@ -703,10 +703,26 @@ generators = ["acceptance = feedback * tools"]
     let msg = err.to_string();
     assert!(msg.contains("resolution III") && msg.contains("feedback·tools·acceptance"), "{msg}");
     for (body, key, words) in [
-        ("from = \"nope\"\ncomponents = [\"feedback\", \"tools\"]", "matrix.factorial.from", "no arm named `nope`"),
-        ("from = \"bare\"\ncomponents = [\"feedback\", \"edit_format\"]", "matrix.factorial.components[1]", "in both presets"),
-        ("from = \"bare\"\ncomponents = [\"feedback\", \"nope\"]", "matrix.factorial.components[1]", "no component named `nope`"),
-        ("from = \"bare\"\ncomponents = [\"feedback\", \"tools\", \"acceptance\"]\nfraction = 1", "matrix.factorial.fraction", "no documented 2^(3-1)"),
+        (
+            "from = \"nope\"\ncomponents = [\"feedback\", \"tools\"]",
+            "matrix.factorial.from",
+            "no arm named `nope`",
+        ),
+        (
+            "from = \"bare\"\ncomponents = [\"feedback\", \"edit_format\"]",
+            "matrix.factorial.components[1]",
+            "in both presets",
+        ),
+        (
+            "from = \"bare\"\ncomponents = [\"feedback\", \"nope\"]",
+            "matrix.factorial.components[1]",
+            "no component named `nope`",
+        ),
+        (
+            "from = \"bare\"\ncomponents = [\"feedback\", \"tools\", \"acceptance\"]\nfraction = 1",
+            "matrix.factorial.fraction",
+            "no documented 2^(3-1)",
+        ),
     ] {
         let err = load(&format!("[arms.bare]\n[matrix.factorial]\n{body}\n")).unwrap_err();
         assert_eq!(err.key.as_deref(), Some(key), "{err}");

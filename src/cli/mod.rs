@@ -199,6 +199,10 @@ fn plan_cmd(req: PlanRequest) -> Result<Exit, CommandError> {
             let alpha = data.manifest.experiment.alpha;
             let rows = ablate::report::power::plan(&data, mde, alpha, 0.8);
             out!("{}", ablate::report::power::render(&rows, mde, alpha, 0.8));
+            let factorial = ablate::report::power::factorial_plan(&data, mde, alpha, 0.8);
+            if data.manifest.experiment.factorial.is_some() {
+                out!("{}", ablate::report::power::render_factorial(&factorial, mde, alpha, 0.8));
+            }
         }
         PlanRequest::Plan { exp, suite, plan, shard, json: true } => {
             let out = serde_json::json!({

@@ -8,11 +8,11 @@
 //! of Experiments* (8th ed., ch. 8); the default generators are Montgomery's Table 8.14
 //! (minimum aberration).
 
+pub use super::matrix::RawFactorial;
 use super::matrix::{Arm, ArmOrigin};
 use super::{ArmSettings, ComponentValue, Components, HarnessKind};
 use crate::error::InputError;
 pub use crate::record::design::{Factor, FactorialDesign, FactorialRun, Generator};
-use serde::Deserialize;
 use std::path::Path;
 
 /// The most factors a design may have (a full design of 8 is 256 arms).
@@ -20,20 +20,6 @@ pub const MAX_FACTORS: usize = 8;
 /// The lowest resolution ablate runs: at IV no main effect is aliased with a two-factor
 /// interaction (at III it would be, and a "main effect" could be an interaction).
 pub const MIN_RESOLUTION: u32 = 4;
-
-/// `[matrix.factorial]` as the config writes it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawFactorial {
-    /// The arm whose other components every run keeps.
-    pub from: String,
-    /// The factors, in order: the last `fraction` (or the generated ones) come from the rest.
-    pub components: Vec<String>,
-    /// A fraction 2^-p with the documented generators (Montgomery's Table 8.14).
-    pub fraction: Option<u32>,
-    /// A fraction with these generators: `"loop_guard = feedback * tools * acceptance"`.
-    pub generators: Option<Vec<String>>,
-}
 
 /// A term of the design's algebra: a set of factors (bit i for factor i), a main effect with one,
 /// a two-factor interaction with two, a word of the defining relation with more.
@@ -238,7 +224,10 @@ fn levels(settings: &ArmSettings, name: &str, harness: &HarnessKind) -> Result<F
 }
 
 /// The generators: the documented ones for `fraction`, or the config's; none for a full design.
-fn generators(raw: &RawFactorial, factors: &[Factor]) -> Result<Vec<Generator>, (&'static str, String)> {
+fn generators(
+    raw: &RawFactorial,
+    factors: &[Factor],
+) -> Result<Vec<Generator>, (&'static str, String)> {
     let k = factors.len();
     let texts: Vec<String> = match (&raw.fraction, &raw.generators) {
         (Some(_), Some(_)) => {
@@ -246,7 +235,8 @@ fn generators(raw: &RawFactorial, factors: &[Factor]) -> Result<Vec<Generator>, 
         }
         (None, None) | (Some(0), None) => return Ok(vec![]),
         (Some(p), None) => {
-            let Some((_, _, gens)) = STANDARD.iter().find(|(kk, pp, _)| *kk == k && *pp == *p as usize)
+            let Some((_, _, gens)) =
+                STANDARD.iter().find(|(kk, pp, _)| *kk == k && *pp == *p as usize)
             else {
                 let known: Vec<String> = STANDARD
                     .iter()
@@ -257,7 +247,11 @@ fn generators(raw: &RawFactorial, factors: &[Factor]) -> Result<Vec<Generator>, 
                     ".fraction",
                     format!(
                         "no documented 2^({k}-{p}) design of resolution IV or more; with {k} components: {}",
-                        if known.is_empty() { "the full design only".into() } else { format!("fraction {}", known.join(" or ")) }
+                        if known.is_empty() {
+                            "the full design only".into()
+                        } else {
+                            format!("fraction {}", known.join(" or "))
+                        }
                     ),
                 ));
             };
@@ -266,7 +260,11 @@ fn generators(raw: &RawFactorial, factors: &[Factor]) -> Result<Vec<Generator>, 
                 .map(|g| {
                     let (lhs, rhs) = g.split_once('=').expect("a generator has one '='");
                     let product: Vec<String> = rhs.chars().map(letter).collect();
-                    format!("{} = {}", letter(lhs.chars().next().unwrap_or('A')), product.join(" * "))
+                    format!(
+                        "{} = {}",
+                        letter(lhs.chars().next().unwrap_or('A')),
+                        product.join(" * ")
+                    )
                 })
                 .collect()
         }
@@ -307,7 +305,10 @@ fn generators(raw: &RawFactorial, factors: &[Factor]) -> Result<Vec<Generator>, 
         }
     }
     if out.len() + 1 >= k {
-        return Err((".generators", format!("{} generators leave fewer than two base factors", out.len())));
+        return Err((
+            ".generators",
+            format!("{} generators leave fewer than two base factors", out.len()),
+        ));
     }
     Ok(out)
 }
@@ -335,7 +336,9 @@ fn runs(
             high[g.factor] = g.product.iter().filter(|&&f| !high[f]).count() % 2 == 0;
         }
         let settings = settings_at(&from.settings, &design.factors, &high, harness);
-        let same = |a: &&Arm| a.settings == settings && a.resources == from.resources && a.budget.is_none();
+        let same = |a: &&Arm| {
+            a.settings == settings && a.resources == from.resources && a.budget.is_none()
+        };
         let arm = match arms.iter().find(same) {
             Some(existing) => existing.name.clone(),
             None => {
@@ -416,7 +419,10 @@ fn run_name(from: &ArmSettings, name: &str, factors: &[Factor], high: &[bool]) -
 
 /// A resolution in Roman numerals, as the literature writes it.
 pub fn roman(r: u32) -> &'static str {
-    ["0", "I", "II", "III", "IV", "V", "VI", "VII", "VIII"].get(r as usize).copied().unwrap_or("IX+")
+    ["0", "I", "II", "III", "IV", "V", "VI", "VII", "VIII"]
+        .get(r as usize)
+        .copied()
+        .unwrap_or("IX+")
 }
 
 /// A factorial design under a budget sweep is refused by name: the sweep would repeat its runs
@@ -436,7 +442,11 @@ mod tests {
 
     fn design(k: usize, generators: &[(usize, &[usize])]) -> FactorialDesign {
         let factors = (0..k)
-            .map(|i| Factor { component: ((b'a' + i as u8) as char).to_string(), low: "false".into(), high: "true".into() })
+            .map(|i| Factor {
+                component: ((b'a' + i as u8) as char).to_string(),
+                low: "false".into(),
+                high: "true".into(),
+            })
             .collect();
         let generators =
             generators.iter().map(|(f, p)| Generator { factor: *f, product: p.to_vec() }).collect();
@@ -492,7 +502,8 @@ mod tests {
                     (at(l.chars().next().unwrap()), r.chars().map(at).collect())
                 })
                 .collect();
-            let refs: Vec<(usize, &[usize])> = letters.iter().map(|(f, p)| (*f, p.as_slice())).collect();
+            let refs: Vec<(usize, &[usize])> =
+                letters.iter().map(|(f, p)| (*f, p.as_slice())).collect();
             let d = design(*k, &refs);
             assert!(d.resolution().unwrap() >= 4, "2^({k}-{p}): {:?}", d.resolution());
             assert_eq!(d.words().len(), (1 << p) - 1);
@@ -505,7 +516,10 @@ mod tests {
     fn runs_come_in_standard_order_with_the_textbook_signs() {
         let mut d = design(3, &[]);
         d.runs = (0..8u32)
-            .map(|i| FactorialRun { arm: i.to_string(), high: (0..3).map(|b| i >> b & 1 == 1).collect() })
+            .map(|i| FactorialRun {
+                arm: i.to_string(),
+                high: (0..3).map(|b| i >> b & 1 == 1).collect(),
+            })
             .collect();
         let signs = |t: Term| d.runs.iter().map(|r| d.sign(t, r) as i32).collect::<Vec<_>>();
         assert_eq!(signs(A), vec![-1, 1, -1, 1, -1, 1, -1, 1]);

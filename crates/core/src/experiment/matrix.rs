@@ -136,7 +136,21 @@ pub struct RawMatrix {
     /// A budget sweep: one `[budget]` key and its levels (`budget_sweep`, applied after `expand`).
     pub budget: Option<toml::Table>,
     /// A two-level factorial design over named components (`factorial`, applied after `expand`).
-    pub factorial: Option<super::factorial::RawFactorial>,
+    pub factorial: Option<RawFactorial>,
+}
+
+/// `[matrix.factorial]` as the config writes it (`factorial::expand` reads it).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFactorial {
+    /// The arm whose other components every run keeps.
+    pub from: String,
+    /// The factors, in order: the last `fraction` (or the generated ones) come from the rest.
+    pub components: Vec<String>,
+    /// A fraction 2^-p with the documented generators (Montgomery's Table 8.14).
+    pub fraction: Option<u32>,
+    /// A fraction with these generators: `"loop_guard = feedback * tools * acceptance"`.
+    pub generators: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -304,7 +304,8 @@ fn factorial_lines(d: &crate::experiment::factorial::FactorialDesign, per_arm: u
         let list: Vec<String> = words.iter().map(|&w| dot(w)).collect();
         let _ = writeln!(s, "  defining relation: I = {}", list.join(" = "));
     }
-    let _ = writeln!(s, "  effects estimated (aliases up to three factors, higher ones assumed 0):");
+    let _ =
+        writeln!(s, "  effects estimated (aliases up to three factors, higher ones assumed 0):");
     for e in d.estimable() {
         let mut terms: Vec<String> = e.terms.iter().map(|&t| dot(t)).collect();
         let others = e.terms.iter().flat_map(|&t| d.aliases(t)).filter(|a| a.count_ones() == 3);

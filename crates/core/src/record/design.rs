@@ -247,10 +247,18 @@ pub fn value_text(v: &ComponentValue) -> String {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum ArmOrigin {
     Declared,
-    LeaveOneOut { from: String, component: String },
-    AddOneIn { from: String, component: String },
+    LeaveOneOut {
+        from: String,
+        component: String,
+    },
+    AddOneIn {
+        from: String,
+        component: String,
+    },
     /// A run of `[matrix.factorial]` from the arm `from`.
-    Factorial { from: String },
+    Factorial {
+        from: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

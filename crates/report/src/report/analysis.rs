@@ -921,6 +921,11 @@ pub fn analyse(data: &RunData) -> Report {
         alpha,
         test,
     });
+    // Effects whose verdict is withheld (not delivered, not comparable, ...) are not compared.
+    let shown = |p: &&models::PerTask| {
+        effects.iter().any(|e| e.name == p.effect && e.model == p.model && !e.verdict.withheld())
+    };
+    let per_task: Vec<models::PerTask> = per_task.into_iter().filter(|p| shown(&p)).collect();
     let model_differences = models::differences(&per_task, alpha, test);
     let variance = variance::of_run(data, &groups, &primary, alpha);
     let budget_curves = budget::curves(&budget::Inputs {
@@ -992,7 +997,12 @@ fn comparison_per_task(p: &Pending) -> models::PerTask {
         .zip(&p.all.1)
         .map(|(c, t)| (!c.is_empty() && !t.is_empty()).then(|| stats::mean(t) - stats::mean(c)))
         .collect();
-    models::PerTask { effect: p.effect.name.clone(), model: p.effect.model.clone(), bound: 1.0, values }
+    models::PerTask {
+        effect: p.effect.name.clone(),
+        model: p.effect.model.clone(),
+        bound: 1.0,
+        values,
+    }
 }
 
 /// Each shared task's effect and its sampling variance (`tasks::mean_variance` of each arm).

@@ -11,9 +11,9 @@ use super::analysis::variance::Decomposition;
 use super::analysis::{EffectReport, EffectVerdict};
 use super::format::{pct, pp};
 
-/// `[-3.1, +12.5] pp`, or `no interval`.
+/// `[-3.1, +12.5]`, or `(no interval)`.
 fn ci(lo: f64, hi: f64) -> String {
-    if lo.is_finite() { format!("[{}, {}] pp", pp(lo), pp(hi)) } else { "no interval".into() }
+    if lo.is_finite() { format!("[{}, {}]", pp(lo), pp(hi)) } else { "(no interval)".into() }
 }
 
 /// The design's heading, then each model's effects: main effects, then interactions in words.
@@ -21,7 +21,7 @@ pub fn factorial(f: &Factorial) -> Vec<String> {
     let factors: Vec<String> =
         f.factors.iter().map(|x| format!("{} {}/{}", x.component, x.low, x.high)).collect();
     let mut out = vec![format!(
-        "factorial design {} from `{}`, {} runs, factors (low/high): {}; each effect a contrast over every run on each task; intervals at {:.2}% (Bonferroni over the {} effects of a model)",
+        "factorial design {} from `{}`, {} runs, factors (low/high): {}; each effect a contrast over every run on each task; intervals at {:.2}% (Bonferroni over {} effects: the design's under every model)",
         f.design,
         f.from,
         f.runs,
@@ -31,7 +31,7 @@ pub fn factorial(f: &Factorial) -> Vec<String> {
     )];
     for e in &f.effects {
         out.push(effect(e));
-        out.extend(carried(&e.tasks).map(|l| format!("  {l}")));
+        out.extend(carried(&e.tasks, &e.verdict).map(|l| format!("  {l}")));
     }
     for why in &f.not_estimated {
         out.push(format!("not estimated: {why}"));
@@ -64,7 +64,7 @@ fn effect(e: &FactorialEffect) -> String {
                 _ => String::new(),
             };
             format!(
-                "{a} x {b} ({}): {a}'s effect is {} pp with {b} on and {} pp with {b} off; difference {} pp {}, {verdict}{reading}{alias}, {} tasks",
+                "{a} x {b} ({}): {a} changes the outcome by {} pp with {b} on and by {} pp with {b} off; difference {} pp {}, {verdict}{reading}{alias}, {} tasks",
                 e.model,
                 pp(on),
                 pp(off),
@@ -86,15 +86,20 @@ fn verdict_words(v: &EffectVerdict) -> String {
     }
 }
 
-/// The tasks that carry a detected effect, when one or two do.
-pub fn carried(t: &TaskEffects) -> Option<String> {
-    match t.carried_by.as_slice() {
-        [] => None,
-        [one] => Some(format!("carried by task {one}: without it, the effect is not detected")),
-        [a, b] if t.carried_by.len() == 2 => Some(format!(
-            "carried by tasks {a} and {b}: without both, the effect is not detected"
-        )),
-        many => Some(format!(
+/// The tasks that carry a detected effect (`v` still detects it), when one or two do.
+pub fn carried(t: &TaskEffects, v: &EffectVerdict) -> Option<String> {
+    if !matches!(v, EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. }) {
+        return None;
+    }
+    match (t.carried_by.as_slice(), t.together) {
+        ([], _) => None,
+        ([one], _) => {
+            Some(format!("carried by task {one}: without it, the effect is not detected"))
+        }
+        ([a, b], true) => {
+            Some(format!("carried by tasks {a} and {b}: without both, the effect is not detected"))
+        }
+        (many, _) => Some(format!(
             "carried by single tasks: without any one of {}, the effect is not detected",
             many.join(", ")
         )),
@@ -105,7 +110,9 @@ pub fn carried(t: &TaskEffects) -> Option<String> {
 pub fn carried_comparisons(effects: &[&EffectReport]) -> Vec<String> {
     effects
         .iter()
-        .filter_map(|e| carried(&e.tasks).map(|l| format!("{} ({}): {l}", e.name, e.model)))
+        .filter_map(|e| {
+            carried(&e.tasks, &e.verdict).map(|l| format!("{} ({}): {l}", e.name, e.model))
+        })
         .collect()
 }
 
@@ -143,15 +150,34 @@ pub fn model_differences(d: &[ModelDifference]) -> Vec<String> {
 /// experiment needs.
 pub fn variance(d: &Decomposition) -> Vec<String> {
     let mut out = vec![format!(
-        "variance of the outcome by source over {} tasks x {} arms x {} models, {:.1} trials a cell (method of moments; intervals {:.0}%, tasks resampled):",
+        "variance of the outcome by source over {} tasks x {} arms x {} models, {:.1} trials a cell (method of moments{}):",
         d.tasks,
         d.arms,
         d.models,
         d.trials_per_cell,
-        100.0 * d.level
+        if d.components.iter().any(|c| c.lo.is_finite()) {
+            format!("; intervals {:.0}%, tasks resampled", 100.0 * d.level)
+        } else {
+            String::new()
+        }
     )];
     for s in &d.components {
-        out.push(format!("  {:<21} {:>6} [{}, {}]", s.component, pct(s.share), pct(s.lo), pct(s.hi)));
+        // A source the layout does not have (one arm, one model) is said in a note, not as 0%.
+        let absent = match s.component {
+            "arm" => d.arms < 2,
+            "model" => d.models < 2,
+            "arm x model" => d.arms < 2 || d.models < 2,
+            _ => false,
+        };
+        if absent {
+            continue;
+        }
+        let interval = if s.lo.is_finite() {
+            format!(" [{}, {}]", pct(s.lo), pct(s.hi))
+        } else {
+            String::new()
+        };
+        out.push(format!("  {:<21} {:>6}{interval}", s.component, pct(s.share)));
     }
     for n in &d.notes {
         out.push(format!("  {n}"));
@@ -160,14 +186,22 @@ pub fn variance(d: &Decomposition) -> Vec<String> {
         .next
         .iter()
         .map(|n| match n.tasks {
-            Some(t) => format!("{t} tasks at {} trials", n.trials_per_task),
-            None => format!("no task count at {} trials", n.trials_per_task),
+            Some(t) => format!(
+                "{t} tasks at {}",
+                super::format::count(n.trials_per_task as usize, "trial")
+            ),
+            None => format!(
+                "no task count at {}",
+                super::format::count(n.trials_per_task as usize, "trial")
+            ),
         })
         .collect();
-    out.push(format!(
-        "  a 10 pp difference between two arms, 80% power at this alpha, with these components: {}",
-        next.join(", ")
-    ));
+    if !next.is_empty() {
+        out.push(format!(
+            "  a 10 pp difference between two arms, 80% power at this alpha, with these components: {}",
+            next.join(", ")
+        ));
+    }
     out
 }
 

@@ -439,8 +439,20 @@ pub fn factorial_csv(f: &super::analysis::factorial::Factorial) -> Vec<u8> {
     use super::analysis::factorial::Term;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "model", "kind", "term", "aliases", "estimate", "lo", "hi", "p_value", "n_tasks",
-        "interval_level", "verdict", "with_b_on", "with_b_off", "carried_by",
+        "model",
+        "kind",
+        "term",
+        "aliases",
+        "estimate",
+        "lo",
+        "hi",
+        "p_value",
+        "n_tasks",
+        "interval_level",
+        "verdict",
+        "with_b_on",
+        "with_b_off",
+        "carried_by",
     ])
     .expect("writing to memory");
     for e in &f.effects {
@@ -448,15 +460,28 @@ pub fn factorial_csv(f: &super::analysis::factorial::Factorial) -> Vec<u8> {
             Term::Main { .. } => ("main", String::new()),
             Term::Interaction { aliases, .. } => ("interaction", aliases.join("; ")),
         };
-        let (on, off) = e.conditional.map_or((String::new(), String::new()), |(a, b)| (a.to_string(), b.to_string()));
+        let (on, off) = e
+            .conditional
+            .map_or((String::new(), String::new()), |(a, b)| (a.to_string(), b.to_string()));
         let name = match &e.term {
             Term::Main { component } => component.clone(),
             Term::Interaction { a, b, .. } => format!("{a} x {b}"),
         };
         w.write_record([
-            e.model.clone(), kind.into(), name, aliases, e.estimate.to_string(), e.lo.to_string(),
-            e.hi.to_string(), e.p_value.to_string(), e.n_tasks.to_string(),
-            f.interval_level.to_string(), e.verdict.to_string(), on, off, e.tasks.carried_by.join("; "),
+            e.model.clone(),
+            kind.into(),
+            name,
+            aliases,
+            e.estimate.to_string(),
+            e.lo.to_string(),
+            e.hi.to_string(),
+            e.p_value.to_string(),
+            e.n_tasks.to_string(),
+            f.interval_level.to_string(),
+            e.verdict.to_string(),
+            on,
+            off,
+            e.tasks.carried_by.join("; "),
         ])
         .expect("writing to memory");
     }

@@ -5,9 +5,9 @@
 
 pub mod analysis;
 pub mod budget_lines;
-pub mod design_lines;
 pub mod cells;
 pub mod cost_lines;
+pub mod design_lines;
 pub mod export;
 pub mod format;
 pub mod html;

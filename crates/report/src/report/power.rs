@@ -106,6 +106,89 @@ pub fn plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
     out
 }
 
+/// A factorial design's effects sized from a pilot run of it: for each model and each effect the
+/// design estimates (a main effect; an interaction on its reported scale, A's effect with B on
+/// minus with B off), the variance of its per-task contrast and the tasks and trials a task that
+/// give `power` at `alpha / m` (`m` the design's effects, the report's Bonferroni family). A
+/// contrast's trial noise with `r` trials a cell is `scale^2 (4 / runs) s2_within / r`.
+pub fn factorial_plan(data: &RunData, mde: f64, alpha: f64, power: f64) -> Vec<PowerRow> {
+    let Some(d) = data.manifest.experiment.factorial.as_ref() else { return vec![] };
+    let estimable = d.estimable();
+    let level = alpha / estimable.len() as f64;
+    let n_tasks = data.tasks.list.len();
+    let mut out = Vec::new();
+    for model in 0..data.models.list.len() as u32 {
+        // cells[task][run]: the run's trials on the task.
+        let mut cells = vec![vec![Vec::new(); d.runs.len()]; n_tasks];
+        for (ri, run) in d.runs.iter().enumerate() {
+            let Some(arm) = data.arms.get(&run.arm) else { continue };
+            for r in data.trials.iter().filter(|r| r.arm == arm && r.model == model) {
+                cells[r.task as usize][ri].push(r.passed());
+            }
+        }
+        let full: Vec<&Vec<Vec<f64>>> =
+            cells.iter().filter(|t| t.iter().all(|c| !c.is_empty())).collect();
+        if full.len() < 2 {
+            continue;
+        }
+        let within: Vec<f64> = full
+            .iter()
+            .flat_map(|t| t.iter())
+            .filter(|c| c.len() >= 2)
+            .map(|c| stats::sample_sd(c).powi(2))
+            .collect();
+        let var_within = if within.is_empty() { 0.0 } else { stats::mean(&within) };
+        let r = full.iter().flat_map(|t| t.iter()).map(|c| c.len() as f64).sum::<f64>()
+            / (full.len() * d.runs.len()) as f64;
+        for e in &estimable {
+            let scale = if e.main().is_some() { 1.0 } else { 2.0 };
+            let diffs: Vec<f64> = full
+                .iter()
+                .map(|t| {
+                    let side = |s: f64| -> f64 {
+                        let at = d
+                            .runs
+                            .iter()
+                            .zip(t.iter())
+                            .filter(|(run, _)| d.sign(e.contrast, run) == s);
+                        stats::mean(&at.map(|(_, c)| stats::mean(c)).collect::<Vec<_>>())
+                    };
+                    scale * (side(1.0) - side(-1.0))
+                })
+                .collect();
+            let var_d = stats::sample_sd(&diffs).powi(2);
+            // The noise per trial of a contrast: scale^2 (4 / runs) s2_within, as one arm's of a pair.
+            let noise = scale * scale * 4.0 / d.runs.len() as f64 * var_within / 2.0;
+            let var_between = (var_d - 2.0 * noise / r).max(0.0);
+            let name = match e.main() {
+                Some(i) => format!("factorial: {}", d.factors[i].component),
+                None => format!("factorial: {}", d.term_name(e.contrast)),
+            };
+            out.push(PowerRow {
+                comparison: name,
+                model: data.models.name(model).to_string(),
+                tasks: full.len(),
+                trials_per_task: r,
+                var_d,
+                var_within: noise,
+                var_between,
+                tasks_needed: stats::sample_size_paired(var_d, mde, level, power),
+                tasks_between_only: stats::sample_size_paired(var_between, mde, level, power),
+                level,
+                trials_needed: trials_needed(
+                    var_between,
+                    noise,
+                    full.len() as f64,
+                    mde,
+                    level,
+                    power,
+                ),
+            });
+        }
+    }
+    out
+}
+
 /// Trials per task and arm that give a paired t-test on `tasks` tasks the
 /// `power` to detect `mde` at two-sided `level`, when the per-task difference
 /// has variance `var_between + 2 var_within / r` with `r` trials: the smallest
@@ -134,13 +217,33 @@ fn trials_needed(
 }
 
 pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
+    render_family(rows, mde, alpha, power, "ablations", "no ablation")
+}
+
+/// [`render`] for a factorial design's effects ([`factorial_plan`]), sized at Bonferroni's level.
+pub fn render_factorial(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
+    render_family(rows, mde, alpha, power, "effects of the factorial design", "no factorial effect")
+        .replace(
+            " (Holm's first step: the report's Holm rejects at least as often)",
+            " (Bonferroni, as the report)",
+        )
+}
+
+fn render_family(
+    rows: &[PowerRow],
+    mde: f64,
+    alpha: f64,
+    power: f64,
+    family: &str,
+    none: &str,
+) -> String {
     let mut s = format!(
         "Sample size for {:.0}% power to detect a paired effect of {:.1} pp at alpha {alpha} (two-sided), {} (paired t, t quantiles):\n",
         power * 100.0,
         mde * 100.0,
         match rows.first() {
             Some(r) if r.level < alpha => format!(
-                "each of the {:.0} ablations at {:.4} (Holm's first step: the report's Holm rejects at least as often)",
+                "each of the {:.0} {family} at {:.4} (Holm's first step: the report's Holm rejects at least as often)",
                 alpha / r.level,
                 r.level
             ),
@@ -148,7 +251,7 @@ pub fn render(rows: &[PowerRow], mde: f64, alpha: f64, power: f64) -> String {
         }
     );
     if rows.is_empty() {
-        s.push_str("  no ablation with at least 2 tasks in the pilot\n");
+        let _ = writeln!(s, "  {none} with at least 2 tasks in the pilot");
     }
     for r in rows {
         let tasks = r

@@ -21,13 +21,13 @@ use serde::Serialize;
 /// A factorial design's effects, for every model.
 #[derive(Debug, Clone, Serialize)]
 pub struct Factorial {
-    /// `2^(4-1), resolution IV` or `2^3, full`.
+    /// `2^(4-1) (resolution IV)` or `2^3 (full)`.
     pub design: String,
     pub from: String,
     /// The factors' components, low and high values.
     pub factors: Vec<ablate_core::experiment::factorial::Factor>,
     pub runs: usize,
-    /// Effects in a model's family (main effects and interaction classes).
+    /// Effects in the family: the design's main effects and interaction classes, under every model.
     pub family_size: usize,
     /// Each interval's level: `1 - alpha / family_size`.
     pub interval_level: f64,
@@ -96,13 +96,14 @@ pub(super) struct Inputs<'a> {
 pub(super) fn effects(x: &Inputs) -> Option<Factorial> {
     let design = x.data.manifest.experiment.factorial.as_ref()?;
     let estimable = design.estimable();
-    let m = estimable.len();
+    // The family: every effect of the design under every model (as the ablations' over models).
+    let m = estimable.len() * x.data.models.list.len().max(1);
     let level_alpha = x.alpha / m as f64;
     let mut out = Factorial {
         design: match design.resolution() {
-            None => format!("{}, full", design.notation()),
+            None => format!("{} (full)", design.notation()),
             Some(r) => format!(
-                "{}, resolution {}",
+                "{} (resolution {})",
                 design.notation(),
                 ablate_core::experiment::factorial::roman(r)
             ),
@@ -129,8 +130,15 @@ pub(super) fn effects(x: &Inputs) -> Option<Factorial> {
         for e in &estimable {
             let (effect, values) = effect(x, design, e, &cells, model, level_alpha, &withheld);
             let bound = if e.main().is_some() { 1.0 } else { 2.0 };
-            let name = effect.term.name();
-            per_task.push(models::PerTask { effect: name, model: model.clone(), bound, values });
+            if !effect.verdict.withheld() {
+                let name = effect.term.name();
+                per_task.push(models::PerTask {
+                    effect: name,
+                    model: model.clone(),
+                    bound,
+                    values,
+                });
+            }
             out.effects.push(effect);
         }
     }
@@ -242,13 +250,15 @@ fn effect(
     };
     let conf = 1.0 - level_alpha;
     let tasks = tasks::effects(measured, &low, &high, conf, x.test, &v);
+    // A withheld verdict shows no numbers either: they are of an experiment that did not happen.
+    let shown = if v.withheld() { f64::NAN } else { scale };
     let effect = FactorialEffect {
         model: model.to_string(),
         term,
-        estimate: scale * inf.mean_diff,
-        lo: scale * inf.lo,
-        hi: scale * inf.hi,
-        p_value: inf.p_value,
+        estimate: shown * inf.mean_diff,
+        lo: shown * inf.lo,
+        hi: shown * inf.hi,
+        p_value: if v.withheld() { f64::NAN } else { inf.p_value },
         n_tasks: inf.n_tasks,
         method: inf.method,
         verdict: v,
@@ -284,7 +294,10 @@ pub(crate) fn contrast(d: &FactorialDesign, e: &Estimable, cells: &[Vec<Cell>]) 
         let (l, h) = (side(-1.0), side(1.0));
         c.values.push(stats::mean(&h) - stats::mean(&l));
         c.variances.push(
-            values.iter().map(|&(m, n)| tasks::mean_variance(m * n as f64, n) / (half * half)).sum(),
+            values
+                .iter()
+                .map(|&(m, n)| tasks::mean_variance(m * n as f64, n) / (half * half))
+                .sum(),
         );
         c.tasks.push(t);
         c.low.push(l);

@@ -40,7 +40,11 @@ pub(crate) struct PerTask {
 }
 
 /// Every effect that two models or more have, compared between each two of them.
-pub(crate) fn differences(effects: &[PerTask], alpha: f64, test: SignFlipTest) -> Vec<ModelDifference> {
+pub(crate) fn differences(
+    effects: &[PerTask],
+    alpha: f64,
+    test: SignFlipTest,
+) -> Vec<ModelDifference> {
     let mut pairs: Vec<(&PerTask, &PerTask)> = Vec::new();
     for (i, a) in effects.iter().enumerate() {
         for b in &effects[i + 1..] {
@@ -63,8 +67,10 @@ pub(crate) fn differences(effects: &[PerTask], alpha: f64, test: SignFlipTest) -
             };
             let (ya, yb) = (lists(|p| p.0), lists(|p| p.1));
             let inf = stats::paired_inference_by(&yb, &ya, 1.0 - level_alpha, test);
-            let mean = |v: &[Vec<f64>]| s * stats::mean(&v.iter().map(|x| x[0]).collect::<Vec<_>>());
-            let (lo, hi) = if inf.n_tasks >= 2 { (s * inf.lo, s * inf.hi) } else { (f64::NAN, f64::NAN) };
+            let mean =
+                |v: &[Vec<f64>]| s * stats::mean(&v.iter().map(|x| x[0]).collect::<Vec<_>>());
+            let (lo, hi) =
+                if inf.n_tasks >= 2 { (s * inf.lo, s * inf.hi) } else { (f64::NAN, f64::NAN) };
             ModelDifference {
                 effect: a.effect.clone(),
                 model_a: a.model.clone(),
@@ -78,7 +84,11 @@ pub(crate) fn differences(effects: &[PerTask], alpha: f64, test: SignFlipTest) -
                 n_tasks: inf.n_tasks,
                 family_size: m,
                 interval_level: 1.0 - level_alpha,
-                verdict: verdict(&inf, level_alpha),
+                verdict: if inf.n_tasks < 2 {
+                    EffectVerdict::NotEnoughData
+                } else {
+                    verdict(&inf, level_alpha)
+                },
             }
         })
         .collect()

@@ -13,8 +13,10 @@ pub struct TaskEffects {
     /// The spread (SD) of the true per-task effects beyond sampling error; NaN under 2 tasks.
     pub tau: f64,
     pub tasks: Vec<TaskEffect>,
-    /// A detected effect: the one task, or the two, without which it is no longer detected.
+    /// A detected effect: the tasks without any one of which it is no longer detected, or (when
+    /// `together`) the two without both of which it is not.
     pub carried_by: Vec<String>,
+    pub together: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -61,17 +63,28 @@ pub(crate) fn effects(
         .zip(&var)
         .map(|(m, &v)| {
             let shrink = if tau2.is_finite() { tau2 / (tau2 + v) } else { 1.0 };
-            TaskEffect { shrunk: mean + shrink * (m.effect - mean), se: v.sqrt(), task: m.task, effect: m.effect }
+            TaskEffect {
+                shrunk: mean + shrink * (m.effect - mean),
+                se: v.sqrt(),
+                task: m.task,
+                effect: m.effect,
+            }
         })
         .collect::<Vec<_>>();
-    let carried_by = match v {
+    let (carried_by, together) = match v {
         EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. } => {
+            // The tasks both sides ran, in the order of `measured`.
+            let both = |i: &usize| !control[*i].is_empty() && !treatment[*i].is_empty();
+            let shared: Vec<usize> = (0..control.len()).filter(both).collect();
+            let pick = |xs: &[Vec<f64>]| -> Vec<Vec<f64>> {
+                shared.iter().map(|&i| xs[i].clone()).collect()
+            };
             let names: Vec<&str> = tasks.iter().map(|t| t.task.as_str()).collect();
-            carried_by(&names, &d, control, treatment, conf, test, v)
+            carried_by(&names, &d, &pick(control), &pick(treatment), conf, test, v)
         }
-        _ => vec![],
+        _ => (vec![], false),
     };
-    TaskEffects { tau: tau2.sqrt(), tasks, carried_by }
+    TaskEffects { tau: tau2.sqrt(), tasks, carried_by, together }
 }
 
 /// DerSimonian-Laird: `max(0, (Q - (T - 1)) / (sum w - sum w^2 / sum w))`, `w = 1 / v`.
@@ -97,10 +110,14 @@ fn carried_by(
     conf: f64,
     test: SignFlipTest,
     v: &EffectVerdict,
-) -> Vec<String> {
+) -> (Vec<String>, bool) {
     let without = |out: &[usize]| -> bool {
         let keep = |xs: &[Vec<f64>]| -> Vec<Vec<f64>> {
-            xs.iter().enumerate().filter(|(i, _)| !out.contains(i)).map(|(_, x)| x.clone()).collect()
+            xs.iter()
+                .enumerate()
+                .filter(|(i, _)| !out.contains(i))
+                .map(|(_, x)| x.clone())
+                .collect()
         };
         let inf = stats::paired_inference_by(&keep(control), &keep(treatment), conf, test);
         verdict(&inf, 1.0 - conf).short() != v.short()
@@ -108,10 +125,14 @@ fn carried_by(
     let alone: Vec<String> =
         (0..d.len()).filter(|&i| without(&[i])).map(|i| names[i].to_string()).collect();
     if !alone.is_empty() || d.len() < 3 {
-        return alone;
+        return (alone, false);
     }
     let sign = if stats::mean(d) >= 0.0 { 1.0 } else { -1.0 };
     let mut order: Vec<usize> = (0..d.len()).collect();
     order.sort_by(|&a, &b| (sign * d[b]).total_cmp(&(sign * d[a])));
-    if without(&order[..2]) { order[..2].iter().map(|&i| names[i].to_string()).collect() } else { vec![] }
+    if without(&order[..2]) {
+        (order[..2].iter().map(|&i| names[i].to_string()).collect(), true)
+    } else {
+        (vec![], false)
+    }
 }

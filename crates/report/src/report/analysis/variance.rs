@@ -20,6 +20,10 @@ use serde::Serialize;
 
 /// Bootstrap resamples of the tasks for the intervals.
 pub const BOOTSTRAP: usize = 400;
+/// The fewest tasks a decomposition is made from, and the fewest its intervals are drawn from
+/// (a percentile bootstrap of fewer tasks has too few distinct resamples to mean anything).
+pub const MIN_TASKS: usize = 3;
+pub const MIN_TASKS_INTERVALS: usize = 10;
 
 /// The components, in the order reported.
 pub const COMPONENTS: [&str; 6] =
@@ -81,7 +85,8 @@ pub(super) fn of_run(
         }
     }
     // Arms or models with no trial at all are not part of the layout.
-    let ran_arm: Vec<bool> = (0..n_arms).map(|a| y.iter().any(|t| t[a].iter().any(|c| !c.is_empty()))).collect();
+    let ran_arm: Vec<bool> =
+        (0..n_arms).map(|a| y.iter().any(|t| t[a].iter().any(|c| !c.is_empty()))).collect();
     let ran_model: Vec<bool> =
         (0..n_models).map(|m| y.iter().any(|t| t.iter().any(|a| !a[m].is_empty()))).collect();
     let y: Layout = y
@@ -90,27 +95,33 @@ pub(super) fn of_run(
             t.into_iter()
                 .zip(&ran_arm)
                 .filter(|(_, r)| **r)
-                .map(|(a, _)| a.into_iter().zip(&ran_model).filter(|(_, r)| **r).map(|(c, _)| c).collect())
+                .map(|(a, _)| {
+                    a.into_iter().zip(&ran_model).filter(|(_, r)| **r).map(|(c, _)| c).collect()
+                })
                 .collect::<Vec<Vec<Vec<f64>>>>()
         })
         .filter(|t: &Vec<Vec<Vec<f64>>>| t.iter().flatten().all(|c| !c.is_empty()))
         .collect();
+    if y.first().is_none_or(|t| t.first().is_none_or(|a| a.is_empty())) {
+        return None; // no arm or no model ran a trial
+    }
     decompose(&y, alpha, data.manifest.experiment.seed, BOOTSTRAP)
 }
 
 /// The decomposition of a complete layout, with bootstrap intervals over its tasks.
 pub(crate) fn decompose(y: &Layout, alpha: f64, seed: u64, draws: usize) -> Option<Decomposition> {
     let t = y.len();
-    if t < 2 {
+    if t < MIN_TASKS {
         return None;
     }
-    let point = components(y);
+    let draws = if t < MIN_TASKS_INTERVALS { 0 } else { draws };
+    let (point, arm_task) = components(y);
     let mut rng = stats::SplitMix64(seed ^ 0x5CA1_AB1E_0000_0000);
     let draws: Vec<[f64; 6]> = (0..draws)
         .map(|_| {
             let sample: Layout =
                 (0..t).map(|_| y[(rng.next_u64() % t as u64) as usize].clone()).collect();
-            shares(&components(&sample))
+            shares(&components(&sample).0)
         })
         .collect();
     let shares_now = shares(&point);
@@ -118,12 +129,25 @@ pub(crate) fn decompose(y: &Layout, alpha: f64, seed: u64, draws: usize) -> Opti
     for (i, name) in COMPONENTS.iter().enumerate() {
         let mut xs: Vec<f64> = draws.iter().map(|d| d[i]).filter(|x| x.is_finite()).collect();
         xs.sort_by(f64::total_cmp);
-        let q = |p: f64| xs.get(((xs.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN);
-        out.push(Share { component: name, variance: point[i], share: shares_now[i], lo: q(alpha / 2.0), hi: q(1.0 - alpha / 2.0) });
+        let q = |p: f64| {
+            xs.get(((xs.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN)
+        };
+        out.push(Share {
+            component: name,
+            variance: point[i],
+            share: shares_now[i],
+            lo: q(alpha / 2.0),
+            hi: q(1.0 - alpha / 2.0),
+        });
     }
     let (a, m) = (y[0].len(), y[0][0].len());
     let n_h = harmonic_trials(y);
     let mut notes = Vec::new();
+    if t < MIN_TASKS_INTERVALS {
+        notes.push(format!(
+            "no intervals under {MIN_TASKS_INTERVALS} tasks: the shares describe these {t} tasks"
+        ));
+    }
     if n_h < 2.0 - 1e-9 {
         notes.push("one trial a cell: trial noise cannot be told apart from task x configuration; both are in task x configuration".into());
     }
@@ -133,15 +157,31 @@ pub(crate) fn decompose(y: &Layout, alpha: f64, seed: u64, draws: usize) -> Opti
     if m < 2 {
         notes.push("one model: no model or arm x model component".into());
     }
-    // An arm difference's per-task variance: twice (task x configuration + noise / r).
-    let next = [1u32, 2, 5]
-        .iter()
-        .map(|&r| {
-            let var_d = 2.0 * (point[4] + point[5] / r as f64);
-            NextExperiment { trials_per_task: r, tasks: stats::sample_size_paired(var_d, 0.10, alpha, 0.8) }
-        })
-        .collect();
-    Some(Decomposition { tasks: t, arms: a, models: m, trials_per_cell: n_h, components: out, level: 1.0 - alpha, next, notes })
+    // An arm difference's per-task variance: twice (task x arm + noise / r), the task x arm part
+    // with its three-way share (task x model cancels in a difference of arms). Not said without
+    // two arms or without trial noise to go by.
+    let next = if a < 2 || n_h < 2.0 - 1e-9 {
+        vec![]
+    } else {
+        [1u32, 2, 5]
+            .iter()
+            .map(|&r| {
+                let var_d = 2.0 * (arm_task + point[5] / r as f64);
+                let tasks = stats::sample_size_paired(var_d, 0.10, alpha, 0.8);
+                NextExperiment { trials_per_task: r, tasks }
+            })
+            .collect()
+    };
+    Some(Decomposition {
+        tasks: t,
+        arms: a,
+        models: m,
+        trials_per_cell: n_h,
+        components: out,
+        level: 1.0 - alpha,
+        next,
+        notes,
+    })
 }
 
 /// Shares of the sum (NaN when every component is 0).
@@ -157,8 +197,10 @@ fn harmonic_trials(y: &Layout) -> f64 {
 }
 
 /// The six components by the method of moments: [task, arm, model, arm x model,
-/// task x configuration, trial noise], each at least 0.
-pub(crate) fn components(y: &Layout) -> [f64; 6] {
+/// task x configuration, trial noise], each at least 0; and the task x arm part of task x
+/// configuration (task x arm and task x arm x model, floored at 0), which a difference of two arms
+/// carries.
+pub(crate) fn components(y: &Layout) -> ([f64; 6], f64) {
     let (t, a, m) = (y.len(), y[0].len(), y[0][0].len());
     let sizes = [t, a, m];
     // Trial noise: the pooled variance within cells (none with one trial a cell).
@@ -182,7 +224,8 @@ pub(crate) fn components(y: &Layout) -> [f64; 6] {
     let ms = |s: u32| mean_square(&marginals, sizes, s);
     // Expected mean squares (the unrestricted mixed model, tasks random): E[MS_S] = the sum over
     // S' containing S, S' = S or S' holding the task, of (prod of sizes outside S') var_S'.
-    let outside = |s: u32| -> f64 { (0..3).filter(|f| s >> f & 1 == 0).map(|f| sizes[f] as f64).product() };
+    let outside =
+        |s: u32| -> f64 { (0..3).filter(|f| s >> f & 1 == 0).map(|f| sizes[f] as f64).product() };
     let mut var = [0.0f64; 8];
     let mut order = terms.clone();
     order.sort_by_key(|s| std::cmp::Reverse(s.count_ones()));
@@ -199,16 +242,20 @@ pub(crate) fn components(y: &Layout) -> [f64; 6] {
     }
     let v = |s: u32| var[s as usize].max(0.0);
     let (task, arm, model) = (1u32, 2u32, 4u32);
-    [
+    let arm_task = (var[(task | arm) as usize] + var[(task | arm | model) as usize]).max(0.0);
+    let parts = [
         v(task),
         v(arm),
         v(model),
         v(arm | model),
         // Summed before the floor at 0: flooring each part would bias their sum upwards.
-        (var[(task | arm) as usize] + var[(task | model) as usize] + var[(task | arm | model) as usize])
+        (var[(task | arm) as usize]
+            + var[(task | model) as usize]
+            + var[(task | arm | model) as usize])
             .max(0.0),
         noise,
-    ]
+    ];
+    (parts, arm_task)
 }
 
 /// The mean square of term `s` (a set of factors) in the table of cell means: its effects by
@@ -216,15 +263,16 @@ pub(crate) fn components(y: &Layout) -> [f64; 6] {
 /// its degrees of freedom (the product of its factors' sizes less one).
 fn mean_square(marginals: &[Vec<f64>; 8], sizes: [usize; 3], s: u32) -> f64 {
     let cells = sizes.iter().product::<usize>();
-    let mut ss = 0.0;
-    for i in 0..cells {
-        let mut effect = 0.0;
-        for u in (0u32..8).filter(|u| u & !s == 0) {
-            let sign = if (s.count_ones() - u.count_ones()) % 2 == 0 { 1.0 } else { -1.0 };
-            effect += sign * marginals[u as usize][i];
-        }
-        ss += effect * effect;
-    }
+    // Each subset `u` of `s` enters with the sign (-1)^(|s| - |u|).
+    let terms: Vec<(f64, &Vec<f64>)> = (0u32..8)
+        .filter(|u| u & !s == 0)
+        .map(|u| {
+            let even = (s.count_ones() - u.count_ones()).is_multiple_of(2);
+            (if even { 1.0 } else { -1.0 }, &marginals[u as usize])
+        })
+        .collect();
+    let ss: f64 =
+        (0..cells).map(|i| terms.iter().map(|(sign, m)| sign * m[i]).sum::<f64>().powi(2)).sum();
     let df: f64 = (0..3).filter(|f| s >> f & 1 == 1).map(|f| sizes[f] as f64 - 1.0).product();
     ss / df
 }

@@ -18,10 +18,10 @@
 
 use super::simulation::{SplitMix64, Table, reps, slack};
 use super::*;
+use crate::report::analysis::EffectVerdict;
 use crate::report::analysis::factorial::{Cell, contrast};
 use crate::report::analysis::models::{PerTask, differences};
 use crate::report::analysis::variance::{Layout, decompose};
-use crate::report::analysis::EffectVerdict;
 use ablate_core::experiment::factorial::{Factor, FactorialDesign, FactorialRun, Generator};
 
 fn design(k: usize, generators: Vec<Generator>) -> FactorialDesign {
@@ -41,7 +41,14 @@ fn design(k: usize, generators: Vec<Generator>) -> FactorialDesign {
 }
 
 /// One replication's cells: each task's mean over `repeats` trials in each run.
-fn cells(rng: &mut SplitMix64, d: &FactorialDesign, tasks: usize, repeats: usize, beta: &[f64], gamma: f64) -> Vec<Vec<Cell>> {
+fn cells(
+    rng: &mut SplitMix64,
+    d: &FactorialDesign,
+    tasks: usize,
+    repeats: usize,
+    beta: &[f64],
+    gamma: f64,
+) -> Vec<Vec<Cell>> {
     (0..tasks)
         .map(|_| {
             let base = 0.35 + 0.3 * rng.uniform();
@@ -95,7 +102,12 @@ fn simulation_factorial() {
                         let mut every = true;
                         for (j, e) in estimable.iter().enumerate() {
                             let x = contrast(d, e, &c);
-                            let i = paired_inference_by(&x.low, &x.high, 1.0 - alpha / m as f64, SignFlipTest::MidP);
+                            let i = paired_inference_by(
+                                &x.low,
+                                &x.high,
+                                1.0 - alpha / m as f64,
+                                SignFlipTest::MidP,
+                            );
                             let hit = i.lo <= truth(e) && truth(e) <= i.hi;
                             each[j] += usize::from(hit);
                             every &= hit;
@@ -109,7 +121,10 @@ fn simulation_factorial() {
                         "{name:>9} {tasks:>5} {repeats:>6} {label:>7} | {rate:>12.3} {worst:>10.3} {:>9.1}pp",
                         100.0 * width
                     ));
-                    assert!(rate >= 0.94 - slack(0.95, n), "{name} {tasks} tasks {repeats} trials {label}: {rate}");
+                    assert!(
+                        rate >= 0.94 - slack(0.95, n),
+                        "{name} {tasks} tasks {repeats} trials {label}: {rate}"
+                    );
                 }
             }
         }
@@ -123,7 +138,10 @@ fn simulation_model_interaction() {
     let mut out = Table::default();
     let mut rng = SplitMix64(0x40DE_1000_0000_0001);
     out.line(format_args!("simulation_model_interaction: {n} replications; one comparison under two models; rejections of 'the same effect under both'"));
-    out.line(format_args!("{:>5} {:>6} {:>10} | {:>9}", "tasks", "trials", "difference", "rejected"));
+    out.line(format_args!(
+        "{:>5} {:>6} {:>10} | {:>9}",
+        "tasks", "trials", "difference", "rejected"
+    ));
     for tasks in [10, 30] {
         for repeats in [1, 3] {
             for diff in [0.0, 0.2] {
@@ -137,20 +155,37 @@ fn simulation_model_interaction() {
                                 .map(|_| {
                                     let p = 0.3 + 0.3 * rng.uniform() - 0.1 * m as f64 + 0.1;
                                     let q = p + 0.15 - shift + 0.1 * rng.uniform() - 0.05;
-                                    let mut mean = |x: f64| (0..repeats).map(|_| rng.bernoulli(x)).sum::<f64>() / repeats as f64;
+                                    let mut mean = |x: f64| {
+                                        (0..repeats).map(|_| rng.bernoulli(x)).sum::<f64>()
+                                            / repeats as f64
+                                    };
                                     Some(mean(q) - mean(p))
                                 })
                                 .collect();
-                            PerTask { effect: "c".into(), model: format!("m{m}"), bound: 1.0, values }
+                            PerTask {
+                                effect: "c".into(),
+                                model: format!("m{m}"),
+                                bound: 1.0,
+                                values,
+                            }
                         })
                         .collect();
                     let d = differences(&effects, alpha, SignFlipTest::MidP);
-                    rejected += usize::from(matches!(d[0].verdict, EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. }));
+                    rejected += usize::from(matches!(
+                        d[0].verdict,
+                        EffectVerdict::Helps { .. } | EffectVerdict::Hurts { .. }
+                    ));
                 }
                 let rate = rejected as f64 / n as f64;
-                out.line(format_args!("{tasks:>5} {repeats:>6} {:>8.0}pp | {rate:>9.3}", 100.0 * diff));
+                out.line(format_args!(
+                    "{tasks:>5} {repeats:>6} {:>8.0}pp | {rate:>9.3}",
+                    100.0 * diff
+                ));
                 if diff == 0.0 {
-                    assert!(rate <= alpha + slack(alpha, n), "size {rate} at {tasks} tasks, {repeats} trials");
+                    assert!(
+                        rate <= alpha + slack(alpha, n),
+                        "size {rate} at {tasks} tasks, {repeats} trials"
+                    );
                 }
             }
         }
@@ -168,7 +203,11 @@ fn layout(rng: &mut SplitMix64, tasks: usize, repeats: usize) -> Layout {
             (0..4)
                 .map(|a| {
                     let ta = 0.16 * rng.uniform() - 0.08;
-                    (0..2).map(|m| (0..repeats).map(|_| rng.bernoulli(probability(t, ta, a, m))).collect()).collect()
+                    (0..2)
+                        .map(|m| {
+                            (0..repeats).map(|_| rng.bernoulli(probability(t, ta, a, m))).collect()
+                        })
+                        .collect()
                 })
                 .collect()
         })
@@ -179,7 +218,7 @@ const ARMS: [f64; 4] = [-0.1, 0.0, 0.05, 0.05];
 const MODELS: [f64; 2] = [-0.05, 0.05];
 
 fn probability(t: f64, ta: f64, a: usize, m: usize) -> f64 {
-    let am = if (a % 2 == 0) == (m == 0) { 0.03 } else { -0.03 };
+    let am = if a.is_multiple_of(2) == (m == 0) { 0.03 } else { -0.03 };
     0.5 + t + ARMS[a] + MODELS[m] + am + ta
 }
 
@@ -202,7 +241,14 @@ fn simulation_variance() {
         noise += p * (1.0 - p) / draws as f64;
     }
     // The arm x model table +-0.03 in a checkerboard: double-centred cells +-0.03, (A-1)(M-1) = 3.
-    let truth = [0.04 / 3.0, var_fixed(&ARMS), var_fixed(&MODELS), 4.0 * 2.0 * 0.0009 / 3.0, 0.0256 / 12.0, noise];
+    let truth = [
+        0.04 / 3.0,
+        var_fixed(&ARMS),
+        var_fixed(&MODELS),
+        4.0 * 2.0 * 0.0009 / 3.0,
+        0.0256 / 12.0,
+        noise,
+    ];
     let total: f64 = truth.iter().sum();
     out.line(format_args!("simulation_variance: {n} replications; 4 arms x 2 models, tasks random; share of each component"));
     out.line(format_args!(
@@ -215,7 +261,8 @@ fn simulation_variance() {
             let mut covered = [0usize; 6];
             for _ in 0..n {
                 let y = layout(&mut rng, tasks, repeats);
-                let d = decompose(&y, alpha, rng.next_u64(), 200).expect("a layout of 20 tasks or more");
+                let d = decompose(&y, alpha, rng.next_u64(), 200)
+                    .expect("a layout of 20 tasks or more");
                 for (i, s) in d.components.iter().enumerate() {
                     mean[i] += s.share / n as f64;
                     let t = truth[i] / total;
@@ -224,8 +271,11 @@ fn simulation_variance() {
             }
             for i in 0..6 {
                 let rate = covered[i] as f64 / n as f64;
-                // Recovery: the mean share within 0.02 (and 3 simulation SEs) of the truth.
-                let tolerance = 0.02 + 3.0 * 0.05 / (n as f64).sqrt();
+                // Recovery: the mean share within 0.01 (and 3 simulation SEs) of the truth; 0.04
+                // for task x configuration and trial noise, which the floor at 0 biases
+                // (docs/statistics.md, "Variance by source").
+                let bias = if i < 4 { 0.01 } else { 0.04 };
+                let tolerance = bias + 3.0 * 0.05 / (n as f64).sqrt();
                 assert!(
                     (mean[i] - truth[i] / total).abs() <= tolerance,
                     "{}: mean share {} against {} at {tasks} tasks, {repeats} trials",
