@@ -228,68 +228,15 @@ fn generators(
     raw: &RawFactorial,
     factors: &[Factor],
 ) -> Result<Vec<Generator>, (&'static str, String)> {
-    let k = factors.len();
     let texts: Vec<String> = match (&raw.fraction, &raw.generators) {
         (Some(_), Some(_)) => {
             return Err(("", "set `fraction` or `generators`, not both".into()));
         }
         (None, None) | (Some(0), None) => return Ok(vec![]),
-        (Some(p), None) => {
-            let Some((_, _, gens)) =
-                STANDARD.iter().find(|(kk, pp, _)| *kk == k && *pp == *p as usize)
-            else {
-                let known: Vec<String> = STANDARD
-                    .iter()
-                    .filter(|(kk, _, _)| *kk == k)
-                    .map(|(_, p, _)| p.to_string())
-                    .collect();
-                return Err((
-                    ".fraction",
-                    format!(
-                        "no documented 2^({k}-{p}) design of resolution IV or more; with {k} components: {}",
-                        if known.is_empty() {
-                            "the full design only".into()
-                        } else {
-                            format!("fraction {}", known.join(" or "))
-                        }
-                    ),
-                ));
-            };
-            let letter = |c: char| factors[(c as u8 - b'A') as usize].component.clone();
-            gens.iter()
-                .map(|g| {
-                    let (lhs, rhs) = g.split_once('=').expect("a generator has one '='");
-                    let product: Vec<String> = rhs.chars().map(letter).collect();
-                    format!(
-                        "{} = {}",
-                        letter(lhs.chars().next().unwrap_or('A')),
-                        product.join(" * ")
-                    )
-                })
-                .collect()
-        }
+        (Some(p), None) => documented(factors, *p as usize)?,
         (None, Some(texts)) => texts.clone(),
     };
-    let index = |name: &str| factors.iter().position(|f| f.component == name.trim());
-    let mut out: Vec<Generator> = Vec::new();
-    for text in &texts {
-        let bad = |msg: String| (".generators", format!("`{text}`: {msg}"));
-        let (lhs, rhs) =
-            text.split_once('=').ok_or_else(|| bad("write `generated = a * b * c`".into()))?;
-        let factor = index(lhs).ok_or_else(|| bad(format!("`{}` is no factor", lhs.trim())))?;
-        let mut product = Vec::new();
-        for name in rhs.split('*') {
-            let f = index(name).ok_or_else(|| bad(format!("`{}` is no factor", name.trim())))?;
-            if f == factor || product.contains(&f) {
-                return Err(bad(format!("`{}` appears twice", name.trim())));
-            }
-            product.push(f);
-        }
-        if product.len() < 2 {
-            return Err(bad("a product of two factors or more".into()));
-        }
-        out.push(Generator { factor, product });
-    }
+    let out = texts.iter().map(|t| generator(t, factors)).collect::<Result<Vec<_>, _>>()?;
     let generated: Vec<usize> = out.iter().map(|g| g.factor).collect();
     for g in &out {
         if generated.iter().filter(|&&f| f == g.factor).count() > 1
@@ -304,13 +251,63 @@ fn generators(
             ));
         }
     }
-    if out.len() + 1 >= k {
+    if out.len() + 1 >= factors.len() {
         return Err((
             ".generators",
             format!("{} generators leave fewer than two base factors", out.len()),
         ));
     }
     Ok(out)
+}
+
+/// The documented generators of 2^(k-p) (`STANDARD`), written with the factors' names.
+fn documented(factors: &[Factor], p: usize) -> Result<Vec<String>, (&'static str, String)> {
+    let k = factors.len();
+    let Some((_, _, gens)) = STANDARD.iter().find(|(kk, pp, _)| *kk == k && *pp == p) else {
+        let known: Vec<String> =
+            STANDARD.iter().filter(|(kk, _, _)| *kk == k).map(|(_, p, _)| p.to_string()).collect();
+        let with = if known.is_empty() {
+            "the full design only".into()
+        } else {
+            format!("fraction {}", known.join(" or "))
+        };
+        return Err((
+            ".fraction",
+            format!(
+                "no documented 2^({k}-{p}) design of resolution IV or more; with {k} components: {with}"
+            ),
+        ));
+    };
+    let letter = |c: char| factors[(c as u8 - b'A') as usize].component.clone();
+    Ok(gens
+        .iter()
+        .map(|g| {
+            let (lhs, rhs) = g.split_once('=').expect("a generator has one '='");
+            let product: Vec<String> = rhs.chars().map(letter).collect();
+            format!("{} = {}", letter(lhs.chars().next().unwrap_or('A')), product.join(" * "))
+        })
+        .collect())
+}
+
+/// One generator, `generated = a * b * c`, over the factors' names.
+fn generator(text: &str, factors: &[Factor]) -> Result<Generator, (&'static str, String)> {
+    let index = |name: &str| factors.iter().position(|f| f.component == name.trim());
+    let bad = |msg: String| (".generators", format!("`{text}`: {msg}"));
+    let (lhs, rhs) =
+        text.split_once('=').ok_or_else(|| bad("write `generated = a * b * c`".into()))?;
+    let factor = index(lhs).ok_or_else(|| bad(format!("`{}` is no factor", lhs.trim())))?;
+    let mut product = Vec::new();
+    for name in rhs.split('*') {
+        let f = index(name).ok_or_else(|| bad(format!("`{}` is no factor", name.trim())))?;
+        if f == factor || product.contains(&f) {
+            return Err(bad(format!("`{}` appears twice", name.trim())));
+        }
+        product.push(f);
+    }
+    if product.len() < 2 {
+        return Err(bad("a product of two factors or more".into()));
+    }
+    Ok(Generator { factor, product })
 }
 
 /// The runs in standard order (the first base factor alternating fastest), each an arm: an
