@@ -522,6 +522,5 @@ mod tests {
         assert_eq!(signs(A), vec![-1, 1, -1, 1, -1, 1, -1, 1]);
         assert_eq!(signs(A | B), vec![1, -1, -1, 1, 1, -1, -1, 1]);
         assert_eq!(signs(A | B | C), vec![-1, 1, 1, -1, 1, -1, -1, 1]);
-        let _ = F;
     }
 }
