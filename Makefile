@@ -199,7 +199,7 @@ bench-gateway:
 	$(CARGO) bench -p ablate --bench gateway
 
 ## make gate: run configs/gate.toml as a candidate and gate it against the committed
-## baseline results/baseline/gate.csv (the README's CI example).
+## baseline results/baseline/gate.csv (docs/gate.md's CI example).
 gate: deps model release
 	rm -rf results/gate-candidate
 	$(ABLATE) run configs/gate.toml --run-id gate-candidate --plain
