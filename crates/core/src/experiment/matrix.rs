@@ -244,24 +244,52 @@ pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<String, Guard
 /// reuse an arm with identical settings when one exists.
 pub fn expand(
     file: &Path,
-    mut arms: Vec<Arm>,
+    arms: Vec<Arm>,
     raw: &RawMatrix,
     harness: &HarnessKind,
 ) -> Result<(Vec<Arm>, Vec<Comparison>), InputError> {
-    let mut comparisons: Vec<Comparison> = Vec::new();
-    let arm_names =
-        |arms: &[Arm]| arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
-
+    let mut e = Expansion { file, arms, comparisons: Vec::new() };
     for (key, sweep, leave_out) in [
         ("matrix.leave_one_out", &raw.leave_one_out, true),
         ("matrix.add_one_in", &raw.add_one_in, false),
     ] {
         let Some(sweep) = sweep else { continue };
-        let Some(from) = arms.iter().find(|a| a.name == sweep.from).cloned() else {
+        e.sweep(key, sweep, leave_out, harness)?;
+    }
+    for (i, pair) in raw.pairs.iter().enumerate() {
+        e.pair(&format!("matrix.pairs[{i}]"), pair)?;
+    }
+    for (i, pair) in raw.combined.iter().enumerate() {
+        e.combined(format!("matrix.combined[{i}]"), pair)?;
+    }
+    Ok((e.arms, e.comparisons))
+}
+
+/// The arms and comparisons of a matrix as `expand` builds them up.
+struct Expansion<'a> {
+    file: &'a Path,
+    arms: Vec<Arm>,
+    comparisons: Vec<Comparison>,
+}
+
+impl Expansion<'_> {
+    /// A leave-one-out or add-one-in sweep from one arm: for each component, the arm with
+    /// it switched, and the ablation between that arm and the arm swept from.
+    fn sweep(
+        &mut self,
+        key: &str,
+        sweep: &RawSweep,
+        leave_out: bool,
+        harness: &HarnessKind,
+    ) -> Result<(), InputError> {
+        let file = self.file;
+        let arm_names =
+            |arms: &[Arm]| arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
+        let Some(from) = self.arms.iter().find(|a| a.name == sweep.from).cloned() else {
             return Err(InputError::at(
                 file,
                 format!("{key}.from"),
-                format!("no arm named `{}`; arms: {}", sweep.from, arm_names(&arms)),
+                format!("no arm named `{}`; arms: {}", sweep.from, arm_names(&self.arms)),
             ));
         };
         let variants = match &from.settings {
@@ -279,37 +307,9 @@ pub fn expand(
                 format!("arm `{}` has no component to sweep", from.name),
             ));
         }
-        for Variant { component: c, settings, name: generated_name } in variants {
-            let same = |a: &&Arm| a.settings == settings && a.resources == from.resources;
-            let arm = match arms.iter().find(same) {
-                Some(existing) => existing.clone(),
-                None => {
-                    if arms.iter().any(|a| a.name == generated_name) {
-                        return Err(InputError::at(
-                            file,
-                            format!("arms.{generated_name}"),
-                            format!(
-                                "this name is taken by the sweep in {key}, with other settings; rename the arm"
-                            ),
-                        ));
-                    }
-                    let origin = if leave_out {
-                        ArmOrigin::LeaveOneOut { from: from.name.clone(), component: c.clone() }
-                    } else {
-                        ArmOrigin::AddOneIn { from: from.name.clone(), component: c.clone() }
-                    };
-                    let arm = Arm {
-                        name: generated_name,
-                        description: String::new(),
-                        settings,
-                        origin,
-                        budget: None,
-                        resources: from.resources,
-                    };
-                    arms.push(arm.clone());
-                    arm
-                }
-            };
+        for variant in variants {
+            let c = variant.component.clone();
+            let arm = self.variant_arm(key, &from, leave_out, variant)?;
             // The treatment holds the component at its full/"with" value
             // (external: leave-one-out's treatment is the arm swept from).
             let (control, treatment, origin) = if leave_out {
@@ -318,33 +318,74 @@ pub fn expand(
                 (from.clone(), arm, ComparisonOrigin::AddOneIn)
             };
             let name = format!("{c}: {} vs {}", treatment.name, control.name);
-            push_ablation(file, key, &mut comparisons, name, &control, &treatment, origin)?;
+            push_ablation(file, key, &mut self.comparisons, name, &control, &treatment, origin)?;
         }
+        Ok(())
     }
 
-    for (i, pair) in raw.pairs.iter().enumerate() {
-        let key = format!("matrix.pairs[{i}]");
-        let (control, treatment) = pair_arms(file, &key, &arms, pair)?;
+    /// A variant's arm: an arm with its settings and the resources of the arm swept from
+    /// when one exists, else a new arm under the variant's name.
+    fn variant_arm(
+        &mut self,
+        key: &str,
+        from: &Arm,
+        leave_out: bool,
+        variant: Variant,
+    ) -> Result<Arm, InputError> {
+        let Variant { component: c, settings, name: generated_name } = variant;
+        let same = |a: &&Arm| a.settings == settings && a.resources == from.resources;
+        if let Some(existing) = self.arms.iter().find(same) {
+            return Ok(existing.clone());
+        }
+        if self.arms.iter().any(|a| a.name == generated_name) {
+            return Err(InputError::at(
+                self.file,
+                format!("arms.{generated_name}"),
+                format!(
+                    "this name is taken by the sweep in {key}, with other settings; rename the arm"
+                ),
+            ));
+        }
+        let origin = if leave_out {
+            ArmOrigin::LeaveOneOut { from: from.name.clone(), component: c.clone() }
+        } else {
+            ArmOrigin::AddOneIn { from: from.name.clone(), component: c.clone() }
+        };
+        let arm = Arm {
+            name: generated_name,
+            description: String::new(),
+            settings,
+            origin,
+            budget: None,
+            resources: from.resources,
+        };
+        self.arms.push(arm.clone());
+        Ok(arm)
+    }
+
+    /// An explicit ablation (`[[matrix.pairs]]`).
+    fn pair(&mut self, key: &str, pair: &RawPair) -> Result<(), InputError> {
+        let (control, treatment) = pair_arms(self.file, key, &self.arms, pair)?;
         let name =
             pair.name.clone().unwrap_or_else(|| format!("{} vs {}", treatment.name, control.name));
         push_ablation(
-            file,
-            &key,
-            &mut comparisons,
+            self.file,
+            key,
+            &mut self.comparisons,
             name,
             &control,
             &treatment,
             ComparisonOrigin::Pair,
-        )?;
+        )
     }
 
-    for (i, pair) in raw.combined.iter().enumerate() {
-        let key = format!("matrix.combined[{i}]");
-        let (control, treatment) = pair_arms(file, &key, &arms, pair)?;
+    /// An explicit combined comparison (`[[matrix.combined]]`): its arms differ somewhere.
+    fn combined(&mut self, key: String, pair: &RawPair) -> Result<(), InputError> {
+        let (control, treatment) = pair_arms(self.file, &key, &self.arms, pair)?;
         let differs = control.diff(&treatment);
         if differs.is_empty() {
             return Err(InputError::at(
-                file,
+                self.file,
                 key,
                 format!(
                     "`{}` and `{}` have identical settings; nothing to compare",
@@ -356,7 +397,7 @@ pub fn expand(
             .name
             .clone()
             .unwrap_or_else(|| format!("{} vs {} (combined)", treatment.name, control.name));
-        comparisons.push(Comparison {
+        self.comparisons.push(Comparison {
             name,
             control: control.name.clone(),
             treatment: treatment.name.clone(),
@@ -365,8 +406,8 @@ pub fn expand(
             differs,
             budget: None,
         });
+        Ok(())
     }
-    Ok((arms, comparisons))
 }
 
 fn pair_arms(

@@ -22,7 +22,7 @@ use crate::container::trial::TrialContainer;
 use crate::experiment::components::EditFormat;
 use crate::experiment::instructions::ArmPrompts;
 use crate::experiment::{Components, config::HarnessSettings};
-use crate::model::{Message, ToolCall, ToolSpec};
+use crate::model::{ChatReply, Message, ToolCall, ToolSpec};
 use crate::record::omit::TracedSoFar;
 use crate::record::{EndReason, Incidents, LoopGuardHit, ToolCallRecord, TraceStep};
 use crate::suite::Task;
@@ -189,23 +189,109 @@ pub async fn run_agent(
     on_step: &mut (dyn FnMut(TraceStep) + Send),
 ) -> AgentOutcome {
     let c = ctx.components;
-    let hooks = Hooks::of(c);
-    let mut calls = Calls::new(ctx.calls);
-    let mut incidents = Incidents::default();
+    let mut t = Loop {
+        ctx,
+        container,
+        hooks: Hooks::of(c),
+        calls: Calls::new(ctx.calls),
+        incidents: Incidents::default(),
+        system: system_prompt(ctx),
+        history: Vec::new(),
+        verified: false,
+    };
     let tool_specs = if c.tools { specs() } else { Vec::new() };
-    // The builtin instructions of a container task are its own; an arm's file is the arm's.
+    let mut messages = t.first(0, &TerminalSession(1, &[]));
+    let session_len = messages.len();
+    let mut in_trace = TracedSoFar::default();
+    let (mut steps, mut sessions) = (0u32, 1u32);
+    let mut error = None;
+
+    let end_reason = loop {
+        if let Some(limit) = t.calls.budget_stop(steps) {
+            break EndReason::Budget { limit };
+        }
+        if steps > 0
+            && steps.is_multiple_of(ctx.settings.session_steps)
+            && messages.len() > session_len
+        {
+            sessions += 1;
+            messages = t.first(steps, &TerminalSession(sessions, &t.history));
+            in_trace.messages = 0;
+            in_trace.prompt = None;
+        }
+        steps += 1;
+        let (mut step, reply) = match t
+            .calls
+            .call_model(&messages, &tool_specs, steps, sessions, &mut in_trace)
+            .await
+        {
+            Ok(answered) => answered,
+            Err((step, e, end)) => {
+                on_step(step);
+                error = Some(e);
+                break end;
+            }
+        };
+        messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
+        let (actions, done_in_command) = t.actions(&reply, &mut step);
+        let (to_send, mut notes) = t.run_actions(actions, steps, &mut step).await;
+        let done = done_in_command || (edit::says_done(&reply.text) && reply.tool_calls.is_empty());
+        if t.finishes(done, &mut step, &mut notes) {
+            on_step(step);
+            break EndReason::ModelDone;
+        }
+        in_trace.messages = messages.len() + to_send.len();
+        messages.extend(to_send);
+        notes.push(budget_line(&t.calls, steps));
+        messages.push(Message::user(notes.join("\n\n")));
+        on_step(step);
+    };
+    t.calls.outcome(end_reason, steps, sessions, t.incidents, error)
+}
+
+/// The system prompt: the builtin instructions of a container task are its own; an arm's
+/// file is the arm's. Then how commands are run (tools on or off).
+fn system_prompt(ctx: &TerminalContext<'_>) -> String {
+    let c = ctx.components;
     let system = match &c.instructions {
         crate::experiment::components::Instructions::Builtin => TERMINAL_SYSTEM.to_string(),
         crate::experiment::components::Instructions::File(_) => {
             ctx.instructions.system.clone().unwrap_or_else(|| TERMINAL_SYSTEM.to_string())
         }
     };
-    let system = format!("{system}\n\n{}", if c.tools { SHELL_TOOL_NOTE } else { FENCED_NOTE });
-    let budget_line = |calls: &Calls<'_>, steps: u32| {
-        let (s, t, secs) = calls.remaining(steps);
-        format!("Budget left: {s} model calls, {t} tokens, {secs:.0} seconds.")
-    };
-    let first = |calls: &Calls<'_>, steps: u32, session: &TerminalSession<'_>| {
+    format!("{system}\n\n{}", if c.tools { SHELL_TOOL_NOTE } else { FENCED_NOTE })
+}
+
+/// The budget left, as the model is told it.
+fn budget_line(calls: &Calls<'_>, steps: u32) -> String {
+    let (s, t, secs) = calls.remaining(steps);
+    format!("Budget left: {s} model calls, {t} tokens, {secs:.0} seconds.")
+}
+
+/// An action the model asked for: its tool call (None for a fenced command), and the action
+/// or why it is not run.
+type Asked<'r> = (Option<&'r ToolCall>, Result<Action, BadCall>);
+
+/// What the steps of one trial's loop share.
+struct Loop<'c, 'a> {
+    ctx: &'c TerminalContext<'a>,
+    container: &'c TrialContainer,
+    hooks: Hooks,
+    calls: Calls<'a>,
+    incidents: Incidents,
+    system: String,
+    /// (step, command, exit code, output) of every command run, for the progress note and
+    /// the loop guard.
+    history: Vec<(u32, String, Option<i32>, String)>,
+    /// Whether a done was already held for a verification turn.
+    verified: bool,
+}
+
+impl Loop<'_, '_> {
+    /// A session's first messages: the system prompt, then the task's prompt with the
+    /// session's notes and the budget left.
+    fn first(&self, steps: u32, session: &TerminalSession<'_>) -> Vec<Message> {
+        let (ctx, c) = (self.ctx, self.ctx.components);
         let mut m = match &ctx.instructions.user_template {
             Some(t)
                 if !matches!(
@@ -218,53 +304,28 @@ pub async fn run_agent(
             Some(_) => ctx.task.prompt.trim().to_string(),
             None => ctx.task.prompt.trim().to_string(),
         };
-        hooks.add_session_notes(&mut m, session);
+        self.hooks.add_session_notes(&mut m, session);
         m.push_str("\n\n");
-        m.push_str(&budget_line(calls, steps));
-        vec![Message::system(system.clone()), Message::user(m)]
-    };
-    let mut messages = first(&calls, 0, &TerminalSession(1, &[]));
-    let session_len = messages.len();
-    let mut in_trace = TracedSoFar::default();
-    let (mut steps, mut sessions) = (0u32, 1u32);
-    let mut error = None;
-    // (step, command, exit code) of every command run, for the progress note and the loop guard.
-    let mut history: Vec<(u32, String, Option<i32>, String)> = Vec::new();
-    let mut verified = false;
-    let tail = ctx.settings.feedback_tail_bytes;
+        m.push_str(&budget_line(&self.calls, steps));
+        vec![Message::system(self.system.clone()), Message::user(m)]
+    }
 
-    let end_reason = loop {
-        if let Some(limit) = calls.budget_stop(steps) {
-            break EndReason::Budget { limit };
-        }
-        if steps > 0
-            && steps.is_multiple_of(ctx.settings.session_steps)
-            && messages.len() > session_len
-        {
-            sessions += 1;
-            messages = first(&calls, steps, &TerminalSession(sessions, &history));
-            in_trace.messages = 0;
-            in_trace.prompt = None;
-        }
-        steps += 1;
-        let (mut step, reply) =
-            match calls.call_model(&messages, &tool_specs, steps, sessions, &mut in_trace).await {
-                Ok(answered) => answered,
-                Err((step, e, end)) => {
-                    on_step(step);
-                    error = Some(e);
-                    break end;
-                }
-            };
-        messages.push(Message::assistant(reply.text.clone(), reply.tool_calls.clone()));
-        // The actions: tool calls (tools on), else the reply's fenced command.
-        let mut actions: Vec<(Option<&ToolCall>, Result<Action, BadCall>)> = Vec::new();
+    /// The actions of a reply: its tool calls (tools on), else its fenced command; and
+    /// whether a command ended with DONE (the line taken off it). Noted in `step`: that
+    /// DONE, and tool calls that did not parse.
+    fn actions<'r>(
+        &mut self,
+        reply: &'r ChatReply,
+        step: &mut TraceStep,
+    ) -> (Vec<Asked<'r>>, bool) {
+        let c = self.ctx.components;
+        let mut actions: Vec<Asked<'r>> = Vec::new();
         if !reply.tool_calls.is_empty() {
-            incidents.tool_calls += reply.tool_calls.len() as u32;
+            self.incidents.tool_calls += reply.tool_calls.len() as u32;
             for call in &reply.tool_calls {
                 let a = if c.tools { parse_call(call) } else { Err(BadCall::NoTools) };
                 if a.is_err() {
-                    incidents.invalid_tool_calls += 1;
+                    self.incidents.invalid_tool_calls += 1;
                 }
                 actions.push((Some(call), a));
             }
@@ -290,10 +351,21 @@ pub async fn run_agent(
             step.notes.push("DONE as the command's last line: done once it has run".into());
         }
         if !reply.unparsed_tool_calls.is_empty() {
-            incidents.invalid_tool_calls += reply.unparsed_tool_calls.len() as u32;
+            self.incidents.invalid_tool_calls += reply.unparsed_tool_calls.len() as u32;
             step.notes
                 .push(format!("unparsed tool calls: {}", reply.unparsed_tool_calls.join("; ")));
         }
+        (actions, done_in_command)
+    }
+
+    /// Run a step's actions in order, each recorded in `step`: the results of tool calls to
+    /// send back, and the notes (a fenced command's result).
+    async fn run_actions(
+        &mut self,
+        actions: Vec<Asked<'_>>,
+        steps: u32,
+        step: &mut TraceStep,
+    ) -> (Vec<Message>, Vec<String>) {
         let mut to_send: Vec<Message> = Vec::new();
         let mut notes: Vec<String> = Vec::new();
         for (i, (call, action)) in actions.into_iter().enumerate() {
@@ -307,58 +379,7 @@ pub async fn run_agent(
                 .unwrap_or(serde_json::Value::Null);
             let (ok, result) = match action {
                 Err(e) => (false, json!({"error": e.to_string()}).to_string()),
-                Ok(action) => {
-                    let (command, stdin) = action.command();
-                    let repeat = history
-                        .last()
-                        .filter(|h| hooks.refuse_repeats() && h.1 == command && stdin.is_none())
-                        .cloned();
-                    if let Some((earlier, _, _, _)) = repeat {
-                        incidents.loop_guard_hits += 1;
-                        step.loop_guard = Some(LoopGuardHit {
-                            repeats_step: earlier,
-                            fingerprint: edit::fingerprint(&command),
-                            scored: None,
-                        });
-                        (
-                            false,
-                            format!(
-                                "Not run again: you ran exactly this command in step {earlier}. Try something else."
-                            ),
-                        )
-                    } else {
-                        let left = Duration::from_secs_f64(calls.remaining(steps).2.max(1.0));
-                        let out = container
-                            .shell(
-                                &command,
-                                left.min(COMMAND_TIMEOUT),
-                                TRACE_OUTPUT,
-                                stdin.as_deref(),
-                            )
-                            .await;
-                        let text = format!("{}{}", out.stdout.text(), out.stderr.text());
-                        let code = out.exit_code;
-                        let shown = if out.timed_out {
-                            format!(
-                                "exit: timed out\n{}",
-                                crate::sandbox::process::tail(&text, tail)
-                            )
-                        } else if hooks.report_results() {
-                            format!(
-                                "exit: {}\n{}",
-                                code.map(|c| c.to_string()).unwrap_or("killed".into()),
-                                crate::sandbox::process::tail(&text, tail)
-                            )
-                        } else {
-                            format!(
-                                "exit: {}",
-                                code.map(|c| c.to_string()).unwrap_or("killed".into())
-                            )
-                        };
-                        history.push((steps, command, code, text.clone()));
-                        (code == Some(0), shown)
-                    }
-                }
+                Ok(action) => self.run(action, steps, step).await,
             };
             step.tool_calls.push(ToolCallRecord {
                 id: id.clone(),
@@ -372,32 +393,79 @@ pub async fn run_agent(
                 None => notes.push(result),
             }
         }
+        (to_send, notes)
+    }
+
+    /// Run one action: not again when the loop guard sees the command just run, else in the
+    /// container. Whether it succeeded, and its result as the model sees it.
+    async fn run(&mut self, action: Action, steps: u32, step: &mut TraceStep) -> (bool, String) {
+        let (command, stdin) = action.command();
+        let repeat = self
+            .history
+            .last()
+            .filter(|h| self.hooks.refuse_repeats() && h.1 == command && stdin.is_none())
+            .cloned();
+        if let Some((earlier, _, _, _)) = repeat {
+            self.incidents.loop_guard_hits += 1;
+            step.loop_guard = Some(LoopGuardHit {
+                repeats_step: earlier,
+                fingerprint: edit::fingerprint(&command),
+                scored: None,
+            });
+            return (
+                false,
+                format!(
+                    "Not run again: you ran exactly this command in step {earlier}. Try something else."
+                ),
+            );
+        }
+        let tail = self.ctx.settings.feedback_tail_bytes;
+        let left = Duration::from_secs_f64(self.calls.remaining(steps).2.max(1.0));
+        let out = self
+            .container
+            .shell(&command, left.min(COMMAND_TIMEOUT), TRACE_OUTPUT, stdin.as_deref())
+            .await;
+        let text = format!("{}{}", out.stdout.text(), out.stderr.text());
+        let code = out.exit_code;
+        let shown = if out.timed_out {
+            format!("exit: timed out\n{}", crate::sandbox::process::tail(&text, tail))
+        } else if self.hooks.report_results() {
+            format!(
+                "exit: {}\n{}",
+                code.map(|c| c.to_string()).unwrap_or("killed".into()),
+                crate::sandbox::process::tail(&text, tail)
+            )
+        } else {
+            format!("exit: {}", code.map(|c| c.to_string()).unwrap_or("killed".into()))
+        };
+        self.history.push((steps, command, code, text.clone()));
+        (code == Some(0), shown)
+    }
+
+    /// The end of a step: a reply with no command and no DONE is told how to run one; a
+    /// done is held for one verification turn when `acceptance` says so. Whether the loop
+    /// ends here (the model done).
+    fn finishes(&mut self, done: bool, step: &mut TraceStep, notes: &mut Vec<String>) -> bool {
+        let tools = self.ctx.components.tools;
         let acted = !step.tool_calls.is_empty();
-        let done = done_in_command || (edit::says_done(&reply.text) && reply.tool_calls.is_empty());
         if !acted && !done {
             // Not a finish: the model is told how to run a command, and the loop goes on.
-            incidents.unparsed_replies += 1;
+            self.incidents.unparsed_replies += 1;
             step.notes.push("reply holds no command and no DONE".into());
-            notes.push(if c.tools { NO_COMMAND_TOOLS } else { NO_COMMAND_FENCED }.to_string());
+            notes.push(if tools { NO_COMMAND_TOOLS } else { NO_COMMAND_FENCED }.to_string());
         }
         if done {
-            if hooks.guard_done() && !verified {
-                verified = true;
-                incidents.refused_done += 1;
+            if self.hooks.guard_done() && !self.verified {
+                self.verified = true;
+                self.incidents.refused_done += 1;
                 step.notes.push("done held for one verification turn".into());
                 notes.push("Before you finish, check your work: run commands that show the task is done as the instruction asks. Then write DONE.".into());
             } else {
-                on_step(step);
-                break EndReason::ModelDone;
+                return true;
             }
         }
-        in_trace.messages = messages.len() + to_send.len();
-        messages.extend(to_send);
-        notes.push(budget_line(&calls, steps));
-        messages.push(Message::user(notes.join("\n\n")));
-        on_step(step);
-    };
-    calls.outcome(end_reason, steps, sessions, incidents, error)
+        false
+    }
 }
 
 /// A session's start as the hooks see it: the session and the commands run so far.

@@ -55,6 +55,33 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         suite.tasks.len(),
         &suite.digest[..12]
     );
+    model_lines(&mut s, exp);
+    budget_lines(&mut s, exp);
+    harness_lines(&mut s, exp);
+    arm_lines(&mut s, exp);
+    comparison_lines(&mut s, exp);
+    let total = tasks * exp.arms.len() * exp.models.len() * exp.trials as usize;
+    let _ = writeln!(
+        s,
+        "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}",
+        exp.arms.len(),
+        exp.models.len(),
+        exp.trials
+    );
+    if let Some(d) = &exp.factorial {
+        s.push_str(&factorial_lines(d, tasks * exp.models.len() * exp.trials as usize));
+    }
+    if let Some(p) = &exp.primary {
+        let _ = writeln!(s, "primary outcome: {p} (the verdicts decide on it, a score in [0, 1])");
+    }
+    sequential_lines(&mut s, exp, plan, tasks, total);
+    order_lines(&mut s, exp, plan, shard);
+    s
+}
+
+/// Each model: its provider, place and sampling; for an external harness, what cannot reach
+/// it and a context too short for the CLI agents' first prompts.
+fn model_lines(s: &mut String, exp: &Experiment) {
     let _ = writeln!(s, "models:");
     for m in &exp.models {
         let place = match m.provider {
@@ -83,6 +110,10 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             }
         }
     }
+}
+
+/// The `[budget]` every arm runs with, and the budget sweep's levels if any.
+fn budget_lines(s: &mut String, exp: &Experiment) {
     let b = &exp.budget;
     let money = b
         .max_cost_usd
@@ -104,6 +135,10 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
     if let Some(line) = budget_sweep_line(exp) {
         let _ = writeln!(s, "{line}");
     }
+}
+
+/// An external harness: its command, files and components (nothing for a built-in one).
+fn harness_lines(s: &mut String, exp: &Experiment) {
     if let Some(ext) = exp.harness_kind.external() {
         let files = if ext.files.is_empty() {
             "no files".to_string()
@@ -121,6 +156,10 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             let _ = writeln!(s, "  {:<20} {}", d.name, d.display_values());
         }
     }
+}
+
+/// Each arm: its settings and resources, where it came from, and its budget level.
+fn arm_lines(s: &mut String, exp: &Experiment) {
     let _ = writeln!(s, "\narms ({}):", exp.arms.len());
     let width = exp.arms.iter().map(|a| a.name.len()).max().unwrap_or(4).max(4);
     for arm in &exp.arms {
@@ -148,6 +187,10 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
         let summary = arm.settings.summary();
         let _ = writeln!(s, "  {:<width$}  {summary}{resources}{origin}{level}", arm.name);
     }
+}
+
+/// Each comparison: treatment vs control, and what they differ in.
+fn comparison_lines(s: &mut String, exp: &Experiment) {
     let _ = writeln!(s, "\ncomparisons ({}), effect = treatment - control:", exp.comparisons.len());
     for c in &exp.comparisons {
         match &c.kind {
@@ -173,63 +216,56 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             }
         }
     }
-    let total = tasks * exp.arms.len() * exp.models.len() * exp.trials as usize;
+}
+
+/// The sequential design (nothing for a fixed one): its rule and level, its budget, and the
+/// order tasks enter in.
+fn sequential_lines(s: &mut String, exp: &Experiment, plan: &Plan, tasks: usize, total: usize) {
+    let Some(d) = &exp.sequential else { return };
+    let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
+    let ablations = exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
+    let level = match ablations {
+        0 => format!("at alpha {}, no ablations", exp.alpha),
+        1 => format!("ablations at {:.4}, i.e. alpha {} over 1 ablation", exp.alpha, exp.alpha),
+        n => format!(
+            "ablations at {:.4}, i.e. alpha {} over {n} ablations",
+            exp.alpha / n as f64,
+            exp.alpha
+        ),
+    };
     let _ = writeln!(
         s,
-        "\ntrials: {tasks} tasks x {} arms x {} models x {} trials = {total}",
-        exp.arms.len(),
-        exp.models.len(),
-        exp.trials
+        "design: sequential (run until decided): tasks enter in a seeded order; after each, every comparison's anytime-valid confidence sequence \
+         ({level}) decides helps / hurts{}; trials that serve only decided comparisons are not started",
+        exp.margin
+            .map(|m| format!(" / equivalent within ±{:.1} pp", m * 100.0))
+            .unwrap_or_default()
     );
-    if let Some(d) = &exp.factorial {
-        s.push_str(&factorial_lines(d, tasks * exp.models.len() * exp.trials as usize));
-    }
-    if let Some(p) = &exp.primary {
-        let _ = writeln!(s, "primary outcome: {p} (the verdicts decide on it, a score in [0, 1])");
-    }
-    if let Some(d) = &exp.sequential {
-        let max_tasks = d.max_tasks.map_or(tasks, |n| (n as usize).min(tasks));
-        let ablations =
-            exp.comparisons.iter().filter(|c| c.is_ablation()).count() * exp.models.len();
-        let level = match ablations {
-            0 => format!("at alpha {}, no ablations", exp.alpha),
-            1 => format!("ablations at {:.4}, i.e. alpha {} over 1 ablation", exp.alpha, exp.alpha),
-            n => format!(
-                "ablations at {:.4}, i.e. alpha {} over {n} ablations",
-                exp.alpha / n as f64,
-                exp.alpha
-            ),
-        };
-        let _ = writeln!(
-            s,
-            "design: sequential (run until decided): tasks enter in a seeded order; after each, every comparison's anytime-valid confidence sequence \
-             ({level}) decides helps / hurts{}; trials that serve only decided comparisons are not started",
-            exp.margin
-                .map(|m| format!(" / equivalent within ±{:.1} pp", m * 100.0))
-                .unwrap_or_default()
-        );
-        let _ = writeln!(
-            s,
-            "budget: at most {max_tasks} of {tasks} tasks{}{}{}; at most {total} trials if nothing is decided",
-            d.max_trials.map(|n| format!(" and {n} trials")).unwrap_or_default(),
-            d.max_cost_usd
-                .map(|c| format!("; no trial starts once the trials cost ${c}"))
-                .unwrap_or_default(),
-            d.max_seconds
-                .map(|t| format!("; no trial starts after {t} s of running time"))
-                .unwrap_or_default()
-        );
-        let mut seen = std::collections::HashSet::new();
-        let order: Vec<&str> =
-            plan.trials.iter().map(|t| t.task.as_str()).filter(|t| seen.insert(*t)).collect();
-        let _ = writeln!(
-            s,
-            "task order (first {} of {}): {}",
-            order.len().min(8),
-            order.len(),
-            order.iter().take(8).copied().collect::<Vec<_>>().join(", ")
-        );
-    }
+    let _ = writeln!(
+        s,
+        "budget: at most {max_tasks} of {tasks} tasks{}{}{}; at most {total} trials if nothing is decided",
+        d.max_trials.map(|n| format!(" and {n} trials")).unwrap_or_default(),
+        d.max_cost_usd
+            .map(|c| format!("; no trial starts once the trials cost ${c}"))
+            .unwrap_or_default(),
+        d.max_seconds
+            .map(|t| format!("; no trial starts after {t} s of running time"))
+            .unwrap_or_default()
+    );
+    let mut seen = std::collections::HashSet::new();
+    let order: Vec<&str> =
+        plan.trials.iter().map(|t| t.task.as_str()).filter(|t| seen.insert(*t)).collect();
+    let _ = writeln!(
+        s,
+        "task order (first {} of {}): {}",
+        order.len().min(8),
+        order.len(),
+        order.iter().take(8).copied().collect::<Vec<_>>().join(", ")
+    );
+}
+
+/// The shard's share of the plan (when one is given), and the first trials in run order.
+fn order_lines(s: &mut String, exp: &Experiment, plan: &Plan, shard: Option<Shard>) {
     if let Some(shard) = shard {
         let n = plan.shard(Some(shard)).len();
         let share = if exp.sequential.is_some() {
@@ -251,7 +287,6 @@ pub fn render(exp: &Experiment, suite: &Suite, plan: &Plan, shard: Option<Shard>
             t.order, t.id, t.task, t.arm, t.model, t.repeat, t.seed
         );
     }
-    s
 }
 
 /// The sweep's levels, said once: each arm and comparison runs at every one, the `[budget]`

@@ -108,8 +108,65 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
     }
 
     // Read and lock every shard; check they are parts of one experiment.
+    let mut shards = read_shards(&opts.shards)?;
+    check_one_experiment(&shards)?;
+    let count = shards[0].shard.count;
+    let given: HashSet<u32> = shards.iter().map(|s| s.shard.index).collect();
+    let missing_shards: Vec<u32> = (1..=count).filter(|k| !given.contains(k)).collect();
+
+    let (mut missing, unfinished_trials) = what_is_missing(&shards, &missing_shards, count)?;
+    if !missing.is_empty() && !opts.allow_partial {
+        missing.push("nothing was merged; --allow-partial merges what exists".into());
+        return Err(MergeError::Incomplete(missing));
+    }
+
+    // Write under a temporary name, rename into place at the end.
+    let tmp = temporary_folder(&opts.out, &out_name)?;
+    let copied = copy_shards(tmp.path(), &mut shards, &out_name)?;
+
+    let mut manifest = shards[0].manifest.clone();
+    manifest.run_id = out_name.clone();
+    manifest.created_at = now_rfc3339();
+    manifest.shard = None;
+    manifest.planned_trials = copied.plan.len();
+    manifest.plan = copied.plan;
+    manifest.merged = Some(MergedFrom {
+        shard_count: count,
+        partial: !missing.is_empty(),
+        missing_shards,
+        unfinished_trials,
+        shards: copied.shards,
+    });
+    manifest.write(tmp.path()).map_err(io(tmp.path()))?;
+
+    // Into place: rename fails if `out` appeared meanwhile (a non-empty folder).
+    let tmp = tmp.keep();
+    if let Err(source) = std::fs::rename(&tmp, &opts.out) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(MergeError::Io { path: opts.out.clone(), source });
+    }
+    let lock = RunLock::acquire(&opts.out)?;
+    Ok(MergeSummary {
+        dir: opts.out.clone(),
+        run_id: out_name,
+        shard_count: count,
+        planned: manifest.planned_trials,
+        records: copied.records,
+        missing,
+        lock,
+    })
+}
+
+/// An error for an I/O failure on `path`.
+fn io(path: &Path) -> impl Fn(std::io::Error) -> MergeError + use<> {
+    let path = path.to_path_buf();
+    move |source| MergeError::Io { path: path.clone(), source }
+}
+
+/// Read and lock each shard folder, in the order given: each a shard, no index twice.
+fn read_shards(dirs: &[PathBuf]) -> Result<Vec<ShardIn>, MergeError> {
     let mut shards: Vec<ShardIn> = Vec::new();
-    for dir in &opts.shards {
+    for dir in dirs {
         let path = dir.join("manifest.json");
         let manifest: Manifest = Manifest::read(dir)?;
         let Some(shard) = manifest.shard else {
@@ -135,6 +192,12 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         let lock = RunLock::acquire(dir)?;
         shards.push(ShardIn { dir: dir.clone(), manifest, shard, _lock: lock });
     }
+    Ok(shards)
+}
+
+/// Check every shard is of the first's experiment: config and suite digests, shard count,
+/// record format and model identities.
+fn check_one_experiment(shards: &[ShardIn]) -> Result<(), MergeError> {
     let first = &shards[0];
     for s in &shards[1..] {
         let path = s.dir.join("manifest.json");
@@ -189,11 +252,16 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
             .into());
         }
     }
-    let count = first.shard.count;
-    let given: HashSet<u32> = shards.iter().map(|s| s.shard.index).collect();
-    let missing_shards: Vec<u32> = (1..=count).filter(|k| !given.contains(k)).collect();
+    Ok(())
+}
 
-    // Which planned trials have a final record (one pass over each shard's records).
+/// What is missing, said line by line: the shards not given, then each given shard's
+/// planned trials without a final record; with the count of those trials.
+fn what_is_missing(
+    shards: &[ShardIn],
+    missing_shards: &[u32],
+    count: u32,
+) -> Result<(Vec<String>, usize), MergeError> {
     let mut missing: Vec<String> = Vec::new();
     if !missing_shards.is_empty() {
         let list =
@@ -201,87 +269,105 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         missing.push(format!("missing shards: {list} (their trials are not in the merged plan)"));
     }
     let mut unfinished_trials = 0;
-    for s in &shards {
-        let trials_path = s.dir.join("trials.jsonl");
-        let plan: HashSet<u64> = s.manifest.plan.iter().map(TrialSpec::plan_key).collect();
-        let (finished, unplanned) = final_trials(&trials_path, &plan)?;
-        if unplanned > 0 {
-            return Err(
-                InputError::new(&trials_path, format!("{unplanned} records are not in this shard's plan; refusing to merge a folder that mixes runs")).into()
-            );
-        }
-        let skipped = sequential_skips(&s.manifest, &trials_path)?;
-        let unfinished: Vec<&TrialSpec> = s
-            .manifest
-            .plan
-            .iter()
-            .filter(|t| {
-                !finished.contains(&t.id)
-                    && skipped.as_ref().is_none_or(|m| m.needs(&t.task, &t.arm, &t.model))
-            })
-            .collect();
-        if !unfinished.is_empty() {
-            unfinished_trials += unfinished.len();
-            let named = unfinished
-                .iter()
-                .take(NAMED)
-                .map(|t| format!("{} ({} / {} / {} / r{})", t.id, t.task, t.arm, t.model, t.repeat))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let more = if unfinished.len() > NAMED {
-                format!(" and {} more", unfinished.len() - NAMED)
-            } else {
-                String::new()
-            };
-            missing.push(format!(
-                "shard {} ({}) is incomplete: {} of {} planned trials have no final record: {named}{more} (finish it with ablate run CONFIG --resume {})",
-                s.shard,
-                s.dir.display(),
-                unfinished.len(),
-                s.manifest.plan.len(),
-                s.dir.display()
-            ));
+    for s in shards {
+        if let Some((n, message)) = unfinished(s)? {
+            unfinished_trials += n;
+            missing.push(message);
         }
     }
-    if !missing.is_empty() && !opts.allow_partial {
-        missing.push("nothing was merged; --allow-partial merges what exists".into());
-        return Err(MergeError::Incomplete(missing));
-    }
+    Ok((missing, unfinished_trials))
+}
 
-    // Write under a temporary name, rename into place at the end.
-    let parent = opts.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if opts.out.exists() {
+/// Which of a shard's planned trials have no final record (one pass over its records; a
+/// trial its sequential rule skipped is not missing): how many, and the line naming them.
+fn unfinished(s: &ShardIn) -> Result<Option<(usize, String)>, MergeError> {
+    let trials_path = s.dir.join("trials.jsonl");
+    let plan: HashSet<u64> = s.manifest.plan.iter().map(TrialSpec::plan_key).collect();
+    let (finished, unplanned) = final_trials(&trials_path, &plan)?;
+    if unplanned > 0 {
+        return Err(
+            InputError::new(&trials_path, format!("{unplanned} records are not in this shard's plan; refusing to merge a folder that mixes runs")).into()
+        );
+    }
+    let skipped = sequential_skips(&s.manifest, &trials_path)?;
+    let unfinished: Vec<&TrialSpec> = s
+        .manifest
+        .plan
+        .iter()
+        .filter(|t| {
+            !finished.contains(&t.id)
+                && skipped.as_ref().is_none_or(|m| m.needs(&t.task, &t.arm, &t.model))
+        })
+        .collect();
+    if unfinished.is_empty() {
+        return Ok(None);
+    }
+    let named = unfinished
+        .iter()
+        .take(NAMED)
+        .map(|t| format!("{} ({} / {} / {} / r{})", t.id, t.task, t.arm, t.model, t.repeat))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = if unfinished.len() > NAMED {
+        format!(" and {} more", unfinished.len() - NAMED)
+    } else {
+        String::new()
+    };
+    Ok(Some((
+        unfinished.len(),
+        format!(
+            "shard {} ({}) is incomplete: {} of {} planned trials have no final record: {named}{more} (finish it with ablate run CONFIG --resume {})",
+            s.shard,
+            s.dir.display(),
+            unfinished.len(),
+            s.manifest.plan.len(),
+            s.dir.display()
+        ),
+    )))
+}
+
+/// The temporary folder the merge is written in, beside `out` (which must not exist).
+fn temporary_folder(out: &Path, out_name: &str) -> Result<tempfile::TempDir, MergeError> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if out.exists() {
         return Err(InputError::at(
-            &opts.out,
+            out,
             "-o",
-            format!("{} exists; choose a new folder", opts.out.display()),
+            format!("{} exists; choose a new folder", out.display()),
         )
         .into());
     }
     std::fs::create_dir_all(parent)
         .map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })?;
-    let tmp = tempfile::Builder::new()
+    tempfile::Builder::new()
         .prefix(&format!(".{out_name}.merging-"))
         .tempdir_in(parent)
-        .map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })?;
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| MergeError::Io { path: path.clone(), source }
-    };
+        .map_err(|source| MergeError::Io { path: parent.to_path_buf(), source })
+}
 
-    let traces = tmp.path().join("traces");
+/// What the shards' folders gave the merged one.
+struct Copied {
+    records: usize,
+    shards: Vec<MergedShard>,
+    /// Every shard's plan, in the experiment's order.
+    plan: Vec<TrialSpec>,
+}
+
+/// Copy the shards' records, attempts and traces into `out`, in shard order.
+fn copy_shards(out: &Path, shards: &mut [ShardIn], out_name: &str) -> Result<Copied, MergeError> {
+    let traces = out.join("traces");
     std::fs::create_dir(&traces).map_err(io(&traces))?;
-    let trials_path = tmp.path().join("trials.jsonl");
-    let attempts_path = tmp.path().join("attempts.jsonl");
+    let trials_path = out.join("trials.jsonl");
+    let attempts_path = out.join("attempts.jsonl");
     let mut trials = BufWriter::new(std::fs::File::create(&trials_path).map_err(io(&trials_path))?);
     let mut attempts = std::fs::File::create(&attempts_path).map_err(io(&attempts_path))?;
     let mut records = 0usize;
     let mut merged_shards = Vec::new();
     let mut plan: Vec<TrialSpec> = Vec::new();
     shards.sort_by_key(|s| s.shard.index);
-    for s in &shards {
+    for s in shards.iter() {
         let n =
-            copy_records(&s.dir.join("trials.jsonl"), &out_name, &mut trials).map_err(
+            copy_records(&s.dir.join("trials.jsonl"), out_name, &mut trials).map_err(
                 |e| match e {
                     CopyError::Read(source) => {
                         MergeError::Io { path: s.dir.join("trials.jsonl"), source }
@@ -297,17 +383,7 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
             let mut r = std::fs::File::open(&from).map_err(io(&from))?;
             std::io::copy(&mut r, &mut attempts).map_err(io(&attempts_path))?;
         }
-        let from_traces = s.dir.join("traces");
-        if from_traces.is_dir() {
-            for entry in std::fs::read_dir(&from_traces).map_err(io(&from_traces))? {
-                let entry = entry.map_err(io(&from_traces))?;
-                // Regular files only: a link in a results folder is never followed.
-                if entry.file_type().map_err(io(&entry.path()))?.is_file() {
-                    std::fs::copy(entry.path(), traces.join(entry.file_name()))
-                        .map_err(io(&entry.path()))?;
-                }
-            }
-        }
+        copy_traces(&s.dir.join("traces"), &traces)?;
         merged_shards.push(MergedShard {
             shard: s.shard,
             run_id: s.manifest.run_id.clone(),
@@ -324,38 +400,22 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeSummary, MergeError> {
         .map_err(io(&trials_path))?;
     attempts.sync_all().map_err(io(&attempts_path))?;
     plan.sort_by_key(|t| t.order);
+    Ok(Copied { records, shards: merged_shards, plan })
+}
 
-    let mut manifest = shards[0].manifest.clone();
-    manifest.run_id = out_name.clone();
-    manifest.created_at = now_rfc3339();
-    manifest.shard = None;
-    manifest.planned_trials = plan.len();
-    manifest.plan = plan;
-    manifest.merged = Some(MergedFrom {
-        shard_count: count,
-        partial: !missing.is_empty(),
-        missing_shards,
-        unfinished_trials,
-        shards: merged_shards,
-    });
-    manifest.write(tmp.path()).map_err(io(tmp.path()))?;
-
-    // Into place: rename fails if `out` appeared meanwhile (a non-empty folder).
-    let tmp = tmp.keep();
-    if let Err(source) = std::fs::rename(&tmp, &opts.out) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(MergeError::Io { path: opts.out.clone(), source });
+/// Copy a shard's trace files (when it has a traces folder) into `traces`.
+fn copy_traces(from_traces: &Path, traces: &Path) -> Result<(), MergeError> {
+    if from_traces.is_dir() {
+        for entry in std::fs::read_dir(from_traces).map_err(io(from_traces))? {
+            let entry = entry.map_err(io(from_traces))?;
+            // Regular files only: a link in a results folder is never followed.
+            if entry.file_type().map_err(io(&entry.path()))?.is_file() {
+                std::fs::copy(entry.path(), traces.join(entry.file_name()))
+                    .map_err(io(&entry.path()))?;
+            }
+        }
     }
-    let lock = RunLock::acquire(&opts.out)?;
-    Ok(MergeSummary {
-        dir: opts.out.clone(),
-        run_id: out_name,
-        shard_count: count,
-        planned: manifest.planned_trials,
-        records,
-        missing,
-        lock,
-    })
+    Ok(())
 }
 
 /// The first difference of model identities between two shards, if any.

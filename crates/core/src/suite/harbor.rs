@@ -52,7 +52,7 @@ struct RawPackage {
     keywords: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawVerifier {
     timeout_sec: Option<f64>,
@@ -65,7 +65,7 @@ struct RawVerifier {
     collect: Option<toml::Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAgent {
     timeout_sec: Option<f64>,
@@ -74,7 +74,7 @@ struct RawAgent {
     allowed_hosts: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEnvironment {
     build_timeout_sec: Option<f64>,
@@ -193,24 +193,162 @@ pub fn is_harbor_task(dir: &Path) -> bool {
     dir.join("task.toml").is_file() && dir.join("instruction.md").is_file()
 }
 
+/// task.toml as its errors name it: the file, and the key at fault.
+struct TaskToml<'a> {
+    file: &'a Path,
+}
+
+impl TaskToml<'_> {
+    fn at(&self, key: &str, msg: String) -> InputError {
+        InputError::at(self.file, key, msg)
+    }
+
+    fn refuse(&self, key: &str, what: &str) -> InputError {
+        self.at(key, format!("{what} is not run by this version of ablate (docs/harbor.md)"))
+    }
+
+    /// A `user` key: a user name or uid.
+    fn user(&self, key: &str, v: &Option<toml::Value>) -> Result<Option<String>, InputError> {
+        match v {
+            None => Ok(None),
+            Some(toml::Value::String(s)) if is_user_spec(s) => Ok(Some(s.clone())),
+            Some(toml::Value::Integer(n)) if *n >= 0 => Ok(Some(n.to_string())),
+            Some(other) => Err(self.at(key, format!("`{other}` is not a user name or uid"))),
+        }
+    }
+
+    /// A number of seconds, `default` when not given.
+    fn positive(
+        &self,
+        key: &str,
+        v: Option<f64>,
+        default: Option<f64>,
+    ) -> Result<Option<f64>, InputError> {
+        match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                Err(self.at(key, format!("{x} is not a positive number of seconds")))
+            }
+            Some(x) => Ok(Some(x)),
+            None => Ok(default),
+        }
+    }
+
+    /// Whether a network setting is public; an allowlist is refused.
+    fn public(
+        &self,
+        key: &str,
+        mode: &Option<String>,
+        hosts: &Option<Vec<String>>,
+    ) -> Result<bool, InputError> {
+        if hosts.as_ref().is_some_and(|h| !h.is_empty()) {
+            return Err(
+                self.refuse(&key.replace("network_mode", "allowed_hosts"), "an allowlist network")
+            );
+        }
+        match mode.as_deref() {
+            None | Some("no-network") => Ok(false),
+            Some("public") => Ok(true),
+            Some("allowlist") => Err(self.refuse(key, "an allowlist network")),
+            Some(other) => Err(self.at(
+                key,
+                format!("unknown network mode `{other}` (public, no-network, allowlist)"),
+            )),
+        }
+    }
+
+    /// An `env` table, each value's `${VAR}` references checked (kept unresolved).
+    fn env(
+        &self,
+        key: &str,
+        vars: Option<BTreeMap<String, String>>,
+    ) -> Result<Vec<(String, String)>, InputError> {
+        vars.unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| {
+                template_parts(&v)
+                    .map(|_| (k.clone(), v.clone()))
+                    .map_err(|e| self.at(&format!("{key}.{k}"), e.to_string()))
+            })
+            .collect()
+    }
+}
+
 /// Read a Harbor task folder: its task.toml, checked key by key, and its instruction.
 pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), InputError> {
     let file = dir.join("task.toml");
     let text = std::fs::read_to_string(&file)
         .map_err(|e| InputError::new(&file, format!("cannot read: {e}")))?;
     let raw: RawHarbor = parse_toml_str(&file, &text)?;
-    let at = |key: &str, msg: String| InputError::at(&file, key, msg);
-    let refuse = |key: &str, what: &str| {
-        at(key, format!("{what} is not run by this version of ablate (docs/harbor.md)"))
-    };
+    let t = TaskToml { file: &file };
 
+    let schema_version = schema_version(&t, &raw)?;
+    refuse_multi_step(&t, &raw, dir)?;
+    let verifier = raw.verifier.unwrap_or_default();
+    check_verifier(&t, &verifier)?;
+    let verifier_public =
+        t.public("verifier.network_mode", &verifier.network_mode, &verifier.allowed_hosts)?;
+    let agent = raw.agent.unwrap_or_default();
+    let agent_public = t.public("agent.network_mode", &agent.network_mode, &agent.allowed_hosts)?;
+
+    let env_raw = raw.environment.unwrap_or_default();
+    refuse_environment_features(&t, &env_raw)?;
+    let env_public = environment_public(&t, &env_raw)?;
+    // Each phase's own mode, else the environment's; the container has one
+    // network for both phases: public when either phase is.
+    let phase = |mode: &Option<String>, own: bool| if mode.is_some() { own } else { env_public };
+    let public =
+        phase(&agent.network_mode, agent_public) || phase(&verifier.network_mode, verifier_public);
+    let network = if public { NetworkMode::Public } else { NetworkMode::None };
+    let (memory_mb, storage_mb) = resources(&t, &env_raw)?;
+    let image = image(&t, &env_raw, dir)?;
+    let instruction = verifier_and_instruction(dir)?;
+    let (metadata, difficulty) = metadata(raw.metadata);
+    let _ = (raw.source, raw.task.as_ref().map(|t| (&t.description, &t.authors, &t.keywords)));
+    let task = ContainerTask {
+        schema_version,
+        name: raw.task.as_ref().map(|t| t.name.clone()),
+        version: raw.task.as_ref().and_then(|t| t.version.clone()),
+        image,
+        build_timeout_sec: t
+            .positive(
+                "environment.build_timeout_sec",
+                env_raw.build_timeout_sec,
+                Some(DEFAULT_BUILD_TIMEOUT_SEC),
+            )?
+            .unwrap_or_default(),
+        agent_timeout_sec: t.positive("agent.timeout_sec", agent.timeout_sec, None)?,
+        verifier_timeout_sec: t
+            .positive(
+                "verifier.timeout_sec",
+                verifier.timeout_sec,
+                Some(DEFAULT_VERIFIER_TIMEOUT_SEC),
+            )?
+            .unwrap_or_default(),
+        agent_user: t.user("agent.user", &agent.user)?,
+        verifier_user: t.user("verifier.user", &verifier.user)?,
+        verifier_env: t.env("verifier.env", verifier.env)?,
+        solution_env: t.env("solution.env", raw.solution.and_then(|s| s.env))?,
+        env: t.env("environment.env", env_raw.env)?,
+        workdir: env_raw.workdir.filter(|w| !w.trim().is_empty()),
+        cpus: env_raw.cpus,
+        memory_mb,
+        storage_mb,
+        network,
+        metadata,
+        has_solution: dir.join("solution").join("solve.sh").is_file(),
+    };
+    Ok((task, instruction, difficulty))
+}
+
+/// `schema_version` (or `version` before 1.1), one this reader knows; "1.0" when absent.
+fn schema_version(t: &TaskToml, raw: &RawHarbor) -> Result<String, InputError> {
     let (version_key, schema_version) = match (&raw.schema_version, &raw.version) {
         (Some(v), _) => ("schema_version", v.clone()),
         (None, Some(v)) => ("version", v.clone()),
         (None, None) => ("schema_version", "1.0".to_string()),
     };
     if !SCHEMA_VERSIONS.contains(&schema_version.as_str()) {
-        return Err(at(
+        return Err(t.at(
             version_key,
             format!(
                 "unknown schema version `{schema_version}`; this version reads {}",
@@ -218,14 +356,19 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
             ),
         ));
     }
+    Ok(schema_version)
+}
+
+/// Refuse a multi-step task (`[[steps]]`, its reward strategy, `steps/`) and artifacts.
+fn refuse_multi_step(t: &TaskToml, raw: &RawHarbor, dir: &Path) -> Result<(), InputError> {
     if raw.steps.as_ref().is_some_and(|s| !matches!(s, toml::Value::Array(a) if a.is_empty())) {
-        return Err(refuse("steps", "a multi-step task ([[steps]])"));
+        return Err(t.refuse("steps", "a multi-step task ([[steps]])"));
     }
     if raw.multi_step_reward_strategy.is_some() {
-        return Err(refuse("multi_step_reward_strategy", "a multi-step task"));
+        return Err(t.refuse("multi_step_reward_strategy", "a multi-step task"));
     }
     if raw.artifacts.as_ref().is_some_and(|a| !a.is_empty()) {
-        return Err(refuse("artifacts", "collecting artifacts"));
+        return Err(t.refuse("artifacts", "collecting artifacts"));
     }
     if dir.join("steps").is_dir() {
         return Err(InputError::new(
@@ -233,180 +376,122 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
             "a multi-step task (steps/) is not run by this version of ablate (docs/harbor.md)",
         ));
     }
+    Ok(())
+}
 
-    let users = |key: &str, v: &Option<toml::Value>| -> Result<Option<String>, InputError> {
-        match v {
-            None => Ok(None),
-            Some(toml::Value::String(s)) if is_user_spec(s) => Ok(Some(s.clone())),
-            Some(toml::Value::Integer(n)) if *n >= 0 => Ok(Some(n.to_string())),
-            Some(other) => Err(at(key, format!("`{other}` is not a user name or uid"))),
-        }
-    };
-    let positive =
-        |key: &str, v: Option<f64>, default: Option<f64>| -> Result<Option<f64>, InputError> {
-            match v {
-                Some(x) if !(x.is_finite() && x > 0.0) => {
-                    Err(at(key, format!("{x} is not a positive number of seconds")))
-                }
-                Some(x) => Ok(Some(x)),
-                None => Ok(default),
-            }
-        };
-    // Whether a network setting is public; an allowlist is refused.
-    let public = |key: &str,
-                  mode: &Option<String>,
-                  hosts: &Option<Vec<String>>|
-     -> Result<bool, InputError> {
-        if hosts.as_ref().is_some_and(|h| !h.is_empty()) {
-            return Err(refuse(
-                &key.replace("network_mode", "allowed_hosts"),
-                "an allowlist network",
-            ));
-        }
-        match mode.as_deref() {
-            None | Some("no-network") => Ok(false),
-            Some("public") => Ok(true),
-            Some("allowlist") => Err(refuse(key, "an allowlist network")),
-            Some(other) => Err(at(
-                key,
-                format!("unknown network mode `{other}` (public, no-network, allowlist)"),
-            )),
-        }
-    };
-    let mut network = NetworkMode::None;
-
-    let verifier = raw.verifier.unwrap_or(RawVerifier {
-        timeout_sec: None,
-        env: None,
-        user: None,
-        network_mode: None,
-        allowed_hosts: None,
-        environment_mode: None,
-        environment: None,
-        collect: None,
-    });
+/// `[verifier]`: refuse a separate verifier environment and collecting files.
+fn check_verifier(t: &TaskToml, verifier: &RawVerifier) -> Result<(), InputError> {
     if verifier.environment.is_some() {
-        return Err(refuse("verifier.environment", "a separate verifier environment"));
+        return Err(t.refuse("verifier.environment", "a separate verifier environment"));
     }
     match verifier.environment_mode.as_deref() {
         None | Some("shared") => {}
         Some("separate") => {
-            return Err(refuse("verifier.environment_mode", "a separate verifier environment"));
+            return Err(t.refuse("verifier.environment_mode", "a separate verifier environment"));
         }
         Some(other) => {
-            return Err(at(
+            return Err(t.at(
                 "verifier.environment_mode",
                 format!("unknown mode `{other}` (shared, separate)"),
             ));
         }
     }
     if verifier.collect.is_some() {
-        return Err(refuse("verifier.collect", "collecting files after the verifier"));
+        return Err(t.refuse("verifier.collect", "collecting files after the verifier"));
     }
-    let verifier_public =
-        public("verifier.network_mode", &verifier.network_mode, &verifier.allowed_hosts)?;
-    let agent = raw.agent.unwrap_or(RawAgent {
-        timeout_sec: None,
-        user: None,
-        network_mode: None,
-        allowed_hosts: None,
-    });
-    let agent_public = public("agent.network_mode", &agent.network_mode, &agent.allowed_hosts)?;
+    Ok(())
+}
 
-    let env_raw = raw.environment.unwrap_or(RawEnvironment {
-        build_timeout_sec: None,
-        docker_image: None,
-        os: None,
-        cpus: None,
-        memory_mb: None,
-        storage_mb: None,
-        memory: None,
-        storage: None,
-        gpus: None,
-        gpu_types: None,
-        tpu: None,
-        allow_internet: None,
-        network_mode: None,
-        allowed_hosts: None,
-        mcp_servers: None,
-        env: None,
-        skills_dir: None,
-        healthcheck: None,
-        workdir: None,
-    });
+/// `[environment]`: refuse what this version does not run (Windows, GPUs, a TPU, MCP
+/// servers, skills, a healthcheck).
+fn refuse_environment_features(t: &TaskToml, env_raw: &RawEnvironment) -> Result<(), InputError> {
     match env_raw.os.as_deref() {
         None | Some("linux") => {}
-        Some("windows") => return Err(refuse("environment.os", "a Windows environment")),
+        Some("windows") => return Err(t.refuse("environment.os", "a Windows environment")),
         Some(other) => {
-            return Err(at("environment.os", format!("unknown os `{other}` (linux, windows)")));
+            return Err(t.at("environment.os", format!("unknown os `{other}` (linux, windows)")));
         }
     }
     if env_raw.gpus.is_some_and(|g| g > 0) {
-        return Err(refuse("environment.gpus", "a GPU"));
+        return Err(t.refuse("environment.gpus", "a GPU"));
     }
     if env_raw.gpu_types.as_ref().is_some_and(|g| !g.is_empty()) {
-        return Err(refuse("environment.gpu_types", "a GPU"));
+        return Err(t.refuse("environment.gpu_types", "a GPU"));
     }
     if env_raw.tpu.is_some() {
-        return Err(refuse("environment.tpu", "a TPU"));
+        return Err(t.refuse("environment.tpu", "a TPU"));
     }
     if env_raw.mcp_servers.as_ref().is_some_and(|m| !m.is_empty()) {
-        return Err(refuse("environment.mcp_servers", "an MCP server"));
+        return Err(t.refuse("environment.mcp_servers", "an MCP server"));
     }
     if env_raw.skills_dir.is_some() {
-        return Err(refuse("environment.skills_dir", "a skills folder"));
+        return Err(t.refuse("environment.skills_dir", "a skills folder"));
     }
     if env_raw.healthcheck.is_some() {
-        return Err(refuse("environment.healthcheck", "a healthcheck"));
+        return Err(t.refuse("environment.healthcheck", "a healthcheck"));
     }
-    // The environment's own network: Harbor's default is public.
-    let env_public = match (&env_raw.network_mode, env_raw.allow_internet) {
+    Ok(())
+}
+
+/// The environment's own network: Harbor's default is public.
+fn environment_public(t: &TaskToml, env_raw: &RawEnvironment) -> Result<bool, InputError> {
+    Ok(match (&env_raw.network_mode, env_raw.allow_internet) {
         (Some(_), _) => {
-            public("environment.network_mode", &env_raw.network_mode, &env_raw.allowed_hosts)?
+            t.public("environment.network_mode", &env_raw.network_mode, &env_raw.allowed_hosts)?
         }
-        (None, Some(false)) => public("environment.allowed_hosts", &None, &env_raw.allowed_hosts)?,
+        (None, Some(false)) => {
+            t.public("environment.allowed_hosts", &None, &env_raw.allowed_hosts)?
+        }
         (None, _) => {
-            public("environment.network_mode", &None, &env_raw.allowed_hosts)?;
+            t.public("environment.network_mode", &None, &env_raw.allowed_hosts)?;
             true
         }
-    };
-    // Each phase's own mode, else the environment's; the container has one
-    // network for both phases: public when either phase is.
-    let phase = |mode: &Option<String>, own: bool| if mode.is_some() { own } else { env_public };
-    if phase(&agent.network_mode, agent_public) || phase(&verifier.network_mode, verifier_public) {
-        network = NetworkMode::Public;
-    }
+    })
+}
+
+/// `[environment]`'s memory and storage in MB, its cpus and workdir checked.
+fn resources(
+    t: &TaskToml,
+    env_raw: &RawEnvironment,
+) -> Result<(Option<u64>, Option<u64>), InputError> {
     let memory_mb = match (env_raw.memory_mb, &env_raw.memory) {
         (Some(m), _) => Some(m),
-        (None, Some(s)) => Some(size_mb(s).map_err(|e| at("environment.memory", e.to_string()))?),
+        (None, Some(s)) => Some(size_mb(s).map_err(|e| t.at("environment.memory", e.to_string()))?),
         (None, None) => None,
     };
     let storage_mb = match (env_raw.storage_mb, &env_raw.storage) {
         (Some(m), _) => Some(m),
-        (None, Some(s)) => Some(size_mb(s).map_err(|e| at("environment.storage", e.to_string()))?),
+        (None, Some(s)) => {
+            Some(size_mb(s).map_err(|e| t.at("environment.storage", e.to_string()))?)
+        }
         (None, None) => None,
     };
     if memory_mb == Some(0) {
-        return Err(at("environment.memory_mb", "must be at least 1".into()));
+        return Err(t.at("environment.memory_mb", "must be at least 1".into()));
     }
     if let Some(c) = env_raw.cpus
         && !(c.is_finite() && (0.01..=1024.0).contains(&c))
     {
-        return Err(at(
-            "environment.cpus",
-            format!("{c} is not a number of cpus from 0.01 to 1024"),
-        ));
+        return Err(
+            t.at("environment.cpus", format!("{c} is not a number of cpus from 0.01 to 1024"))
+        );
     }
     if let Some(w) = env_raw.workdir.as_deref().filter(|w| !w.trim().is_empty())
         && !is_container_path(w)
     {
-        return Err(at(
+        return Err(t.at(
             "environment.workdir",
             format!(
                 "`{w}` is not an absolute path in the container (no `..`, no control characters)"
             ),
         ));
     }
+    Ok((memory_mb, storage_mb))
+}
+
+/// Where the image comes from: `[environment].docker_image` or `environment/`'s
+/// Dockerfile (a compose file refused).
+fn image(t: &TaskToml, env_raw: &RawEnvironment, dir: &Path) -> Result<ImageSource, InputError> {
     let env_dir = dir.join("environment");
     if env_dir.join("docker-compose.yaml").exists() || env_dir.join("docker-compose.yml").exists() {
         return Err(InputError::new(
@@ -415,10 +500,10 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
         ));
     }
     let dockerfile = env_dir.join("Dockerfile");
-    let image = match (&env_raw.docker_image, dockerfile.is_file()) {
+    Ok(match (&env_raw.docker_image, dockerfile.is_file()) {
         (Some(name), has_file) => {
             if name.trim().is_empty() {
-                return Err(at("environment.docker_image", "is empty".into()));
+                return Err(t.at("environment.docker_image", "is empty".into()));
             }
             ImageSource::Named { name: name.clone(), fallback: has_file.then(|| env_dir.clone()) }
         }
@@ -429,19 +514,20 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
                 "no Dockerfile here and no [environment].docker_image in task.toml: the task has no image",
             ));
         }
-    };
-    let resolve = |key: &str,
-                   vars: Option<BTreeMap<String, String>>|
-     -> Result<Vec<(String, String)>, InputError> {
-        vars.unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| {
-                template_parts(&v)
-                    .map(|_| (k.clone(), v.clone()))
-                    .map_err(|e| at(&format!("{key}.{k}"), e.to_string()))
-            })
-            .collect()
-    };
+    })
+}
+
+/// `[metadata]` as JSON (null when absent), and its `difficulty`.
+fn metadata(raw: Option<toml::Table>) -> (serde_json::Value, Option<String>) {
+    let metadata =
+        raw.map(|m| serde_json::to_value(m).unwrap_or_default()).unwrap_or(serde_json::Value::Null);
+    let difficulty =
+        metadata.get("difficulty").and_then(serde_json::Value::as_str).map(str::to_string);
+    (metadata, difficulty)
+}
+
+/// Check tests/test.sh is there, and read instruction.md (not empty).
+fn verifier_and_instruction(dir: &Path) -> Result<String, InputError> {
     if !dir.join("tests").join("test.sh").is_file() {
         return Err(InputError::new(
             dir.join("tests").join("test.sh"),
@@ -453,45 +539,7 @@ pub fn load(dir: &Path) -> Result<(ContainerTask, String, Option<String>), Input
     if instruction.trim().is_empty() {
         return Err(InputError::new(dir.join("instruction.md"), "the instruction is empty"));
     }
-    let metadata = raw
-        .metadata
-        .map(|m| serde_json::to_value(m).unwrap_or_default())
-        .unwrap_or(serde_json::Value::Null);
-    let difficulty =
-        metadata.get("difficulty").and_then(serde_json::Value::as_str).map(str::to_string);
-    let _ = (raw.source, raw.task.as_ref().map(|t| (&t.description, &t.authors, &t.keywords)));
-    let task = ContainerTask {
-        schema_version,
-        name: raw.task.as_ref().map(|t| t.name.clone()),
-        version: raw.task.as_ref().and_then(|t| t.version.clone()),
-        image,
-        build_timeout_sec: positive(
-            "environment.build_timeout_sec",
-            env_raw.build_timeout_sec,
-            Some(DEFAULT_BUILD_TIMEOUT_SEC),
-        )?
-        .unwrap_or_default(),
-        agent_timeout_sec: positive("agent.timeout_sec", agent.timeout_sec, None)?,
-        verifier_timeout_sec: positive(
-            "verifier.timeout_sec",
-            verifier.timeout_sec,
-            Some(DEFAULT_VERIFIER_TIMEOUT_SEC),
-        )?
-        .unwrap_or_default(),
-        agent_user: users("agent.user", &agent.user)?,
-        verifier_user: users("verifier.user", &verifier.user)?,
-        verifier_env: resolve("verifier.env", verifier.env)?,
-        solution_env: resolve("solution.env", raw.solution.and_then(|s| s.env))?,
-        env: resolve("environment.env", env_raw.env)?,
-        workdir: env_raw.workdir.filter(|w| !w.trim().is_empty()),
-        cpus: env_raw.cpus,
-        memory_mb,
-        storage_mb,
-        network,
-        metadata,
-        has_solution: dir.join("solution").join("solve.sh").is_file(),
-    };
-    Ok((task, instruction, difficulty))
+    Ok(instruction)
 }
 
 /// A size Harbor's deprecated `memory` or `storage` cannot mean.

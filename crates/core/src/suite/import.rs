@@ -421,7 +421,41 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
             return Err(f.err("solution", format!("does not define the entry point `def {e}(`")));
         }
     }
-    let file = match (f.opt_str("file")?, entry) {
+    let file = jsonl_file(f, entry)?;
+    let module = file.strip_suffix(".py").expect("checked").to_string();
+    let stub = match (f.opt_str("stub")?, entry) {
+        (Some(s), _) => with_newline(s),
+        (None, Some(e)) => format!("def {e}(*args, **kwargs):\n    raise NotImplementedError\n"),
+        (None, None) => return Err(f.err("stub", "missing: give `stub` or `entry_point`")),
+    };
+    let difficulty = jsonl_difficulty(f)?;
+    let timeout_seconds = jsonl_timeout(f)?;
+    let mode = jsonl_mode(f)?;
+    let count = jsonl_test_count(f)?;
+    let setup = f.opt_str("test_setup")?;
+    let asserts = jsonl_asserts(f)?;
+    let (test_code, tests) = jsonl_tests(f, &module, count, setup, asserts)?;
+    Ok(Problem {
+        id,
+        source_id,
+        line: f.line,
+        difficulty,
+        prompt: prompt.to_string(),
+        file,
+        stub,
+        solution: with_newline(solution),
+        test_file: format!("tests/test_{module}.py"),
+        test_code,
+        tests,
+        timeout_seconds,
+        mode,
+    })
+}
+
+/// The solution's file: `file` (a plain `<identifier>.py`, not a module the grader
+/// imports), else named after the entry point.
+fn jsonl_file(f: &Fields, entry: Option<&str>) -> Result<String, InputError> {
+    Ok(match (f.opt_str("file")?, entry) {
         (Some(file), _) => {
             let module = file.strip_suffix(".py").filter(|m| is_identifier(m));
             if module.is_none() || !is_plain_relative(file) {
@@ -438,14 +472,12 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
         (None, Some(e)) if super::grader_module_named_by(e).is_some() => format!("{e}_solution.py"),
         (None, Some(e)) => format!("{e}.py"),
         (None, None) => return Err(f.err("file", "missing: give `file` or `entry_point`")),
-    };
-    let module = file.strip_suffix(".py").expect("checked").to_string();
-    let stub = match (f.opt_str("stub")?, entry) {
-        (Some(s), _) => with_newline(s),
-        (None, Some(e)) => format!("def {e}(*args, **kwargs):\n    raise NotImplementedError\n"),
-        (None, None) => return Err(f.err("stub", "missing: give `stub` or `entry_point`")),
-    };
-    let difficulty = match f.opt_str("difficulty")? {
+    })
+}
+
+/// `difficulty`: easy, medium (the default) or hard.
+fn jsonl_difficulty(f: &Fields) -> Result<Difficulty, InputError> {
+    Ok(match f.opt_str("difficulty")? {
         None => Difficulty::Medium,
         Some("easy") => Difficulty::Easy,
         Some("medium") => Difficulty::Medium,
@@ -453,8 +485,12 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
         Some(other) => {
             return Err(f.err("difficulty", format!("`{other}`: expected easy, medium or hard")));
         }
-    };
-    let timeout_seconds = match f.obj.get("timeout_seconds") {
+    })
+}
+
+/// `timeout_seconds`: in (0, 3600], the default when not given.
+fn jsonl_timeout(f: &Fields) -> Result<f64, InputError> {
+    Ok(match f.obj.get("timeout_seconds") {
         None | Some(Value::Null) => DEFAULT_TIMEOUT_SECONDS,
         Some(Value::Number(n)) => match n.as_f64() {
             Some(t) if t > 0.0 && t <= 3600.0 => t,
@@ -465,15 +501,23 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
                 f.err("timeout_seconds", format!("expected a number, found {}", kind(other)))
             );
         }
-    };
-    let mode = match f.opt_str("mode")? {
+    })
+}
+
+/// `mode`: in_process (the default) or out_of_process.
+fn jsonl_mode(f: &Fields) -> Result<GradingMode, InputError> {
+    Ok(match f.opt_str("mode")? {
         None | Some("in_process") => GradingMode::InProcess,
         Some("out_of_process") => GradingMode::OutOfProcess,
         Some(other) => {
             return Err(f.err("mode", format!("`{other}`: expected in_process or out_of_process")));
         }
-    };
-    let count = match f.obj.get("test_count") {
+    })
+}
+
+/// `test_count`, when given: an integer in 1..=10000.
+fn jsonl_test_count(f: &Fields) -> Result<Option<u32>, InputError> {
+    Ok(match f.obj.get("test_count") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_u64() {
             Some(c) if (1..=10_000).contains(&c) => Some(c as u32),
@@ -482,9 +526,12 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
         Some(other) => {
             return Err(f.err("test_count", format!("expected an integer, found {}", kind(other))));
         }
-    };
-    let setup = f.opt_str("test_setup")?;
-    let asserts = match f.obj.get("asserts") {
+    })
+}
+
+/// `asserts`, when given: a non-empty array of one-line `assert ...` statements, trimmed.
+fn jsonl_asserts(f: &Fields) -> Result<Option<Vec<String>>, InputError> {
+    Ok(match f.obj.get("asserts") {
         None | Some(Value::Null) => None,
         Some(Value::Array(items)) => {
             let mut lines = Vec::new();
@@ -512,8 +559,19 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
                 f.err("asserts", format!("expected an array of strings, found {}", kind(other)))
             );
         }
-    };
-    let (test_code, tests) = match (f.opt_str("tests")?, asserts) {
+    })
+}
+
+/// The test module and its number of test cases: `tests` as given (with `test_count`),
+/// or one unittest case per line of `asserts` (after `test_setup`).
+fn jsonl_tests(
+    f: &Fields,
+    module: &str,
+    count: Option<u32>,
+    setup: Option<&str>,
+    asserts: Option<Vec<String>>,
+) -> Result<(String, u32), InputError> {
+    Ok(match (f.opt_str("tests")?, asserts) {
         (Some(_), Some(_)) => {
             return Err(
                 f.err("asserts", "give either `tests` (unittest code) or `asserts`, not both")
@@ -546,35 +604,25 @@ fn jsonl_problem(f: &Fields) -> Result<Problem, InputError> {
                     format!("is {n} but `asserts` holds {} lines", lines.len()),
                 ));
             }
-            let width = lines.len().to_string().len();
-            let mut code =
-                format!("import unittest\n\nfrom {module} import *  # noqa: F401,F403\n");
-            if let Some(s) = setup {
-                let _ = write!(code, "\n{}\n", s.trim_end());
-            }
-            code.push_str("\n\nclass TestAsserts(unittest.TestCase):\n");
-            for (i, l) in lines.iter().enumerate() {
-                let _ = write!(code, "    def test_{:0width$}(self):\n        {l}\n\n", i + 1);
-            }
-            code.push_str("\nif __name__ == \"__main__\":\n    unittest.main()\n");
-            (code, lines.len() as u32)
+            (asserts_module(module, setup, &lines), lines.len() as u32)
         }
-    };
-    Ok(Problem {
-        id,
-        source_id,
-        line: f.line,
-        difficulty,
-        prompt: prompt.to_string(),
-        file,
-        stub,
-        solution: with_newline(solution),
-        test_file: format!("tests/test_{module}.py"),
-        test_code,
-        tests,
-        timeout_seconds,
-        mode,
     })
+}
+
+/// A unittest module of one test case per assert line, after a star import of the
+/// solution's module and the setup code.
+fn asserts_module(module: &str, setup: Option<&str>, lines: &[String]) -> String {
+    let width = lines.len().to_string().len();
+    let mut code = format!("import unittest\n\nfrom {module} import *  # noqa: F401,F403\n");
+    if let Some(s) = setup {
+        let _ = write!(code, "\n{}\n", s.trim_end());
+    }
+    code.push_str("\n\nclass TestAsserts(unittest.TestCase):\n");
+    for (i, l) in lines.iter().enumerate() {
+        let _ = write!(code, "    def test_{:0width$}(self):\n        {l}\n\n", i + 1);
+    }
+    code.push_str("\nif __name__ == \"__main__\":\n    unittest.main()\n");
+    code
 }
 
 /// A TOML basic string (JSON escaping is valid TOML).
