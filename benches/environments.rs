@@ -11,6 +11,7 @@
 
 use ablate::container::trial::{Spec, TrialContainer};
 use ablate::sandbox::Sandbox;
+use ablate::suite::TaskKind;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -40,9 +41,12 @@ async fn main() {
     let engine = ablate::container::init(None).expect("a container engine");
     let terminal = ablate::suite::load(&root.join("tasks/terminal")).unwrap();
     let hello = terminal.task("hello-file").unwrap();
+    let TaskKind::Container(hello_container) = &hello.kind else {
+        panic!("hello-file is a container task")
+    };
     let image = ablate::container::image::ensure(
         engine,
-        hello,
+        (hello, hello_container),
         &std::env::temp_dir().join("ablate-bench-build.log"),
         Default::default(),
     )
@@ -59,6 +63,7 @@ async fn main() {
         let t0 = Instant::now();
         let spec = Spec {
             task: hello,
+            container: hello_container,
             image_id: &image.id,
             settings: &terminal.containers,
             resources: Default::default(),

@@ -6,7 +6,7 @@ use super::Engine;
 pub use crate::record::design::PullPolicy;
 pub use crate::record::{BaseImage, TaskImage};
 use crate::suite::Task;
-use crate::suite::harbor::ImageSource;
+use crate::suite::harbor::{ContainerTask, ImageSource};
 use std::time::Duration;
 
 /// Why a task has no image.
@@ -48,15 +48,11 @@ pub const BUILD_CA_PATH: &str = "/etc/ssl/certs/ca-certificates.crt";
 /// pulled as `opts.pull` says. The build's output goes to `log`.
 pub async fn ensure(
     engine: &Engine,
-    task: &Task,
+    (task, spec): (&Task, &ContainerTask),
     log: &std::path::Path,
     opts: BuildOptions<'_>,
 ) -> Result<TaskImage, ImageError> {
     let pull = opts.pull;
-    let spec = task
-        .container
-        .as_ref()
-        .ok_or_else(|| ImageError::Engine(format!("task `{}` is not a container task", task.id)))?;
     let context = match &spec.image {
         ImageSource::Named { name, fallback } => {
             if let Some(id) = engine.image_id(name).await {

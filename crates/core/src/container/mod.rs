@@ -64,9 +64,6 @@ pub enum ContainerError {
     /// The engine answered, but not with what it should have.
     #[error("{0}")]
     Unexpected(String),
-    /// The task is not a container task.
-    #[error("not a container task")]
-    NotAContainerTask,
     /// The verifier's reward could not be read.
     #[error(transparent)]
     Reward(#[from] trial::RewardError),

@@ -5,7 +5,7 @@
 use super::{ContainerError, Engine};
 use crate::record::VerifierRecord;
 use crate::sandbox::process::{Capture, ProcessOutcome};
-use crate::suite::harbor::NetworkMode;
+use crate::suite::harbor::{ContainerTask, NetworkMode};
 use crate::suite::{ContainerSettings, Task};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,8 @@ const REWARD_CAP: usize = 64 * 1024;
 /// What a trial's container is made with.
 pub struct Spec<'a> {
     pub task: &'a Task,
+    /// The task's container settings (what its `TaskKind::Container` holds).
+    pub container: &'a ContainerTask,
     pub image_id: &'a str,
     pub settings: &'a ContainerSettings,
     /// The resources the trial's arm sets over the task's and the suite's.
@@ -47,11 +49,10 @@ pub struct Limits {
 }
 
 /// A trial's limits: what its arm sets, else the task's, else the suite's.
-pub fn limits(task: &Task, settings: &ContainerSettings, arm: &Resources) -> Limits {
-    let c = task.container.as_ref();
+pub fn limits(task: &ContainerTask, settings: &ContainerSettings, arm: &Resources) -> Limits {
     Limits {
-        cpus: arm.cpus.or(c.and_then(|c| c.cpus)).unwrap_or(settings.cpus),
-        memory_mb: arm.memory_mb.or(c.and_then(|c| c.memory_mb)).unwrap_or(settings.memory_mb),
+        cpus: arm.cpus.or(task.cpus).unwrap_or(settings.cpus),
+        memory_mb: arm.memory_mb.or(task.memory_mb).unwrap_or(settings.memory_mb),
         pids: arm.pids.unwrap_or(settings.pids_limit),
     }
 }
@@ -70,6 +71,9 @@ pub struct TrialContainer {
     /// The task's `[verifier].env` and `[solution].env`, resolved from the passed variables.
     verifier_env: Vec<(String, String)>,
     solution_env: Vec<(String, String)>,
+    /// The task's `[verifier]` user and timeout.
+    verifier_user: Option<String>,
+    verifier_timeout_sec: f64,
 }
 
 /// The command a container runs as its first process: nothing but waiting.
@@ -125,8 +129,8 @@ impl TrialContainer {
         engine: &'static Engine,
         spec: &Spec<'_>,
     ) -> Result<TrialContainer, ContainerError> {
-        let task = spec.task.container.as_ref().ok_or(ContainerError::NotAContainerTask)?;
-        let l = limits(spec.task, spec.settings, &spec.resources);
+        let task = spec.container;
+        let l = limits(task, spec.settings, &spec.resources);
         let scratch = crate::sandbox::scratch::dir()?;
         let scratch_name =
             scratch.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -178,6 +182,8 @@ impl TrialContainer {
             first_pid: None,
             verifier_env,
             solution_env,
+            verifier_user: task.verifier_user.clone(),
+            verifier_timeout_sec: task.verifier_timeout_sec,
         };
         c.first_pid = c.pid().await.ok();
         // The folders Harbor's tasks expect (before the agent has run anything).
@@ -318,7 +324,6 @@ impl TrialContainer {
         task: &Task,
         timeout: Duration,
     ) -> Result<ProcessOutcome, ContainerError> {
-        task.container.as_ref().ok_or(ContainerError::NotAContainerTask)?;
         self.engine.copy_in(&task.dir.join("solution"), &self.name, "/solution").await?;
         let mut env = vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())];
         env.extend(self.solution_env.iter().cloned());
@@ -341,7 +346,6 @@ impl TrialContainer {
     /// A missing, empty or unreadable reward, or a verifier timeout, is an
     /// error of the verification (never a reward of 0).
     pub async fn verify(&self, task: &Task, threshold: f64) -> VerifierRecord {
-        let c = task.container.as_ref().expect("a container task");
         let started = Instant::now();
         let mut rec = VerifierRecord {
             mode: "shared".into(),
@@ -367,9 +371,9 @@ impl TrialContainer {
         let out = self
             .exec(
                 &rec.command.clone(),
-                c.verifier_user.as_deref(),
+                self.verifier_user.as_deref(),
                 &env,
-                Duration::from_secs_f64(c.verifier_timeout_sec),
+                Duration::from_secs_f64(self.verifier_timeout_sec),
                 64 * 1024,
                 None,
             )
@@ -384,7 +388,7 @@ impl TrialContainer {
         rec.duration_ms = started.elapsed().as_millis() as u64;
         if out.timed_out {
             rec.error =
-                Some(format!("the verifier ran past its {} s timeout", c.verifier_timeout_sec));
+                Some(format!("the verifier ran past its {} s timeout", self.verifier_timeout_sec));
             return rec;
         }
         // Nothing the verifier started writes on after it is read.

@@ -382,20 +382,16 @@ impl Experiment {
         suite: &crate::suite::Suite,
     ) -> Result<std::collections::BTreeMap<String, String>, InputError> {
         let exp = self;
-        let tasks: Vec<&crate::suite::Task> = suite
-            .tasks
-            .iter()
-            .filter(|t| {
-                t.container.is_some() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id))
-            })
-            .collect();
+        let tasks = suite.tasks.iter().filter_map(|t| match &t.kind {
+            crate::suite::TaskKind::Python => None,
+            crate::suite::TaskKind::Container(c) => Some((t, c)),
+        });
         let passed: std::collections::BTreeMap<String, String> = exp
             .pass_env
             .iter()
             .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
             .collect();
-        for t in &tasks {
-            let c = t.container.as_ref().expect("a container task");
+        for (t, c) in tasks.filter(|(t, _)| exp.tasks.is_empty() || exp.tasks.contains(&t.id)) {
             for r in c.env_refs().into_iter().filter(|r| !r.has_default) {
                 let why = if !exp.pass_env.contains(&r.name) {
                     format!(

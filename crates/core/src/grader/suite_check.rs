@@ -7,7 +7,8 @@
 use super::run_checks;
 use crate::record::{CheckResult, GradingMode};
 use crate::sandbox::Sandbox;
-use crate::suite::{Suite, Task, load_task};
+use crate::suite::harbor::ContainerTask;
+use crate::suite::{Suite, Task, TaskKind, load_task};
 use std::path::Path;
 
 #[derive(Debug, Clone)]
@@ -46,10 +47,11 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
     match crate::suite::load(root) {
         Ok(suite) => {
             for task in &suite.tasks {
-                let r = if task.container.is_some() {
-                    check_container_task(task, &suite.containers, engine).await
-                } else {
-                    check_task(task).await
+                let r = match &task.kind {
+                    TaskKind::Python => check_task(task).await,
+                    TaskKind::Container(c) => {
+                        check_container_task((task, c), &suite.containers, engine).await
+                    }
                 };
                 report.tasks.push(r);
             }
@@ -185,7 +187,7 @@ async fn run_variant(task: &Task, solution: bool) -> std::io::Result<CheckResult
 /// oracle (`solution/solve.sh`) reaches the pass threshold, and an agent that
 /// does nothing does not. `stub` holds the do-nothing run, `solution` the oracle's.
 pub async fn check_container_task(
-    task: &Task,
+    (task, c): (&Task, &ContainerTask),
     settings: &crate::suite::ContainerSettings,
     engine: Option<crate::container::EngineKind>,
 ) -> TaskReport {
@@ -213,7 +215,7 @@ pub async fn check_container_task(
         }
     };
     let opts = crate::container::image::BuildOptions::default();
-    let image = match crate::container::image::ensure(engine, task, &log, opts).await {
+    let image = match crate::container::image::ensure(engine, (task, c), &log, opts).await {
         Ok(i) => i,
         Err(crate::container::image::ImageError::Build { why, log }) => {
             // Kept beside the suite: the scratch folder goes when the command ends.
@@ -233,7 +235,6 @@ pub async fn check_container_task(
         }
     };
     report.image = Some(image.clone());
-    let c = task.container.as_ref().expect("a container task");
     if !c.has_solution {
         report.problems.push("no solution/solve.sh: the oracle cannot prove the task".into());
     }
@@ -243,6 +244,7 @@ pub async fn check_container_task(
         }
         let spec = crate::container::trial::Spec {
             task,
+            container: c,
             image_id: &image.id,
             settings,
             resources: Default::default(),

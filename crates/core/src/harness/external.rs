@@ -309,15 +309,13 @@ fn task_environment(
     let mut env = isolation::check_env(HostView::new(ctx.python, ctx.mounts).bin_dir().as_deref());
     let b = ctx.budget;
     // A container task's tests are hidden until its verifier runs.
-    let container = ctx.task.container.is_some();
-    let test_command = if container {
-        String::new()
-    } else {
-        serde_json::to_string(&ctx.task.check.command).unwrap_or_default()
-    };
+    let test_command = ctx
+        .task
+        .shown_test_command()
+        .map_or_else(String::new, |command| serde_json::to_string(command).unwrap_or_default());
     let mut add = |k: &str, v: String| env.push((k.to_string(), v));
     add("ABLATE_TRIAL_ID", ctx.trial_id.to_string());
-    add("ABLATE_TASK_KIND", if container { "container" } else { "python" }.to_string());
+    add("ABLATE_TASK_KIND", ctx.task.kind.name().to_string());
     add("ABLATE_TRIAL_FILE", trial_file.to_string());
     add("ABLATE_TASK_ID", ctx.task.id.clone());
     add("ABLATE_TASK_PROMPT", ctx.task.prompt.trim().to_string());
@@ -363,11 +361,11 @@ fn trial_json(
         "attempt": ctx.attempt,
         "task": {
             "id": ctx.task.id,
-            "kind": if ctx.task.container.is_some() { "container" } else { "python" },
+            "kind": ctx.task.kind.name(),
             "prompt": ctx.task.prompt.trim(),
             "editable": ctx.task.editable,
             "tests": ctx.task.check.tests,
-            "test_command": if ctx.task.container.is_some() { Vec::new() } else { ctx.task.check.command.clone() },
+            "test_command": ctx.task.shown_test_command().unwrap_or_default(),
         },
         "workspace": workspace,
         "seed": ctx.seed,

@@ -24,7 +24,7 @@ use crate::digest;
 use crate::error::InputError;
 use crate::experiment::config::Experiment;
 use crate::record;
-use crate::suite::Suite;
+use crate::suite::{Suite, TaskKind};
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
@@ -182,8 +182,10 @@ pub fn manifest(
             grading: suite
                 .tasks
                 .iter()
-                .filter(|t| t.container.is_none())
-                .map(|t| (t.id.clone(), t.check.mode))
+                .filter_map(|t| match t.kind {
+                    TaskKind::Python => Some((t.id.clone(), t.check.mode)),
+                    TaskKind::Container(_) => None,
+                })
                 .collect(),
             source: suite.source.clone(),
         },
@@ -369,7 +371,12 @@ fn refuse_resources_without_containers(
     task_ids: &[&str],
 ) -> Result<(), InputError> {
     let Some(arm) = exp.arms.iter().find(|a| !a.resources.is_empty()) else { return Ok(()) };
-    let jailed = task_ids.iter().find(|id| suite.task(id).is_some_and(|t| t.container.is_none()));
+    let jailed = task_ids.iter().find(|id| {
+        suite.task(id).is_some_and(|t| match t.kind {
+            TaskKind::Python => true,
+            TaskKind::Container(_) => false,
+        })
+    });
     match jailed {
         Some(task) => Err(InputError::at(
             &exp.config_path,
@@ -404,7 +411,7 @@ fn refuse_budget_sweep_that_cannot_run(
     let top = levels.iter().filter(|l| l.key == BudgetKey::MaxWorkingSeconds).map(|l| l.value);
     let Some(top) = top.reduce(f64::max) else { return Ok(()) };
     for id in task_ids {
-        let timeout = suite.task(id).and_then(|t| t.container.as_ref()?.agent_timeout_sec);
+        let timeout = suite.task(id).and_then(|t| t.agent_timeout_sec());
         if let Some(t) = timeout.filter(|&t| t < top) {
             return Err(at(format!(
                 "the level {top} s is above task `{id}`'s agent timeout of {t} s, which bounds its trials' working time: levels above it would run alike"

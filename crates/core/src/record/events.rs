@@ -6,6 +6,7 @@
 //! both the runner and the report, so neither needs the other.
 
 use crate::record::TrialRecord;
+use crate::sequential::DecidedComparison;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,9 +22,8 @@ pub enum Event<'a> {
     Warning(&'a str),
     /// What the run states as it starts (the images' pull policy).
     Note(&'a str),
-    /// A sequential run decided a comparison (its trials are no longer started):
-    /// "NAME on MODEL: DECISION after N tasks".
-    Decided(&'a str),
+    /// A sequential run decided a comparison (its trials are no longer started).
+    Decided(&'a DecidedComparison),
     /// No more trials will run: all done, or `interrupted` (Ctrl-C; trials under
     /// way were stopped). The run's lock is still held.
     Finished { interrupted: bool },

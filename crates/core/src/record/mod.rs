@@ -1030,7 +1030,10 @@ impl<P> Manifest<P> {
 /// A final record into a sequential rule: what it spent (`feed_spend`) and
 /// its pass value. Returns the comparisons it decided (`Monitor::record`);
 /// an interrupted record adds nothing.
-pub fn feed_monitor(m: &mut crate::sequential::Monitor, r: &TrialRecord) -> Vec<String> {
+pub fn feed_monitor(
+    m: &mut crate::sequential::Monitor,
+    r: &TrialRecord,
+) -> Vec<crate::sequential::DecidedComparison> {
     if !r.status.is_final() {
         return Vec::new();
     }

@@ -8,8 +8,8 @@ use crate::container::{self, Engine, EngineKind, image};
 use crate::error::InputError;
 use crate::experiment::config::Experiment;
 use crate::record::{ContainerFacts, EngineFacts, TaskImage};
-use crate::suite::harbor::NetworkMode;
-use crate::suite::{Suite, Task};
+use crate::suite::harbor::{ContainerTask, NetworkMode};
+use crate::suite::{Suite, Task, TaskKind};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -25,12 +25,17 @@ pub struct ContainerSetup {
     pub passed_env: std::collections::BTreeMap<String, String>,
 }
 
-/// The experiment's container tasks.
-pub fn container_tasks<'a>(exp: &Experiment, suite: &'a Suite) -> Vec<&'a Task> {
-    suite
-        .tasks
-        .iter()
-        .filter(|t| t.container.is_some() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)))
+/// The experiment's container tasks, each with its container settings.
+pub fn container_tasks<'a>(
+    exp: &Experiment,
+    suite: &'a Suite,
+) -> Vec<(&'a Task, &'a ContainerTask)> {
+    let selected = suite.tasks.iter().filter(|t| exp.tasks.is_empty() || exp.tasks.contains(&t.id));
+    selected
+        .filter_map(|t| match &t.kind {
+            TaskKind::Python => None,
+            TaskKind::Container(c) => Some((t, c.as_ref())),
+        })
         .collect()
 }
 
@@ -45,8 +50,7 @@ pub async fn setup(
     if tasks.is_empty() {
         return Ok(None);
     }
-    for t in &tasks {
-        let c = t.container.as_ref().expect("a container task");
+    for &(t, c) in &tasks {
         if c.network == NetworkMode::Public && !exp.allow_network {
             return Err(InputError::at(
                 t.toml_path(),
@@ -67,11 +71,11 @@ pub async fn setup(
     let scratch = crate::sandbox::scratch::dir().map_err(|e| RunError::Setup(e.to_string()))?;
     let mut images = HashMap::new();
     let mut logs = Vec::new();
-    for t in tasks {
+    for (t, c) in tasks {
         let log = scratch.join(format!("build-{}.log", t.id));
         let opts =
             image::BuildOptions { pull: exp.pull, ca_bundle: exp.build_ca_bundle.as_deref() };
-        match image::ensure(engine, t, &log, opts).await {
+        match image::ensure(engine, (t, c), &log, opts).await {
             Ok(img) => {
                 if img.built {
                     logs.push((t.id.clone(), log));
@@ -115,11 +119,10 @@ pub fn facts(setup: &ContainerSetup, exp: &Experiment, suite: &Suite) -> Contain
     images.sort_by(|a, b| a.task.cmp(&b.task));
     let tasks = container_tasks(exp, suite)
         .into_iter()
-        .map(|t| {
+        .map(|(t, c)| {
             // The task's own limits; an arm's `resources` override them in its trials.
-            let l = container::trial::limits(t, &suite.containers, &Default::default());
-            let mut v = serde_json::to_value(t.container.as_ref().expect("a container task"))
-                .unwrap_or_default();
+            let l = container::trial::limits(c, &suite.containers, &Default::default());
+            let mut v = serde_json::to_value(c).unwrap_or_default();
             if let Some(o) = v.as_object_mut() {
                 o.insert("task".into(), serde_json::json!(t.id));
                 o.insert(

@@ -17,7 +17,7 @@ use crate::harness::terminal::{self, TerminalContext};
 use crate::plan::TrialSpec;
 use crate::record::{CommandOutcome, Grade, TraceStep};
 use crate::sandbox::Sandbox;
-use crate::suite::Task;
+use crate::suite::{Task, TaskKind};
 
 pub enum TrialEnv {
     /// A Python task: a copy of its workspace, where candidate code runs in the jail.
@@ -56,9 +56,12 @@ impl TrialEnv {
         (spec, arm): (&TrialSpec, &crate::experiment::matrix::Arm),
         attempt: u32,
     ) -> Result<TrialEnv, EnvError> {
-        if task.container.is_none() {
-            return Sandbox::create(task).map(TrialEnv::Jail).map_err(EnvError::Sandbox);
-        }
+        let container = match &task.kind {
+            TaskKind::Python => {
+                return Sandbox::create(task).map(TrialEnv::Jail).map_err(EnvError::Sandbox);
+            }
+            TaskKind::Container(c) => c,
+        };
         let setup = shared.containers.as_ref().ok_or(EnvError::NoEngine)?;
         let image = setup.images.get(&task.id).ok_or_else(|| EnvError::NoImage(task.id.clone()))?;
         let mut binds = Vec::new();
@@ -70,6 +73,7 @@ impl TrialEnv {
         }
         let spec = Spec {
             task,
+            container,
             image_id: &image.id,
             settings: &shared.suite.containers,
             resources: arm.resources,
@@ -197,7 +201,7 @@ impl TrialEnv {
 /// the smaller of it and the task's own agent timeout (a container task's).
 pub fn trial_budget(budget: &Budget, task: &Task) -> Budget {
     let mut b = budget.clone();
-    if let Some(t) = task.container.as_ref().and_then(|c| c.agent_timeout_sec) {
+    if let Some(t) = task.agent_timeout_sec() {
         b.max_working_seconds = b.max_working_seconds.min(t);
     }
     b

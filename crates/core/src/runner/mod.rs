@@ -28,7 +28,7 @@ use crate::record::lock::{LockError, RunLock};
 use crate::record::{
     AttemptStart, EndReason, ManifestHead, ModelIdentity, TrialRecord, TrialStatus, now_rfc3339,
 };
-use crate::suite::Suite;
+use crate::suite::{Suite, TaskKind};
 use ledger::Ledger;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -181,18 +181,15 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
         }
     };
     // The external command runs on the host for Python tasks, and for container tasks when `runs_in = "host"`.
-    let host_command = suite
-        .tasks
-        .iter()
-        .any(|t| t.container.is_none() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)))
-        || exp
-            .harness_kind
-            .external()
-            .is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
-    let in_containers = suite
-        .tasks
-        .iter()
-        .any(|t| t.container.is_some() && (exp.tasks.is_empty() || exp.tasks.contains(&t.id)));
+    let (mut host_command, mut in_containers) = (false, false);
+    for t in suite.tasks.iter().filter(|t| exp.tasks.is_empty() || exp.tasks.contains(&t.id)) {
+        match t.kind {
+            TaskKind::Python => host_command = true,
+            TaskKind::Container(_) => in_containers = true,
+        }
+    }
+    host_command |=
+        exp.harness_kind.external().is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
     if let Some(ext) =
         exp.harness_kind.external().filter(|e| e.runs_in == crate::experiment::RunsIn::Container)
         && in_containers
@@ -850,9 +847,12 @@ fn container_run(
     task: &crate::suite::Task,
     arm: &crate::experiment::matrix::Arm,
 ) -> Option<crate::record::ContainerRun> {
-    task.container.as_ref()?;
+    let container = match &task.kind {
+        TaskKind::Python => return None,
+        TaskKind::Container(c) => c,
+    };
     let engine = shared.containers.as_ref()?.engine;
-    let l = crate::container::trial::limits(task, &shared.suite.containers, &arm.resources);
+    let l = crate::container::trial::limits(container, &shared.suite.containers, &arm.resources);
     Some(crate::record::ContainerRun {
         engine: engine.program.clone(),
         engine_version: engine.version.clone(),
@@ -872,7 +872,7 @@ async fn attempt_body(shared: &Shared, spec: &TrialSpec, attempt: u32, record: &
     let arm = exp.arm(&spec.arm).expect("planned arm exists");
     record.tests_total = task.check.tests;
     let budget = env::trial_budget(&arm.budget_under(&exp.budget), task);
-    record.task_timeout_seconds = task.container.as_ref().and_then(|c| c.agent_timeout_sec);
+    record.task_timeout_seconds = task.agent_timeout_sec();
     record.container = container_run(shared, task, arm);
 
     let trace_path = shared.dir.join("traces").join(format!("{}.jsonl", spec.id));

@@ -3,6 +3,7 @@
 
 use crate::record::events::{Event, Reporter};
 use crate::record::{TrialRecord, TrialStatus};
+use crate::sequential::DecidedComparison;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -109,7 +110,8 @@ impl Progress {
     }
 
     /// A sequential run's decision: a line above the bar, or a plain line (not when quiet).
-    fn decided(&self, message: &str) {
+    fn decided(&self, decided: &DecidedComparison) {
+        let message = decision_line(decided);
         match (&*self.bar.lock().unwrap(), self.mode) {
             (Some(bar), _) => bar.suspend(|| eprintln!("decided: {message}")),
             (None, ProgressMode::Quiet) => {}
@@ -124,6 +126,11 @@ impl Progress {
     }
 }
 
+/// A decided comparison as the progress writes it: "NAME on MODEL: DECISION after N tasks".
+fn decision_line(d: &DecidedComparison) -> String {
+    format!("{} on {}: {} after {} tasks", d.name, d.model, d.decision.name(), d.tasks)
+}
+
 impl Reporter for Progress {
     fn report(&self, event: &Event<'_>) {
         match event {
@@ -131,7 +138,7 @@ impl Reporter for Progress {
             Event::TrialFinished(r) => self.trial_done(r),
             Event::Warning(m) => self.warn(m),
             Event::Note(m) => self.note(m),
-            Event::Decided(m) => self.decided(m),
+            Event::Decided(d) => self.decided(d),
             Event::Finished { .. } => self.finish(),
         }
     }

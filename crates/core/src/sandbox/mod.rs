@@ -493,7 +493,7 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::{CheckSpec, Difficulty, OutputParser};
+    use crate::suite::{CheckSpec, Difficulty, OutputParser, TaskKind};
     use std::time::Duration;
 
     fn task(dir: &Path) -> Task {
@@ -516,7 +516,7 @@ mod tests {
                 limits: Default::default(),
                 mode: Default::default(),
             },
-            container: None,
+            kind: TaskKind::Python,
             dir: dir.to_path_buf(),
             digest: String::new(),
         }

@@ -49,6 +49,17 @@ impl Decision {
     }
 }
 
+/// A comparison the rule has just decided (`Monitor::record`): the
+/// comparison's name, its model, the decision and the tasks it took. The
+/// runner's progress writes it as "NAME on MODEL: DECISION after N tasks".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecidedComparison {
+    pub name: String,
+    pub model: String,
+    pub decision: Decision,
+    pub tasks: usize,
+}
+
 /// One comparison followed by the sequential rule: arm `treatment` against
 /// arm `control` on `model`, at level `alpha`.
 #[derive(Debug, Clone, PartialEq)]
@@ -462,7 +473,7 @@ impl Monitor {
 
     /// A final record: `passed` (0 or 1, or a fraction) of `repeat` of `task` in `arm` on `model`.
     /// Tasks now complete enter every comparison waiting for them, in order.
-    /// Returns the comparisons this decided, as "NAME on MODEL: DECISION after N tasks".
+    /// Returns the comparisons this decided.
     pub fn record(
         &mut self,
         task: &str,
@@ -470,7 +481,7 @@ impl Monitor {
         model: &str,
         repeat: u32,
         passed: f64,
-    ) -> Vec<String> {
+    ) -> Vec<DecidedComparison> {
         self.record_outcome(task, arm, model, repeat, Outcome::Scored(passed))
     }
 
@@ -489,7 +500,7 @@ impl Monitor {
         model: &str,
         repeat: u32,
         outcome: Outcome,
-    ) -> Vec<String> {
+    ) -> Vec<DecidedComparison> {
         let Some(&k) = self.order.get(task) else { return Vec::new() };
         if repeat >= self.trials {
             return Vec::new();
@@ -507,14 +518,11 @@ impl Monitor {
             .iter()
             .zip(open)
             .filter(|((_, s), was_open)| *was_open && s.decision != Decision::Undecided)
-            .map(|((c, s), _)| {
-                format!(
-                    "{} on {}: {} after {} tasks",
-                    c.name,
-                    c.model,
-                    s.decision.name(),
-                    s.tasks()
-                )
+            .map(|((c, s), _)| DecidedComparison {
+                name: c.name.clone(),
+                model: c.model.clone(),
+                decision: s.decision,
+                tasks: s.tasks(),
             })
             .collect()
     }

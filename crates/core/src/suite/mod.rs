@@ -157,16 +157,63 @@ pub struct Task {
     /// The checks (for a container task: its verifier, one "test" that passes
     /// when the reward reaches the suite's threshold).
     pub check: CheckSpec,
-    /// A Harbor task: run in a container of its own image, graded by its verifier.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub container: Option<Box<harbor::ContainerTask>>,
+    /// How the task runs: in the jail (Python) or in a container of its image (Harbor).
+    #[serde(flatten)]
+    pub kind: TaskKind,
     #[serde(skip)]
     pub dir: PathBuf,
     /// sha256 over every file of the task folder.
     pub digest: String,
 }
 
+/// How a task runs: what ablate starts for its trials and what grades them.
+#[derive(Debug, Clone)]
+pub enum TaskKind {
+    /// A Python task: a copy of its workspace in the bubblewrap jail, graded by the test runner.
+    Python,
+    /// A Harbor task: a container of its own image, graded by its verifier.
+    Container(Box<harbor::ContainerTask>),
+}
+
+impl TaskKind {
+    /// The kind as an external harness is told it (`ABLATE_TASK_KIND`, the trial file's `kind`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            TaskKind::Python => "python",
+            TaskKind::Container(_) => "container",
+        }
+    }
+}
+
+/// Written into its task's fields: a Python task adds none, a Harbor task its `container`.
+impl Serialize for TaskKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut fields = s.serialize_map(None)?;
+        match self {
+            TaskKind::Python => {}
+            TaskKind::Container(c) => fields.serialize_entry("container", c)?,
+        }
+        fields.end()
+    }
+}
+
 impl Task {
+    /// The task's own bound on the agent's working time (a Harbor task's agent timeout).
+    pub fn agent_timeout_sec(&self) -> Option<f64> {
+        match &self.kind {
+            TaskKind::Python => None,
+            TaskKind::Container(c) => c.agent_timeout_sec,
+        }
+    }
+    /// The test command a harness is shown: a Python task's own; none for a
+    /// container task, whose tests stay hidden until its verifier runs.
+    pub fn shown_test_command(&self) -> Option<&[String]> {
+        match &self.kind {
+            TaskKind::Python => Some(&self.check.command),
+            TaskKind::Container(_) => None,
+        }
+    }
     pub fn workspace_dir(&self) -> PathBuf {
         self.dir.join("workspace")
     }
@@ -286,10 +333,13 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
     if let Some(required) = raw.require_mode
         && let Some(task) = tasks.iter().find(|t| t.check.mode != required)
     {
-        let why = if task.container.is_some() {
-            "a container task's verifier runs in its container, not in either mode"
-        } else {
-            "declare it under [check] or grade the task in the mode the suite requires"
+        let why = match task.kind {
+            TaskKind::Python => {
+                "declare it under [check] or grade the task in the mode the suite requires"
+            }
+            TaskKind::Container(_) => {
+                "a container task's verifier runs in its container, not in either mode"
+            }
         };
         return Err(InputError::at(
             task.toml_path(),
@@ -375,7 +425,7 @@ pub fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
             limits: Limits::default(),
             mode: GradingMode::InProcess,
         },
-        container: Some(Box::new(container)),
+        kind: TaskKind::Container(Box::new(container)),
         dir: dir.to_path_buf(),
         digest,
     })
@@ -605,7 +655,7 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
             limits,
             mode,
         },
-        container: None,
+        kind: TaskKind::Python,
         dir: dir.to_path_buf(),
         digest,
     })
@@ -798,6 +848,17 @@ parser = "unittest"
         write_task(dir.path(), "t1", &format!("{GOOD}\nextra = 1\n"));
         let err = load_task(&dir.path().join("t1")).unwrap_err();
         assert!(err.to_string().contains("extra"), "{err}");
+    }
+
+    #[test]
+    fn a_task_is_written_with_its_container_only_when_it_has_one() {
+        let dir = tempfile::tempdir().unwrap();
+        write_task(dir.path(), "t1", GOOD);
+        let python = serde_json::to_value(load_task(&dir.path().join("t1")).unwrap()).unwrap();
+        assert!(python.get("container").is_none() && python.get("id").is_some(), "{python}");
+        let hello = load_harbor_task(&crate::repo_root().join("tasks/terminal/hello-file"));
+        let harbor = serde_json::to_value(hello.unwrap()).unwrap();
+        assert!(harbor["container"]["verifier_timeout_sec"].is_number(), "{harbor}");
     }
 
     #[test]
