@@ -4,6 +4,7 @@
 pub use super::interval::{Interval, IntervalMethod};
 use super::load::{Row, RunData};
 use super::stats;
+use super::warnings::ArmWarning;
 use ablate_core::experiment::matrix::{self, ComparisonKind};
 use ablate_core::record::TrialStatus;
 use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
@@ -338,8 +339,8 @@ pub struct ArmReport {
     pub stopped_but_passing: usize,
     /// Mean fraction of tests passed.
     pub tests_passed: Interval,
-    /// Final attempts by status; `interrupted` counts interrupted attempts.
-    pub statuses: BTreeMap<String, usize>,
+    /// Final attempts by status; `Interrupted` counts interrupted attempts.
+    pub statuses: StatusCounts,
     pub min_task_rate: f64,
     pub max_task_rate: f64,
     pub tokens_per_trial: f64,
@@ -361,7 +362,48 @@ pub struct ArmReport {
     pub beaten_by: Option<usize>,
     /// The arm a budget sweep repeats, and its level; None without a sweep.
     pub budget: Option<matrix::AtBudget>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<ArmWarning>,
+}
+
+/// An arm's final attempts by status, and its interrupted attempts (which
+/// leave no final record) under `TrialStatus::Interrupted`. Iterated, and
+/// written to report.json (status name: count), in the order of the names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusCounts(BTreeMap<TrialStatus, usize>);
+
+impl StatusCounts {
+    /// The statuses of `final_attempts`, and `interrupted` attempts when there were any.
+    pub fn of(
+        final_attempts: impl IntoIterator<Item = TrialStatus>,
+        interrupted: Option<usize>,
+    ) -> StatusCounts {
+        let mut counts = BTreeMap::new();
+        for status in final_attempts {
+            *counts.entry(status).or_default() += 1;
+        }
+        if let Some(n) = interrupted {
+            counts.insert(TrialStatus::Interrupted, n);
+        }
+        StatusCounts(counts)
+    }
+
+    /// How many ended so (0 for a status none did).
+    pub fn get(&self, status: TrialStatus) -> usize {
+        self.0.get(&status).copied().unwrap_or(0)
+    }
+
+    /// Each status some attempt ended in, with its count, in the order of the status names.
+    pub fn iter(&self) -> impl Iterator<Item = (TrialStatus, usize)> {
+        let mut counts: Vec<(TrialStatus, usize)> = self.0.iter().map(|(s, n)| (*s, *n)).collect();
+        counts.sort_by_key(|(s, _)| s.name());
+        counts.into_iter()
+    }
+}
+
+impl Serialize for StatusCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter().map(|(status, n)| (status.name(), n)))
+    }
 }
 
 /// The effect with infrastructure-error trials left out of both arms.
@@ -556,6 +598,35 @@ fn mean_of(xs: impl Iterator<Item = f64>) -> f64 {
     if n == 0 { f64::NAN } else { s / n as f64 }
 }
 
+/// What an arm's trials (`rows`, over `tasks` tasks) call into question.
+/// `imported`: the run was imported, and its sources may not count model calls
+/// (docs/import.md): no warning from a count they lack.
+fn arm_warnings(rows: &[&Row], tasks: usize, imported: bool) -> Vec<ArmWarning> {
+    let trials = rows.len();
+    let many = |k: usize| k as f64 > 0.1 * trials as f64;
+    let stopped = rows
+        .iter()
+        .filter(|r| {
+            r.status.is_infrastructure_error()
+                || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)
+        })
+        .count();
+    let mut warnings = Vec::new();
+    if many(stopped) {
+        warnings.push(ArmWarning::ManyStopped { stopped, trials });
+    }
+    let silent = if imported { 0 } else { rows.iter().filter(|r| r.steps == 0).count() };
+    if silent == trials && trials > 0 {
+        warnings.push(ArmWarning::NoModelCall { trials });
+    } else if many(silent) {
+        warnings.push(ArmWarning::ManyWithoutModelCall { silent, trials });
+    }
+    if tasks == 1 {
+        warnings.push(ArmWarning::OneTask);
+    }
+    warnings
+}
+
 pub fn analyse(data: &RunData) -> Report {
     let alpha = data.manifest.experiment.alpha;
     let conf = 1.0 - alpha;
@@ -589,13 +660,10 @@ pub fn analyse(data: &RunData) -> Report {
             .filter(|r| r.status != TrialStatus::Passed && r.graded_passed() >= 1.0)
             .count();
         let tests = stats::pass_rate_wilson(&by_task(rows, n_tasks, Row::test_fraction), conf);
-        let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
-        for r in rows {
-            *statuses.entry(r.status.name().to_string()).or_default() += 1;
-        }
-        if let Some(&n) = interrupted_by.get(&(*model, *arm)) {
-            statuses.insert("interrupted".into(), n);
-        }
+        let statuses = StatusCounts::of(
+            rows.iter().map(|r| r.status),
+            interrupted_by.get(&(*model, *arm)).copied(),
+        );
         let task_rates: Vec<f64> =
             outcomes.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
         let solved = rows.iter().filter(|r| r.status == TrialStatus::Passed).count();
@@ -621,43 +689,7 @@ pub fn analyse(data: &RunData) -> Report {
                 (k, mean_of(v.iter().map(|x| x.0)), mean_of(v.iter().map(|x| x.1)))
             })
             .collect();
-        let troubled = rows
-            .iter()
-            .filter(|r| {
-                r.status.is_infrastructure_error()
-                    || matches!(r.status, TrialStatus::Timeout | TrialStatus::BudgetExhausted)
-            })
-            .count();
-        let mut warnings = Vec::new();
-        if troubled as f64 > 0.1 * n {
-            warnings.push(format!(
-                "{troubled} of {} trials ({:.0}%) ended in an error, a timeout or a budget stop: the pass rate measures the budget and the infrastructure as much as the harness",
-                rows.len(),
-                100.0 * troubled as f64 / n
-            ));
-        }
-        // An imported run's sources may not count model calls (docs/import.md): no warning from a count they lack.
-        let silent = if data.manifest.imported.is_some() {
-            0
-        } else {
-            rows.iter().filter(|r| r.steps == 0).count()
-        };
-        if silent == rows.len() && !rows.is_empty() {
-            warnings.push(format!(
-                "no trial of this arm made a model call ({} of {}): its pass rate is not the model's; look at the traces for the requests the gateway refused (an endpoint it lacks, a wrong key) and at the harness's stderr",
-                silent,
-                rows.len()
-            ));
-        } else if silent as f64 > 0.1 * n {
-            warnings.push(format!(
-                "{silent} of {} trials ({:.0}%) made no model call",
-                rows.len(),
-                100.0 * silent as f64 / n
-            ));
-        }
-        if pass.n_tasks == 1 {
-            warnings.push("one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite".into());
-        }
+        let warnings = arm_warnings(rows, pass.n_tasks, data.manifest.imported.is_some());
         let arm_name = data.arms.name(*arm).to_string();
         let settings = manifest_arms.iter().find(|a| a.name == arm_name);
         let components = settings.map(|a| a.component_values()).unwrap_or_default();
@@ -1046,6 +1078,23 @@ fn holm_steps(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// report.json and every rendering list the statuses by name, as the
+    /// string-keyed map did; interrupted attempts under `interrupted`.
+    #[test]
+    fn status_counts_are_written_in_the_order_of_their_names() {
+        use TrialStatus::*;
+        let counts = StatusCounts::of([Passed, Failed, Passed, BudgetExhausted], Some(2));
+        assert_eq!((counts.get(Passed), counts.get(Interrupted), counts.get(Timeout)), (2, 2, 0));
+        assert_eq!(
+            serde_json::to_string(&counts).unwrap(),
+            r#"{"budget_exhausted":1,"failed":1,"interrupted":2,"passed":2}"#
+        );
+        assert_eq!(
+            crate::report::format::statuses(counts.iter()),
+            "budget_exhausted 1, failed 1, interrupted 2, passed 2"
+        );
+    }
 
     /// The typed kinds, methods and verdicts are written as the strings
     /// records and exports have always held (docs/records.md, docs/exports.md).

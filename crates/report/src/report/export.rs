@@ -343,8 +343,7 @@ pub fn markdown(r: &Report) -> String {
                 pct(i.mean)
             }
         };
-        let statuses =
-            a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let statuses = super::format::statuses(a.statuses.iter());
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {statuses} | {:.0} |",

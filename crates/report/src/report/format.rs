@@ -2,6 +2,13 @@
 //! HTML): percentages, percentage points, p-values and pass-rate intervals.
 
 use super::interval::{Interval, IntervalMethod};
+use ablate_core::record::TrialStatus;
+
+/// Attempts by status, as `failed 2, passed 8` (`StatusCounts::iter`'s order).
+pub fn statuses(counts: impl IntoIterator<Item = (TrialStatus, usize)>) -> String {
+    let each: Vec<String> = counts.into_iter().map(|(s, n)| format!("{} {n}", s.name())).collect();
+    each.join(", ")
+}
 
 /// `n` with its noun, singular for 1: `1 task`, `2 tasks`.
 pub fn count(n: usize, noun: &str) -> String {

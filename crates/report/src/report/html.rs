@@ -476,8 +476,7 @@ pub fn render(r: &Report) -> String {
         super::analysis::arms_estimand(&r.arms)
     );
     for a in &r.arms {
-        let statuses =
-            a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let statuses = super::format::statuses(a.statuses.iter());
         let _ = writeln!(
             s,
             "<tr><td>{}</td><td>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td><td>{}</td><td class=num>{:.0}</td><td class=num>{:.1}</td></tr>",
@@ -511,7 +510,7 @@ pub fn render(r: &Report) -> String {
                 "<p class=warn>Warning ({} / {}): {}</p>",
                 esc(&a.arm),
                 esc(&a.model),
-                esc(w)
+                esc(&w.to_string())
             );
         }
     }

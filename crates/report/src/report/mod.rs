@@ -1,6 +1,7 @@
 //! Reports: statistics (`stats`, pure functions), the analysis of a run
 //! (`analysis`), and its renderings (`terminal`, `export`, `html`, sharing
-//! `format`; `summary`, the counts at the end of a run). `live` is the run's
+//! `format`, and `warnings`, the analysis's warnings and notes with their
+//! words; `summary`, the counts at the end of a run). `live` is the run's
 //! reporter that keeps the exports current while trials finish.
 
 pub mod analysis;
@@ -20,6 +21,7 @@ pub mod stats;
 pub mod stopping;
 pub mod summary;
 pub mod terminal;
+pub mod warnings;
 
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,7 @@ use super::analysis::costs::{Costs, Spend};
 use super::analysis::{ArmReport, EffectReport, Report};
 use super::cells::{self, as_bool, as_category, as_int};
 use super::stats::Span;
-use ablate_core::record::{EndReason, TrialRecord};
+use ablate_core::record::{EndReason, TrialRecord, TrialStatus};
 use serde::{Serialize, Serializer};
 
 /// A float cell: always written as a float (`3.0`, never `3`), so that a
@@ -264,7 +264,7 @@ pub struct ArmRow<'a> {
 
 impl<'a> ArmRow<'a> {
     pub fn of(r: &Report, a: &'a ArmReport) -> ArmRow<'a> {
-        let s = |k: &str| a.statuses.get(k).copied().unwrap_or(0);
+        let s = |status: TrialStatus| a.statuses.get(status);
         let spend = |o: Spend| a.costs.per_trial.iter().find(|(x, _)| *x == o).map(|(_, s)| *s);
         ArmRow {
             alpha: r.alpha.into(),
@@ -290,15 +290,15 @@ impl<'a> ArmRow<'a> {
             tests_passed_fraction: a.tests_passed.mean.into(),
             tests_passed_fraction_lo: a.tests_passed.lo.into(),
             tests_passed_fraction_hi: a.tests_passed.hi.into(),
-            passed: s("passed"),
-            failed: s("failed"),
-            timeout: s("timeout"),
-            budget_exhausted: s("budget_exhausted"),
-            provider_error: s("provider_error"),
-            harness_error: s("harness_error"),
-            grader_error: s("grader_error"),
-            policy_violation: s("policy_violation"),
-            interrupted: s("interrupted"),
+            passed: s(TrialStatus::Passed),
+            failed: s(TrialStatus::Failed),
+            timeout: s(TrialStatus::Timeout),
+            budget_exhausted: s(TrialStatus::BudgetExhausted),
+            provider_error: s(TrialStatus::ProviderError),
+            harness_error: s(TrialStatus::HarnessError),
+            grader_error: s(TrialStatus::GraderError),
+            policy_violation: s(TrialStatus::PolicyViolation),
+            interrupted: s(TrialStatus::Interrupted),
             tokens_per_trial: a.tokens_per_trial.into(),
             tokens_per_trial_lo: spend(Spend::Tokens).map(|s| s.lo).into(),
             tokens_per_trial_hi: spend(Spend::Tokens).map(|s| s.hi).into(),

@@ -1,6 +1,7 @@
 //! The counts printed at the end of `ablate run`: per arm and model, how many
 //! final trials passed and how every attempt ended.
 
+use super::analysis::StatusCounts;
 use super::load::{Row, RunData};
 use ablate_core::record::TrialStatus;
 use std::collections::BTreeMap;
@@ -29,12 +30,8 @@ pub fn render(data: &RunData, planned: u64, already: u64) -> String {
         let passed = rs.iter().filter(|r| r.status == TrialStatus::Passed).count();
         let tests: f64 = rs.iter().map(|r| r.test_fraction()).sum::<f64>() / rs.len() as f64;
         let tokens: u64 = rs.iter().map(|r| r.tokens_input + r.tokens_output).sum();
-        let mut statuses: BTreeMap<&str, usize> = BTreeMap::new();
-        for r in rs {
-            *statuses.entry(r.status.name()).or_default() += 1;
-        }
-        let statuses =
-            statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        let statuses = StatusCounts::of(rs.iter().map(|r| r.status), None);
+        let statuses = super::format::statuses(statuses.iter());
         let _ = writeln!(
             s,
             "  {arm:<28} {model:<20} passed {passed}/{}  tests {:.0}%  {:.0} tokens/trial  [{statuses}]",

@@ -66,9 +66,7 @@ fn arm_block(s: &mut String, a: &ArmReport, c: &Paint, level: f64) {
     }
     let _ = writeln!(s, "  Tests passed:    {}", interval(&a.tests_passed));
     let _ = writeln!(s, "  Task range:      {} … {}", pct(a.min_task_rate), pct(a.max_task_rate));
-    let statuses =
-        a.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
-    let _ = writeln!(s, "  Statuses:        {statuses}");
+    let _ = writeln!(s, "  Statuses:        {}", super::format::statuses(a.statuses.iter()));
     let mut per = format!(
         "{:.0} tokens, {:.1} steps, {:.1} s",
         a.tokens_per_trial, a.steps_per_trial, a.working_seconds_per_trial

@@ -16,6 +16,7 @@ use super::containers::Groups;
 use super::primary::Primary;
 use crate::report::load::RunData;
 use crate::report::stats;
+use crate::report::warnings::VarianceNote;
 use serde::Serialize;
 
 /// Bootstrap resamples of the tasks for the intervals.
@@ -42,7 +43,7 @@ pub struct Decomposition {
     /// Tasks and trials a task for 80% power on a difference of two arms of 10 pp.
     pub next: Vec<NextExperiment>,
     /// What could not be separated, when something could not.
-    pub notes: Vec<String>,
+    pub notes: Vec<VarianceNote>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -144,18 +145,16 @@ pub(crate) fn decompose(y: &Layout, alpha: f64, seed: u64, draws: usize) -> Opti
     let n_h = harmonic_trials(y);
     let mut notes = Vec::new();
     if t < MIN_TASKS_INTERVALS {
-        notes.push(format!(
-            "no intervals under {MIN_TASKS_INTERVALS} tasks: the shares describe these {t} tasks"
-        ));
+        notes.push(VarianceNote::NoIntervals { tasks: t, fewest: MIN_TASKS_INTERVALS });
     }
     if n_h < 2.0 - 1e-9 {
-        notes.push("one trial a cell: trial noise cannot be told apart from task x configuration; both are in task x configuration".into());
+        notes.push(VarianceNote::OneTrialACell);
     }
     if a < 2 {
-        notes.push("one arm: no arm component".into());
+        notes.push(VarianceNote::OneArm);
     }
     if m < 2 {
-        notes.push("one model: no model or arm x model component".into());
+        notes.push(VarianceNote::OneModel);
     }
     // An arm difference's per-task variance: twice (task x arm + noise / r), the task x arm part
     // with its three-way share (task x model cancels in a difference of arms). Not said without

@@ -1,0 +1,110 @@
+//! What the analysis warns of and notes, as the numbers that decide them, and
+//! the sentence each is written as: the terminal, the Markdown, the HTML and
+//! report.json all write these words (`Display`; serialized as the sentence).
+
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+/// What an arm's trials call into question (`ArmReport::warnings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmWarning {
+    /// More than a tenth of the arm's `trials` (`stopped` of them) ended in an
+    /// infrastructure error, a timeout or a budget stop.
+    ManyStopped { stopped: usize, trials: usize },
+    /// None of the arm's `trials` made a model call.
+    NoModelCall { trials: usize },
+    /// More than a tenth of the arm's `trials` (`silent` of them), not all, made no model call.
+    ManyWithoutModelCall { silent: usize, trials: usize },
+    /// The arm ran one task: its interval is Wilson's over that task's trials.
+    OneTask,
+}
+
+/// `part` of `whole` in percent.
+fn percent(part: usize, whole: usize) -> f64 {
+    100.0 * part as f64 / whole as f64
+}
+
+impl fmt::Display for ArmWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ArmWarning::ManyStopped { stopped, trials } => write!(
+                f,
+                "{stopped} of {trials} trials ({:.0}%) ended in an error, a timeout or a budget stop: the pass rate measures the budget and the infrastructure as much as the harness",
+                percent(stopped, trials)
+            ),
+            ArmWarning::NoModelCall { trials } => write!(
+                f,
+                "no trial of this arm made a model call ({trials} of {trials}): its pass rate is not the model's; look at the traces for the requests the gateway refused (an endpoint it lacks, a wrong key) and at the harness's stderr"
+            ),
+            ArmWarning::ManyWithoutModelCall { silent, trials } => write!(
+                f,
+                "{silent} of {trials} trials ({:.0}%) made no model call",
+                percent(silent, trials)
+            ),
+            ArmWarning::OneTask => f.write_str(
+                "one task: the interval is Wilson's over its trials and speaks for that task only, not for a suite",
+            ),
+        }
+    }
+}
+
+/// What the variance decomposition could not separate (`Decomposition::notes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarianceNote {
+    /// `tasks`, fewer than `fewest`: the shares have no intervals.
+    NoIntervals {
+        tasks: usize,
+        fewest: usize,
+    },
+    /// One trial a cell: trial noise is inside task x configuration.
+    OneTrialACell,
+    OneArm,
+    OneModel,
+}
+
+impl fmt::Display for VarianceNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            VarianceNote::NoIntervals { tasks, fewest } => write!(
+                f,
+                "no intervals under {fewest} tasks: the shares describe these {tasks} tasks"
+            ),
+            VarianceNote::OneTrialACell => f.write_str(
+                "one trial a cell: trial noise cannot be told apart from task x configuration; both are in task x configuration",
+            ),
+            VarianceNote::OneArm => f.write_str("one arm: no arm component"),
+            VarianceNote::OneModel => f.write_str("one model: no model or arm x model component"),
+        }
+    }
+}
+
+/// report.json holds the sentence.
+impl Serialize for ArmWarning {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// report.json holds the sentence.
+impl Serialize for VarianceNote {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_json_holds_the_sentences() {
+        let w = [ArmWarning::ManyStopped { stopped: 3, trials: 10 }, ArmWarning::OneTask];
+        let json = serde_json::to_value(w).unwrap();
+        assert_eq!(json[1], w[1].to_string());
+        assert!(json[0].as_str().unwrap().starts_with("3 of 10 trials (30%) ended in an error"));
+        assert_eq!(
+            serde_json::to_value(VarianceNote::NoIntervals { tasks: 4, fewest: 10 }).unwrap(),
+            "no intervals under 10 tasks: the shares describe these 4 tasks"
+        );
+    }
+}
