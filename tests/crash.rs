@@ -123,7 +123,7 @@ async fn ctrl_c_during_a_check_leaves_no_process() {
         .await
         .expect("ablate stops on Ctrl-C")
         .unwrap();
-    // 128 + SIGINT (README: 130, a run interrupted by Ctrl-C). The attempt in flight has its start
+    // 128 + SIGINT (docs/getting-started.md: 130, a run interrupted by Ctrl-C). The attempt in flight has its start
     // line and no record: a --resume records it as interrupted before anything runs.
     assert_eq!(status.code(), Some(130), "{status:?}");
     // The last line says what was kept and how to go on, as a note, not as an error.

@@ -150,7 +150,7 @@ treatment = "harness"
     );
     let engine =
         manifest.models[0].engine.as_ref().expect("the local engine's settings are recorded");
-    // The defaults (README: every core for prompts and generation, ABLATE_LOCAL_SLOTS 8, ABLATE_LOCAL_BATCH 4).
+    // The defaults (docs/getting-started.md: every core for prompts and generation, ABLATE_LOCAL_SLOTS 8, ABLATE_LOCAL_BATCH 4).
     let cores = std::thread::available_parallelism().unwrap().get() as u64;
     let settings: Vec<Option<u64>> =
         ["threads", "batch_threads", "slots", "batch"].iter().map(|k| engine[k].as_u64()).collect();

@@ -1,5 +1,5 @@
 //! Why a command did not succeed: each stage's own error, and the one mapping
-//! from them to the exit status (`CommandError::exit`; README, "Exit codes");
+//! from them to the exit status (`CommandError::exit`; docs/getting-started.md, "Commands");
 //! the gate's verdict too (`gate_exit`), so that every status is decided here.
 
 use ablate::InputError;
@@ -119,7 +119,7 @@ pub fn write_error(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> C
 mod tests {
     use super::*;
 
-    /// The statuses the README's "Exit codes" gives: gate PASS 0, FAIL 1, INCONCLUSIVE 3, a
+    /// The statuses docs/getting-started.md gives under "Commands": gate PASS 0, FAIL 1, INCONCLUSIVE 3, a
     /// baseline that does not match 2; bad input 2, a file not written 1, Ctrl-C 130.
     #[test]
     fn each_outcome_has_the_readme_status() {

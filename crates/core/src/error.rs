@@ -129,7 +129,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// The exit status of every command, in one place (the README lists them).
+/// The exit status of every command, in one place (docs/getting-started.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Exit {

@@ -6,7 +6,7 @@
 //!
 //! The nucleus is found without sorting the vocabulary. llama.cpp's own top-p
 //! sampler sorts every candidate: with Qwen2.5's 151,936 tokens that took
-//! 13.7 ms per token on the 2-core machine the README describes, a third of a
+//! 13.7 ms per token on the 2-core machine docs/benchmarks.md describes, a third of a
 //! decode step. Here only the tokens that can be in the nucleus are sorted
 //! (see [`TokenSampler::nucleus`]); the result is the same set.
 

@@ -930,10 +930,10 @@ mod tests {
         ));
         assert!(worst.0 <= alpha + 1e-9, "false PASS {worst:?}");
         assert!(aa_fail <= alpha + 1e-9, "A/A FAIL {aa_fail}");
-        // The figures the README states.
+        // The figures docs/gate.md states.
         assert!(
             worst.0 <= 0.04885 && aa_fail <= 0.04765,
-            "README: false PASS at most 4.88%, A/A FAIL at most 4.76%"
+            "docs/gate.md: false PASS at most 4.88%, A/A FAIL at most 4.76%"
         );
     }
 
@@ -981,7 +981,7 @@ mod tests {
         out.line(format_args!("gate, heterogeneous tasks: largest false-PASS rate {worst:.4} (limit {limit:.4}, {reps} replications per cell)"));
         assert!(
             !full_tier() || worst <= 0.0185,
-            "README: at most 1.85% with heterogeneous tasks; saw {worst}"
+            "docs/statistics.md: at most 1.85% with heterogeneous tasks; saw {worst}"
         );
     }
 

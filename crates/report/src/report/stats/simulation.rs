@@ -171,12 +171,12 @@ fn simulation_coverage_grid() {
     // The figures the docs state (seeded, so exactly reproducible).
     assert!(
         worst.0 >= 0.938,
-        "README: every interval covers in at least 93.8%; lowest {}",
+        "docs/report.md: every interval covers in at least 93.8%; lowest {}",
         worst.0
     );
     assert!(
         false_positive <= 0.057,
-        "README: no true difference, 0 excluded in at most 5.7%; saw {false_positive}"
+        "docs/report.md: no true difference, 0 excluded in at most 5.7%; saw {false_positive}"
     );
 }
 
