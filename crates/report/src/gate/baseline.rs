@@ -205,9 +205,6 @@ const PASS_RATE_TOLERANCE: f64 = 0.005;
 /// error names the file, the row (as a spreadsheet numbers it: the header is
 /// row 1) and the column. The pass rate used is passes / trials.
 pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
-    let bad = |row: u64, col: &str, msg: String| {
-        InputError::new(path, format!("row {row}, column `{col}`: {msg}"))
-    };
     let mut r = csv::Reader::from_path(path)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     let headers = r
@@ -217,6 +214,7 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
     for col in BASELINE_COLUMNS {
         if !headers.iter().any(|h| h == col) {
             return Err(bad(
+                path,
                 1,
                 col,
                 format!("missing; a baseline has the columns {}", BASELINE_COLUMNS.join(",")),
@@ -231,70 +229,75 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
             InputError::new(path, format!("row {row}: {e}"))
         })?;
         let row = record.position().map(|p| p.line()).unwrap_or(rows.len() as u64 + 2);
-        let field = |col: &str| {
-            headers.iter().position(|h| h == col).and_then(|i| record.get(i)).unwrap_or("").trim()
-        };
-        let count = |col: &str| -> Result<u32, InputError> {
-            let v = field(col);
-            v.parse::<u32>()
-                .map_err(|_| bad(row, col, format!("`{v}` is not a whole number of at least 0")))
-        };
-        let task = field("task").to_string();
+        let fields = Fields { path, headers: &headers, record: &record, row };
+        let current = fields.baseline_row(&mut first_row_of)?;
+        if let Some(first) = rows.first() {
+            fields.same_run(first, &current, &first_row_of)?;
+        }
+        rows.push(current);
+    }
+    if rows.is_empty() {
+        return Err(InputError::new(path, "the baseline holds no task"));
+    }
+    Ok(rows)
+}
+
+/// An error at a row and column of a baseline file.
+fn bad(path: &Path, row: u64, col: &str, msg: String) -> InputError {
+    InputError::new(path, format!("row {row}, column `{col}`: {msg}"))
+}
+
+/// One row of a baseline file as it is read: its fields by column name, and
+/// its number for errors.
+struct Fields<'a> {
+    path: &'a Path,
+    headers: &'a csv::StringRecord,
+    record: &'a csv::StringRecord,
+    row: u64,
+}
+
+impl Fields<'_> {
+    fn bad(&self, col: &str, msg: String) -> InputError {
+        bad(self.path, self.row, col, msg)
+    }
+
+    /// The column's field, trimmed (empty when the row has none).
+    fn field(&self, col: &str) -> &str {
+        self.headers
+            .iter()
+            .position(|h| h == col)
+            .and_then(|i| self.record.get(i))
+            .unwrap_or("")
+            .trim()
+    }
+
+    fn count(&self, col: &str) -> Result<u32, InputError> {
+        let v = self.field(col);
+        v.parse::<u32>()
+            .map_err(|_| self.bad(col, format!("`{v}` is not a whole number of at least 0")))
+    }
+
+    /// The row checked: its task new (noted in `first_row_of`), its counts and
+    /// pass rate, its score.
+    fn baseline_row(
+        &self,
+        first_row_of: &mut BTreeMap<String, u64>,
+    ) -> Result<BaselineRow, InputError> {
+        let task = self.field("task").to_string();
         if task.is_empty() {
-            return Err(bad(row, "task", "empty".into()));
+            return Err(self.bad("task", "empty".into()));
         }
         if let Some(first) = first_row_of.get(&task) {
-            return Err(bad(
-                row,
-                "task",
-                format!("task `{task}` appears twice (first in row {first})"),
-            ));
+            return Err(
+                self.bad("task", format!("task `{task}` appears twice (first in row {first})"))
+            );
         }
-        first_row_of.insert(task.clone(), row);
-        let trials = count("trials")?;
-        let passes = count("passes")?;
-        if trials == 0 {
-            return Err(bad(
-                row,
-                "trials",
-                "0: a task of a baseline has at least one trial".into(),
-            ));
-        }
-        if passes > trials {
-            return Err(bad(row, "passes", format!("{passes} passes of {trials} trials")));
-        }
-        let rate_text = field("pass_rate");
-        let rate: f64 = rate_text
-            .parse()
-            .map_err(|_| bad(row, "pass_rate", format!("`{rate_text}` is not a number")))?;
-        let expected = passes as f64 / trials as f64;
-        if !rate.is_finite() || (rate - expected).abs() > PASS_RATE_TOLERANCE {
-            return Err(bad(
-                row,
-                "pass_rate",
-                format!(
-                    "{rate_text} contradicts passes / trials = {passes}/{trials} = {expected:.3}"
-                ),
-            ));
-        }
-        let text = |col: &str| field(col).to_string();
+        first_row_of.insert(task.clone(), self.row);
+        let (trials, passes, expected) = self.counts()?;
+        let text = |col: &str| self.field(col).to_string();
         let primary = text("primary");
-        let score = if primary.is_empty() {
-            f64::from(passes)
-        } else {
-            let v = field("score");
-            match v.parse::<f64>() {
-                Ok(x) if (0.0..=f64::from(trials)).contains(&x) => x,
-                _ => {
-                    return Err(bad(
-                        row,
-                        "score",
-                        format!("`{v}` is not a score sum from 0 to the {trials} trials"),
-                    ));
-                }
-            }
-        };
-        let current = BaselineRow {
+        let score = self.score(&primary, trials, passes)?;
+        Ok(BaselineRow {
             task,
             trials,
             passes,
@@ -308,34 +311,77 @@ pub fn read_baseline(path: &Path) -> Result<Vec<BaselineRow>, InputError> {
             resources: text("resources"),
             primary,
             score,
-        };
-        if let Some(first) = rows.first() {
-            let same = [
-                ("arm", &first.arm, &current.arm),
-                ("model", &first.model, &current.model),
-                ("model_identity", &first.model_identity, &current.model_identity),
-                ("suite_digest", &first.suite_digest, &current.suite_digest),
-                ("budget", &first.budget, &current.budget),
-                ("resources", &first.resources, &current.resources),
-                ("primary", &first.primary, &current.primary),
-            ];
-            if let Some((col, a, b)) = same.iter().find(|(_, a, b)| a != b) {
-                let first_row = first_row_of[&first.task];
-                return Err(bad(
-                    row,
-                    col,
-                    format!(
-                        "`{b}` differs from row {first_row}'s `{a}`: a baseline is one arm and model of one run"
-                    ),
-                ));
-            }
+        })
+    }
+
+    /// Trials and passes, whole numbers with passes <= trials, and the pass
+    /// rate they give, which the row's `pass_rate` must agree with.
+    fn counts(&self) -> Result<(u32, u32, f64), InputError> {
+        let trials = self.count("trials")?;
+        let passes = self.count("passes")?;
+        if trials == 0 {
+            return Err(self.bad("trials", "0: a task of a baseline has at least one trial".into()));
         }
-        rows.push(current);
+        if passes > trials {
+            return Err(self.bad("passes", format!("{passes} passes of {trials} trials")));
+        }
+        let rate_text = self.field("pass_rate");
+        let rate: f64 = rate_text
+            .parse()
+            .map_err(|_| self.bad("pass_rate", format!("`{rate_text}` is not a number")))?;
+        let expected = passes as f64 / trials as f64;
+        if !rate.is_finite() || (rate - expected).abs() > PASS_RATE_TOLERANCE {
+            return Err(self.bad(
+                "pass_rate",
+                format!(
+                    "{rate_text} contradicts passes / trials = {passes}/{trials} = {expected:.3}"
+                ),
+            ));
+        }
+        Ok((trials, passes, expected))
     }
-    if rows.is_empty() {
-        return Err(InputError::new(path, "the baseline holds no task"));
+
+    /// The task's score sum: its passes for the pass rate, else the row's
+    /// `score`, from 0 to its trials.
+    fn score(&self, primary: &str, trials: u32, passes: u32) -> Result<f64, InputError> {
+        if primary.is_empty() {
+            return Ok(f64::from(passes));
+        }
+        let v = self.field("score");
+        match v.parse::<f64>() {
+            Ok(x) if (0.0..=f64::from(trials)).contains(&x) => Ok(x),
+            _ => Err(self
+                .bad("score", format!("`{v}` is not a score sum from 0 to the {trials} trials"))),
+        }
     }
-    Ok(rows)
+
+    /// The row is of the same arm, model and run as the file's first row.
+    fn same_run(
+        &self,
+        first: &BaselineRow,
+        current: &BaselineRow,
+        first_row_of: &BTreeMap<String, u64>,
+    ) -> Result<(), InputError> {
+        let same = [
+            ("arm", &first.arm, &current.arm),
+            ("model", &first.model, &current.model),
+            ("model_identity", &first.model_identity, &current.model_identity),
+            ("suite_digest", &first.suite_digest, &current.suite_digest),
+            ("budget", &first.budget, &current.budget),
+            ("resources", &first.resources, &current.resources),
+            ("primary", &first.primary, &current.primary),
+        ];
+        if let Some((col, a, b)) = same.iter().find(|(_, a, b)| a != b) {
+            let first_row = first_row_of[&first.task];
+            return Err(self.bad(
+                col,
+                format!(
+                    "`{b}` differs from row {first_row}'s `{a}`: a baseline is one arm and model of one run"
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Differences between what was fixed for the baseline and for the candidate.

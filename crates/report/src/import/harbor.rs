@@ -190,6 +190,16 @@ fn read_job(
         .and_then(|l| l.pointer("/harbor/version"))
         .and_then(Value::as_str)
         .map(str::to_string);
+    let trial_dirs = trial_dirs(dir)?;
+    let first = out.len();
+    let read = read_trials(dir, &trial_dirs, threshold, reward_key, &mut files, out)?;
+    fill_from_finished(&mut out[first..], &read.agents);
+    Ok(Job { name, version, files, keys: read.keys, agent_timeout: read.agent_timeout })
+}
+
+/// A job folder's trial folders, by name: refused when it holds job folders
+/// instead, a folder that is not a trial's, or none.
+fn trial_dirs(dir: &Path) -> Result<Vec<String>, InputError> {
     let mut subdirs: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| InputError::new(dir, format!("cannot list the job folder: {e}")))?
         .filter_map(|e| e.ok())
@@ -221,23 +231,40 @@ fn read_job(
             "neither result.json nor config.json: not a Harbor trial folder (a job folder holds only trial folders)",
         ));
     }
-    let trial_dirs: Vec<&String> = subdirs.iter().collect();
-    if trial_dirs.is_empty() {
+    if subdirs.is_empty() {
         return Err(InputError::new(
             dir,
             "no trial folder (a folder with result.json or config.json) in this job folder",
         ));
     }
+    Ok(subdirs)
+}
+
+/// What a job's trial folders give beside their trials.
+struct JobTrials {
+    /// Each trial's own id, in the order the trials were read.
+    keys: Vec<String>,
+    /// Each trial's agent config as text, and whether its record says who the agent is (agent_info).
+    agents: Vec<(String, bool)>,
+    agent_timeout: Option<f64>,
+}
+
+/// Each trial folder of a job as a trial into `out` (passing at `threshold`
+/// of the reward `reward_key`), every file read noted in `files`.
+fn read_trials(
+    dir: &Path,
+    trial_dirs: &[String],
+    threshold: f64,
+    reward_key: Option<&str>,
+    files: &mut Vec<(String, String)>,
+    out: &mut Vec<ImportedTrial>,
+) -> Result<JobTrials, InputError> {
     let mut agent_timeout = None;
-    let first = out.len();
-    // Each trial's agent config as text, and whether its record says who the agent is (agent_info):
-    // a trial that does not (unfinished, or failed before the agent started) takes the identity of one
-    // that does, run with the same agent config.
     let mut agents: Vec<(String, bool)> = Vec::new();
     let mut keys = Vec::new();
     for d in trial_dirs {
-        let result = read_json(dir, &format!("{d}/result.json"), &mut files)?;
-        let trial_config = read_json(dir, &format!("{d}/config.json"), &mut files)?;
+        let result = read_json(dir, &format!("{d}/result.json"), files)?;
+        let trial_config = read_json(dir, &format!("{d}/config.json"), files)?;
         let trial = match &result {
             Some(r) => trial(dir, d, r, threshold, reward_key)?,
             None => unfinished(
@@ -269,13 +296,21 @@ fn read_job(
         }
         out.push(trial);
     }
-    // An unfinished trial takes the checksum its task has in this job's finished trials.
-    let known: std::collections::HashMap<String, String> = out[first..]
+    Ok(JobTrials { keys, agents, agent_timeout })
+}
+
+/// A job's trials that lack what its finished ones know, given it from them:
+/// an unfinished trial takes the checksum its task has in this job's finished
+/// trials, and a trial whose record does not say who the agent is (unfinished,
+/// or failed before the agent started) the identity of one that does, run
+/// with the same agent config (`agents`, as [`JobTrials`] has them).
+fn fill_from_finished(trials: &mut [ImportedTrial], agents: &[(String, bool)]) {
+    let known: std::collections::HashMap<String, String> = trials
         .iter()
         .filter(|t| !t.task_digest.is_empty())
         .map(|t| (t.task.clone(), t.task_digest.clone()))
         .collect();
-    for t in &mut out[first..] {
+    for t in trials.iter_mut() {
         if t.task_digest.is_empty()
             && let Some(d) = known.get(&t.task)
         {
@@ -286,12 +321,11 @@ fn read_job(
         if !agents[i].1
             && let Some(j) = agents.iter().position(|(a, finished)| *finished && *a == agents[i].0)
         {
-            let (identity, model) = (out[first + j].identity.clone(), out[first + j].model.clone());
-            out[first + i].identity = identity;
-            out[first + i].model = model;
+            let (identity, model) = (trials[j].identity.clone(), trials[j].model.clone());
+            trials[i].identity = identity;
+            trials[i].model = model;
         }
     }
-    Ok(Job { name, version, files, keys, agent_timeout })
 }
 
 /// The agent's identity from a trial's config (`result.json`'s `config`, or `config.json`).
@@ -393,76 +427,172 @@ fn trial(
     reward_key: Option<&str>,
 ) -> Result<ImportedTrial, InputError> {
     let file = format!("{dir}/result.json");
-    let path = job.join(&file);
-    let err = |key: &str, message: String| InputError::at(&path, key, message);
-    if let Some(v) = r.get("schema_version").filter(|v| !v.is_null())
-        && v.as_u64() != Some(1)
-    {
-        return Err(err(
-            "schema_version",
-            format!("{v} is not a schema version this importer reads (it reads 1)"),
-        ));
-    }
-    let task = r
-        .get("task_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| err("task_name", "missing or not text".into()))?
-        .to_string();
-    let checksum = r
-        .get("task_checksum")
-        .and_then(Value::as_str)
-        .ok_or_else(|| err("task_checksum", "missing or not text".into()))?
-        .to_string();
-    let config = r
-        .get("config")
-        .filter(|c| c.is_object())
-        .ok_or_else(|| err("config", "missing: the trial's config".into()))?;
+    let record = TrialResult { path: job.join(&file), r };
+    let (task, checksum, config) = record.task()?;
     let identity = identity(config, r.get("agent_info"));
     let exception = r.get("exception_info").filter(|e| !e.is_null());
     let exception_type = exception.and_then(|e| e.get("exception_type")).and_then(Value::as_str);
-    let rewards = r
-        .pointer("/verifier_result/rewards")
-        .filter(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()));
-    let reward = match rewards {
-        None => None,
-        Some(Value::Object(o)) => {
-            let key = match reward_key {
-                Some(k) => k.to_string(),
-                None if o.contains_key("reward") => "reward".to_string(),
-                None if o.len() == 1 => o.keys().next().cloned().unwrap_or_default(),
-                None => {
-                    let keys = o.keys().cloned().collect::<Vec<_>>().join(", ");
-                    return Err(err(
-                        "verifier_result.rewards",
-                        format!(
-                            "several rewards ({keys}) and none named `reward`: name the one that decides in the map file: [pass] reward = \"...\""
-                        ),
-                    ));
-                }
-            };
-            match o.get(&key) {
-                Some(v) => Some(v.as_f64().ok_or_else(|| {
-                    err(&format!("verifier_result.rewards.{key}"), format!("{v} is not a number"))
-                })?),
-                None => {
-                    return Err(err(
-                        "verifier_result.rewards",
-                        format!("no reward `{key}` (the map's pass.reward)"),
-                    ));
-                }
-            }
-        }
-        Some(other) => {
-            return Err(err(
-                "verifier_result.rewards",
-                format!("{other} is not a table of rewards"),
+    let reward = record.reward(reward_key)?;
+    let reward_valid = reward_valid(r, exception, reward);
+    let graded_pass = reward.filter(|_| reward_valid).map(|x| x >= threshold);
+    let (status, end_reason) = status_of(exception_type, graded_pass);
+    // The final state of a trial whose status says it has none (docs/import.md): not counted.
+    let graded_pass = match (status, exception_type) {
+        (TrialStatus::ProviderError | TrialStatus::GraderError | TrialStatus::Interrupted, _)
+        | (_, Some("BudgetExceededError")) => None,
+        _ => graded_pass,
+    };
+    let error = error_of(status, exception);
+    let agent = r.get("agent_result").filter(|a| !a.is_null());
+    let (tokens, cost_usd) = record.usage(agent)?;
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    let (started_at, finished_at) = (text(r.get("started_at")), text(r.get("finished_at")));
+    let wall = super::seconds_between(&started_at, &finished_at).unwrap_or(0.0);
+    let model = model_of(&identity);
+    let id = r
+        .get("trial_name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(dir)
+        .chars()
+        .take(200)
+        .collect();
+    Ok(ImportedTrial {
+        from: ImportedFrom {
+            file,
+            id,
+            detail: Value::Object(detail(r, exception_type, reward, reward_valid)),
+        },
+        input: job.to_path_buf(),
+        task,
+        task_digest: checksum,
+        identity,
+        model,
+        repeat: None,
+        sort_key: dir.to_string(),
+        status,
+        end_reason,
+        graded_pass,
+        steps: agent
+            .and_then(|a| a.pointer("/metadata/n_episodes"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32,
+        tokens,
+        cost_usd,
+        working_seconds: phase_seconds(r, "agent_execution").unwrap_or(0.0),
+        wall_seconds: wall,
+        started_at,
+        finished_at,
+        error,
+    })
+}
+
+/// A trial's result.json as read: its path (for errors) and its record.
+struct TrialResult<'a> {
+    path: PathBuf,
+    r: &'a Value,
+}
+
+impl<'a> TrialResult<'a> {
+    fn err(&self, key: &str, message: String) -> InputError {
+        InputError::at(&self.path, key, message)
+    }
+
+    /// The record's schema version checked, its task, the task's checksum and the trial's config.
+    fn task(&self) -> Result<(String, String, &'a Value), InputError> {
+        let r = self.r;
+        if let Some(v) = r.get("schema_version").filter(|v| !v.is_null())
+            && v.as_u64() != Some(1)
+        {
+            return Err(self.err(
+                "schema_version",
+                format!("{v} is not a schema version this importer reads (it reads 1)"),
             ));
         }
-    };
-    // Harbor's reward_valid; for records without it, valid when no exception or one its policy grades with a valid reward.
+        let task = r
+            .get("task_name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("task_name", "missing or not text".into()))?
+            .to_string();
+        let checksum = r
+            .get("task_checksum")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("task_checksum", "missing or not text".into()))?
+            .to_string();
+        let config = r
+            .get("config")
+            .filter(|c| c.is_object())
+            .ok_or_else(|| self.err("config", "missing: the trial's config".into()))?;
+        Ok((task, checksum, config))
+    }
+
+    /// The verifier's reward that decides (`reward_key`, else `reward`, else
+    /// the only one); None when the verifier gave none.
+    fn reward(&self, reward_key: Option<&str>) -> Result<Option<f64>, InputError> {
+        let rewards = self
+            .r
+            .pointer("/verifier_result/rewards")
+            .filter(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()));
+        match rewards {
+            None => Ok(None),
+            Some(Value::Object(o)) => {
+                let key = match reward_key {
+                    Some(k) => k.to_string(),
+                    None if o.contains_key("reward") => "reward".to_string(),
+                    None if o.len() == 1 => o.keys().next().cloned().unwrap_or_default(),
+                    None => {
+                        let keys = o.keys().cloned().collect::<Vec<_>>().join(", ");
+                        return Err(self.err(
+                            "verifier_result.rewards",
+                            format!(
+                                "several rewards ({keys}) and none named `reward`: name the one that decides in the map file: [pass] reward = \"...\""
+                            ),
+                        ));
+                    }
+                };
+                match o.get(&key) {
+                    Some(v) => Ok(Some(v.as_f64().ok_or_else(|| {
+                        self.err(
+                            &format!("verifier_result.rewards.{key}"),
+                            format!("{v} is not a number"),
+                        )
+                    })?)),
+                    None => Err(self.err(
+                        "verifier_result.rewards",
+                        format!("no reward `{key}` (the map's pass.reward)"),
+                    )),
+                }
+            }
+            Some(other) => {
+                Err(self
+                    .err("verifier_result.rewards", format!("{other} is not a table of rewards")))
+            }
+        }
+    }
+
+    /// The agent's tokens and cost (`agent_result`); a negative count or cost is refused.
+    fn usage(&self, agent: Option<&Value>) -> Result<(Tokens, Option<f64>), InputError> {
+        let field = |k: &str| agent.and_then(|a| a.get(k));
+        let n =
+            |k: &str| super::count(field(k)).map_err(|m| self.err(&format!("agent_result.{k}"), m));
+        let tokens = Tokens {
+            input: n("n_input_tokens")?,
+            output: n("n_output_tokens")?,
+            cached: n("n_cache_tokens")?,
+        };
+        let cost_usd =
+            super::cost(field("cost_usd")).map_err(|m| self.err("agent_result.cost_usd", m))?;
+        Ok((tokens, cost_usd))
+    }
+}
+
+/// Harbor's reward_valid; for records without it, valid when no exception or
+/// one its policy grades with a valid reward.
+fn reward_valid(r: &Value, exception: Option<&Value>, reward: Option<f64>) -> bool {
+    let exception_type = exception.and_then(|e| e.get("exception_type")).and_then(Value::as_str);
     let policy_keeps =
         exception.and_then(|e| e.pointer("/policy/has_valid_reward")).and_then(Value::as_bool);
-    let reward_valid = r.get("reward_valid").and_then(Value::as_bool).unwrap_or_else(|| {
+    r.get("reward_valid").and_then(Value::as_bool).unwrap_or_else(|| {
         reward.is_some()
             && exception_type.is_none_or(|t| {
                 policy_keeps.unwrap_or(
@@ -471,9 +601,12 @@ fn trial(
                         || LENGTH_ERRORS.contains(&t),
                 )
             })
-    });
-    let graded_pass = reward.filter(|_| reward_valid).map(|x| x >= threshold);
-    let (status, end_reason) = match exception_type {
+    })
+}
+
+/// A trial's status and end from its exception's type and its grade.
+fn status_of(exception_type: Option<&str>, graded_pass: Option<bool>) -> (TrialStatus, EndReason) {
+    match exception_type {
         None => match graded_pass {
             Some(true) => (TrialStatus::Passed, EndReason::ModelDone),
             Some(false) => (TrialStatus::Failed, EndReason::ModelDone),
@@ -499,25 +632,35 @@ fn trial(
             None => (TrialStatus::HarnessError, EndReason::HarnessError),
         },
         Some(_) => (TrialStatus::HarnessError, EndReason::HarnessError),
-    };
-    // The final state of a trial whose status says it has none (docs/import.md): not counted.
-    let graded_pass = match (status, exception_type) {
-        (TrialStatus::ProviderError | TrialStatus::GraderError | TrialStatus::Interrupted, _)
-        | (_, Some("BudgetExceededError")) => None,
-        _ => graded_pass,
-    };
+    }
+}
+
+/// A trial's error: its exception (`type: message`), none for a graded one,
+/// and for a grader error without exception the missing reward.
+fn error_of(status: TrialStatus, exception: Option<&Value>) -> Option<String> {
+    let exception_type = exception.and_then(|e| e.get("exception_type")).and_then(Value::as_str);
     let message = exception.map(|e| {
         let t = exception_type.unwrap_or("exception");
         let m = e.get("exception_message").and_then(Value::as_str).unwrap_or("");
         if m.is_empty() { t.to_string() } else { format!("{t}: {m}") }
     });
-    let error = match status {
+    match status {
         TrialStatus::GraderError if message.is_none() => {
             Some("no reward in verifier_result".to_string())
         }
         TrialStatus::Passed | TrialStatus::Failed => None,
-        _ => message.clone(),
-    };
+        _ => message,
+    }
+}
+
+/// What the trial's record shows beside its figures: its exception's type,
+/// its reward and whether it is valid, how long each phase took.
+fn detail(
+    r: &Value,
+    exception_type: Option<&str>,
+    reward: Option<f64>,
+    reward_valid: bool,
+) -> serde_json::Map<String, Value> {
     let mut detail = serde_json::Map::new();
     if let Some(t) = exception_type {
         detail.insert("exception_type".into(), Value::String(t.into()));
@@ -526,60 +669,18 @@ fn trial(
         detail.insert("reward".into(), serde_json::json!(x));
     }
     detail.insert("reward_valid".into(), Value::Bool(reward_valid));
-    let agent = r.get("agent_result").filter(|a| !a.is_null());
-    let field = |k: &str| agent.and_then(|a| a.get(k));
-    let n = |k: &str| super::count(field(k)).map_err(|m| err(&format!("agent_result.{k}"), m));
-    let tokens = Tokens {
-        input: n("n_input_tokens")?,
-        output: n("n_output_tokens")?,
-        cached: n("n_cache_tokens")?,
-    };
-    let cost_usd = super::cost(field("cost_usd")).map_err(|m| err("agent_result.cost_usd", m))?;
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
-    let phase = |name: &str| -> Option<f64> {
-        let p = r.get(name).filter(|p| !p.is_null())?;
-        super::seconds_between(p.get("started_at")?.as_str()?, p.get("finished_at")?.as_str()?)
-    };
-    let (started_at, finished_at) = (text(r.get("started_at")), text(r.get("finished_at")));
-    let wall = super::seconds_between(&started_at, &finished_at).unwrap_or(0.0);
     for p in ["environment_setup", "agent_setup", "agent_execution", "verifier"] {
-        if let Some(s) = phase(p) {
+        if let Some(s) = phase_seconds(r, p) {
             detail.insert(format!("{p}_seconds"), serde_json::json!(s));
         }
     }
-    let model = model_of(&identity);
-    let id = r
-        .get("trial_name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-        .unwrap_or(dir)
-        .chars()
-        .take(200)
-        .collect();
-    Ok(ImportedTrial {
-        from: ImportedFrom { file, id, detail: Value::Object(detail) },
-        input: job.to_path_buf(),
-        task,
-        task_digest: checksum,
-        identity,
-        model,
-        repeat: None,
-        sort_key: dir.to_string(),
-        status,
-        end_reason,
-        graded_pass,
-        steps: agent
-            .and_then(|a| a.pointer("/metadata/n_episodes"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as u32,
-        tokens,
-        cost_usd,
-        working_seconds: phase("agent_execution").unwrap_or(0.0),
-        wall_seconds: wall,
-        started_at,
-        finished_at,
-        error,
-    })
+    detail
+}
+
+/// How long a phase of the trial (`environment_setup`, `agent_execution`, ...) took.
+fn phase_seconds(r: &Value, name: &str) -> Option<f64> {
+    let p = r.get(name).filter(|p| !p.is_null())?;
+    super::seconds_between(p.get("started_at")?.as_str()?, p.get("finished_at")?.as_str()?)
 }
 
 /// A trial folder without `result.json`: started and never finished (`interrupted`).

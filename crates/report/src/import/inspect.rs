@@ -42,50 +42,7 @@ impl Log {
 }
 
 pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
-    let mut logs = Vec::new();
-    let mut sources = Vec::new();
-    for input in inputs {
-        let meta = std::fs::metadata(input)
-            .map_err(|e| InputError::new(input, format!("cannot read: {e}")))?;
-        if meta.is_dir() {
-            let mut names: Vec<String> = std::fs::read_dir(input)
-                .map_err(|e| InputError::new(input, format!("cannot list the folder: {e}")))?
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(".eval") || n.ends_with(".json"))
-                // What `inspect eval-set` writes beside its logs.
-                .filter(|n| !NOT_LOGS.contains(&n.as_str()))
-                .collect();
-            names.sort();
-            if names.is_empty() {
-                return Err(InputError::new(
-                    input,
-                    "no Inspect log (`.eval` or `.json`) in this folder",
-                ));
-            }
-            let mut digests = Vec::new();
-            for name in names {
-                let (log, sha) = read_log(input, &name)?;
-                digests.push((name, sha));
-                logs.push(log);
-            }
-            sources.push(SourceFacts {
-                path: input.display().to_string(),
-                kind: "folder".into(),
-                sha256: super::folder_digest(&digests),
-                files: digests.len(),
-            });
-        } else {
-            let (log, sha) = read_log(input, "")?;
-            logs.push(log);
-            sources.push(SourceFacts {
-                path: input.display().to_string(),
-                kind: "file".into(),
-                sha256: sha,
-                files: 1,
-            });
-        }
-    }
+    let (logs, sources) = read_inputs(inputs)?;
     let scorer = choose_scorer(&logs, map)?;
     let threshold = map.threshold();
     let mut trials = Vec::new();
@@ -124,6 +81,58 @@ pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
             "scorer `{scorer}`: a value read as Inspect's value_to_float reads it (C 1, P 0.5, I and N 0, numbers and booleans as numbers, yes/true 1, no/false 0) passes at {threshold} or above; an errored sample keeps its status and fails"
         ),
         budget,
+    })
+}
+
+/// Every log of the inputs (a log file, or a folder of them), in the inputs'
+/// order, and what each input was.
+fn read_inputs(inputs: &[PathBuf]) -> Result<(Vec<Log>, Vec<SourceFacts>), InputError> {
+    let mut logs = Vec::new();
+    let mut sources = Vec::new();
+    for input in inputs {
+        let meta = std::fs::metadata(input)
+            .map_err(|e| InputError::new(input, format!("cannot read: {e}")))?;
+        if meta.is_dir() {
+            sources.push(read_folder(input, &mut logs)?);
+        } else {
+            let (log, sha) = read_log(input, "")?;
+            logs.push(log);
+            sources.push(SourceFacts {
+                path: input.display().to_string(),
+                kind: "file".into(),
+                sha256: sha,
+                files: 1,
+            });
+        }
+    }
+    Ok((logs, sources))
+}
+
+/// A folder's logs (`.eval` and `.json`, by name) into `logs`; what the folder was.
+fn read_folder(input: &Path, logs: &mut Vec<Log>) -> Result<SourceFacts, InputError> {
+    let mut names: Vec<String> = std::fs::read_dir(input)
+        .map_err(|e| InputError::new(input, format!("cannot list the folder: {e}")))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".eval") || n.ends_with(".json"))
+        // What `inspect eval-set` writes beside its logs.
+        .filter(|n| !NOT_LOGS.contains(&n.as_str()))
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Err(InputError::new(input, "no Inspect log (`.eval` or `.json`) in this folder"));
+    }
+    let mut digests = Vec::new();
+    for name in names {
+        let (log, sha) = read_log(input, &name)?;
+        digests.push((name, sha));
+        logs.push(log);
+    }
+    Ok(SourceFacts {
+        path: input.display().to_string(),
+        kind: "folder".into(),
+        sha256: super::folder_digest(&digests),
+        files: digests.len(),
     })
 }
 
@@ -525,25 +534,135 @@ fn read_samples(
     let identity = identity(log);
     let model = log.header.pointer("/eval/model").and_then(Value::as_str).unwrap_or("").to_string();
     let status = log.header.get("status").and_then(Value::as_str).unwrap_or("started");
+    let samples = Samples { log, scorer, threshold, identity, model };
     let mut seen: std::collections::HashSet<(String, u32)> = std::collections::HashSet::new();
     for (i, s) in log.samples.iter().enumerate() {
-        let key = |field: &str| format!("samples[{i}].{field}");
-        let id = match s.get("id") {
-            Some(Value::String(x)) => x.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => return Err(log.err(&key("id"), "missing or not a string or number")),
-        };
-        let epoch = s
-            .get("epoch")
-            .and_then(Value::as_u64)
-            .filter(|&e| (1..=MAX_EPOCHS).contains(&e))
-            .ok_or_else(|| {
-                log.err(
-                    &key("epoch"),
-                    format!("missing or not a whole number from 1 to {MAX_EPOCHS}"),
-                )
-            })? as u32;
+        let (id, epoch) = sample_key(log, i, s)?;
         seen.insert((id.clone(), epoch));
+        out.push(samples.trial(i, s, id, epoch)?);
+    }
+    // A log that did not finish: the planned samples it lacks never finished.
+    if status != "success" {
+        samples.unfinished(status, &seen, out)?;
+    }
+    Ok(())
+}
+
+/// A sample's id and epoch (from 1 to [`MAX_EPOCHS`]).
+fn sample_key(log: &Log, i: usize, s: &Value) -> Result<(String, u32), InputError> {
+    let key = |field: &str| format!("samples[{i}].{field}");
+    let id = match s.get("id") {
+        Some(Value::String(x)) => x.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return Err(log.err(&key("id"), "missing or not a string or number")),
+    };
+    let epoch = s
+        .get("epoch")
+        .and_then(Value::as_u64)
+        .filter(|&e| (1..=MAX_EPOCHS).contains(&e))
+        .ok_or_else(|| {
+            log.err(&key("epoch"), format!("missing or not a whole number from 1 to {MAX_EPOCHS}"))
+        })? as u32;
+    Ok((id, epoch))
+}
+
+/// A sample's error: its message, and the exception's class: the traceback's
+/// last line (`openai.RateLimitError: ...`), else the message's repr.
+fn sample_error(s: &Value) -> (Option<String>, Option<String>) {
+    let error_value = s.get("error").filter(|e| !e.is_null());
+    let error = error_value.map(|e| {
+        e.get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| e.to_string())
+    });
+    let error_class = error_value.map(|e| {
+        let last = e
+            .get("traceback")
+            .and_then(Value::as_str)
+            .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()))
+            .unwrap_or("");
+        let from_traceback = last.split(':').next().unwrap_or("").trim();
+        if !from_traceback.is_empty() && !from_traceback.contains(' ') {
+            from_traceback.to_string()
+        } else {
+            error.clone().unwrap_or_default()
+        }
+    });
+    (error, error_class)
+}
+
+/// A sample's status and end: an error's (a provider's or the harness's), a
+/// limit's (noted in `detail` too), else its grade's.
+fn sample_status(
+    error: &Option<String>,
+    error_class: &Option<String>,
+    limit: Option<&Value>,
+    graded_pass: Option<bool>,
+    detail: &mut serde_json::Map<String, Value>,
+) -> (TrialStatus, EndReason) {
+    if let (Some(message), Some(class)) = (error, error_class) {
+        let st = error_status(class);
+        detail.insert("error".into(), Value::String(message.clone()));
+        (
+            st,
+            if st == TrialStatus::ProviderError {
+                EndReason::ProviderError
+            } else {
+                EndReason::HarnessError
+            },
+        )
+    } else if let Some(l) = limit {
+        let kind = l.get("type").and_then(Value::as_str).unwrap_or("");
+        detail.insert("limit".into(), l.clone());
+        limit_status(kind)
+    } else {
+        match graded_pass {
+            Some(true) => (TrialStatus::Passed, EndReason::ModelDone),
+            Some(false) => (TrialStatus::Failed, EndReason::ModelDone),
+            None => (TrialStatus::GraderError, EndReason::ModelDone),
+        }
+    }
+}
+
+/// The status and end of a sample that hit a limit (its `limit.type`).
+fn limit_status(kind: &str) -> (TrialStatus, EndReason) {
+    match kind {
+        "time" | "working" => {
+            (TrialStatus::Timeout, EndReason::Budget { limit: BudgetLimit::WorkingSeconds })
+        }
+        "token" | "context" => {
+            (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::TotalTokens })
+        }
+        "cost" => (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Cost }),
+        "message" | "turn" | "custom" => {
+            (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Steps })
+        }
+        _ => (TrialStatus::HarnessError, EndReason::HarnessError),
+    }
+}
+
+/// What every sample of one log reads: the log, the scorer that decides and
+/// its threshold, and the log's arm and model.
+struct Samples<'a> {
+    log: &'a Log,
+    scorer: &'a str,
+    threshold: f64,
+    identity: IndexMap<String, ComponentValue>,
+    model: String,
+}
+
+impl Samples<'_> {
+    /// Sample `i` of the log (`id`, `epoch`) as a trial.
+    fn trial(
+        &self,
+        i: usize,
+        s: &Value,
+        id: String,
+        epoch: u32,
+    ) -> Result<ImportedTrial, InputError> {
+        let (log, scorer) = (self.log, self.scorer);
+        let key = |field: &str| format!("samples[{i}].{field}");
         let mut detail = serde_json::Map::new();
         let (tokens, cost) = usage(s).map_err(|(field, m)| log.err(&key(&field), m))?;
         let score = s
@@ -556,66 +675,11 @@ fn read_samples(
             detail.insert("score".into(), v.clone());
         }
         let number = value.and_then(score_value);
-        let graded_pass = number.map(|x| x >= threshold);
-        let error_value = s.get("error").filter(|e| !e.is_null());
-        let error = error_value.map(|e| {
-            e.get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| e.to_string())
-        });
-        // The exception's class: the traceback's last line (`openai.RateLimitError: ...`), else the message's repr.
-        let error_class = error_value.map(|e| {
-            let last = e
-                .get("traceback")
-                .and_then(Value::as_str)
-                .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()))
-                .unwrap_or("");
-            let from_traceback = last.split(':').next().unwrap_or("").trim();
-            if !from_traceback.is_empty() && !from_traceback.contains(' ') {
-                from_traceback.to_string()
-            } else {
-                error.clone().unwrap_or_default()
-            }
-        });
+        let graded_pass = number.map(|x| x >= self.threshold);
+        let (error, error_class) = sample_error(s);
         let limit = s.get("limit").filter(|l| !l.is_null());
-        let (status, end_reason) = if let (Some(message), Some(class)) = (&error, &error_class) {
-            let st = error_status(class);
-            detail.insert("error".into(), Value::String(message.clone()));
-            (
-                st,
-                if st == TrialStatus::ProviderError {
-                    EndReason::ProviderError
-                } else {
-                    EndReason::HarnessError
-                },
-            )
-        } else if let Some(l) = limit {
-            let kind = l.get("type").and_then(Value::as_str).unwrap_or("");
-            detail.insert("limit".into(), l.clone());
-            match kind {
-                "time" | "working" => {
-                    (TrialStatus::Timeout, EndReason::Budget { limit: BudgetLimit::WorkingSeconds })
-                }
-                "token" | "context" => (
-                    TrialStatus::BudgetExhausted,
-                    EndReason::Budget { limit: BudgetLimit::TotalTokens },
-                ),
-                "cost" => {
-                    (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Cost })
-                }
-                "message" | "turn" | "custom" => {
-                    (TrialStatus::BudgetExhausted, EndReason::Budget { limit: BudgetLimit::Steps })
-                }
-                _ => (TrialStatus::HarnessError, EndReason::HarnessError),
-            }
-        } else {
-            match graded_pass {
-                Some(true) => (TrialStatus::Passed, EndReason::ModelDone),
-                Some(false) => (TrialStatus::Failed, EndReason::ModelDone),
-                None => (TrialStatus::GraderError, EndReason::ModelDone),
-            }
-        };
+        let (status, end_reason) =
+            sample_status(&error, &error_class, limit, graded_pass, &mut detail);
         let error = error.or_else(|| match (status, value) {
             (TrialStatus::GraderError, None) => Some(format!("no `{scorer}` score")),
             (TrialStatus::GraderError, Some(v)) => {
@@ -627,7 +691,7 @@ fn read_samples(
             e.iter().filter(|e| e.get("event").and_then(Value::as_str) == Some("model")).count()
         }) as u32;
         let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        out.push(ImportedTrial {
+        Ok(ImportedTrial {
             from: ImportedFrom {
                 file: log.file.clone(),
                 id: format!("sample {id} epoch {epoch}"),
@@ -636,8 +700,8 @@ fn read_samples(
             input: log.input.clone(),
             task: id,
             task_digest: task_digest(s),
-            identity: identity.clone(),
-            model: model.clone(),
+            identity: self.identity.clone(),
+            model: self.model.clone(),
             repeat: Some(epoch - 1),
             sort_key: String::new(),
             status,
@@ -655,10 +719,19 @@ fn read_samples(
             started_at: text("started_at"),
             finished_at: text("completed_at"),
             error,
-        });
+        })
     }
-    // A log that did not finish: the planned samples it lacks never finished.
-    if status != "success" {
+
+    /// The planned samples (`eval.dataset.sample_ids` by `eval.config.epochs`)
+    /// a log that did not finish lacks, as unfinished trials; one whose task
+    /// has no finished sample in the log is left out.
+    fn unfinished(
+        &self,
+        status: &str,
+        seen: &std::collections::HashSet<(String, u32)>,
+        out: &mut Vec<ImportedTrial>,
+    ) -> Result<(), InputError> {
+        let log = self.log;
         let ids: Vec<String> = log
             .header
             .pointer("/eval/dataset/sample_ids")
@@ -700,15 +773,15 @@ fn read_samples(
                     log.input.clone(),
                     id.clone(),
                     digest,
-                    identity.clone(),
-                    model.clone(),
+                    self.identity.clone(),
+                    self.model.clone(),
                     Some(epoch - 1),
                     format!("the sample is not in the log (the eval's status is `{status}`)"),
                 ));
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Tokens over every model the sample used, and their cost when every model

@@ -257,12 +257,123 @@ pub struct Assembled {
 /// Form arms, components, comparisons and the plan from what was read.
 pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, InputError> {
     let mapfile = map.file();
-    let Read { tool, mut trials, sources, tool_versions, name, name_field, pass_rule, budget } =
-        read;
+    let Read { tool, trials, sources, tool_versions, name, name_field, pass_rule, budget } = read;
+    let mut formed = form(&trials, map, &mapfile, name_field, tool)?;
+    let config_digest = config_digest(tool, &sources, map);
+    let suite = suite_facts(tool, &formed.tasks);
+    let created_at = trials
+        .iter()
+        .map(|t| t.started_at.as_str())
+        .filter(|s| !s.is_empty())
+        .min()
+        .unwrap_or("")
+        .to_string();
+    let (specs, records) = formed.plan(trials, run_id, &config_digest);
+    let experiment = formed.experiment(map, name, tool);
+    let Formed { components, model, .. } = formed;
+    let manifest = Manifest {
+        format: FORMAT_VERSION,
+        run_id: run_id.to_string(),
+        tool: "ablate".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        created_at,
+        config_path: map.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+        config_file_digest: map.sha256.clone().unwrap_or_default(),
+        config_digest,
+        experiment,
+        suite,
+        prompt_digests: Vec::new(),
+        host: HostFacts::default(),
+        models: vec![ModelIdentity { name: model, identity: None, served: None, engine: None }],
+        budget,
+        experiment_seed: 0,
+        shard: None,
+        merged: None,
+        containers: None,
+        sequential: None,
+        imported: Some(ImportFacts {
+            tool,
+            importer_version: IMPORTER_VERSION,
+            tool_versions,
+            sources,
+            map: map
+                .path
+                .as_ref()
+                .zip(map.sha256.as_ref())
+                .map(|(p, s)| (p.display().to_string(), s.clone())),
+            pass_rule,
+            shared: components.shared,
+            components: components.fields,
+            aliased: components.aliased,
+            moving_together: components.moving_together,
+        }),
+        planned_trials: specs.len(),
+        plan: specs,
+    };
+    Ok(Assembled { manifest, records })
+}
 
-    // Tasks: one checksum each (an unfinished trial's may be unknown: empty).
+/// The run formed from the trials read, before its records are written.
+struct Formed {
+    /// Each task's checksum (empty: unknown) and the trial it was first seen in.
+    tasks: BTreeMap<String, (String, PathBuf)>,
+    components: Components,
+    arms: Vec<Arm>,
+    arm_names: Vec<String>,
+    /// Each trial's arm, as an index into `arms`.
+    arm_of: Vec<usize>,
+    comparisons: Vec<Comparison>,
+    /// The model axis: the one model, or `mixed` when arms differ in it (then it is a component).
+    model: String,
+    /// The trials (indices) in (task, arm, sort key) order.
+    order: Vec<usize>,
+    /// Each trial's repeat.
+    repeats: Vec<u32>,
+}
+
+/// The tasks, components, arms, comparisons, model axis and repeats of the trials read; `name_field`
+/// is the identity field arms are named after first (else the tool's name).
+fn form(
+    trials: &[ImportedTrial],
+    map: &ImportMap,
+    mapfile: &Path,
+    name_field: &str,
+    tool: Tool,
+) -> Result<Formed, InputError> {
+    let tasks = task_digests(trials)?;
+    let components = Components::of(trials, map, mapfile)?;
+    let found = TrialArms::of(trials, &components.fields);
+    let derived = found.derived_names(trials, &components.fields, name_field, tool);
+    let arm_names = arm_names(&derived, map, mapfile)?;
+    let arms = found.arms(&arm_names);
+    let comparisons = comparisons(&arms, map, mapfile)?;
+    let models: Vec<&str> = {
+        let mut m: Vec<&str> = trials.iter().map(|t| t.model.as_str()).collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+    let model = if models.len() == 1 { models[0].to_string() } else { "mixed".to_string() };
+    let (order, repeats) = number_repeats(trials, &found.of, &arm_names)?;
+    Ok(Formed {
+        tasks,
+        components,
+        arms,
+        arm_names,
+        arm_of: found.of,
+        comparisons,
+        model,
+        order,
+        repeats,
+    })
+}
+
+/// Tasks: one checksum each (an unfinished trial's may be unknown: empty).
+fn task_digests(
+    trials: &[ImportedTrial],
+) -> Result<BTreeMap<String, (String, PathBuf)>, InputError> {
     let mut tasks: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
-    for t in &trials {
+    for t in trials {
         match tasks.get(&t.task) {
             Some((digest, first))
                 if !digest.is_empty() && !t.task_digest.is_empty() && *digest != t.task_digest =>
@@ -284,110 +395,186 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
             }
         }
     }
+    Ok(tasks)
+}
 
-    // Components: the identity fields whose value is not the same in every trial.
-    let mut fields: Vec<String> = Vec::new();
-    for t in &trials {
-        for k in t.identity.keys() {
-            if !fields.contains(k) {
-                fields.push(k.clone());
+/// A trial's value of an identity field (null when it has none).
+fn field_value(t: &ImportedTrial, f: &str) -> ComponentValue {
+    t.identity.get(f).cloned().unwrap_or(ComponentValue::Null)
+}
+
+/// Components: the identity fields whose value is not the same in every trial.
+struct Components {
+    /// Component name -> the field it is derived from.
+    fields: IndexMap<String, String>,
+    /// The fields every trial shares, with their value.
+    shared: IndexMap<String, ComponentValue>,
+    /// Component name -> the other fields the map names as that component.
+    aliased: IndexMap<String, Vec<String>>,
+    /// Components (named apart) whose fields change together in every trial.
+    moving_together: Vec<Vec<String>>,
+}
+
+impl Components {
+    /// The trials' components, named as the map names their fields; a field the map names
+    /// that no source has, or fields named as one component that do not change together,
+    /// are refused.
+    fn of(
+        trials: &[ImportedTrial],
+        map: &ImportMap,
+        mapfile: &Path,
+    ) -> Result<Components, InputError> {
+        let mut fields: Vec<String> = Vec::new();
+        for t in trials {
+            for k in t.identity.keys() {
+                if !fields.contains(k) {
+                    fields.push(k.clone());
+                }
             }
         }
-    }
-    let value =
-        |t: &ImportedTrial, f: &str| t.identity.get(f).cloned().unwrap_or(ComponentValue::Null);
-    let (varying, shared): (Vec<String>, Vec<String>) = fields
-        .iter()
-        .cloned()
-        .partition(|f| trials.iter().any(|t| value(t, f) != value(&trials[0], f)));
-    let shared: IndexMap<String, ComponentValue> =
-        shared.iter().map(|f| (f.clone(), value(&trials[0], f))).collect();
-    for field in map.raw.components.keys() {
-        if !fields.contains(field) {
-            return Err(InputError::at(
-                &mapfile,
-                format!("components.\"{field}\""),
-                format!("no such field in the sources; fields: {}", fields.join(", ")),
-            ));
-        }
-    }
-    let component_name =
-        |f: &str| map.raw.components.get(f).cloned().unwrap_or_else(|| f.to_string());
-    // Fields the map names as one component must change together in every trial (aliased).
-    let mut component_fields: IndexMap<String, String> = IndexMap::new();
-    let mut aliased: IndexMap<String, Vec<String>> = IndexMap::new();
-    for f in &varying {
-        let c = component_name(f);
-        let Some(first) = component_fields.get(&c) else {
-            component_fields.insert(c, f.clone());
-            continue;
-        };
-        if let Some(why) = apart(&trials, first, f, &value) {
-            return Err(InputError::at(
-                &mapfile,
-                format!("components.\"{f}\""),
-                format!(
-                    "`{first}` and `{f}` are both named `{c}` but do not change together: {why}"
-                ),
-            ));
-        }
-        aliased.entry(c).or_default().push(f.clone());
-    }
-    let moving_together = moving_together(&trials, &component_fields, &value);
-
-    // Arms: one per distinct setting of the components, in order of first appearance.
-    let settings_of = |t: &ImportedTrial| -> IndexMap<String, ComponentValue> {
-        component_fields.iter().map(|(c, f)| (c.clone(), value(t, f))).collect()
-    };
-    let mut arm_settings: Vec<IndexMap<String, ComponentValue>> = Vec::new();
-    let mut arm_of: Vec<usize> = Vec::with_capacity(trials.len());
-    for t in &trials {
-        let s = settings_of(t);
-        let i = match arm_settings.iter().position(|a| *a == s) {
-            Some(i) => i,
-            None => {
-                arm_settings.push(s);
-                arm_settings.len() - 1
+        let (varying, shared): (Vec<String>, Vec<String>) = fields
+            .iter()
+            .cloned()
+            .partition(|f| trials.iter().any(|t| field_value(t, f) != field_value(&trials[0], f)));
+        let shared: IndexMap<String, ComponentValue> =
+            shared.iter().map(|f| (f.clone(), field_value(&trials[0], f))).collect();
+        for field in map.raw.components.keys() {
+            if !fields.contains(field) {
+                return Err(InputError::at(
+                    mapfile,
+                    format!("components.\"{field}\""),
+                    format!("no such field in the sources; fields: {}", fields.join(", ")),
+                ));
             }
-        };
-        arm_of.push(i);
-    }
-    let base_value = |i: usize| -> String {
-        let t = &trials[arm_of.iter().position(|&a| a == i).expect("an arm has a trial")];
-        match t.identity.get(name_field) {
-            Some(v) if !v.is_null() => slugify(&ablate_core::experiment::value_text(v)),
-            _ => tool.name().to_string(),
         }
-    };
-    let base_component =
-        component_fields.iter().find(|(_, f)| f.as_str() == name_field).map(|(c, _)| c.clone());
-    let mut derived: Vec<String> = Vec::new();
-    for (i, s) in arm_settings.iter().enumerate() {
-        let mut name = base_value(i);
-        for (c, v) in s {
-            // A boolean says its component's name when true and nothing when false.
-            let part = match v {
-                ComponentValue::Bool(true) => slugify(c.rsplit('.').next().unwrap_or(c)),
-                ComponentValue::Bool(false) => continue,
-                other => slugify(&ablate_core::experiment::value_text(other)),
+        let component_name =
+            |f: &str| map.raw.components.get(f).cloned().unwrap_or_else(|| f.to_string());
+        // Fields the map names as one component must change together in every trial (aliased).
+        let mut component_fields: IndexMap<String, String> = IndexMap::new();
+        let mut aliased: IndexMap<String, Vec<String>> = IndexMap::new();
+        for f in &varying {
+            let c = component_name(f);
+            let Some(first) = component_fields.get(&c) else {
+                component_fields.insert(c, f.clone());
+                continue;
             };
-            if Some(c) != base_component.as_ref() {
-                name.push('-');
-                name.push_str(&part);
+            if let Some(why) = apart(trials, first, f, &field_value) {
+                return Err(InputError::at(
+                    mapfile,
+                    format!("components.\"{f}\""),
+                    format!(
+                        "`{first}` and `{f}` are both named `{c}` but do not change together: {why}"
+                    ),
+                ));
             }
+            aliased.entry(c).or_default().push(f.clone());
         }
-        let mut unique = name.clone();
-        let mut k = 2;
-        while derived.contains(&unique) {
-            unique = format!("{name}-{k}");
-            k += 1;
-        }
-        derived.push(unique);
+        let moving_together = moving_together(trials, &component_fields, &field_value);
+        Ok(Components { fields: component_fields, shared, aliased, moving_together })
     }
+}
+
+/// Arms: one per distinct setting of the components, in order of first appearance.
+struct TrialArms {
+    /// Each arm's setting of the components.
+    settings: Vec<IndexMap<String, ComponentValue>>,
+    /// Each trial's arm, as an index into `settings`.
+    of: Vec<usize>,
+}
+
+impl TrialArms {
+    fn of(trials: &[ImportedTrial], component_fields: &IndexMap<String, String>) -> TrialArms {
+        let settings_of = |t: &ImportedTrial| -> IndexMap<String, ComponentValue> {
+            component_fields.iter().map(|(c, f)| (c.clone(), field_value(t, f))).collect()
+        };
+        let mut arm_settings: Vec<IndexMap<String, ComponentValue>> = Vec::new();
+        let mut arm_of: Vec<usize> = Vec::with_capacity(trials.len());
+        for t in trials {
+            let s = settings_of(t);
+            let i = match arm_settings.iter().position(|a| *a == s) {
+                Some(i) => i,
+                None => {
+                    arm_settings.push(s);
+                    arm_settings.len() - 1
+                }
+            };
+            arm_of.push(i);
+        }
+        TrialArms { settings: arm_settings, of: arm_of }
+    }
+
+    /// Each arm's name as derived: its first trial's `name_field` (else the tool's name), then
+    /// its components' values (a boolean's name when true), made unique with `-2`, `-3`, ...
+    fn derived_names(
+        &self,
+        trials: &[ImportedTrial],
+        component_fields: &IndexMap<String, String>,
+        name_field: &str,
+        tool: Tool,
+    ) -> Vec<String> {
+        let base_value = |i: usize| -> String {
+            let t = &trials[self.of.iter().position(|&a| a == i).expect("an arm has a trial")];
+            match t.identity.get(name_field) {
+                Some(v) if !v.is_null() => slugify(&ablate_core::experiment::value_text(v)),
+                _ => tool.name().to_string(),
+            }
+        };
+        let base_component =
+            component_fields.iter().find(|(_, f)| f.as_str() == name_field).map(|(c, _)| c.clone());
+        let mut derived: Vec<String> = Vec::new();
+        for (i, s) in self.settings.iter().enumerate() {
+            let mut name = base_value(i);
+            for (c, v) in s {
+                // A boolean says its component's name when true and nothing when false.
+                let part = match v {
+                    ComponentValue::Bool(true) => slugify(c.rsplit('.').next().unwrap_or(c)),
+                    ComponentValue::Bool(false) => continue,
+                    other => slugify(&ablate_core::experiment::value_text(other)),
+                };
+                if Some(c) != base_component.as_ref() {
+                    name.push('-');
+                    name.push_str(&part);
+                }
+            }
+            let mut unique = name.clone();
+            let mut k = 2;
+            while derived.contains(&unique) {
+                unique = format!("{name}-{k}");
+                k += 1;
+            }
+            derived.push(unique);
+        }
+        derived
+    }
+
+    /// The arms, named `names`.
+    fn arms(&self, names: &[String]) -> Vec<Arm> {
+        self.settings
+            .iter()
+            .zip(names)
+            .map(|(s, n)| Arm {
+                name: n.clone(),
+                description: String::new(),
+                settings: ArmSettings::External(s.clone()),
+                origin: ArmOrigin::Declared,
+                budget: None,
+                resources: Default::default(),
+            })
+            .collect()
+    }
+}
+
+/// The arms' names: the derived ones, renamed as the map's `[arms]` says; a map's arm that
+/// was not derived, or two arms of one name, are refused.
+fn arm_names(
+    derived: &[String],
+    map: &ImportMap,
+    mapfile: &Path,
+) -> Result<Vec<String>, InputError> {
     for from in map.raw.arms.keys() {
         if !derived.contains(from) {
             return Err(InputError::at(
-                &mapfile,
+                mapfile,
                 format!("arms.\"{from}\""),
                 format!("no arm derived by that name; derived arms: {}", derived.join(", ")),
             ));
@@ -398,37 +585,23 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
     for (i, n) in arm_names.iter().enumerate() {
         if arm_names[..i].contains(n) {
             return Err(InputError::at(
-                &mapfile,
+                mapfile,
                 "arms",
                 format!("two arms would both be named `{n}`"),
             ));
         }
     }
-    let arms: Vec<Arm> = arm_settings
-        .iter()
-        .zip(&arm_names)
-        .map(|(s, n)| Arm {
-            name: n.clone(),
-            description: String::new(),
-            settings: ArmSettings::External(s.clone()),
-            origin: ArmOrigin::Declared,
-            budget: None,
-            resources: Default::default(),
-        })
-        .collect();
+    Ok(arm_names)
+}
 
-    let comparisons = comparisons(&arms, map, &mapfile)?;
-
-    // The model axis: the one model, or `mixed` when arms differ in it (then it is a component).
-    let models: Vec<&str> = {
-        let mut m: Vec<&str> = trials.iter().map(|t| t.model.as_str()).collect();
-        m.sort_unstable();
-        m.dedup();
-        m
-    };
-    let model = if models.len() == 1 { models[0].to_string() } else { "mixed".to_string() };
-
-    // Repeats: Inspect's epochs as given; Harbor's trials numbered in name order.
+/// Repeats: Inspect's epochs as given; Harbor's trials numbered in name order. The trials
+/// (indices) in (task, arm, sort key) order, and each one's repeat; the same repeat of a
+/// task in an arm twice is refused.
+fn number_repeats(
+    trials: &[ImportedTrial],
+    arm_of: &[usize],
+    arm_names: &[String],
+) -> Result<(Vec<usize>, Vec<u32>), InputError> {
     let mut order: Vec<usize> = (0..trials.len()).collect();
     order.sort_by(|&a, &b| {
         (&trials[a].task, arm_of[a], &trials[a].sort_key).cmp(&(
@@ -464,144 +637,120 @@ pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, 
         }
         repeats[i] = r;
     }
+    Ok((order, repeats))
+}
 
-    // The run's digest: what was read, how, and the map.
+/// The run's digest: what was read, how, and the map.
+fn config_digest(tool: Tool, sources: &[SourceFacts], map: &ImportMap) -> String {
     let mut parts: Vec<(String, String)> = vec![
         ("tool".into(), tool.name().into()),
         ("importer_version".into(), IMPORTER_VERSION.to_string()),
     ];
-    for s in &sources {
+    for s in sources {
         parts.push(("source".into(), s.sha256.clone()));
     }
     if let Some(sha) = &map.sha256 {
         parts.push(("map".into(), sha.clone()));
     }
-    let config_digest =
-        ablate_core::digest::digest_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+    ablate_core::digest::digest_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+}
 
+/// The suite of an import: its tasks with their checksums, and their digest.
+fn suite_facts(tool: Tool, tasks: &BTreeMap<String, (String, PathBuf)>) -> SuiteFacts {
     let task_list: Vec<(String, String)> =
         tasks.iter().map(|(k, (d, _))| (k.clone(), d.clone())).collect();
     let suite_digest =
         ablate_core::digest::digest_parts(task_list.iter().map(|(k, d)| (k.as_str(), d.as_str())));
-    let max_repeat = repeats.iter().copied().max().unwrap_or(0);
-    let created_at = trials
-        .iter()
-        .map(|t| t.started_at.as_str())
-        .filter(|s| !s.is_empty())
-        .min()
-        .unwrap_or("")
-        .to_string();
+    SuiteFacts {
+        name: format!("{}-import", tool.name()),
+        version: String::new(),
+        path: String::new(),
+        digest: suite_digest,
+        tasks: task_list,
+        grading: Default::default(),
+        source: None,
+    }
+}
 
-    let mut specs: Vec<TrialSpec> = Vec::with_capacity(trials.len());
-    let mut records: Vec<TrialRecord> = Vec::with_capacity(trials.len());
-    let task_index: BTreeMap<&str, usize> =
-        tasks.keys().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
-    order.sort_by_key(|&i| (task_index[trials[i].task.as_str()], arm_of[i], repeats[i]));
-    let mut taken: Vec<Option<ImportedTrial>> = trials.drain(..).map(Some).collect();
-    for (n, &i) in order.iter().enumerate() {
-        let t = taken[i].take().expect("each trial once");
-        let arm = arm_names[arm_of[i]].clone();
-        let id = ablate_core::plan::trial_id(&config_digest, &t.task, &arm, &model, repeats[i]);
-        let spec = TrialSpec {
-            id,
-            order: n as u32,
-            task: t.task.clone(),
-            arm,
-            model: model.clone(),
-            repeat: repeats[i],
-            seed: 0,
-        };
-        let mut r = TrialRecord::blank(
-            run_id,
-            &spec,
-            1,
-            t.status,
-            t.end_reason.clone(),
-            t.started_at.clone(),
-        );
-        r.tests_total = 1;
-        r.tests_passed = u32::from(t.graded_pass == Some(true));
-        r.graded_pass = t.graded_pass;
-        r.steps = t.steps;
-        r.sessions = u32::from(t.steps > 0);
-        r.tokens = t.tokens;
-        r.working_seconds = t.working_seconds;
-        r.wall_seconds = t.wall_seconds;
-        r.cost_usd = t.cost_usd;
-        r.error = t.error.clone();
-        r.finished_at = t.finished_at.clone();
-        r.imported = Some(t.from);
-        specs.push(spec);
-        records.push(r);
+impl Formed {
+    /// The plan and the records of the trials (taken), in (task, arm, repeat) order.
+    fn plan(
+        &self,
+        mut trials: Vec<ImportedTrial>,
+        run_id: &str,
+        config_digest: &str,
+    ) -> (Vec<TrialSpec>, Vec<TrialRecord>) {
+        let (arm_of, repeats, model) = (&self.arm_of, &self.repeats, &self.model);
+        let mut specs: Vec<TrialSpec> = Vec::with_capacity(trials.len());
+        let mut records: Vec<TrialRecord> = Vec::with_capacity(trials.len());
+        let task_index: BTreeMap<&str, usize> =
+            self.tasks.keys().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
+        let mut order = self.order.clone();
+        order.sort_by_key(|&i| (task_index[trials[i].task.as_str()], arm_of[i], repeats[i]));
+        let mut taken: Vec<Option<ImportedTrial>> = trials.drain(..).map(Some).collect();
+        for (n, &i) in order.iter().enumerate() {
+            let t = taken[i].take().expect("each trial once");
+            let arm = self.arm_names[arm_of[i]].clone();
+            let id = ablate_core::plan::trial_id(config_digest, &t.task, &arm, model, repeats[i]);
+            let spec = TrialSpec {
+                id,
+                order: n as u32,
+                task: t.task.clone(),
+                arm,
+                model: model.clone(),
+                repeat: repeats[i],
+                seed: 0,
+            };
+            let mut r = TrialRecord::blank(
+                run_id,
+                &spec,
+                1,
+                t.status,
+                t.end_reason.clone(),
+                t.started_at.clone(),
+            );
+            r.tests_total = 1;
+            r.tests_passed = u32::from(t.graded_pass == Some(true));
+            r.graded_pass = t.graded_pass;
+            r.steps = t.steps;
+            r.sessions = u32::from(t.steps > 0);
+            r.tokens = t.tokens;
+            r.working_seconds = t.working_seconds;
+            r.wall_seconds = t.wall_seconds;
+            r.cost_usd = t.cost_usd;
+            r.error = t.error.clone();
+            r.finished_at = t.finished_at.clone();
+            r.imported = Some(t.from);
+            specs.push(spec);
+            records.push(r);
+        }
+        (specs, records)
     }
 
-    let mut experiment = RecordedExperiment {
-        name: map.raw.name.clone().unwrap_or(name),
-        tasks: tasks.keys().cloned().collect(),
-        trials: max_repeat + 1,
-        seed: map.raw.seed.unwrap_or(0),
-        alpha: map.raw.alpha.unwrap_or(0.05),
-        margin: map.raw.margin,
-        primary: None,
-        sequential: None,
-        arms: arms.iter().map(Arm::recorded).collect(),
-        comparisons,
-        factorial: None,
-        harness_kind: HarnessKind::Imported(ablate_core::experiment::ImportedHarness {
-            tool: tool.name().to_string(),
-            components: component_fields.keys().cloned().collect(),
-        }),
-        rest: serde_json::Map::new(),
-    };
-    experiment.rest.insert("models".into(), serde_json::json!([model]));
-    let manifest = Manifest {
-        format: FORMAT_VERSION,
-        run_id: run_id.to_string(),
-        tool: "ablate".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        created_at,
-        config_path: map.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
-        config_file_digest: map.sha256.clone().unwrap_or_default(),
-        config_digest,
-        experiment,
-        suite: SuiteFacts {
-            name: format!("{}-import", tool.name()),
-            version: String::new(),
-            path: String::new(),
-            digest: suite_digest,
-            tasks: task_list,
-            grading: Default::default(),
-            source: None,
-        },
-        prompt_digests: Vec::new(),
-        host: HostFacts::default(),
-        models: vec![ModelIdentity { name: model, identity: None, served: None, engine: None }],
-        budget,
-        experiment_seed: 0,
-        shard: None,
-        merged: None,
-        containers: None,
-        sequential: None,
-        imported: Some(ImportFacts {
-            tool,
-            importer_version: IMPORTER_VERSION,
-            tool_versions,
-            sources,
-            map: map
-                .path
-                .as_ref()
-                .zip(map.sha256.as_ref())
-                .map(|(p, s)| (p.display().to_string(), s.clone())),
-            pass_rule,
-            shared,
-            components: component_fields,
-            aliased,
-            moving_together,
-        }),
-        planned_trials: specs.len(),
-        plan: specs,
-    };
-    Ok(Assembled { manifest, records })
+    /// The experiment as the manifest records it (its comparisons taken).
+    fn experiment(&mut self, map: &ImportMap, name: String, tool: Tool) -> RecordedExperiment {
+        let max_repeat = self.repeats.iter().copied().max().unwrap_or(0);
+        let mut experiment = RecordedExperiment {
+            name: map.raw.name.clone().unwrap_or(name),
+            tasks: self.tasks.keys().cloned().collect(),
+            trials: max_repeat + 1,
+            seed: map.raw.seed.unwrap_or(0),
+            alpha: map.raw.alpha.unwrap_or(0.05),
+            margin: map.raw.margin,
+            primary: None,
+            sequential: None,
+            arms: self.arms.iter().map(Arm::recorded).collect(),
+            comparisons: std::mem::take(&mut self.comparisons),
+            factorial: None,
+            harness_kind: HarnessKind::Imported(ablate_core::experiment::ImportedHarness {
+                tool: tool.name().to_string(),
+                components: self.components.fields.keys().cloned().collect(),
+            }),
+            rest: serde_json::Map::new(),
+        };
+        experiment.rest.insert("models".into(), serde_json::json!([self.model]));
+        experiment
+    }
 }
 
 /// The import's words on aliased fields (`Imported::notes`).

@@ -255,6 +255,34 @@ pub fn load_with(
     dir: &Path,
     mut sink: Option<&mut dyn FnMut(&TrialRecord)>,
 ) -> Result<RunData, LoadError> {
+    let (mut data, plan_keys) = open_run(dir)?;
+    let tpath = dir.join("trials.jsonl");
+    let file = match std::fs::File::open(&tpath) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(LoadError::Bad { path: tpath, message: e.to_string() }),
+    };
+    let mut attempts = Attempts::new(plan_keys);
+    if let Some(file) = file {
+        attempts.read(&mut data, file, &tpath, &mut sink)?;
+    }
+    if let Some((line, id)) = attempts.unplanned.first {
+        let n = attempts.unplanned.count;
+        let records = if n == 1 { "record is" } else { "records are" };
+        return Err(LoadError::Bad {
+            path: tpath,
+            message: format!(
+                "{n} {records} not in this run's plan (the first at line {line}, trial id `{id}`): their trial id, task, arm, model or repeat matches no planned trial; refusing to analyse records of another run"
+            ),
+        });
+    }
+    attempts.finish(&mut data);
+    Ok(data)
+}
+
+/// A run's manifest, read into an empty [`RunData`] with its names in the
+/// experiment's order, and its plan's keys (taken out of the manifest).
+fn open_run(dir: &Path) -> Result<(RunData, Vec<u64>), LoadError> {
     let mpath = dir.join("manifest.json");
     let head = ablate_core::record::ManifestHead::read(dir).map_err(|e| {
         let message = match &e.key {
@@ -311,26 +339,52 @@ pub fn load_with(
     for a in &data.arm_settings {
         data.arms.id(&a.name);
     }
+    Ok((data, plan_keys))
+}
 
-    let tpath = dir.join("trials.jsonl");
-    let file = match std::fs::File::open(&tpath) {
-        Ok(f) => Some(f),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(LoadError::Bad { path: tpath, message: e.to_string() }),
-    };
-    let mut unplanned = Unplanned::default();
+/// Where a planned trial's last final attempt is not yet read (`Attempts::slot_of`).
+const NONE: u32 = u32::MAX;
+
+/// The attempts of trials.jsonl as they are read: the last final attempt of
+/// each planned trial, and what does not belong to the plan.
+struct Attempts {
+    plan_keys: Vec<u64>,
+    unplanned: Unplanned,
     // Per planned trial (at its key's position), where its last final attempt
     // is in `rows` (NONE: not yet read); rows grow with the final records.
-    const NONE: u32 = u32::MAX;
-    let mut slot_of = vec![NONE; plan_keys.len()];
-    let mut rows: Vec<Row> = Vec::new();
+    slot_of: Vec<u32>,
+    rows: Vec<Row>,
     // Delivery records of final attempts, by ordinal (few trials carry one of any size).
-    let mut deliveries: HashMap<u32, Delivery> = HashMap::new();
-    if let Some(file) = file {
+    deliveries: HashMap<u32, Delivery>,
+}
+
+impl Attempts {
+    fn new(plan_keys: Vec<u64>) -> Attempts {
+        let slot_of = vec![NONE; plan_keys.len()];
+        Attempts {
+            plan_keys,
+            unplanned: Unplanned::default(),
+            slot_of,
+            rows: Vec::new(),
+            deliveries: HashMap::new(),
+        }
+    }
+
+    /// Every line of trials.jsonl, each record handed to `sink` too; a line
+    /// that does not parse is noted in `data.unreadable_lines`.
+    fn read(
+        &mut self,
+        data: &mut RunData,
+        file: std::fs::File,
+        tpath: &Path,
+        sink: &mut Option<&mut dyn FnMut(&TrialRecord)>,
+    ) -> Result<(), LoadError> {
         let reader = BufReader::with_capacity(1 << 20, file);
         for (i, line) in reader.split(b'\n').enumerate() {
-            let line =
-                line.map_err(|e| LoadError::Bad { path: tpath.clone(), message: e.to_string() })?;
+            let line = line.map_err(|e| LoadError::Bad {
+                path: tpath.to_path_buf(),
+                message: e.to_string(),
+            })?;
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -341,103 +395,106 @@ pub fn load_with(
                 }),
                 None => serde_json::from_slice::<LightRecord>(&line),
             };
-            let mut r = match parsed {
-                Ok(r) => r,
-                Err(_) => {
-                    data.unreadable_lines.push(i + 1);
-                    continue;
-                }
-            };
-            let ordinal = data.records as u32;
-            data.records += 1;
-            let Ok(slot) = plan_keys.binary_search(&ablate_core::record::plan_key(
-                &r.trial_id,
-                &r.task,
-                &r.arm,
-                &r.model,
-                r.repeat,
-            )) else {
-                unplanned.count += 1;
-                unplanned.first.get_or_insert((i + 1, r.trial_id));
-                continue;
-            };
-            let (model, arm) = (data.models.id(&r.model), data.arms.id(&r.arm));
-            if r.status.is_final() {
-                for fp in std::mem::take(&mut r.system_fingerprints) {
-                    *data.fingerprints.entry((model, fp)).or_default() += 1;
-                }
-            }
-            if !r.status.is_final() {
-                if r.status == TrialStatus::Interrupted {
-                    *data.interrupted.entry((model, arm)).or_default() += 1;
-                }
-                continue;
-            }
-            if let Some(d) = r.delivery.take() {
-                deliveries.insert(ordinal, d);
-            }
-            let metrics = record_metrics(&mut data.metric_names, &r);
-            if !metrics.is_empty() {
-                data.metrics.insert(ordinal, metrics);
-            }
-            let row = Row {
-                trial: ablate_core::record::trial_number(&r.trial_id),
-                task: data.tasks.id(&r.task),
-                arm,
-                model,
-                repeat: r.repeat,
-                attempt: r.attempt,
-                status: r.status,
-                graded_pass: r.graded_pass.unwrap_or(r.status == TrialStatus::Passed),
-                tests_passed: r.tests_passed,
-                tests_total: r.tests_total,
-                steps: r.steps,
-                tokens_input: r.tokens.input,
-                tokens_output: r.tokens.output,
-                working_seconds: r.working_seconds,
-                cost_usd: r.cost_usd,
-                incidents: {
-                    let i = r.incidents;
-                    [
-                        i.tool_calls,
-                        i.loop_guard_hits,
-                        i.invalid_tool_calls,
-                        i.unparsed_replies,
-                        i.path_refusals,
-                        i.refused_done,
-                    ]
-                },
-                container: r.container.as_ref().map(|c| data.container_run_id(c)),
-                ordinal,
-            };
-            // The last final attempt counts (the first of equal attempts).
-            match slot_of[slot] {
-                NONE => {
-                    slot_of[slot] = rows.len() as u32;
-                    rows.push(row);
-                }
-                k if rows[k as usize].attempt < r.attempt => rows[k as usize] = row,
-                _ => {}
+            match parsed {
+                Ok(r) => self.record(data, i + 1, r),
+                Err(_) => data.unreadable_lines.push(i + 1),
             }
         }
+        Ok(())
     }
-    if let Some((line, id)) = unplanned.first {
-        let n = unplanned.count;
-        let records = if n == 1 { "record is" } else { "records are" };
-        return Err(LoadError::Bad {
-            path: tpath,
-            message: format!(
-                "{n} {records} not in this run's plan (the first at line {line}, trial id `{id}`): their trial id, task, arm, model or repeat matches no planned trial; refusing to analyse records of another run"
-            ),
-        });
+
+    /// One record read at `line`: counted, and kept when it is its planned
+    /// trial's last final attempt so far.
+    fn record(&mut self, data: &mut RunData, line: usize, mut r: LightRecord) {
+        let ordinal = data.records as u32;
+        data.records += 1;
+        let Ok(slot) = self.plan_keys.binary_search(&ablate_core::record::plan_key(
+            &r.trial_id,
+            &r.task,
+            &r.arm,
+            &r.model,
+            r.repeat,
+        )) else {
+            self.unplanned.count += 1;
+            self.unplanned.first.get_or_insert((line, r.trial_id));
+            return;
+        };
+        let (model, arm) = (data.models.id(&r.model), data.arms.id(&r.arm));
+        if r.status.is_final() {
+            for fp in std::mem::take(&mut r.system_fingerprints) {
+                *data.fingerprints.entry((model, fp)).or_default() += 1;
+            }
+        }
+        if !r.status.is_final() {
+            if r.status == TrialStatus::Interrupted {
+                *data.interrupted.entry((model, arm)).or_default() += 1;
+            }
+            return;
+        }
+        if let Some(d) = r.delivery.take() {
+            self.deliveries.insert(ordinal, d);
+        }
+        let metrics = record_metrics(&mut data.metric_names, &r);
+        if !metrics.is_empty() {
+            data.metrics.insert(ordinal, metrics);
+        }
+        let row = final_row(data, &r, model, arm, ordinal);
+        // The last final attempt counts (the first of equal attempts).
+        match self.slot_of[slot] {
+            NONE => {
+                self.slot_of[slot] = self.rows.len() as u32;
+                self.rows.push(row);
+            }
+            k if self.rows[k as usize].attempt < r.attempt => self.rows[k as usize] = row,
+            _ => {}
+        }
     }
-    drop((plan_keys, slot_of));
-    data.counted = rows.iter().map(|r| r.ordinal).collect();
-    data.counted.sort_unstable();
-    rows.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
-    data.delivery = arm_deliveries(&rows, &deliveries);
-    data.trials = rows;
-    Ok(data)
+
+    /// The kept rows into `data`: the ordinals counted, the rows in canonical
+    /// order, each arm's deliveries (the plan's keys freed first).
+    fn finish(self, data: &mut RunData) {
+        let Attempts { plan_keys, slot_of, mut rows, deliveries, .. } = self;
+        drop((plan_keys, slot_of));
+        data.counted = rows.iter().map(|r| r.ordinal).collect();
+        data.counted.sort_unstable();
+        rows.sort_unstable_by_key(|r| (r.model, r.task, r.arm, r.repeat, r.trial));
+        data.delivery = arm_deliveries(&rows, &deliveries);
+        data.trials = rows;
+    }
+}
+
+/// The row of a final attempt, its names as ids in `data`'s tables.
+fn final_row(data: &mut RunData, r: &LightRecord, model: u32, arm: u32, ordinal: u32) -> Row {
+    Row {
+        trial: ablate_core::record::trial_number(&r.trial_id),
+        task: data.tasks.id(&r.task),
+        arm,
+        model,
+        repeat: r.repeat,
+        attempt: r.attempt,
+        status: r.status,
+        graded_pass: r.graded_pass.unwrap_or(r.status == TrialStatus::Passed),
+        tests_passed: r.tests_passed,
+        tests_total: r.tests_total,
+        steps: r.steps,
+        tokens_input: r.tokens.input,
+        tokens_output: r.tokens.output,
+        working_seconds: r.working_seconds,
+        cost_usd: r.cost_usd,
+        incidents: {
+            let i = r.incidents;
+            [
+                i.tool_calls,
+                i.loop_guard_hits,
+                i.invalid_tool_calls,
+                i.unparsed_replies,
+                i.path_refusals,
+                i.refused_done,
+            ]
+        },
+        container: r.container.as_ref().map(|c| data.container_run_id(c)),
+        ordinal,
+    }
 }
 
 /// A record's metrics beside the builtin counters: its verifier's rewards as

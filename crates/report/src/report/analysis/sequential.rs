@@ -14,13 +14,28 @@ pub(super) fn effects(
     ablations: &mut [EffectReport],
     combined: &mut [EffectReport],
 ) {
-    use ablate_core::sequential::Decision;
     let exp = &data.manifest.experiment;
     let design = exp.sequential.clone().unwrap_or_default();
     let models: Vec<String> = data.manifest.models.iter().map(|m| m.name.clone()).collect();
     let models = if models.is_empty() { data.models.list.clone() } else { models };
     let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
     let primary = super::primary::Primary::of(data);
+    record_outcomes(data, &primary, &mut monitor);
+    let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
+    let position = order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    let replay =
+        Replay { data, order, design: &design, monitor: &monitor, primary, position, budget_spent };
+    for effect in ablations.iter_mut().chain(combined.iter_mut()) {
+        replay.apply(effect);
+    }
+}
+
+/// Every final record's outcome into the replayed monitor, in the records' order.
+fn record_outcomes(
+    data: &RunData,
+    primary: &super::primary::Primary,
+    monitor: &mut ablate_core::sequential::Monitor,
+) {
     for r in data.trials.iter().filter(|r| r.status.is_final()) {
         let score = primary.value(data, r);
         monitor.record_outcome(
@@ -31,40 +46,44 @@ pub(super) fn effects(
             r.status.outcome(r.attempt, (!score.is_nan()).then_some(score)),
         );
     }
-    let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
-    let position: std::collections::HashMap<&str, usize> =
-        order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
-    for effect in ablations.iter_mut().chain(combined.iter_mut()) {
-        let Some((spec, seq)) =
-            monitor.comparisons().find(|(c, _)| c.name == effect.name && c.model == effect.model)
+}
+
+/// What every comparison of a sequential run reads: the records, the run's
+/// task order, the replayed monitor and the budget it spent.
+struct Replay<'a> {
+    data: &'a RunData,
+    order: &'a [String],
+    design: &'a ablate_core::experiment::config::SequentialDesign,
+    monitor: &'a ablate_core::sequential::Monitor,
+    primary: super::primary::Primary,
+    /// Each task's place in the run's order.
+    position: std::collections::HashMap<&'a str, usize>,
+    budget_spent: Option<String>,
+}
+
+impl Replay<'_> {
+    /// One effect's figures, verdict and sequence from its comparison's
+    /// sequence at the stopping time (unchanged without one).
+    fn apply(&self, effect: &mut EffectReport) {
+        use ablate_core::sequential::Decision;
+        let data = self.data;
+        let Some((spec, seq)) = self
+            .monitor
+            .comparisons()
+            .find(|(c, _)| c.name == effect.name && c.model == effect.model)
         else {
-            continue;
+            return;
         };
         let used = seq.tasks();
-        let all_in = seq.decision == Decision::Undecided && used == order.len();
+        let all_in = seq.decision == Decision::Undecided && used == self.order.len();
         // The interval is always the inference on tasks like these; with every task in, the
         // suite's own mean as run is a separate, labelled description.
         let interval = seq.interval(false);
         let these_tasks = all_in.then(|| seq.interval(true)).map(|i| (i.lo, i.hi));
-        let in_sequence = |r: &&Row| {
-            data.models.name(r.model) == effect.model
-                && position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
-                && r.status.is_final()
-        };
-        let rate = |arm: &str| {
-            let rows: Vec<&Row> = data
-                .trials
-                .iter()
-                .filter(in_sequence)
-                .filter(|r| data.arms.name(r.arm) == arm)
-                .collect();
-            let per_task = by_task(&rows, data.tasks.list.len(), |r| primary.value(data, r));
-            let means: Vec<f64> =
-                per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
-            (stats::mean(&means), rows.len())
-        };
-        let ((control_rate, nc), (treatment_rate, nt)) =
-            (rate(&effect.control), rate(&effect.treatment));
+        let ((control_rate, nc), (treatment_rate, nt)) = (
+            self.rate(&effect.model, used, &effect.control),
+            self.rate(&effect.model, used, &effect.treatment),
+        );
         effect.control_rate = control_rate;
         effect.treatment_rate = treatment_rate;
         effect.delta = seq.mean();
@@ -83,56 +102,96 @@ pub(super) fn effects(
         let projected_tasks = (seq.decision == Decision::Undecided)
             .then(|| seq.projected_tasks(PROJECTION_CAP))
             .flatten();
-        effect.verdict = match seq.decision {
-            Decision::Helps => EffectVerdict::Helps { one_task: false },
-            Decision::Hurts => EffectVerdict::Hurts { one_task: false },
-            Decision::Equivalent => EffectVerdict::Equivalent {
-                margin: exp.margin.unwrap_or(f64::NAN),
-                one_task: false,
-            },
-            Decision::Undecided if monitor.stalled_unscorable(&effect.name, &effect.model) => {
-                let values = |arm: &str| -> Vec<Vec<f64>> {
-                    let rows = data.trials.iter().filter(|r| {
-                        data.arms.name(r.arm) == arm
-                            && data.models.name(r.model) == effect.model
-                            && !r.status.is_infrastructure_error()
-                    });
-                    vec![rows.map(|r| primary.value(data, r)).collect()]
-                };
-                let (c, t) = (values(&effect.control), values(&effect.treatment));
-                let u = super::primary::unusable([&c, &t])
-                    .unwrap_or(super::primary::Unusable { missing: 0, outside: 0 });
-                EffectVerdict::PrimaryUnusable {
-                    primary: primary.name().to_string(),
-                    missing: u.missing,
-                    outside: u.outside,
-                }
-            }
-            Decision::Undecided
-                if let Some(k) = monitor.stalled_at(&effect.name, &effect.model) =>
-            {
-                EffectVerdict::InfrastructureStopped {
-                    task: order[k].clone(),
-                    retries: design.retries(),
-                }
-            }
-            Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
-            Decision::Undecided => EffectVerdict::UndecidedAtBudget {
-                projected_tasks,
-                tasks: used,
-                every_task: used == order.len(),
-            },
-        };
+        effect.verdict = self.verdict(effect, seq, projected_tasks);
         effect.sequential = Some(SequentialEffect {
             decided_after_tasks: seq.decided_at,
             tasks: used,
             trials: nc + nt,
             projected_tasks,
             history: seq.history(),
-            delta_bias_reduced: bias_reduced_delta(seq, spec.alpha, monitor.max_tasks(), data),
+            delta_bias_reduced: bias_reduced_delta(seq, spec.alpha, self.monitor.max_tasks(), data),
             these_tasks,
-            budget_spent: budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
+            budget_spent: self.budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
         });
+    }
+
+    /// An arm's rate over the first `used` tasks of the order (the mean of its
+    /// tasks' means, on `model`'s final trials), with the trials it took.
+    fn rate(&self, model: &str, used: usize, arm: &str) -> (f64, usize) {
+        let data = self.data;
+        let in_sequence = |r: &&Row| {
+            data.models.name(r.model) == model
+                && self.position.get(data.tasks.name(r.task)).is_some_and(|&k| k < used)
+                && r.status.is_final()
+        };
+        let rows: Vec<&Row> = data
+            .trials
+            .iter()
+            .filter(in_sequence)
+            .filter(|r| data.arms.name(r.arm) == arm)
+            .collect();
+        let per_task = by_task(&rows, data.tasks.list.len(), |r| self.primary.value(data, r));
+        let means: Vec<f64> =
+            per_task.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+        (stats::mean(&means), rows.len())
+    }
+
+    /// The verdict of an effect's sequence: its decision, or why it stopped undecided.
+    fn verdict(
+        &self,
+        effect: &EffectReport,
+        seq: &ablate_core::sequential::Sequence,
+        projected_tasks: Option<usize>,
+    ) -> EffectVerdict {
+        use ablate_core::sequential::Decision;
+        let used = seq.tasks();
+        match seq.decision {
+            Decision::Helps => EffectVerdict::Helps { one_task: false },
+            Decision::Hurts => EffectVerdict::Hurts { one_task: false },
+            Decision::Equivalent => EffectVerdict::Equivalent {
+                margin: self.data.manifest.experiment.margin.unwrap_or(f64::NAN),
+                one_task: false,
+            },
+            Decision::Undecided if self.monitor.stalled_unscorable(&effect.name, &effect.model) => {
+                self.primary_unusable(effect)
+            }
+            Decision::Undecided
+                if let Some(k) = self.monitor.stalled_at(&effect.name, &effect.model) =>
+            {
+                EffectVerdict::InfrastructureStopped {
+                    task: self.order[k].clone(),
+                    retries: self.design.retries(),
+                }
+            }
+            Decision::Undecided if used == 0 => EffectVerdict::NotEnoughData,
+            Decision::Undecided => EffectVerdict::UndecidedAtBudget {
+                projected_tasks,
+                tasks: used,
+                every_task: used == self.order.len(),
+            },
+        }
+    }
+
+    /// The verdict of a comparison that stalled on unscorable trials: how many
+    /// of its arms' values (infrastructure errors left out) are missing or outside [0, 1].
+    fn primary_unusable(&self, effect: &EffectReport) -> EffectVerdict {
+        let data = self.data;
+        let values = |arm: &str| -> Vec<Vec<f64>> {
+            let rows = data.trials.iter().filter(|r| {
+                data.arms.name(r.arm) == arm
+                    && data.models.name(r.model) == effect.model
+                    && !r.status.is_infrastructure_error()
+            });
+            vec![rows.map(|r| self.primary.value(data, r)).collect()]
+        };
+        let (c, t) = (values(&effect.control), values(&effect.treatment));
+        let u = super::primary::unusable([&c, &t])
+            .unwrap_or(super::primary::Unusable { missing: 0, outside: 0 });
+        EffectVerdict::PrimaryUnusable {
+            primary: self.primary.name().to_string(),
+            missing: u.missing,
+            outside: u.outside,
+        }
     }
 }
 
