@@ -8,6 +8,7 @@ use super::warnings::ArmWarning;
 use ablate_core::experiment::matrix::{self, ComparisonKind};
 use ablate_core::record::TrialStatus;
 use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
+use ablate_core::record::design::Comparison;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -627,314 +628,65 @@ fn arm_warnings(rows: &[&Row], tasks: usize, imported: bool) -> Vec<ArmWarning> 
     warnings
 }
 
-pub fn analyse(data: &RunData) -> Report {
-    let alpha = data.manifest.experiment.alpha;
-    let conf = 1.0 - alpha;
-    let n_tasks = data.tasks.list.len();
-    let mut groups: BTreeMap<(u32, u32), Vec<&Row>> = BTreeMap::new();
-    for r in &data.trials {
-        groups.entry((r.model, r.arm)).or_default().push(r);
-    }
-    let interrupted_by = &data.interrupted;
+/// What the stages of the analysis share: the run, its rows by (model, arm), the outcome the
+/// verdicts decide on, and the level and test of the inference.
+struct Run<'a> {
+    data: &'a RunData,
+    groups: containers::Groups<'a>,
+    /// The outcome the verdicts decide on: the pass rate, or the experiment's primary.
+    primary: primary::Primary,
+    alpha: f64,
+    /// `1 - alpha`: the level of an unadjusted interval.
+    conf: f64,
+    n_tasks: usize,
+    test: stats::SignFlipTest,
+}
 
-    let manifest_arms = &data.arm_settings;
-    let mut component_names: Vec<String> = Vec::new();
-    for a in manifest_arms {
-        for (k, _) in a.component_values() {
-            if !component_names.contains(&k) {
-                component_names.push(k);
-            }
+impl<'a> Run<'a> {
+    /// Loading the groups: the run's rows by (model, arm), and its level and test.
+    fn of(data: &'a RunData) -> Run<'a> {
+        let alpha = data.manifest.experiment.alpha;
+        let mut groups: containers::Groups<'a> = BTreeMap::new();
+        for r in &data.trials {
+            groups.entry((r.model, r.arm)).or_default().push(r);
+        }
+        Run {
+            data,
+            groups,
+            primary: primary::Primary::of(data),
+            alpha,
+            conf: 1.0 - alpha,
+            n_tasks: data.tasks.list.len(),
+            test: sign_flip_test(&data.manifest.experiment),
         }
     }
-    let mut arms = Vec::new();
-    for ((model, arm), rows) in &groups {
-        let outcomes = by_task(rows, n_tasks, Row::passed);
-        let pass = stats::pass_rate(&outcomes, conf);
-        let pass_interval = rate_interval(&outcomes, conf);
-        let kept: Vec<&Row> =
-            rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect();
-        let pass_excl = rate_interval(&by_task(&kept, n_tasks, Row::passed), conf);
-        let pass_final = rate_interval(&by_task(rows, n_tasks, Row::graded_passed), conf);
-        let stopped_but_passing = rows
-            .iter()
-            .filter(|r| r.status != TrialStatus::Passed && r.graded_passed() >= 1.0)
-            .count();
-        let tests = stats::pass_rate_wilson(&by_task(rows, n_tasks, Row::test_fraction), conf);
-        let statuses = StatusCounts::of(
-            rows.iter().map(|r| r.status),
-            interrupted_by.get(&(*model, *arm)).copied(),
-        );
-        let task_rates: Vec<f64> =
-            outcomes.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
-        let solved = rows.iter().filter(|r| r.status == TrialStatus::Passed).count();
-        let tokens: f64 = rows.iter().map(|r| (r.tokens_input + r.tokens_output) as f64).sum();
-        let working: f64 = rows.iter().map(|r| r.working_seconds).sum();
-        let cost: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
-        let n = rows.len() as f64;
-        let per_solved = |total: f64| (solved > 0).then(|| total / solved as f64);
-        let min_trials =
-            outcomes.iter().filter(|t| !t.is_empty()).map(Vec::len).min().unwrap_or(0) as u64;
-        let pass_at_k = PASS_AT_K
-            .into_iter()
-            .filter(|&k| min_trials > 1 && k <= min_trials)
-            .map(|k| {
-                let per_task = outcomes.iter().filter(|t| !t.is_empty()).map(|t| {
-                    let c = t.iter().filter(|&&x| x >= 1.0).count() as u64;
-                    (
-                        stats::pass_at_k(t.len() as u64, c, k),
-                        stats::pass_hat_k(t.len() as u64, c, k),
-                    )
-                });
-                let v: Vec<(f64, f64)> = per_task.collect();
-                (k, mean_of(v.iter().map(|x| x.0)), mean_of(v.iter().map(|x| x.1)))
-            })
-            .collect();
-        let warnings = arm_warnings(rows, pass.n_tasks, data.manifest.imported.is_some());
-        let arm_name = data.arms.name(*arm).to_string();
-        let settings = manifest_arms.iter().find(|a| a.name == arm_name);
-        let components = settings.map(|a| a.component_values()).unwrap_or_default();
-        arms.push(ArmReport {
-            components,
-            arm: arm_name,
-            model: data.models.name(*model).to_string(),
-            trials: rows.len(),
-            tasks: pass.n_tasks,
-            pass_rate: pass_interval,
-            pass_rate_excl_infra: pass_excl,
-            trials_excl_infra: kept.len(),
-            pass_rate_final_state: pass_final,
-            stopped_but_passing,
-            tests_passed: tests.into(),
-            statuses,
-            min_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::min),
-            max_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::max),
-            tokens_per_trial: tokens / n,
-            working_seconds_per_trial: working / n,
-            steps_per_trial: rows.iter().map(|r| r.steps as f64).sum::<f64>() / n,
-            cost_per_trial: cost.map(|c| c / n),
-            tokens_per_solved: per_solved(tokens),
-            working_seconds_per_solved: per_solved(working),
-            cost_per_solved: cost.and_then(per_solved),
-            pass_at_k,
-            costs: costs::arm(rows, n_tasks, conf),
-            containers: {
-                let ids: std::collections::BTreeSet<u32> =
-                    rows.iter().filter_map(|r| r.container).collect();
-                ids.into_iter().map(|i| data.container_runs.name(i).to_string()).collect()
-            },
-            beaten_by: None,
-            budget: settings.and_then(|a| a.budget.clone()),
-            warnings,
-        });
-    }
 
-    for (a, by) in costs::beaten_by(&arms).into_iter().enumerate() {
-        arms[a].beaten_by = by;
+    /// The two arms' primary outcomes by task, paired: only tasks present in both arms.
+    fn paired(&self, c: &[&Row], t: &[&Row]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let outcome = |r: &Row| self.primary.value(self.data, r);
+        let mut cv = by_task(c, self.n_tasks, outcome);
+        let mut tv = by_task(t, self.n_tasks, outcome);
+        // Pair only tasks present in both arms.
+        for k in 0..self.n_tasks {
+            if cv[k].is_empty() || tv[k].is_empty() {
+                cv[k].clear();
+                tv[k].clear();
+            }
+        }
+        (cv, tv)
     }
+}
 
+pub fn analyse(data: &RunData) -> Report {
+    let run = Run::of(data);
+    let arms = arm_reports(&run);
     // Effects: each comparison of the manifest, per model, re-checked by the guard.
     // First the paired outcomes of every comparison, then the inference, at the
     // level adjusted for the family of ablations (Holm's step: the interval, the
     // p-value and the verdict then come from one procedure and agree).
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut refused = Vec::new();
-    // The outcome the verdicts decide on: the pass rate, or the experiment's primary.
-    let primary = primary::Primary::of(data);
-    let outcome = |r: &Row| primary.value(data, r);
-    let mut unusable: Vec<EffectReport> = Vec::new();
-    for c in data.manifest.comparisons() {
-        let (Some(ca), Some(ta)) = (
-            manifest_arms.iter().find(|a| a.name == c.control),
-            manifest_arms.iter().find(|a| a.name == c.treatment),
-        ) else {
-            refused.push(format!("{}: an arm is missing from the manifest", c.name));
-            continue;
-        };
-        let guard = matrix::guard(&c.name, ca, ta);
-        let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
-        if let Err(e @ matrix::GuardError::BudgetsDiffer { .. }) = &guard {
-            refused.push(format!("not shown: {e}"));
-            continue;
-        }
-        if is_ablation && let Err(e) = &guard {
-            refused.push(format!("not shown as an ablation: {e}"));
-            continue;
-        }
-        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else {
-            continue;
-        };
-        for model in 0..data.models.list.len() as u32 {
-            let empty = Vec::new();
-            let crow = groups.get(&(model, ci)).unwrap_or(&empty);
-            let trow = groups.get(&(model, ti)).unwrap_or(&empty);
-            if crow.is_empty() && trow.is_empty() {
-                continue;
-            }
-            let paired = |c: &[&Row], t: &[&Row]| {
-                let mut cv = by_task(c, n_tasks, outcome);
-                let mut tv = by_task(t, n_tasks, outcome);
-                // Pair only tasks present in both arms.
-                for k in 0..n_tasks {
-                    if cv[k].is_empty() || tv[k].is_empty() {
-                        cv[k].clear();
-                        tv[k].clear();
-                    }
-                }
-                (cv, tv)
-            };
-            fn keep<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
-                rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect()
-            }
-            let (ck, tk) = (keep(crow), keep(trow));
-            let infra_c = crow.len() - ck.len();
-            let infra_t = trow.len() - tk.len();
-            let all = paired(crow, trow);
-            let present: Vec<usize> = (0..n_tasks).filter(|&k| !all.0[k].is_empty()).collect();
-            let scope = if present.len() == 1 {
-                format!("one task: {}", data.tasks.name(present[0] as u32))
-            } else {
-                "tasks".to_string()
-            };
-            let rate = |v: &[Vec<f64>]| {
-                stats::mean(
-                    &v.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect::<Vec<_>>(),
-                )
-            };
-            let effect = EffectReport {
-                name: c.name.clone(),
-                model: data.models.name(model).to_string(),
-                control: c.control.clone(),
-                treatment: c.treatment.clone(),
-                kind: if is_ablation { EffectKind::Ablation } else { EffectKind::Combined },
-                components: c.differs.iter().map(|d| d.component.clone()).collect(),
-                control_rate: rate(&all.0),
-                treatment_rate: rate(&all.1),
-                delta: f64::NAN,
-                lo: f64::NAN,
-                hi: f64::NAN,
-                p_value: f64::NAN,
-                p_mid: f64::NAN,
-                p_exact: f64::NAN,
-                p_adjusted: None,
-                family_size: 1,
-                interval_level: conf,
-                method: stats::InferenceMethod::None,
-                estimand: if present.len() == 1 {
-                    ESTIMAND_THIS_TASK
-                } else {
-                    ESTIMAND_TASKS_LIKE_THESE
-                },
-                scope,
-                n_tasks: present.len(),
-                mde: f64::NAN,
-                infra_errors_control: infra_c,
-                infra_errors_treatment: infra_t,
-                infra_differs: infra_c != infra_t,
-                excl_infra: None,
-                verdict: EffectVerdict::NotEnoughData,
-                sequential: None,
-                delivery: DeliveryCheck::Unrecorded,
-                delivery_note: None,
-                costs: costs::paired(data, crow, trow, n_tasks, conf),
-                budget: c.budget.clone(),
-                tasks: tasks::TaskEffects::default(),
-            };
-            let mut effect = effect;
-            if let Some(u) = primary::unusable([&all.0, &all.1]) {
-                // Nothing to infer from: the verdict says why, the family leaves it out.
-                effect.verdict = EffectVerdict::PrimaryUnusable {
-                    primary: primary.name().to_string(),
-                    missing: u.missing,
-                    outside: u.outside,
-                };
-                unusable.push(effect);
-                continue;
-            }
-            pending.push(Pending { effect, all, kept: paired(&ck, &tk) });
-        }
-    }
-    let margin = data.manifest.experiment.margin;
-    let seed = data.manifest.experiment.seed;
-    let test = sign_flip_test(&data.manifest.experiment);
-    let family = pending
-        .iter()
-        .filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0)
-        .count()
-        .max(1);
-    let steps = holm_steps(&pending, alpha, test);
+    let Comparisons { pending, unusable, refused } = comparisons(&run);
     let per_task: Vec<models::PerTask> = pending.iter().map(comparison_per_task).collect();
-    let mut ablations = Vec::new();
-    let mut combined = Vec::new();
-    for (i, Pending { mut effect, all, kept }) in pending.into_iter().enumerate() {
-        let m = if effect.kind == EffectKind::Ablation { family } else { 1 };
-        let step = steps[i];
-        let level_alpha = step.map_or(alpha / m as f64, |s| s.level);
-        let inf = stats::paired_inference_by(&all.0, &all.1, 1.0 - level_alpha, test);
-        let diffs: Vec<f64> = all
-            .0
-            .iter()
-            .zip(&all.1)
-            .filter(|(a, _)| !a.is_empty())
-            .map(|(a, b)| stats::mean(b) - stats::mean(a))
-            .collect();
-        let var_d = stats::sample_sd(&diffs).powi(2);
-        effect.mde = stats::min_detectable_effect(var_d, diffs.len() as u64, level_alpha, 0.8);
-        effect.delta = inf.mean_diff;
-        effect.lo = inf.lo;
-        effect.hi = inf.hi;
-        effect.p_value = inf.p_value;
-        effect.p_mid = inf.p_mid;
-        effect.p_exact = inf.p_exact;
-        effect.family_size = m;
-        effect.interval_level = 1.0 - level_alpha;
-        effect.p_adjusted = match step {
-            Some(s) => Some(s.p_adjusted),
-            None => {
-                (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0))
-            }
-        };
-        effect.method = inf.method;
-        effect.verdict = verdict(&inf, level_alpha);
-        let measured = measured_tasks(data, &all);
-        effect.tasks =
-            tasks::effects(measured, &all.0, &all.1, 1.0 - level_alpha, test, &effect.verdict);
-        // Two one-sided tests (by betting: stats::paired_equivalent), at alpha / m (Bonferroni).
-        let equivalence_alpha = alpha / m as f64;
-        if let Some(margin) = margin {
-            let shown = stats::paired_equivalent(&all.0, &all.1, equivalence_alpha, margin, seed);
-            effect.verdict = with_margin(effect.verdict.clone(), shown, inf.n_tasks, margin);
-        }
-        if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
-            let x = stats::paired_inference_by(&kept.0, &kept.1, 1.0 - level_alpha, test);
-            let mut v = verdict(&x, level_alpha);
-            if let Some(margin) = margin {
-                let shown =
-                    stats::paired_equivalent(&kept.0, &kept.1, equivalence_alpha, margin, seed);
-                v = with_margin(v, shown, x.n_tasks, margin);
-            }
-            effect.excl_infra = Some(ExclInfra {
-                delta: x.mean_diff,
-                lo: x.lo,
-                hi: x.hi,
-                p_value: x.p_value,
-                n_tasks: x.n_tasks,
-                verdict_changes: v.short() != effect.verdict.short(),
-            });
-        }
-        // Arms that met different infrastructure: flagged, and not decided when counting their
-        // infrastructure errors as failures or leaving them out gives different verdicts.
-        if effect.infra_differs && effect.excl_infra.as_ref().is_some_and(|x| x.verdict_changes) {
-            effect.verdict = EffectVerdict::InfrastructureDiffers {
-                control: effect.infra_errors_control,
-                treatment: effect.infra_errors_treatment,
-            };
-        }
-        if effect.kind == EffectKind::Ablation {
-            ablations.push(effect)
-        } else {
-            combined.push(effect)
-        }
-    }
+    let (mut ablations, mut combined) = inferred(&run, pending);
     for e in unusable {
         if e.kind == EffectKind::Ablation { ablations.push(e) } else { combined.push(e) }
     }
@@ -943,40 +695,370 @@ pub fn analyse(data: &RunData) -> Report {
     }
     for e in ablations.iter_mut().chain(combined.iter_mut()) {
         delivery::check(data, e);
-        containers::check(data, &groups, e);
+        containers::check(data, &run.groups, e);
     }
     let effects: Vec<&EffectReport> = ablations.iter().chain(&combined).collect();
-    let factorial = factorial::effects(&factorial::Inputs {
-        data,
-        groups: &groups,
-        primary: &primary,
-        alpha,
-        test,
-    });
+    let designs = designs(&run, &effects, per_task);
+    report(&run, arms, ablations, combined, refused, designs)
+}
+
+/// Every (model, arm)'s report, in the order of the groups, each with the arm that beats it.
+fn arm_reports(run: &Run) -> Vec<ArmReport> {
+    let mut arms: Vec<ArmReport> =
+        run.groups.iter().map(|(&(model, arm), rows)| arm_report(run, model, arm, rows)).collect();
+    for (a, by) in costs::beaten_by(&arms).into_iter().enumerate() {
+        arms[a].beaten_by = by;
+    }
+    arms
+}
+
+/// One (model, arm)'s pass rates, spend, statuses and warnings (`beaten_by` left None).
+fn arm_report(run: &Run, model: u32, arm: u32, rows: &[&Row]) -> ArmReport {
+    let (data, n_tasks, conf) = (run.data, run.n_tasks, run.conf);
+    let outcomes = by_task(rows, n_tasks, Row::passed);
+    let pass = stats::pass_rate(&outcomes, conf);
+    let kept: Vec<&Row> =
+        rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect();
+    let stopped_but_passing =
+        rows.iter().filter(|r| r.status != TrialStatus::Passed && r.graded_passed() >= 1.0).count();
+    let tests = stats::pass_rate_wilson(&by_task(rows, n_tasks, Row::test_fraction), conf);
+    let statuses = StatusCounts::of(
+        rows.iter().map(|r| r.status),
+        data.interrupted.get(&(model, arm)).copied(),
+    );
+    let task_rates: Vec<f64> =
+        outcomes.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect();
+    let solved = rows.iter().filter(|r| r.status == TrialStatus::Passed).count();
+    let tokens: f64 = rows.iter().map(|r| (r.tokens_input + r.tokens_output) as f64).sum();
+    let working: f64 = rows.iter().map(|r| r.working_seconds).sum();
+    let cost: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
+    let n = rows.len() as f64;
+    let per_solved = |total: f64| (solved > 0).then(|| total / solved as f64);
+    let arm_name = data.arms.name(arm).to_string();
+    let settings = data.arm_settings.iter().find(|a| a.name == arm_name);
+    ArmReport {
+        components: settings.map(|a| a.component_values()).unwrap_or_default(),
+        arm: arm_name,
+        model: data.models.name(model).to_string(),
+        trials: rows.len(),
+        tasks: pass.n_tasks,
+        pass_rate: rate_interval(&outcomes, conf),
+        pass_rate_excl_infra: rate_interval(&by_task(&kept, n_tasks, Row::passed), conf),
+        trials_excl_infra: kept.len(),
+        pass_rate_final_state: rate_interval(&by_task(rows, n_tasks, Row::graded_passed), conf),
+        stopped_but_passing,
+        tests_passed: tests.into(),
+        statuses,
+        min_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::min),
+        max_task_rate: task_rates.iter().copied().fold(f64::NAN, f64::max),
+        tokens_per_trial: tokens / n,
+        working_seconds_per_trial: working / n,
+        steps_per_trial: rows.iter().map(|r| r.steps as f64).sum::<f64>() / n,
+        cost_per_trial: cost.map(|c| c / n),
+        tokens_per_solved: per_solved(tokens),
+        working_seconds_per_solved: per_solved(working),
+        cost_per_solved: cost.and_then(per_solved),
+        pass_at_k: pass_at_k(&outcomes),
+        costs: costs::arm(rows, n_tasks, conf),
+        containers: container_runs(data, rows),
+        beaten_by: None,
+        budget: settings.and_then(|a| a.budget.clone()),
+        warnings: arm_warnings(rows, pass.n_tasks, data.manifest.imported.is_some()),
+    }
+}
+
+/// (k, pass@k, pass^k) averaged over the tasks with trials, for each k of [`PASS_AT_K`] up to
+/// the fewest trials of a task (none when a task has a single trial).
+fn pass_at_k(outcomes: &[Vec<f64>]) -> Vec<(u64, f64, f64)> {
+    let min_trials =
+        outcomes.iter().filter(|t| !t.is_empty()).map(Vec::len).min().unwrap_or(0) as u64;
+    PASS_AT_K
+        .into_iter()
+        .filter(|&k| min_trials > 1 && k <= min_trials)
+        .map(|k| {
+            let per_task = outcomes.iter().filter(|t| !t.is_empty()).map(|t| {
+                let c = t.iter().filter(|&&x| x >= 1.0).count() as u64;
+                (stats::pass_at_k(t.len() as u64, c, k), stats::pass_hat_k(t.len() as u64, c, k))
+            });
+            let v: Vec<(f64, f64)> = per_task.collect();
+            (k, mean_of(v.iter().map(|x| x.0)), mean_of(v.iter().map(|x| x.1)))
+        })
+        .collect()
+}
+
+/// What the container trials of `rows` ran on, each run once, in the order of their ids.
+fn container_runs(data: &RunData, rows: &[&Row]) -> Vec<String> {
+    let ids: std::collections::BTreeSet<u32> = rows.iter().filter_map(|r| r.container).collect();
+    ids.into_iter().map(|i| data.container_runs.name(i).to_string()).collect()
+}
+
+/// The comparisons before their inference: those with paired outcomes to infer from, those
+/// whose primary outcome is unusable (their verdict says why), and those the guard refused.
+#[derive(Default)]
+struct Comparisons {
+    pending: Vec<Pending>,
+    unusable: Vec<EffectReport>,
+    refused: Vec<String>,
+}
+
+/// Each comparison of the manifest, per model, re-checked by the guard: its paired outcomes.
+fn comparisons(run: &Run) -> Comparisons {
+    let data = run.data;
+    let manifest_arms = &data.arm_settings;
+    let mut out = Comparisons::default();
+    for c in data.manifest.comparisons() {
+        let (Some(ca), Some(ta)) = (
+            manifest_arms.iter().find(|a| a.name == c.control),
+            manifest_arms.iter().find(|a| a.name == c.treatment),
+        ) else {
+            out.refused.push(format!("{}: an arm is missing from the manifest", c.name));
+            continue;
+        };
+        let guard = matrix::guard(&c.name, ca, ta);
+        let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
+        if let Err(e @ matrix::GuardError::BudgetsDiffer { .. }) = &guard {
+            out.refused.push(format!("not shown: {e}"));
+            continue;
+        }
+        if is_ablation && let Err(e) = &guard {
+            out.refused.push(format!("not shown as an ablation: {e}"));
+            continue;
+        }
+        let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else {
+            continue;
+        };
+        for model in 0..data.models.list.len() as u32 {
+            let empty = Vec::new();
+            let crow = run.groups.get(&(model, ci)).unwrap_or(&empty);
+            let trow = run.groups.get(&(model, ti)).unwrap_or(&empty);
+            if crow.is_empty() && trow.is_empty() {
+                continue;
+            }
+            let p = pending(run, &c, model, crow, trow);
+            if let Some(u) = primary::unusable([&p.all.0, &p.all.1]) {
+                // Nothing to infer from: the verdict says why, the family leaves it out.
+                let mut effect = p.effect;
+                effect.verdict = EffectVerdict::PrimaryUnusable {
+                    primary: run.primary.name().to_string(),
+                    missing: u.missing,
+                    outside: u.outside,
+                };
+                out.unusable.push(effect);
+                continue;
+            }
+            out.pending.push(p);
+        }
+    }
+    out
+}
+
+/// Comparison `c` under `model` (its arms' rows `crow` and `trow`): the paired outcomes, with
+/// and without infrastructure errors, and the effect before its inference.
+fn pending(run: &Run, c: &Comparison, model: u32, crow: &[&Row], trow: &[&Row]) -> Pending {
+    fn keep<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
+        rows.iter().copied().filter(|r| !r.status.is_infrastructure_error()).collect()
+    }
+    let (ck, tk) = (keep(crow), keep(trow));
+    let infra_c = crow.len() - ck.len();
+    let infra_t = trow.len() - tk.len();
+    let all = run.paired(crow, trow);
+    let present: Vec<usize> = (0..run.n_tasks).filter(|&k| !all.0[k].is_empty()).collect();
+    let scope = if present.len() == 1 {
+        format!("one task: {}", run.data.tasks.name(present[0] as u32))
+    } else {
+        "tasks".to_string()
+    };
+    let rate = |v: &[Vec<f64>]| {
+        stats::mean(&v.iter().filter(|t| !t.is_empty()).map(|t| stats::mean(t)).collect::<Vec<_>>())
+    };
+    let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
+    let effect = EffectReport {
+        name: c.name.clone(),
+        model: run.data.models.name(model).to_string(),
+        control: c.control.clone(),
+        treatment: c.treatment.clone(),
+        kind: if is_ablation { EffectKind::Ablation } else { EffectKind::Combined },
+        components: c.differs.iter().map(|d| d.component.clone()).collect(),
+        control_rate: rate(&all.0),
+        treatment_rate: rate(&all.1),
+        delta: f64::NAN,
+        lo: f64::NAN,
+        hi: f64::NAN,
+        p_value: f64::NAN,
+        p_mid: f64::NAN,
+        p_exact: f64::NAN,
+        p_adjusted: None,
+        family_size: 1,
+        interval_level: run.conf,
+        method: stats::InferenceMethod::None,
+        estimand: if present.len() == 1 { ESTIMAND_THIS_TASK } else { ESTIMAND_TASKS_LIKE_THESE },
+        scope,
+        n_tasks: present.len(),
+        mde: f64::NAN,
+        infra_errors_control: infra_c,
+        infra_errors_treatment: infra_t,
+        infra_differs: infra_c != infra_t,
+        excl_infra: None,
+        verdict: EffectVerdict::NotEnoughData,
+        sequential: None,
+        delivery: DeliveryCheck::Unrecorded,
+        delivery_note: None,
+        costs: costs::paired(run.data, crow, trow, run.n_tasks, run.conf),
+        budget: c.budget.clone(),
+        tasks: tasks::TaskEffects::default(),
+    };
+    Pending { effect, all, kept: run.paired(&ck, &tk) }
+}
+
+/// The inference of every pending comparison, in their order, split into the ablations and the
+/// combined comparisons. The ablations with tasks form the family: Holm's steps set their levels.
+fn inferred(run: &Run, pending: Vec<Pending>) -> (Vec<EffectReport>, Vec<EffectReport>) {
+    let family = pending
+        .iter()
+        .filter(|p| p.effect.kind == EffectKind::Ablation && p.effect.n_tasks > 0)
+        .count()
+        .max(1);
+    let steps = holm_steps(&pending, run.alpha, run.test);
+    let mut ablations = Vec::new();
+    let mut combined = Vec::new();
+    for (i, p) in pending.into_iter().enumerate() {
+        let m = if p.effect.kind == EffectKind::Ablation { family } else { 1 };
+        let effect = inference(run, p, m, steps[i]);
+        if effect.kind == EffectKind::Ablation {
+            ablations.push(effect)
+        } else {
+            combined.push(effect)
+        }
+    }
+    (ablations, combined)
+}
+
+/// A comparison's interval, p-values and verdict, adjusted for a family of `m` (at its Holm
+/// `step` when it has one), with the margin's tests and the effect without infrastructure errors.
+fn inference(run: &Run, p: Pending, m: usize, step: Option<stats::HolmStep>) -> EffectReport {
+    let Pending { mut effect, all, kept } = p;
+    let (alpha, test) = (run.alpha, run.test);
+    let (margin, seed) = (run.data.manifest.experiment.margin, run.data.manifest.experiment.seed);
+    let level_alpha = step.map_or(alpha / m as f64, |s| s.level);
+    let inf = stats::paired_inference_by(&all.0, &all.1, 1.0 - level_alpha, test);
+    let diffs: Vec<f64> = all
+        .0
+        .iter()
+        .zip(&all.1)
+        .filter(|(a, _)| !a.is_empty())
+        .map(|(a, b)| stats::mean(b) - stats::mean(a))
+        .collect();
+    let var_d = stats::sample_sd(&diffs).powi(2);
+    effect.mde = stats::min_detectable_effect(var_d, diffs.len() as u64, level_alpha, 0.8);
+    effect.delta = inf.mean_diff;
+    effect.lo = inf.lo;
+    effect.hi = inf.hi;
+    effect.p_value = inf.p_value;
+    effect.p_mid = inf.p_mid;
+    effect.p_exact = inf.p_exact;
+    effect.family_size = m;
+    effect.interval_level = 1.0 - level_alpha;
+    effect.p_adjusted = match step {
+        Some(s) => Some(s.p_adjusted),
+        None => (effect.kind == EffectKind::Ablation).then(|| (inf.p_value * m as f64).min(1.0)),
+    };
+    effect.method = inf.method;
+    effect.verdict = verdict(&inf, level_alpha);
+    let measured = measured_tasks(run.data, &all);
+    effect.tasks =
+        tasks::effects(measured, &all.0, &all.1, 1.0 - level_alpha, test, &effect.verdict);
+    // Two one-sided tests (by betting: stats::paired_equivalent), at alpha / m (Bonferroni).
+    let equivalence_alpha = alpha / m as f64;
+    if let Some(margin) = margin {
+        let shown = stats::paired_equivalent(&all.0, &all.1, equivalence_alpha, margin, seed);
+        effect.verdict = with_margin(effect.verdict.clone(), shown, inf.n_tasks, margin);
+    }
+    if effect.infra_errors_control + effect.infra_errors_treatment > 0 {
+        let levels = (level_alpha, equivalence_alpha);
+        effect.excl_infra = Some(excl_infra(run, &kept, levels, &effect.verdict));
+    }
+    // Arms that met different infrastructure: flagged, and not decided when counting their
+    // infrastructure errors as failures or leaving them out gives different verdicts.
+    if effect.infra_differs && effect.excl_infra.as_ref().is_some_and(|x| x.verdict_changes) {
+        effect.verdict = EffectVerdict::InfrastructureDiffers {
+            control: effect.infra_errors_control,
+            treatment: effect.infra_errors_treatment,
+        };
+    }
+    effect
+}
+
+/// The effect on the outcomes `kept` without infrastructure errors, at the comparison's level
+/// and its equivalence level (`levels`, as alphas); whether its verdict differs from `with`.
+fn excl_infra(
+    run: &Run,
+    kept: &(Vec<Vec<f64>>, Vec<Vec<f64>>),
+    (level_alpha, equivalence_alpha): (f64, f64),
+    with: &EffectVerdict,
+) -> ExclInfra {
+    let experiment = &run.data.manifest.experiment;
+    let x = stats::paired_inference_by(&kept.0, &kept.1, 1.0 - level_alpha, run.test);
+    let mut v = verdict(&x, level_alpha);
+    if let Some(margin) = experiment.margin {
+        let shown =
+            stats::paired_equivalent(&kept.0, &kept.1, equivalence_alpha, margin, experiment.seed);
+        v = with_margin(v, shown, x.n_tasks, margin);
+    }
+    ExclInfra {
+        delta: x.mean_diff,
+        lo: x.lo,
+        hi: x.hi,
+        p_value: x.p_value,
+        n_tasks: x.n_tasks,
+        verdict_changes: v.short() != with.short(),
+    }
+}
+
+/// The designs read beside the comparisons: a factorial design's effects, each comparison's
+/// effect between models, the outcome's variance by source, and a budget sweep's curves.
+struct Designs {
+    factorial: Option<factorial::Factorial>,
+    model_differences: Vec<models::ModelDifference>,
+    variance: Option<variance::Decomposition>,
+    budget_curves: Option<budget::BudgetCurves>,
+}
+
+/// The designs of the run, given its checked `effects` and each comparison's effect by task.
+fn designs(run: &Run, effects: &[&EffectReport], per_task: Vec<models::PerTask>) -> Designs {
+    let (data, groups, primary, alpha, test) =
+        (run.data, &run.groups, &run.primary, run.alpha, run.test);
+    let factorial = factorial::effects(&factorial::Inputs { data, groups, primary, alpha, test });
     // Effects whose verdict is withheld (not delivered, not comparable, ...) are not compared.
     let shown = |p: &&models::PerTask| {
         effects.iter().any(|e| e.name == p.effect && e.model == p.model && !e.verdict.withheld())
     };
     let per_task: Vec<models::PerTask> = per_task.into_iter().filter(|p| shown(&p)).collect();
     let model_differences = models::differences(&per_task, alpha, test);
-    let variance = variance::of_run(data, &groups, &primary, alpha);
-    let budget_curves = budget::curves(&budget::Inputs {
-        data,
-        groups: &groups,
-        primary: &primary,
-        alpha,
-        test,
-        effects: &effects,
-    });
+    let variance = variance::of_run(data, groups, primary, alpha);
+    let budget_curves =
+        budget::curves(&budget::Inputs { data, groups, primary, alpha, test, effects });
+    Designs { factorial, model_differences, variance, budget_curves }
+}
+
+/// The report, from the stages' results.
+fn report(
+    run: &Run,
+    arms: Vec<ArmReport>,
+    ablations: Vec<EffectReport>,
+    combined: Vec<EffectReport>,
+    refused: Vec<String>,
+    designs: Designs,
+) -> Report {
+    let data = run.data;
     Report {
         run_id: data.manifest.run_id.clone(),
         experiment: data.manifest.experiment.name.clone(),
         config_digest: data.manifest.config_digest.clone(),
-        component_names,
+        component_names: component_names(data),
         suite: format!("{} {}", data.manifest.suite.name, data.manifest.suite.version),
         suite_digest: data.manifest.suite.digest.clone(),
         grading: data.manifest.suite.grading.clone(),
-        alpha,
+        alpha: run.alpha,
         margin: data.manifest.experiment.margin,
         planned_trials: data.manifest.planned_trials,
         recorded_trials: data.trials.len(),
@@ -985,30 +1067,52 @@ pub fn analyse(data: &RunData) -> Report {
         arms,
         ablations,
         combined,
-        budget_curves,
-        factorial,
-        model_differences,
-        variance,
-        primary: primary.name().to_string(),
+        budget_curves: designs.budget_curves,
+        factorial: designs.factorial,
+        model_differences: designs.model_differences,
+        variance: designs.variance,
+        primary: run.primary.name().to_string(),
         refused,
-        system_fingerprints: data
-            .fingerprints
-            .iter()
-            .map(|((model, fp), &attempts)| FingerprintSeen {
-                model: data.models.name(*model).to_string(),
-                fingerprint: fp.clone(),
-                attempts,
-            })
-            .collect(),
-        imported: data.manifest.imported.as_ref().map(|i| {
-            let sources = i.sources.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", ");
-            format!(
-                "imported from {} records ({sources}; docs/import.md); pass rule: {}",
-                i.tool.name(),
-                i.pass_rule
-            )
-        }),
+        system_fingerprints: fingerprints_seen(data),
+        imported: imported_note(data),
     }
+}
+
+/// Every component's name, in the order of the first arm, then any others.
+fn component_names(data: &RunData) -> Vec<String> {
+    let mut component_names: Vec<String> = Vec::new();
+    for a in &data.arm_settings {
+        for (k, _) in a.component_values() {
+            if !component_names.contains(&k) {
+                component_names.push(k);
+            }
+        }
+    }
+    component_names
+}
+
+/// The `system_fingerprint`s each model's replies carried, with the final attempts of each.
+fn fingerprints_seen(data: &RunData) -> Vec<FingerprintSeen> {
+    data.fingerprints
+        .iter()
+        .map(|((model, fp), &attempts)| FingerprintSeen {
+            model: data.models.name(*model).to_string(),
+            fingerprint: fp.clone(),
+            attempts,
+        })
+        .collect()
+}
+
+/// An imported run: where its trials came from and how they were graded.
+fn imported_note(data: &RunData) -> Option<String> {
+    data.manifest.imported.as_ref().map(|i| {
+        let sources = i.sources.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", ");
+        format!(
+            "imported from {} records ({sources}; docs/import.md); pass rule: {}",
+            i.tool.name(),
+            i.pass_rule
+        )
+    })
 }
 
 /// A comparison's paired outcomes before its inference: every trial, and

@@ -311,6 +311,23 @@ fn capitalized(s: &str) -> String {
 }
 
 pub fn markdown(r: &Report) -> String {
+    let mut s = md_head(r);
+    md_arms(&mut s, r);
+    md_arm_notes(&mut s, r);
+    md_effect_sections(&mut s, r);
+    md_design_sections(&mut s, r);
+    for x in &r.refused {
+        let _ = writeln!(s, "\n> **Refused**: {x}");
+    }
+    for x in super::analysis::fingerprint_changes(r) {
+        let _ = writeln!(s, "\n> **Warning**: {x}");
+    }
+    s
+}
+
+/// The report's title and the run's heading: what ran, on what suite, how many trials, where
+/// they came from, how they were graded, and what the verdicts decide on.
+fn md_head(r: &Report) -> String {
     let mut s = format!(
         "# {}\n\nRun `{}`, suite {} (`{}`), {} of {} trials recorded.\n\n",
         r.experiment,
@@ -329,6 +346,20 @@ pub fn markdown(r: &Report) -> String {
     if let Some(line) = super::analysis::primary::note(r) {
         let _ = writeln!(s, "**{}**\n", capitalized(&line));
     }
+    s
+}
+
+/// A rate and its interval (clipped to [0, 1]), or the rate alone without one.
+fn md_ci(i: &super::analysis::Interval) -> String {
+    if i.lo.is_finite() {
+        format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
+    } else {
+        pct(i.mean)
+    }
+}
+
+/// The arms' table: each arm's trials, pass rates with their intervals, statuses and tokens.
+fn md_arms(s: &mut String, r: &Report) {
     let level = (1.0 - r.alpha) * 100.0;
     let _ = writeln!(
         s,
@@ -336,13 +367,6 @@ pub fn markdown(r: &Report) -> String {
         super::analysis::arms_estimand(&r.arms)
     );
     for a in &r.arms {
-        let ci = |i: &super::analysis::Interval| {
-            if i.lo.is_finite() {
-                format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
-            } else {
-                pct(i.mean)
-            }
-        };
         let statuses = super::format::statuses(a.statuses.iter());
         let _ = writeln!(
             s,
@@ -351,27 +375,25 @@ pub fn markdown(r: &Report) -> String {
             a.model,
             a.trials,
             a.tasks,
-            ci(&a.pass_rate),
-            ci(&a.pass_rate_excl_infra),
-            ci(&a.tests_passed),
+            md_ci(&a.pass_rate),
+            md_ci(&a.pass_rate_excl_infra),
+            md_ci(&a.tests_passed),
             a.tokens_per_trial
         );
     }
+}
+
+/// Below the arms' table: each arm's pass rate counting the final state of its stopped trials,
+/// its costs and reliability, then its warnings.
+fn md_arm_notes(s: &mut String, r: &Report) {
     for a in r.arms.iter().filter(|a| a.stopped_but_passing > 0) {
-        let ci = |i: &super::analysis::Interval| {
-            if i.lo.is_finite() {
-                format!("{} [{}, {}]", pct(i.mean), pct(i.lo.max(0.0)), pct(i.hi.min(1.0)))
-            } else {
-                pct(i.mean)
-            }
-        };
         let _ = writeln!(
             s,
             "\nArm {} / {}: counting the final state of its {} trial(s) stopped by time or budget whose state passes (as Harbor scores: the reward counts), the pass rate is {}.",
             a.arm,
             a.model,
             a.stopped_but_passing,
-            ci(&a.pass_rate_final_state)
+            md_ci(&a.pass_rate_final_state)
         );
     }
     for a in &r.arms {
@@ -386,6 +408,10 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "\n> **Warning** ({} / {}): {w}", a.arm, a.model);
         }
     }
+}
+
+/// The ablations' section and the combined comparisons', each when there are any.
+fn md_effect_sections(s: &mut String, r: &Report) {
     let header = "| component | treatment vs control | model | delta | CI | p | adjusted p | verdict |\n|---|---|---|---|---|---|---|---|";
     if !r.ablations.is_empty() {
         let _ = writeln!(
@@ -398,7 +424,7 @@ pub fn markdown(r: &Report) -> String {
                 .map(|n| format!(" {n}."))
                 .unwrap_or_default()
         );
-        md_effects(&mut s, header, &r.ablations);
+        md_effects(s, header, &r.ablations);
     }
     if !r.combined.is_empty() {
         let _ = writeln!(
@@ -408,8 +434,12 @@ pub fn markdown(r: &Report) -> String {
                 .map(|n| format!(" {n}."))
                 .unwrap_or_default()
         );
-        md_effects(&mut s, header, &r.combined);
+        md_effects(s, header, &r.combined);
     }
+}
+
+/// A budget sweep's curves, then the designs' sections (`design_lines`), as nested lists.
+fn md_design_sections(s: &mut String, r: &Report) {
     if let Some(curves) = &r.budget_curves {
         let _ = writeln!(s, "\n## Budget curves\n");
         for l in super::budget_lines::lines(curves, &r.primary) {
@@ -424,13 +454,6 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "{}- {}", " ".repeat(depth), l.trim_start());
         }
     }
-    for x in &r.refused {
-        let _ = writeln!(s, "\n> **Refused**: {x}");
-    }
-    for x in super::analysis::fingerprint_changes(r) {
-        let _ = writeln!(s, "\n> **Warning**: {x}");
-    }
-    s
 }
 
 /// factorial.csv: one row per effect of a factorial design and model (docs/exports.md).

@@ -26,22 +26,54 @@ fn ci(i: &Interval) -> String {
 /// a line at zero. The x range covers every interval (at least ±10 pp).
 pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let row_h = 26.0;
-    let label = |e: &EffectReport| {
-        let l = if e.kind == EffectKind::Ablation {
-            format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control)
-        } else {
-            format!("combined: {} vs {}", e.treatment, e.control)
-        };
-        format!("{l} · {}", e.model)
-    };
     // About 6.6 px per character at 12 px sans-serif.
     let label_w =
-        effects.iter().map(|e| label(e).chars().count()).max().unwrap_or(20) as f64 * 6.6 + 20.0;
+        effects.iter().map(|e| forest_label(e).chars().count()).max().unwrap_or(20) as f64 * 6.6
+            + 20.0;
     let plot_w = 420.0;
     let right_w = 150.0;
     let top = 30.0;
     let h = top + row_h * effects.len() as f64 + 30.0;
     let w = label_w + plot_w + right_w;
+    let f = Forest { label_w, plot_w, extent: forest_extent(effects) };
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="forest plot of effects">"#
+    );
+    forest_axes(&mut s, &f, top, h);
+    for (i, e) in effects.iter().enumerate() {
+        forest_row(&mut s, &f, e, top + row_h * i as f64 + row_h / 2.0);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The forest plot's columns: the labels' width, the plot's, and its x range (±`extent`).
+struct Forest {
+    label_w: f64,
+    plot_w: f64,
+    extent: f64,
+}
+
+impl Forest {
+    /// The x of an effect of `v`.
+    fn x(&self, v: f64) -> f64 {
+        self.label_w + (v + self.extent) / (2.0 * self.extent) * self.plot_w
+    }
+}
+
+/// An effect's row label: its component (or `combined`), its arms and its model.
+fn forest_label(e: &EffectReport) -> String {
+    let l = if e.kind == EffectKind::Ablation {
+        format!("{} ({} vs {})", e.components.join(","), e.treatment, e.control)
+    } else {
+        format!("combined: {} vs {}", e.treatment, e.control)
+    };
+    format!("{l} · {}", e.model)
+}
+
+/// The forest plot's half-range: every finite interval end and delta, at least 0.1, rounded up
+/// to a tenth.
+fn forest_extent(effects: &[&EffectReport]) -> f64 {
     let mut extent: f64 = 0.1;
     for e in effects {
         for v in [e.lo, e.hi, e.delta] {
@@ -50,15 +82,17 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
             }
         }
     }
-    let extent = (extent * 10.0).ceil() / 10.0;
-    let x = |v: f64| label_w + (v + extent) / (2.0 * extent) * plot_w;
-    let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-label="forest plot of effects">"#
-    );
+    (extent * 10.0).ceil() / 10.0
+}
+
+/// The forest plot's line at zero, its ticks along the bottom (`h` the plot's height) and its
+/// title above the rows (which start at `top`).
+fn forest_axes(s: &mut String, f: &Forest, top: f64, h: f64) {
+    let extent = f.extent;
     let _ = write!(
         s,
         r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#888" stroke-dasharray="4 3"/>"##,
-        x(0.0),
+        f.x(0.0),
         top - 10.0,
         h - 25.0
     );
@@ -66,7 +100,7 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
         let _ = write!(
             s,
             r##"<text x="{}" y="{}" text-anchor="middle" fill="#555">{} pp</text>"##,
-            x(tick),
+            f.x(tick),
             h - 8.0,
             pp(tick)
         );
@@ -74,45 +108,49 @@ pub fn forest_svg(effects: &[&EffectReport]) -> String {
     let _ = write!(
         s,
         r##"<text x="{}" y="16" text-anchor="middle" fill="#333">effect = treatment − control (pp)</text>"##,
-        x(0.0)
+        f.x(0.0)
     );
-    for (i, e) in effects.iter().enumerate() {
-        let y = top + row_h * i as f64 + row_h / 2.0;
-        let colour = match e.verdict.short() {
-            "helps" => "#1a7f37",
-            "hurts" => "#cf222e",
-            _ => "#444",
-        };
-        let _ =
-            write!(s, r#"<text x="6" y="{}" fill="{colour}">{}</text>"#, y + 4.0, esc(&label(e)));
-        if e.lo.is_finite() && e.hi.is_finite() {
-            let _ = write!(
-                s,
-                r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{colour}" stroke-width="2"/>"#,
-                x(e.lo.max(-extent)),
-                x(e.hi.min(extent))
-            );
-        }
-        if e.delta.is_finite() {
-            let _ = write!(
-                s,
-                r#"<circle cx="{}" cy="{y}" r="5" fill="{colour}"><title>{} pp, p {}</title></circle>"#,
-                x(e.delta),
-                pp(e.delta),
-                p(e.p_value)
-            );
-        }
+}
+
+/// One effect's row at height `y`: its label, its interval's bar, its dot, its delta and verdict.
+fn forest_row(s: &mut String, f: &Forest, e: &EffectReport, y: f64) {
+    let extent = f.extent;
+    let colour = match e.verdict.short() {
+        "helps" => "#1a7f37",
+        "hurts" => "#cf222e",
+        _ => "#444",
+    };
+    let _ = write!(
+        s,
+        r#"<text x="6" y="{}" fill="{colour}">{}</text>"#,
+        y + 4.0,
+        esc(&forest_label(e))
+    );
+    if e.lo.is_finite() && e.hi.is_finite() {
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#,
-            label_w + plot_w + 10.0,
-            y + 4.0,
-            pp(e.delta),
-            e.verdict.short()
+            r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{colour}" stroke-width="2"/>"#,
+            f.x(e.lo.max(-extent)),
+            f.x(e.hi.min(extent))
         );
     }
-    s.push_str("</svg>");
-    s
+    if e.delta.is_finite() {
+        let _ = write!(
+            s,
+            r#"<circle cx="{}" cy="{y}" r="5" fill="{colour}"><title>{} pp, p {}</title></circle>"#,
+            f.x(e.delta),
+            pp(e.delta),
+            p(e.p_value)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" fill="{colour}">{} pp {}</text>"#,
+        f.label_w + f.plot_w + 10.0,
+        y + 4.0,
+        pp(e.delta),
+        e.verdict.short()
+    );
 }
 
 /// A sequential comparison's confidence sequence over tasks: its running
@@ -438,7 +476,31 @@ pub fn budget_svg(
 }
 
 pub fn render(r: &Report) -> String {
-    let level = (1.0 - r.alpha) * 100.0;
+    let mut s = head(r);
+    let effects: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).collect();
+    if !effects.is_empty() {
+        let level = (1.0 - r.alpha) * 100.0;
+        let _ = writeln!(s, "<h2>Effects ({level:.0}% CI)</h2>{}", forest_svg(&effects));
+    }
+    arm_table(&mut s, r);
+    arm_notes(&mut s, r);
+    effect_tables(&mut s, r);
+    cost_sections(&mut s, r);
+    design_sections(&mut s, r);
+    if let Some(curves) = &r.budget_curves {
+        budget_section(&mut s, curves, &r.primary);
+    }
+    sequence_section(&mut s, r);
+    for x in &r.refused {
+        let _ = writeln!(s, "<p class=warn>Refused: {}</p>", esc(x));
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// The page's head (title, style) and the run's heading: what ran, on what suite, how many
+/// trials, where they came from, how they were graded, and what the verdicts decide on.
+fn head(r: &Report) -> String {
     let mut s = String::from("<!doctype html>\n<html lang=en><head><meta charset=utf-8>");
     let _ = write!(s, "<title>{} — ablate report</title>", esc(&r.experiment));
     s.push_str("<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}table{border-collapse:collapse;margin:1em 0}th,td{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}.ci{color:#666}.warn{color:#9a6700}h1{font-size:1.5em}</style></head><body>\n");
@@ -466,10 +528,12 @@ pub fn render(r: &Report) -> String {
     if let Some(line) = super::analysis::primary::note(r) {
         let _ = writeln!(s, "<p><strong>{}</strong></p>", esc(&line));
     }
-    let effects: Vec<&EffectReport> = r.ablations.iter().chain(&r.combined).collect();
-    if !effects.is_empty() {
-        let _ = writeln!(s, "<h2>Effects ({level:.0}% CI)</h2>{}", forest_svg(&effects));
-    }
+    s
+}
+
+/// The arms' table: each arm's trials, pass rates with their intervals, statuses and spend.
+fn arm_table(s: &mut String, r: &Report) {
+    let level = (1.0 - r.alpha) * 100.0;
     let _ = writeln!(
         s,
         "<h2>Arms</h2><table><tr><th>arm</th><th>model</th><th>trials</th><th>tasks</th><th>pass rate ({level:.0}% CI, {})</th><th>excl. infra errors</th><th>tests passed</th><th>statuses</th><th>tokens / trial</th><th>s / trial</th></tr>",
@@ -493,6 +557,11 @@ pub fn render(r: &Report) -> String {
         );
     }
     s.push_str("</table>\n");
+}
+
+/// Below the arms' table: each arm's pass rate counting the final state of its stopped trials,
+/// then its warnings.
+fn arm_notes(s: &mut String, r: &Report) {
     for a in r.arms.iter().filter(|a| a.stopped_but_passing > 0) {
         let _ = writeln!(
             s,
@@ -514,6 +583,10 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+}
+
+/// The ablations' table and the combined comparisons', each when there are any.
+fn effect_tables(s: &mut String, r: &Report) {
     let head = "<tr><th>component</th><th>treatment vs control</th><th>model</th><th>delta</th><th>CI</th><th>p</th><th>adjusted p</th><th>verdict</th></tr>";
     if !r.ablations.is_empty() {
         let _ = writeln!(
@@ -523,7 +596,7 @@ pub fn render(r: &Report) -> String {
                 .map(|n| format!("; {n}"))
                 .unwrap_or_default()
         );
-        effect_rows(&mut s, &r.ablations);
+        effect_rows(s, &r.ablations);
         s.push_str("</table>\n");
     }
     if !r.combined.is_empty() {
@@ -534,10 +607,13 @@ pub fn render(r: &Report) -> String {
                 .map(|n| format!("; {n}"))
                 .unwrap_or_default()
         );
-        effect_rows(&mut s, &r.combined);
+        effect_rows(s, &r.combined);
         s.push_str("</table>\n");
     }
-    cost_sections(&mut s, r);
+}
+
+/// The designs' sections (`design_lines`): a heading and a list each.
+fn design_sections(s: &mut String, r: &Report) {
     for (heading, lines) in super::design_lines::sections(r) {
         let _ = writeln!(s, "<h2>{}</h2>\n<ul>", esc(heading));
         for l in lines {
@@ -545,9 +621,10 @@ pub fn render(r: &Report) -> String {
         }
         s.push_str("</ul>\n");
     }
-    if let Some(curves) = &r.budget_curves {
-        budget_section(&mut s, curves, &r.primary);
-    }
+}
+
+/// A sequential run's comparisons: each one's course and its confidence sequence's plot.
+fn sequence_section(s: &mut String, r: &Report) {
     let sequences: Vec<&EffectReport> =
         r.ablations.iter().chain(&r.combined).filter(|e| e.sequential.is_some()).collect();
     if !sequences.is_empty() {
@@ -562,9 +639,4 @@ pub fn render(r: &Report) -> String {
             }
         }
     }
-    for x in &r.refused {
-        let _ = writeln!(s, "<p class=warn>Refused: {}</p>", esc(x));
-    }
-    s.push_str("</body></html>\n");
-    s
 }

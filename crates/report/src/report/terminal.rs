@@ -167,6 +167,32 @@ fn methods(effects: &[EffectReport]) -> String {
 pub fn render(r: &Report, colour: bool) -> String {
     let c = Paint(colour);
     let level = 1.0 - r.alpha;
+    let mut s = head(r, &c);
+    for a in &r.arms {
+        arm_block(&mut s, a, &c, level);
+    }
+    effect_sections(&mut s, r, &c);
+    design_sections(&mut s, r, &c);
+    for refused in &r.refused {
+        let _ = writeln!(s, "{} {refused}", c.yellow("refused:"));
+    }
+    for change in super::analysis::fingerprint_changes(r) {
+        let _ = writeln!(s, "{} {change}", c.yellow("warning:"));
+    }
+    if !r.unreadable_lines.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} unreadable lines in trials.jsonl: {:?} (kept everything else)",
+            c.yellow("warning:"),
+            r.unreadable_lines
+        );
+    }
+    s
+}
+
+/// The run's heading: what ran, on what suite, how many trials, where they came from, how they
+/// were graded, and what the verdicts decide on.
+fn head(r: &Report, c: &Paint) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -191,9 +217,12 @@ pub fn render(r: &Report, colour: bool) -> String {
     if let Some(line) = super::analysis::primary::note(r) {
         let _ = writeln!(s, "{}\n", c.bold(&line));
     }
-    for a in &r.arms {
-        arm_block(&mut s, a, &c, level);
-    }
+    s
+}
+
+/// The ablations' lines and the combined comparisons', each under its heading when there are any.
+fn effect_sections(s: &mut String, r: &Report, c: &Paint) {
+    let level = 1.0 - r.alpha;
     let width = r
         .ablations
         .iter()
@@ -218,7 +247,7 @@ pub fn render(r: &Report, colour: bool) -> String {
             let _ = writeln!(s, "  {}", c.dim(note));
         }
         for e in &r.ablations {
-            effect_line(&mut s, e, &c, width);
+            effect_line(s, e, c, width);
         }
         s.push('\n');
     }
@@ -234,10 +263,14 @@ pub fn render(r: &Report, colour: bool) -> String {
             let _ = writeln!(s, "  {}", c.dim(note));
         }
         for e in &r.combined {
-            effect_line(&mut s, e, &c, width);
+            effect_line(s, e, c, width);
         }
         s.push('\n');
     }
+}
+
+/// A budget sweep's curves, then the designs' sections (`design_lines`), each under its heading.
+fn design_sections(s: &mut String, r: &Report, c: &Paint) {
     if let Some(curves) = &r.budget_curves {
         let lines = super::budget_lines::lines(curves, &r.primary);
         let _ = writeln!(s, "{}", c.bold("Budget curves:"));
@@ -253,19 +286,4 @@ pub fn render(r: &Report, colour: bool) -> String {
         }
         s.push('\n');
     }
-    for refused in &r.refused {
-        let _ = writeln!(s, "{} {refused}", c.yellow("refused:"));
-    }
-    for change in super::analysis::fingerprint_changes(r) {
-        let _ = writeln!(s, "{} {change}", c.yellow("warning:"));
-    }
-    if !r.unreadable_lines.is_empty() {
-        let _ = writeln!(
-            s,
-            "{} unreadable lines in trials.jsonl: {:?} (kept everything else)",
-            c.yellow("warning:"),
-            r.unreadable_lines
-        );
-    }
-    s
 }
