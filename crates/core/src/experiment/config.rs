@@ -476,7 +476,57 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         if config_dir.as_os_str().is_empty() { PathBuf::from(".") } else { config_dir };
     let at = |key: &str, msg: String| InputError::at(path, key, msg);
 
-    let e = &raw.experiment;
+    check_experiment(path, &raw.experiment)?;
+    let suite_path = config_dir.join(&raw.experiment.suite);
+    let sequential = sequential_design(path, &raw.experiment)?;
+    check_budget(path, &raw.budget)?;
+    let (harness, harness_kind) = validate_harness(path, &config_dir, raw.harness, raw.gateway)?;
+    if harness.session_steps == 0 {
+        return Err(at("harness.session_steps", "must be at least 1".into()));
+    }
+
+    let models = validate_models(path, &config_dir, raw.models)?;
+    check_prices(path, &raw.budget, sequential.as_ref(), &models)?;
+
+    let (arms, prompt_digests) =
+        declared_arms(path, &config_dir, raw.arms, &harness_kind, &models)?;
+    let (arms, comparisons, factorial) = expand_arms(path, arms, &raw.matrix, &harness_kind)?;
+    check_budget_sweep(path, &arms, &models)?;
+    check_pass_env(path, &raw.experiment.pass_env, &models)?;
+
+    Ok(Experiment {
+        name: raw.experiment.name,
+        description: raw.experiment.description,
+        suite_path,
+        suite: raw.experiment.suite,
+        tasks: raw.experiment.tasks,
+        trials: raw.experiment.trials,
+        seed: raw.experiment.seed,
+        alpha: raw.experiment.alpha,
+        margin: raw.experiment.margin,
+        primary: super::primary::check(path, &raw.experiment.primary)?,
+        allow_network: raw.experiment.allow_network,
+        pass_env: raw.experiment.pass_env,
+        pull: raw.experiment.pull,
+        build_ca_bundle: ca_bundle(path, &config_dir, raw.experiment.build_ca_bundle)?,
+        sequential,
+        budget: raw.budget,
+        harness,
+        harness_kind,
+        models,
+        arms,
+        comparisons,
+        factorial,
+        prompt_digests,
+        config_path: path.to_path_buf(),
+        config_dir,
+        file_digest: digest::sha256_hex(text.as_bytes()),
+    })
+}
+
+/// `[experiment]`: a name, a number of trials, alpha and the margin, each in range.
+fn check_experiment(path: &Path, e: &RawExperiment) -> Result<(), InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
     if e.name.trim().is_empty() {
         return Err(at("experiment.name", "must not be empty".into()));
     }
@@ -489,7 +539,6 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             format!("{} is more than {MAX_TRIALS} trials of each task, arm and model", e.trials),
         ));
     }
-    let suite_path = config_dir.join(&e.suite);
     if !(e.alpha > 0.0 && e.alpha < 0.5) {
         return Err(at("experiment.alpha", format!("{} is not in (0, 0.5)", e.alpha)));
     }
@@ -501,7 +550,17 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             format!("{m} is not in (0, 1): the margin is a fraction (0.05 = 5 pp)"),
         ));
     }
-    let sequential = match e.design {
+    Ok(())
+}
+
+/// `experiment.design`: the sequential design and its budget, or None for the fixed design
+/// (which refuses the sequential design's keys).
+fn sequential_design(
+    path: &Path,
+    e: &RawExperiment,
+) -> Result<Option<SequentialDesign>, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    let design = match e.design {
         RawDesign::Fixed => {
             if e.max_tasks.is_some() {
                 return Err(at("experiment.max_tasks", "is the budget of a sequential design: set design = \"sequential\" or leave it out".into()));
@@ -555,7 +614,12 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             })
         }
     };
-    let b = &raw.budget;
+    Ok(design)
+}
+
+/// `[budget]`: every limit at least 1, the working time a duration, the money a positive amount.
+fn check_budget(path: &Path, b: &Budget) -> Result<(), InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
     if b.max_steps == 0 {
         return Err(at("budget.max_steps", "must be at least 1".into()));
     }
@@ -574,12 +638,17 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             format!("{c} is not a positive finite amount (leave it out for no money limit)"),
         ));
     }
-    let (harness, harness_kind) = validate_harness(path, &config_dir, raw.harness, raw.gateway)?;
-    if harness.session_steps == 0 {
-        return Err(at("harness.session_steps", "must be at least 1".into()));
-    }
+    Ok(())
+}
 
-    let models = validate_models(path, &config_dir, raw.models)?;
+/// A money limit (`budget.max_cost_usd`, `experiment.max_cost_usd`) needs every model's price.
+fn check_prices(
+    path: &Path,
+    b: &Budget,
+    sequential: Option<&SequentialDesign>,
+    models: &[ModelSpec],
+) -> Result<(), InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
     if b.max_cost_usd.is_some()
         && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
     {
@@ -588,7 +657,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             format!("model `{}` has no price, but budget.max_cost_usd is set", m.name),
         ));
     }
-    if sequential.as_ref().is_some_and(|d| d.max_cost_usd.is_some())
+    if sequential.is_some_and(|d| d.max_cost_usd.is_some())
         && let Some((i, m)) = models.iter().enumerate().find(|(_, m)| m.price.is_none())
     {
         return Err(at(
@@ -596,7 +665,18 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
             format!("model `{}` has no price, but experiment.max_cost_usd is set", m.name),
         ));
     }
+    Ok(())
+}
 
+/// `[arms.NAME]`: each declared arm, and the digests of the instructions files they use.
+fn declared_arms(
+    path: &Path,
+    config_dir: &Path,
+    raw_arms: IndexMap<String, toml::Table>,
+    harness_kind: &HarnessKind,
+    models: &[ModelSpec],
+) -> Result<(Vec<Arm>, IndexMap<String, String>), InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
     let mut prompt_digests = IndexMap::new();
     // Models whose API cannot start the assistant's turn with a text (only the embedded engine can).
     let without_prefill: Vec<String> = models
@@ -605,15 +685,15 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         .map(|m| format!("`{}` ({})", m.name, m.provider.name()))
         .collect();
     let mut arms = Vec::new();
-    for (name, mut table) in raw.arms {
+    for (name, mut table) in raw_arms {
         let key = format!("arms.{name}");
         if !matrix::is_arm_name(&name) {
             return Err(at(&key, "arm names use lowercase letters, digits, '-' and '_'".into()));
         }
         let resources = arm_resources(path, &key, table.remove("resources"))?;
-        let (description, settings) = match &harness_kind {
+        let (description, settings) = match harness_kind {
             HarnessKind::Builtin => {
-                builtin_arm(path, &config_dir, &key, table, &mut prompt_digests, &without_prefill)?
+                builtin_arm(path, config_dir, &key, table, &mut prompt_digests, &without_prefill)?
             }
             HarnessKind::External(ext) => external_arm(path, &key, table, ext)?,
             HarnessKind::Imported(_) => {
@@ -627,52 +707,35 @@ pub fn load_str(path: &Path, text: &str) -> Result<Experiment, InputError> {
         return Err(at("arms", "declare at least one arm".into()));
     }
 
-    let (mut arms, comparisons) = matrix::expand(path, arms, &raw.matrix, &harness_kind)?;
-    let factorial = match &raw.matrix.factorial {
-        Some(_) if raw.matrix.budget.is_some() => {
+    Ok((arms, prompt_digests))
+}
+
+/// The arms after `[matrix]`, the comparisons between them, and the factorial design if any.
+type ExpandedArms = (Vec<Arm>, Vec<Comparison>, Option<super::factorial::FactorialDesign>);
+
+/// The declared arms expanded by `[matrix]`: its sweeps, the factorial design, the budget sweep.
+fn expand_arms(
+    path: &Path,
+    arms: Vec<Arm>,
+    raw: &RawMatrix,
+    harness_kind: &HarnessKind,
+) -> Result<ExpandedArms, InputError> {
+    let (mut arms, comparisons) = matrix::expand(path, arms, raw, harness_kind)?;
+    let factorial = match &raw.factorial {
+        Some(_) if raw.budget.is_some() => {
             return Err(super::factorial::refuse_budget_sweep(path));
         }
-        Some(f) => Some(super::factorial::expand(path, f, &mut arms, &harness_kind)?),
+        Some(f) => Some(super::factorial::expand(path, f, &mut arms, harness_kind)?),
         None => None,
     };
-    let (arms, comparisons) = match &raw.matrix.budget {
+    let (arms, comparisons) = match &raw.budget {
         Some(table) => {
             let sweep = super::budget_sweep::parse(path, table)?;
             super::budget_sweep::apply(path, &sweep, arms, comparisons)?
         }
         None => (arms, comparisons),
     };
-    check_budget_sweep(path, &arms, &models)?;
-    check_pass_env(path, &raw.experiment.pass_env, &models)?;
-
-    Ok(Experiment {
-        name: raw.experiment.name,
-        description: raw.experiment.description,
-        suite_path,
-        suite: raw.experiment.suite,
-        tasks: raw.experiment.tasks,
-        trials: raw.experiment.trials,
-        seed: raw.experiment.seed,
-        alpha: raw.experiment.alpha,
-        margin: raw.experiment.margin,
-        primary: super::primary::check(path, &raw.experiment.primary)?,
-        allow_network: raw.experiment.allow_network,
-        pass_env: raw.experiment.pass_env,
-        pull: raw.experiment.pull,
-        build_ca_bundle: ca_bundle(path, &config_dir, raw.experiment.build_ca_bundle)?,
-        sequential,
-        budget: raw.budget,
-        harness,
-        harness_kind,
-        models,
-        arms,
-        comparisons,
-        factorial,
-        prompt_digests,
-        config_path: path.to_path_buf(),
-        config_dir,
-        file_digest: digest::sha256_hex(text.as_bytes()),
-    })
+    Ok((arms, comparisons, factorial))
 }
 
 /// The builtin loop's constants and the harness kind from `[harness]`.
@@ -695,29 +758,70 @@ fn validate_harness(
         feedback_tail_bytes: raw.feedback_tail_bytes.unwrap_or(defaults.feedback_tail_bytes),
     };
     if raw.kind == RawHarnessKind::Builtin {
-        // Each key as the config names it; the message names it within its table.
-        for (key, given) in [
-            ("harness.command", raw.command.is_some()),
-            ("harness.files", raw.files.is_some()),
-            ("harness.components", raw.components.is_some()),
-            ("harness.runs_in", raw.runs_in.is_some()),
-            ("harness.python", raw.python.is_some()),
-            ("harness.mounts", raw.mounts.is_some()),
-            ("harness.memory_mb", raw.memory_mb.is_some()),
-            ("gateway.hosted_tools", gateway.hosted_tools.is_some()),
-        ] {
-            if given {
-                let k = key.strip_prefix("harness.").unwrap_or(key);
-                return Err(at(
-                    key,
-                    format!(
-                        "`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)"
-                    ),
-                ));
-            }
-        }
+        reject_external_keys(path, &raw, &gateway)?;
         return Ok((settings, HarnessKind::Builtin));
     }
+    reject_loop_settings(path, &raw)?;
+    let command = harness_command(path, raw.command)?;
+    let files = raw.files.unwrap_or_default();
+    let files_digest = harness_files_digest(path, config_dir, &files)?;
+    let components = declared_components(path, raw.components)?;
+    let runs_in = raw.runs_in.unwrap_or_default();
+    let python = harness_python(path, config_dir, raw.python)?;
+    let mounts = harness_mounts(path, config_dir, raw.mounts)?;
+    if let Some(m) = raw.memory_mb.filter(|m| !(64..=1 << 20).contains(m)) {
+        return Err(at("harness.memory_mb", format!("{m} is not in [64, 1048576] (MiB)")));
+    }
+    Ok((
+        settings,
+        HarnessKind::External(ExternalHarness {
+            command,
+            files,
+            files_digest,
+            components,
+            runs_in,
+            python,
+            mounts,
+            memory_mb: raw.memory_mb,
+            hosted_tools: gateway.hosted_tools.unwrap_or_default(),
+        }),
+    ))
+}
+
+/// The builtin harness refuses the keys of an external one.
+fn reject_external_keys(
+    path: &Path,
+    raw: &RawHarness,
+    gateway: &RawGateway,
+) -> Result<(), InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    // Each key as the config names it; the message names it within its table.
+    for (key, given) in [
+        ("harness.command", raw.command.is_some()),
+        ("harness.files", raw.files.is_some()),
+        ("harness.components", raw.components.is_some()),
+        ("harness.runs_in", raw.runs_in.is_some()),
+        ("harness.python", raw.python.is_some()),
+        ("harness.mounts", raw.mounts.is_some()),
+        ("harness.memory_mb", raw.memory_mb.is_some()),
+        ("gateway.hosted_tools", gateway.hosted_tools.is_some()),
+    ] {
+        if given {
+            let k = key.strip_prefix("harness.").unwrap_or(key);
+            return Err(at(
+                key,
+                format!(
+                    "`{k}` is for an external harness; set harness.kind = \"external\" (the builtin harness has its own components)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An external harness refuses the settings of the builtin agent loop.
+fn reject_loop_settings(path: &Path, raw: &RawHarness) -> Result<(), InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
     for (k, given) in [
         ("session_steps", raw.session_steps.is_some()),
         ("feedback_tail_bytes", raw.feedback_tail_bytes.is_some()),
@@ -731,7 +835,13 @@ fn validate_harness(
             ));
         }
     }
-    let Some(command) = raw.command else {
+    Ok(())
+}
+
+/// `harness.command`: the argv of an external harness, naming a program.
+fn harness_command(path: &Path, command: Option<Vec<String>>) -> Result<Vec<String>, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    let Some(command) = command else {
         return Err(at(
             "harness.command",
             "an external harness needs `command`: the argv run in the trial's workspace, e.g. [\"python3\", \"agent.py\"]".into(),
@@ -743,7 +853,16 @@ fn validate_harness(
             "must name a program: a non-empty argv whose first element is not empty".into(),
         ));
     }
-    let files = raw.files.unwrap_or_default();
+    Ok(command)
+}
+
+/// `harness.files`: the digest of the files (and folders) the harness is made of.
+fn harness_files_digest(
+    path: &Path,
+    config_dir: &Path,
+    files: &[String],
+) -> Result<String, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
     let mut parts: Vec<(String, String)> = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let key = format!("harness.files[{i}]");
@@ -757,8 +876,16 @@ fn validate_harness(
         let d = d.map_err(|e| at(&key, format!("cannot read `{}`: {e}", full.display())))?;
         parts.push((f.clone(), d));
     }
-    let files_digest = digest::digest_parts(parts.iter().map(|(f, d)| (f.as_str(), d.as_str())));
-    let Some(raw_components) = raw.components else {
+    Ok(digest::digest_parts(parts.iter().map(|(f, d)| (f.as_str(), d.as_str()))))
+}
+
+/// `harness.components`: each component an external harness declares, with its values.
+fn declared_components(
+    path: &Path,
+    raw_components: Option<IndexMap<String, Vec<toml::Value>>>,
+) -> Result<Vec<DeclaredComponent>, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    let Some(raw_components) = raw_components else {
         return Err(at(
             "harness.components",
             "an external harness declares its components: components.<name> = [values], e.g. components.feedback = [true, false]".into(),
@@ -779,48 +906,75 @@ fn validate_harness(
                 format!("`{name}` is an arm key of its own; name the component otherwise"),
             ));
         }
-        let mut out: Vec<ComponentValue> = Vec::new();
-        for (i, v) in values.iter().enumerate() {
-            let vkey = format!("{key}[{i}]");
-            let Some(v) = component_value(v) else {
-                return Err(at(&vkey, format!("{v} is not a boolean, a string or an integer")));
-            };
-            if let Some(first) = out.first()
-                && value_type(first) != value_type(&v)
-            {
-                return Err(at(
-                    &vkey,
-                    format!(
-                        "{v} is a {} but {first} is a {}; the values of a component are of one type",
-                        value_type(&v),
-                        value_type(first)
-                    ),
-                ));
-            }
-            if out.contains(&v) {
-                return Err(at(&vkey, format!("{v} is listed twice")));
-            }
-            out.push(v);
-        }
-        if out.len() < 2 {
-            return Err(at(&key, "list at least two distinct values (the first is the value of an arm that does not set it)".into()));
-        }
+        let out = component_values(path, &key, &values)?;
         components.push(DeclaredComponent { name, values: out });
     }
-    let runs_in = raw.runs_in.unwrap_or_default();
-    // What the harness needs of this machine: an interpreter and folders, at absolute paths.
-    let absolute = |key: &str, p: &str| -> Result<PathBuf, InputError> {
-        if p.trim().is_empty() {
-            return Err(at(key, "must not be empty".into()));
+    Ok(components)
+}
+
+/// `harness.components.NAME`: at least two distinct values, all of one type.
+fn component_values(
+    path: &Path,
+    key: &str,
+    values: &[toml::Value],
+) -> Result<Vec<ComponentValue>, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    let mut out: Vec<ComponentValue> = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let vkey = format!("{key}[{i}]");
+        let Some(v) = component_value(v) else {
+            return Err(at(&vkey, format!("{v} is not a boolean, a string or an integer")));
+        };
+        if let Some(first) = out.first()
+            && value_type(first) != value_type(&v)
+        {
+            return Err(at(
+                &vkey,
+                format!(
+                    "{v} is a {} but {first} is a {}; the values of a component are of one type",
+                    value_type(&v),
+                    value_type(first)
+                ),
+            ));
         }
-        let full = config_dir.join(p);
-        std::path::absolute(&full)
-            .map_err(|e| at(key, format!("cannot resolve `{}`: {e}", full.display())))
-    };
-    let python = match raw.python {
+        if out.contains(&v) {
+            return Err(at(&vkey, format!("{v} is listed twice")));
+        }
+        out.push(v);
+    }
+    if out.len() < 2 {
+        return Err(at(key, "list at least two distinct values (the first is the value of an arm that does not set it)".into()));
+    }
+    Ok(out)
+}
+
+/// What the harness needs of this machine, an interpreter and folders, at an absolute path.
+fn absolute_path(
+    path: &Path,
+    config_dir: &Path,
+    key: &str,
+    p: &str,
+) -> Result<PathBuf, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    if p.trim().is_empty() {
+        return Err(at(key, "must not be empty".into()));
+    }
+    let full = config_dir.join(p);
+    std::path::absolute(&full)
+        .map_err(|e| at(key, format!("cannot resolve `{}`: {e}", full.display())))
+}
+
+/// `harness.python`: the interpreter, a file, at its absolute path.
+fn harness_python(
+    path: &Path,
+    config_dir: &Path,
+    python: Option<String>,
+) -> Result<Option<String>, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
+    let python = match python {
         None => None,
         Some(p) => {
-            let full = absolute("harness.python", &p)?;
+            let full = absolute_path(path, config_dir, "harness.python", &p)?;
             let meta = std::fs::metadata(&full).map_err(|e| {
                 at("harness.python", format!("cannot use `{}`: {e}", full.display()))
             })?;
@@ -836,10 +990,20 @@ fn validate_harness(
             Some(full.display().to_string())
         }
     };
+    Ok(python)
+}
+
+/// `harness.mounts`: folders, at their absolute paths.
+fn harness_mounts(
+    path: &Path,
+    config_dir: &Path,
+    raw_mounts: Option<Vec<String>>,
+) -> Result<Vec<String>, InputError> {
+    let at = |key: &str, msg: String| InputError::at(path, key, msg);
     let mut mounts = Vec::new();
-    for (i, m) in raw.mounts.unwrap_or_default().iter().enumerate() {
+    for (i, m) in raw_mounts.unwrap_or_default().iter().enumerate() {
         let key = format!("harness.mounts[{i}]");
-        let full = absolute(&key, m)?;
+        let full = absolute_path(path, config_dir, &key, m)?;
         let meta = std::fs::metadata(&full)
             .map_err(|e| at(&key, format!("cannot use `{}`: {e}", full.display())))?;
         if !meta.is_dir() {
@@ -853,23 +1017,7 @@ fn validate_harness(
         }
         mounts.push(full.display().to_string());
     }
-    if let Some(m) = raw.memory_mb.filter(|m| !(64..=1 << 20).contains(m)) {
-        return Err(at("harness.memory_mb", format!("{m} is not in [64, 1048576] (MiB)")));
-    }
-    Ok((
-        settings,
-        HarnessKind::External(ExternalHarness {
-            command,
-            files,
-            files_digest,
-            components,
-            runs_in,
-            python,
-            mounts,
-            memory_mb: raw.memory_mb,
-            hosted_tools: gateway.hosted_tools.unwrap_or_default(),
-        }),
-    ))
+    Ok(mounts)
 }
 
 fn is_component_name(s: &str) -> bool {
@@ -1100,138 +1248,192 @@ fn validate_models(
     }
     let mut out: Vec<ModelSpec> = Vec::new();
     for (i, m) in raw.into_iter().enumerate() {
-        let key = |k: &str| format!("models[{i}].{k}");
-        if m.model.trim().is_empty() {
-            return Err(InputError::at(path, key("model"), "must not be empty"));
-        }
-        if m.name.as_ref().is_some_and(|n| n.trim().is_empty()) {
-            return Err(InputError::at(
-                path,
-                key("name"),
-                "must not be empty (leave it out to use `model`)",
-            ));
-        }
-        let name = m.name.unwrap_or_else(|| m.model.clone());
-        if out.iter().any(|o| o.name == name) {
-            return Err(InputError::at(
-                path,
-                key("name"),
-                format!("model name `{name}` is used twice; give each a distinct `name`"),
-            ));
-        }
-        if !(0.0..=2.0).contains(&m.temperature) {
-            return Err(InputError::at(
-                path,
-                key("temperature"),
-                format!("{} is not in [0, 2]", m.temperature),
-            ));
-        }
-        if !(m.top_p > 0.0 && m.top_p <= 1.0) {
-            return Err(InputError::at(
-                path,
-                key("top_p"),
-                format!("{} is not in (0, 1]", m.top_p),
-            ));
-        }
-        check_seconds(
-            path,
-            &key("request_timeout_seconds"),
-            m.request_timeout_seconds,
-            MAX_TIMEOUT_SECONDS,
-        )?;
-        if let RetryPolicy::Exponential { max_attempts, base_ms, max_ms } = m.retry {
-            if max_attempts == 0 || base_ms == 0 || max_ms < base_ms {
-                return Err(InputError::at(
-                    path,
-                    key("retry"),
-                    "need max_attempts >= 1 and 0 < base_ms <= max_ms",
-                ));
-            }
-            if max_attempts > MAX_RETRY_ATTEMPTS {
-                return Err(InputError::at(
-                    path,
-                    key("retry.max_attempts"),
-                    format!("{max_attempts} is above {MAX_RETRY_ATTEMPTS}"),
-                ));
-            }
-            let max_backoff_ms = (MAX_TIMEOUT_SECONDS * 1000.0) as u64;
-            if max_ms > max_backoff_ms {
-                return Err(InputError::at(
-                    path,
-                    key("retry.max_ms"),
-                    format!("{max_ms} ms is above one day ({max_backoff_ms} ms)"),
-                ));
-            }
-        }
-        if let Some(p) = &m.price {
-            let prices = [
-                ("input_per_mtok", Some(p.input_per_mtok)),
-                ("output_per_mtok", Some(p.output_per_mtok)),
-                ("cached_input_per_mtok", p.cached_input_per_mtok),
-            ];
-            for (k, v) in prices {
-                if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-                    return Err(InputError::at(
-                        path,
-                        key(&format!("price.{k}")),
-                        format!("{v} is not a finite price of at least 0"),
-                    ));
-                }
-            }
-        }
-        if !(1..=MAX_RESPONSE_BYTES_LIMIT).contains(&m.max_response_bytes) {
-            return Err(InputError::at(
-                path,
-                key("max_response_bytes"),
-                format!("{} is not in [1, {MAX_RESPONSE_BYTES_LIMIT}]", m.max_response_bytes),
-            ));
-        }
-        let mut resolved_path = None;
-        match m.provider {
-            Provider::Openai | Provider::Ollama => {
-                let Some(endpoint) = &m.endpoint else {
-                    return Err(InputError::at(
-                        path,
-                        key("endpoint"),
-                        "an HTTP provider needs an endpoint (base URL)",
-                    ));
-                };
-                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return Err(InputError::at(
-                        path,
-                        key("endpoint"),
-                        format!("`{endpoint}` is not an http(s) URL"),
-                    ));
-                }
-            }
-            Provider::Local => {
-                let Some(p) = &m.path else {
-                    return Err(InputError::at(
-                        path,
-                        key("path"),
-                        "the local provider needs the GGUF file's path",
-                    ));
-                };
-                resolved_path = Some(config_dir.join(p));
-            }
-        }
-        out.push(ModelSpec {
-            name,
-            provider: m.provider,
-            model: m.model,
-            endpoint: m.endpoint.map(|e| e.trim_end_matches('/').to_string()),
-            api_key_env: m.api_key_env,
-            path: m.path,
-            resolved_path,
-            temperature: m.temperature,
-            top_p: m.top_p,
-            context_tokens: m.context_tokens,
-            request_timeout_seconds: m.request_timeout_seconds,
-            price: m.price,
-            retry: m.retry,
-            max_response_bytes: m.max_response_bytes,
-            reasoning: m.reasoning,
-        });
+        let spec = validate_model(path, config_dir, i, m, &out)?;
+        out.push(spec);
     }
     Ok(out)
+}
+
+/// `models[i]`: one model, checked key by key; `before` are the models declared before it.
+fn validate_model(
+    path: &Path,
+    config_dir: &Path,
+    i: usize,
+    m: RawModel,
+    before: &[ModelSpec],
+) -> Result<ModelSpec, InputError> {
+    let key = |k: &str| format!("models[{i}].{k}");
+    let name = model_name(path, i, &m, before)?;
+    check_sampling(path, i, &m)?;
+    check_retry(path, i, &m.retry)?;
+    check_price(path, i, m.price.as_ref())?;
+    if !(1..=MAX_RESPONSE_BYTES_LIMIT).contains(&m.max_response_bytes) {
+        return Err(InputError::at(
+            path,
+            key("max_response_bytes"),
+            format!("{} is not in [1, {MAX_RESPONSE_BYTES_LIMIT}]", m.max_response_bytes),
+        ));
+    }
+    let resolved_path = model_location(path, config_dir, i, &m)?;
+    Ok(ModelSpec {
+        name,
+        provider: m.provider,
+        model: m.model,
+        endpoint: m.endpoint.map(|e| e.trim_end_matches('/').to_string()),
+        api_key_env: m.api_key_env,
+        path: m.path,
+        resolved_path,
+        temperature: m.temperature,
+        top_p: m.top_p,
+        context_tokens: m.context_tokens,
+        request_timeout_seconds: m.request_timeout_seconds,
+        price: m.price,
+        retry: m.retry,
+        max_response_bytes: m.max_response_bytes,
+        reasoning: m.reasoning,
+    })
+}
+
+/// `models[i].name` (or its `model`): not empty, and no earlier model's name.
+fn model_name(
+    path: &Path,
+    i: usize,
+    m: &RawModel,
+    before: &[ModelSpec],
+) -> Result<String, InputError> {
+    let key = |k: &str| format!("models[{i}].{k}");
+    if m.model.trim().is_empty() {
+        return Err(InputError::at(path, key("model"), "must not be empty"));
+    }
+    if m.name.as_ref().is_some_and(|n| n.trim().is_empty()) {
+        return Err(InputError::at(
+            path,
+            key("name"),
+            "must not be empty (leave it out to use `model`)",
+        ));
+    }
+    let name = m.name.clone().unwrap_or_else(|| m.model.clone());
+    if before.iter().any(|o| o.name == name) {
+        return Err(InputError::at(
+            path,
+            key("name"),
+            format!("model name `{name}` is used twice; give each a distinct `name`"),
+        ));
+    }
+    Ok(name)
+}
+
+/// `models[i]`'s temperature, top_p and request timeout, each in range.
+fn check_sampling(path: &Path, i: usize, m: &RawModel) -> Result<(), InputError> {
+    let key = |k: &str| format!("models[{i}].{k}");
+    if !(0.0..=2.0).contains(&m.temperature) {
+        return Err(InputError::at(
+            path,
+            key("temperature"),
+            format!("{} is not in [0, 2]", m.temperature),
+        ));
+    }
+    if !(m.top_p > 0.0 && m.top_p <= 1.0) {
+        return Err(InputError::at(path, key("top_p"), format!("{} is not in (0, 1]", m.top_p)));
+    }
+    check_seconds(
+        path,
+        &key("request_timeout_seconds"),
+        m.request_timeout_seconds,
+        MAX_TIMEOUT_SECONDS,
+    )?;
+    Ok(())
+}
+
+/// `models[i].retry`: an exponential backoff within bounds.
+fn check_retry(path: &Path, i: usize, retry: &RetryPolicy) -> Result<(), InputError> {
+    let key = |k: &str| format!("models[{i}].{k}");
+    if let RetryPolicy::Exponential { max_attempts, base_ms, max_ms } = *retry {
+        if max_attempts == 0 || base_ms == 0 || max_ms < base_ms {
+            return Err(InputError::at(
+                path,
+                key("retry"),
+                "need max_attempts >= 1 and 0 < base_ms <= max_ms",
+            ));
+        }
+        if max_attempts > MAX_RETRY_ATTEMPTS {
+            return Err(InputError::at(
+                path,
+                key("retry.max_attempts"),
+                format!("{max_attempts} is above {MAX_RETRY_ATTEMPTS}"),
+            ));
+        }
+        let max_backoff_ms = (MAX_TIMEOUT_SECONDS * 1000.0) as u64;
+        if max_ms > max_backoff_ms {
+            return Err(InputError::at(
+                path,
+                key("retry.max_ms"),
+                format!("{max_ms} ms is above one day ({max_backoff_ms} ms)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `models[i].price`: every price finite and at least 0.
+fn check_price(path: &Path, i: usize, price: Option<&Price>) -> Result<(), InputError> {
+    let key = |k: &str| format!("models[{i}].{k}");
+    if let Some(p) = price {
+        let prices = [
+            ("input_per_mtok", Some(p.input_per_mtok)),
+            ("output_per_mtok", Some(p.output_per_mtok)),
+            ("cached_input_per_mtok", p.cached_input_per_mtok),
+        ];
+        for (k, v) in prices {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(InputError::at(
+                    path,
+                    key(&format!("price.{k}")),
+                    format!("{v} is not a finite price of at least 0"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where `models[i]` is: an HTTP provider's endpoint (None), or the local provider's GGUF file
+/// resolved from the config's folder.
+fn model_location(
+    path: &Path,
+    config_dir: &Path,
+    i: usize,
+    m: &RawModel,
+) -> Result<Option<PathBuf>, InputError> {
+    let key = |k: &str| format!("models[{i}].{k}");
+    let mut resolved_path = None;
+    match m.provider {
+        Provider::Openai | Provider::Ollama => {
+            let Some(endpoint) = &m.endpoint else {
+                return Err(InputError::at(
+                    path,
+                    key("endpoint"),
+                    "an HTTP provider needs an endpoint (base URL)",
+                ));
+            };
+            if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                return Err(InputError::at(
+                    path,
+                    key("endpoint"),
+                    format!("`{endpoint}` is not an http(s) URL"),
+                ));
+            }
+        }
+        Provider::Local => {
+            let Some(p) = &m.path else {
+                return Err(InputError::at(
+                    path,
+                    key("path"),
+                    "the local provider needs the GGUF file's path",
+                ));
+            };
+            resolved_path = Some(config_dir.join(p));
+        }
+    }
+    Ok(resolved_path)
 }

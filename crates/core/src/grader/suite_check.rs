@@ -200,37 +200,10 @@ pub async fn check_container_task(
         solution: None,
         problems: Vec::new(),
     };
-    let engine = match crate::container::init(engine) {
-        Ok(e) => e,
-        Err(e) => {
-            report.problems.push(e.to_string());
-            return report;
-        }
-    };
-    let log = match crate::sandbox::scratch::dir() {
-        Ok(d) => d.join(format!("build-{}.log", task.id)),
-        Err(e) => {
-            report.problems.push(e.to_string());
-            return report;
-        }
-    };
-    let opts = crate::container::image::BuildOptions::default();
-    let image = match crate::container::image::ensure(engine, (task, c), &log, opts).await {
-        Ok(i) => i,
-        Err(crate::container::image::ImageError::Build { why, log }) => {
-            // Kept beside the suite: the scratch folder goes when the command ends.
-            let suite = task.dir.parent().unwrap_or(&task.dir);
-            let name = suite.file_name().unwrap_or_default().to_string_lossy();
-            let dir = suite.with_file_name(format!("{name}.build-logs"));
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let kept = crate::container::image::keep_log(&dir, &task.id, &text);
-            report.problems.push(format!(
-                "image: environment/Dockerfile does not build ({why}); its log is {kept}"
-            ));
-            return report;
-        }
-        Err(e) => {
-            report.problems.push(format!("image: {e}"));
+    let (engine, image) = match task_image((task, c), engine).await {
+        Ok(built) => built,
+        Err(problem) => {
+            report.problems.push(problem);
             return report;
         }
     };
@@ -238,14 +211,66 @@ pub async fn check_container_task(
     if !c.has_solution {
         report.problems.push("no solution/solve.sh: the oracle cannot prove the task".into());
     }
+    let check = ContainerCheck { task, c, settings, engine, image_id: &image.id };
     for oracle in [false, true] {
         if oracle && !c.has_solution {
             continue;
         }
+        let Some(grade) = check.run(oracle, &mut report.problems).await else { continue };
+        if oracle {
+            report.solution = Some(grade.check);
+        } else {
+            report.stub = Some(grade.check);
+        }
+    }
+    report
+}
+
+/// The container engine, and the task's image built with it; Err: the problem to report.
+async fn task_image(
+    (task, c): (&Task, &ContainerTask),
+    engine: Option<crate::container::EngineKind>,
+) -> Result<(&'static crate::container::Engine, crate::record::TaskImage), String> {
+    let engine = crate::container::init(engine).map_err(|e| e.to_string())?;
+    let log = match crate::sandbox::scratch::dir() {
+        Ok(d) => d.join(format!("build-{}.log", task.id)),
+        Err(e) => return Err(e.to_string()),
+    };
+    let opts = crate::container::image::BuildOptions::default();
+    match crate::container::image::ensure(engine, (task, c), &log, opts).await {
+        Ok(i) => Ok((engine, i)),
+        Err(crate::container::image::ImageError::Build { why, log }) => {
+            // Kept beside the suite: the scratch folder goes when the command ends.
+            let suite = task.dir.parent().unwrap_or(&task.dir);
+            let name = suite.file_name().unwrap_or_default().to_string_lossy();
+            let dir = suite.with_file_name(format!("{name}.build-logs"));
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let kept = crate::container::image::keep_log(&dir, &task.id, &text);
+            Err(format!("image: environment/Dockerfile does not build ({why}); its log is {kept}"))
+        }
+        Err(e) => Err(format!("image: {e}")),
+    }
+}
+
+/// What proving one container task runs on: the task, its image and the engine.
+struct ContainerCheck<'a> {
+    task: &'a Task,
+    c: &'a ContainerTask,
+    settings: &'a crate::suite::ContainerSettings,
+    engine: &'static crate::container::Engine,
+    image_id: &'a str,
+}
+
+impl ContainerCheck<'_> {
+    /// One run in a container of the task's image, then its verifier: the oracle's
+    /// (`solution/solve.sh`) or a do-nothing agent's. Its problems go to `problems`;
+    /// None when no container started.
+    async fn run(&self, oracle: bool, problems: &mut Vec<String>) -> Option<crate::record::Grade> {
+        let ContainerCheck { task, c, settings, engine, image_id } = *self;
         let spec = crate::container::trial::Spec {
             task,
             container: c,
-            image_id: &image.id,
+            image_id,
             settings,
             resources: Default::default(),
             trial_id: if oracle { "suite-check-oracle" } else { "suite-check-nop" },
@@ -258,45 +283,39 @@ pub async fn check_container_task(
         let container = match crate::container::trial::TrialContainer::start(engine, &spec).await {
             Ok(ct) => ct,
             Err(e) => {
-                report.problems.push(format!("{name}: {e}"));
-                continue;
+                problems.push(format!("{name}: {e}"));
+                return None;
             }
         };
         if oracle {
             let timeout = std::time::Duration::from_secs_f64(c.agent_timeout_sec.unwrap_or(600.0));
             match container.run_oracle(task, timeout).await {
-                Ok(out) if out.exit_code != Some(0) => report.problems.push(format!(
+                Ok(out) if out.exit_code != Some(0) => problems.push(format!(
                     "oracle: solution/solve.sh exited {:?}: {}",
                     out.exit_code,
                     crate::sandbox::process::tail(&out.stderr.text(), 500)
                 )),
                 Ok(_) => {}
-                Err(e) => report.problems.push(format!("oracle: {e}")),
+                Err(e) => problems.push(format!("oracle: {e}")),
             }
         }
         let v = container.verify(task, settings.reward_threshold).await;
         let _ = container.remove().await;
         if let Some(e) = &v.error {
-            report.problems.push(format!("{name}: {e}"));
+            problems.push(format!("{name}: {e}"));
         } else if oracle && !v.passed {
-            report.problems.push(format!(
+            problems.push(format!(
                 "oracle: reward {} is below the pass threshold {}",
                 v.reward.unwrap_or(0.0),
                 v.threshold
             ));
         } else if !oracle && v.passed {
-            report.problems.push(format!(
+            problems.push(format!(
                 "no-op: an agent that does nothing gets reward {}, at the pass threshold {}",
                 v.reward.unwrap_or(0.0),
                 v.threshold
             ));
         }
-        let grade = super::container_grade(v);
-        if oracle {
-            report.solution = Some(grade.check);
-        } else {
-            report.stub = Some(grade.check);
-        }
+        Some(super::container_grade(v))
     }
-    report
 }

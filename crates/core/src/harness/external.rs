@@ -217,37 +217,7 @@ pub fn preflight(
             .map_err(|e| setup(format!("cannot start the sandbox: {e}")))
     };
     if named_python {
-        let py = view.python;
-        let script =
-            "import os, site, sys; print(sys.prefix); print(os.access(sys.executable, os.X_OK))";
-        let out = run(&[py.executable.clone(), "-c".into(), script.into()])?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut lines = text.lines();
-        let (prefix, runs_itself) = (lines.next().unwrap_or(""), lines.next() == Some("True"));
-        let outside = py.prefixes.first().map(|p| p.display().to_string()).unwrap_or_default();
-        if !(out.status.success() && prefix == outside && runs_itself) {
-            let seen = if out.status.success() {
-                format!(
-                    "there its sys.prefix is {prefix:?}{}",
-                    if runs_itself { "" } else { " and it cannot start sys.executable" }
-                )
-            } else {
-                format!(
-                    "there it does not start: {}",
-                    crate::sandbox::process::tail(String::from_utf8_lossy(&out.stderr).trim(), 600)
-                )
-            };
-            return Err((
-                "harness.python",
-                format!(
-                    "`{}` does not start in the sandbox as outside (outside, sys.prefix is {outside}; {seen}). The sandbox shows the \
-                     interpreter's installation read-only to an unprivileged user: its files must be readable by every user (a venv made from \
-                     a Python under a 0700 home folder is not; make it from one in /usr or /opt), and a folder it needs beyond its \
-                     installation goes in `mounts`",
-                    py.executable
-                ),
-            ));
-        }
+        python_starts_in_jail(view.python, &run)?;
     }
     let check = [
         "sh".to_string(),
@@ -264,6 +234,48 @@ pub fn preflight(
          `files` and name them as {{harness}}/...), the trial's workspace, the interpreter (`python`) with its installation and the `mounts`, and \
          nothing else of this machine"
     )))
+}
+
+/// What `preflight` refuses: the key at fault and what to do.
+type Refusal = (&'static str, String);
+
+/// The interpreter `[harness] python` names starts in the jail (`run`) as outside: its site
+/// imported, its own sys.prefix, able to start sys.executable.
+fn python_starts_in_jail(
+    py: &Python,
+    run: &dyn Fn(&[String]) -> Result<std::process::Output, Refusal>,
+) -> Result<(), Refusal> {
+    let script =
+        "import os, site, sys; print(sys.prefix); print(os.access(sys.executable, os.X_OK))";
+    let out = run(&[py.executable.clone(), "-c".into(), script.into()])?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let (prefix, runs_itself) = (lines.next().unwrap_or(""), lines.next() == Some("True"));
+    let outside = py.prefixes.first().map(|p| p.display().to_string()).unwrap_or_default();
+    if !(out.status.success() && prefix == outside && runs_itself) {
+        let seen = if out.status.success() {
+            format!(
+                "there its sys.prefix is {prefix:?}{}",
+                if runs_itself { "" } else { " and it cannot start sys.executable" }
+            )
+        } else {
+            format!(
+                "there it does not start: {}",
+                crate::sandbox::process::tail(String::from_utf8_lossy(&out.stderr).trim(), 600)
+            )
+        };
+        return Err((
+            "harness.python",
+            format!(
+                "`{}` does not start in the sandbox as outside (outside, sys.prefix is {outside}; {seen}). The sandbox shows the \
+                 interpreter's installation read-only to an unprivileged user: its files must be readable by every user (a venv made from \
+                 a Python under a 0700 home folder is not; make it from one in /usr or /opt), and a folder it needs beyond its \
+                 installation goes in `mounts`",
+                py.executable
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Expand `{harness}`, `{workspace}`, `{python}` and `{mounts[i]}` (the i-th

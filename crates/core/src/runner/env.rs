@@ -6,18 +6,21 @@
 
 use super::Shared;
 use crate::container::trial::{Spec, TrialContainer};
-use crate::experiment::config::Budget;
+use crate::experiment::config::{Budget, ModelSpec};
 use crate::experiment::matrix::Arm;
-use crate::experiment::{HarnessKind, RunsIn};
+use crate::experiment::{Components, ExternalHarness, HarnessKind, RunsIn};
 use crate::grader;
 use crate::harness::agent::{self, AgentOutcome, TrialContext};
 use crate::harness::calls::CallContext;
 use crate::harness::external::{self, ExternalContext};
 use crate::harness::terminal::{self, TerminalContext};
+use crate::model::ModelClient;
 use crate::plan::TrialSpec;
 use crate::record::{CommandOutcome, Grade, TraceStep};
 use crate::sandbox::Sandbox;
 use crate::suite::{Task, TaskKind};
+use std::path::Path;
+use std::sync::Arc;
 
 pub enum TrialEnv {
     /// A Python task: a copy of its workspace, where candidate code runs in the jail.
@@ -101,77 +104,103 @@ impl TrialEnv {
         let exp = &shared.exp;
         let model = exp.model(&spec.model).expect("planned model exists");
         let client = shared.clients[&spec.model].clone();
+        let trial = HarnessTrial { shared, task, spec, attempt, arm, budget, model, client };
         match (&exp.harness_kind, arm.builtin_components(), &shared.harness_dir) {
             (HarnessKind::External(ext), _, Some(dir)) => {
-                let ctx = ExternalContext {
-                    trial_id: &spec.id,
-                    attempt,
-                    task,
-                    command: &ext.command,
-                    harness_dir: dir.path(),
-                    components: arm.component_values(),
-                    budget,
-                    model,
-                    client,
-                    seed: spec.seed,
-                    exec: matches!(self, TrialEnv::Container(_)) && ext.runs_in == RunsIn::Host,
-                    python: shared.harness_python.as_ref(),
-                    mounts: &ext.mounts,
-                    memory_mb: ext.memory_mb.unwrap_or(external::HARNESS_MEMORY_MB),
-                    hosted_tools: ext.hosted_tools,
-                };
-                let out = match self {
-                    TrialEnv::Jail(sandbox) => external::run_external(&ctx, sandbox, on_step).await,
-                    TrialEnv::Container(c) if ext.runs_in == RunsIn::Host => {
-                        external::run_on_host(&ctx, c, on_step).await
-                    }
-                    TrialEnv::Container(c) => external::run_in_container(&ctx, c, on_step).await,
-                };
-                Ok(HarnessRun { measured: out.measured, command: out.command })
+                Ok(self.run_external(trial, ext, dir.path(), on_step).await)
             }
             (HarnessKind::Builtin, Some(components), _) => {
-                let mut on_step = on_step;
-                let measured = match self {
-                    TrialEnv::Jail(sandbox) => {
-                        let ctx = TrialContext {
-                            trial_id: &spec.id,
-                            attempt,
-                            task,
-                            components,
-                            instructions: &shared.instructions[&arm.name],
-                            budget,
-                            settings: &exp.harness,
-                            model,
-                            client: client.as_ref(),
-                            seed: spec.seed,
-                        };
-                        agent::run_agent(&ctx, sandbox, &mut on_step).await
-                    }
-                    TrialEnv::Container(c) => {
-                        let instructions = &shared.instructions[&arm.name];
-                        let ctx = TerminalContext {
-                            calls: CallContext {
-                                trial_id: &spec.id,
-                                attempt,
-                                budget,
-                                model,
-                                client: client.as_ref(),
-                                seed: spec.seed,
-                                prefill: instructions.prefill.as_deref(),
-                                stop: &instructions.stop,
-                            },
-                            task,
-                            components,
-                            instructions,
-                            settings: &exp.harness,
-                        };
-                        terminal::run_agent(&ctx, c, &mut on_step).await
-                    }
-                };
-                Ok(HarnessRun { measured, command: None })
+                Ok(self.run_builtin(trial, components, on_step).await)
             }
             _ => Err(EnvError::ArmDoesNotFit(arm.name.clone())),
         }
+    }
+
+    /// The external harness's command, on the host or in the task's container.
+    async fn run_external(
+        &self,
+        trial: HarnessTrial<'_>,
+        ext: &ExternalHarness,
+        harness_dir: &Path,
+        on_step: Box<dyn FnMut(TraceStep) + Send>,
+    ) -> HarnessRun {
+        let HarnessTrial { shared, task, spec, attempt, arm, budget, model, client } = trial;
+        let ctx = ExternalContext {
+            trial_id: &spec.id,
+            attempt,
+            task,
+            command: &ext.command,
+            harness_dir,
+            components: arm.component_values(),
+            budget,
+            model,
+            client,
+            seed: spec.seed,
+            exec: matches!(self, TrialEnv::Container(_)) && ext.runs_in == RunsIn::Host,
+            python: shared.harness_python.as_ref(),
+            mounts: &ext.mounts,
+            memory_mb: ext.memory_mb.unwrap_or(external::HARNESS_MEMORY_MB),
+            hosted_tools: ext.hosted_tools,
+        };
+        let out = match self {
+            TrialEnv::Jail(sandbox) => external::run_external(&ctx, sandbox, on_step).await,
+            TrialEnv::Container(c) if ext.runs_in == RunsIn::Host => {
+                external::run_on_host(&ctx, c, on_step).await
+            }
+            TrialEnv::Container(c) => external::run_in_container(&ctx, c, on_step).await,
+        };
+        HarnessRun { measured: out.measured, command: out.command }
+    }
+
+    /// The builtin agent loop: in the jail (a Python task) or through the task's container's
+    /// terminal.
+    async fn run_builtin(
+        &self,
+        trial: HarnessTrial<'_>,
+        components: &Components,
+        on_step: Box<dyn FnMut(TraceStep) + Send>,
+    ) -> HarnessRun {
+        let HarnessTrial { shared, task, spec, attempt, arm, budget, model, client } = trial;
+        let exp = &shared.exp;
+        let mut on_step = on_step;
+        let measured = match self {
+            TrialEnv::Jail(sandbox) => {
+                let ctx = TrialContext {
+                    trial_id: &spec.id,
+                    attempt,
+                    task,
+                    components,
+                    instructions: &shared.instructions[&arm.name],
+                    budget,
+                    settings: &exp.harness,
+                    model,
+                    client: client.as_ref(),
+                    seed: spec.seed,
+                };
+                agent::run_agent(&ctx, sandbox, &mut on_step).await
+            }
+            TrialEnv::Container(c) => {
+                let instructions = &shared.instructions[&arm.name];
+                let ctx = TerminalContext {
+                    calls: CallContext {
+                        trial_id: &spec.id,
+                        attempt,
+                        budget,
+                        model,
+                        client: client.as_ref(),
+                        seed: spec.seed,
+                        prefill: instructions.prefill.as_deref(),
+                        stop: &instructions.stop,
+                    },
+                    task,
+                    components,
+                    instructions,
+                    settings: &exp.harness,
+                };
+                terminal::run_agent(&ctx, c, &mut on_step).await
+            }
+        };
+        HarnessRun { measured, command: None }
     }
 
     /// Grade what the harness left: the snapshot of the editable files in a
@@ -195,6 +224,18 @@ impl TrialEnv {
             TrialEnv::Container(c) => Ok(c.remove().await?),
         }
     }
+}
+
+/// What a trial's harness runs with: its task, its arm, its model and the budget.
+struct HarnessTrial<'a> {
+    shared: &'a Shared,
+    task: &'a Task,
+    spec: &'a TrialSpec,
+    attempt: u32,
+    arm: &'a Arm,
+    budget: &'a Budget,
+    model: &'a ModelSpec,
+    client: Arc<dyn ModelClient>,
 }
 
 /// The budget of a trial of `task`: the experiment's, with the working time

@@ -163,138 +163,27 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     let reporters = Reporters::new(opts.reporters.clone());
     // The execution order, 16 bytes a trial; specs are made as they are needed.
     let plan = plan::order(&exp, &suite)?;
+    let inputs = RunInputs { exp: &exp, suite: &suite, plan: &plan, opts: &opts };
     // The folder being resumed (same experiment only) is locked before
     // anything is read from it but its manifest; a new folder is made (and
     // locked) after setup, so a setup failure leaves no folder behind.
-    let resumed = match &opts.resume {
-        Some(dir) => {
-            let resumed = open_resumed(dir, &exp, &suite, &plan)?;
-            same_shard(dir, resumed.1.shard, opts.shard)?;
-            Some(resumed)
-        }
-        None => {
-            if let Some(id) = &opts.run_id {
-                folder::check_run_id(id)
-                    .map_err(|e| InputError::at(&exp.config_path, "--run-id", e.to_string()))?;
-            }
-            None
-        }
-    };
-    // The external command runs on the host for Python tasks, and for container tasks when `runs_in = "host"`.
-    let (mut host_command, mut in_containers) = (false, false);
-    for t in suite.tasks.iter().filter(|t| exp.tasks.is_empty() || exp.tasks.contains(&t.id)) {
-        match t.kind {
-            TaskKind::Python => host_command = true,
-            TaskKind::Container(_) => in_containers = true,
-        }
-    }
-    host_command |=
-        exp.harness_kind.external().is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
-    if let Some(ext) =
-        exp.harness_kind.external().filter(|e| e.runs_in == crate::experiment::RunsIn::Container)
-        && in_containers
-    {
-        refuse_unbound(&exp, ext)?;
-    }
+    let resumed = folder_to_resume(&inputs)?;
+    let host_command = command_on_host(&exp, &suite)?;
     let setup = setup(&exp, &opts.engine, host_command, &reporters).await?;
-    let container_setup =
-        containers::setup(&exp, &suite, opts.container_engine, &opts.results_dir).await?;
-    if container_setup.is_some() {
-        reporters.note(&format!(
-            "images: pull policy `{}` for the images Dockerfiles build on (pull under [experiment]; docs/harbor.md)",
-            exp.pull.name()
-        ));
-    }
-    if let Some(c) = &container_setup
-        && !c.swept.is_empty()
-    {
-        reporters.warn(&format!(
-            "removed {} container(s) left by an ablate process that was killed: {}",
-            c.swept.len(),
-            c.swept.join(", ")
-        ));
-    }
-    let (folder, mut ledger) = match resumed {
-        Some((dir, head, lock)) => {
-            check_identities(
-                &dir.join("manifest.json"),
-                &head.models,
-                &setup.identities,
-                opts.allow_model_change,
-                &reporters,
-            )?;
-            if let Some(c) = &container_setup {
-                containers::check_images(&dir.join("manifest.json"), head.containers.as_ref(), c)?;
-            }
-            continue_folder(dir, head, lock, &plan)?
-        }
-        None => {
-            let facts = container_setup.as_ref().map(|c| containers::facts(c, &exp, &suite));
-            new_folder(&exp, &suite, &plan, &opts, setup.identities.clone(), facts)?
-        }
-    };
+    let container_setup = set_up_containers(&inputs, &reporters).await?;
+    let (folder, mut ledger) =
+        open_folder(&inputs, resumed, &setup, container_setup.as_ref(), &reporters)?;
     let RunFolder { dir, run_id, part, lock } = folder;
-    // Build logs of the images this run built.
-    if let Some(c) = &container_setup {
-        for (task, log) in &c.logs {
-            let to = crate::container::images_dir(&dir).join(format!("{task}.log"));
-            let _ = std::fs::create_dir_all(crate::container::images_dir(&dir));
-            let _ = std::fs::copy(log, to);
-        }
-    }
 
     // What is already recorded; attempts that started and never finished
     // become `interrupted` records before anything runs.
-    let trials_path = dir.join("trials.jsonl");
-    let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io_error(&dir))?;
-    let attempts_writer = JsonlWriter::open(&dir.join("attempts.jsonl")).map_err(io_error(&dir))?;
-    let retries = exp.sequential.as_ref().map(|d| d.retries());
-    let unplanned = ledger.read_records(&trials_path, retries).map_err(io_error(&dir))?;
-    // Records of another plan would be counted as this run's: refuse them.
-    if unplanned > 0 {
-        let records = if unplanned == 1 { "record is" } else { "records are" };
-        return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
-    }
-    let starts = ledger.take_unfinished(&dir.join("attempts.jsonl")).map_err(io_error(&dir))?;
-    let mut interrupted = 0usize;
-    if !starts.is_empty() {
-        let by_id: HashMap<&str, &AttemptStart> =
-            starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
-        for spec in plan.specs(part).filter(|t| ledger.plans(t.plan_key())) {
-            if let Some(a) = by_id.get(spec.id.as_str()) {
-                trials_writer
-                    .append(&interrupted_record(&run_id, &spec, a))
-                    .map_err(io_error(&dir))?;
-                interrupted += 1;
-            }
-        }
-    }
-    drop(starts);
+    let (trials_writer, attempts_writer, interrupted) =
+        open_records(&exp, &dir, &mut ledger, &plan, part, &run_id)?;
     let planned_count = ledger.planned();
     let already = ledger.finished();
     // The sequential design: the decisions so far, from the records (a resumed
     // run replays them and reaches the decisions an uninterrupted one would).
-    let monitor = match &exp.sequential {
-        None => None,
-        Some(_) => {
-            // The rule the report and merge follow, built from the manifest as they build it.
-            let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
-            let head = ManifestHead::read(&dir)?;
-            let mut m = head.sequential_monitor(&models, false).ok_or_else(|| {
-                InputError::at(
-                    dir.join("manifest.json"),
-                    "sequential",
-                    "the experiment is sequential but the run's manifest has no task order",
-                )
-            })?;
-            drop(head);
-            crate::record::jsonl::for_each::<TrialRecord>(&trials_path, |r| {
-                crate::record::feed_monitor(&mut m, &r);
-            })
-            .map_err(io_error(&dir))?;
-            Some(Arc::new(Mutex::new(m)))
-        }
-    };
+    let monitor = sequential_monitor(&exp, &dir)?;
 
     let shared = Arc::new(Shared {
         exp,
@@ -336,6 +225,196 @@ pub async fn run(exp: Experiment, suite: Suite, opts: RunOptions) -> Result<RunS
     outcome?;
     let ran_now = finished_now.load(std::sync::atomic::Ordering::SeqCst);
     Ok(RunSummary { dir, planned: planned_count, ran_now, interrupted, lock })
+}
+
+/// What the steps of a run that open its folder read.
+struct RunInputs<'a> {
+    exp: &'a Experiment,
+    suite: &'a Suite,
+    plan: &'a plan::Order,
+    opts: &'a RunOptions,
+}
+
+/// `--resume`: the folder to resume, locked and checked against this run's shard; a new
+/// folder's `--run-id` is checked here (the folder is made after setup).
+fn folder_to_resume(
+    inputs: &RunInputs<'_>,
+) -> Result<Option<(PathBuf, ManifestHead, RunLock)>, RunError> {
+    let RunInputs { exp, suite, plan, opts } = *inputs;
+    let resumed = match &opts.resume {
+        Some(dir) => {
+            let resumed = open_resumed(dir, exp, suite, plan)?;
+            same_shard(dir, resumed.1.shard, opts.shard)?;
+            Some(resumed)
+        }
+        None => {
+            if let Some(id) = &opts.run_id {
+                folder::check_run_id(id)
+                    .map_err(|e| InputError::at(&exp.config_path, "--run-id", e.to_string()))?;
+            }
+            None
+        }
+    };
+    Ok(resumed)
+}
+
+/// Whether the external command runs on the host: for Python tasks, and for container tasks
+/// when `runs_in = "host"`. A command in the tasks' containers cannot have `python` and
+/// `mounts`: refused (`refuse_unbound`).
+fn command_on_host(exp: &Experiment, suite: &Suite) -> Result<bool, RunError> {
+    let (mut host_command, mut in_containers) = (false, false);
+    for t in suite.tasks.iter().filter(|t| exp.tasks.is_empty() || exp.tasks.contains(&t.id)) {
+        match t.kind {
+            TaskKind::Python => host_command = true,
+            TaskKind::Container(_) => in_containers = true,
+        }
+    }
+    host_command |=
+        exp.harness_kind.external().is_some_and(|e| e.runs_in == crate::experiment::RunsIn::Host);
+    if let Some(ext) =
+        exp.harness_kind.external().filter(|e| e.runs_in == crate::experiment::RunsIn::Container)
+        && in_containers
+    {
+        refuse_unbound(exp, ext)?;
+    }
+    Ok(host_command)
+}
+
+/// The engine and images of the run's container tasks (None: it has none), with what the
+/// reporters are told of them.
+async fn set_up_containers(
+    inputs: &RunInputs<'_>,
+    reporters: &Reporters,
+) -> Result<Option<containers::ContainerSetup>, RunError> {
+    let RunInputs { exp, suite, opts, .. } = *inputs;
+    let container_setup =
+        containers::setup(exp, suite, opts.container_engine, &opts.results_dir).await?;
+    if container_setup.is_some() {
+        reporters.note(&format!(
+            "images: pull policy `{}` for the images Dockerfiles build on (pull under [experiment]; docs/harbor.md)",
+            exp.pull.name()
+        ));
+    }
+    if let Some(c) = &container_setup
+        && !c.swept.is_empty()
+    {
+        reporters.warn(&format!(
+            "removed {} container(s) left by an ablate process that was killed: {}",
+            c.swept.len(),
+            c.swept.join(", ")
+        ));
+    }
+    Ok(container_setup)
+}
+
+/// The run folder and what it plans: the resumed one, once its models and images are found
+/// to be the ones it started with, or a new one; then the build logs of the images this run
+/// built are copied into it.
+fn open_folder(
+    inputs: &RunInputs<'_>,
+    resumed: Option<(PathBuf, ManifestHead, RunLock)>,
+    setup: &Setup,
+    container_setup: Option<&containers::ContainerSetup>,
+    reporters: &Reporters,
+) -> Result<(RunFolder, Ledger), RunError> {
+    let RunInputs { exp, suite, plan, opts } = *inputs;
+    let (folder, ledger) = match resumed {
+        Some((dir, head, lock)) => {
+            check_identities(
+                &dir.join("manifest.json"),
+                &head.models,
+                &setup.identities,
+                opts.allow_model_change,
+                reporters,
+            )?;
+            if let Some(c) = container_setup {
+                containers::check_images(&dir.join("manifest.json"), head.containers.as_ref(), c)?;
+            }
+            continue_folder(dir, head, lock, plan)?
+        }
+        None => {
+            let facts = container_setup.map(|c| containers::facts(c, exp, suite));
+            new_folder(exp, suite, plan, opts, setup.identities.clone(), facts)?
+        }
+    };
+    // Build logs of the images this run built.
+    if let Some(c) = container_setup {
+        let dir = &folder.dir;
+        for (task, log) in &c.logs {
+            let to = crate::container::images_dir(dir).join(format!("{task}.log"));
+            let _ = std::fs::create_dir_all(crate::container::images_dir(dir));
+            let _ = std::fs::copy(log, to);
+        }
+    }
+    Ok((folder, ledger))
+}
+
+/// The run's records opened for appending, after what they hold is read into the ledger;
+/// attempts that started and never finished are recorded `interrupted` (their number).
+fn open_records(
+    exp: &Experiment,
+    dir: &Path,
+    ledger: &mut Ledger,
+    plan: &plan::Order,
+    part: Option<Shard>,
+    run_id: &str,
+) -> Result<(JsonlWriter, JsonlWriter, usize), RunError> {
+    let trials_path = dir.join("trials.jsonl");
+    let mut trials_writer = JsonlWriter::open(&trials_path).map_err(io_error(dir))?;
+    let attempts_writer = JsonlWriter::open(&dir.join("attempts.jsonl")).map_err(io_error(dir))?;
+    let retries = exp.sequential.as_ref().map(|d| d.retries());
+    let unplanned = ledger.read_records(&trials_path, retries).map_err(io_error(dir))?;
+    // Records of another plan would be counted as this run's: refuse them.
+    if unplanned > 0 {
+        let records = if unplanned == 1 { "record is" } else { "records are" };
+        return Err(InputError::new(&trials_path, format!("{unplanned} {records} not in this run's plan; refusing to resume a folder that mixes runs")).into());
+    }
+    let starts = ledger.take_unfinished(&dir.join("attempts.jsonl")).map_err(io_error(dir))?;
+    let mut interrupted = 0usize;
+    if !starts.is_empty() {
+        let by_id: HashMap<&str, &AttemptStart> =
+            starts.iter().map(|a| (a.trial_id.as_str(), a)).collect();
+        for spec in plan.specs(part).filter(|t| ledger.plans(t.plan_key())) {
+            if let Some(a) = by_id.get(spec.id.as_str()) {
+                trials_writer
+                    .append(&interrupted_record(run_id, &spec, a))
+                    .map_err(io_error(dir))?;
+                interrupted += 1;
+            }
+        }
+    }
+    drop(starts);
+    Ok((trials_writer, attempts_writer, interrupted))
+}
+
+/// The sequential design's monitor, fed the recorded trials (None: the fixed design).
+fn sequential_monitor(
+    exp: &Experiment,
+    dir: &Path,
+) -> Result<Option<Arc<Mutex<crate::sequential::Monitor>>>, RunError> {
+    let trials_path = dir.join("trials.jsonl");
+    let monitor = match &exp.sequential {
+        None => None,
+        Some(_) => {
+            // The rule the report and merge follow, built from the manifest as they build it.
+            let models: Vec<String> = exp.models.iter().map(|m| m.name.clone()).collect();
+            let head = ManifestHead::read(dir)?;
+            let mut m = head.sequential_monitor(&models, false).ok_or_else(|| {
+                InputError::at(
+                    dir.join("manifest.json"),
+                    "sequential",
+                    "the experiment is sequential but the run's manifest has no task order",
+                )
+            })?;
+            drop(head);
+            crate::record::jsonl::for_each::<TrialRecord>(&trials_path, |r| {
+                crate::record::feed_monitor(&mut m, &r);
+            })
+            .map_err(io_error(dir))?;
+            Some(Arc::new(Mutex::new(m)))
+        }
+    };
+    Ok(monitor)
 }
 
 fn io_error(dir: &Path) -> impl Fn(std::io::Error) -> RunError + use<> {
@@ -481,7 +560,20 @@ async fn setup(
     reporters: &Reporters,
 ) -> Result<Setup, RunError> {
     let isolation = crate::sandbox::isolation::current()?;
-    let (harness_dir, harness_python) = match &exp.harness_kind {
+    let (harness_dir, harness_python) = stage_harness(exp, isolation, host_command)?;
+    let (clients, identities) = connect_models(exp, engine, reporters).await?;
+    let instructions = read_instructions(exp)?;
+    Ok(Setup { harness_dir, harness_python, clients, identities, instructions })
+}
+
+/// An external harness's files staged, its interpreter resolved and, when its command runs on
+/// the host, its command checked (`external::preflight`); nothing for the builtin harness.
+fn stage_harness(
+    exp: &Experiment,
+    isolation: &crate::record::Isolation,
+    host_command: bool,
+) -> Result<(Option<tempfile::TempDir>, Option<crate::grader::Python>), RunError> {
+    let staged = match &exp.harness_kind {
         HarnessKind::Builtin => (None, None),
         HarnessKind::Imported(i) => {
             return Err(RunError::Setup(format!(
@@ -521,6 +613,15 @@ async fn setup(
             (Some(dir), python)
         }
     };
+    Ok(staged)
+}
+
+/// A client for each model, and its identity, read from the model (which must be reachable).
+async fn connect_models(
+    exp: &Experiment,
+    engine: &model::EngineSettings,
+    reporters: &Reporters,
+) -> Result<(HashMap<String, Arc<dyn ModelClient>>, Vec<ModelIdentity>), RunError> {
     let mut clients: HashMap<String, Arc<dyn ModelClient>> = HashMap::new();
     let mut identities = Vec::new();
     for (i, spec) in exp.models.iter().enumerate() {
@@ -550,6 +651,11 @@ async fn setup(
         });
         clients.insert(spec.name.clone(), client);
     }
+    Ok((clients, identities))
+}
+
+/// Each builtin arm's instructions: the builtin ones or its file's.
+fn read_instructions(exp: &Experiment) -> Result<HashMap<String, ArmPrompts>, RunError> {
     let mut instructions = HashMap::new();
     for arm in &exp.arms {
         let Some(components) = arm.builtin_components() else { continue };
@@ -570,7 +676,7 @@ async fn setup(
         };
         instructions.insert(arm.name.clone(), text);
     }
-    Ok(Setup { harness_dir, harness_python, clients, identities, instructions })
+    Ok(instructions)
 }
 
 /// The resumed folder with what it plans: its shard of the order, and the

@@ -253,8 +253,27 @@ impl Suite {
 /// Load and validate a suite folder. Tasks are sorted by id.
 pub fn load(root: &Path) -> Result<Suite, InputError> {
     let suite_toml = root.join("suite.toml");
+    let raw = read_suite_toml(root, &suite_toml)?;
+    let containers = check_suite_toml(&suite_toml, &raw)?;
+    let tasks = load_tasks(root)?;
+    check_required_mode(raw.require_mode, &tasks)?;
+    let digest = suite_digest(&suite_toml, &tasks)?;
+    Ok(Suite {
+        name: raw.name,
+        version: raw.version,
+        description: raw.description,
+        source: raw.source,
+        containers,
+        root: root.to_path_buf(),
+        tasks,
+        digest,
+    })
+}
+
+/// suite.toml, or for a Harbor dataset as cloned (which has none) its folder's name.
+fn read_suite_toml(root: &Path, suite_toml: &Path) -> Result<RawSuite, InputError> {
     let raw: RawSuite = if suite_toml.is_file() {
-        parse_toml_file(&suite_toml)?
+        parse_toml_file(suite_toml)?
     } else if is_harbor_dataset(root) {
         // A Harbor dataset as cloned: its folder's name, and the digest of its files.
         let name = root
@@ -272,16 +291,21 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         }
     } else {
         return Err(InputError::new(
-            &suite_toml,
+            suite_toml,
             "no suite.toml here: is this a task suite folder (or a Harbor dataset)?",
         ));
     };
+    Ok(raw)
+}
+
+/// suite.toml's `[containers]` settings (defaults where it has none), and its source's digest.
+fn check_suite_toml(suite_toml: &Path, raw: &RawSuite) -> Result<ContainerSettings, InputError> {
     let containers = raw.containers.clone().unwrap_or_default();
     if !(containers.reward_threshold.is_finite()) {
-        return Err(InputError::at(&suite_toml, "containers.reward_threshold", "must be a number"));
+        return Err(InputError::at(suite_toml, "containers.reward_threshold", "must be a number"));
     }
     if !(containers.cpus.is_finite() && containers.cpus > 0.0) {
-        return Err(InputError::at(&suite_toml, "containers.cpus", "must be a positive number"));
+        return Err(InputError::at(suite_toml, "containers.cpus", "must be a positive number"));
     }
     if containers.memory_mb == 0 || containers.pids_limit == 0 {
         let key = if containers.memory_mb == 0 {
@@ -289,18 +313,23 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
         } else {
             "containers.pids_limit"
         };
-        return Err(InputError::at(&suite_toml, key, "must be at least 1"));
+        return Err(InputError::at(suite_toml, key, "must be at least 1"));
     }
     if let Some(src) = &raw.source
         && (src.sha256.len() != 64
             || !src.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
     {
         return Err(InputError::at(
-            &suite_toml,
+            suite_toml,
             "source.sha256",
             "expected 64 lowercase hex digits",
         ));
     }
+    Ok(containers)
+}
+
+/// Every task folder of the suite, sorted by name, loaded as a Python or a Harbor task.
+fn load_tasks(root: &Path) -> Result<Vec<Task>, InputError> {
     let mut task_dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .map_err(|e| InputError::new(root, format!("cannot list suite folder: {e}")))?
         .filter_map(|e| e.ok())
@@ -330,7 +359,12 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
     if tasks.is_empty() {
         return Err(InputError::new(root, "suite holds no tasks"));
     }
-    if let Some(required) = raw.require_mode
+    Ok(tasks)
+}
+
+/// suite.toml's `require_mode`: every task grades in that mode.
+fn check_required_mode(required: Option<GradingMode>, tasks: &[Task]) -> Result<(), InputError> {
+    if let Some(required) = required
         && let Some(task) = tasks.iter().find(|t| t.check.mode != required)
     {
         let why = match task.kind {
@@ -351,25 +385,20 @@ pub fn load(root: &Path) -> Result<Suite, InputError> {
             ),
         ));
     }
+    Ok(())
+}
+
+/// sha256 over suite.toml (empty for a Harbor dataset) and every task's digest.
+fn suite_digest(suite_toml: &Path, tasks: &[Task]) -> Result<String, InputError> {
     let suite_bytes = if suite_toml.is_file() {
-        std::fs::read(&suite_toml).map_err(|e| InputError::new(&suite_toml, e.to_string()))?
+        std::fs::read(suite_toml).map_err(|e| InputError::new(suite_toml, e.to_string()))?
     } else {
         Vec::new()
     };
     let suite_file_digest = digest::sha256_hex(&suite_bytes);
     let mut parts = vec![("suite.toml", suite_file_digest.as_str())];
     parts.extend(tasks.iter().map(|t| (t.id.as_str(), t.digest.as_str())));
-    let digest = digest::digest_parts(parts);
-    Ok(Suite {
-        name: raw.name,
-        version: raw.version,
-        description: raw.description,
-        source: raw.source,
-        containers,
-        root: root.to_path_buf(),
-        tasks,
-        digest,
-    })
+    Ok(digest::digest_parts(parts))
 }
 
 /// A folder without suite.toml whose task folders are all Harbor tasks.
@@ -526,120 +555,11 @@ pub fn grader_module_named_by(rel: &str) -> Option<&'static str> {
 pub fn load_task(dir: &Path) -> Result<Task, InputError> {
     let file = dir.join("task.toml");
     let raw: RawTask = parse_toml_file(&file)?;
-    let dir_name = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
-    if raw.id != dir_name {
-        return Err(InputError::at(
-            &file,
-            "id",
-            format!("id `{}` differs from its folder name `{dir_name}`", raw.id),
-        ));
-    }
-    if !is_slug(&raw.id) {
-        return Err(InputError::at(&file, "id", "use lowercase letters, digits and '-' only"));
-    }
-    if raw.tests == 0 {
-        return Err(InputError::at(&file, "tests", "a task needs at least one test"));
-    }
-    if raw.prompt.trim().is_empty() {
-        return Err(InputError::at(&file, "prompt", "the prompt is empty"));
-    }
-    if raw.editable.is_empty() {
-        return Err(InputError::at(&file, "editable", "name at least one editable file"));
-    }
-    for (i, rel) in raw.editable.iter().enumerate() {
-        let key = format!("editable[{i}]");
-        if !is_plain_relative(rel) {
-            return Err(InputError::at(
-                &file,
-                key,
-                format!("`{rel}` must be a relative path inside the workspace"),
-            ));
-        }
-        if rel.starts_with("tests/") || rel == "tests" {
-            return Err(InputError::at(&file, key, "tests are never editable"));
-        }
-        if let Some(m) = grader_module_named_by(rel) {
-            return Err(InputError::at(
-                &file,
-                key,
-                format!(
-                    "`{rel}` would stand for the standard module `{m}` the grader imports; name it otherwise"
-                ),
-            ));
-        }
-        for sub in ["workspace", "solution"] {
-            if std::fs::symlink_metadata(dir.join(sub).join(rel))
-                .is_ok_and(|m| m.file_type().is_symlink())
-            {
-                return Err(InputError::at(
-                    &file,
-                    key.clone(),
-                    format!(
-                        "`{sub}/{rel}` is a symbolic link: an editable file must be a file of the task's own (links are never followed)"
-                    ),
-                ));
-            }
-        }
-        if !dir.join("workspace").join(rel).is_file() {
-            return Err(InputError::at(&file, key, format!("`{rel}` is not in workspace/")));
-        }
-        if !dir.join("solution").join(rel).is_file() {
-            return Err(InputError::at(
-                &file,
-                key,
-                format!("`{rel}` has no reference version in solution/"),
-            ));
-        }
-    }
-    if raw.check.command.is_empty() {
-        return Err(InputError::at(&file, "check.command", "the check command is empty"));
-    }
-    if !(raw.check.timeout_seconds > 0.0 && raw.check.timeout_seconds <= 3600.0) {
-        return Err(InputError::at(&file, "check.timeout_seconds", "must be in (0, 3600]"));
-    }
-    runner_mode(&raw.check.command, raw.check.parser)
-        .map_err(|e| InputError::at(&file, "check.command", e.to_string()))?;
-    let mode = raw.check.mode.unwrap_or_default();
-    if mode == GradingMode::OutOfProcess
-        && let Some((i, rel)) =
-            raw.editable.iter().enumerate().find(|(_, rel)| remote_module(rel).is_none())
-    {
-        return Err(InputError::at(
-            &file,
-            format!("editable[{i}]"),
-            format!(
-                "`{rel}`: check.mode = \"out_of_process\" grades Python modules at the top of the workspace only (`name.py`); use mode \"in_process\" for this task"
-            ),
-        ));
-    }
-    let mut limits = Limits::default();
-    for (key, value, slot, max) in [
-        ("check.memory_mb", raw.check.memory_mb, &mut limits.memory_mb, 65_536),
-        ("check.file_size_mb", raw.check.file_size_mb, &mut limits.file_size_mb, 65_536),
-        ("check.cpu_seconds", raw.check.cpu_seconds, &mut limits.cpu_seconds, 86_400),
-        ("check.processes", raw.check.processes, &mut limits.processes, 4_096),
-        ("check.open_files", raw.check.open_files, &mut limits.open_files, 65_536),
-    ] {
-        if let Some(v) = value {
-            if v == 0 || v > max {
-                return Err(InputError::at(&file, key, format!("must be in 1..={max}")));
-            }
-            *slot = v;
-        }
-    }
-    for sub in ["workspace", "tests", "solution"] {
-        if std::fs::symlink_metadata(dir.join(sub)).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(InputError::new(
-                dir.join(sub),
-                format!(
-                    "`{sub}` is a symbolic link: a task's folders must be folders of its own (links are never followed)"
-                ),
-            ));
-        }
-    }
-    if !dir.join("tests").is_dir() {
-        return Err(InputError::new(dir, "task has no tests/ folder"));
-    }
+    check_task_header(&file, dir, &raw)?;
+    check_editable(&file, dir, &raw.editable)?;
+    let mode = check_command(&file, &raw)?;
+    let limits = check_limits(&file, &raw.check)?;
+    check_task_folders(dir)?;
     let digest = digest::tree_digest(dir)
         .map_err(|e| InputError::new(dir, format!("cannot read task files: {e}")))?;
     Ok(Task {
@@ -659,6 +579,147 @@ pub fn load_task(dir: &Path) -> Result<Task, InputError> {
         dir: dir.to_path_buf(),
         digest,
     })
+}
+
+/// task.toml's id (its folder's name, a slug), its number of tests and its prompt.
+fn check_task_header(file: &Path, dir: &Path, raw: &RawTask) -> Result<(), InputError> {
+    let dir_name = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
+    if raw.id != dir_name {
+        return Err(InputError::at(
+            file,
+            "id",
+            format!("id `{}` differs from its folder name `{dir_name}`", raw.id),
+        ));
+    }
+    if !is_slug(&raw.id) {
+        return Err(InputError::at(file, "id", "use lowercase letters, digits and '-' only"));
+    }
+    if raw.tests == 0 {
+        return Err(InputError::at(file, "tests", "a task needs at least one test"));
+    }
+    if raw.prompt.trim().is_empty() {
+        return Err(InputError::at(file, "prompt", "the prompt is empty"));
+    }
+    Ok(())
+}
+
+/// task.toml's `editable`: files of the workspace, each with a reference version, never a
+/// test, a standard module the grader imports or a symbolic link.
+fn check_editable(file: &Path, dir: &Path, editable: &[String]) -> Result<(), InputError> {
+    if editable.is_empty() {
+        return Err(InputError::at(file, "editable", "name at least one editable file"));
+    }
+    for (i, rel) in editable.iter().enumerate() {
+        let key = format!("editable[{i}]");
+        if !is_plain_relative(rel) {
+            return Err(InputError::at(
+                file,
+                key,
+                format!("`{rel}` must be a relative path inside the workspace"),
+            ));
+        }
+        if rel.starts_with("tests/") || rel == "tests" {
+            return Err(InputError::at(file, key, "tests are never editable"));
+        }
+        if let Some(m) = grader_module_named_by(rel) {
+            return Err(InputError::at(
+                file,
+                key,
+                format!(
+                    "`{rel}` would stand for the standard module `{m}` the grader imports; name it otherwise"
+                ),
+            ));
+        }
+        for sub in ["workspace", "solution"] {
+            if std::fs::symlink_metadata(dir.join(sub).join(rel))
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Err(InputError::at(
+                    file,
+                    key.clone(),
+                    format!(
+                        "`{sub}/{rel}` is a symbolic link: an editable file must be a file of the task's own (links are never followed)"
+                    ),
+                ));
+            }
+        }
+        if !dir.join("workspace").join(rel).is_file() {
+            return Err(InputError::at(file, key, format!("`{rel}` is not in workspace/")));
+        }
+        if !dir.join("solution").join(rel).is_file() {
+            return Err(InputError::at(
+                file,
+                key,
+                format!("`{rel}` has no reference version in solution/"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[check]`'s command (the grader's runner's) and timeout, and the grading mode, which
+/// grades out of process only Python modules at the top of the workspace.
+fn check_command(file: &Path, raw: &RawTask) -> Result<GradingMode, InputError> {
+    if raw.check.command.is_empty() {
+        return Err(InputError::at(file, "check.command", "the check command is empty"));
+    }
+    if !(raw.check.timeout_seconds > 0.0 && raw.check.timeout_seconds <= 3600.0) {
+        return Err(InputError::at(file, "check.timeout_seconds", "must be in (0, 3600]"));
+    }
+    runner_mode(&raw.check.command, raw.check.parser)
+        .map_err(|e| InputError::at(file, "check.command", e.to_string()))?;
+    let mode = raw.check.mode.unwrap_or_default();
+    if mode == GradingMode::OutOfProcess
+        && let Some((i, rel)) =
+            raw.editable.iter().enumerate().find(|(_, rel)| remote_module(rel).is_none())
+    {
+        return Err(InputError::at(
+            file,
+            format!("editable[{i}]"),
+            format!(
+                "`{rel}`: check.mode = \"out_of_process\" grades Python modules at the top of the workspace only (`name.py`); use mode \"in_process\" for this task"
+            ),
+        ));
+    }
+    Ok(mode)
+}
+
+/// `[check]`'s sandbox limits: each one set in range, the defaults for the others.
+fn check_limits(file: &Path, check: &RawCheck) -> Result<Limits, InputError> {
+    let mut limits = Limits::default();
+    for (key, value, slot, max) in [
+        ("check.memory_mb", check.memory_mb, &mut limits.memory_mb, 65_536),
+        ("check.file_size_mb", check.file_size_mb, &mut limits.file_size_mb, 65_536),
+        ("check.cpu_seconds", check.cpu_seconds, &mut limits.cpu_seconds, 86_400),
+        ("check.processes", check.processes, &mut limits.processes, 4_096),
+        ("check.open_files", check.open_files, &mut limits.open_files, 65_536),
+    ] {
+        if let Some(v) = value {
+            if v == 0 || v > max {
+                return Err(InputError::at(file, key, format!("must be in 1..={max}")));
+            }
+            *slot = v;
+        }
+    }
+    Ok(limits)
+}
+
+/// The task's own folders (never symbolic links), tests/ among them.
+fn check_task_folders(dir: &Path) -> Result<(), InputError> {
+    for sub in ["workspace", "tests", "solution"] {
+        if std::fs::symlink_metadata(dir.join(sub)).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(InputError::new(
+                dir.join(sub),
+                format!(
+                    "`{sub}` is a symbolic link: a task's folders must be folders of its own (links are never followed)"
+                ),
+            ));
+        }
+    }
+    if !dir.join("tests").is_dir() {
+        return Err(InputError::new(dir, "task has no tests/ folder"));
+    }
+    Ok(())
 }
 
 /// The module an editable file is, for out-of-process grading: `name.py` at
