@@ -67,7 +67,7 @@ fn short_name(id: &str) -> &str {
 }
 
 /// A fresh key for one check's result file (hex, given to the runner on stdin).
-pub fn new_key() -> String {
+pub(crate) fn new_key() -> String {
     use rand::RngExt;
     let bytes: [u8; 32] = rand::rng().random();
     hex::encode(bytes)
@@ -117,15 +117,15 @@ pub fn sign(key: &str, prev: &str, payload: &str) -> String {
 /// is the size it was read up to. A test whose name is one of `canaries` is
 /// a canary: it must not pass.
 pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> RunnerReport {
-    let mut r = RunnerReport::default();
+    let mut reader =
+        Reader { r: RunnerReport::default(), canaries, ids: HashSet::new(), announced: None };
     if bytes.len() as u64 >= cap {
-        r.anomalies.push(format!("the result file reached {cap} bytes"));
+        reader.r.anomalies.push(format!("the result file reached {cap} bytes"));
     }
-    let mut ids = HashSet::new();
-    let mut announced: Option<u32> = None;
     let mut prev = String::new();
     let text = String::from_utf8_lossy(bytes);
     for (n, line) in text.lines().enumerate() {
+        let r = &mut reader.r;
         if line.trim().is_empty() {
             continue;
         }
@@ -147,6 +147,26 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
             r.anomalies.push(format!("line {} comes after the end", n + 1));
             continue;
         }
+        reader.event(n, event);
+    }
+    reader.finish()
+}
+
+/// A result file being read: the report so far, and what checking the next line needs.
+struct Reader<'a> {
+    r: RunnerReport,
+    /// The names of the tests that must not pass.
+    canaries: &'a HashSet<String>,
+    /// The ids of the tests reported so far.
+    ids: HashSet<String>,
+    /// The number of canaries the start announced.
+    announced: Option<u32>,
+}
+
+impl Reader<'_> {
+    /// Take the event of line `n` (from 0), signed and before the end.
+    fn event(&mut self, n: usize, event: Event) {
+        let r = &mut self.r;
         match event {
             Event::Ready { modules } => r.grader_modules = modules,
             Event::Start { loaded, canaries } => {
@@ -154,41 +174,9 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
                     r.anomalies.push(format!("line {}: a second start", n + 1));
                 }
                 r.loaded = Some(loaded);
-                announced = Some(canaries);
+                self.announced = Some(canaries);
             }
-            Event::Test { id, outcome } => {
-                if r.loaded.is_none() {
-                    r.anomalies.push(format!("line {}: a test before the start", n + 1));
-                }
-                if !ids.insert(id.clone()) {
-                    r.anomalies.push(format!("line {}: test `{id}` reported twice", n + 1));
-                    continue;
-                }
-                let short = short_name(&id).to_string();
-                if canaries.contains(&short) {
-                    r.canaries += 1;
-                    match outcome {
-                        Outcome::Failed | Outcome::Error => r.canaries_failed += 1,
-                        Outcome::Skipped | Outcome::NotRun => {}
-                        Outcome::Passed | Outcome::ExpectedFailure | Outcome::UnexpectedSuccess => {
-                            r.canaries_turned.push(format!("{short}: {}", outcome.name()))
-                        }
-                    }
-                    continue;
-                }
-                r.tests += 1;
-                match outcome {
-                    Outcome::Passed | Outcome::ExpectedFailure => r.passed += 1,
-                    Outcome::Failed | Outcome::Error | Outcome::UnexpectedSuccess => {
-                        r.failed.push(short)
-                    }
-                    Outcome::NotRun => {
-                        r.not_run += 1;
-                        r.failed.push(short);
-                    }
-                    Outcome::Skipped => {}
-                }
-            }
+            Event::Test { id, outcome } => self.test(n, id, outcome),
             Event::Fixture { id, outcome } => {
                 if outcome == Outcome::Error {
                     r.fixture_errors.push(id);
@@ -209,18 +197,57 @@ pub fn read(bytes: &[u8], cap: u64, key: &str, canaries: &HashSet<String>) -> Ru
             }
         }
     }
-    if r.finished && r.loaded.is_some_and(|l| l != r.tests) {
-        let loaded = r.loaded.unwrap_or(0);
-        r.anomalies.push(format!("{loaded} tests were collected and {} reported", r.tests));
+
+    /// A test's outcome, counted once: a canary's apart (it must not pass).
+    fn test(&mut self, n: usize, id: String, outcome: Outcome) {
+        let r = &mut self.r;
+        if r.loaded.is_none() {
+            r.anomalies.push(format!("line {}: a test before the start", n + 1));
+        }
+        if !self.ids.insert(id.clone()) {
+            r.anomalies.push(format!("line {}: test `{id}` reported twice", n + 1));
+            return;
+        }
+        let short = short_name(&id).to_string();
+        if self.canaries.contains(&short) {
+            r.canaries += 1;
+            match outcome {
+                Outcome::Failed | Outcome::Error => r.canaries_failed += 1,
+                Outcome::Skipped | Outcome::NotRun => {}
+                Outcome::Passed | Outcome::ExpectedFailure | Outcome::UnexpectedSuccess => {
+                    r.canaries_turned.push(format!("{short}: {}", outcome.name()))
+                }
+            }
+            return;
+        }
+        r.tests += 1;
+        match outcome {
+            Outcome::Passed | Outcome::ExpectedFailure => r.passed += 1,
+            Outcome::Failed | Outcome::Error | Outcome::UnexpectedSuccess => r.failed.push(short),
+            Outcome::NotRun => {
+                r.not_run += 1;
+                r.failed.push(short);
+            }
+            Outcome::Skipped => {}
+        }
     }
-    if r.finished && announced.is_some_and(|a| a != r.canaries) {
-        r.anomalies.push(format!(
-            "{} canaries were announced and {} reported",
-            announced.unwrap_or(0),
-            r.canaries
-        ));
+
+    /// The report, with the counts of a finished file checked against its start.
+    fn finish(self) -> RunnerReport {
+        let mut r = self.r;
+        if r.finished && r.loaded.is_some_and(|l| l != r.tests) {
+            let loaded = r.loaded.unwrap_or(0);
+            r.anomalies.push(format!("{loaded} tests were collected and {} reported", r.tests));
+        }
+        if r.finished && self.announced.is_some_and(|a| a != r.canaries) {
+            r.anomalies.push(format!(
+                "{} canaries were announced and {} reported",
+                self.announced.unwrap_or(0),
+                r.canaries
+            ));
+        }
+        r
     }
-    r
 }
 
 /// The forgery a check shows, if any. `declared` is the task's test count;

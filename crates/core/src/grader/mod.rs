@@ -8,10 +8,10 @@ pub mod parse;
 pub mod suite_check;
 
 use crate::record::GradingMode;
-use crate::record::{CheckResult, Grade, VerifierRecord};
+use crate::record::{CheckResult, Grade, RunnerReport, VerifierRecord};
 use crate::sandbox::isolation::ChannelEnd;
 use crate::sandbox::isolation::{self, JAIL_OUT_DIR, JAIL_RUNNER_DIR, Jail};
-use crate::sandbox::process::{Confinement, run_limited};
+use crate::sandbox::process::{Confinement, ProcessOutcome, run_limited};
 use crate::sandbox::{Sandbox, scratch};
 use crate::suite::{CheckSpec, Task, runner_mode};
 use std::os::unix::fs::PermissionsExt;
@@ -279,32 +279,9 @@ async fn run_tests(
     let (mode, args) = runner_mode(&spec.command, spec.parser).map_err(std::io::Error::other)?;
     let py = python_info();
     let runner = runner_dir()?;
-    let out_dir = scratch::tempdir("out-")?;
     let jailed = isolation.is_isolated();
-    if jailed {
-        sandbox.hand_over()?;
-        if isolation::is_root() {
-            std::os::unix::fs::lchown(out_dir.path(), Some(sandbox.uid()), Some(sandbox.uid()))?;
-        }
-    }
-    let runner_path = grader_script(&runner, jailed, "runner.py");
-    let result_path = if jailed {
-        format!("{JAIL_OUT_DIR}/results.jsonl")
-    } else {
-        out_dir.path().join("results.jsonl").display().to_string()
-    };
-    // Isolated (no user site, no PYTHON* variables, no script or working folder
-    // on sys.path) and no bytecode written; the runner reads none for the
-    // workspace either (runner.py).
-    let mut argv = vec![
-        py.executable.clone(),
-        "-I".to_string(),
-        "-B".to_string(),
-        runner_path,
-        result_path,
-        mode.to_string(),
-    ];
-    argv.extend(args.iter().cloned());
+    let out_dir = results_dir(sandbox, jailed)?;
+    let argv = runner_argv(py, &runner, out_dir.path(), jailed, mode, args);
     let env = python_env(py);
     let tests = sandbox.path().join("tests");
     let confine = Confinement {
@@ -335,33 +312,14 @@ async fn run_tests(
         Some(stdin.as_bytes()),
     )
     .await?;
-    let mut output = out.stdout.text();
-    let err_text = out.stderr.text();
-    if !err_text.is_empty() {
-        if !output.is_empty() && !output.ends_with('\n') {
-            output.push('\n');
-        }
-        output.push_str(&err_text);
-    }
+    let output = combined_output(&out);
     let channel_bytes =
         crate::sandbox::read_regular(&out_dir.path().join("results.jsonl"), CHANNEL_CAP)
             .unwrap_or_default();
     let canary_set: std::collections::HashSet<String> = canaries.into_iter().collect();
     let report = channel::read(&channel_bytes, CHANNEL_CAP, &key, &canary_set);
     let text = parse::parse(spec.parser, &output);
-    let verdict = channel::judge(
-        spec.tests,
-        out.exit_code,
-        out.timed_out,
-        &text,
-        &report,
-        !canary_set.is_empty(),
-    );
-    let failed_tests = if report.tests > 0 || report.finished {
-        report.failed.clone()
-    } else {
-        text.failed_tests.clone()
-    };
+    let (verdict, failed_tests) = verdict(spec, &out, &text, &report, !canary_set.is_empty());
     Ok(CheckResult {
         mode: if remote.is_some() { GradingMode::OutOfProcess } else { GradingMode::InProcess },
         command: argv,
@@ -378,6 +336,82 @@ async fn run_tests(
         output,
         output_truncated: out.stdout.truncated() || out.stderr.truncated(),
     })
+}
+
+/// The folder the runner writes its results into; when `jailed`, the sandbox handed over to
+/// the jail's uid, and the folder too when we are root.
+fn results_dir(sandbox: &Sandbox, jailed: bool) -> std::io::Result<tempfile::TempDir> {
+    let out_dir = scratch::tempdir("out-")?;
+    if jailed {
+        sandbox.hand_over()?;
+        if isolation::is_root() {
+            std::os::unix::fs::lchown(out_dir.path(), Some(sandbox.uid()), Some(sandbox.uid()))?;
+        }
+    }
+    Ok(out_dir)
+}
+
+/// The command that runs the tests through the grader's runner, which writes its results
+/// into `out_dir` (as the jail sees it when `jailed`).
+fn runner_argv(
+    py: &Python,
+    runner: &Path,
+    out_dir: &Path,
+    jailed: bool,
+    mode: &str,
+    args: &[String],
+) -> Vec<String> {
+    let runner_path = grader_script(runner, jailed, "runner.py");
+    let result_path = if jailed {
+        format!("{JAIL_OUT_DIR}/results.jsonl")
+    } else {
+        out_dir.join("results.jsonl").display().to_string()
+    };
+    // Isolated (no user site, no PYTHON* variables, no script or working folder
+    // on sys.path) and no bytecode written; the runner reads none for the
+    // workspace either (runner.py).
+    let mut argv = vec![
+        py.executable.clone(),
+        "-I".to_string(),
+        "-B".to_string(),
+        runner_path,
+        result_path,
+        mode.to_string(),
+    ];
+    argv.extend(args.iter().cloned());
+    argv
+}
+
+/// The check's stdout, then its stderr on a line of its own.
+fn combined_output(out: &ProcessOutcome) -> String {
+    let mut output = out.stdout.text();
+    let err_text = out.stderr.text();
+    if !err_text.is_empty() {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&err_text);
+    }
+    output
+}
+
+/// The forgery verdict, and the failed tests: the runner's when it reported, else those of
+/// the output's text.
+fn verdict(
+    spec: &CheckSpec,
+    out: &ProcessOutcome,
+    text: &parse::Parsed,
+    report: &RunnerReport,
+    expect_canaries: bool,
+) -> (Option<String>, Vec<String>) {
+    let verdict =
+        channel::judge(spec.tests, out.exit_code, out.timed_out, text, report, expect_canaries);
+    let failed_tests = if report.tests > 0 || report.finished {
+        report.failed.clone()
+    } else {
+        text.failed_tests.clone()
+    };
+    (verdict, failed_tests)
 }
 
 /// Final grading of a trial: the test files compared with the suite's; the
@@ -409,7 +443,7 @@ pub async fn grade(sandbox: &Sandbox, task: &Task) -> std::io::Result<Grade> {
 
 /// The grade of a container task's trial, from its verifier: one "test" that
 /// passes when the reward reaches the threshold.
-pub fn container_grade(v: VerifierRecord) -> Grade {
+pub(crate) fn container_grade(v: VerifierRecord) -> Grade {
     let passed = v.passed && v.error.is_none();
     let check = CheckResult {
         mode: GradingMode::InProcess,

@@ -86,77 +86,14 @@ pub async fn send(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let mut req = match body {
-            Some(b) => client.post(url).json(b),
-            None => client.get(url),
-        };
-        req = req.timeout(timeout);
-        // The same id on every retry lets a server (or a proxy log) tie them together.
-        if let Some(id) = operation_id {
-            req = req.header("X-Ablate-Operation-Id", id);
-        }
-        if let Some(key) = bearer {
-            req = req.bearer_auth(key);
-        }
-        let start = Instant::now();
-        let sent = req.send().await;
-        let (err, pause) = match sent {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let after = retry_after(&resp);
-                let text = read_capped(resp, max_bytes).await;
-                latency += start.elapsed();
-                match text {
-                    Err(ReadError::TooLarge) => {
-                        return HttpOutcome {
-                            result: Err(ModelError::TooLarge { limit: max_bytes }),
-                            attempts: attempt,
-                            latency,
-                            wait,
-                        };
-                    }
-                    Err(ReadError::Http(e)) if e.is_timeout() => {
-                        return HttpOutcome {
-                            result: Err(ModelError::Timeout(timeout.as_secs_f64())),
-                            attempts: attempt,
-                            latency,
-                            wait,
-                        };
-                    }
-                    Err(ReadError::Http(e)) => (ModelError::Connect(e.to_string()), None),
-                    Ok(text) if (200..300).contains(&status) => {
-                        return HttpOutcome {
-                            result: Ok((status, text)),
-                            attempts: attempt,
-                            latency,
-                            wait,
-                        };
-                    }
-                    Ok(text) if retryable(status) => {
-                        (ModelError::Status { status, body: truncate(&text, 2000) }, after)
-                    }
-                    Ok(text) => {
-                        return HttpOutcome {
-                            result: Err(ModelError::Status { status, body: truncate(&text, 2000) }),
-                            attempts: attempt,
-                            latency,
-                            wait,
-                        };
-                    }
-                }
+        let req = request(client, url, body, bearer, operation_id, timeout);
+        let (outcome, took) = attempt_once(req, timeout, max_bytes).await;
+        latency += took;
+        let (err, pause) = match outcome {
+            Attempt::Final(result) => {
+                return HttpOutcome { result, attempts: attempt, latency, wait };
             }
-            Err(e) => {
-                latency += start.elapsed();
-                if e.is_timeout() {
-                    return HttpOutcome {
-                        result: Err(ModelError::Timeout(timeout.as_secs_f64())),
-                        attempts: attempt,
-                        latency,
-                        wait,
-                    };
-                }
-                (ModelError::Connect(format!("{e}")), None)
-            }
+            Attempt::Retry(err, pause) => (err, pause),
         };
         if attempt >= attempts_max {
             return HttpOutcome { result: Err(err), attempts: attempt, latency, wait };
@@ -164,6 +101,87 @@ pub async fn send(
         let sleep = pause.unwrap_or_else(|| backoff(policy, attempt - 1));
         tokio::time::sleep(sleep).await;
         wait += sleep;
+    }
+}
+
+/// The request of one attempt: POST `body` (or GET when None), with the attempt's timeout,
+/// the operation id and the bearer key.
+fn request(
+    client: &reqwest::Client,
+    url: &str,
+    body: Option<&serde_json::Value>,
+    bearer: Option<&str>,
+    operation_id: Option<&str>,
+    timeout: Duration,
+) -> reqwest::RequestBuilder {
+    let mut req = match body {
+        Some(b) => client.post(url).json(b),
+        None => client.get(url),
+    };
+    req = req.timeout(timeout);
+    // The same id on every retry lets a server (or a proxy log) tie them together.
+    if let Some(id) = operation_id {
+        req = req.header("X-Ablate-Operation-Id", id);
+    }
+    if let Some(key) = bearer {
+        req = req.bearer_auth(key);
+    }
+    req
+}
+
+/// What one attempt came to: the result to return, or an error worth another attempt
+/// (with the pause the server asked for, if it did).
+enum Attempt {
+    Final(Result<(u16, String), ModelError>),
+    Retry(ModelError, Option<Duration>),
+}
+
+/// Send one attempt and read its reply: what it came to, and the time it took.
+async fn attempt_once(
+    req: reqwest::RequestBuilder,
+    timeout: Duration,
+    max_bytes: u64,
+) -> (Attempt, Duration) {
+    let start = Instant::now();
+    let sent = req.send().await;
+    match sent {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            let after = retry_after(&resp);
+            let text = read_capped(resp, max_bytes).await;
+            let took = start.elapsed();
+            (reply_attempt(status, after, text, timeout, max_bytes), took)
+        }
+        Err(e) => {
+            let took = start.elapsed();
+            if e.is_timeout() {
+                return (Attempt::Final(Err(ModelError::Timeout(timeout.as_secs_f64()))), took);
+            }
+            (Attempt::Retry(ModelError::Connect(format!("{e}")), None), took)
+        }
+    }
+}
+
+/// What a reply came to: a 2xx body is the result; a retryable status is retried after its
+/// Retry-After; a read that failed, other than by timing out, is retried; the rest are final.
+fn reply_attempt(
+    status: u16,
+    after: Option<Duration>,
+    text: Result<String, ReadError>,
+    timeout: Duration,
+    max_bytes: u64,
+) -> Attempt {
+    match text {
+        Err(ReadError::TooLarge) => Attempt::Final(Err(ModelError::TooLarge { limit: max_bytes })),
+        Err(ReadError::Http(e)) if e.is_timeout() => {
+            Attempt::Final(Err(ModelError::Timeout(timeout.as_secs_f64())))
+        }
+        Err(ReadError::Http(e)) => Attempt::Retry(ModelError::Connect(e.to_string()), None),
+        Ok(text) if (200..300).contains(&status) => Attempt::Final(Ok((status, text))),
+        Ok(text) if retryable(status) => {
+            Attempt::Retry(ModelError::Status { status, body: truncate(&text, 2000) }, after)
+        }
+        Ok(text) => Attempt::Final(Err(ModelError::Status { status, body: truncate(&text, 2000) })),
     }
 }
 
@@ -179,7 +197,7 @@ pub fn truncate(s: &str, max: usize) -> String {
 }
 
 /// Parse a reply body; the raw text is kept for the trace either way.
-pub fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, ModelError>) {
+pub(crate) fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, ModelError>) {
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v) => (v.clone(), Ok(v)),
         Err(e) => (
@@ -194,7 +212,7 @@ pub fn parse_body(text: &str) -> (serde_json::Value, Result<serde_json::Value, M
 
 /// Tools in the `{"type": "function", "function": {...}}` form both HTTP
 /// providers take.
-pub fn tools_json(tools: &[ToolSpec]) -> serde_json::Value {
+pub(crate) fn tools_json(tools: &[ToolSpec]) -> serde_json::Value {
     tools
         .iter()
         .map(|t| serde_json::to_value(t.as_function()).expect("a tool serializes"))

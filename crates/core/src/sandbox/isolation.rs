@@ -17,13 +17,13 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Where the workspace, the runner and its result file appear inside the jail.
-pub const JAIL_WORKSPACE: &str = "/workspace";
-pub const JAIL_RUNNER_DIR: &str = "/ablate";
-pub const JAIL_OUT_DIR: &str = "/ablate-out";
+pub(crate) const JAIL_WORKSPACE: &str = "/workspace";
+pub(crate) const JAIL_RUNNER_DIR: &str = "/ablate";
+pub(crate) const JAIL_OUT_DIR: &str = "/ablate-out";
 
 /// The variables a check gets (everything else of ablate's environment,
 /// API keys among them, stays out).
-pub fn check_env(python_bin_dir: Option<&Path>) -> Vec<(String, String)> {
+pub(crate) fn check_env(python_bin_dir: Option<&Path>) -> Vec<(String, String)> {
     let mut path = String::new();
     if let Some(dir) = python_bin_dir {
         path.push_str(&dir.to_string_lossy());
@@ -174,7 +174,7 @@ impl UidLease {
 }
 
 /// Where the uid locks live: /run (root's, cleared at boot) when present.
-pub fn uid_dir() -> PathBuf {
+pub(crate) fn uid_dir() -> PathBuf {
     let run = Path::new("/run");
     if run.is_dir() { run.join("ablate-uids") } else { std::env::temp_dir().join("ablate-uids") }
 }
@@ -215,7 +215,7 @@ pub fn try_lease(uid: u32) -> std::io::Result<Option<UidLease>> {
 
 /// A uid of its own for a sandbox: as root, one no other live ablate process
 /// holds (tried from a random slot on); otherwise the next label.
-pub fn lease_uid() -> std::io::Result<UidLease> {
+pub(crate) fn lease_uid() -> std::io::Result<UidLease> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     if !is_root() {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -304,6 +304,18 @@ impl<'a> Jail<'a> {
         limits: Option<&Limits>,
     ) -> Vec<String> {
         let mut a: Vec<String> = vec![bwrap.display().to_string()];
+        self.push_namespaces(&mut a, uid_switch);
+        push_system(&mut a);
+        push_scratch(&mut a, limits);
+        self.push_installations(&mut a);
+        self.push_binds(&mut a);
+        self.push_command(&mut a, uid_switch, command, env);
+        a
+    }
+
+    /// The namespaces the jail leaves (the network one unless it joins `netns`, the user one
+    /// unless root switches uid), and a clear environment.
+    fn push_namespaces(&self, a: &mut Vec<String>, uid_switch: bool) {
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
         push(&["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]);
         if self.netns.is_none() {
@@ -313,39 +325,13 @@ impl<'a> Jail<'a> {
             push(&["--unshare-user"]);
         }
         push(&["--die-with-parent", "--new-session", "--clearenv"]);
-        push(&["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]);
-        for top in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] {
-            match std::fs::symlink_metadata(top) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    if let Ok(target) = std::fs::read_link(top) {
-                        a.extend([
-                            "--symlink".to_string(),
-                            target.display().to_string(),
-                            top.to_string(),
-                        ]);
-                    }
-                }
-                Ok(m) if m.is_dir() => {
-                    a.extend(["--ro-bind".to_string(), top.to_string(), top.to_string()])
-                }
-                _ => {}
-            }
-        }
-        let s = |p: &Path| p.display().to_string();
-        a.extend(["--dev".into(), "/dev".into(), "--proc".into(), "/proc".into()]);
-        if let Some(l) = limits {
-            a.extend(["--size".into(), l.memory_mb.saturating_mul(1 << 20).to_string()]);
-        }
-        a.extend(["--perms".into(), "1777".into(), "--tmpfs".into(), "/tmp".into()]);
-        // A writable /dev/shm of its own (multiprocessing's semaphores live there), capped as /tmp.
-        if let Some(l) = limits {
-            a.extend(["--size".into(), l.memory_mb.saturating_mul(1 << 20).to_string()]);
-        }
-        a.extend(["--perms".into(), "1777".into(), "--tmpfs".into(), "/dev/shm".into()]);
-        // After the private /tmp, so that an installation under the host's /tmp
-        // is bound over it, not hidden by it. Folders bwrap makes on the way to
-        // a bind copy their host modes (0700 for /root): made here as 0755
-        // first, so the jail's uid can pass.
+    }
+
+    /// Python installations outside /usr bound read-only, after the private /tmp, so that an
+    /// installation under the host's /tmp is bound over it, not hidden by it. Folders bwrap
+    /// makes on the way to a bind copy their host modes (0700 for /root): made here as 0755
+    /// first, so the jail's uid can pass; for the more read-only binds too.
+    fn push_installations(&self, a: &mut Vec<String>) {
         let mut made: Vec<PathBuf> =
             vec![PathBuf::from("/tmp"), PathBuf::from("/dev"), PathBuf::from("/proc")];
         let mut traversable = |a: &mut Vec<String>, path: &Path| {
@@ -369,13 +355,19 @@ impl<'a> Jail<'a> {
             if prefix.starts_with("/usr") || !prefix.is_dir() {
                 continue;
             }
-            traversable(&mut a, prefix);
+            traversable(a, prefix);
             let p = prefix.display().to_string();
             a.extend(["--ro-bind".to_string(), p.clone(), p]);
         }
         for (_, jail) in self.ro_binds {
-            traversable(&mut a, Path::new(jail));
+            traversable(a, Path::new(jail));
         }
+    }
+
+    /// The workspace, the tests over it, the runner, its output folder, the more read-only
+    /// binds.
+    fn push_binds(&self, a: &mut Vec<String>) {
+        let s = |p: &Path| p.display().to_string();
         a.extend(["--bind".into(), s(self.workspace), JAIL_WORKSPACE.into()]);
         if let Some(tests) = self.tests {
             a.extend(["--ro-bind".into(), s(tests), format!("{JAIL_WORKSPACE}/tests")]);
@@ -389,6 +381,16 @@ impl<'a> Jail<'a> {
         for (host, jail) in self.ro_binds {
             a.extend(["--ro-bind".into(), s(host), jail.clone()]);
         }
+    }
+
+    /// In the workspace, with `env`: the command, as root through setpriv to the jail's uid.
+    fn push_command(
+        &self,
+        a: &mut Vec<String>,
+        uid_switch: bool,
+        command: &[String],
+        env: &[(String, String)],
+    ) {
         a.extend(["--chdir".into(), JAIL_WORKSPACE.into()]);
         for (k, v) in env {
             a.extend(["--setenv".into(), k.clone(), v.clone()]);
@@ -408,27 +410,44 @@ impl<'a> Jail<'a> {
             ]);
         }
         a.extend(command.iter().cloned());
-        a
     }
 }
 
-/// Give a tree to the jail's uid (symlinks themselves, never their targets),
-/// so that the candidate can write its workspace and nothing else.
-pub fn chown_tree(root: &Path, uid: u32, skip: Option<&Path>) -> std::io::Result<()> {
-    std::os::unix::fs::lchown(root, Some(uid), Some(uid))?;
-    for entry in std::fs::read_dir(root)? {
-        let entry = entry?;
-        let path = entry.path();
-        if skip == Some(path.as_path()) {
-            continue;
-        }
-        let kind = entry.file_type()?;
-        std::os::unix::fs::lchown(&path, Some(uid), Some(uid))?;
-        if kind.is_dir() {
-            chown_tree(&path, uid, skip)?;
+/// The host's system, read-only: /usr, /etc, and the top folders (/bin, /lib...) as the
+/// symlinks or folders they are.
+fn push_system(a: &mut Vec<String>) {
+    a.extend(["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"].map(String::from));
+    for top in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] {
+        match std::fs::symlink_metadata(top) {
+            Ok(m) if m.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(top) {
+                    a.extend([
+                        "--symlink".to_string(),
+                        target.display().to_string(),
+                        top.to_string(),
+                    ]);
+                }
+            }
+            Ok(m) if m.is_dir() => {
+                a.extend(["--ro-bind".to_string(), top.to_string(), top.to_string()])
+            }
+            _ => {}
         }
     }
-    Ok(())
+}
+
+/// /dev, /proc, and a private /tmp and /dev/shm, each capped at `memory_mb` with `limits`.
+fn push_scratch(a: &mut Vec<String>, limits: Option<&Limits>) {
+    a.extend(["--dev".into(), "/dev".into(), "--proc".into(), "/proc".into()]);
+    if let Some(l) = limits {
+        a.extend(["--size".into(), l.memory_mb.saturating_mul(1 << 20).to_string()]);
+    }
+    a.extend(["--perms".into(), "1777".into(), "--tmpfs".into(), "/tmp".into()]);
+    // A writable /dev/shm of its own (multiprocessing's semaphores live there), capped as /tmp.
+    if let Some(l) = limits {
+        a.extend(["--size".into(), l.memory_mb.saturating_mul(1 << 20).to_string()]);
+    }
+    a.extend(["--perms".into(), "1777".into(), "--tmpfs".into(), "/dev/shm".into()]);
 }
 
 /// Set the limits in a forked child before exec (async-signal-safe calls only).
@@ -436,7 +455,7 @@ pub fn chown_tree(root: &Path, uid: u32, skip: Option<&Path>) -> std::io::Result
 /// own): RLIMIT_NPROC counts every process of the user. The address space is
 /// left unbounded only where a memory cgroup holds the jail (`grouped`) and the
 /// limits say so (`Limits::address_space`).
-pub fn apply_rlimits(l: &Limits, processes: bool, grouped: bool) -> std::io::Result<()> {
+pub(crate) fn apply_rlimits(l: &Limits, processes: bool, grouped: bool) -> std::io::Result<()> {
     use rustix::process::{Resource, Rlimit, setrlimit};
     // setrlimit is one system call (async-signal-safe); rustix makes it without libc.
     let set = |res, value: u64| {

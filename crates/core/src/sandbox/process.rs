@@ -134,45 +134,9 @@ pub async fn run_until(
         .filter(|c| c.isolation.is_isolated())
         .and_then(|c| super::cgroup::MemoryGroup::create(c.limits.memory_mb));
     let procs = group.as_ref().map(super::cgroup::MemoryGroup::procs);
-    let (program, args) = full.split_first().expect("argv is not empty");
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    if !matches!(confine.map(|c| c.isolation), Some(Isolation::Bubblewrap { .. })) {
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-    }
+    let mut cmd = command(&full, cwd, env, confine, stdin.is_some());
     if let Some(c) = confine {
-        let limits = c.limits;
-        let per_uid = matches!(c.isolation, Isolation::Bubblewrap { uid_switch: true, .. });
-        let netns = c.jail.netns.filter(|_| c.isolation.is_isolated());
-        let channel = c.jail.channel.and_then(ChannelEnd::raw);
-        let grouped = procs.is_some();
-        // SAFETY: the closure runs in the forked child and calls only setns, dup2,
-        // fcntl and setrlimit; the namespace's and the channel's fds stay open (in
-        // `c.jail`) until the child has run.
-        unsafe {
-            cmd.pre_exec(move || {
-                if let Some(fd) = netns {
-                    // The namespace's fd is open for as long as the jail's trial runs.
-                    super::netns::join(std::os::fd::BorrowedFd::borrow_raw(fd))?;
-                }
-                if let Some(fd) = channel {
-                    give_as_fd3(fd)?;
-                }
-                if let Some(procs) = &procs {
-                    super::cgroup::join(procs)?;
-                }
-                apply_rlimits(&limits, per_uid, grouped)
-            });
-        }
+        confine_child(&mut cmd, c, procs);
     }
     let start = Instant::now();
     let child = cmd.spawn();
@@ -208,8 +172,73 @@ pub async fn run_until(
     // Reap anything the check left behind in its group.
     kill_group(pgid);
     let duration = start.elapsed();
-    // Pipes close once the group is dead; a process that escaped the group could
-    // hold them open, so the wait for EOF is bounded.
+    let (stdout, stderr) = captures(out_task, err_task, cap).await;
+    drop(group);
+    Ok(ProcessOutcome { exit_code, timed_out, stopped, stdout, stderr, duration })
+}
+
+/// The command of `full` (program, then arguments) in `cwd`, as a new process group with
+/// piped output. Only the variables in `env` are set, and none when the jail sets them.
+fn command(
+    full: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    confine: Option<&Confinement<'_>>,
+    piped_stdin: bool,
+) -> Command {
+    let (program, args) = full.split_first().expect("argv is not empty");
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .stdin(if piped_stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if !matches!(confine.map(|c| c.isolation), Some(Isolation::Bubblewrap { .. })) {
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+    }
+    cmd
+}
+
+/// In the child, before exec: join the jail's network namespace, take the channel as fd 3,
+/// join the memory cgroup (`procs`), and apply the limits.
+fn confine_child(cmd: &mut Command, c: &Confinement<'_>, procs: Option<std::ffi::CString>) {
+    let limits = c.limits;
+    let per_uid = matches!(c.isolation, Isolation::Bubblewrap { uid_switch: true, .. });
+    let netns = c.jail.netns.filter(|_| c.isolation.is_isolated());
+    let channel = c.jail.channel.and_then(ChannelEnd::raw);
+    let grouped = procs.is_some();
+    // SAFETY: the closure runs in the forked child and calls only setns, dup2,
+    // fcntl and setrlimit; the namespace's and the channel's fds stay open (in
+    // `c.jail`) until the child has run.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(fd) = netns {
+                // The namespace's fd is open for as long as the jail's trial runs.
+                super::netns::join(std::os::fd::BorrowedFd::borrow_raw(fd))?;
+            }
+            if let Some(fd) = channel {
+                give_as_fd3(fd)?;
+            }
+            if let Some(procs) = &procs {
+                super::cgroup::join(procs)?;
+            }
+            apply_rlimits(&limits, per_uid, grouped)
+        });
+    }
+}
+
+/// What the readers of stdout and stderr captured. Pipes close once the group is dead; a
+/// process that escaped the group could hold them open, so the wait for EOF is bounded.
+async fn captures(
+    out_task: tokio::task::JoinHandle<Capture>,
+    err_task: tokio::task::JoinHandle<Capture>,
+    cap: usize,
+) -> (Capture, Capture) {
     let grace = Duration::from_secs(2);
     let stdout = tokio::time::timeout(grace, out_task)
         .await
@@ -221,8 +250,7 @@ pub async fn run_until(
         .ok()
         .and_then(|r| r.ok())
         .unwrap_or_else(|| Capture::new(cap));
-    drop(group);
-    Ok(ProcessOutcome { exit_code, timed_out, stopped, stdout, stderr, duration })
+    (stdout, stderr)
 }
 
 /// In the forked child: `fd` becomes file descriptor 3, kept open across exec.

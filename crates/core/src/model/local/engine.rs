@@ -13,8 +13,9 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::vocab::LlamaVocab;
 use std::num::NonZeroU32;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -76,63 +77,13 @@ pub(super) fn worker_main(
         Ok(m) => m,
         Err(e) => return fail(EngineLoadError::Gguf { path: path.clone(), reason: e.to_string() }),
     };
-    let template_text = match &opts.template {
-        Some(file) => match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(source) => {
-                return fail(EngineLoadError::TemplateFile { file: file.clone(), source });
-            }
-        },
-        None => match model.chat_template(None).map(|t| t.to_string()) {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => {
-                return fail(EngineLoadError::TemplateNotUtf8 {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                });
-            }
-            Err(e) => {
-                return fail(EngineLoadError::NoTemplate {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                });
-            }
-        },
+    let (template_text, template) = match load_template(&model, &path, &opts) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
     };
-    let where_from = || match &opts.template {
-        Some(file) => format!("--local-template `{}`", file.display()),
-        None => format!("the chat template of `{}`", path.display()),
-    };
-    let vocab = model.vocab();
-    let token_text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
-    let template =
-        match ChatTemplate::new(&template_text, &token_text(vocab.bos()), &token_text(vocab.eos()))
-        {
-            Ok(t) => t,
-            Err(source) => return fail(EngineLoadError::Template { from: where_from(), source }),
-        };
-    // A template that cannot render a plain exchange fails now, not at the first trial.
-    if let Err(e) = template.render(&[Message::system("s"), Message::user("u")], &[]) {
-        return fail(EngineLoadError::TemplateRender { from: where_from(), source: e });
-    }
-    // llama.cpp gives each sequence n_ctx / n_seq_max cells, padded to 256.
-    let per_slot = context_tokens.div_ceil(256) * 256;
-    let slots = opts.slots;
-    let n_batch = BATCH_TOKENS.min(per_slot);
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(per_slot * slots as u32))
-        .with_n_seq_max(slots as u32)
-        .with_kv_unified(false)
-        .with_swa_full(true)
-        .with_n_batch(n_batch)
-        .with_n_ubatch(n_batch)
-        .with_n_threads(opts.threads as i32)
-        .with_n_threads_batch(opts.batch_threads as i32);
-    let ctx = match model.new_context(backend, params) {
+    let (ctx, n_batch) = match new_context(&model, backend, context_tokens, &opts) {
         Ok(c) => c,
-        Err(e) => {
-            return fail(EngineLoadError::Context { slots, per_slot, reason: e.to_string() });
-        }
+        Err(e) => return fail(e),
     };
     let info = LocalInfo {
         path: path.clone(),
@@ -143,6 +94,7 @@ pub(super) fn worker_main(
         n_ctx_train: model.n_ctx_train(),
         template: template_text,
     };
+    let slots = opts.slots;
     let max_batch = opts.batch.clamp(1, slots);
     let mut engine = Engine {
         model: &model,
@@ -158,33 +110,81 @@ pub(super) fn worker_main(
         return;
     }
     drop(ready);
-    // Continuous batching: admit queued requests while there is room, then
-    // one llama_decode over every active sequence; repeat.
-    let mut active: Vec<Seq> = Vec::new();
-    let mut open = true;
-    loop {
-        if active.is_empty() {
-            if !open {
-                break;
+    engine.serve(&jobs, max_batch, &stats);
+}
+
+/// The chat template: the `--local-template` file, else the model's own; its text, and the
+/// template parsed and checked on a plain exchange.
+fn load_template(
+    model: &LlamaModel,
+    path: &Path,
+    opts: &LocalOptions,
+) -> Result<(String, ChatTemplate), EngineLoadError> {
+    let template_text = template_text(model, path, opts)?;
+    let where_from = || match &opts.template {
+        Some(file) => format!("--local-template `{}`", file.display()),
+        None => format!("the chat template of `{}`", path.display()),
+    };
+    let vocab = model.vocab();
+    let token_text = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
+    let template =
+        match ChatTemplate::new(&template_text, &token_text(vocab.bos()), &token_text(vocab.eos()))
+        {
+            Ok(t) => t,
+            Err(source) => return Err(EngineLoadError::Template { from: where_from(), source }),
+        };
+    // A template that cannot render a plain exchange fails now, not at the first trial.
+    if let Err(e) = template.render(&[Message::system("s"), Message::user("u")], &[]) {
+        return Err(EngineLoadError::TemplateRender { from: where_from(), source: e });
+    }
+    Ok((template_text, template))
+}
+
+/// The text of the chat template: the `--local-template` file, else the model's own.
+fn template_text(
+    model: &LlamaModel,
+    path: &Path,
+    opts: &LocalOptions,
+) -> Result<String, EngineLoadError> {
+    match &opts.template {
+        Some(file) => std::fs::read_to_string(file)
+            .map_err(|source| EngineLoadError::TemplateFile { file: file.clone(), source }),
+        None => match model.chat_template(None).map(|t| t.to_string()) {
+            Ok(Ok(t)) => Ok(t),
+            Ok(Err(e)) => Err(EngineLoadError::TemplateNotUtf8 {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }),
+            Err(e) => {
+                Err(EngineLoadError::NoTemplate { path: path.to_path_buf(), reason: e.to_string() })
             }
-            match jobs.recv() {
-                Ok(job) => engine.admit(job, &mut active, &stats),
-                Err(_) => break,
-            }
-        }
-        while open && active.len() < max_batch {
-            match jobs.try_recv() {
-                Ok(job) => engine.admit(job, &mut active, &stats),
-                Err(mpsc::TryRecvError::Empty) => break,
-                Err(mpsc::TryRecvError::Disconnected) => open = false,
-            }
-        }
-        if active.is_empty() {
-            continue;
-        }
-        let guard = COMPUTE.lock().unwrap_or_else(|e| e.into_inner());
-        engine.step(&mut active, &stats);
-        drop(guard);
+        },
+    }
+}
+
+/// The llama.cpp context: `opts.slots` sequences of `context_tokens` each; with its batch size.
+fn new_context<'m>(
+    model: &'m LlamaModel,
+    backend: &LlamaBackend,
+    context_tokens: u32,
+    opts: &LocalOptions,
+) -> Result<(LlamaContext<'m>, u32), EngineLoadError> {
+    // llama.cpp gives each sequence n_ctx / n_seq_max cells, padded to 256.
+    let per_slot = context_tokens.div_ceil(256) * 256;
+    let slots = opts.slots;
+    let n_batch = BATCH_TOKENS.min(per_slot);
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(per_slot * slots as u32))
+        .with_n_seq_max(slots as u32)
+        .with_kv_unified(false)
+        .with_swa_full(true)
+        .with_n_batch(n_batch)
+        .with_n_ubatch(n_batch)
+        .with_n_threads(opts.threads as i32)
+        .with_n_threads_batch(opts.batch_threads as i32);
+    match model.new_context(backend, params) {
+        Ok(c) => Ok((c, n_batch)),
+        Err(e) => Err(EngineLoadError::Context { slots, per_slot, reason: e.to_string() }),
     }
 }
 
@@ -212,7 +212,83 @@ struct Seq {
     max_sequences: u32,
 }
 
+impl Seq {
+    /// A sequence admitted into `slot`, whose cache holds the first `cached` prompt tokens.
+    fn new(
+        job: Job,
+        admitted: Instant,
+        slot: usize,
+        prompt_text: String,
+        prompt: Vec<LlamaToken>,
+        cached: usize,
+    ) -> Seq {
+        let p = &job.params;
+        let sampler = TokenSampler::new(p.temperature, p.top_p, p.seed);
+        let g = Generation {
+            text: String::new(),
+            prompt_tokens: prompt.len() as u32,
+            cached_tokens: cached as u32,
+            generated_tokens: 0,
+            stop: Stop::Timeout,
+            stop_sequence: None,
+            slot,
+            prompt_seconds: 0.0,
+            generation_seconds: 0.0,
+            max_sequences: 0,
+        };
+        Seq {
+            job,
+            admitted,
+            slot,
+            prompt_text,
+            prompt,
+            pos: cached,
+            sampler,
+            out: Vec::new(),
+            g,
+            next: None,
+            logits: None,
+            in_step: 0,
+            charged: 0.0,
+            steps: 0,
+            sequences_sum: 0,
+            max_sequences: 0,
+        }
+    }
+}
+
 impl Engine<'_> {
+    /// Continuous batching: admit queued requests while there is room, then
+    /// one llama_decode over every active sequence; repeat.
+    fn serve(&mut self, jobs: &mpsc::Receiver<Job>, max_batch: usize, stats: &Mutex<LocalStats>) {
+        let mut active: Vec<Seq> = Vec::new();
+        let mut open = true;
+        loop {
+            if active.is_empty() {
+                if !open {
+                    break;
+                }
+                match jobs.recv() {
+                    Ok(job) => self.admit(job, &mut active, stats),
+                    Err(_) => break,
+                }
+            }
+            while open && active.len() < max_batch {
+                match jobs.try_recv() {
+                    Ok(job) => self.admit(job, &mut active, stats),
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => open = false,
+                }
+            }
+            if active.is_empty() {
+                continue;
+            }
+            let guard = COMPUTE.lock().unwrap_or_else(|e| e.into_inner());
+            self.step(&mut active, stats);
+            drop(guard);
+        }
+    }
+
     /// Take a request: render and tokenize its prompt, give it a slot that no
     /// active sequence holds, and prepare that slot's cache. A request that
     /// cannot start is answered at once.
@@ -252,9 +328,17 @@ impl Engine<'_> {
             ));
             return fail(job, Some(prompt_text), e);
         }
+        let slot = self.prepare_slot(&prompt, active);
+        let cached = self.slots[slot].tokens.len();
+        active.push(Seq::new(job, admitted, slot, prompt_text, prompt, cached));
+    }
+
+    /// Give `prompt` a slot that no active sequence holds, seeded from another slot's cache
+    /// when that shares more of it, and cut to the part it can reuse: the slot.
+    fn prepare_slot(&mut self, prompt: &[LlamaToken], active: &[Seq]) -> usize {
         let busy: Vec<bool> =
             (0..self.slots.len()).map(|i| active.iter().any(|s| s.slot == i)).collect();
-        let (slot, source, reusable) = self.pick_slot(&prompt, &busy);
+        let (slot, source, reusable) = self.pick_slot(prompt, &busy);
         self.clock += 1;
         self.slots[slot].last_used = self.clock;
         let seq = slot as i32;
@@ -273,39 +357,7 @@ impl Engine<'_> {
                 Err(_) => self.clear_slot(slot), // e.g. recurrent models: no partial removal
             }
         }
-        let cached = self.slots[slot].tokens.len();
-        let p = &job.params;
-        let sampler = TokenSampler::new(p.temperature, p.top_p, p.seed);
-        let g = Generation {
-            text: String::new(),
-            prompt_tokens: prompt.len() as u32,
-            cached_tokens: cached as u32,
-            generated_tokens: 0,
-            stop: Stop::Timeout,
-            stop_sequence: None,
-            slot,
-            prompt_seconds: 0.0,
-            generation_seconds: 0.0,
-            max_sequences: 0,
-        };
-        active.push(Seq {
-            job,
-            admitted,
-            slot,
-            prompt_text,
-            prompt,
-            pos: cached,
-            sampler,
-            out: Vec::new(),
-            g,
-            next: None,
-            logits: None,
-            in_step: 0,
-            charged: 0.0,
-            steps: 0,
-            sequences_sum: 0,
-            max_sequences: 0,
-        });
+        slot
     }
 
     /// One step: a llama_decode holding the token each generating sequence
@@ -389,25 +441,7 @@ impl Engine<'_> {
         let dt = t0.elapsed().as_secs_f64();
         let members = active.iter().filter(|s| s.in_step > 0).count() as u32;
         if let Some(e) = error {
-            // The step failed for every sequence in it: their caches are unknown now.
-            let mut i = 0;
-            while i < active.len() {
-                if active[i].in_step > 0 {
-                    let s = active.swap_remove(i);
-                    self.clear_slot(s.slot);
-                    let what = if s.next.is_some() { "decode" } else { "evaluate the prompt" };
-                    let partial = s.next.is_some().then(|| detokenize(self.model, &s.out));
-                    self.finish(
-                        s,
-                        Err(ModelError::Other(format!("llama.cpp could not {what}: {e}"))),
-                        partial,
-                        stats,
-                    );
-                } else {
-                    i += 1;
-                }
-            }
-            return;
+            return self.fail_step(active, &e, stats);
         }
         let now = Instant::now();
         let vocab = self.model.vocab();
@@ -417,61 +451,104 @@ impl Engine<'_> {
             if s.in_step > 0 {
                 // Each token of the step carries an equal share of its time.
                 let share = dt * s.in_step as f64 / n.max(1) as f64;
-                s.charged += share;
-                s.steps += 1;
-                s.sequences_sum += members as u64;
-                s.max_sequences = s.max_sequences.max(members);
-                if let Some(tok) = s.next.take() {
-                    self.slots[s.slot].tokens.push(tok);
-                    s.g.generation_seconds += share;
-                } else {
-                    let end = s.pos + s.in_step;
-                    self.slots[s.slot].tokens.extend_from_slice(&s.prompt[s.pos..end]);
-                    s.pos = end;
-                    s.g.prompt_seconds += share;
-                }
+                self.charge(s, share, members);
             }
-            let mut done: Option<Stop> = None;
-            if let Some(idx) = s.logits {
-                let tok = LlamaToken::new(s.sampler.pick(self.ctx.get_logits_ith(idx)) as i32);
-                s.g.generated_tokens += 1;
-                if vocab.is_eog(tok) && !s.job.params.ignore_eos {
-                    done = Some(Stop::Eos);
-                } else {
-                    s.out.push(tok);
-                    if stop_string_in_tail(self.model, &s.out, &s.job.params.stop) {
-                        done = Some(Stop::StopString);
-                    } else if s.g.generated_tokens >= s.job.params.max_tokens
-                        || self.slots[s.slot].tokens.len() + 1 > self.limit
-                    {
-                        done = Some(Stop::Length);
-                    } else {
-                        s.next = Some(tok);
-                    }
-                }
-            }
+            let done = match s.logits {
+                Some(idx) => self.sample(s, idx, &vocab),
+                None => None,
+            };
             let timed_out = done.is_none() && s.charged >= s.job.params.timeout.as_secs_f64();
             let cancelled = done.is_none() && s.job.reply.is_closed();
             if done.is_some() || timed_out || cancelled {
-                let mut s = active.swap_remove(i);
-                let mut text = detokenize(self.model, &s.out);
-                if done == Some(Stop::StopString) {
-                    s.g.stop_sequence = cut_at_stop(&mut text, &s.job.params.stop);
-                }
-                let result = match done {
-                    Some(stop) => {
-                        s.g.stop = stop;
-                        Ok(())
-                    }
-                    None if cancelled => Err(ModelError::Other("the request was cancelled".into())),
-                    None => Err(ModelError::Timeout(s.job.params.timeout.as_secs_f64())),
-                };
+                let s = active.swap_remove(i);
                 let _ = now;
-                self.finish(s, result, Some(text), stats);
+                self.conclude(s, done, cancelled, stats);
             } else {
                 i += 1;
             }
         }
+    }
+
+    /// A step that failed fails every sequence in it: their caches are unknown now.
+    fn fail_step(&mut self, active: &mut Vec<Seq>, e: &str, stats: &Mutex<LocalStats>) {
+        let mut i = 0;
+        while i < active.len() {
+            if active[i].in_step > 0 {
+                let s = active.swap_remove(i);
+                self.clear_slot(s.slot);
+                let what = if s.next.is_some() { "decode" } else { "evaluate the prompt" };
+                let partial = s.next.is_some().then(|| detokenize(self.model, &s.out));
+                self.finish(
+                    s,
+                    Err(ModelError::Other(format!("llama.cpp could not {what}: {e}"))),
+                    partial,
+                    stats,
+                );
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Charge a member of the step its `share` of the step's time, and advance its slot by
+    /// the tokens it put in.
+    fn charge(&mut self, s: &mut Seq, share: f64, members: u32) {
+        s.charged += share;
+        s.steps += 1;
+        s.sequences_sum += members as u64;
+        s.max_sequences = s.max_sequences.max(members);
+        if let Some(tok) = s.next.take() {
+            self.slots[s.slot].tokens.push(tok);
+            s.g.generation_seconds += share;
+        } else {
+            let end = s.pos + s.in_step;
+            self.slots[s.slot].tokens.extend_from_slice(&s.prompt[s.pos..end]);
+            s.pos = end;
+            s.g.prompt_seconds += share;
+        }
+    }
+
+    /// Sample the next token from the logits at `idx`; why the sequence stops, if it does.
+    fn sample(&self, s: &mut Seq, idx: i32, vocab: &LlamaVocab) -> Option<Stop> {
+        let tok = LlamaToken::new(s.sampler.pick(self.ctx.get_logits_ith(idx)) as i32);
+        s.g.generated_tokens += 1;
+        if vocab.is_eog(tok) && !s.job.params.ignore_eos {
+            return Some(Stop::Eos);
+        }
+        s.out.push(tok);
+        if stop_string_in_tail(self.model, &s.out, &s.job.params.stop) {
+            Some(Stop::StopString)
+        } else if s.g.generated_tokens >= s.job.params.max_tokens
+            || self.slots[s.slot].tokens.len() + 1 > self.limit
+        {
+            Some(Stop::Length)
+        } else {
+            s.next = Some(tok);
+            None
+        }
+    }
+
+    /// Answer a sequence that is done: stopped (`done`), else cancelled or timed out.
+    fn conclude(
+        &mut self,
+        mut s: Seq,
+        done: Option<Stop>,
+        cancelled: bool,
+        stats: &Mutex<LocalStats>,
+    ) {
+        let mut text = detokenize(self.model, &s.out);
+        if done == Some(Stop::StopString) {
+            s.g.stop_sequence = cut_at_stop(&mut text, &s.job.params.stop);
+        }
+        let result = match done {
+            Some(stop) => {
+                s.g.stop = stop;
+                Ok(())
+            }
+            None if cancelled => Err(ModelError::Other("the request was cancelled".into())),
+            None => Err(ModelError::Timeout(s.job.params.timeout.as_secs_f64())),
+        };
+        self.finish(s, result, Some(text), stats);
     }
 
     /// Answer a sequence: its generation (complete, or partial with the error).

@@ -79,7 +79,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Context size when the model spec gives none.
-pub const DEFAULT_CONTEXT_TOKENS: u32 = crate::experiment::config::DEFAULT_LOCAL_CONTEXT_TOKENS;
+pub(crate) const DEFAULT_CONTEXT_TOKENS: u32 =
+    crate::experiment::config::DEFAULT_LOCAL_CONTEXT_TOKENS;
 /// Slots: twice the batch, so that while four trials are decoded together the
 /// caches of other conversations (the next trials of the same tasks) survive.
 const DEFAULT_SLOTS: usize = 8;
@@ -268,23 +269,6 @@ pub struct LocalStats {
     pub queue_seconds: f64,
 }
 
-impl LocalStats {
-    pub fn prompt_tokens_per_second(&self) -> f64 {
-        if self.prompt_seconds > 0.0 {
-            self.evaluated_tokens as f64 / self.prompt_seconds
-        } else {
-            0.0
-        }
-    }
-    pub fn generated_tokens_per_second(&self) -> f64 {
-        if self.generation_seconds > 0.0 {
-            self.generated_tokens as f64 / self.generation_seconds
-        } else {
-            0.0
-        }
-    }
-}
-
 /// What was loaded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalInfo {
@@ -345,7 +329,7 @@ struct JobResult {
 
 /// How a request shared the engine: for the trace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct BatchStats {
+pub(crate) struct BatchStats {
     /// `llama_decode` steps the request took part in.
     pub steps: u32,
     /// Sequences in those steps: mean and largest.
@@ -570,38 +554,7 @@ fn outcome(
     });
     let result = match (res.error, res.generation) {
         (Some(e), _) => Err(e),
-        (None, Some(g)) => {
-            // The reply is the prefill the turn started with, then what the model generated.
-            let full = match &req.prefill {
-                Some(p) => format!("{p}{}", g.text),
-                None => g.text.clone(),
-            };
-            let (mut text, mut tool_calls, unparsed_tool_calls) = parse_tool_calls(&full);
-            if fenced
-                && tool_calls.is_empty()
-                && unparsed_tool_calls.is_empty()
-                && !req.tools.is_empty()
-            {
-                (text, tool_calls) = parse_fenced_tool_calls(&text, &req.tools);
-            }
-            Ok(ChatReply {
-                text,
-                tool_calls,
-                unparsed_tool_calls,
-                finish_reason: Some(
-                    if matches!(g.stop, Stop::Eos | Stop::StopString) { "stop" } else { "length" }
-                        .to_string(),
-                ),
-                usage: Tokens {
-                    input: g.prompt_tokens as u64,
-                    output: g.generated_tokens as u64,
-                    cached: g.cached_tokens as u64,
-                },
-                token_source: crate::model::TokenSource::Engine,
-                usage_note: None,
-                fingerprint: None,
-            })
-        }
+        (None, Some(g)) => Ok(chat_reply(req, &g, fenced)),
         (None, None) => Err(ModelError::Other("the llama.cpp worker gave no result".into())),
     };
     CallOutcome {
@@ -612,5 +565,36 @@ fn outcome(
         attempts: 1,
         latency: res.compute,
         wait: res.queued,
+    }
+}
+
+/// The reply of a generation: the prefill then the generated text, with its tool calls
+/// (fenced ones too when `fenced` and the request offers tools).
+fn chat_reply(req: &ChatRequest, g: &Generation, fenced: bool) -> ChatReply {
+    // The reply is the prefill the turn started with, then what the model generated.
+    let full = match &req.prefill {
+        Some(p) => format!("{p}{}", g.text),
+        None => g.text.clone(),
+    };
+    let (mut text, mut tool_calls, unparsed_tool_calls) = parse_tool_calls(&full);
+    if fenced && tool_calls.is_empty() && unparsed_tool_calls.is_empty() && !req.tools.is_empty() {
+        (text, tool_calls) = parse_fenced_tool_calls(&text, &req.tools);
+    }
+    ChatReply {
+        text,
+        tool_calls,
+        unparsed_tool_calls,
+        finish_reason: Some(
+            if matches!(g.stop, Stop::Eos | Stop::StopString) { "stop" } else { "length" }
+                .to_string(),
+        ),
+        usage: Tokens {
+            input: g.prompt_tokens as u64,
+            output: g.generated_tokens as u64,
+            cached: g.cached_tokens as u64,
+        },
+        token_source: crate::model::TokenSource::Engine,
+        usage_note: None,
+        fingerprint: None,
     }
 }
