@@ -8,7 +8,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// sha256 of a file, hex, read in 1 MiB pieces (model files are hundreds of MB).
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
@@ -25,7 +25,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
 
 /// Files skipped by tree digests and sandbox copies: interpreter caches that
 /// appear when someone runs a task's tests in place.
-pub fn is_ignored(name: &str) -> bool {
+pub(crate) fn is_ignored(name: &str) -> bool {
     name == "__pycache__" || name.ends_with(".pyc") || name == ".pytest_cache"
 }
 

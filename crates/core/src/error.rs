@@ -42,7 +42,9 @@ impl std::error::Error for InputError {}
 
 /// Parse a TOML file into `T`, reporting syntax errors with line and column and
 /// type errors with the dotted key path, both naming the file.
-pub fn parse_toml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, InputError> {
+pub(crate) fn parse_toml_file<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<T, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, format!("cannot read file: {e}")))?;
     parse_toml_str(path, &text)

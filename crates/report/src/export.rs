@@ -51,12 +51,14 @@ pub enum Table {
 }
 
 pub use crate::report::cells::{Cell, Kind};
-pub use crate::report::export::TypedTable;
+#[cfg_attr(not(any(test, feature = "polars")), allow(dead_code))]
+pub(crate) use crate::report::export::TypedTable;
 
 /// The type of a column of the exports, as its row type gives it (a
 /// `component.` column is a category, a `metric.` column a float; a name no
 /// table has is text).
-pub fn column_kind(name: &str) -> Kind {
+#[cfg(test)]
+pub(crate) fn column_kind(name: &str) -> Kind {
     if name.starts_with("component.") {
         return Kind::Category;
     }
@@ -71,7 +73,8 @@ pub fn column_kind(name: &str) -> Kind {
 }
 
 /// One table of one run, typed, computed afresh from its records.
-pub fn table_rows(dir: &Path, table: Table) -> Result<TypedTable, ReportError> {
+#[cfg_attr(not(any(test, feature = "polars")), allow(dead_code))]
+pub(crate) fn table_rows(dir: &Path, table: Table) -> Result<TypedTable, ReportError> {
     crate::report::require_manifest(dir)?;
     Ok(match table {
         Table::Trials => {
@@ -87,7 +90,8 @@ pub fn table_rows(dir: &Path, table: Table) -> Result<TypedTable, ReportError> {
 
 /// Rows of many runs under the union of their columns (in first-seen order);
 /// a column a run does not have is null in its rows.
-pub fn union_rows(runs: &[PathBuf], table: Table) -> Result<TypedTable, ReportError> {
+#[cfg(feature = "polars")]
+pub(crate) fn union_rows(runs: &[PathBuf], table: Table) -> Result<TypedTable, ReportError> {
     let mut out = TypedTable::default();
     for run in runs {
         let one = table_rows(run, table)?;
@@ -146,7 +150,7 @@ mod frame {
     }
 
     /// The runs' rows as a typed DataFrame: each column of the type its row gives it.
-    pub fn dataframe(table: &TypedTable) -> Result<DataFrame, FrameError> {
+    pub(crate) fn dataframe(table: &TypedTable) -> Result<DataFrame, FrameError> {
         let mut cols: Vec<Column> = Vec::with_capacity(table.columns.len());
         for (j, (name, kind)) in table.columns.iter().enumerate() {
             let cells = table.rows.iter().map(|r| &r[j]);

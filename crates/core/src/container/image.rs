@@ -42,7 +42,7 @@ pub struct BuildOptions<'a> {
 
 /// Where the CA bundle is mounted in a build: Debian's and Ubuntu's bundle, which apt,
 /// OpenSSL and Python's ssl read.
-pub const BUILD_CA_PATH: &str = "/etc/ssl/certs/ca-certificates.crt";
+pub(crate) const BUILD_CA_PATH: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// The task's image, built when the engine does not have it, its base images
 /// pulled as `opts.pull` says. The build's output goes to `log`.
@@ -177,7 +177,7 @@ fn ca_mounts(
 }
 
 /// A failed build's log, kept in `dir` as `<task>.log`: where it is, or why it could not be kept.
-pub fn keep_log(dir: &std::path::Path, task: &str, text: &str) -> String {
+pub(crate) fn keep_log(dir: &std::path::Path, task: &str, text: &str) -> String {
     let path = dir.join(format!("{task}.log"));
     match std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text)) {
         Ok(()) => path.display().to_string(),
@@ -189,7 +189,7 @@ pub fn keep_log(dir: &std::path::Path, task: &str, text: &str) -> String {
 /// earlier `FROM ... AS name` made, nor `scratch`; each once, in order. A
 /// `FROM` that names its image through a build argument (`${BASE}`) is kept
 /// as written (it is looked up, and missing, as that name).
-pub fn base_images(dockerfile: &str) -> Vec<String> {
+pub(crate) fn base_images(dockerfile: &str) -> Vec<String> {
     let mut stages: Vec<String> = Vec::new();
     let mut bases: Vec<String> = Vec::new();
     for line in logical_lines(dockerfile) {

@@ -237,7 +237,7 @@ impl Engine {
     }
 
     /// Copy a host folder's contents into a container's folder (made first).
-    pub async fn copy_in(
+    pub(crate) async fn copy_in(
         &self,
         from: &Path,
         container: &str,
@@ -252,7 +252,7 @@ impl Engine {
     }
 
     /// Copy a host folder's contents into a container's folder that exists.
-    pub async fn copy_into(
+    pub(crate) async fn copy_into(
         &self,
         from: &Path,
         container: &str,
@@ -291,11 +291,11 @@ impl Engine {
 }
 
 /// A string as one word for `sh`.
-pub fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// Where a task's build log and image facts go in the run folder.
-pub fn images_dir(run_dir: &Path) -> PathBuf {
+pub(crate) fn images_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("images")
 }

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 const STATIC_INITS: &[&str] = &["/usr/libexec/podman/catatonit", "/usr/bin/catatonit"];
 
 /// The path the static init is bound at inside the container.
-pub const INIT_IN_CONTAINER: &str = "/.ablate-init";
+pub(crate) const INIT_IN_CONTAINER: &str = "/.ablate-init";
 
 /// The host's static init, when there is one that runs.
-pub fn static_init() -> Option<PathBuf> {
+pub(crate) fn static_init() -> Option<PathBuf> {
     STATIC_INITS
         .iter()
         .map(PathBuf::from)
@@ -80,7 +80,7 @@ impl VerifierDirs {
 /// each of its processes sent SIGKILL, thawed, until only `first` is left.
 /// Err when the container's freezer cannot be written (the caller then falls
 /// back to the engine).
-pub fn stop_all_but(first: u32) -> std::io::Result<()> {
+pub(crate) fn stop_all_but(first: u32) -> std::io::Result<()> {
     let group = freezer_of(first)?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

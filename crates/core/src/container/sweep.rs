@@ -8,7 +8,7 @@ use super::{ContainerError, Engine, EngineKind};
 use std::time::Duration;
 
 /// Remove the containers of ablate processes that are gone; returns their names.
-pub async fn remove_leftovers(engine: &Engine) -> Result<Vec<String>, ContainerError> {
+pub(crate) async fn remove_leftovers(engine: &Engine) -> Result<Vec<String>, ContainerError> {
     let format = match engine.kind {
         EngineKind::Docker => format!("{{{{.Names}}}}\t{{{{.Label \"{LABEL_SCRATCH}\"}}}}"),
         EngineKind::Podman => format!("{{{{.Names}}}}\t{{{{index .Labels \"{LABEL_SCRATCH}\"}}}}"),

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Labels every container of ablate's carries.
-pub const LABEL_SCRATCH: &str = "ablate.scratch";
-pub const LABEL_TRIAL: &str = "ablate.trial";
+pub(crate) const LABEL_SCRATCH: &str = "ablate.scratch";
+pub(crate) const LABEL_TRIAL: &str = "ablate.trial";
 
 use crate::record::design::Resources;
 
@@ -261,7 +261,7 @@ impl TrialContainer {
     /// Run `argv` as the agent until it exits, `stop` completes or `timeout`
     /// passes; then every process it left in the container is stopped.
     #[allow(clippy::too_many_arguments)]
-    pub async fn exec_until(
+    pub(crate) async fn exec_until(
         &self,
         argv: &[String],
         env: &[(String, String)],
@@ -289,7 +289,7 @@ impl TrialContainer {
     }
 
     /// Copy a host folder's contents into the container's folder `to`.
-    pub async fn copy_in(&self, from: &Path, to: &str) -> Result<(), ContainerError> {
+    pub(crate) async fn copy_in(&self, from: &Path, to: &str) -> Result<(), ContainerError> {
         self.engine.copy_in(from, &self.name, to).await
     }
 
@@ -297,7 +297,7 @@ impl TrialContainer {
     /// through the container's freezer cgroup (a fork bomb cannot outrun it,
     /// and no binary of the container runs); where that cgroup cannot be
     /// written (a rootless engine), `kill -9 -1` in the container.
-    pub async fn stop_all(&self) {
+    pub(crate) async fn stop_all(&self) {
         if let Some(first) = self.first_pid {
             let done = tokio::task::spawn_blocking(move || super::outside::stop_all_but(first));
             if matches!(done.await, Ok(Ok(()))) {
@@ -319,7 +319,7 @@ impl TrialContainer {
     }
 
     /// Run the task's oracle, `solution/solve.sh`, as Harbor does (for `suite check`).
-    pub async fn run_oracle(
+    pub(crate) async fn run_oracle(
         &self,
         task: &Task,
         timeout: Duration,
@@ -500,7 +500,7 @@ impl ContainerExec {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub async fn exec_with(
+    pub(crate) async fn exec_with(
         &self,
         argv: &[String],
         user: Option<&str>,
@@ -583,7 +583,7 @@ pub enum RewardError {
 }
 
 /// reward.txt: one number.
-pub fn parse_reward_txt(bytes: &[u8]) -> Result<f64, RewardError> {
+pub(crate) fn parse_reward_txt(bytes: &[u8]) -> Result<f64, RewardError> {
     let text = String::from_utf8_lossy(bytes);
     if text.trim().is_empty() {
         return Err(RewardError::Empty { file: "reward.txt" });
@@ -596,7 +596,7 @@ pub fn parse_reward_txt(bytes: &[u8]) -> Result<f64, RewardError> {
 }
 
 /// reward.json: a flat map of numbers; the reward is its `reward` key, or its one value.
-pub fn parse_reward_json(bytes: &[u8]) -> Result<(BTreeMap<String, f64>, f64), RewardError> {
+pub(crate) fn parse_reward_json(bytes: &[u8]) -> Result<(BTreeMap<String, f64>, f64), RewardError> {
     let text = String::from_utf8_lossy(bytes);
     if text.trim().is_empty() {
         return Err(RewardError::Empty { file: "reward.json" });
@@ -631,7 +631,7 @@ fn shorten(s: &str) -> String {
 }
 
 /// The verifier's reward file precedence, as the manifest states the rule.
-pub const REWARD_RULE: &str = "reward.json's `reward` (or its one value), else reward.txt; passed when it reaches the threshold";
+pub(crate) const REWARD_RULE: &str = "reward.json's `reward` (or its one value), else reward.txt; passed when it reaches the threshold";
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@ use crate::error::InputError;
 use std::path::Path;
 
 /// The most levels one sweep may have.
-pub const MAX_LEVELS: usize = 20;
+pub(crate) const MAX_LEVELS: usize = 20;
 
 /// A sweep as checked: the key and its levels, strictly increasing.
 #[derive(Debug, Clone, PartialEq)]

@@ -51,7 +51,7 @@ impl fmt::Display for Instructions {
 }
 
 /// What a component's value is read from in an arm's table, and how.
-pub trait Setting: Sized {
+pub(crate) trait Setting: Sized {
     /// The value as the config writes it.
     type Raw: serde::de::DeserializeOwned;
     /// The value the arm holds; `at` is the arm being read (a file it names is read here).
@@ -59,7 +59,7 @@ pub trait Setting: Sized {
 }
 
 /// The arm being read, for a setting that reads more than its own value.
-pub struct ArmInput<'a> {
+pub(crate) struct ArmInput<'a> {
     /// The config file and the arm's key in it (`arms.<name>`).
     pub path: &'a Path,
     pub key: &'a str,
@@ -243,7 +243,7 @@ impl Component {
             .ok_or_else(|| UnknownComponent(name.to_string()))
     }
 
-    pub fn valid_names() -> String {
+    pub(crate) fn valid_names() -> String {
         Component::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
     }
 }
@@ -338,7 +338,7 @@ impl ArmSettings {
     }
 
     /// The value of one component as text; None when the arm has no such component.
-    pub fn value_of(&self, name: &str) -> Option<String> {
+    pub(crate) fn value_of(&self, name: &str) -> Option<String> {
         match self {
             ArmSettings::Builtin(c) => Component::parse(name).ok().map(|c2| c.value(c2)),
             ArmSettings::External(v) => v.get(name).map(value_text),

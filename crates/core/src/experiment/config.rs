@@ -14,7 +14,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub use crate::record::design::{Budget, MAX_BUDGET_SECONDS, Price, SequentialDesign};
+pub(crate) use crate::record::design::MAX_BUDGET_SECONDS;
+pub use crate::record::design::{Budget, Price, SequentialDesign};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,7 +101,7 @@ fn default_alpha() -> f64 {
     0.05
 }
 
-pub const BUDGET_KEYS: [&str; 5] = [
+pub(crate) const BUDGET_KEYS: [&str; 5] = [
     "max_steps",
     "max_output_tokens_per_step",
     "max_total_tokens",
@@ -237,7 +238,7 @@ fn default_max_response_bytes() -> u64 {
 }
 
 /// The embedded model's context when its spec gives none (`model::local`).
-pub const DEFAULT_LOCAL_CONTEXT_TOKENS: u32 = 4096;
+pub(crate) const DEFAULT_LOCAL_CONTEXT_TOKENS: u32 = 4096;
 
 fn default_top_p() -> f64 {
     1.0
@@ -433,17 +434,17 @@ impl Experiment {
 }
 
 /// The most re-runs `experiment.infra_retries` may give one trial.
-pub const MAX_INFRA_RETRIES: u32 = 10;
+pub(crate) const MAX_INFRA_RETRIES: u32 = 10;
 
 /// The longest running-time budget of a whole experiment (`experiment.max_seconds`): a year.
-pub const MAX_EXPERIMENT_SECONDS: f64 = 365.0 * 86_400.0;
+pub(crate) const MAX_EXPERIMENT_SECONDS: f64 = 365.0 * 86_400.0;
 /// Longest request timeout (and retry backoff): 1 day.
-pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
-pub const MAX_RETRY_ATTEMPTS: u32 = 100;
+pub(crate) const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+pub(crate) const MAX_RETRY_ATTEMPTS: u32 = 100;
 /// Default cap on a model reply body: 8 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 << 20;
 /// Largest cap a config may set: 256 MiB.
-pub const MAX_RESPONSE_BYTES_LIMIT: u64 = 256 << 20;
+pub(crate) const MAX_RESPONSE_BYTES_LIMIT: u64 = 256 << 20;
 
 /// A duration in seconds must be finite, above 0 and at most `max`: `inf`,
 /// `nan` and `1e300` are valid TOML floats but no usable time.

@@ -8,7 +8,7 @@
 //! of Experiments* (8th ed., ch. 8); the default generators are Montgomery's Table 8.14
 //! (minimum aberration).
 
-pub use super::matrix::RawFactorial;
+pub(crate) use super::matrix::RawFactorial;
 use super::matrix::{Arm, ArmOrigin};
 use super::{ArmSettings, ComponentValue, Components, HarnessKind};
 use crate::error::InputError;
@@ -16,10 +16,10 @@ pub use crate::record::design::{Factor, FactorialDesign, FactorialRun, Generator
 use std::path::Path;
 
 /// The most factors a design may have (a full design of 8 is 256 arms).
-pub const MAX_FACTORS: usize = 8;
+pub(crate) const MAX_FACTORS: usize = 8;
 /// The lowest resolution ablate runs: at IV no main effect is aliased with a two-factor
 /// interaction (at III it would be, and a "main effect" could be an interaction).
-pub const MIN_RESOLUTION: u32 = 4;
+pub(crate) const MIN_RESOLUTION: u32 = 4;
 
 /// A term of the design's algebra: a set of factors (bit i for factor i), a main effect with one,
 /// a two-factor interaction with two, a word of the defining relation with more.
@@ -149,7 +149,7 @@ impl Estimable {
 /// reused). Refused by name: an unknown `from` or component, a component with fewer or more than
 /// two values, more than `MAX_FACTORS` factors, both `fraction` and `generators`, a fraction with
 /// no documented generators, and a resolution below `MIN_RESOLUTION`.
-pub fn expand(
+pub(crate) fn expand(
     file: &Path,
     raw: &RawFactorial,
     arms: &mut Vec<Arm>,
@@ -425,7 +425,7 @@ pub fn roman(r: u32) -> &'static str {
 /// A factorial design under a budget sweep is refused by name: the sweep would repeat its runs
 /// at each level, and the design's effects are contrasts at one budget. (The sequential design is
 /// refused by the plan, which also sees `--until-decided`.)
-pub fn refuse_budget_sweep(file: &Path) -> InputError {
+pub(crate) fn refuse_budget_sweep(file: &Path) -> InputError {
     InputError::at(
         file,
         "matrix.factorial",

@@ -59,10 +59,10 @@ pub struct ArmPrompts {
 
 /// Most stop sequences an arm may give (OpenAI's own API takes at most 4;
 /// OpenAI-compatible servers, Ollama and the embedded engine take more).
-pub const MAX_STOP: usize = 16;
+pub(crate) const MAX_STOP: usize = 16;
 
 /// The placeholders of a `user_template`.
-pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{code}", "{file}", "{files}"];
+pub(crate) const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{code}", "{file}", "{files}"];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,7 +83,7 @@ pub fn load_instructions(path: &Path) -> Result<ArmPrompts, InputError> {
     parse_instructions(path, &text)
 }
 
-pub fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputError> {
+pub(crate) fn parse_instructions(path: &Path, text: &str) -> Result<ArmPrompts, InputError> {
     if path.extension().is_none_or(|e| e != "toml") {
         return Ok(ArmPrompts {
             system: Some(text.to_string()),

@@ -52,7 +52,7 @@ impl Arm {
     }
 
     /// The container resources the arm sets, as components (`resources.cpus`, `2`).
-    pub fn resources_set(&self) -> Vec<(String, String)> {
+    pub(crate) fn resources_set(&self) -> Vec<(String, String)> {
         let set = self.resources.entries().into_iter();
         set.filter_map(|(name, value)| Some((name.to_string(), value?))).collect()
     }
@@ -122,7 +122,7 @@ impl Arm {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawMatrix {
+pub(crate) struct RawMatrix {
     /// From a control arm, switch each component to its bare value in turn.
     pub leave_one_out: Option<RawSweep>,
     /// From a base arm (usually bare), switch each component to its full value in turn.
@@ -142,7 +142,7 @@ pub struct RawMatrix {
 /// `[matrix.factorial]` as the config writes it (`factorial::expand` reads it).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawFactorial {
+pub(crate) struct RawFactorial {
     /// The arm whose other components every run keeps.
     pub from: String,
     /// The factors, in order: the last `fraction` (or the generated ones) come from the rest.
@@ -155,7 +155,7 @@ pub struct RawFactorial {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSweep {
+pub(crate) struct RawSweep {
     pub from: String,
     /// Components to sweep; absent: every component the sweep would change.
     pub components: Option<Vec<String>>,
@@ -163,7 +163,7 @@ pub struct RawSweep {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPair {
+pub(crate) struct RawPair {
     pub control: String,
     pub treatment: String,
     pub name: Option<String>,
@@ -242,7 +242,7 @@ pub fn guard(name: &str, control: &Arm, treatment: &Arm) -> Result<String, Guard
 
 /// Expand sweeps into arms and comparisons, and apply the guard. Generated arms
 /// reuse an arm with identical settings when one exists.
-pub fn expand(
+pub(crate) fn expand(
     file: &Path,
     arms: Vec<Arm>,
     raw: &RawMatrix,

@@ -28,7 +28,7 @@ impl Framing {
         }
     }
 
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Framing::Sse => "text/event-stream",
             Framing::Ndjson => "application/x-ndjson",

@@ -198,7 +198,7 @@ pub fn read(body: &Value) -> Result<Asked, BadRequest> {
 
 /// `/v1/messages/count_tokens`: an upper bound (the request's bytes), since the gateway does not
 /// tokenize for the upstream.
-pub fn count_tokens(body: &Value) -> Result<Value, BadRequest> {
+pub(crate) fn count_tokens(body: &Value) -> Result<Value, BadRequest> {
     Ok(json!({"input_tokens": read(body)?.prompt_bound()}))
 }
 

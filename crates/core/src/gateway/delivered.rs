@@ -13,7 +13,7 @@ use serde_json::Value;
 /// Keys that carry bookkeeping (session and cache ids, client metadata) that
 /// differs in every session and asks nothing of the model: recorded by
 /// presence only, so two arms never differ in them by chance.
-pub const BOOKKEEPING: [&str; 10] = [
+pub(crate) const BOOKKEEPING: [&str; 10] = [
     "prompt_cache_key",
     "client_metadata",
     "user",
@@ -64,7 +64,7 @@ pub fn observe(
 
 /// A call of the builtin loop: asked is what it sent, less what the provider
 /// does not carry to the model.
-pub fn of_request(sent: &ChatRequest, client: &dyn ModelClient) -> Delivery {
+pub(crate) fn of_request(sent: &ChatRequest, client: &dyn ModelClient) -> Delivery {
     let mut d = Delivery::default();
     d.note("system", system(&sent.messages), system(&sent.messages));
     d.note("tools", tools(&sent.tools), tools(&sent.tools));

@@ -333,7 +333,7 @@ pub fn traced(r: &EmbedReply) -> Value {
 }
 
 /// A vector as OpenAI's base64 encoding: little-endian float32, standard alphabet, padded.
-pub fn base64_f32(v: &[f64]) -> String {
+pub(crate) fn base64_f32(v: &[f64]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let bytes: Vec<u8> = v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect();
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);

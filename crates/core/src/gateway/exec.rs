@@ -17,15 +17,15 @@ use std::time::Duration;
 /// The exec endpoint (a harness on the host, a container task): one command
 /// run in the task's container as its agent user. docs/external-harness.md,
 /// "Container tasks from the host".
-pub const EXEC_PATH: &str = "/ablate/v1/exec";
+pub(crate) const EXEC_PATH: &str = "/ablate/v1/exec";
 /// A command's time when the request does not say (seconds).
-pub const EXEC_DEFAULT_TIMEOUT: f64 = 120.0;
+pub(crate) const EXEC_DEFAULT_TIMEOUT: f64 = 120.0;
 /// The longest a command may be given (seconds); the trial's remaining working time bounds it too.
-pub const EXEC_MAX_TIMEOUT: f64 = 600.0;
+pub(crate) const EXEC_MAX_TIMEOUT: f64 = 600.0;
 /// Bytes of stdout and of stderr returned (and traced) per command.
-pub const EXEC_OUTPUT_CAP: usize = 64 * 1024;
+pub(crate) const EXEC_OUTPUT_CAP: usize = 64 * 1024;
 /// Bytes of a command line.
-pub const EXEC_MAX_COMMAND: usize = 64 * 1024;
+pub(crate) const EXEC_MAX_COMMAND: usize = 64 * 1024;
 
 /// An exec call: one command line, answered from the process it ran.
 pub(super) enum Exec {}

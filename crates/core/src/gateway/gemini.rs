@@ -339,7 +339,7 @@ pub fn sse(r: &ChatReply, meta: &ReplyMeta) -> String {
 }
 
 /// `countTokens`: an upper bound (the request's bytes), as for Anthropic's (`anthropic::count_tokens`).
-pub fn count_tokens(body: &Value, model: &str) -> Result<Value, BadRequest> {
+pub(crate) fn count_tokens(body: &Value, model: &str) -> Result<Value, BadRequest> {
     // countTokens wraps the request in `generateContentRequest`, or sends `contents` alone.
     let inner = body.get("generateContentRequest").unwrap_or(body);
     Ok(json!({"totalTokens": read(inner, model)?.prompt_bound()}))

@@ -105,11 +105,11 @@ pub(super) fn json_of(body: Result<Bytes, bool>, api: Api) -> Result<Value, Refu
 /// Most JSON values (objects, arrays, strings, numbers, ..., an object's keys
 /// counted as strings) one request body may hold: a body is counted without being built before it is parsed, so a
 /// body of many tiny values cannot make the gateway hold hundreds of MB.
-pub const MAX_JSON_VALUES: usize = 100_000;
+pub(crate) const MAX_JSON_VALUES: usize = 100_000;
 
 /// Why a body was not parsed.
 #[derive(Debug, thiserror::Error)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     #[error("the request body is not JSON: {0}")]
     NotJson(serde_json::Error),
     #[error("the request body holds more than {MAX_JSON_VALUES} JSON values")]
@@ -117,7 +117,7 @@ pub enum BodyError {
 }
 
 /// A body parsed as JSON once it is known to hold at most MAX_JSON_VALUES values.
-pub fn bounded_json(bytes: &[u8]) -> Result<Value, BodyError> {
+pub(crate) fn bounded_json(bytes: &[u8]) -> Result<Value, BodyError> {
     use serde::de::DeserializeSeed;
     let seen = std::cell::Cell::new(0usize);
     let mut de = serde_json::Deserializer::from_slice(bytes);

@@ -128,7 +128,7 @@ pub fn completion(reply: &ChatReply, meta: &ReplyMeta) -> Value {
 }
 
 /// The same as a stream: the text, the finish, the usage when asked, `[DONE]`.
-pub fn completion_sse(reply: &ChatReply, meta: &ReplyMeta, include_usage: bool) -> String {
+pub(crate) fn completion_sse(reply: &ChatReply, meta: &ReplyMeta, include_usage: bool) -> String {
     let full = completion(reply, meta);
     let chunk = |text: &str, finish: Value| {
         let mut c = full.clone();
@@ -166,7 +166,7 @@ pub fn generate(reply: &ChatReply, meta: &ReplyMeta) -> Value {
 }
 
 /// The same as Ollama streams it: the text, then the `done` line.
-pub fn generate_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
+pub(crate) fn generate_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
     let mut lines = Vec::new();
     if !reply.text.is_empty() {
         lines.push(json!({"model": meta.model, "created_at": meta.created_at, "response": reply.text, "done": false}));

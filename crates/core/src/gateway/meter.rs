@@ -186,12 +186,12 @@ impl TrialMeter {
 
     /// Open the exec endpoint on `target`: a harness on the host reaches the
     /// task's container through it (and through nothing else).
-    pub fn allow_exec(&self, target: ContainerExec) {
+    pub(crate) fn allow_exec(&self, target: ContainerExec) {
         let _ = self.exec.set(target);
     }
 
     /// What becomes of a hosted tool the harness offers (`[gateway] hosted_tools`).
-    pub fn set_hosted_tools(&self, policy: HostedTools) {
+    pub(crate) fn set_hosted_tools(&self, policy: HostedTools) {
         let _ = self.hosted_tools.set(policy);
     }
 
@@ -266,7 +266,7 @@ impl TrialMeter {
 
     /// What is left of the budget: model calls, tokens (less what calls in
     /// flight may still add) and working seconds.
-    pub fn remaining(&self) -> (u32, u64, f64) {
+    pub(crate) fn remaining(&self) -> (u32, u64, f64) {
         let st = self.state.lock().unwrap();
         let b = &self.budget;
         (

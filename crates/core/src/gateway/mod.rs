@@ -33,9 +33,7 @@ pub mod responses;
 mod server;
 pub mod wire;
 
-pub use exec::{
-    EXEC_DEFAULT_TIMEOUT, EXEC_MAX_COMMAND, EXEC_MAX_TIMEOUT, EXEC_OUTPUT_CAP, EXEC_PATH,
-};
+pub(crate) use exec::EXEC_PATH;
 pub use meter::{GatewayStop, MeterSummary, Overridden, TrialMeter};
 pub use server::serve;
 
@@ -43,27 +41,27 @@ pub use server::serve;
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 
 /// Most messages one call may send (its own and a stored conversation's together).
-pub const MAX_MESSAGES: usize = 10_000;
+pub(crate) const MAX_MESSAGES: usize = 10_000;
 
 /// Most bytes of message text one call may send, a stored conversation
 /// (`previous_response_id`) included: what one body may hold.
-pub const MAX_CONVERSATION_BYTES: usize = MAX_REQUEST_BYTES;
+pub(crate) const MAX_CONVERSATION_BYTES: usize = MAX_REQUEST_BYTES;
 
 /// Most bytes of stored conversations a trial keeps for `previous_response_id`
 /// (the oldest go first).
-pub const MAX_STORED_BYTES: usize = 64 << 20;
+pub(crate) const MAX_STORED_BYTES: usize = 64 << 20;
 
 /// The version `/api/version` reports, for Ollama clients that check it.
-pub const OLLAMA_VERSION: &str = "0.9.0";
+pub(crate) const OLLAMA_VERSION: &str = "0.9.0";
 
 /// Headers every chat reply carries: what is left of the trial's budget.
-pub const HEADER_STEPS: &str = "x-ablate-remaining-steps";
-pub const HEADER_TOKENS: &str = "x-ablate-remaining-tokens";
-pub const HEADER_SECONDS: &str = "x-ablate-remaining-seconds";
+pub(crate) const HEADER_STEPS: &str = "x-ablate-remaining-steps";
+pub(crate) const HEADER_TOKENS: &str = "x-ablate-remaining-tokens";
+pub(crate) const HEADER_SECONDS: &str = "x-ablate-remaining-seconds";
 
 /// Bytes of a refused request body kept in its trace line.
 pub const REFUSED_EXCERPT_BYTES: usize = 2048;
 
 /// Most refused requests (no such endpoint, a wrong key) traced per trial;
 /// beyond, they are counted only.
-pub const TRACED_REFUSALS: u32 = 1000;
+pub(crate) const TRACED_REFUSALS: u32 = 1000;

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// Responses a trial keeps for `previous_response_id` (the oldest go first).
-pub const STORED_RESPONSES: usize = 256;
+pub(crate) const STORED_RESPONSES: usize = 256;
 
 /// Keys read; any other is noted as not forwarded.
 const KNOWN: [&str; 15] = [
@@ -117,7 +117,7 @@ struct CallItem {
 /// Tool types the provider runs itself (OpenAI's hosted tools): no model the
 /// gateway forwards to runs them, so they are left out of what reaches it
 /// (the delivery record shows them asked and not reached; docs/delivery.md).
-pub const HOSTED_TOOLS: [&str; 9] = [
+pub(crate) const HOSTED_TOOLS: [&str; 9] = [
     "web_search",
     "web_search_preview",
     "web_search_preview_2025_03_11",
@@ -131,7 +131,7 @@ pub const HOSTED_TOOLS: [&str; 9] = [
 
 /// A function inside a namespace tool, as the model is offered it: one flat
 /// function whose name joins the two (OpenAI's function names allow `_`, not `.`).
-pub fn flat_name(namespace: &str, name: &str) -> String {
+pub(crate) fn flat_name(namespace: &str, name: &str) -> String {
     format!("{namespace}__{name}")
 }
 
@@ -143,7 +143,7 @@ struct OutputItem {
 
 /// Whether a request sets `instructions`: a stored conversation goes after them, and is kept
 /// without them (they are not carried over to the next response).
-pub fn has_instructions(body: &Value) -> bool {
+pub(crate) fn has_instructions(body: &Value) -> bool {
     body.get("instructions").is_some_and(|v| !v.is_null())
 }
 
@@ -552,7 +552,7 @@ pub fn sse(reply: &ChatReply, meta: &ReplyMeta, asked: &Asked, ids: &Ids) -> Str
 
 /// The conversation a stored response continues from: what it was asked
 /// (less its instructions, which are not carried over) and what it answered.
-pub fn stored_conversation(
+pub(crate) fn stored_conversation(
     asked_messages: &[Message],
     had_instructions: bool,
     reply: &ChatReply,

@@ -72,7 +72,7 @@ pub struct Asked {
 impl Asked {
     /// An upper bound of its prompt's tokens (its bytes, as `model::prompt_bound` counts them):
     /// what the token-count endpoints answer, the gateway not tokenizing for the upstream.
-    pub fn prompt_bound(self) -> u64 {
+    pub(crate) fn prompt_bound(self) -> u64 {
         let (messages, tools) = (self.messages, self.tools);
         crate::model::prompt_bound(&crate::model::ChatRequest {
             messages,
@@ -109,7 +109,7 @@ impl Asked {
 
 /// An effort (chat `reasoning_effort`, Responses `reasoning.effort`, Messages
 /// `output_config.effort`): a string at `at`; null or absent, none.
-pub fn read_effort(v: Option<&Value>, at: &str) -> Result<Option<Reasoning>, BadRequest> {
+pub(crate) fn read_effort(v: Option<&Value>, at: &str) -> Result<Option<Reasoning>, BadRequest> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(e)) => {
@@ -130,7 +130,7 @@ fn read_think(v: Option<&Value>) -> Result<Option<Reasoning>, BadRequest> {
 
 /// `tools`: a list, each read by `read` with its path (`tools[i]`, which its errors name; null:
 /// none).
-pub fn read_tools(
+pub(crate) fn read_tools(
     v: Option<&Value>,
     read: fn(&Value, &str) -> Result<ToolSpec, BadRequest>,
 ) -> Result<Vec<ToolSpec>, BadRequest> {
@@ -192,7 +192,7 @@ struct FunctionName {
 }
 
 /// The `tool_choice` at `at` (absent or null: auto).
-pub fn read_tool_choice(v: Option<&Value>, at: &str) -> Result<ToolChoice, BadRequest> {
+pub(crate) fn read_tool_choice(v: Option<&Value>, at: &str) -> Result<ToolChoice, BadRequest> {
     let Some(choice) = optional(v, at)? else { return Ok(ToolChoice::Auto) };
     match choice {
         ChoiceIn::Mode(mode) => match mode.as_str() {
@@ -239,7 +239,7 @@ struct SchemaIn {
 }
 
 /// The response format at `at` (absent, null or text: none).
-pub fn read_response_format(
+pub(crate) fn read_response_format(
     v: Option<&Value>,
     at: &str,
 ) -> Result<Option<ResponseFormat>, BadRequest> {
@@ -269,7 +269,7 @@ enum OllamaFormat {
 }
 
 /// Ollama's `format` at `at` (absent, null or empty: none).
-pub fn read_ollama_format(
+pub(crate) fn read_ollama_format(
     v: Option<&Value>,
     at: &str,
 ) -> Result<Option<ResponseFormat>, BadRequest> {
@@ -341,7 +341,10 @@ fn optional<T: serde::de::DeserializeOwned>(
 /// Read `T` from the JSON value `v` found at `at` in the request (`""`: the body itself); an
 /// error names the path of the value at fault, such as `messages[2].content[0]` with `missing
 /// field `id``, through serde_path_to_error.
-pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<T, BadRequest> {
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    v: &Value,
+    at: &str,
+) -> Result<T, BadRequest> {
     deserialize_at(v, at, BadRequest::at)
 }
 
@@ -361,7 +364,7 @@ fn deserialize_at<'de, T: serde::Deserialize<'de>>(
 
 /// The keys of `obj` its API's reader does not read (`known` lists those it does), in the
 /// body's order: what the request's `ignored` records as asked and not delivered.
-pub fn unread<'a>(
+pub(crate) fn unread<'a>(
     obj: &'a serde_json::Map<String, Value>,
     known: &'a [&str],
 ) -> impl Iterator<Item = String> + 'a {
@@ -372,7 +375,7 @@ pub fn unread<'a>(
 /// each message (`` `dimensions` must be a positive whole number``): through
 /// serde_path_to_error, so that the refusal's `param` is the key at fault. The body is taken by
 /// value: its strings move into `T`, not copied.
-pub fn from_body<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, BadRequest> {
+pub(crate) fn from_body<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, BadRequest> {
     deserialize_at(v, "", BadRequest::naming)
 }
 
@@ -388,7 +391,7 @@ pub fn checked<'de, D: serde::Deserializer<'de>, T>(
 
 /// A tool's result appended to `messages` as a tool message, named after the
 /// call it answers (the latest earlier call with that id).
-pub fn push_tool_result(messages: &mut Vec<Message>, call_id: String, content: String) {
+pub(crate) fn push_tool_result(messages: &mut Vec<Message>, call_id: String, content: String) {
     let name = messages
         .iter()
         .rev()
@@ -752,7 +755,7 @@ fn openai_calls(reply: &ChatReply) -> Vec<Value> {
 }
 
 /// The non-streaming chat completion.
-pub fn openai_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
+pub(crate) fn openai_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
     let mut message = json!({"role": "assistant", "content": if reply.text.is_empty() && !reply.tool_calls.is_empty() { Value::Null } else { json!(reply.text) }});
     if !reply.tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(openai_calls(reply));
@@ -770,7 +773,7 @@ pub fn openai_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
 
 /// The same reply as server-sent events: a role and content chunk, one chunk
 /// per tool call, a finish chunk, a usage chunk when asked, then `[DONE]`.
-pub fn openai_sse(reply: &ChatReply, meta: &ReplyMeta, include_usage: bool) -> String {
+pub(crate) fn openai_sse(reply: &ChatReply, meta: &ReplyMeta, include_usage: bool) -> String {
     let chunk = |choices: Value| {
         let mut c = json!({"id": meta.id, "object": "chat.completion.chunk", "created": meta.created, "model": meta.model, "choices": choices});
         if let Some(fp) = &reply.fingerprint {
@@ -836,7 +839,7 @@ fn ollama_final(reply: &ChatReply, meta: &ReplyMeta, message: Value) -> Value {
 }
 
 /// The non-streaming `/api/chat` reply.
-pub fn ollama_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
+pub(crate) fn ollama_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
     let mut message = json!({"role": "assistant", "content": reply.text});
     if !reply.tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(ollama_calls(reply));
@@ -846,7 +849,7 @@ pub fn ollama_reply(reply: &ChatReply, meta: &ReplyMeta) -> Value {
 
 /// The same reply as Ollama streams it: newline-delimited JSON objects, the
 /// content, then the tool calls, then a `done` object with the counts.
-pub fn ollama_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
+pub(crate) fn ollama_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
     let part = |message: Value| json!({"model": meta.model, "created_at": meta.created_at, "message": message, "done": false});
     let mut lines = Vec::new();
     if !reply.text.is_empty() {
@@ -864,7 +867,7 @@ pub fn ollama_ndjson(reply: &ChatReply, meta: &ReplyMeta) -> String {
 /// An error body in the API's own form.
 /// The body of a 400 for `bad`: its text as the message, and in OpenAI's error object the path
 /// of the value at fault as `param`.
-pub fn bad_request_body(api: Api, bad: &BadRequest) -> Value {
+pub(crate) fn bad_request_body(api: Api, bad: &BadRequest) -> Value {
     let mut v = error_body(api, "invalid_request_error", &bad.message, None);
     if let Some(p) = bad.param.as_ref().filter(|_| api.openai_errors()) {
         v["error"]["param"] = json!(p);
@@ -872,7 +875,7 @@ pub fn bad_request_body(api: Api, bad: &BadRequest) -> Value {
     v
 }
 
-pub fn error_body(api: Api, kind: &str, message: &str, limit: Option<&str>) -> Value {
+pub(crate) fn error_body(api: Api, kind: &str, message: &str, limit: Option<&str>) -> Value {
     if api.openai_errors() {
         let mut e = json!({"type": kind, "message": message});
         if let Some(l) = limit {

@@ -22,7 +22,7 @@ pub fn parse(parser: OutputParser, output: &str) -> Parsed {
 /// `FAILED (failures=a, errors=b, skipped=c, unexpected successes=d)`.
 /// Skipped tests do not count as passed. Failed names come from the
 /// `FAIL: name (...)` / `ERROR: name (...)` headers.
-pub fn parse_unittest(output: &str) -> Parsed {
+pub(crate) fn parse_unittest(output: &str) -> Parsed {
     let mut parsed = Parsed::default();
     let mut not_passed = 0u32;
     for line in output.lines() {
@@ -60,7 +60,7 @@ pub fn parse_unittest(output: &str) -> Parsed {
 
 /// pytest: the last `=== 1 failed, 12 passed, 1 error in 0.12s ===` line, and
 /// `FAILED path::name` / `ERROR path::name` lines of the short summary.
-pub fn parse_pytest(output: &str) -> Parsed {
+pub(crate) fn parse_pytest(output: &str) -> Parsed {
     let mut parsed = Parsed::default();
     for line in output.lines() {
         let trimmed = line.trim().trim_matches('=').trim();

@@ -93,7 +93,7 @@ pub async fn check_suite(root: &Path, engine: Option<crate::container::EngineKin
     report
 }
 
-pub async fn check_task(task: &Task) -> TaskReport {
+pub(crate) async fn check_task(task: &Task) -> TaskReport {
     let declared = task.check.tests;
     let mut report = TaskReport {
         id: task.id.clone(),
@@ -186,7 +186,7 @@ async fn run_variant(task: &Task, solution: bool) -> std::io::Result<CheckResult
 /// A container (Harbor) task proved as Harbor's own task CI proves one: the
 /// oracle (`solution/solve.sh`) reaches the pass threshold, and an agent that
 /// does nothing does not. `stub` holds the do-nothing run, `solution` the oracle's.
-pub async fn check_container_task(
+pub(crate) async fn check_container_task(
     (task, c): (&Task, &ContainerTask),
     settings: &crate::suite::ContainerSettings,
     engine: Option<crate::container::EngineKind>,

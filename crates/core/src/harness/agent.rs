@@ -55,7 +55,7 @@ impl<'a> TrialContext<'a> {
 }
 
 /// Bytes of one file inlined into a prompt.
-pub const FILE_CAP: u64 = 64 * 1024;
+pub(crate) const FILE_CAP: u64 = 64 * 1024;
 
 struct Loop<'a> {
     ctx: &'a TrialContext<'a>,
@@ -105,7 +105,7 @@ impl<'a> Loop<'a> {
 /// The checks could not be run (not: they ran and failed); the trial ends as a harness error.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot run the checks: {0}")]
-pub struct ChecksNotRun(#[source] std::io::Error);
+pub(crate) struct ChecksNotRun(#[source] std::io::Error);
 
 /// For the trace: a check result with its output trimmed to the tail shown.
 fn traced(check: &CheckResult, tail: usize) -> CheckResult {

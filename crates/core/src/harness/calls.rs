@@ -78,7 +78,7 @@ impl<'a> Calls<'a> {
     }
 
     /// The limit that stops the loop before its next call (`steps` calls made), if any.
-    pub fn budget_stop(&self, steps: u32) -> Option<BudgetLimit> {
+    pub(crate) fn budget_stop(&self, steps: u32) -> Option<BudgetLimit> {
         let b = self.ctx.budget;
         if steps >= b.max_steps {
             return Some(BudgetLimit::Steps);
@@ -99,7 +99,7 @@ impl<'a> Calls<'a> {
     }
 
     /// What is left of the budget after `steps` calls: steps, tokens, seconds.
-    pub fn remaining(&self, steps: u32) -> (u32, u64, f64) {
+    pub(crate) fn remaining(&self, steps: u32) -> (u32, u64, f64) {
         let b = self.ctx.budget;
         (
             b.max_steps.saturating_sub(steps),
@@ -110,7 +110,7 @@ impl<'a> Calls<'a> {
 
     /// Ask the model, within what is left of the budget. The step's trace line
     /// and the reply; or the line, the error and how it ends the trial.
-    pub async fn call_model(
+    pub(crate) async fn call_model(
         &mut self,
         messages: &[Message],
         tool_specs: &[ToolSpec],

@@ -6,13 +6,13 @@ use sha2::{Digest, Sha256};
 
 /// A fenced code block: its info string and body.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Block {
+pub(crate) struct Block {
     pub info: String,
     pub body: String,
 }
 
 /// Every complete ``` fenced block in `text`, in order.
-pub fn fenced_blocks(text: &str) -> Vec<Block> {
+pub(crate) fn fenced_blocks(text: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut current: Option<(String, Vec<&str>)> = None;
     for line in text.lines() {
@@ -47,12 +47,12 @@ pub fn fenced_blocks(text: &str) -> Vec<Block> {
 }
 
 /// Whether `text` ends inside a fenced block (an odd number of fence lines).
-pub fn ends_in_open_fence(text: &str) -> bool {
+pub(crate) fn ends_in_open_fence(text: &str) -> bool {
     text.lines().filter(|l| l.trim_start().starts_with("```")).count() % 2 == 1
 }
 
 /// The text outside fenced blocks (where "DONE" is looked for).
-pub fn prose(text: &str) -> String {
+pub(crate) fn prose(text: &str) -> String {
     let mut out = String::new();
     let mut inside = false;
     for line in text.lines() {
@@ -69,13 +69,13 @@ pub fn prose(text: &str) -> String {
 }
 
 /// The model says it is done: DONE as a word outside code blocks.
-pub fn says_done(text: &str) -> bool {
+pub(crate) fn says_done(text: &str) -> bool {
     prose(text).split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "DONE")
 }
 
 /// What a reply asks to write: (file name, content).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Extracted {
+pub(crate) enum Extracted {
     None,
     Edit {
         file: String,
@@ -86,7 +86,7 @@ pub enum Extracted {
     Ambiguous(String),
 }
 
-pub fn extract(text: &str, format: EditFormat, editable: &[String]) -> Extracted {
+pub(crate) fn extract(text: &str, format: EditFormat, editable: &[String]) -> Extracted {
     let blocks = fenced_blocks(text);
     let block = match format {
         EditFormat::LastFenced => blocks.last(),

@@ -29,17 +29,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where the harness's files and the trial file appear in the jail.
-pub const JAIL_HARNESS_DIR: &str = "/harness";
-pub const JAIL_TRIAL_DIR: &str = "/ablate-trial";
+pub(crate) const JAIL_HARNESS_DIR: &str = "/harness";
+pub(crate) const JAIL_TRIAL_DIR: &str = "/ablate-trial";
 
 /// Memory of an external harness's jail without `[harness] memory_mb`, MiB.
-pub const HARNESS_MEMORY_MB: u64 = 4096;
+pub(crate) const HARNESS_MEMORY_MB: u64 = 4096;
 
 /// Limits of an external harness's process tree: an agent (and the tests it
 /// runs) needs more room than one check. Its memory is bounded by the jail's
 /// memory cgroup where there is one, not by each process's address space,
 /// which JIT runtimes (Bun, the JVM) reserve far past what they use.
-pub fn harness_limits(budget: &Budget, memory_mb: u64) -> Limits {
+pub(crate) fn harness_limits(budget: &Budget, memory_mb: u64) -> Limits {
     Limits {
         memory_mb,
         address_space: false,
@@ -103,7 +103,7 @@ pub struct ExternalOutcome {
 /// Why an external harness's command could not be launched for a trial:
 /// the trial's `harness_error`, in ablate's own words.
 #[derive(Debug, thiserror::Error)]
-pub enum LaunchError {
+pub(crate) enum LaunchError {
     /// No sandbox for the command (and none was waived).
     #[error(transparent)]
     Isolation(#[from] crate::sandbox::isolation::NoSandbox),
@@ -130,7 +130,7 @@ pub enum LaunchError {
 
 /// Whether external harnesses can run under this isolation: in the sandbox,
 /// each trial's network namespace needs root (checked at setup, once).
-pub fn can_run(iso: &Isolation) -> Result<(), LaunchError> {
+pub(crate) fn can_run(iso: &Isolation) -> Result<(), LaunchError> {
     if iso.is_isolated() && !isolation::is_root() {
         return Err(LaunchError::NeedsRoot);
     }
@@ -281,7 +281,7 @@ fn python_starts_in_jail(
 /// Expand `{harness}`, `{workspace}`, `{python}` and `{mounts[i]}` (the i-th
 /// of `[harness] mounts`, absolute) in the command; a first word `python3` or
 /// `python` becomes the interpreter too.
-pub fn expand_command(
+pub(crate) fn expand_command(
     command: &[String],
     harness: &str,
     workspace: &str,
@@ -411,7 +411,7 @@ pub async fn run_external(
 /// container (`runs_in = "container"`): the harness's files at /harness
 /// (read-only), the gateway on 127.0.0.1:GATEWAY_PORT of the container's own
 /// network namespace, the task as environment variables and /ablate-trial/trial.json.
-pub async fn run_in_container(
+pub(crate) async fn run_in_container(
     ctx: &ExternalContext<'_>,
     container: &TrialContainer,
     on_step: Box<dyn FnMut(TraceStep) + Send>,
@@ -425,7 +425,7 @@ pub async fn run_in_container(
 /// (`runs_in = "host"`): in the sandbox as for a Python task, with an empty
 /// working folder of its own, reaching the container only through the
 /// gateway's exec endpoint.
-pub async fn run_on_host(
+pub(crate) async fn run_on_host(
     ctx: &ExternalContext<'_>,
     container: &TrialContainer,
     on_step: Box<dyn FnMut(TraceStep) + Send>,
@@ -496,7 +496,7 @@ async fn launch_in_container(
 
 /// How long a harness may go on after its budget is spent (every model call
 /// and command is refused by then) to write its outputs before it is stopped.
-pub const GRACE: Duration = Duration::from_secs(5);
+pub(crate) const GRACE: Duration = Duration::from_secs(5);
 
 /// Resolves GRACE after the gateway wants the harness stopped, or its working time is spent.
 async fn stop_at_budget(ctx: &ExternalContext<'_>, meter: &Arc<TrialMeter>) {
@@ -559,19 +559,19 @@ fn command_outcome(
 }
 
 /// The prefix of a metric line on a harness's standard output.
-pub const METRIC_LINE: &str = "ablate-metric";
+pub(crate) const METRIC_LINE: &str = "ablate-metric";
 
 /// The most metrics a trial records (and refusals it notes), and the longest
 /// name: a harness is not trusted to keep its record small.
-pub const MAX_METRICS: usize = 64;
-pub const MAX_METRIC_NAME: usize = 64;
+pub(crate) const MAX_METRICS: usize = 64;
+pub(crate) const MAX_METRIC_NAME: usize = 64;
 
 /// The harness's reported metrics: every stdout line `ablate-metric NAME VALUE`
 /// (NAME of letters, digits, `_`, `.` and `-`, at most [`MAX_METRIC_NAME`];
 /// VALUE a finite number; the last line of a name counts; at most
 /// [`MAX_METRICS`] names), and the lines that start so but do not read, with
 /// why (at most [`MAX_METRICS`] of them).
-pub fn metric_lines(stdout: &str) -> (std::collections::BTreeMap<String, f64>, Vec<String>) {
+pub(crate) fn metric_lines(stdout: &str) -> (std::collections::BTreeMap<String, f64>, Vec<String>) {
     let mut metrics = std::collections::BTreeMap::new();
     let mut refused = Vec::new();
     for line in stdout.lines().map(str::trim) {
@@ -763,7 +763,7 @@ fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
 
 /// Stage the harness's files (config `files`, resolved) into one folder: a
 /// folder's contents at its root, a file under its own name.
-pub fn stage_files(files: &[PathBuf], into: &Path) -> std::io::Result<()> {
+pub(crate) fn stage_files(files: &[PathBuf], into: &Path) -> std::io::Result<()> {
     for f in files {
         let meta = std::fs::metadata(f)
             .map_err(|e| std::io::Error::other(format!("{}: {e}", f.display())))?;

@@ -18,7 +18,7 @@
 use crate::experiment::{Component, Components};
 
 /// What a loop tells a hook at a session's start.
-pub trait SessionFacts {
+pub(crate) trait SessionFacts {
     /// The session starting: 1 for the first.
     fn session(&self) -> u32;
     /// What the trial did so far and how it went, as the loop summarises it.
@@ -26,7 +26,7 @@ pub trait SessionFacts {
 }
 
 /// A component's behaviour at each point of a builtin loop; by default it does nothing there.
-pub trait Hook: Sync {
+pub(crate) trait Hook: Sync {
     /// Text added to a session's first message.
     fn session_note(&self, _facts: &dyn SessionFacts) -> Option<String> {
         None
@@ -100,27 +100,27 @@ impl Hooks {
     }
 
     /// Every hook's note for a session's first message, in order.
-    pub fn session_notes(&self, facts: &dyn SessionFacts) -> Vec<String> {
+    pub(crate) fn session_notes(&self, facts: &dyn SessionFacts) -> Vec<String> {
         self.0.iter().filter_map(|h| h.session_note(facts)).collect()
     }
 
     /// A session's first message with every hook's note after it, each after a blank line.
-    pub fn add_session_notes(&self, first: &mut String, facts: &dyn SessionFacts) {
+    pub(crate) fn add_session_notes(&self, first: &mut String, facts: &dyn SessionFacts) {
         for note in self.session_notes(facts) {
             first.push_str("\n\n");
             first.push_str(&note);
         }
     }
 
-    pub fn refuse_repeats(&self) -> bool {
+    pub(crate) fn refuse_repeats(&self) -> bool {
         self.0.iter().any(|h| h.refuses_repeats())
     }
 
-    pub fn report_results(&self) -> bool {
+    pub(crate) fn report_results(&self) -> bool {
         self.0.iter().any(|h| h.reports_results())
     }
 
-    pub fn guard_done(&self) -> bool {
+    pub(crate) fn guard_done(&self) -> bool {
         self.0.iter().any(|h| h.guards_done())
     }
 }

@@ -15,14 +15,14 @@ Put only code in the block. When the task is complete, write DONE on a line of i
 
 /// sha256 of this file: every builtin text the harness can send (recorded in
 /// the manifest's prompt digests as `builtin-texts`).
-pub fn builtin_texts_sha256() -> String {
+pub(crate) fn builtin_texts_sha256() -> String {
     crate::digest::sha256_hex(include_str!("prompts.rs").as_bytes())
 }
 
 /// Added to the system prompt when the `tools` component is on.
-pub const TOOLS_NOTE: &str = "You can call the tools read_file, list_files and run_tests to inspect the workspace and run the checks. Files change only through fenced code blocks.";
+pub(crate) const TOOLS_NOTE: &str = "You can call the tools read_file, list_files and run_tests to inspect the workspace and run the checks. Files change only through fenced code blocks.";
 
-pub fn system_prompt(instructions: &str, tools: bool) -> String {
+pub(crate) fn system_prompt(instructions: &str, tools: bool) -> String {
     if tools { format!("{instructions}\n\n{TOOLS_NOTE}") } else { instructions.to_string() }
 }
 
@@ -61,7 +61,12 @@ impl ArmPrompts {
 /// file as the workspace holds it (leading blank lines and trailing
 /// whitespace cut), `{file}` its name, `{files}` the workspace's files as the
 /// builtin message lists them (names only with `tools` on).
-pub fn render_user(template: &str, task: &Task, files: &[(String, String)], tools: bool) -> String {
+pub(crate) fn render_user(
+    template: &str,
+    task: &Task,
+    files: &[(String, String)],
+    tools: bool,
+) -> String {
     let first = task.editable.first().map(String::as_str).unwrap_or("");
     let code = files.iter().find(|(n, _)| n == first).map(|(_, c)| c.as_str()).unwrap_or("");
     let code = code.trim_end();
@@ -121,7 +126,7 @@ pub fn task_message(task: &Task, files: &[(String, String)], tools: bool) -> Str
 }
 
 /// Summary of a check run: what `feedback` and `run_tests` show the model.
-pub fn check_summary(check: &CheckResult, tail_bytes: usize) -> String {
+pub(crate) fn check_summary(check: &CheckResult, tail_bytes: usize) -> String {
     let mut s = if check.timed_out {
         format!("The checks timed out: 0/{} tests passed.\n", check.total)
     } else {
@@ -137,14 +142,14 @@ pub fn check_summary(check: &CheckResult, tail_bytes: usize) -> String {
     s
 }
 
-pub fn feedback_message(check: &CheckResult, tail_bytes: usize) -> String {
+pub(crate) fn feedback_message(check: &CheckResult, tail_bytes: usize) -> String {
     format!(
         "The harness ran the checks on your edit.\n{}Fix the code and send the complete file again.",
         check_summary(check, tail_bytes)
     )
 }
 
-pub fn loop_guard_message(step: u32, scored: Option<(u32, u32)>) -> String {
+pub(crate) fn loop_guard_message(step: u32, scored: Option<(u32, u32)>) -> String {
     let score = match scored {
         Some((p, t)) => format!("which scored {p}/{t} tests passed"),
         None => "which was not checked".to_string(),
@@ -154,14 +159,14 @@ pub fn loop_guard_message(step: u32, scored: Option<(u32, u32)>) -> String {
     )
 }
 
-pub fn acceptance_refusal(check: &CheckResult) -> String {
+pub(crate) fn acceptance_refusal(check: &CheckResult) -> String {
     format!(
         "Not accepted: the checks do not pass yet ({}/{} tests passed). You are done only when every test passes; keep working.",
         check.passed, check.total
     )
 }
 
-pub fn unparsed_tool_call_message(raw: &[String]) -> String {
+pub(crate) fn unparsed_tool_call_message(raw: &[String]) -> String {
     format!(
         "The harness could not read {} tool call(s) in your reply: {}. Send tool calls with a name and JSON arguments.",
         raw.len(),
@@ -170,7 +175,7 @@ pub fn unparsed_tool_call_message(raw: &[String]) -> String {
 }
 
 /// The progress file carried across a session boundary (`progress_handoff`).
-pub fn progress_note(
+pub(crate) fn progress_note(
     steps: u32,
     results: &[(u32, Option<(u32, u32)>)],
     last_failed: &[String],

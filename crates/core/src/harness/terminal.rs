@@ -31,21 +31,21 @@ use serde_json::json;
 use std::time::Duration;
 
 /// The builtin system prompt of container tasks.
-pub const TERMINAL_SYSTEM: &str = "You are working in a Linux shell inside a container to complete a task.
+pub(crate) const TERMINAL_SYSTEM: &str = "You are working in a Linux shell inside a container to complete a task.
 Run one shell command at a time and read its result before the next. Keep replies short: the command, no explanation.
 When the task is complete, write DONE on a line of its own.";
 
 /// Added to the system prompt with `tools` on / off.
-pub const SHELL_TOOL_NOTE: &str =
+pub(crate) const SHELL_TOOL_NOTE: &str =
     "Run commands with the shell tool; read_file and write_file read and write whole files.";
-pub const FENCED_NOTE: &str = "Each reply: one fenced ```bash code block holding the next command. It is run and its result comes back.";
+pub(crate) const FENCED_NOTE: &str = "Each reply: one fenced ```bash code block holding the next command. It is run and its result comes back.";
 
 /// Sent after a reply that ran no command and did not say DONE.
 const NO_COMMAND_TOOLS: &str = "Your reply ran no command. Call the shell tool with the next command, or write DONE when the task is complete.";
 const NO_COMMAND_FENCED: &str = "Your reply ran no command. Reply with one fenced ```bash code block holding the next command, or write DONE when the task is complete.";
 
 /// Longest a single command may run (less when less working time is left).
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Bytes of a command's output kept in the trace.
 const TRACE_OUTPUT: usize = 16 * 1024;

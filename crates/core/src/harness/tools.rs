@@ -44,13 +44,13 @@ pub enum Call {
 
 /// Why a call was refused; becomes `{"error": {"type": ..., "message": ...}}`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CallError {
+pub(crate) struct CallError {
     pub kind: &'static str,
     pub message: String,
 }
 
 impl CallError {
-    pub fn to_result(&self) -> String {
+    pub(crate) fn to_result(&self) -> String {
         json!({"error": {"type": self.kind, "message": self.message}}).to_string()
     }
 }
@@ -70,7 +70,7 @@ struct NoArgs {}
 /// Read `arguments` (raw JSON text) for tool `name` into its typed arguments:
 /// serde refuses a missing, unknown or mistyped argument by name, as the
 /// tool's schema (`additionalProperties: false`) says. Empty text is `{}`.
-pub fn validate(name: &str, arguments: &str) -> Result<Call, CallError> {
+pub(crate) fn validate(name: &str, arguments: &str) -> Result<Call, CallError> {
     let text = if arguments.trim().is_empty() { "{}" } else { arguments };
     match name {
         "read_file" => parse::<ReadFileArgs>(text).map(|a| Call::ReadFile { path: a.path }),

@@ -15,7 +15,7 @@ const TOOLS_TAIL: &str = "\n</tools>\n\nFor each function call, return a json ob
 
 /// The tools section Qwen2.5's template appends to the system message: each
 /// tool as `{"type": "function", "function": {...}}` in `json.dumps`'s layout.
-pub fn tools_section(tools: &[ToolSpec]) -> String {
+pub(crate) fn tools_section(tools: &[ToolSpec]) -> String {
     let mut s = String::from(TOOLS_HEAD);
     for t in tools {
         s.push('\n');
@@ -28,7 +28,7 @@ pub fn tools_section(tools: &[ToolSpec]) -> String {
 /// The (role, content) turns given to the chat template: the system turn with
 /// the tools section, assistant tool calls as `<tool_call>` blocks, and each
 /// run of tool results as one user turn of `<tool_response>` blocks.
-pub fn template_turns(messages: &[Message], tools: &[ToolSpec]) -> Vec<(String, String)> {
+pub(crate) fn template_turns(messages: &[Message], tools: &[ToolSpec]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut rest = messages;
     if !tools.is_empty() {

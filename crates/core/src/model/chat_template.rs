@@ -73,7 +73,8 @@ impl ChatTemplate {
     }
 
     /// Whether the template reads `tools` (and so is given them).
-    pub fn takes_tools(&self) -> bool {
+    #[cfg(test)]
+    fn takes_tools(&self) -> bool {
         self.takes_tools
     }
 
@@ -238,7 +239,8 @@ fn json_error(e: serde_json::Error) -> Error {
 /// The prompt an engine decodes: the chat template's rendering (which ends
 /// with the generation prompt, the assistant's turn opened) and the prefill
 /// the turn starts with, byte for byte.
-pub fn with_prefill(rendered: String, prefill: Option<&str>) -> String {
+#[cfg_attr(not(feature = "local"), allow(dead_code))]
+pub(crate) fn with_prefill(rendered: String, prefill: Option<&str>) -> String {
     match prefill {
         Some(p) => rendered + p,
         None => rendered,

@@ -42,7 +42,7 @@ pub struct EmbedOutcome {
 }
 
 /// OpenAI's `POST /v1/embeddings` body (floats asked, whatever the harness's encoding).
-pub fn openai_body(req: &EmbedRequest) -> Value {
+pub(crate) fn openai_body(req: &EmbedRequest) -> Value {
     let mut body = json!({"model": req.model, "input": req.input, "encoding_format": "float"});
     if let Some(d) = req.dimensions {
         body["dimensions"] = json!(d);
@@ -51,7 +51,7 @@ pub fn openai_body(req: &EmbedRequest) -> Value {
 }
 
 /// Ollama's `POST /api/embed` body.
-pub fn ollama_body(req: &EmbedRequest) -> Value {
+pub(crate) fn ollama_body(req: &EmbedRequest) -> Value {
     let mut body = json!({"model": req.model, "input": req.input});
     if let Some(d) = req.dimensions {
         body["dimensions"] = json!(d);
@@ -101,7 +101,7 @@ fn checked(
 }
 
 /// OpenAI's reply: `data[].embedding` (placed by `index`), `usage.prompt_tokens`.
-pub fn parse_openai(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelError> {
+pub(crate) fn parse_openai(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelError> {
     let data =
         v.get("data").and_then(Value::as_array).ok_or_else(|| malformed("no `data` array", v))?;
     let mut vectors: Vec<Option<Vec<f64>>> = vec![None; data.len()];
@@ -119,7 +119,7 @@ pub fn parse_openai(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelEr
 }
 
 /// Ollama's `/api/embed` reply: `embeddings`, `prompt_eval_count`.
-pub fn parse_ollama(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelError> {
+pub(crate) fn parse_ollama(v: &Value, req: &EmbedRequest) -> Result<EmbedReply, ModelError> {
     let rows = v
         .get("embeddings")
         .and_then(Value::as_array)

@@ -117,13 +117,13 @@ pub struct ToolSpec {
 /// A tool as chat APIs and chat templates write it: `{"type": "function",
 /// "function": {"name", "description", "parameters"}}`, keys in that order.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct FunctionTool<'t> {
+pub(crate) struct FunctionTool<'t> {
     r#type: &'static str,
     function: &'t ToolSpec,
 }
 
 impl ToolSpec {
-    pub fn as_function(&self) -> FunctionTool<'_> {
+    pub(crate) fn as_function(&self) -> FunctionTool<'_> {
         FunctionTool { r#type: "function", function: self }
     }
 }
@@ -205,7 +205,7 @@ pub enum ToolChoice {
 
 impl ToolChoice {
     /// A choice only a provider that enforces it can honour (`required` or a named tool).
-    pub fn constrains(&self) -> bool {
+    pub(crate) fn constrains(&self) -> bool {
         matches!(self, ToolChoice::Required | ToolChoice::Named(_))
     }
 
@@ -274,7 +274,7 @@ const TEMPLATE_TOKENS_PER_MESSAGE: u64 = 8;
 /// The bytes of what a request sends (its messages and tools) and of what a
 /// reply holds: no byte-level tokenizer makes more tokens than bytes, so this
 /// bounds a count the provider did not give.
-pub fn estimate_tokens(request: &ChatRequest, reply: &ChatReply) -> Tokens {
+pub(crate) fn estimate_tokens(request: &ChatRequest, reply: &ChatReply) -> Tokens {
     let output = (reply.text.len() as u64
         + call_bytes(&reply.tool_calls)
         + reply.unparsed_tool_calls.iter().map(|c| c.len() as u64).sum::<u64>())
@@ -288,7 +288,7 @@ fn call_bytes(calls: &[ToolCall]) -> u64 {
 
 /// An upper bound of the input tokens of `request`: the bytes of its
 /// messages and tools, and a few tokens a message for the template's markers.
-pub fn prompt_bound(request: &ChatRequest) -> u64 {
+pub(crate) fn prompt_bound(request: &ChatRequest) -> u64 {
     request
         .messages
         .iter()
@@ -304,7 +304,7 @@ pub fn prompt_bound(request: &ChatRequest) -> u64 {
 /// After an HTTP provider's call: a reply whose usage could not be read is
 /// counted by `estimate_tokens` (never as 0), and a reported output above
 /// the cap sent is noted.
-pub fn settle_usage(request: &ChatRequest, outcome: &mut CallOutcome) {
+pub(crate) fn settle_usage(request: &ChatRequest, outcome: &mut CallOutcome) {
     let Ok(reply) = &mut outcome.result else { return };
     if reply.token_source == TokenSource::Estimated {
         reply.usage = estimate_tokens(request, reply);
@@ -320,7 +320,7 @@ pub fn settle_usage(request: &ChatRequest, outcome: &mut CallOutcome) {
 /// `{"id", "function": {"name", "arguments"}}`, the arguments a JSON text (OpenAI) or a JSON
 /// value (Ollama, written out as text); an id that is missing is `call_<i>`. A call without a
 /// name or arguments is kept whole as text, unparsed.
-pub fn read_tool_calls(message: &serde_json::Value) -> (Vec<ToolCall>, Vec<String>) {
+pub(crate) fn read_tool_calls(message: &serde_json::Value) -> (Vec<ToolCall>, Vec<String>) {
     use serde_json::Value;
     let mut tool_calls = Vec::new();
     let mut unparsed = Vec::new();
@@ -350,7 +350,7 @@ pub fn read_tool_calls(message: &serde_json::Value) -> (Vec<ToolCall>, Vec<Strin
 /// Read a provider's token counts: `fields` are (JSON pointer, what it is)
 /// for input and output. A count that is absent or not a whole
 /// non-negative number leaves the reply to be estimated.
-pub fn read_usage(
+pub(crate) fn read_usage(
     body: &serde_json::Value,
     input: &str,
     output: &str,
@@ -388,7 +388,7 @@ pub fn read_usage(
 
 impl ChatReply {
     /// Add this reply's `system_fingerprint` to `seen` (distinct, in the order first seen).
-    pub fn note_fingerprint(&self, seen: &mut Vec<String>) {
+    pub(crate) fn note_fingerprint(&self, seen: &mut Vec<String>) {
         if let Some(fp) = &self.fingerprint
             && !seen.contains(fp)
         {
@@ -463,7 +463,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Why a client's `identity` could not check the model's name against the
 /// endpoint's list, kept for `ModelClient::unchecked` (the run warns with it).
 #[derive(Debug, Default)]
-pub struct Unchecked(std::sync::OnceLock<String>);
+pub(crate) struct Unchecked(std::sync::OnceLock<String>);
 
 impl Unchecked {
     /// The list at `url` could not be read: an HTTP `status`, or (None) a body

@@ -7,7 +7,7 @@ use crate::experiment::config::{ModelSpec, RetryPolicy};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-pub struct OllamaClient {
+pub(crate) struct OllamaClient {
     endpoint: http::Endpoint,
     model: String,
     num_ctx: Option<u32>,
@@ -94,7 +94,7 @@ fn message_json(m: &Message) -> Value {
 }
 
 /// Read an `/api/chat` body. Ollama gives calls no ids; they get `call_<i>`.
-pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
+pub(crate) fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
     let malformed = |what: &str| ModelError::Malformed {
         error: what.to_string(),
         body: http::truncate(&v.to_string(), 2000),

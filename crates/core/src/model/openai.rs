@@ -7,7 +7,7 @@ use crate::experiment::config::ModelSpec;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-pub struct OpenAiClient {
+pub(crate) struct OpenAiClient {
     endpoint: http::Endpoint,
     model: String,
     /// What `/v1/models` said of the model at setup (its entry, volatile fields removed).
@@ -95,7 +95,7 @@ fn message_json(m: &Message) -> Value {
 }
 
 /// Read a chat completion body.
-pub fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
+pub(crate) fn parse_reply(v: &Value) -> Result<ChatReply, ModelError> {
     let malformed = |what: &str| ModelError::Malformed {
         error: what.to_string(),
         body: http::truncate(&v.to_string(), 2000),
@@ -158,7 +158,7 @@ fn served_entry(mut entry: Value) -> Value {
 
 /// The identity of an OpenAI-compatible model: `openai-models:sha256:<16 hex>`
 /// over its `/v1/models` entry (`served_entry`, keys sorted).
-pub fn served_identity(entry: &Value) -> String {
+pub(crate) fn served_identity(entry: &Value) -> String {
     let canonical = serde_json::to_string(entry).unwrap_or_default();
     format!("openai-models:sha256:{}", &crate::digest::sha256_hex(canonical.as_bytes())[..16])
 }

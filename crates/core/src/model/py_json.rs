@@ -10,7 +10,7 @@ use serde::Serialize;
 /// `json.loads` of a JSON object, as a value whose keys stay in the order
 /// written (minijinja's map keeps insertion order); `None` for any text that
 /// is not one JSON object.
-pub fn loads_object(text: &str) -> Option<minijinja::Value> {
+pub(crate) fn loads_object(text: &str) -> Option<minijinja::Value> {
     serde_json::from_str::<minijinja::Value>(text)
         .ok()
         .filter(|v| v.kind() == minijinja::value::ValueKind::Map)
@@ -39,7 +39,7 @@ pub fn dumps<T: Serialize + ?Sized>(
 
 /// Non-ASCII characters as `\uXXXX` (UTF-16 units, lowercase hex), as
 /// `ensure_ascii=True` writes them; they can only occur inside JSON strings.
-pub fn ascii_escaped(text: &str) -> String {
+pub(crate) fn ascii_escaped(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_ascii() {

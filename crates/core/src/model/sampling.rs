@@ -19,7 +19,7 @@ use rand::{RngExt, SeedableRng};
 const NEGLIGIBLE_LOG_WEIGHT: f64 = -40.0;
 
 /// The index of the largest logit (the first one on ties); NaN never wins.
-pub fn argmax(logits: &[f32]) -> usize {
+pub(crate) fn argmax(logits: &[f32]) -> usize {
     let mut best = 0;
     let mut best_value = f32::NEG_INFINITY;
     for (i, &v) in logits.iter().enumerate() {
@@ -33,7 +33,7 @@ pub fn argmax(logits: &[f32]) -> usize {
 
 /// Greedy: temperature 0 (or below, or NaN), or a top_p whose nucleus can
 /// only hold the best token.
-pub fn is_greedy(temperature: f64, top_p: f64) -> bool {
+pub(crate) fn is_greedy(temperature: f64, top_p: f64) -> bool {
     temperature.is_nan() || temperature <= 0.0 || top_p.is_nan() || top_p <= 0.0
 }
 
@@ -59,7 +59,7 @@ impl TokenSampler {
         }
     }
 
-    pub fn is_greedy(&self) -> bool {
+    pub(crate) fn is_greedy(&self) -> bool {
         is_greedy(self.temperature, self.top_p)
     }
 

@@ -150,7 +150,7 @@ impl Order {
 
 /// The execution order. `experiment.tasks` (if not empty) selects tasks of the suite.
 /// The most trials one run plans (16 bytes each while it runs).
-pub const MAX_PLANNED: u64 = 10_000_000;
+pub(crate) const MAX_PLANNED: u64 = 10_000_000;
 
 /// The manifest of a new run, without its plan (`Manifest::write_with_plan` writes it from
 /// `order.specs(shard)`): the experiment, the suite and the plan as the record holds them. `facts`

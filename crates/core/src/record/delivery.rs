@@ -14,13 +14,13 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A field the call did not carry (asked), or that did not reach the model (reached).
-pub const NOT_SET: &str = "(not set)";
+pub(crate) const NOT_SET: &str = "(not set)";
 /// A field that reached the model as the experiment fixes it, whatever was asked.
-pub const FIXED: &str = "(fixed by the experiment)";
+pub(crate) const FIXED: &str = "(fixed by the experiment)";
 /// Distinct values kept per field and side; beyond, `overflow` is set.
 pub const MAX_VALUES: usize = 32;
 /// Longest value kept as its JSON text; longer ones are kept as a digest.
-pub const MAX_SHOWN: usize = 80;
+pub(crate) const MAX_SHOWN: usize = 80;
 
 /// Per model-facing field of a trial's model calls, what was asked and what reached the model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -87,7 +87,7 @@ pub fn shown(v: &Value) -> String {
 }
 
 /// A text as the record keeps it: as it is when short, else its size and digest.
-pub fn text_shown(s: &str) -> String {
+pub(crate) fn text_shown(s: &str) -> String {
     if s.len() <= MAX_SHOWN {
         return s.to_string();
     }

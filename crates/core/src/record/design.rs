@@ -59,7 +59,7 @@ pub struct Budget {
 }
 
 /// Longest working-time budget of a trial: 7 days.
-pub const MAX_BUDGET_SECONDS: f64 = 7.0 * 86_400.0;
+pub(crate) const MAX_BUDGET_SECONDS: f64 = 7.0 * 86_400.0;
 
 impl Budget {
     /// This budget with one key at a sweep's level.
@@ -120,7 +120,7 @@ impl BudgetKey {
     }
 
     /// Whether the key's levels are whole numbers (all but seconds and money).
-    pub fn is_integer(self) -> bool {
+    pub(crate) fn is_integer(self) -> bool {
         !matches!(self, BudgetKey::MaxWorkingSeconds | BudgetKey::MaxCostUsd)
     }
 
@@ -342,7 +342,7 @@ pub struct Shard {
 impl Shard {
     /// Whether position `at` (0-based, of the trial order or, in the
     /// sequential design, of the task order) is this shard's: K-1 modulo N.
-    pub fn owns(&self, at: usize) -> bool {
+    pub(crate) fn owns(&self, at: usize) -> bool {
         at % self.count as usize == self.index as usize - 1
     }
 }

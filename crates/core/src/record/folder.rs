@@ -38,7 +38,7 @@ const MAX_NAME: usize = 100;
 /// An experiment name as a piece of a folder name: ASCII letters, digits,
 /// `-` and `_`; everything else (`/`, `\`, `.`, spaces, non-ASCII) becomes
 /// `-`. So no name can climb out of `--results` or hide the folder.
-pub fn sanitise(name: &str) -> String {
+pub(crate) fn sanitise(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
@@ -86,7 +86,7 @@ pub struct BadRunId {
 /// Create `parent/<name>` atomically (`create_dir`, never "check then
 /// create"); the parent is created when missing. `AlreadyExists` when the
 /// folder exists.
-pub fn create_named(parent: &Path, name: &str) -> io::Result<PathBuf> {
+pub(crate) fn create_named(parent: &Path, name: &str) -> io::Result<PathBuf> {
     std::fs::create_dir_all(parent)?;
     let dir = parent.join(name);
     std::fs::create_dir(&dir)?;
@@ -96,7 +96,11 @@ pub fn create_named(parent: &Path, name: &str) -> io::Result<PathBuf> {
 /// Create a new run folder under `parent` named `candidate(stamp, exp_name, n)`
 /// for the first n (1, 2, 3, ...) whose folder does not exist yet. Returns
 /// the run id (the folder name) and the folder.
-pub fn create_new(parent: &Path, stamp: &str, exp_name: &str) -> io::Result<(String, PathBuf)> {
+pub(crate) fn create_new(
+    parent: &Path,
+    stamp: &str,
+    exp_name: &str,
+) -> io::Result<(String, PathBuf)> {
     for n in 1..=10_000 {
         let name = candidate(stamp, exp_name, n);
         match create_named(parent, &name) {

@@ -85,7 +85,7 @@ impl CheckResult {
     }
 
     /// The last `max_bytes` bytes of output, on a char boundary.
-    pub fn output_tail(&self, max_bytes: usize) -> &str {
+    pub(crate) fn output_tail(&self, max_bytes: usize) -> &str {
         let mut start = self.output.len().saturating_sub(max_bytes);
         while !self.output.is_char_boundary(start) {
             start += 1;

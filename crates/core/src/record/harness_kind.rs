@@ -142,18 +142,13 @@ impl DeclaredComponent {
         &self.values[0]
     }
 
-    /// Whether every value is a boolean.
-    pub fn is_bool(&self) -> bool {
-        self.values.iter().all(ComponentValue::is_boolean)
-    }
-
     /// `true, false` / `"map", "full"`: the allowed values, for messages.
     pub fn allowed(&self) -> String {
         self.values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
     }
 
     /// `[true, false]` / `["map", "full"]` for display.
-    pub fn display_values(&self) -> String {
+    pub(crate) fn display_values(&self) -> String {
         format!("[{}]", self.allowed())
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Name of the lock file inside a run folder.
-pub const LOCK_FILE: &str = ".lock";
+pub(crate) const LOCK_FILE: &str = ".lock";
 
 /// Who holds a run folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

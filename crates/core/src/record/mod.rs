@@ -273,7 +273,7 @@ pub struct Incidents {
 
 /// Whether `name` may name a metric (`CommandOutcome::metrics`, and a primary
 /// outcome's key): letters, digits, `_`, `.` and `-`, not empty.
-pub fn is_metric_name(name: &str) -> bool {
+pub(crate) fn is_metric_name(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
 }
 
@@ -320,7 +320,7 @@ impl ContainerRun {
     }
 
     /// `disk not limited`, or `N MB disk`.
-    pub fn storage_text(&self) -> String {
+    pub(crate) fn storage_text(&self) -> String {
         self.storage_mb.map_or("disk not limited".to_string(), |mb| format!("{mb} MB disk"))
     }
 }
@@ -1030,7 +1030,7 @@ impl<P> Manifest<P> {
 /// A final record into a sequential rule: what it spent (`feed_spend`) and
 /// its pass value. Returns the comparisons it decided (`Monitor::record`);
 /// an interrupted record adds nothing.
-pub fn feed_monitor(
+pub(crate) fn feed_monitor(
     m: &mut crate::sequential::Monitor,
     r: &TrialRecord,
 ) -> Vec<crate::sequential::DecidedComparison> {
@@ -1086,7 +1086,7 @@ impl TrialSpec {
 /// The fields of a trial record that say which trial and attempt it is and how
 /// it ended: what resume and merge read of each line (serde skips the rest).
 #[derive(Debug, Clone, Deserialize)]
-pub struct RecordKey {
+pub(crate) struct RecordKey {
     pub trial_id: String,
     pub task: String,
     pub arm: String,
@@ -1109,14 +1109,14 @@ impl TrialRecord {
 }
 
 /// RFC 3339 UTC timestamp, second precision.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();
     now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 /// Seconds since the Unix epoch of an RFC 3339 time such as a record's
 /// `started_at` (None when it does not read as one).
-pub fn rfc3339_seconds(t: &str) -> Option<f64> {
+pub(crate) fn rfc3339_seconds(t: &str) -> Option<f64> {
     let t = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()?;
     Some(t.unix_timestamp_nanos() as f64 / 1e9)
 }

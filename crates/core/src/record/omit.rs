@@ -7,7 +7,7 @@ use crate::digest::sha256_hex;
 
 /// What the trace lines of the current session already hold.
 #[derive(Default)]
-pub struct TracedSoFar {
+pub(crate) struct TracedSoFar {
     /// Leading messages of the next request that earlier lines hold.
     pub messages: usize,
     /// The previous request's `tools`.
@@ -64,7 +64,7 @@ impl TracedSoFar {
 }
 
 /// Whether `v` holds the string `s` as one of its values.
-pub fn holds_string(v: &serde_json::Value, s: &str) -> bool {
+pub(crate) fn holds_string(v: &serde_json::Value, s: &str) -> bool {
     match v {
         serde_json::Value::String(x) => x == s,
         serde_json::Value::Array(a) => a.iter().any(|x| holds_string(x, s)),

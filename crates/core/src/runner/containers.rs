@@ -26,7 +26,7 @@ pub struct ContainerSetup {
 }
 
 /// The experiment's container tasks, each with its container settings.
-pub fn container_tasks<'a>(
+pub(crate) fn container_tasks<'a>(
     exp: &Experiment,
     suite: &'a Suite,
 ) -> Vec<(&'a Task, &'a ContainerTask)> {
@@ -153,7 +153,7 @@ pub fn facts(setup: &ContainerSetup, exp: &Experiment, suite: &Suite) -> Contain
 }
 
 /// On resume: every task's image must be the one the run started with.
-pub fn check_images(
+pub(crate) fn check_images(
     manifest_path: &std::path::Path,
     recorded: Option<&ContainerFacts>,
     now: &ContainerSetup,

@@ -215,7 +215,7 @@ impl TrialEnv {
     }
 
     /// Remove the environment (the container and everything in it).
-    pub async fn dispose(self) -> Result<(), EnvError> {
+    pub(crate) async fn dispose(self) -> Result<(), EnvError> {
         match self {
             TrialEnv::Jail(sandbox) => {
                 drop(sandbox);
@@ -240,7 +240,7 @@ struct HarnessTrial<'a> {
 
 /// The budget of a trial of `task`: the experiment's, with the working time
 /// the smaller of it and the task's own agent timeout (a container task's).
-pub fn trial_budget(budget: &Budget, task: &Task) -> Budget {
+pub(crate) fn trial_budget(budget: &Budget, task: &Task) -> Budget {
     let mut b = budget.clone();
     if let Some(t) = task.agent_timeout_sec() {
         b.max_working_seconds = b.max_working_seconds.min(t);

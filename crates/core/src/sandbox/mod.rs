@@ -51,7 +51,7 @@ pub struct Sandbox {
 }
 
 /// Bytes of an editable file taken into the graded snapshot; a larger file is graded as empty.
-pub const SNAPSHOT_FILE_CAP: u64 = 64 << 20;
+pub(crate) const SNAPSHOT_FILE_CAP: u64 = 64 << 20;
 
 /// The editable files as they will be graded: each name with its bytes (a
 /// missing file, or anything but a regular file within the cap, as empty),
@@ -77,11 +77,11 @@ impl Snapshot {
 }
 
 /// Bytes of one file read for a model or a digest; more is cut (reads) or refused.
-pub const READ_CAP: u64 = 1 << 20;
+pub(crate) const READ_CAP: u64 = 1 << 20;
 
 /// Read a regular file, not following a final symlink, at most `cap` bytes
 /// (a longer file gives its first `cap` bytes). A FIFO, socket or device is refused.
-pub fn read_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let (file, _) = digest::open_regular(path, false)?;
     let mut buf = Vec::new();
@@ -170,7 +170,7 @@ impl Sandbox {
 
     /// The modules of the candidate this sandbox holds, as out-of-process
     /// grading asks them (`suite::remote_module` of each editable file).
-    pub fn candidate_modules(&self) -> Vec<String> {
+    pub(crate) fn candidate_modules(&self) -> Vec<String> {
         self.editable
             .iter()
             .filter_map(|e| crate::suite::remote_module(e))
@@ -255,7 +255,7 @@ impl Sandbox {
     /// shipped, with the snapshot's editable files written over them, and
     /// nothing else of what the trial left (no other file, no bytecode cache,
     /// no folder it made).
-    pub fn graded_copy(task: &Task, snapshot: &Snapshot) -> std::io::Result<Sandbox> {
+    pub(crate) fn graded_copy(task: &Task, snapshot: &Snapshot) -> std::io::Result<Sandbox> {
         let fresh = Sandbox::create(task)?;
         for (name, bytes) in &snapshot.files {
             let path = fresh.root.join(name);
@@ -303,7 +303,7 @@ impl Sandbox {
 
     /// The task's own files as they are now, for showing to a model: regular
     /// files only, each cut at `cap` bytes. Files the candidate created are not shown.
-    pub fn task_files(&self, cap: u64) -> Vec<(String, String)> {
+    pub(crate) fn task_files(&self, cap: u64) -> Vec<(String, String)> {
         self.task_files
             .iter()
             .filter_map(|name| {
@@ -318,7 +318,7 @@ impl Sandbox {
     }
 
     /// Overlay the reference solution (used by `suite check`).
-    pub fn apply_solution(&self, task: &Task) -> std::io::Result<()> {
+    pub(crate) fn apply_solution(&self, task: &Task) -> std::io::Result<()> {
         copy_tree(&task.solution_dir(), &self.root)
     }
 
@@ -356,7 +356,7 @@ impl Sandbox {
     }
 
     /// Normalise a path to its editable name (`./a.py` -> `a.py`) if it is one.
-    pub fn editable_name(&self, rel: &str) -> Result<String, PathRefusal> {
+    pub(crate) fn editable_name(&self, rel: &str) -> Result<String, PathRefusal> {
         let resolved = self.resolve(rel)?;
         let name = resolved
             .strip_prefix(&self.root)
@@ -371,7 +371,7 @@ impl Sandbox {
     }
 
     /// Write one editable file. Only the task's editable files can be written.
-    pub fn write_editable(&self, rel: &str, content: &str) -> Result<String, PathRefusal> {
+    pub(crate) fn write_editable(&self, rel: &str, content: &str) -> Result<String, PathRefusal> {
         let name = self.editable_name(rel)?;
         let path = self.root.join(&name);
         if let Some(parent) = path.parent() {
@@ -404,7 +404,7 @@ impl Sandbox {
     /// Put the suite's tests back; returns the test files that had changed,
     /// been removed, or been added, and `tests/` itself when it was replaced
     /// (by a file, a symlink, anything but a folder).
-    pub fn restore_tests(&self) -> std::io::Result<Vec<String>> {
+    pub(crate) fn restore_tests(&self) -> std::io::Result<Vec<String>> {
         let tests_dir = self.root.join("tests");
         let mut changed = Vec::new();
         let original = digest::list_files(&self.tests_src)?;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The name every scratch folder starts with.
-pub const PREFIX: &str = "ablate-scratch-";
+pub(crate) const PREFIX: &str = "ablate-scratch-";
 const LOCK: &str = ".lock";
 
 struct Scratch {
@@ -65,7 +65,7 @@ pub fn remove() {
 
 /// Whether the scratch folder `name` (in the system's temporary folder)
 /// belongs to a live ablate process: it exists and its lock is held.
-pub fn is_live(name: &str) -> bool {
+pub(crate) fn is_live(name: &str) -> bool {
     if !name.starts_with(PREFIX) || name.contains('/') {
         return false;
     }

@@ -32,9 +32,9 @@
 //! these formulas (plain Python), and the tests compare them.
 
 /// The truncation c of the bets.
-pub const TRUNCATION: f64 = 0.5;
+pub(crate) const TRUNCATION: f64 = 0.5;
 /// The weight theta of the upward capital in the hedged process.
-pub const THETA: f64 = 0.5;
+pub(crate) const THETA: f64 = 0.5;
 
 /// How the size of the bets is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,12 +64,12 @@ impl Capital {
     }
 
     /// Whether the upward bettor has reached 1/alpha (the mean is above the candidate).
-    pub fn up_wins(&self, alpha: f64) -> bool {
+    pub(crate) fn up_wins(&self, alpha: f64) -> bool {
         THETA.ln() + self.up >= -alpha.ln()
     }
 
     /// Whether the downward bettor has reached 1/alpha (the mean is below the candidate).
-    pub fn down_wins(&self, alpha: f64) -> bool {
+    pub(crate) fn down_wins(&self, alpha: f64) -> bool {
         (1.0 - THETA).ln() + self.down >= -alpha.ln()
     }
 }
@@ -313,7 +313,7 @@ fn bisect(mut lo: f64, mut hi: f64, inside: impl Fn(f64) -> bool) -> f64 {
 /// 2024, Theorem 2), `(log(2/a) + sum v_i psi(l_i)) / sum l_i` with
 /// `psi(l) ~ l^2 / 2` and `v_i ~ sd^2`. For projecting how many more tasks
 /// a comparison would need, not for any decision.
-pub fn projected_half_width(sd: f64, t: usize, alpha: f64, sizing: Bets) -> f64 {
+pub(crate) fn projected_half_width(sd: f64, t: usize, alpha: f64, sizing: Bets) -> f64 {
     let log = (2.0 / alpha).ln();
     let sd = sd.max(1e-9);
     let (mut bets, mut penalty) = (0.0, 0.0);

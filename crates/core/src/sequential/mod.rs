@@ -96,7 +96,7 @@ pub fn family(comparisons: &[Named<'_>], models: &[String], alpha: f64) -> Vec<C
 }
 
 /// A run's sequential design as the manifest or the config gives it.
-pub struct RunDesign<'a> {
+pub(crate) struct RunDesign<'a> {
     /// The experiment's tasks in the order they enter.
     pub task_order: &'a [String],
     /// A shard (index from 1, count) follows its own tasks (`own_tasks`)
@@ -118,7 +118,7 @@ pub struct RunDesign<'a> {
 
 /// The tasks of `order` a shard (index from 1, count) owns: every count-th
 /// task from the index-th, in order; without a shard, all of them.
-pub fn own_tasks(order: &[String], shard: Option<(u32, u32)>) -> Vec<String> {
+pub(crate) fn own_tasks(order: &[String], shard: Option<(u32, u32)>) -> Vec<String> {
     match shard {
         Some((index, count)) => {
             order.iter().skip(index as usize - 1).step_by(count as usize).cloned().collect()
@@ -135,7 +135,7 @@ impl Monitor {
     /// money (the budget over the shard count; running time is each shard's,
     /// as shards run side by side). The runner, the report and merge all
     /// build it here, so they follow one rule.
-    pub fn for_run(
+    pub(crate) fn for_run(
         d: &RunDesign<'_>,
         comparisons: &[Named<'_>],
         models: &[String],
@@ -386,7 +386,7 @@ pub const DEFAULT_INFRA_RETRIES: u32 = 2;
 /// Whether a trial whose attempt number `attempt` (1-based) ended in an
 /// infrastructure error runs again under `retries` re-runs: the one rule the
 /// runner, its ledger on resume and the monitor follow.
-pub fn runs_again(attempt: u32, retries: u32) -> bool {
+pub(crate) fn runs_again(attempt: u32, retries: u32) -> bool {
     attempt <= retries
 }
 

@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 
 /// The schema versions this reader knows (Harbor's `schema_version`, or
 /// `version` before 1.1).
-pub const SCHEMA_VERSIONS: [&str; 5] = ["1.0", "1.1", "1.2", "1.3", "1.4"];
+pub(crate) const SCHEMA_VERSIONS: [&str; 5] = ["1.0", "1.1", "1.2", "1.3", "1.4"];
 
 /// Harbor's defaults where task.toml says nothing.
-pub const DEFAULT_VERIFIER_TIMEOUT_SEC: f64 = 600.0;
-pub const DEFAULT_BUILD_TIMEOUT_SEC: f64 = 600.0;
+pub(crate) const DEFAULT_VERIFIER_TIMEOUT_SEC: f64 = 600.0;
+pub(crate) const DEFAULT_BUILD_TIMEOUT_SEC: f64 = 600.0;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -182,14 +182,14 @@ fn is_container_path(p: &str) -> bool {
 
 /// A folder with task.toml and Harbor's other parts (`environment/` or
 /// `tests/test.sh`) but no instruction.md: a Harbor task missing its prompt.
-pub fn lacks_instruction(dir: &Path) -> bool {
+pub(crate) fn lacks_instruction(dir: &Path) -> bool {
     dir.join("task.toml").is_file()
         && !dir.join("instruction.md").exists()
         && (dir.join("environment").is_dir() || dir.join("tests").join("test.sh").is_file())
 }
 
 /// Is `dir` a Harbor task folder (instruction.md beside task.toml)?
-pub fn is_harbor_task(dir: &Path) -> bool {
+pub(crate) fn is_harbor_task(dir: &Path) -> bool {
     dir.join("task.toml").is_file() && dir.join("instruction.md").is_file()
 }
 
@@ -570,7 +570,7 @@ fn size_mb(s: &str) -> Result<u64, BadSize> {
 
 /// An `env` value whose `${VAR}` cannot be resolved.
 #[derive(Debug, thiserror::Error)]
-pub enum BadTemplate {
+pub(crate) enum BadTemplate {
     #[error("`{0}`: an unclosed ${{")]
     Unclosed(String),
     #[error("`{value}` needs ${{{name}}}, which is not passed to containers")]
@@ -579,7 +579,7 @@ pub enum BadTemplate {
 
 /// A variable an `env` value names: `${VAR}` or `${VAR:-default}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvRef {
+pub(crate) struct EnvRef {
     /// The task.toml key: `environment.env.K`, `verifier.env.K`, `solution.env.K`.
     pub key: String,
     pub name: String,
@@ -611,7 +611,10 @@ fn template_parts(v: &str) -> Result<Vec<(&str, Option<Reference<'_>>)>, BadTemp
 /// `${VAR}` and `${VAR:-default}` as Harbor resolves `env` tables, from
 /// `passed` alone (the variables the experiment passes to containers): a
 /// variable it does not hold is unset.
-pub fn resolve_template(v: &str, passed: &BTreeMap<String, String>) -> Result<String, BadTemplate> {
+pub(crate) fn resolve_template(
+    v: &str,
+    passed: &BTreeMap<String, String>,
+) -> Result<String, BadTemplate> {
     let mut out = String::new();
     for (text, reference) in template_parts(v)? {
         out.push_str(text);
@@ -628,7 +631,7 @@ pub fn resolve_template(v: &str, passed: &BTreeMap<String, String>) -> Result<St
 }
 
 /// A table of `env` values resolved from `passed`.
-pub fn resolve_env(
+pub(crate) fn resolve_env(
     table: &[(String, String)],
     passed: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, String)>, BadTemplate> {
@@ -637,7 +640,7 @@ pub fn resolve_env(
 
 impl ContainerTask {
     /// Every variable the task's `env` tables name.
-    pub fn env_refs(&self) -> Vec<EnvRef> {
+    pub(crate) fn env_refs(&self) -> Vec<EnvRef> {
         let tables = [
             ("environment.env", &self.env),
             ("verifier.env", &self.verifier_env),

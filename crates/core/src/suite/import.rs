@@ -134,7 +134,7 @@ fn source_stem(path: &Path) -> String {
 
 /// The text of the source: gzip (by its magic bytes, whatever the file's
 /// name) is decompressed.
-pub fn decompress(path: &Path, bytes: &[u8]) -> Result<Vec<u8>, InputError> {
+pub(crate) fn decompress(path: &Path, bytes: &[u8]) -> Result<Vec<u8>, InputError> {
     if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::MultiGzDecoder::new(bytes)
@@ -261,7 +261,7 @@ const PY_KEYWORDS: &[&str] = &[
 ];
 
 /// An ASCII Python identifier that is not a keyword.
-pub fn is_identifier(s: &str) -> bool {
+pub(crate) fn is_identifier(s: &str) -> bool {
     super::is_ascii_name(s) && !PY_KEYWORDS.contains(&s)
 }
 

@@ -208,7 +208,7 @@ impl Task {
     }
     /// The test command a harness is shown: a Python task's own; none for a
     /// container task, whose tests stay hidden until its verifier runs.
-    pub fn shown_test_command(&self) -> Option<&[String]> {
+    pub(crate) fn shown_test_command(&self) -> Option<&[String]> {
         match &self.kind {
             TaskKind::Python => Some(&self.check.command),
             TaskKind::Container(_) => None,
@@ -217,13 +217,13 @@ impl Task {
     pub fn workspace_dir(&self) -> PathBuf {
         self.dir.join("workspace")
     }
-    pub fn tests_dir(&self) -> PathBuf {
+    pub(crate) fn tests_dir(&self) -> PathBuf {
         self.dir.join("tests")
     }
     pub fn solution_dir(&self) -> PathBuf {
         self.dir.join("solution")
     }
-    pub fn toml_path(&self) -> PathBuf {
+    pub(crate) fn toml_path(&self) -> PathBuf {
         self.dir.join("task.toml")
     }
 }
@@ -402,7 +402,7 @@ fn suite_digest(suite_toml: &Path, tasks: &[Task]) -> Result<String, InputError>
 }
 
 /// A folder without suite.toml whose task folders are all Harbor tasks.
-pub fn is_harbor_dataset(root: &Path) -> bool {
+pub(crate) fn is_harbor_dataset(root: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(root) else { return false };
     let dirs: Vec<PathBuf> = entries
         .flatten()
@@ -415,7 +415,7 @@ pub fn is_harbor_dataset(root: &Path) -> bool {
 }
 
 /// A Harbor task folder as a task of the suite: its folder name is its id.
-pub fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
+pub(crate) fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
     let (container, instruction, difficulty) = harbor::load(dir)?;
     let id = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
     if !is_slug(&id) {
@@ -465,7 +465,7 @@ pub fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
 /// pyenv's builds together; tests/grading.rs holds the list to the runner).
 /// An editable file named like one of them would be the grader's module for
 /// every check, so a task may not have one.
-pub const GRADER_MODULES: &[&str] = &[
+pub(crate) const GRADER_MODULES: &[&str] = &[
     "abc",
     "argparse",
     "ast",
@@ -541,7 +541,7 @@ pub const GRADER_MODULES: &[&str] = &[
 
 /// The grader module a workspace file would stand for (`unittest.py`,
 /// `json/...`), if any: only files at the top of the workspace are on sys.path.
-pub fn grader_module_named_by(rel: &str) -> Option<&'static str> {
+pub(crate) fn grader_module_named_by(rel: &str) -> Option<&'static str> {
     let top = rel.split('/').next().unwrap_or(rel);
     let stem = if rel.contains('/') {
         top
@@ -724,23 +724,23 @@ fn check_task_folders(dir: &Path) -> Result<(), InputError> {
 
 /// The module an editable file is, for out-of-process grading: `name.py` at
 /// the top of the workspace, `name` an identifier.
-pub fn remote_module(rel: &str) -> Option<&str> {
+pub(crate) fn remote_module(rel: &str) -> Option<&str> {
     rel.strip_suffix(".py").filter(|stem| is_ascii_name(stem))
 }
 
 /// A letter or `_`, then letters, digits and `_` (ASCII): a module's or a variable's name.
-pub fn is_ascii_name(s: &str) -> bool {
+pub(crate) fn is_ascii_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-pub fn is_slug(s: &str) -> bool {
+pub(crate) fn is_slug(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 /// A relative path with only normal components (no `..`, no root, no `.`).
-pub fn is_plain_relative(p: &str) -> bool {
+pub(crate) fn is_plain_relative(p: &str) -> bool {
     let path = Path::new(p);
     !p.is_empty() && path.components().all(|c| matches!(c, PathComponent::Normal(_)))
 }
@@ -788,7 +788,7 @@ impl Default for Limits {
 /// `python3 -m unittest ...` (parser unittest) or `python3 -m pytest ...`
 /// (parser pytest); the grader runs it through its own runner. Returns the
 /// mode and the arguments after the module name.
-pub fn runner_mode(
+pub(crate) fn runner_mode(
     command: &[String],
     parser: OutputParser,
 ) -> Result<(&'static str, &[String]), NotTheRunnersCommand> {
@@ -808,7 +808,7 @@ pub fn runner_mode(
 #[error(
     "with parser = \"{want}\" the command must be [\"python3\", \"-m\", \"{want}\", ...]: the grader runs the tests through its own runner (docs/sandbox.md)"
 )]
-pub struct NotTheRunnersCommand {
+pub(crate) struct NotTheRunnersCommand {
     pub want: &'static str,
 }
 

@@ -44,7 +44,7 @@ impl BaselineRow {
     }
 
     /// `11/12`, or a score sum `8.25/12`.
-    pub fn tally(&self) -> String {
+    pub(crate) fn tally(&self) -> String {
         if self.primary.is_empty() {
             format!("{}/{}", self.passes, self.trials)
         } else {
@@ -182,7 +182,7 @@ pub fn write_baseline(path: &Path, rows: &[BaselineRow]) -> std::io::Result<()> 
 }
 
 /// Columns of a baseline file, in the order `write_baseline` writes them.
-pub const BASELINE_COLUMNS: [&str; 10] = [
+pub(crate) const BASELINE_COLUMNS: [&str; 10] = [
     "task",
     "trials",
     "passes",
@@ -455,7 +455,7 @@ pub fn pair<'a>(
 /// candidate's 2/2 and 0/24 would read as -42 pp with no task changed; the
 /// gate refuses instead (the report weighs every task the same). The flag
 /// says whether the candidate is among the sides at fault (the file to name).
-pub fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<(bool, String)> {
+pub(crate) fn unequal_trials(pairs: &[(&BaselineRow, &BaselineRow)]) -> Option<(bool, String)> {
     let side = |name: &str, rows: Vec<&BaselineRow>| -> Option<String> {
         let first = rows.first()?.trials;
         if rows.iter().all(|r| r.trials == first) {

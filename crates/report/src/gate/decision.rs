@@ -44,7 +44,7 @@ pub enum GateTest {
 
 impl GateTest {
     /// What the output calls this test's p-values.
-    pub fn p_name(self) -> &'static str {
+    pub(crate) fn p_name(self) -> &'static str {
         match self {
             GateTest::PooledExact => "exact p",
             GateTest::Stratified | GateTest::StratifiedPartial => "p",
@@ -118,7 +118,7 @@ pub struct Scored {
 
 impl Decision {
     /// `x/n -> y/m` of the pooled passes, or of the score sums with a primary outcome.
-    pub fn tallies(&self) -> (String, String) {
+    pub(crate) fn tallies(&self) -> (String, String) {
         match &self.scored {
             Some(s) => (
                 format!("{:.2}/{}", s.baseline, self.baseline_trials),
@@ -336,7 +336,7 @@ impl ExactTest {
 }
 
 /// Non-inferiority p-value: `H0: candidate rate <= baseline rate - shift`.
-pub fn non_inferiority_p(base: u64, nb: u64, cand: u64, nc: u64, shift: f64) -> f64 {
+pub(crate) fn non_inferiority_p(base: u64, nb: u64, cand: u64, nc: u64, shift: f64) -> f64 {
     ExactTest::new(nb, nc, shift, true).p(base, cand)
 }
 
@@ -352,7 +352,7 @@ pub fn regression_p(base: u64, nb: u64, cand: u64, nc: u64, shift: f64) -> f64 {
 /// else INCONCLUSIVE. A PASS for a true drop of the margin or more therefore
 /// happens in at most `alpha` of runs (the test's level, whatever the size);
 /// with few tasks and trials neither can be shown and the gate says so.
-pub fn decide_counts(
+pub(crate) fn decide_counts(
     x: u64,
     nx: u64,
     y: u64,
@@ -408,7 +408,7 @@ pub fn decide_counts(
 }
 
 /// The verdict of [`decide_counts`] with its two p-values (non-inferiority, regression), without the bounds.
-pub fn verdict_counts(
+pub(crate) fn verdict_counts(
     x: u64,
     nx: u64,
     y: u64,
@@ -576,7 +576,7 @@ fn stratified_verdict(counts: &[(f64, f64, f64, f64)], alpha: f64, margin: f64) 
 /// Whether one task regressed by the gate's own rule: the exact regression
 /// test on its counts at `alpha / tasks` (Bonferroni over the tasks, so that
 /// an unchanged candidate shows no red task in at least 1 - alpha of runs).
-pub fn task_regressed(b: &BaselineRow, c: &BaselineRow, alpha: f64, tasks: usize) -> bool {
+pub(crate) fn task_regressed(b: &BaselineRow, c: &BaselineRow, alpha: f64, tasks: usize) -> bool {
     let level = alpha / tasks.max(1) as f64;
     if !b.primary.is_empty() {
         // Scores: the stratified test on the one task, at the same level.
@@ -614,7 +614,7 @@ pub enum Method {
 /// passes, so one threshold per baseline count) up to 120 trials a side, a
 /// Normal approximation above. Heterogeneous task rates only make the pooled
 /// counts less variable.
-pub fn characteristic(
+pub(crate) fn characteristic(
     rate: f64,
     drop: f64,
     nx: u64,
@@ -711,7 +711,7 @@ fn drops(margin: f64) -> Vec<f64> {
 
 /// Draws a stratified operating characteristic is simulated with (standard
 /// error at most 1.1 pp).
-pub const CHARACTERISTIC_DRAWS: usize = 2000;
+pub(crate) const CHARACTERISTIC_DRAWS: usize = 2000;
 
 /// The stratified test's operating characteristics at these tasks' trial
 /// counts, simulated ([`CHARACTERISTIC_DRAWS`] seeded draws): each task's
@@ -774,7 +774,7 @@ fn draw_task(
 /// it is) the candidate would need for an unchanged candidate to PASS in at
 /// least 80% of runs; `None` when even 32 times is not enough (the baseline
 /// is then too small as well).
-pub fn size_hint(d: &Decision) -> Option<u64> {
+pub(crate) fn size_hint(d: &Decision) -> Option<u64> {
     if d.baseline_trials == 0 {
         return None;
     }

@@ -22,14 +22,13 @@ mod decision;
 mod render;
 
 pub use baseline::{
-    BASELINE_COLUMNS, BaselineRow, NoBaseline, baseline_of_run, drifts, pair, read_baseline,
-    unequal_trials, write_baseline,
+    BaselineRow, NoBaseline, baseline_of_run, drifts, pair, read_baseline, write_baseline,
 };
+pub(crate) use decision::size_hint;
 pub use decision::{
     Characteristic, Decision, ExactTest, GateTest, Method, STRATIFIED_FROM_TRIALS, Verdict,
-    characteristic, characteristics, decide, decide_counts, decide_stratified, gate_test,
-    non_inferiority_p, regression_p, size_hint, stratified_characteristics, task_regressed,
-    verdict_counts,
+    characteristics, decide, decide_stratified, gate_test, regression_p,
+    stratified_characteristics,
 };
 pub use render::{junit, markdown, render};
 

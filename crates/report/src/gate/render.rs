@@ -11,7 +11,7 @@ fn pct(x: f64) -> String {
 }
 
 /// What the gate says when it tested with tasks as strata.
-pub const STRATIFIED_WORDS: &str = "tasks as strata, each weighing the same, a t test on the mean per-task difference; its error rates are simulated (docs/statistics.md, \"The gate\"), not exact";
+pub(crate) const STRATIFIED_WORDS: &str = "tasks as strata, each weighing the same, a t test on the mean per-task difference; its error rates are simulated (docs/statistics.md, \"The gate\"), not exact";
 
 /// Why the gate tested as it did, for a stratified test.
 fn stratified_why(test: GateTest) -> Option<String> {
@@ -28,7 +28,7 @@ fn stratified_why(test: GateTest) -> Option<String> {
 }
 
 /// How the gate counts trials that ended in an infrastructure error (said in its output and docs).
-pub const INFRASTRUCTURE_COUNTS: &str = "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
+pub(crate) const INFRASTRUCTURE_COUNTS: &str = "every finished trial counts: one that ended in an infrastructure error (provider, harness, grader) counts as not passed, as a failure does";
 
 pub fn render(
     d: &Decision,

@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Exceptions of the verifier: no reward could be read (`grader_error`).
-pub const GRADER_ERRORS: [&str; 6] = [
+pub(crate) const GRADER_ERRORS: [&str; 6] = [
     "VerifierTimeoutError",
     "RewardFileNotFoundError",
     "RewardFileEmptyError",
@@ -27,7 +27,7 @@ pub const GRADER_ERRORS: [&str; 6] = [
 /// Exceptions of the model's provider: limits, authentication, unknown model,
 /// server and connection failures (litellm's class names, and harbor's own
 /// for installed agents) (`provider_error`).
-pub const PROVIDER_ERRORS: [&str; 26] = [
+pub(crate) const PROVIDER_ERRORS: [&str; 26] = [
     "RateLimitError",
     "ApiRateLimitError",
     "ApiUsageLimitError",
@@ -57,7 +57,7 @@ pub const PROVIDER_ERRORS: [&str; 26] = [
 ];
 
 /// The model's context or output length ran out (`budget_exhausted`, graded as recorded).
-pub const LENGTH_ERRORS: [&str; 4] = [
+pub(crate) const LENGTH_ERRORS: [&str; 4] = [
     "ContextLengthExceededError",
     "ContextWindowExceededError",
     "OutputLengthExceededError",
@@ -66,7 +66,7 @@ pub const LENGTH_ERRORS: [&str; 4] = [
 
 /// The agent ended by itself in a way its record grades: the reward counts
 /// when the verifier gave one, else `harness_error`.
-pub const GRADED_EXITS: [&str; 3] =
+pub(crate) const GRADED_EXITS: [&str; 3] =
     ["NonZeroAgentExitCodeError", "AgentSafetyRefusalError", "ContentPolicyViolationError"];
 
 pub fn read(inputs: &[PathBuf], map: &ImportMap) -> Result<Read, InputError> {
@@ -389,7 +389,7 @@ fn model_of(id: &IndexMap<String, ComponentValue>) -> String {
 }
 
 /// What an agent without a model shows as.
-pub const NO_MODEL: &str = "(no model)";
+pub(crate) const NO_MODEL: &str = "(no model)";
 
 /// Longest experiment name made of several jobs' agents.
 const NAME_CHARS: usize = 60;

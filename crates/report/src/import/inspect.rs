@@ -15,13 +15,13 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Files `inspect eval-set` writes into a log folder that are not logs.
-pub const NOT_LOGS: [&str; 2] = ["eval-set.json", "logs.json"];
+pub(crate) const NOT_LOGS: [&str; 2] = ["eval-set.json", "logs.json"];
 
 /// Most epochs a log may declare: beyond it the declaration is not believed.
-pub const MAX_EPOCHS: u64 = 100_000;
+pub(crate) const MAX_EPOCHS: u64 = 100_000;
 
 /// Log format versions read.
-pub const VERSIONS: [u64; 2] = [1, 2];
+pub(crate) const VERSIONS: [u64; 2] = [1, 2];
 
 /// One log as read: its header (everything but the samples) and its samples.
 struct Log {
@@ -271,7 +271,7 @@ fn parse_json(path: &Path, member: &str, bytes: &[u8]) -> Result<Value, InputErr
 }
 
 /// `NaN`, `Infinity`, `-Infinity` outside strings, replaced by `null`.
-pub fn non_finite_as_null(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+pub(crate) fn non_finite_as_null(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     let tokens: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
     let mut out: Option<Vec<u8>> = None;
     let (mut i, mut in_string, mut escaped) = (0, false, false);
@@ -483,7 +483,7 @@ fn task_digest(sample: &Value) -> String {
 
 /// A score value as Inspect's `value_to_float` reads it; None for a value it
 /// cannot read (a list, a table, other text, null: unscored).
-pub fn score_value(v: &Value) -> Option<f64> {
+pub(crate) fn score_value(v: &Value) -> Option<f64> {
     match v {
         Value::String(s) => match s.as_str() {
             "C" => Some(1.0),

@@ -36,21 +36,21 @@ pub use map::ImportMap;
 
 /// Version of the importers' mapping, recorded in the manifest; part of the
 /// run's digest, so a changed mapping makes other trial ids.
-pub const IMPORTER_VERSION: u32 = 1;
+pub(crate) const IMPORTER_VERSION: u32 = 1;
 
 /// Without a map's `[[comparisons]]`, every pair of arms is compared when
 /// there are at most this many pairs; beyond that, only the pairs that differ
 /// in one component (the ablations).
-pub const MAX_AUTO_PAIRS: usize = 15;
+pub(crate) const MAX_AUTO_PAIRS: usize = 15;
 
 /// Bytes of one JSON file of a Harbor job (config.json, lock.json, result.json).
-pub const JSON_FILE_CAP: u64 = 64 << 20;
+pub(crate) const JSON_FILE_CAP: u64 = 64 << 20;
 /// Bytes of one Inspect log on disk, and of all an `.eval` archive's members decompressed.
-pub const LOG_CAP: u64 = 1 << 30;
+pub(crate) const LOG_CAP: u64 = 1 << 30;
 
 /// Why a source file was not read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("not a regular file (a FIFO, a device or a socket is never read)")]
@@ -61,7 +61,7 @@ pub enum ReadError {
 
 /// A source file read whole, when it is a regular file of at most `cap`
 /// bytes: opening never blocks (a FIFO), and nothing larger is read.
-pub fn read_bounded(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_bounded(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::Read as _;
     let (file, meta) = ablate_core::digest::open_regular(path, true).map_err(|e| {
         if e.kind() == std::io::ErrorKind::InvalidInput {
@@ -249,13 +249,13 @@ fn run_id(out: &Path) -> String {
 }
 
 /// A run folder's contents, ready to write.
-pub struct Assembled {
+pub(crate) struct Assembled {
     pub manifest: Manifest,
     pub records: Vec<TrialRecord>,
 }
 
 /// Form arms, components, comparisons and the plan from what was read.
-pub fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, InputError> {
+pub(crate) fn assemble(read: Read, map: &ImportMap, run_id: &str) -> Result<Assembled, InputError> {
     let mapfile = map.file();
     let Read { tool, trials, sources, tool_versions, name, name_field, pass_rule, budget } = read;
     let mut formed = form(&trials, map, &mapfile, name_field, tool)?;
@@ -994,7 +994,7 @@ fn write_folder(out: &Path, existing: bool, run: &Assembled) -> Result<(), Input
 /// whole number as an integer whether written `0` or `0.0` (so equal settings
 /// make one arm), other numbers as they are, lists and tables as their compact
 /// JSON text.
-pub fn component_value(v: &serde_json::Value) -> ComponentValue {
+pub(crate) fn component_value(v: &serde_json::Value) -> ComponentValue {
     use serde_json::Value;
     match v {
         Value::Array(_) | Value::Object(_) => Value::String(v.to_string()),
@@ -1008,7 +1008,7 @@ pub fn component_value(v: &serde_json::Value) -> ComponentValue {
 
 /// sha256 over files read from a folder: each path relative to it, NUL, the
 /// file's sha256, newline, in path order (the shape of `digest::tree_digest`).
-pub fn folder_digest(files: &[(String, String)]) -> String {
+pub(crate) fn folder_digest(files: &[(String, String)]) -> String {
     let mut sorted: Vec<(&str, &str)> =
         files.iter().map(|(rel, sha)| (rel.as_str(), sha.as_str())).collect();
     sorted.sort_unstable();
@@ -1018,13 +1018,13 @@ pub fn folder_digest(files: &[(String, String)]) -> String {
 /// Seconds between two ISO 8601 / RFC 3339 times as Python writes them
 /// (`2025-01-02T03:04:05.123456`, with or without `Z` / `+00:00`); None when
 /// either does not read.
-pub fn seconds_between(start: &str, end: &str) -> Option<f64> {
+pub(crate) fn seconds_between(start: &str, end: &str) -> Option<f64> {
     let d = epoch_seconds(end)? - epoch_seconds(start)?;
     (d.is_finite() && d >= 0.0).then_some(d)
 }
 
 /// Seconds since 1970 of an ISO 8601 time (naive times are taken as UTC).
-pub fn epoch_seconds(s: &str) -> Option<f64> {
+pub(crate) fn epoch_seconds(s: &str) -> Option<f64> {
     let s = s.trim();
     let (date, rest) = s.split_once(['T', ' '])?;
     let mut d = date.split('-');

@@ -23,7 +23,8 @@ mod sequential;
 pub mod tasks;
 pub mod variance;
 mod verdict;
-pub use verdict::{sign_flip_test, verdict, with_margin};
+pub use verdict::verdict;
+pub(crate) use verdict::{sign_flip_test, with_margin};
 
 /// What an effect compares: one component (an ablation, in the family the
 /// p-values are adjusted over) or arms that differ in several (combined).
@@ -48,11 +49,11 @@ impl EffectKind {
 /// target); its p-value tests "no effect" on the suite's own tasks.
 pub const ESTIMAND_TASKS_LIKE_THESE: &str = "tasks like these";
 /// The estimand of a one-task interval: that task's rate, its trials the sample.
-pub const ESTIMAND_THIS_TASK: &str = "this task";
+pub(crate) const ESTIMAND_THIS_TASK: &str = "this task";
 /// What the effects' intervals and p-values are about, said in every output.
-pub const ESTIMAND_NOTE: &str = "intervals: the mean difference over tasks like these (the population of tasks the suite samples); p: no effect on these tasks";
+pub(crate) const ESTIMAND_NOTE: &str = "intervals: the mean difference over tasks like these (the population of tasks the suite samples); p: no effect on these tasks";
 /// The estimand of the arms' pass-rate intervals, for a table of them.
-pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
+pub(crate) fn arms_estimand(arms: &[ArmReport]) -> &'static str {
     let one = arms.iter().filter(|a| a.pass_rate.n_tasks == 1).count();
     if one == 0 {
         ESTIMAND_TASKS_LIKE_THESE
@@ -64,18 +65,18 @@ pub fn arms_estimand(arms: &[ArmReport]) -> &'static str {
 }
 
 /// What a sequential run's effects are, said in every output.
-pub const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (with every task in and undecided, the suite's own mean as run is a separate line, a description); no p-values: a fixed-design test is not valid after stopping on the data (the arms' pass-rate intervals describe the tasks each arm ran)";
+pub(crate) const SEQUENTIAL_NOTE: &str = "intervals: anytime-valid confidence sequences at each comparison's stopping time, for the mean difference over tasks like these (with every task in and undecided, the suite's own mean as run is a separate line, a description); no p-values: a fixed-design test is not valid after stopping on the data (the arms' pass-rate intervals describe the tasks each arm ran)";
 
 /// How the ablations' family is adjusted for `e`: Holm's step-down in the
 /// fixed design, Bonferroni in a sequential one (its sequences are decided
 /// at different times).
-pub fn family_adjustment(e: &EffectReport) -> &'static str {
+pub(crate) fn family_adjustment(e: &EffectReport) -> &'static str {
     if e.sequential.is_some() { "bonferroni" } else { "holm" }
 }
 
 /// [`SEQUENTIAL_NOTE`] for a sequential run's effects; else [`ESTIMAND_NOTE`]
 /// when some effect of the list covers tasks like these.
-pub fn estimand_note(effects: &[EffectReport]) -> Option<&'static str> {
+pub(crate) fn estimand_note(effects: &[EffectReport]) -> Option<&'static str> {
     if effects.iter().any(|e| e.sequential.is_some()) {
         return Some(SEQUENTIAL_NOTE);
     }
@@ -84,7 +85,7 @@ pub fn estimand_note(effects: &[EffectReport]) -> Option<&'static str> {
 
 /// A sequential comparison's course in one line: what was decided after how
 /// many tasks and trials, or where the budget ended it.
-pub fn sequential_note(e: &EffectReport) -> Option<String> {
+pub(crate) fn sequential_note(e: &EffectReport) -> Option<String> {
     let q = e.sequential.as_ref()?;
     let tasks = super::format::count(q.tasks, "task");
     Some(match q.decided_after_tasks {
@@ -112,7 +113,7 @@ pub fn sequential_note(e: &EffectReport) -> Option<String> {
 }
 
 /// The gate's estimand: the pass rate over the suite's own tasks, the trials the random part.
-pub const ESTIMAND_THESE_TASKS: &str = "these tasks";
+pub(crate) const ESTIMAND_THESE_TASKS: &str = "these tasks";
 
 /// The verdict on an effect, read from its interval. Written out (JSON, CSV,
 /// Markdown) as the sentence `Display` gives.

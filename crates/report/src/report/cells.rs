@@ -23,7 +23,8 @@ pub enum Kind {
 
 impl Kind {
     /// The type's name in docs/exports.md.
-    pub fn doc_name(self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn doc_name(self) -> &'static str {
         match self {
             Kind::Float => "float",
             Kind::Int => "int",
@@ -82,7 +83,7 @@ pub fn schema<T: Serialize + Default>() -> Vec<(String, Kind)> {
 }
 
 #[derive(Debug)]
-pub struct Unsupported(String);
+pub(crate) struct Unsupported(String);
 
 impl std::fmt::Display for Unsupported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

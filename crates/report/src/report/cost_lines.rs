@@ -10,7 +10,7 @@ use super::stats::Span;
 /// The comparison's trade-off in one line: "+X pp [lo, hi] at Y x the tokens
 /// [lo, hi]" (and the cost, when the trials recorded one). None without a
 /// tokens ratio.
-pub fn tradeoff(e: &EffectReport) -> Option<String> {
+pub(crate) fn tradeoff(e: &EffectReport) -> Option<String> {
     let ratio = |o: Spend| {
         let r = e.costs.per_trial(o)?.ratio;
         r.estimate
@@ -184,6 +184,6 @@ fn signed(o: Spend, x: f64) -> String {
 }
 
 /// " [lo, hi]" of a span in `f`'s format, or nothing without an interval.
-pub fn bracket(s: Span, f: impl Fn(f64) -> String) -> String {
+pub(crate) fn bracket(s: Span, f: impl Fn(f64) -> String) -> String {
     if s.lo.is_finite() { format!(" [{}, {}]", f(s.lo), f(s.hi)) } else { String::new() }
 }

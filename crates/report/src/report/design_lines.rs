@@ -107,7 +107,7 @@ pub fn carried(t: &TaskEffects, v: &EffectVerdict) -> Option<String> {
 }
 
 /// The comparisons' tasks: a line for each detected effect one or two tasks carry.
-pub fn carried_comparisons(effects: &[&EffectReport]) -> Vec<String> {
+pub(crate) fn carried_comparisons(effects: &[&EffectReport]) -> Vec<String> {
     effects
         .iter()
         .filter_map(|e| {
@@ -206,7 +206,7 @@ pub fn variance(d: &Decomposition) -> Vec<String> {
 }
 
 /// Every designed-experiment section of a report with something to say, as (heading, lines).
-pub fn sections(r: &super::analysis::Report) -> Vec<(&'static str, Vec<String>)> {
+pub(crate) fn sections(r: &super::analysis::Report) -> Vec<(&'static str, Vec<String>)> {
     let mut out = Vec::new();
     if let Some(f) = &r.factorial {
         out.push(("Factorial design", factorial(f)));

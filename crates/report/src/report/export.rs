@@ -16,7 +16,8 @@ fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     ablate_core::record::folder::write_atomic(&dir.join(name), |w| w.write_all(bytes))
 }
 
-pub use super::rows::{component_column, num};
+pub(crate) use super::rows::component_column;
+pub use super::rows::num;
 
 /// trials.csv: one row per recorded attempt, written while the run is loaded
 /// (see `report_dir`) to a temporary file that `finish` renames.
@@ -42,7 +43,7 @@ impl TrialsCsv {
     }
 
     /// Remove the temporary file: nothing is left behind.
-    pub fn discard(self) {
+    pub(crate) fn discard(self) {
         let TrialsCsv { writer, tmp, .. } = self;
         drop(writer);
         let _ = std::fs::remove_file(tmp);
@@ -131,7 +132,8 @@ fn arm_component_values(
 /// One of the CSV files as typed columns: each column's name and type, and
 /// the rows' cells under them (what `ablate export` builds its frame from).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TypedTable {
+#[cfg_attr(not(any(test, feature = "polars")), allow(dead_code))]
+pub(crate) struct TypedTable {
     pub columns: Vec<(String, Kind)>,
     pub rows: Vec<Vec<Cell>>,
     /// The columns after the row type's (component values, recorded metrics),
@@ -139,6 +141,7 @@ pub struct TypedTable {
     components: Vec<String>,
 }
 
+#[cfg_attr(not(any(test, feature = "polars")), allow(dead_code))]
 impl TypedTable {
     /// The table of `R`'s columns then `components` (category columns).
     fn new<R: serde::Serialize + Default>(components: &[String]) -> TypedTable {
@@ -165,7 +168,8 @@ impl TypedTable {
 /// trials.csv as typed columns, from the run's records in the order they
 /// were loaded (`trials`, one `TrialRow::of` a record), with the same
 /// `counted` flags and component values the file gets.
-pub fn trials_table(
+#[cfg_attr(not(any(test, feature = "polars")), allow(dead_code))]
+pub(crate) fn trials_table(
     data: &super::load::RunData,
     report: &Report,
     trials: Vec<TrialRow>,
@@ -191,7 +195,8 @@ fn arm_values<'a>(r: &Report, a: &'a super::analysis::ArmReport) -> Vec<&'a str>
 }
 
 /// arms.csv as typed columns.
-pub fn arms_table(r: &Report) -> TypedTable {
+#[cfg_attr(not(any(test, feature = "polars")), allow(dead_code))]
+pub(crate) fn arms_table(r: &Report) -> TypedTable {
     let mut out = TypedTable::new::<(RunCells, ArmRow)>(&r.component_names);
     let run = RunCells::of(r);
     for a in &r.arms {
@@ -201,7 +206,8 @@ pub fn arms_table(r: &Report) -> TypedTable {
 }
 
 /// effects.csv as typed columns.
-pub fn effects_table(r: &Report) -> TypedTable {
+#[cfg_attr(not(any(test, feature = "polars")), allow(dead_code))]
+pub(crate) fn effects_table(r: &Report) -> TypedTable {
     let names = rows::metric_names(r);
     let extra = rows::metric_columns(&names).into_iter().map(|c| (c, Kind::Float)).collect();
     let mut out = TypedTable::with_extra::<(RunCells, EffectRow, CostCells)>(extra);
@@ -214,7 +220,7 @@ pub fn effects_table(r: &Report) -> TypedTable {
 }
 
 /// arms.csv: one row per (arm, model), then its component values.
-pub fn arms_csv(r: &Report) -> Vec<u8> {
+pub(crate) fn arms_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
     let mut header = rows::arms_columns();
     header.extend(r.component_names.iter().map(|n| component_column(n)));
@@ -227,7 +233,7 @@ pub fn arms_csv(r: &Report) -> Vec<u8> {
 }
 
 /// effects.csv: one row per comparison.
-pub fn effects_csv(r: &Report) -> Vec<u8> {
+pub(crate) fn effects_csv(r: &Report) -> Vec<u8> {
     let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
     let names = rows::metric_names(r);
     let mut header = rows::effects_columns();
@@ -457,7 +463,7 @@ fn md_design_sections(s: &mut String, r: &Report) {
 }
 
 /// factorial.csv: one row per effect of a factorial design and model (docs/exports.md).
-pub fn factorial_csv(f: &super::analysis::factorial::Factorial) -> Vec<u8> {
+pub(crate) fn factorial_csv(f: &super::analysis::factorial::Factorial) -> Vec<u8> {
     use super::analysis::factorial::Term;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
@@ -511,7 +517,7 @@ pub fn factorial_csv(f: &super::analysis::factorial::Factorial) -> Vec<u8> {
 }
 
 /// Write the exports derived from the analysis (trials.csv is streamed apart).
-pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
+pub(crate) fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
     atomic_write(dir, "arms.csv", &arms_csv(r))?;
     atomic_write(dir, "effects.csv", &effects_csv(r))?;
     if let Some(f) = &r.factorial {
@@ -527,7 +533,7 @@ pub fn write_derived(dir: &Path, r: &Report) -> std::io::Result<()> {
 }
 
 /// "without them: +x pp [lo, hi], p" for an effect whose arms differ in infrastructure errors.
-pub fn excl_note(e: &EffectReport) -> String {
+pub(crate) fn excl_note(e: &EffectReport) -> String {
     match &e.excl_infra {
         Some(x) => format!(
             "without them {} pp [{}, {}], p {}{}",
@@ -543,7 +549,7 @@ pub fn excl_note(e: &EffectReport) -> String {
 
 /// The levels of a list of effects' intervals: "95.0% intervals", or with
 /// Holm's steps "98.3% to 99.0% intervals (each at its Holm step's level)".
-pub fn interval_levels(effects: &[EffectReport]) -> String {
+pub(crate) fn interval_levels(effects: &[EffectReport]) -> String {
     let levels = effects.iter().map(|e| e.interval_level).filter(|l| l.is_finite());
     let (lo, hi) =
         levels.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), l| (a.min(l), b.max(l)));

@@ -43,7 +43,7 @@ pub fn grading(
     })
 }
 
-pub fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     if x.is_finite() { format!("{:.1}%", x * 100.0) } else { "n/a".into() }
 }
 

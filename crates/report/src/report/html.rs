@@ -24,7 +24,7 @@ fn ci(i: &Interval) -> String {
 
 /// Forest plot: one row per effect, a dot at the delta, a bar for its CI,
 /// a line at zero. The x range covers every interval (at least ±10 pp).
-pub fn forest_svg(effects: &[&EffectReport]) -> String {
+pub(crate) fn forest_svg(effects: &[&EffectReport]) -> String {
     let row_h = 26.0;
     // About 6.6 px per character at 12 px sans-serif.
     let label_w =
@@ -156,7 +156,7 @@ fn forest_row(s: &mut String, f: &Forest, e: &EffectReport, y: f64) {
 /// A sequential comparison's confidence sequence over tasks: its running
 /// interval after each task (a band), zero and the margins as lines, and the
 /// task it was decided at.
-pub fn sequence_svg(e: &EffectReport, margin: Option<f64>) -> Option<String> {
+pub(crate) fn sequence_svg(e: &EffectReport, margin: Option<f64>) -> Option<String> {
     let q = e.sequential.as_ref()?;
     if q.history.is_empty() {
         return None;
@@ -289,7 +289,7 @@ fn frontier_axes(
 /// recorded one, else tokens), both with their intervals as bars; the arms no
 /// other arm beats on both with confidence (`costs::beaten_by`) filled, the
 /// others hollow. None without arms.
-pub fn frontier_svg(r: &Report) -> Option<String> {
+pub(crate) fn frontier_svg(r: &Report) -> Option<String> {
     use super::analysis::costs::frontier_spend;
     if r.arms.is_empty() {
         return None;
@@ -396,7 +396,7 @@ fn budget_section(s: &mut String, c: &super::analysis::budget::BudgetCurves, pri
 
 /// Curves against the sweep's levels: each curve's points joined, each with its band as a bar.
 /// Outcomes span [0, 1]; effects span [-1, 1] with a line at zero.
-pub fn budget_svg(
+pub(crate) fn budget_svg(
     c: &super::analysis::budget::BudgetCurves,
     curves: &[super::analysis::budget::Curve],
     effect: bool,

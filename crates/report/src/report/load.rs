@@ -46,7 +46,7 @@ impl Row {
     }
     /// Passed when what the trial left passes, a timed-out or stopped trial
     /// too (Harbor's scoring: the reward counts). Policy violations never pass.
-    pub fn graded_passed(&self) -> f64 {
+    pub(crate) fn graded_passed(&self) -> f64 {
         if self.status == TrialStatus::Passed
             || (self.graded_pass && self.status != TrialStatus::PolicyViolation)
         {
@@ -55,7 +55,7 @@ impl Row {
             0.0
         }
     }
-    pub fn test_fraction(&self) -> f64 {
+    pub(crate) fn test_fraction(&self) -> f64 {
         if self.tests_total == 0 { 0.0 } else { self.tests_passed as f64 / self.tests_total as f64 }
     }
 }
@@ -251,7 +251,7 @@ impl From<&TrialRecord> for LightRecord {
 
 /// Load a run; when `sink` is given, every full record is also handed to it
 /// (one parse of trials.jsonl serves the analysis and the tidy CSV).
-pub fn load_with(
+pub(crate) fn load_with(
     dir: &Path,
     mut sink: Option<&mut dyn FnMut(&TrialRecord)>,
 ) -> Result<RunData, LoadError> {

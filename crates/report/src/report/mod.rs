@@ -53,7 +53,7 @@ pub fn report_dir(dir: &Path) -> Result<analysis::Report, ReportError> {
 
 /// `report_dir`, also giving `with` the rows it read (once, for the analysis
 /// and whatever else the caller draws from them).
-pub fn report_dir_with<T>(
+pub(crate) fn report_dir_with<T>(
     dir: &Path,
     with: impl FnOnce(&load::RunData) -> T,
 ) -> Result<(analysis::Report, T), ReportError> {

@@ -314,7 +314,7 @@ pub struct Projection {
     pub rows: Vec<(f64, f64, f64)>,
 }
 
-pub const PROJECTION_REPS: usize = 400;
+pub(crate) const PROJECTION_REPS: usize = 400;
 
 pub fn sequential_projection(
     trials: u32,
@@ -423,7 +423,7 @@ pub fn render_projection(p: &Projection, trials: u32, margin: Option<f64>) -> St
 /// easiest data there is), the sequential rule (bets sized for the budget,
 /// `sequential::bets_for`) or the fixed design's test
 /// ([`stats::paired_equivalent`]) reaches "equivalent" by the last task.
-pub fn margin_reachable(margin: f64, tasks: usize, level: f64, sequential: bool) -> bool {
+pub(crate) fn margin_reachable(margin: f64, tasks: usize, level: f64, sequential: bool) -> bool {
     use ablate_core::sequential::{Decision, Sequence, bets_for};
     if tasks < 2 {
         return false;
@@ -440,7 +440,7 @@ pub fn margin_reachable(margin: f64, tasks: usize, level: f64, sequential: bool)
 
 /// The smallest margin [`margin_reachable`] allows, to 0.1 pp (rounded up);
 /// None when not even ±100 pp can be shown.
-pub fn smallest_reachable_margin(tasks: usize, level: f64, sequential: bool) -> Option<f64> {
+pub(crate) fn smallest_reachable_margin(tasks: usize, level: f64, sequential: bool) -> Option<f64> {
     if !margin_reachable(1.0, tasks, level, sequential) {
         return None;
     }

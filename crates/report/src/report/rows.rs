@@ -86,7 +86,7 @@ impl<'a> RunCells<'a> {
 }
 
 /// The name of a component's column.
-pub fn component_column(name: &str) -> String {
+pub(crate) fn component_column(name: &str) -> String {
     format!("component.{name}")
 }
 
@@ -560,12 +560,12 @@ const METRIC_CELLS: [&str; 5] = ["control", "treatment", "diff", "diff_lo", "dif
 
 /// effects.csv's columns of the metrics `names`: `metric.NAME.control`, `.treatment`, `.diff`,
 /// `.diff_lo`, `.diff_hi` (float columns).
-pub fn metric_columns(names: &[String]) -> Vec<String> {
+pub(crate) fn metric_columns(names: &[String]) -> Vec<String> {
     names.iter().flat_map(|n| METRIC_CELLS.map(|c| format!("metric.{n}.{c}"))).collect()
 }
 
 /// A comparison's cells under [`metric_columns`]: empty where it does not report the metric.
-pub fn metric_cells(e: &EffectReport, names: &[String]) -> Vec<Num> {
+pub(crate) fn metric_cells(e: &EffectReport, names: &[String]) -> Vec<Num> {
     names
         .iter()
         .flat_map(|n| match e.costs.metrics.iter().find(|m| m.name == *n) {
@@ -596,32 +596,35 @@ fn delivery_kind(
 }
 
 /// trials.csv's columns before the component columns, with their types.
-pub fn trials_schema() -> Vec<(String, cells::Kind)> {
+#[cfg(test)]
+pub(crate) fn trials_schema() -> Vec<(String, cells::Kind)> {
     cells::schema::<(RunCells, TrialRow)>()
 }
 
 /// arms.csv's columns before the component columns, with their types.
-pub fn arms_schema() -> Vec<(String, cells::Kind)> {
+#[cfg(test)]
+pub(crate) fn arms_schema() -> Vec<(String, cells::Kind)> {
     cells::schema::<(RunCells, ArmRow)>()
 }
 
 /// effects.csv's columns, with their types.
-pub fn effects_schema() -> Vec<(String, cells::Kind)> {
+#[cfg(test)]
+pub(crate) fn effects_schema() -> Vec<(String, cells::Kind)> {
     cells::schema::<(RunCells, EffectRow, CostCells)>()
 }
 
 /// trials.csv's columns before the component columns.
-pub fn trials_columns() -> Vec<String> {
+pub(crate) fn trials_columns() -> Vec<String> {
     columns::<(RunCells, TrialRow)>()
 }
 
 /// arms.csv's columns before the component columns.
-pub fn arms_columns() -> Vec<String> {
+pub(crate) fn arms_columns() -> Vec<String> {
     columns::<(RunCells, ArmRow)>()
 }
 
 /// effects.csv's columns.
-pub fn effects_columns() -> Vec<String> {
+pub(crate) fn effects_columns() -> Vec<String> {
     columns::<(RunCells, EffectRow, CostCells)>()
 }
 

@@ -16,11 +16,11 @@ use ablate_core::sequential::betting::Bets;
 use ablate_core::sequential::{Decision, Sequence};
 
 /// Resamples of the bias correction.
-pub const BOOTSTRAP_REPS: usize = 400;
+pub(crate) const BOOTSTRAP_REPS: usize = 400;
 
 /// The stopping rule a sequence followed.
 #[derive(Debug, Clone, Copy)]
-pub struct StoppingRule {
+pub(crate) struct StoppingRule {
     pub alpha: f64,
     pub margin: Option<f64>,
     pub sizing: Bets,
@@ -42,7 +42,7 @@ fn stopped_mean(draw: &mut impl FnMut() -> f64, rule: &StoppingRule) -> f64 {
 /// the stop] - mean(d))`, the expectation over [`BOOTSTRAP_REPS`] resamples
 /// of `d` (with replacement, seeded by `seed`) through `rule`. NaN with fewer
 /// than 2 differences.
-pub fn bias_reduced(d: &[f64], rule: &StoppingRule, seed: u64) -> f64 {
+pub(crate) fn bias_reduced(d: &[f64], rule: &StoppingRule, seed: u64) -> f64 {
     if d.len() < 2 || rule.horizon < 1 {
         return f64::NAN;
     }

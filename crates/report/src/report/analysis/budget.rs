@@ -81,28 +81,28 @@ pub struct Step {
 
 impl Curve {
     /// Levels whose interval lies above zero (an effect that helps there).
-    pub fn above_zero(&self) -> Vec<f64> {
+    pub(crate) fn above_zero(&self) -> Vec<f64> {
         self.points.iter().filter(|p| p.lo > 0.0).map(|p| p.level).collect()
     }
 
     /// Levels whose interval lies below zero (an effect that hurts there).
-    pub fn below_zero(&self) -> Vec<f64> {
+    pub(crate) fn below_zero(&self) -> Vec<f64> {
         self.points.iter().filter(|p| p.hi < 0.0).map(|p| p.level).collect()
     }
 
     /// Steps whose change is detectably positive.
-    pub fn rises(&self) -> Vec<Step> {
+    pub(crate) fn rises(&self) -> Vec<Step> {
         self.steps.iter().copied().filter(|s| s.lo > 0.0).collect()
     }
 
     /// Steps whose change is detectably negative.
-    pub fn falls(&self) -> Vec<Step> {
+    pub(crate) fn falls(&self) -> Vec<Step> {
         self.steps.iter().copied().filter(|s| s.hi < 0.0).collect()
     }
 
     /// The level past which no step rises detectably, when an earlier step did: where the curve
     /// stops growing (None when no step rises, or the last step does).
-    pub fn stops_growing_at(&self) -> Option<f64> {
+    pub(crate) fn stops_growing_at(&self) -> Option<f64> {
         let last_rise = self.steps.iter().rposition(|s| s.lo > 0.0)?;
         (last_rise + 1 < self.steps.len()).then(|| self.steps[last_rise].to)
     }

@@ -327,7 +327,7 @@ pub fn arm(rows: &[&Row], n_tasks: usize, conf: f64) -> ArmCosts {
 }
 
 /// The spend the frontier is drawn on: the cost when every arm recorded one, else tokens.
-pub fn frontier_spend(arms: &[super::ArmReport]) -> Spend {
+pub(crate) fn frontier_spend(arms: &[super::ArmReport]) -> Spend {
     let priced = arms.iter().all(|a| a.costs.per_trial.iter().any(|(o, _)| *o == Spend::Cost));
     if priced && !arms.is_empty() { Spend::Cost } else { Spend::Tokens }
 }

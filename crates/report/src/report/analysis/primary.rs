@@ -51,13 +51,13 @@ impl Primary {
 /// Why a comparison's primary values cannot be decided on: trials without a
 /// value, or with one outside [0, 1] (the inference is for scores in [0, 1]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unusable {
+pub(crate) struct Unusable {
     pub missing: usize,
     pub outside: usize,
 }
 
 /// [`Unusable`] when some value of either arm is missing or outside [0, 1].
-pub fn unusable(arms: [&[Vec<f64>]; 2]) -> Option<Unusable> {
+pub(crate) fn unusable(arms: [&[Vec<f64>]; 2]) -> Option<Unusable> {
     let values = arms.into_iter().flatten().flatten();
     let (missing, outside) = values.fold((0, 0), |(m, o), &v| {
         if v.is_nan() {

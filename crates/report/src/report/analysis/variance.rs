@@ -20,14 +20,14 @@ use crate::report::warnings::VarianceNote;
 use serde::Serialize;
 
 /// Bootstrap resamples of the tasks for the intervals.
-pub const BOOTSTRAP: usize = 400;
+pub(crate) const BOOTSTRAP: usize = 400;
 /// The fewest tasks a decomposition is made from, and the fewest its intervals are drawn from
 /// (a percentile bootstrap of fewer tasks has too few distinct resamples to mean anything).
-pub const MIN_TASKS: usize = 3;
-pub const MIN_TASKS_INTERVALS: usize = 10;
+pub(crate) const MIN_TASKS: usize = 3;
+pub(crate) const MIN_TASKS_INTERVALS: usize = 10;
 
 /// The components, in the order reported.
-pub const COMPONENTS: [&str; 6] =
+pub(crate) const COMPONENTS: [&str; 6] =
     ["task", "arm", "model", "arm x model", "task x configuration", "trial noise"];
 
 #[derive(Debug, Clone, Serialize)]

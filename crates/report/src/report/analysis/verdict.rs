@@ -12,7 +12,7 @@ use super::{EffectVerdict, stats};
 /// symmetric about 0 however many tasks changed (greedy arms: the treatment
 /// fixes which tasks change). A record without the models' temperatures
 /// (an import) gets the exact test.
-pub fn sign_flip_test(exp: &ablate_core::record::RecordedExperiment) -> stats::SignFlipTest {
+pub(crate) fn sign_flip_test(exp: &ablate_core::record::RecordedExperiment) -> stats::SignFlipTest {
     let sampled = |m: &serde_json::Value| m["temperature"].as_f64().is_some_and(|t| t > 0.0);
     match exp.rest.get("models").and_then(|m| m.as_array()) {
         Some(models) if !models.is_empty() && models.iter().all(sampled) => {
@@ -25,7 +25,12 @@ pub fn sign_flip_test(exp: &ablate_core::record::RecordedExperiment) -> stats::S
 /// The verdict once a margin is declared: an effect shown stays one; else
 /// `equivalent` when the two one-sided tests showed the difference inside the
 /// margins (`shown`: [`stats::paired_equivalent`]), `undecided` when not.
-pub fn with_margin(v: EffectVerdict, shown: bool, n_tasks: usize, margin: f64) -> EffectVerdict {
+pub(crate) fn with_margin(
+    v: EffectVerdict,
+    shown: bool,
+    n_tasks: usize,
+    margin: f64,
+) -> EffectVerdict {
     let one_task = n_tasks == 1;
     match v {
         // Too few tasks for any test to reject: no equivalence either, and the reason says more.

@@ -45,7 +45,7 @@ pub fn wilson(successes: u64, n: u64, conf: f64) -> (f64, f64) {
 /// Guarantees coverage `>= conf` for independent trials (conservative).
 /// Returns `(NaN, NaN)` when `n == 0`, `successes > n` or `conf` is not in
 /// `(0, 1)`.
-pub fn clopper_pearson(successes: u64, n: u64, conf: f64) -> (f64, f64) {
+pub(crate) fn clopper_pearson(successes: u64, n: u64, conf: f64) -> (f64, f64) {
     if n == 0 || successes > n || !is_open_unit(conf) {
         return (f64::NAN, f64::NAN);
     }

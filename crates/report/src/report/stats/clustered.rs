@@ -92,7 +92,7 @@ pub fn pass_rate(tasks: &[Vec<f64>], conf: f64) -> Estimate {
 
 /// A paired (within-task) difference treatment - control.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Paired {
+pub(crate) struct Paired {
     /// Mean over tasks of `d_t = mean(treatment_t) - mean(control_t)`.
     pub mean_diff: f64,
     /// Standard error `sample_sd(d) / sqrt(n_tasks)`.
@@ -133,7 +133,7 @@ pub struct Paired {
 /// # Panics
 /// If `control.len() != treatment.len()`: the pairing is then meaningless,
 /// which is a bug in the caller.
-pub fn paired_effect(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Paired {
+pub(crate) fn paired_effect(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Paired {
     assert_eq!(control.len(), treatment.len(), "paired_effect: both arms must list the same tasks");
     let diffs: Vec<f64> = control
         .iter()
@@ -223,7 +223,7 @@ pub(super) fn clustered_wilson(means: &[f64], n_trials: usize, conf: f64) -> (f6
 /// fractional scores it is conservative (their variance is below `p(1-p)`).
 /// Bounds lie in `[0, 1]`, `lo = 0` exactly when `p = 0`, `hi = 1` when `p = 1`.
 /// Edge cases as [`pass_rate`]: `T = 1` gives `NaN` bounds.
-pub fn pass_rate_wilson(tasks: &[Vec<f64>], conf: f64) -> Estimate {
+pub(crate) fn pass_rate_wilson(tasks: &[Vec<f64>], conf: f64) -> Estimate {
     let e = pass_rate(tasks, conf);
     let (lo, hi) = clustered_wilson(&task_means(tasks), e.n_trials, conf);
     Estimate { lo, hi, ..e }
@@ -266,7 +266,11 @@ pub(super) fn correlation(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// # Panics
 /// If `control.len() != treatment.len()`, as [`paired_effect`].
-pub fn paired_effect_mover(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> Paired {
+pub(crate) fn paired_effect_mover(
+    control: &[Vec<f64>],
+    treatment: &[Vec<f64>],
+    conf: f64,
+) -> Paired {
     let base = paired_effect(control, treatment, conf);
     if base.n_tasks < 2 || !is_open_unit(conf) {
         return base;

@@ -22,7 +22,7 @@ pub(super) fn is_open_unit(p: f64) -> bool {
 /// `normal_quantile(0.975) = 1.959963984540054`.
 ///
 /// Returns `NaN` unless `0 < p < 1`.
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     if !is_open_unit(p) {
         return f64::NAN;
     }
@@ -70,7 +70,7 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
 /// `7e-6` absolute at `x = 1.96` and by 0.8% at `x = 5`.
 ///
 /// Returns `NaN` if `x` is `NaN` or `df` is not positive.
-pub fn t_sf(x: f64, df: f64) -> f64 {
+pub(crate) fn t_sf(x: f64, df: f64) -> f64 {
     if x.is_nan() || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
@@ -120,12 +120,12 @@ pub fn mean(xs: &[f64]) -> f64 {
 /// trial counts (two distinct ones differ by at least `1/(n1 n2)`, far above
 /// this), while averaging equal values can leave a float error near `1e-16`
 /// (14 tasks all at 6/10 gave a variance of about `1e-33`, not 0).
-pub const SPREAD_TOLERANCE: f64 = 1e-12;
+pub(crate) const SPREAD_TOLERANCE: f64 = 1e-12;
 
 /// Whether `xs` have no spread: their range is at most [`SPREAD_TOLERANCE`].
 /// Every "all alike" decision of the statistics goes through this, never `== 0.0`
 /// on a computed variance.
-pub fn no_spread(xs: &[f64]) -> bool {
+pub(crate) fn no_spread(xs: &[f64]) -> bool {
     let (lo, hi) =
         xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
     hi - lo <= SPREAD_TOLERANCE
@@ -140,7 +140,7 @@ pub fn no_spread(xs: &[f64]) -> bool {
 /// Policy for `n < 2`: returns `NaN`. One observation carries no information
 /// about spread; returning `0` would make every downstream interval look
 /// perfectly certain.
-pub fn sample_sd(xs: &[f64]) -> f64 {
+pub(crate) fn sample_sd(xs: &[f64]) -> f64 {
     if xs.len() < 2 {
         return f64::NAN;
     }

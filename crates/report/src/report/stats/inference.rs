@@ -2,6 +2,7 @@
 //! MOVER, Newcombe for one task, McNemar.
 
 use super::*;
+#[cfg(test)]
 use statrs::function::factorial::ln_binomial;
 use std::borrow::Cow;
 
@@ -193,7 +194,7 @@ pub fn paired_inference(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64)
 }
 
 /// [`paired_inference`] with the interval and the p-value of `test`.
-pub fn paired_inference_by(
+pub(crate) fn paired_inference_by(
     control: &[Vec<f64>],
     treatment: &[Vec<f64>],
     conf: f64,
@@ -250,7 +251,7 @@ pub fn paired_inference_by(
 /// interval's inversion (the sign flip's tails alone where the differences
 /// lie on a lattice): what orders a family before each comparison's level is
 /// known (`stats::holm`).
-pub fn paired_p(control: &[Vec<f64>], treatment: &[Vec<f64>], test: SignFlipTest) -> f64 {
+pub(crate) fn paired_p(control: &[Vec<f64>], treatment: &[Vec<f64>], test: SignFlipTest) -> f64 {
     let tasks = PairedTasks::of(control, treatment);
     if tasks.d.len() < 2 {
         return paired_inference_by(control, treatment, 0.95, test).p_value;
@@ -259,11 +260,11 @@ pub fn paired_p(control: &[Vec<f64>], treatment: &[Vec<f64>], test: SignFlipTest
 }
 
 /// The orders of the tasks [`paired_equivalent`] averages its bettors' capital over.
-pub const EQUIVALENCE_ORDERS: usize = 100;
+pub(crate) const EQUIVALENCE_ORDERS: usize = 100;
 
 /// Mixed into the seed of [`paired_equivalent`]'s orders, so that they are
 /// not the stream of any other draw made from the same seed.
-pub const EQUIVALENCE_STREAM: u64 = 0x0E9A_1E0C_0DE5_0001;
+pub(crate) const EQUIVALENCE_STREAM: u64 = 0x0E9A_1E0C_0DE5_0001;
 
 /// Whether the mean difference over the population of tasks like these is
 /// shown to lie inside `(-margin, +margin)`: two one-sided tests, each at
@@ -483,7 +484,7 @@ fn trial_noise(control: &[Vec<f64>], treatment: &[Vec<f64>]) -> f64 {
 
 /// The quantile of the spread trial noise alone would show below which the
 /// observed spread is not trusted (see [`trial_noise_floor_factor`]).
-pub const TRIAL_NOISE_FLOOR_QUANTILE: f64 = 0.025;
+pub(crate) const TRIAL_NOISE_FLOOR_QUANTILE: f64 = 0.025;
 
 /// The floor's variance is the trial noise `v` times `chi2_{T-1}(0.025) / (T - 1)`,
 /// the 2.5% quantile of the sample variance of `T` differences scattered by
@@ -499,7 +500,12 @@ fn trial_noise_floor_factor(tasks: usize) -> f64 {
 
 /// Only the interval of [`paired_inference`] (no p-value): what the coverage
 /// simulation checks, at a fraction of the cost.
-pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) -> (f64, f64) {
+#[cfg(test)]
+pub(crate) fn paired_interval(
+    control: &[Vec<f64>],
+    treatment: &[Vec<f64>],
+    conf: f64,
+) -> (f64, f64) {
     let tasks = PairedTasks::of(control, treatment);
     if tasks.d.len() < 2 || !is_open_unit(conf) {
         return (f64::NAN, f64::NAN);
@@ -513,12 +519,14 @@ pub fn paired_interval(control: &[Vec<f64>], treatment: &[Vec<f64>], conf: f64) 
 /// interval at `1 - alpha` (no inversion): the power simulation's test, at a
 /// fraction of the cost. Tasks without trials in both arms are left out;
 /// fewer than two tasks left never reject here.
-pub fn paired_rejects(control: &[Vec<f64>], treatment: &[Vec<f64>], alpha: f64) -> bool {
+#[cfg(test)]
+pub(crate) fn paired_rejects(control: &[Vec<f64>], treatment: &[Vec<f64>], alpha: f64) -> bool {
     paired_rejects_by(control, treatment, alpha, sign_flip_p)
 }
 
 /// [`paired_rejects`] with another sign-flip p-value in place of the mid-p
 /// (the power simulation's comparison with the exact test).
+#[cfg(test)]
 pub(crate) fn paired_rejects_by(
     control: &[Vec<f64>],
     treatment: &[Vec<f64>],
@@ -540,7 +548,7 @@ pub(crate) fn paired_rejects_by(
 /// method 10): with Wilson intervals `(l1, u1)` and `(l2, u2)`,
 /// `lo = D - sqrt((p2 - l2)^2 + (u1 - p1)^2)`, `hi = D + sqrt((u2 - p2)^2 + (p1 - l1)^2)`.
 /// Counts may be fractional (sums of scores); NaN when either `n` is 0.
-pub fn newcombe_unpaired(x1: f64, n1: f64, x2: f64, n2: f64, conf: f64) -> (f64, f64) {
+pub(crate) fn newcombe_unpaired(x1: f64, n1: f64, x2: f64, n2: f64, conf: f64) -> (f64, f64) {
     if n1 <= 0.0 || n2 <= 0.0 || !is_open_unit(conf) {
         return (f64::NAN, f64::NAN);
     }
@@ -578,7 +586,8 @@ pub fn newcombe_unpaired(x1: f64, n1: f64, x2: f64, n2: f64, conf: f64) -> (f64,
 /// the observed table. It is at most `1` (exactly `1` when `b == c`), and `1`
 /// when there are no discordant pairs. Binomial terms are computed in log space
 /// (statrs `ln_binomial`), so large `n` does not underflow the sum.
-pub fn mcnemar_mid_p(b: u64, c: u64) -> f64 {
+#[cfg(test)]
+pub(crate) fn mcnemar_mid_p(b: u64, c: u64) -> f64 {
     let n = b + c;
     if n == 0 {
         return 1.0;

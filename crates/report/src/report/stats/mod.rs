@@ -64,10 +64,10 @@ pub use binomial::*;
 pub use clustered::*;
 pub use dist::*;
 pub use inference::*;
-pub use power::*;
+pub(crate) use power::*;
 pub use ratio::*;
 pub use sign_flip::*;
 
 /// Degrees of freedom above which the Student-t distribution is computed from
 /// the standard Normal instead of statrs' t routines (see [`t_quantile`]).
-pub const T_NORMAL_DF: f64 = 1e4;
+pub(crate) const T_NORMAL_DF: f64 = 1e4;

@@ -29,7 +29,7 @@ pub(super) fn t_sum(alpha: f64, power: f64, df: f64) -> f64 {
 ///
 /// Returns `None` when `var_d` is negative or not finite, `delta` is zero or
 /// not finite, or `alpha`/`power` are not in `(0, 1)`.
-pub fn sample_size_paired(var_d: f64, delta: f64, alpha: f64, power: f64) -> Option<u64> {
+pub(crate) fn sample_size_paired(var_d: f64, delta: f64, alpha: f64, power: f64) -> Option<u64> {
     if !var_d.is_finite()
         || var_d < 0.0
         || !delta.is_finite()
@@ -59,7 +59,7 @@ pub fn sample_size_paired(var_d: f64, delta: f64, alpha: f64, power: f64) -> Opt
 /// (Julious 2004, the inverse of [`sample_size_paired`]). `alpha` is the
 /// level actually applied (after the family's adjustment).
 /// Returns `NaN` for `n < 2`, negative `var_d`, or levels outside `(0, 1)`.
-pub fn min_detectable_effect(var_d: f64, n: u64, alpha: f64, power: f64) -> f64 {
+pub(crate) fn min_detectable_effect(var_d: f64, n: u64, alpha: f64, power: f64) -> f64 {
     if n < 2 || var_d.is_nan() || var_d < 0.0 {
         return f64::NAN;
     }
@@ -77,7 +77,8 @@ pub fn min_detectable_effect(var_d: f64, n: u64, alpha: f64, power: f64) -> f64 
 ///
 /// Returns `(NaN, NaN)` for fewer than 2 tasks or `alpha` outside `(0, 1)`;
 /// `(m, m)` when all differences are equal.
-pub fn one_sided_bounds(diffs_per_task: &[f64], alpha: f64) -> (f64, f64) {
+#[cfg(test)]
+pub(crate) fn one_sided_bounds(diffs_per_task: &[f64], alpha: f64) -> (f64, f64) {
     let t_count = diffs_per_task.len();
     if t_count < 2 || !is_open_unit(alpha) {
         return (f64::NAN, f64::NAN);

@@ -17,7 +17,7 @@ impl Span {
     pub const NONE: Span = Span { estimate: f64::NAN, lo: f64::NAN, hi: f64::NAN };
 
     /// The paired t interval's difference (`paired_effect`) as a span.
-    pub fn of_paired(p: &Paired) -> Span {
+    pub(crate) fn of_paired(p: &Paired) -> Span {
         Span { estimate: p.mean_diff, lo: p.lo, hi: p.hi }
     }
 }
@@ -39,7 +39,7 @@ impl Span {
 /// NaN bounds with fewer than 2 tasks; a NaN estimate too when a mean is not
 /// above 0 (a ratio to no spend, or a spend per solved task where none was
 /// solved).
-pub fn log_linear(terms: &[(f64, &[f64])], conf: f64) -> Span {
+pub(crate) fn log_linear(terms: &[(f64, &[f64])], conf: f64) -> Span {
     let Some((estimate, n)) = log_linear_estimate(terms) else { return Span::NONE };
     if n < 2 || !is_open_unit(conf) {
         return Span { estimate, ..Span::NONE };
@@ -55,7 +55,7 @@ pub fn log_linear(terms: &[(f64, &[f64])], conf: f64) -> Span {
 /// interval does not (docs/statistics.md, "Costs and reliability"). The tasks
 /// are resampled in the order of their values (term by term), so the
 /// interval is the same whatever the tasks are called or the order they ran in.
-pub fn log_linear_bootstrap(terms: &[(f64, &[f64])], conf: f64) -> Span {
+pub(crate) fn log_linear_bootstrap(terms: &[(f64, &[f64])], conf: f64) -> Span {
     let Some((estimate, n)) = log_linear_estimate(terms) else { return Span::NONE };
     if n < BOOTSTRAP_FROM_TASKS || !is_open_unit(conf) {
         return log_linear(terms, conf);
@@ -76,7 +76,7 @@ pub fn log_linear_bootstrap(terms: &[(f64, &[f64])], conf: f64) -> Span {
 
 /// The tasks from which [`log_linear_bootstrap`] resamples (below them a
 /// resample too often repeats one task).
-pub const BOOTSTRAP_FROM_TASKS: usize = 10;
+pub(crate) const BOOTSTRAP_FROM_TASKS: usize = 10;
 
 /// `R` and the number of tasks; None when there are none or a mean is not above 0.
 fn log_linear_estimate(terms: &[(f64, &[f64])]) -> Option<(f64, usize)> {
@@ -104,7 +104,7 @@ fn log_linear_at(terms: &[(f64, &[f64])], w: &[f64]) -> (f64, f64) {
 
 /// The ratio treatment / control of the mean over tasks of a per-task
 /// value (tokens per trial, say), paired by task ([`log_linear_bootstrap`]).
-pub fn ratio_of_means(control: &[f64], treatment: &[f64], conf: f64) -> Span {
+pub(crate) fn ratio_of_means(control: &[f64], treatment: &[f64], conf: f64) -> Span {
     log_linear_bootstrap(&[(1.0, treatment), (-1.0, control)], conf)
 }
 
@@ -123,11 +123,15 @@ pub fn per_solved(spend: &[f64], solved: &[f64], conf: f64) -> Span {
 }
 
 /// The passes an arm needs for [`per_solved`]'s bootstrap.
-pub const BOOTSTRAP_FROM_PASSES: f64 = 10.0;
+pub(crate) const BOOTSTRAP_FROM_PASSES: f64 = 10.0;
 
 /// The ratio treatment / control of the spend per solved task, paired by
 /// task; bootstrap or delta method as [`per_solved`], by the arm with fewer passes.
-pub fn per_solved_ratio(control: (&[f64], &[f64]), treatment: (&[f64], &[f64]), conf: f64) -> Span {
+pub(crate) fn per_solved_ratio(
+    control: (&[f64], &[f64]),
+    treatment: (&[f64], &[f64]),
+    conf: f64,
+) -> Span {
     let terms = [(1.0, treatment.0), (-1.0, treatment.1), (-1.0, control.0), (1.0, control.1)];
     let fewest = control.1.iter().sum::<f64>().min(treatment.1.iter().sum());
     if fewest >= BOOTSTRAP_FROM_PASSES {
@@ -140,7 +144,7 @@ pub fn per_solved_ratio(control: (&[f64], &[f64]), treatment: (&[f64], &[f64]), 
 /// The mean over tasks of the per-task differences `treatment - control` of
 /// per-task values (a spend's task means, a metric's), with the paired t
 /// interval ([`paired_effect`], each task's value its one observation).
-pub fn mean_difference(control: &[f64], treatment: &[f64], conf: f64) -> Span {
+pub(crate) fn mean_difference(control: &[f64], treatment: &[f64], conf: f64) -> Span {
     Span::of_paired(&paired_effect(&one_each(control), &one_each(treatment), conf))
 }
 
@@ -150,7 +154,7 @@ fn one_each(values: &[f64]) -> Vec<Vec<f64>> {
 }
 
 /// Resamples of [`bootstrap_t`].
-pub const BOOTSTRAP_RESAMPLES: usize = 1999;
+pub(crate) const BOOTSTRAP_RESAMPLES: usize = 1999;
 
 /// The studentized (bootstrap-t) interval of a statistic of `n` tasks
 /// (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*, §12.5; Hall
@@ -162,7 +166,7 @@ pub const BOOTSTRAP_RESAMPLES: usize = 1999;
 /// depends on the data alone), `T* = (est* - est) / se*`, and the interval is
 /// `[est - q_{1-a/2}(T*) se, est - q_{a/2}(T*) se]`. Resamples whose standard
 /// error is 0 (one task drawn every time) are left out.
-pub fn bootstrap_t(n: usize, conf: f64, stat: impl Fn(&[f64]) -> (f64, f64)) -> (f64, f64) {
+pub(crate) fn bootstrap_t(n: usize, conf: f64, stat: impl Fn(&[f64]) -> (f64, f64)) -> (f64, f64) {
     let (est, se) = stat(&vec![1.0; n]);
     if !(est.is_finite() && se.is_finite()) {
         return (f64::NAN, f64::NAN);
@@ -214,7 +218,7 @@ fn weighted_sd(x: &[f64], w: &[f64]) -> f64 {
 /// unbiased estimate of the probability that `k` of its trials, drawn without
 /// replacement, all agree (all pass or all fail): `pass^k` of the passes plus
 /// `pass^k` of the failures. NaN when `k > n`.
-pub fn consistency_k(n: u64, c: u64, k: u64) -> f64 {
+pub(crate) fn consistency_k(n: u64, c: u64, k: u64) -> f64 {
     if k > n { f64::NAN } else { pass_hat_k(n, c, k) + pass_hat_k(n, n - c, k) }
 }
 
@@ -224,7 +228,7 @@ pub fn consistency_k(n: u64, c: u64, k: u64) -> f64 {
 /// interval on `T` tasks (with the t adjustment of [`pass_rate_wilson`]) is
 /// conservative for it and, unlike the t interval, does not collapse when
 /// every task has the same value.
-pub fn bounded_mean(values: &[f64], conf: f64) -> Span {
+pub(crate) fn bounded_mean(values: &[f64], conf: f64) -> Span {
     let e = pass_rate_wilson(&one_each(values), conf);
     Span { estimate: e.mean, lo: e.lo, hi: e.hi }
 }
@@ -233,7 +237,7 @@ pub fn bounded_mean(values: &[f64], conf: f64) -> Span {
 /// (pass^k of two arms on the same tasks): MOVER over the arms'
 /// [`bounded_mean`] intervals and the correlation of their values
 /// ([`paired_effect_mover`], each task's value its one observation).
-pub fn bounded_paired(control: &[f64], treatment: &[f64], conf: f64) -> Span {
+pub(crate) fn bounded_paired(control: &[f64], treatment: &[f64], conf: f64) -> Span {
     let p = paired_effect_mover(&one_each(control), &one_each(treatment), conf);
     Span { estimate: p.mean_diff, lo: p.lo, hi: p.hi }
 }

@@ -43,15 +43,15 @@
 use super::*;
 
 /// Tasks up to which [`sign_flip`] enumerates every subset (`2^T`).
-pub const SIGN_FLIP_ENUMERATE_MAX: usize = 16;
+pub(crate) const SIGN_FLIP_ENUMERATE_MAX: usize = 16;
 
 /// Largest common denominator of the differences tried for the lattice (the
 /// least common multiple of trial counts 1 to 9 is 2520).
-pub const SIGN_FLIP_LATTICE_MAX_DENOMINATOR: u64 = 5040;
+pub(crate) const SIGN_FLIP_LATTICE_MAX_DENOMINATOR: u64 = 5040;
 
 /// Most cells (`(T + 1) x` the span of the integer sums) times tasks the
 /// lattice's dynamic programme may take; beyond, Monte Carlo.
-pub const SIGN_FLIP_LATTICE_MAX_WORK: f64 = 4e8;
+pub(crate) const SIGN_FLIP_LATTICE_MAX_WORK: f64 = 4e8;
 
 /// Subsets drawn by the Monte Carlo sign-flip test.
 pub const SIGN_FLIP_DRAWS: usize = 100_000;
@@ -252,21 +252,21 @@ impl SplitMix64 {
 /// projection (`report::power::sequential_projection`).
 impl SplitMix64 {
     /// Uniform in [0, 1).
-    pub fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
     /// Standard Normal by Box-Muller.
-    pub fn normal(&mut self) -> f64 {
+    pub(crate) fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.uniform(); // (0, 1]
         let u2 = self.uniform();
         (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
     }
-    pub fn bernoulli(&mut self, p: f64) -> f64 {
+    pub(crate) fn bernoulli(&mut self, p: f64) -> f64 {
         if self.uniform() < p { 1.0 } else { 0.0 }
     }
     /// Gamma(k, 1) by Marsaglia & Tsang (2000, ACM TOMS 26:363-372),
     /// with `Gamma(k) = Gamma(k + 1) U^(1/k)` for `k < 1`.
-    pub fn gamma(&mut self, k: f64) -> f64 {
+    pub(crate) fn gamma(&mut self, k: f64) -> f64 {
         if k < 1.0 {
             let u = 1.0 - self.uniform();
             return self.gamma(k + 1.0) * u.powf(1.0 / k);
@@ -339,12 +339,13 @@ fn monte_carlo(d: &[f64]) -> SubsetMeans {
 /// interval that inverts it (see the module's documentation). Bounds are
 /// clamped to `[-1, 1]`; `T = 0`, a non-finite difference or `conf` outside
 /// `(0, 1)` gives NaN.
-pub fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
+#[cfg(test)]
+pub(crate) fn sign_flip(d: &[f64], conf: f64) -> SignFlip {
     sign_flip_by(d, conf, SignFlipTest::MidP)
 }
 
 /// [`sign_flip`] with the interval inverting `test`'s p-value.
-pub fn sign_flip_by(d: &[f64], conf: f64, test: SignFlipTest) -> SignFlip {
+pub(crate) fn sign_flip_by(d: &[f64], conf: f64, test: SignFlipTest) -> SignFlip {
     let nan = SignFlip {
         lo: f64::NAN,
         hi: f64::NAN,
@@ -479,7 +480,7 @@ pub fn sign_flip_p(d: &[f64]) -> f64 {
 
 /// [`sign_flip_p`] for either test: the p-value [`sign_flip_by`] gives, by the
 /// cheaper programme where the differences lie on a lattice.
-pub fn sign_flip_p_by(d: &[f64], test: SignFlipTest) -> f64 {
+pub(crate) fn sign_flip_p_by(d: &[f64], test: SignFlipTest) -> f64 {
     match (lattice_tails(d), test) {
         (Some((below, above, tie)), SignFlipTest::MidP) => {
             mid_p(below, above, tie).max(exact_floor(d))
@@ -536,7 +537,7 @@ fn lattice_tails(d: &[f64]) -> Option<(f64, f64, f64)> {
 /// `alpha` at all: the smallest `T` with `2 / 2^T <= alpha` (the exact
 /// test's smallest p-value, every task moved the same way; the mid-p test is
 /// held to it, see [`sign_flip`]).
-pub fn sign_flip_min_tasks(alpha: f64) -> u64 {
+pub(crate) fn sign_flip_min_tasks(alpha: f64) -> u64 {
     let mut t = 1u64;
     while t < 64 && 2.0 / (1u64 << t) as f64 > alpha {
         t += 1;
