@@ -83,10 +83,27 @@ pub async fn send(
     let mut latency = Duration::ZERO;
     let mut wait = Duration::ZERO;
     let attempts_max = max_attempts(policy);
+    // One attempt's request: POST `body` (or GET when None), with the attempt's timeout, the
+    // operation id and the bearer key.
+    let request = || {
+        let mut req = match body {
+            Some(b) => client.post(url).json(b),
+            None => client.get(url),
+        };
+        req = req.timeout(timeout);
+        // The same id on every retry lets a server (or a proxy log) tie them together.
+        if let Some(id) = operation_id {
+            req = req.header("X-Ablate-Operation-Id", id);
+        }
+        if let Some(key) = bearer {
+            req = req.bearer_auth(key);
+        }
+        req
+    };
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let req = request(client, url, body, bearer, operation_id, timeout);
+        let req = request();
         let (outcome, took) = attempt_once(req, timeout, max_bytes).await;
         latency += took;
         let (err, pause) = match outcome {
@@ -102,31 +119,6 @@ pub async fn send(
         tokio::time::sleep(sleep).await;
         wait += sleep;
     }
-}
-
-/// The request of one attempt: POST `body` (or GET when None), with the attempt's timeout,
-/// the operation id and the bearer key.
-fn request(
-    client: &reqwest::Client,
-    url: &str,
-    body: Option<&serde_json::Value>,
-    bearer: Option<&str>,
-    operation_id: Option<&str>,
-    timeout: Duration,
-) -> reqwest::RequestBuilder {
-    let mut req = match body {
-        Some(b) => client.post(url).json(b),
-        None => client.get(url),
-    };
-    req = req.timeout(timeout);
-    // The same id on every retry lets a server (or a proxy log) tie them together.
-    if let Some(id) = operation_id {
-        req = req.header("X-Ablate-Operation-Id", id);
-    }
-    if let Some(key) = bearer {
-        req = req.bearer_auth(key);
-    }
-    req
 }
 
 /// What one attempt came to: the result to return, or an error worth another attempt
