@@ -23,6 +23,20 @@ async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 }
 
 /// Start `ablate run` on a config whose model answers with SPIN until `healed`.
+/// The temporary folder the test's ablate processes use, its own: the scratch folder a killed
+/// run leaves is swept by the next ablate process started there, so another test's or run's
+/// ablate on this machine (in the system's /tmp) must not be the one to sweep it. Every user may
+/// pass through it and the test's folder, as the jail's uids do to reach their workspaces.
+fn private_tmp(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    for d in [dir, tmp.as_path()] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    tmp
+}
+
 async fn spinning_run(
     dir: &std::path::Path,
     healed: Arc<AtomicBool>,
@@ -42,6 +56,7 @@ async fn spinning_run(
     let results = dir.join("results");
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
         .args(run_args(&config, &results, &["--run-id", "r"]))
+        .env("TMPDIR", private_tmp(dir))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         // What the run says on stderr, read once it has ended.
@@ -73,7 +88,7 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     .await;
     // The killed process's scratch folder (the trial's workspace, the runner's files) stays
     // behind, unlocked; the next ablate process removes it.
-    let scratch: Vec<std::path::PathBuf> = std::fs::read_dir(std::env::temp_dir())
+    let scratch: Vec<std::path::PathBuf> = std::fs::read_dir(private_tmp(dir.path()))
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -93,7 +108,8 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     healed.store(true, Ordering::SeqCst);
     let out = output_within_async(
         tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
-            .args(resume_args(&config, &run_dir)),
+            .args(resume_args(&config, &run_dir))
+            .env("TMPDIR", private_tmp(dir.path())),
         Duration::from_secs(120),
     )
     .await;
