@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """make test-fast: build the test binaries cargo selects from ARGS (once, as `cargo test` would),
 then run them JOBS at a time (default 3; most of their time is spent waiting on the processes
-they start), each binary's output printed whole when it ends and a line per binary at the end.
+they start), the slowest of the last run first (their times are kept in cargo's output folder,
+test-fast-times.json), each binary's output printed whole when it ends and a line per binary.
 Exits 1 when any binary fails. Test filters follow `--`, as with cargo test.
     scripts/test-fast.py [CARGO TEST ARGS] [-- TEST ARGS]"""
 import json
@@ -30,12 +31,36 @@ def binaries(cargo_args):
     return found
 
 
+def times_file():
+    """Where each binary's last time is kept: cargo's output folder."""
+    return os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "test-fast-times.json")
+
+
+def slowest_first(found):
+    """`found` with the binaries slowest in the last run first (unknown ones first of all), so
+    that the longest do not start last and leave the other jobs idle at the end."""
+    try:
+        with open(times_file()) as f:
+            last = json.load(f)
+    except (OSError, ValueError):
+        last = {}
+    return sorted(found, key=lambda b: -last.get(b[0].rsplit("-", 1)[0], float("inf")))
+
+
+def keep_times(times):
+    try:
+        with open(times_file(), "w") as f:
+            json.dump(times, f, indent=0, sort_keys=True)
+    except OSError:
+        pass
+
+
 def run(binary, test_args):
     executable, folder, name = binary
     started = time.monotonic()
     done = subprocess.run([executable, *test_args], cwd=folder, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
-    return name, done.returncode, time.monotonic() - started, done.stdout
+    return executable, name, done.returncode, time.monotonic() - started, done.stdout
 
 
 def main():
@@ -44,16 +69,19 @@ def main():
     cargo_args, test_args = args[:split], args[split + 1:]
     jobs = int(os.environ.get("JOBS", "3"))
     started = time.monotonic()
-    failed = []
+    failed, times = [], {}
     with ThreadPoolExecutor(jobs) as pool:
-        for name, code, seconds, output in pool.map(lambda b: run(b, test_args),
-                                                    binaries(cargo_args)):
+        for executable, name, code, seconds, output in pool.map(
+                lambda b: run(b, test_args), slowest_first(binaries(cargo_args))):
+            # Keyed by the executable without cargo's hash: the same binary across builds.
+            times[executable.rsplit("-", 1)[0]] = round(seconds, 1)
             summary = [l for l in output.splitlines() if l.startswith("test result:")]
             if code != 0:
                 failed.append(name)
                 print(output)
             print(f"{'ok  ' if code == 0 else 'FAIL'} {name:<24} {seconds:6.1f} s  "
                   f"{summary[-1] if summary else ''}", flush=True)
+    keep_times(times)
     print(f"test-fast: {len(failed)} binaries failed{': ' + ', '.join(failed) if failed else ''}; "
           f"{time.monotonic() - started:.0f} s")
     sys.exit(1 if failed else 0)
