@@ -162,8 +162,12 @@ fn suite_import(opts: suite::import::ImportOptions) -> Result<Exit, CommandError
 /// `ablate import`: another tool's runs as a run folder.
 fn import_cmd(opts: ablate::import::ImportOptions) -> Result<Exit, CommandError> {
     let done = ablate::import::import(&opts)?;
-    let statuses =
-        done.statuses.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ");
+    let statuses = done
+        .statuses
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
     outln!(
         "{} trials of {} tasks imported into {} ({statuses})",
         done.trials,

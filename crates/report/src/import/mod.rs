@@ -207,7 +207,8 @@ pub struct Imported {
     pub tasks: usize,
     pub arms: Vec<String>,
     pub comparisons: Vec<Comparison>,
-    pub statuses: BTreeMap<&'static str, usize>,
+    /// How many trials ended in each status.
+    pub statuses: crate::report::analysis::StatusCounts,
     /// What the components' fields say: fields named as one component, and
     /// components whose fields change together (perfectly aliased).
     pub notes: Vec<String>,
@@ -234,10 +235,10 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
         tasks: run.manifest.suite.tasks.len(),
         arms: run.manifest.experiment.arms.iter().map(|a| a.name.clone()).collect(),
         comparisons: run.manifest.experiment.comparisons.clone(),
-        statuses: run.records.iter().fold(BTreeMap::new(), |mut m, r| {
-            *m.entry(r.status.name()).or_default() += 1;
-            m
-        }),
+        statuses: crate::report::analysis::StatusCounts::of(
+            run.records.iter().map(|r| r.status),
+            None,
+        ),
         notes: run.manifest.imported.as_ref().map(alias_notes).unwrap_or_default(),
     };
     write_folder(&opts.out, existing, &run)?;

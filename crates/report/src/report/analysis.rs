@@ -4,7 +4,7 @@
 pub use super::interval::{Interval, IntervalMethod};
 use super::load::{Row, RunData};
 use super::stats;
-use super::warnings::ArmWarning;
+use super::warnings::{ArmWarning, DeliveryNote, Refusal};
 use ablate_core::experiment::matrix::{self, ComparisonKind};
 use ablate_core::record::TrialStatus;
 use ablate_core::record::delivery::{DeliveryCheck, Undelivered};
@@ -99,7 +99,7 @@ pub(crate) fn sequential_note(e: &EffectReport) -> Option<String> {
             "sequence: undecided after {tasks}, {} trials ({}{}); its interval now: {}{}",
             q.trials,
             e.estimand,
-            q.budget_spent.as_deref().map(|b| format!("; {b}")).unwrap_or_default(),
+            q.budget_spent.map(|b| format!("; {b}")).unwrap_or_default(),
             e.method.words(),
             q.these_tasks
                 .map(|(lo, hi)| format!(
@@ -472,7 +472,7 @@ pub struct EffectReport {
     /// The delivery check: whether the arms' requests reached the model differently.
     pub delivery: DeliveryCheck,
     /// What the delivery check adds beside the verdict (None: nothing).
-    pub delivery_note: Option<String>,
+    pub delivery_note: Option<DeliveryNote>,
     /// What the comparison costs and how reliably each arm passes (`costs::paired`).
     pub costs: costs::Costs,
     /// The comparison a budget sweep repeats, and its level; None without a sweep.
@@ -504,7 +504,8 @@ pub struct SequentialEffect {
     pub these_tasks: Option<(f64, f64)>,
     /// The experiment's budget of money or running time, when the records
     /// spent it (what stopped the trials of a comparison left undecided).
-    pub budget_spent: Option<String>,
+    #[serde(serialize_with = "crate::report::warnings::spent_as_sentence")]
+    pub budget_spent: Option<ablate_core::sequential::spend::Spent>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -542,7 +543,7 @@ pub struct Report {
     /// The outcome the verdicts decide on: `pass_rate`, or the experiment's primary.
     pub primary: String,
     /// Comparisons labelled ablations that the analysis-time guard refused.
-    pub refused: Vec<String>,
+    pub refused: Vec<Refusal>,
     /// The `system_fingerprint`s each model's replies carried (OpenAI-compatible
     /// servers that send one). Two or more for one model: its serving stack
     /// changed during the run.
@@ -799,7 +800,7 @@ fn container_runs(data: &RunData, rows: &[&Row]) -> Vec<String> {
 struct Comparisons {
     pending: Vec<Pending>,
     unusable: Vec<EffectReport>,
-    refused: Vec<String>,
+    refused: Vec<Refusal>,
 }
 
 /// Each comparison of the manifest, per model, re-checked by the guard: its paired outcomes.
@@ -812,17 +813,17 @@ fn comparisons(run: &Run) -> Comparisons {
             manifest_arms.iter().find(|a| a.name == c.control),
             manifest_arms.iter().find(|a| a.name == c.treatment),
         ) else {
-            out.refused.push(format!("{}: an arm is missing from the manifest", c.name));
+            out.refused.push(Refusal::ArmMissing { comparison: c.name.clone() });
             continue;
         };
         let guard = matrix::guard(&c.name, ca, ta);
         let is_ablation = matches!(c.kind, ComparisonKind::Ablation { .. });
         if let Err(e @ matrix::GuardError::BudgetsDiffer { .. }) = &guard {
-            out.refused.push(format!("not shown: {e}"));
+            out.refused.push(Refusal::BudgetsDiffer(e.clone()));
             continue;
         }
         if is_ablation && let Err(e) = &guard {
-            out.refused.push(format!("not shown as an ablation: {e}"));
+            out.refused.push(Refusal::NotAnAblation(e.clone()));
             continue;
         }
         let (Some(ci), Some(ti)) = (data.arms.get(&c.control), data.arms.get(&c.treatment)) else {
@@ -1028,7 +1029,7 @@ struct Designs {
 fn designs(run: &Run, effects: &[&EffectReport], per_task: Vec<models::PerTask>) -> Designs {
     let (data, groups, primary, alpha, test) =
         (run.data, &run.groups, &run.primary, run.alpha, run.test);
-    let factorial = factorial::effects(&factorial::Inputs { data, groups, primary, alpha, test });
+    let factorial = factorial::effects(run);
     // Effects whose verdict is withheld (not delivered, not comparable, ...) are not compared.
     let shown = |p: &&models::PerTask| {
         effects.iter().any(|e| e.name == p.effect && e.model == p.model && !e.verdict.withheld())
@@ -1036,8 +1037,7 @@ fn designs(run: &Run, effects: &[&EffectReport], per_task: Vec<models::PerTask>)
     let per_task: Vec<models::PerTask> = per_task.into_iter().filter(|p| shown(&p)).collect();
     let model_differences = models::differences(&per_task, alpha, test);
     let variance = variance::of_run(data, groups, primary, alpha);
-    let budget_curves =
-        budget::curves(&budget::Inputs { data, groups, primary, alpha, test, effects });
+    let budget_curves = budget::curves(&budget::Inputs { run, effects });
     Designs { factorial, model_differences, variance, budget_curves }
 }
 
@@ -1047,7 +1047,7 @@ fn report(
     arms: Vec<ArmReport>,
     ablations: Vec<EffectReport>,
     combined: Vec<EffectReport>,
-    refused: Vec<String>,
+    refused: Vec<Refusal>,
     designs: Designs,
 ) -> Report {
     let data = run.data;

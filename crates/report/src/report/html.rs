@@ -244,7 +244,7 @@ fn effect_rows(s: &mut String, effects: &[EffectReport]) {
             let _ = writeln!(
                 s,
                 "<tr><td></td><td colspan=7 class=warn>delivery: {}</td></tr>",
-                esc(note)
+                esc(&note.to_string())
             );
         }
     }
@@ -492,7 +492,7 @@ pub fn render(r: &Report) -> String {
     }
     sequence_section(&mut s, r);
     for x in &r.refused {
-        let _ = writeln!(s, "<p class=warn>Refused: {}</p>", esc(x));
+        let _ = writeln!(s, "<p class=warn>Refused: {}</p>", esc(&x.to_string()));
     }
     s.push_str("</body></html>\n");
     s

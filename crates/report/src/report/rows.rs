@@ -438,7 +438,7 @@ impl<'a> EffectRow<'a> {
             },
             verdict: e.verdict.to_string(),
             delivery: delivery_kind(&e.delivery, &e.verdict),
-            delivery_note: e.delivery_note.clone().unwrap_or_default(),
+            delivery_note: e.delivery_note.as_ref().map(ToString::to_string).unwrap_or_default(),
             design: if e.sequential.is_some() { "sequential" } else { "fixed" },
             decided_after_tasks: e.sequential.as_ref().and_then(|s| s.decided_after_tasks),
             sequential_trials: e.sequential.as_ref().map(|s| s.trials),

@@ -2,6 +2,8 @@
 //! the sentence each is written as: the terminal, the Markdown, the HTML and
 //! report.json all write these words (`Display`; serialized as the sentence).
 
+use ablate_core::experiment::matrix::GuardError;
+use ablate_core::sequential::spend::Spent;
 use serde::{Serialize, Serializer};
 use std::fmt;
 
@@ -78,17 +80,74 @@ impl fmt::Display for VarianceNote {
     }
 }
 
-/// report.json holds the sentence.
-impl Serialize for ArmWarning {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+/// A comparison the analysis-time guard did not show (`Report::refused`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// The comparison names an arm the manifest does not have.
+    ArmMissing { comparison: String },
+    /// Its arms run under different budgets: not shown at all.
+    BudgetsDiffer(GuardError),
+    /// Labelled an ablation, but its arms do not differ in exactly one component.
+    NotAnAblation(GuardError),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::ArmMissing { comparison } => {
+                write!(f, "{comparison}: an arm is missing from the manifest")
+            }
+            Refusal::BudgetsDiffer(e) => write!(f, "not shown: {e}"),
+            Refusal::NotAnAblation(e) => write!(f, "not shown as an ablation: {e}"),
+        }
     }
 }
 
-/// report.json holds the sentence.
-impl Serialize for VarianceNote {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+/// What the delivery check adds beside a comparison's verdict (`EffectReport::delivery_note`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryNote {
+    /// The arms' requests were the same in every recorded field, though `components` act
+    /// through the request.
+    IdenticalRequests { components: Vec<String> },
+    /// No delivery record, for components that act through the request.
+    Unrecorded,
+}
+
+impl fmt::Display for DeliveryNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeliveryNote::IdenticalRequests { components } => write!(
+                f,
+                "the arms' requests reached the model identically in every recorded field, though {} acts through the request",
+                components.join(", ")
+            ),
+            DeliveryNote::Unrecorded => f.write_str(
+                "no delivery record: whether the treatment reached the model is not known",
+            ),
+        }
+    }
+}
+
+/// report.json holds each one's sentence.
+macro_rules! serialized_as_sentence {
+    ($($kind:ty),*) => {$(
+        impl Serialize for $kind {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+    )*};
+}
+serialized_as_sentence!(Refusal, DeliveryNote, ArmWarning, VarianceNote);
+
+/// report.json holds the sentence: `budget_spent` of a sequential comparison.
+pub(crate) fn spent_as_sentence<S: Serializer>(
+    spent: &Option<Spent>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match spent {
+        Some(spent) => s.collect_str(spent),
+        None => s.serialize_none(),
     }
 }
 
@@ -106,5 +165,25 @@ mod tests {
             serde_json::to_value(VarianceNote::NoIntervals { tasks: 4, fewest: 10 }).unwrap(),
             "no intervals under 10 tasks: the shares describe these 4 tasks"
         );
+        let note = DeliveryNote::IdenticalRequests { components: vec!["tools".into()] };
+        assert_eq!(
+            serde_json::to_value(Some(note)).unwrap(),
+            "the arms' requests reached the model identically in every recorded field, though tools acts through the request"
+        );
+        assert_eq!(
+            serde_json::to_value(Refusal::ArmMissing { comparison: "-tools".into() }).unwrap(),
+            "-tools: an arm is missing from the manifest"
+        );
+        #[derive(Serialize)]
+        struct Spend {
+            #[serde(serialize_with = "spent_as_sentence")]
+            spent: Option<Spent>,
+        }
+        let spent = Some(Spent::Money { spent: 7.0, max: 7.0 });
+        assert_eq!(
+            serde_json::to_value(Spend { spent }).unwrap()["spent"],
+            "money budget spent: $7.0000 of $7"
+        );
+        assert!(serde_json::to_value(Spend { spent: None }).unwrap()["spent"].is_null());
     }
 }

@@ -5,11 +5,10 @@
 //! `m - 1` steps). The outcome is the experiment's primary (the pass rate by default). Bands are
 //! simultaneous within a curve, not across curves: they are unadjusted across the family.
 
-use super::containers::Groups;
-use super::primary::{Primary, unusable};
-use super::{EffectReport, EffectVerdict};
+use super::primary::unusable;
+use super::{EffectReport, EffectVerdict, Run};
 use super::{by_task, rate_interval};
-use crate::report::load::{Row, RunData};
+use crate::report::load::Row;
 use crate::report::stats::{self, SignFlipTest};
 use ablate_core::experiment::matrix::{BudgetKey, BudgetLevel};
 use serde::Serialize;
@@ -108,13 +107,9 @@ impl Curve {
     }
 }
 
-/// What the curves are computed from: the run, its rows by (model, arm), the primary outcome.
+/// What the curves are computed from: the analysis's run and its checked effects.
 pub(super) struct Inputs<'a> {
-    pub data: &'a RunData,
-    pub groups: &'a Groups<'a>,
-    pub primary: &'a Primary,
-    pub alpha: f64,
-    pub test: SignFlipTest,
+    pub run: &'a Run<'a>,
     /// The run's effects, their verdicts checked: a level whose effect is missing (refused) or
     /// withheld leaves its curve undrawn.
     pub effects: &'a [&'a EffectReport],
@@ -123,6 +118,7 @@ pub(super) struct Inputs<'a> {
 /// The run's budget curves; None when it has no budget sweep.
 pub(super) fn curves(x: &Inputs<'_>) -> Option<BudgetCurves> {
     let swept: Vec<(&str, &str, BudgetLevel)> = x
+        .run
         .data
         .arm_settings
         .iter()
@@ -134,7 +130,7 @@ pub(super) fn curves(x: &Inputs<'_>) -> Option<BudgetCurves> {
     levels.dedup();
     let mut out =
         BudgetCurves { key, levels, arms: Vec::new(), effects: Vec::new(), not_drawn: Vec::new() };
-    let models = 0..x.data.models.list.len() as u32;
+    let models = 0..x.run.data.models.list.len() as u32;
     for base in first_seen(swept.iter().map(|s| s.1)) {
         let at: Vec<(f64, &str)> =
             swept.iter().filter(|s| s.1 == base).map(|s| (s.2.value, s.0)).collect();
@@ -142,14 +138,14 @@ pub(super) fn curves(x: &Inputs<'_>) -> Option<BudgetCurves> {
             let mut series: Vec<(f64, Vec<Vec<f64>>)> =
                 at.iter().filter_map(|&(l, arm)| Some((l, x.outcomes(model, arm)?))).collect();
             series.sort_by(|a, b| a.0.total_cmp(&b.0));
-            push(&mut out, base, x.data.models.name(model), arm_curve(x, &series), true);
+            push(&mut out, base, x.run.data.models.name(model), arm_curve(x, &series), true);
         }
     }
-    let comparisons = x.data.manifest.comparisons();
+    let comparisons = x.run.data.manifest.comparisons();
     let swept: Vec<_> = comparisons.iter().filter(|c| c.budget.is_some()).collect();
     for base in first_seen(swept.iter().filter_map(|c| Some(c.budget.as_ref()?.of.as_str()))) {
         for model in models.clone() {
-            let name = x.data.models.name(model);
+            let name = x.run.data.models.name(model);
             let at_levels =
                 swept.iter().copied().filter(|c| c.budget.as_ref().is_some_and(|b| b.of == base));
             let drawn = match effect_series(x, at_levels, model) {
@@ -169,7 +165,7 @@ fn effect_series<'c>(
     at_levels: impl Iterator<Item = &'c ablate_core::experiment::matrix::Comparison>,
     model: u32,
 ) -> Result<Vec<(f64, Paired)>, NotDrawnWhy> {
-    let model_name = x.data.models.name(model);
+    let model_name = x.run.data.models.name(model);
     let mut series = Vec::new();
     for c in at_levels {
         let level = c.budget.as_ref().map_or(f64::NAN, |b| b.level.value);
@@ -242,14 +238,14 @@ fn paired(mut c: Vec<Vec<f64>>, mut t: Vec<Vec<f64>>) -> Paired {
 impl Inputs<'_> {
     /// The primary outcome of an arm's trials for one model, by task; None without trials.
     fn outcomes(&self, model: u32, arm: &str) -> Option<Vec<Vec<f64>>> {
-        let rows: &Vec<&Row> = self.groups.get(&(model, self.data.arms.get(arm)?))?;
-        let n_tasks = self.data.tasks.list.len();
-        Some(by_task(rows, n_tasks, |r| self.primary.value(self.data, r)))
+        let rows: &Vec<&Row> = self.run.groups.get(&(model, self.run.data.arms.get(arm)?))?;
+        let n_tasks = self.run.data.tasks.list.len();
+        Some(by_task(rows, n_tasks, |r| self.run.primary.value(self.run.data, r)))
     }
 
     /// The level of each of `m` simultaneous intervals.
     fn each(&self, m: usize) -> f64 {
-        1.0 - self.alpha / m.max(1) as f64
+        1.0 - self.run.alpha / m.max(1) as f64
     }
 }
 
@@ -275,7 +271,7 @@ fn arm_curve(x: &Inputs<'_>, series: &[(f64, Vec<Vec<f64>>)]) -> Drawn {
         .windows(2)
         .map(|w| {
             let (a, b) = paired(w[0].1.clone(), w[1].1.clone());
-            step(w[0].0, w[1].0, stats::paired_inference_by(&a, &b, step_conf, x.test))
+            step(w[0].0, w[1].0, stats::paired_inference_by(&a, &b, step_conf, x.run.test))
         })
         .collect();
     Drawn::Curve { points, steps, band_level: conf }
@@ -294,7 +290,7 @@ fn effect_curve(x: &Inputs<'_>, series: &[(f64, Paired)]) -> Drawn {
     let points = series
         .iter()
         .map(|(level, (c, t))| {
-            let inf = stats::paired_inference_by(c, t, conf, x.test);
+            let inf = stats::paired_inference_by(c, t, conf, x.run.test);
             Point {
                 level: *level,
                 estimate: inf.mean_diff,
@@ -308,7 +304,7 @@ fn effect_curve(x: &Inputs<'_>, series: &[(f64, Paired)]) -> Drawn {
     let steps = series
         .windows(2)
         .map(|w| {
-            let (change, lo, hi) = effect_change(&w[0].1, &w[1].1, step_conf, x.test);
+            let (change, lo, hi) = effect_change(&w[0].1, &w[1].1, step_conf, x.run.test);
             Step { from: w[0].0, to: w[1].0, change, lo, hi }
         })
         .collect();

@@ -5,6 +5,7 @@
 
 use super::{EffectReport, EffectVerdict};
 use crate::report::load::RunData;
+use crate::report::warnings::DeliveryNote;
 use ablate_core::experiment::components::Component;
 use ablate_core::record::delivery::DeliveryCheck;
 
@@ -34,12 +35,11 @@ pub fn check(data: &RunData, e: &mut EffectReport) {
             e.verdict = EffectVerdict::NotDelivered { fields: fields.clone() };
             None
         }
-        DeliveryCheck::Identical if acts_on_requests(&e.components) => Some(format!(
-            "the arms' requests reached the model identically in every recorded field, though {} acts through the request",
-            e.components.join(", ")
-        )),
+        DeliveryCheck::Identical if acts_on_requests(&e.components) => {
+            Some(DeliveryNote::IdenticalRequests { components: e.components.clone() })
+        }
         DeliveryCheck::Unrecorded if acts_on_requests(&e.components) => {
-            Some("no delivery record: whether the treatment reached the model is not known".into())
+            Some(DeliveryNote::Unrecorded)
         }
         DeliveryCheck::Unrecorded => None,
         DeliveryCheck::Identical | DeliveryCheck::Delivered { .. } => None,

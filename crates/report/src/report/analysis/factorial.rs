@@ -6,14 +6,12 @@
 //! B off (twice the textbook's interaction effect). With several models, each effect's
 //! difference between two models is the harness x model interaction (`models`).
 
-use super::containers::Groups;
 use super::models::{self, ModelDifference};
 
-use super::primary::Primary;
 use super::tasks::{self, TaskEffects};
-use super::{EffectVerdict, by_task, verdict};
+use super::{EffectVerdict, Run, by_task, verdict};
 use crate::report::load::RunData;
-use crate::report::stats::{self, SignFlipTest};
+use crate::report::stats;
 use ablate_core::experiment::factorial::{Estimable, FactorialDesign};
 use ablate_core::record::delivery::{Delivery, DeliveryCheck};
 use serde::Serialize;
@@ -83,17 +81,8 @@ pub struct FactorialEffect {
     pub tasks: TaskEffects,
 }
 
-/// What the effects are computed from.
-pub(super) struct Inputs<'a> {
-    pub data: &'a RunData,
-    pub groups: &'a Groups<'a>,
-    pub primary: &'a Primary,
-    pub alpha: f64,
-    pub test: SignFlipTest,
-}
-
 /// The design's effects, or None when the run has no factorial design.
-pub(super) fn effects(x: &Inputs) -> Option<Factorial> {
+pub(super) fn effects(x: &Run) -> Option<Factorial> {
     let design = x.data.manifest.experiment.factorial.as_ref()?;
     let estimable = design.estimable();
     // The family: every effect of the design under every model (as the ablations' over models).
@@ -152,7 +141,7 @@ pub(crate) type Cell = Option<(f64, usize)>;
 
 /// Each task's mean outcome in each run (`cells[task][run]`); None where the run has no trial on
 /// the task. Refused (with the reason) when a trial's primary outcome is missing or outside [0, 1].
-fn cells(x: &Inputs, d: &FactorialDesign, model: u32) -> Result<Vec<Vec<Cell>>, String> {
+fn cells(x: &Run, d: &FactorialDesign, model: u32) -> Result<Vec<Vec<Cell>>, String> {
     let n_tasks = x.data.tasks.list.len();
     let mut out = vec![vec![None; d.runs.len()]; n_tasks];
     for (ri, run) in d.runs.iter().enumerate() {
@@ -216,7 +205,7 @@ fn delivery(data: &RunData, d: &FactorialDesign, model: u32) -> Withheld {
 /// interaction's on the textbook scale (in [-1, 1]) and doubled. Returns the per-task contrasts
 /// (on the reported scale) for the models' comparison.
 fn effect(
-    x: &Inputs,
+    x: &Run,
     d: &FactorialDesign,
     e: &Estimable,
     cells: &[Vec<Cell>],

@@ -21,7 +21,7 @@ pub(super) fn effects(
     let Some(mut monitor) = data.manifest.sequential_monitor(&models, true) else { return };
     let primary = super::primary::Primary::of(data);
     record_outcomes(data, &primary, &mut monitor);
-    let budget_spent = budget_spent(data, &design, &mut monitor).map(|s| s.to_string());
+    let budget_spent = budget_spent(data, &design, &mut monitor);
     let position = order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
     let replay =
         Replay { data, order, design: &design, monitor: &monitor, primary, position, budget_spent };
@@ -58,7 +58,7 @@ struct Replay<'a> {
     primary: super::primary::Primary,
     /// Each task's place in the run's order.
     position: std::collections::HashMap<&'a str, usize>,
-    budget_spent: Option<String>,
+    budget_spent: Option<ablate_core::sequential::spend::Spent>,
 }
 
 impl Replay<'_> {
@@ -111,7 +111,7 @@ impl Replay<'_> {
             history: seq.history(),
             delta_bias_reduced: bias_reduced_delta(seq, spec.alpha, self.monitor.max_tasks(), data),
             these_tasks,
-            budget_spent: self.budget_spent.clone().filter(|_| seq.decision == Decision::Undecided),
+            budget_spent: self.budget_spent.filter(|_| seq.decision == Decision::Undecided),
         });
     }
 
