@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
+#[path = "common/source.rs"]
+mod source;
+use source::{is_test, root};
 
 /// The `layers` block of ARCHITECTURE.md: each module and the modules it sits on directly.
 fn declared() -> BTreeMap<String, Vec<String>> {
@@ -99,14 +99,6 @@ fn module_file(module: &str) -> PathBuf {
         })
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("{module} is in the layers block and in no crate of {CRATES:?}"))
-}
-
-fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg")
-            && a.parse_args::<syn::Meta>()
-                .is_ok_and(|m| matches!(&m, syn::Meta::Path(p) if p.is_ident("test")))
-    }) || attrs.iter().any(|a| a.path().is_ident("test"))
 }
 
 impl Uses {

@@ -7,12 +7,11 @@
 //! makes a wrong one fail.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
+#[path = "common/source.rs"]
+mod source;
+use source::{is_test, root, rust_files};
 
 /// Each library crate's source folder, and the folders whose code is outside it.
 const CRATES: [(&str, &[&str]); 3] = [
@@ -20,18 +19,6 @@ const CRATES: [(&str, &[&str]); 3] = [
     ("crates/report/src", &["crates/synth/src", "src", "tests", "benches"]),
     ("crates/synth/src", &["crates/report/src", "src", "tests", "benches"]),
 ];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// Every word of the Rust files under `dirs`.
 fn words_in(dirs: &[&str]) -> BTreeSet<String> {
@@ -51,15 +38,6 @@ fn words_of(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_'))
         .map(str::to_string)
-}
-
-fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("test")
-            || (a.path().is_ident("cfg")
-                && a.parse_args::<syn::Meta>()
-                    .is_ok_and(|m| matches!(&m, syn::Meta::Path(p) if p.is_ident("test"))))
-    })
 }
 
 /// A `pub` item of a crate: its name, where it is, and the words of its interface (what a user
