@@ -36,15 +36,24 @@ def times_file():
     return os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "test-fast-times.json")
 
 
-def slowest_first(found):
-    """`found` with the binaries slowest in the last run first (unknown ones first of all), so
-    that the longest do not start last and leave the other jobs idle at the end."""
+def same_binary(executable):
+    """A test binary's path without cargo's hash: the same binary across builds."""
+    return executable.rsplit("-", 1)[0]
+
+
+def last_times():
+    """Each binary's time in the last run that ran it ({} before the first)."""
     try:
         with open(times_file()) as f:
-            last = json.load(f)
+            return json.load(f)
     except (OSError, ValueError):
-        last = {}
-    return sorted(found, key=lambda b: -last.get(b[0].rsplit("-", 1)[0], float("inf")))
+        return {}
+
+
+def slowest_first(found, last):
+    """`found` with the binaries slowest in the last run first (unknown ones first of all), so
+    that the longest do not start last and leave the other jobs idle at the end."""
+    return sorted(found, key=lambda b: -last.get(same_binary(b[0]), float("inf")))
 
 
 def keep_times(times):
@@ -69,12 +78,12 @@ def main():
     cargo_args, test_args = args[:split], args[split + 1:]
     jobs = int(os.environ.get("JOBS", "3"))
     started = time.monotonic()
-    failed, times = [], {}
+    # A run of some binaries keeps the others' times.
+    failed, times = [], last_times()
     with ThreadPoolExecutor(jobs) as pool:
         for executable, name, code, seconds, output in pool.map(
-                lambda b: run(b, test_args), slowest_first(binaries(cargo_args))):
-            # Keyed by the executable without cargo's hash: the same binary across builds.
-            times[executable.rsplit("-", 1)[0]] = round(seconds, 1)
+                lambda b: run(b, test_args), slowest_first(binaries(cargo_args), times)):
+            times[same_binary(executable)] = round(seconds, 1)
             summary = [l for l in output.splitlines() if l.startswith("test result:")]
             if code != 0:
                 failed.append(name)
