@@ -22,7 +22,6 @@ async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// Start `ablate run` on a config whose model answers with SPIN until `healed`.
 /// The temporary folder the test's ablate processes use, its own: the scratch folder a killed
 /// run leaves is swept by the next ablate process started there, so another test's or run's
 /// ablate on this machine (in the system's /tmp) must not be the one to sweep it. Every user may
@@ -37,6 +36,8 @@ fn private_tmp(dir: &std::path::Path) -> std::path::PathBuf {
     tmp
 }
 
+/// Start `ablate run` on a config whose model answers with SPIN until `healed`, in the test's
+/// own temporary folder (`private_tmp`).
 async fn spinning_run(
     dir: &std::path::Path,
     healed: Arc<AtomicBool>,
@@ -88,7 +89,8 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     .await;
     // The killed process's scratch folder (the trial's workspace, the runner's files) stays
     // behind, unlocked; the next ablate process removes it.
-    let scratch: Vec<std::path::PathBuf> = std::fs::read_dir(private_tmp(dir.path()))
+    let tmp = private_tmp(dir.path());
+    let scratch: Vec<std::path::PathBuf> = std::fs::read_dir(&tmp)
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -109,7 +111,7 @@ async fn kill_9_during_a_check_leaves_no_process_and_resume_finishes() {
     let out = output_within_async(
         tokio::process::Command::new(env!("CARGO_BIN_EXE_ablate"))
             .args(resume_args(&config, &run_dir))
-            .env("TMPDIR", private_tmp(dir.path())),
+            .env("TMPDIR", &tmp),
         Duration::from_secs(120),
     )
     .await;
