@@ -15,6 +15,7 @@ pub mod harbor;
 pub mod inspect;
 pub mod map;
 
+use crate::report::analysis::StatusCounts;
 use ablate_core::error::InputError;
 use ablate_core::experiment::components::ComponentValue;
 use ablate_core::experiment::matrix::{
@@ -208,7 +209,7 @@ pub struct Imported {
     pub arms: Vec<String>,
     pub comparisons: Vec<Comparison>,
     /// How many trials ended in each status.
-    pub statuses: crate::report::analysis::StatusCounts,
+    pub statuses: StatusCounts,
     /// What the components' fields say: fields named as one component, and
     /// components whose fields change together (perfectly aliased).
     pub notes: Vec<String>,
@@ -235,10 +236,7 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, InputError> {
         tasks: run.manifest.suite.tasks.len(),
         arms: run.manifest.experiment.arms.iter().map(|a| a.name.clone()).collect(),
         comparisons: run.manifest.experiment.comparisons.clone(),
-        statuses: crate::report::analysis::StatusCounts::of(
-            run.records.iter().map(|r| r.status),
-            None,
-        ),
+        statuses: StatusCounts::of(run.records.iter().map(|r| r.status), None),
         notes: run.manifest.imported.as_ref().map(alias_notes).unwrap_or_default(),
     };
     write_folder(&opts.out, existing, &run)?;
