@@ -401,6 +401,9 @@ def run_unittest(emit, args, canary_names, workspace, denied, layers=frozenset(L
     import argparse, difflib, fnmatch, importlib, importlib.machinery, importlib.util, inspect  # noqa: F401,E401
     import io, linecache, logging, pprint, signal, time, traceback, tokenize, warnings  # noqa: F401,E401
     import collections, contextlib, functools  # noqa: F401,E401
+    # Imported lazily by the framework (gettext's locale, argparse's shutil): loaded here, they
+    # come from the interpreter's bytecode rather than its source on every check.
+    import locale, shutil  # noqa: F401,E401
 
     # Everything the outcome depends on, captured before any task code runs.
     TestCase = unittest.TestCase
