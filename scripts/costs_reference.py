@@ -42,6 +42,7 @@ The rules, as docs/statistics.md states them:
 """
 import csv, json, math, sys
 from collections import defaultdict
+from functools import cache
 from statistics import NormalDist
 
 import mpmath
@@ -50,6 +51,7 @@ KS = [2, 3, 5, 10, 20]
 MASK = (1 << 64) - 1
 
 
+@cache  # a pure function asked the same few (p, df) many times
 def t_quantile(p, df):
     # Student t's quantile by bisection on its CDF (mpmath's regularized incomplete beta).
     def cdf(t):
@@ -122,6 +124,11 @@ def log_r_at(terms, w):
 
 
 def ratio(terms, conf, bootstrap):
+    return ratio_of(tuple((s, tuple(x)) for s, x in terms), conf, bootstrap)
+
+
+@cache  # the same spends are asked for by more than one comparison
+def ratio_of(terms, conf, bootstrap):
     n = len(terms[0][1])
     means = [mean(x) for _, x in terms]
     if n == 0 or any(not (v > 0 and math.isfinite(v)) for v in means):
