@@ -9,8 +9,9 @@ DEBUG_ABLATE := $(OUT)/debug/ablate
 # The polars build's dependencies unoptimized and without debug info: its one small test does
 # not need them fast, and they build in less time.
 QUICK_DEPS := --config 'profile.dev.package."*".opt-level=0' --config 'profile.dev.package."*".debug=false'
-# The integration tests that need no model, container, CLI agent or Harbor (make test-fast).
-FAST_TESTS := $(filter-out agents containers local_model import,$(basename $(notdir $(wildcard tests/*.rs))))
+# The integration tests that need no model, container, CLI agent or Harbor (make test-fast):
+# tests/integration/ (one binary) and the export's, which needs only its feature.
+FAST_TESTS := integration export
 
 .PHONY: agents test test-fast simulations ablate ablate-components ablate-core ablate-budget ablate-factorial ablate-terminal base-image sdk-venv import-venv harness-venv bench-environments deps build release check-suite plan model model-small screenshot bench-report bench-build bench-local bench-sandbox bench-gateway bench-micro gate ablate-external suite-humaneval test-slurm local-shards lint
 
@@ -40,8 +41,9 @@ test: deps model-small base-image sdk-venv import-venv agents
 	  -- --skip simulation
 
 ## make test-fast: the unit and integration tests that need no model, container, CLI agent,
-## Harbor or simulation, for the edit-compile-test loop, the test binaries three at a time
-## (scripts/test-fast.py; the SDK environments are used when present).
+## Harbor or simulation, for the edit-compile-test loop, three processes at a time, each module
+## of tests/integration/ in its own (scripts/test-fast.py; the SDK environments are used when
+## present).
 test-fast:
 	python3 scripts/test-fast.py --workspace --lib --bins $(addprefix --test ,$(FAST_TESTS)) -- --skip simulation
 
@@ -122,8 +124,8 @@ plan: build
 	$(DEBUG_ABLATE) plan configs/core.toml
 
 ## make sdk-venv: the official openai, anthropic, ollama and google-genai Python clients (pinned,
-## from PyPI) in target/sdk-venv, for the gateway's conformance tests (tests/sdk.rs) and the
-## request-field walk (tests/request_fields.rs).
+## from PyPI) in target/sdk-venv, for the gateway's conformance tests (tests/integration/sdk.rs) and the
+## request-field walk (tests/integration/request_fields.rs).
 sdk-venv:
 	bash scripts/venv.sh --optional target/sdk-venv "openai, anthropic, ollama, google.genai" openai==3.57.0 anthropic==2.15.0 ollama==0.6.3 google-genai==3.6.1
 

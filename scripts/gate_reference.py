@@ -8,7 +8,8 @@ gave the first six p-values below; this file reproduces them to 1e-12.
 
     python3 scripts/gate_reference.py
 
-prints every value crates/report/src/gate/decision.rs, crates/report/src/gate/render.rs and tests/gate.rs assert.
+prints every value crates/report/src/gate/decision.rs, crates/report/src/gate/render.rs and
+tests/integration/gate.rs assert.
 """
 import math
 def binom_pmf_vec(n,p):
@@ -208,7 +209,8 @@ def strat_characteristics(tasks, drops, alpha, margin, draws, seed=1):
 
 
 if __name__ == "__main__":
-    # tests/gate.rs pass_fail_and_outputs: the 40 pp drop's tasks, 40 trials a side, alpha 0.05 over 14 tasks.
+    # tests/integration/gate.rs pass_fail_and_outputs: the 40 pp drop's tasks, 40 trials a side,
+    # alpha 0.05 over 14 tasks.
     worse = [("balanced-brackets", 15, 3), ("camel-to-snake", 6, 0), ("count-vowels", 28, 9), ("expression-evaluator", 27, 14),
              ("fizzbuzz-list", 32, 15), ("ini-parser", 15, 0), ("is-prime", 14, 0), ("merge-intervals", 13, 0), ("parse-duration", 3, 0),
              ("reverse-words", 31, 15), ("roman-to-int", 27, 9), ("run-length", 23, 1), ("semver-compare", 7, 0), ("word-frequency", 4, 0)]
@@ -224,7 +226,7 @@ if __name__ == "__main__":
     for drop, pf, pp in strat_characteristics(shipped, [0.0, 0.10, 0.20], 0.05, 0.20, 50000):
         print(f"stratified margin 0.20 drop {drop}: p_fail {pf!r} p_pass {pp!r}")
     print("stratified margin 0.05 drop 0.0: p_pass", repr(strat_characteristics(shipped, [0.0], 0.05, 0.05, 50000)[0][2]))
-    # tests/gate.rs pass_fail_and_outputs: the unchanged candidate, 40 trials a side.
+    # tests/integration/gate.rs pass_fail_and_outputs: the unchanged candidate, 40 trials a side.
     same = [(15, 21), (6, 10), (28, 25), (27, 27), (32, 32), (15, 21), (14, 11), (13, 8), (3, 6), (31, 32), (27, 25), (23, 17), (7, 6), (4, 8)]
     counts = [(b, 40, c, 40) for b, c in same]
     mean = sum(c / 40 - b / 40 for b, c in same) / 14

@@ -6,7 +6,7 @@
 #   scripts/venv.sh [--optional] DIR MODULES PIN...
 # MODULES: what must import (comma-separated). With --optional, a failed
 # install (offline) warns and exits 0, unless CI is set.
-#   target/sdk-venv: openai, anthropic, ollama, google-genai (tests/sdk.rs, tests/request_fields.rs)
+#   target/sdk-venv: openai, anthropic, ollama, google-genai (tests/integration/: sdk.rs, request_fields.rs)
 #   target/harness-venv: smolagents (examples/harnesses/smol; make harness-venv)
 #   target/agents/venv: aider, mini-swe-agent (examples/harnesses; make agents)
 set -euo pipefail

@@ -5,8 +5,9 @@
 //! `model`, `sandbox`, `grader`) writing the `record` (crate `ablate-core`)
 //! -> `report` -> `gate` (crate `ablate-report`). This library re-exports both
 //! crates' modules under one path; the command line (`main.rs`, `cli`) sits on
-//! top. A module uses only those below it in `tests/layers.rs`'s order, and
-//! the crate boundary makes the compiler hold the cut between the two.
+//! top. A module uses only those below it in the order that
+//! `tests/integration/layers.rs` checks, and the crate boundary makes the
+//! compiler hold the cut between the two.
 
 pub use ablate_core::{
     InputError, container, digest, error, experiment, gateway, grader, harness, model, plan,

@@ -1,5 +1,5 @@
-//! Candidate files that try to fake a grade: the corpus `tests/hostile.rs`
-//! runs end to end and `tests/grader_layers.rs` measures layer by layer.
+//! Candidate files that try to fake a grade: the corpus `tests/integration/hostile.rs`
+//! runs end to end and `tests/integration/grader_layers.rs` measures layer by layer.
 #![allow(dead_code)]
 
 /// add.py (tiny suite, `add-two`) that passes 1 of 6 tests (add(0, 0)).
@@ -239,7 +239,7 @@ pub fn raising(exception: &str) -> String {
 }
 
 /// Every attempt at a faked grade that runs in the test process (files the
-/// trial leaves for the grade are in tests/hostile.rs alone).
+/// trial leaves for the grade are in tests/integration/hostile.rs alone).
 pub fn grade_fakes() -> Vec<Attempt> {
     let summary = "\\n' + '-' * 70 + '\\nRan 6 tests in 0.001s\\n\\nOK\\n";
     let mut all = vec![

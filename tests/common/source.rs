@@ -1,5 +1,5 @@
 //! Reading the workspace's own Rust source, for the tests that check its shape
-//! (tests/layers.rs, tests/visibility.rs). Included by path, without the rest of
+//! (tests/integration/layers.rs and visibility.rs). Included by path, without the rest of
 //! `common`.
 #![allow(dead_code)]
 

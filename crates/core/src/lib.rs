@@ -2,7 +2,7 @@
 //! `suite` -> `experiment` (config, matrix) -> `plan` -> `runner` (with
 //! `harness`, `model`, `sandbox`, `grader`) writing the `record`. The report
 //! crate reads the record; a module uses only those below it in the layers
-//! block that `tests/layers.rs` checks.
+//! block that `tests/integration/layers.rs` checks.
 
 pub mod container;
 pub mod digest;

@@ -462,7 +462,7 @@ pub(crate) fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
 
 /// The standard-library modules the grader's runner has imported before a
 /// task's code loads (its `ready` line on CPython 3.11, Debian's and
-/// pyenv's builds together; tests/grading.rs holds the list to the runner).
+/// pyenv's builds together; tests/integration/grading.rs holds the list to the runner).
 /// An editable file named like one of them would be the grader's module for
 /// every check, so a task may not have one.
 pub(crate) const GRADER_MODULES: &[&str] = &[

@@ -2,7 +2,7 @@
 //! correct agree with each other (shard count, index wiring, shared volume,
 //! model Service). They are not run on a cluster here.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

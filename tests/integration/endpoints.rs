@@ -1,7 +1,7 @@
 //! What the model endpoints may do to a run: oversized reply bodies, model
 //! names they do not serve, and model lists they do not offer.
 
-mod common;
+use crate::common;
 
 use ablate::record::TrialStatus;
 use ablate::runner::RunError;

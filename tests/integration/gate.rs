@@ -1,6 +1,6 @@
 //! `ablate baseline save` and `ablate gate`: verdicts, exit codes, drift refusal, CI outputs.
 
-mod common;
+use crate::common;
 
 use ablate_synth as synth;
 use std::collections::BTreeMap;

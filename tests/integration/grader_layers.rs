@@ -9,7 +9,7 @@
 //! fake the grade of their own process), with the arguments and input ablate
 //! gives it, and its result file judged by ablate's own channel code.
 
-mod common;
+use crate::common;
 
 use ablate::grader::{channel, parse};
 use ablate::suite::OutputParser;

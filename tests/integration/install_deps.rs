@@ -3,7 +3,7 @@
 //! new machine of this kind), it still installs libclang-dev. Run with stub
 //! `dpkg-query` and `apt-get` first on PATH, which record what is asked.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

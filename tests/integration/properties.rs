@@ -4,7 +4,7 @@
 //! value of the wrong type is read or refused naming file and key, never a
 //! panic), and invariants of the statistics.
 
-mod common;
+use crate::common;
 
 use ablate::model::chat_format::{parse_fenced_tool_calls, parse_tool_calls};
 use ablate::record::jsonl::{self, JsonlWriter};

@@ -1,6 +1,6 @@
 //! The real binary, run as a user would.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! upstream, and the report's verdict follows what reached the model, not
 //! what the harness asked.
 
-mod common;
+use crate::common;
 
 use ablate::record::delivery::DeliveryCheck;
 use ablate::record::{EndReason, TrialStatus};

@@ -1,6 +1,6 @@
 //! `ablate report` on generated run folders: files, key numbers, the guard.
 
-mod common;
+use crate::common;
 
 use ablate_synth as synth;
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! `ablate suite import`: HumanEval-shaped and JSONL-schema sources written for
 //! the tests (tests/fixtures/imports/), through the real binary.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

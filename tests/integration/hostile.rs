@@ -6,7 +6,7 @@
 //! returns; the test process is ablate). These tests need bubblewrap: they
 //! fail, not skip, where it is missing (scripts/install-deps.sh installs it).
 
-mod common;
+use crate::common;
 
 use ablate::record::{TrialRecord, TrialStatus};
 use common::corpus::*;

@@ -2,10 +2,10 @@
 //! declared components, sweeps, the guard at load and at report time, the
 //! plan, the manifest; and builtin experiments unchanged.
 
+use crate::common;
 use ablate::experiment::config::{Experiment, load_str};
 use ablate::experiment::matrix::{ArmOrigin, ComparisonKind, ComparisonOrigin};
 use ablate::experiment::{Component, HarnessKind};
-mod common;
 
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! generate and show. Without the venv these tests are skipped, loudly; with
 //! CI set they fail.
 
-mod common;
+use crate::common;
 
 use ablate::record::TrialStatus;
 use common::*;

@@ -9,8 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use syn::visit::Visit;
 
-#[path = "common/source.rs"]
-mod source;
+use crate::source;
 use source::{is_test, root, rust_files};
 
 /// Each library crate's source folder, and the folders whose code is outside it.

@@ -1,7 +1,7 @@
 //! The gateway of external harnesses, driven over HTTP as a harness would,
 //! in front of a scripted model server.
 
-mod common;
+use crate::common;
 
 use ablate::experiment::config::{Budget, ModelSpec, Price, Provider, RetryPolicy};
 use ablate::gateway::{GatewayStop, TrialMeter, serve};

@@ -3,7 +3,7 @@
 //! arm stops; no effect is decided equivalent; a run killed with SIGKILL and
 //! resumed reaches the decisions of an uninterrupted one.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -3,9 +3,9 @@
 //! `baseline save`, `gate`, `merge`, `suite check` and `suite import` on fixed
 //! inputs, and of refused inputs. Paths, digests, run ids and times are
 //! replaced by placeholders. After an intended change:
-//! `INSTA_UPDATE=always cargo test --test snapshots`, then review the diff.
+//! `INSTA_UPDATE=always cargo test --test integration snapshots::`, then review the diff.
 
-mod common;
+use crate::common;
 
 use ablate_synth as synth;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,7 @@ fn ablate(args: &[&str]) -> String {
 /// Placeholders for what changes from one machine or run to the next.
 fn settings(tmp: Option<&Path>) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path("snapshots");
+    s.set_snapshot_path("../snapshots");
     s.set_prepend_module_to_snapshot(false);
     if let Some(tmp) = tmp {
         s.add_filter(&regex::escape(&tmp.display().to_string()), "[tmp]");

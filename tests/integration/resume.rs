@@ -1,6 +1,6 @@
 //! A run killed mid-way and resumed completes the plan with no trial recorded twice.
 
-mod common;
+use crate::common;
 
 use ablate::record::{TrialRecord, TrialStatus};
 use common::*;

@@ -2,7 +2,7 @@
 //! report that trusts only the plan: the real binary, run as a user would,
 //! often two at once.
 
-mod common;
+use crate::common;
 
 use ablate::record::{Manifest, TrialRecord};
 use common::*;

@@ -1,6 +1,6 @@
 //! Real trials against scripted OpenAI-compatible and Ollama servers on loopback.
 
-mod common;
+use crate::common;
 
 use ablate::record::{BudgetLimit, EndReason, TrialStatus};
 use common::*;

@@ -1,6 +1,6 @@
 //! The measures in ARCHITECTURE.md's header (its ```measures block) are the code's: the largest
 //! source file, the functions over 80 lines outside tests, and the import circles between the
-//! files of one module (between modules, tests/layers.rs holds the order). Counted on the text
+//! files of one module (between modules, tests/integration/layers.rs holds the order). Counted on the text
 //! as rustfmt lays it out, test code left out: `#[cfg(test)]` items and the files only they
 //! declare. When the code changes a figure, this test fails with the block to write instead.
 

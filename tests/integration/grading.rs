@@ -5,8 +5,6 @@
 //! pyenv's 3.11.7 print the same lines). A candidate whose code makes tests
 //! fail in any of these ways is graded `failed`, never `policy_violation`.
 
-mod common;
-
 use ablate::grader::run_checks;
 use ablate::record::CheckResult;
 use ablate::sandbox::Sandbox;

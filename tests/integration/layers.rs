@@ -10,8 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-#[path = "common/source.rs"]
-mod source;
+use crate::source;
 use source::{is_test, root};
 
 /// The `layers` block of ARCHITECTURE.md: each module and the modules it sits on directly.

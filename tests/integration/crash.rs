@@ -1,7 +1,7 @@
 //! ablate killed (SIGKILL) or interrupted (SIGINT) while candidate code runs
 //! in a check: nothing of the candidate survives, and `--resume` finishes the run.
 
-mod common;
+use crate::common;
 
 use ablate::record::{TrialRecord, TrialStatus};
 use common::*;

@@ -2,7 +2,7 @@
 //! runs in the sandbox, its model calls go through the trial's gateway to a
 //! scripted model server, and the workspace is graded as for builtin trials.
 
-mod common;
+use crate::common;
 
 use ablate::record::{BudgetLimit, EndReason, TrialRecord, TrialStatus};
 use common::*;

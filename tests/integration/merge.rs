@@ -1,7 +1,7 @@
 //! `ablate merge`: shards of one experiment put back together report exactly
 //! what the unsharded run reports; what is missing or foreign is named.
 
-mod common;
+use crate::common;
 
 use ablate::record::merge::{MergeError, MergeOptions, merge};
 use ablate::record::{Manifest, TrialRecord};
