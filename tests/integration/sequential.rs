@@ -23,8 +23,8 @@ fn scripted(body: &Value) -> Reply {
     openai_text(if text.contains(MARK) { WRONG_ADD } else { RIGHT_ADD })
 }
 
-/// A suite of `TASKS` copies of the tiny suite's add-two, ids add-00..add-39.
-fn suite(dir: &Path) -> PathBuf {
+/// A suite of `tasks` copies of the tiny suite's add-two, ids add-00, add-01...
+fn suite(dir: &Path, tasks: usize) -> PathBuf {
     let from = fixture("tiny").join("add-two");
     let root = dir.join("adds");
     std::fs::create_dir_all(&root).unwrap();
@@ -33,7 +33,7 @@ fn suite(dir: &Path) -> PathBuf {
         "name = \"adds\"\nversion = \"1.0.0\"\ndescription = \"copies of add-two\"\n",
     )
     .unwrap();
-    for i in 0..TASKS {
+    for i in 0..tasks {
         let id = format!("add-{i:02}");
         let to = root.join(&id);
         copy_dir(&from, &to);
@@ -58,8 +58,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The experiment on `TASKS` tasks.
 fn config(dir: &Path, url: &str) -> PathBuf {
-    let suite = suite(dir);
+    config_on(dir, url, TASKS)
+}
+
+/// Arms a, b, c on a suite of `tasks` tasks, pairs a -> b and a -> c, margin 20 pp.
+fn config_on(dir: &Path, url: &str, tasks: usize) -> PathBuf {
+    let suite = suite(dir, tasks);
     for (name, text) in [
         ("a.md", "You write Python. Arm A."),
         ("b.md", &format!("You write Python. {MARK}.")),
@@ -593,16 +599,17 @@ async fn an_outage_is_re_run_and_decides_nothing() {
 
 /// With every task in and the comparison open, the interval printed is still the sequence for
 /// tasks like these; the suite's own mean as run is a separate, labelled description. a -> c
-/// moves no task (d = 0 each, x = 1/2) and, with no margin, nothing can decide it: after all 40
-/// tasks the without-replacement sequence is the suite's mean difference itself, [0, 0], while
-/// the sequence for tasks like these keeps a width (each bettor's factors at m = 1/2 +- h are
-/// 1 - l h < 1 when x = 1/2: no candidate near 0 is ever rejected).
+/// moves no task (d = 0 each, x = 1/2) and, with no margin, nothing can decide it, on any number
+/// of tasks (12 here): after all of them the without-replacement sequence is the suite's mean
+/// difference itself, [0, 0], while the sequence for tasks like these keeps a width (each
+/// bettor's factors at m = 1/2 +- h are 1 - l h < 1 when x = 1/2: no candidate near 0 is ever
+/// rejected).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_task_in_and_undecided_prints_the_inference_not_the_description() {
     let server =
         start(Arc::new(|path, body, _| meta(path).unwrap_or_else(|| scripted(body)))).await;
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), &server.url);
+    let cfg = config_on(dir.path(), &server.url, 12);
     let text = std::fs::read_to_string(&cfg)
         .unwrap()
         .replace("margin = 0.2\n", "")
