@@ -124,8 +124,8 @@ plan: build
 	$(DEBUG_ABLATE) plan configs/core.toml
 
 ## make sdk-venv: the official openai, anthropic, ollama and google-genai Python clients (pinned,
-## from PyPI) in target/sdk-venv, for the gateway's conformance tests (tests/integration/sdk.rs) and the
-## request-field walk (tests/integration/request_fields.rs).
+## from PyPI) in target/sdk-venv, for the gateway's conformance tests and the request-field walk
+## (tests/integration/sdk.rs and request_fields.rs).
 sdk-venv:
 	bash scripts/venv.sh --optional target/sdk-venv "openai, anthropic, ollama, google.genai" openai==3.57.0 anthropic==2.15.0 ollama==0.6.3 google-genai==3.6.1
 

@@ -1,6 +1,5 @@
 //! Reading the workspace's own Rust source, for the tests that check its shape
-//! (tests/integration/layers.rs and visibility.rs). Included by path, without the rest of
-//! `common`.
+//! (tests/integration/layers.rs and visibility.rs): a module of its own, beside `common`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
