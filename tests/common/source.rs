@@ -1,5 +1,6 @@
 //! Reading the workspace's own Rust source, for the tests that check its shape
-//! (tests/integration/layers.rs and visibility.rs): a module of its own, beside `common`.
+//! (layers.rs, measures.rs and visibility.rs in tests/integration/): a module of its own,
+//! beside `common`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -7,6 +8,20 @@ use std::path::{Path, PathBuf};
 /// The workspace's root folder.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// The file of the child module `name` that `file` declares (`mod name;`): `mod.rs`, `lib.rs`
+/// and `main.rs` declare their children beside them, `a/b.rs` in `a/b/`; `name.rs` there, else
+/// `name/mod.rs`.
+pub fn child_file(file: &Path, name: &str) -> PathBuf {
+    let stem = file.file_stem().unwrap();
+    let dir = if ["mod", "lib", "main"].iter().any(|s| stem == *s) {
+        file.parent().unwrap().to_path_buf()
+    } else {
+        file.with_extension("")
+    };
+    let flat = dir.join(format!("{name}.rs"));
+    if flat.exists() { flat } else { dir.join(name).join("mod.rs") }
 }
 
 /// Every `.rs` file under `dir`, into `out`.

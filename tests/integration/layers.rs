@@ -10,8 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-use crate::source;
-use source::{is_test, root};
+use crate::source::{child_file, is_test, root};
 
 /// The `layers` block of ARCHITECTURE.md: each module and the modules it sits on directly.
 fn declared() -> BTreeMap<String, Vec<String>> {
@@ -206,16 +205,8 @@ fn module_uses(file: &Path, found: &mut BTreeSet<String>) {
     let mut uses = Uses::default();
     uses_in(&text, &mut uses);
     found.extend(uses.found);
-    // `a/mod.rs` declares children in `a/`; `a/b.rs` in `a/b/`.
-    let dir = if file.file_name().is_some_and(|n| n == "mod.rs") {
-        file.parent().unwrap().to_path_buf()
-    } else {
-        file.with_extension("")
-    };
     for child in uses.children {
-        let flat = dir.join(format!("{child}.rs"));
-        let nested = dir.join(&child).join("mod.rs");
-        let path = if flat.exists() { flat } else { nested };
+        let path = child_file(file, &child);
         assert!(
             path.exists(),
             "{} declares `mod {child};` and neither {child}.rs nor {child}/mod.rs exists",

@@ -4,6 +4,7 @@
 //! as rustfmt lays it out, test code left out: `#[cfg(test)]` items and the files only they
 //! declare. When the code changes a figure, this test fails with the block to write instead.
 
+use crate::source::{child_file, root};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -18,10 +19,6 @@ const ROOTS: [&str; 5] = [
 
 /// The longest a function may be without counting as long.
 const LONG: usize = 80;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
 
 fn indent(line: &str) -> usize {
     line.len() - line.trim_start().len()
@@ -70,18 +67,6 @@ fn children(lines: &[&str]) -> Vec<String> {
             l.strip_prefix("mod ")?.strip_suffix(';').map(str::to_string)
         })
         .collect()
-}
-
-/// The file of child module `name` of `file`.
-fn child_file(file: &Path, name: &str) -> PathBuf {
-    let stem = file.file_stem().unwrap();
-    let dir = if ["mod", "lib", "main"].iter().any(|s| stem == *s) {
-        file.parent().unwrap().to_path_buf()
-    } else {
-        file.with_extension("")
-    };
-    let flat = dir.join(format!("{name}.rs"));
-    if flat.exists() { flat } else { dir.join(name).join("mod.rs") }
 }
 
 /// Every non-test source file reachable from the roots, with its non-test text.

@@ -9,8 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use syn::visit::Visit;
 
-use crate::source;
-use source::{is_test, root, rust_files};
+use crate::source::{child_file, is_test, root, rust_files};
 
 /// Each library crate's source folder, and the folders whose code is outside it.
 const CRATES: [(&str, &[&str]); 3] = [
@@ -158,14 +157,7 @@ fn pub_items(krate: &str) -> (Vec<PubItem>, BTreeSet<String>) {
         let rel = file.strip_prefix(root()).unwrap().display().to_string();
         let mut v = PubItems { file: rel, ..Default::default() };
         v.visit_file(&parsed);
-        let dir = match file.file_name().unwrap().to_str().unwrap() {
-            "lib.rs" | "mod.rs" => file.parent().unwrap().to_path_buf(),
-            name => file.parent().unwrap().join(name.trim_end_matches(".rs")),
-        };
-        for child in &v.children {
-            let flat = dir.join(format!("{child}.rs"));
-            todo.push(if flat.exists() { flat } else { dir.join(child).join("mod.rs") });
-        }
+        todo.extend(v.children.iter().map(|child| child_file(&file, child)));
         out.extend(v.items);
         macro_words.extend(v.macro_words);
     }
