@@ -461,8 +461,8 @@ pub(crate) fn load_harbor_task(dir: &Path) -> Result<Task, InputError> {
 }
 
 /// The standard-library modules the grader's runner has imported before a
-/// task's code loads (its `ready` line on CPython 3.11, Debian's and
-/// pyenv's builds together; tests/integration/grading.rs holds the list to the runner).
+/// task's code loads (its `ready` line on CPython 3.11, Debian's and pyenv's
+/// builds together, and what runner.py imports itself: keep the two in step).
 /// An editable file named like one of them would be the grader's module for
 /// every check, so a task may not have one.
 pub(crate) const GRADER_MODULES: &[&str] = &[
@@ -499,6 +499,7 @@ pub(crate) const GRADER_MODULES: &[&str] = &[
     "json",
     "keyword",
     "linecache",
+    "locale",
     "logging",
     "lzma",
     "marshal",
@@ -815,6 +816,28 @@ pub(crate) struct NotTheRunnersCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every module the grader's runner imports before a task's code loads (each `import` line
+    /// of runner.py before its pytest mode, which imports after the task's code) is one a task's
+    /// editable file may not be named like.
+    #[test]
+    fn the_runners_own_imports_are_grader_modules() {
+        let runner = crate::grader::RUNNER_PY;
+        let unittest_part = &runner[..runner.find("def run_pytest(").unwrap()];
+        let mut seen = 0;
+        for line in unittest_part.lines().map(str::trim) {
+            let Some(names) = line.strip_prefix("import ") else { continue };
+            let names = names.split('#').next().unwrap();
+            for name in names.split(',').map(|n| n.trim().split('.').next().unwrap()) {
+                seen += 1;
+                assert!(
+                    GRADER_MODULES.contains(&name),
+                    "runner.py imports {name}: add it to GRADER_MODULES"
+                );
+            }
+        }
+        assert!(seen > 30, "{seen} imports read");
+    }
 
     fn write_task(root: &Path, id: &str, toml_text: &str) {
         let dir = root.join(id);
